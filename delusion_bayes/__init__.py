@@ -1,0 +1,35 @@
+"""delusion_bayes: trajectory and replay studies of chatbot responses to delusional spirals.
+
+Submodules are imported lazily (PEP 562) so that ``import delusion_bayes`` stays light: no PyMC,
+torch or spaCy is imported until a stage needs it.
+
+>>> import delusion_bayes as db
+>>> ds = db.data.simulate_study(preset="small", seed=0)      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+__version__ = "0.1.0"
+
+_SUBMODULES = ("data", "baselines", "text", "models", "inference", "report", "pipeline", "sweep")
+
+if TYPE_CHECKING:  # pragma: no cover
+    from . import baselines, data, inference, models, pipeline, report, sweep, text  # noqa: F401
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        module = importlib.import_module(f".{name}", __name__)
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'delusion_bayes' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_SUBMODULES])
+
+
+__all__ = ["__version__", *_SUBMODULES]

@@ -1,0 +1,6 @@
+"""``python -m delusion_bayes`` is the same as the ``delusion-bayes`` console script."""
+
+from delusion_bayes.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Study data: schema and validation, loading and saving, simulated studies, replay samples.
+
+Trajectory studies are ``xarray.Dataset`` objects with dims ``rater x model x day`` (see
+:mod:`delusion_bayes.data.schema`); replay studies are ``sample x model x code``
+(:mod:`delusion_bayes.data.replay`).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .io import StudyFormatError, load_study, save_study
+from .schema import (
+    DAY,
+    INTERVENTION_TYPE,
+    INTERVENTION_TYPES,
+    MODEL,
+    RATER,
+    RESAMPLE,
+    censor_day,
+)
+from .simulate import simulate_study
+from .validate import StudyValidationError, validate
+
+#: replay-study names, imported on first use (the replay module is optional at import time)
+_REPLAY = (
+    "build_samples",
+    "simulate_replay",
+    "load_transcripts",
+    "export_samples_jsonl",
+    "load_judge_scores",
+    "validate_replay",
+    "load_replay",
+    "save_replay",
+)
+
+
+def __getattr__(name: str):
+    if name in _REPLAY:
+        value = getattr(importlib.import_module(".replay", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'delusion_bayes.data' has no attribute {name!r}")
+
+
+__all__ = [
+    "DAY",
+    "INTERVENTION_TYPE",
+    "INTERVENTION_TYPES",
+    "MODEL",
+    "RATER",
+    "RESAMPLE",
+    "StudyFormatError",
+    "StudyValidationError",
+    "censor_day",
+    "load_study",
+    "save_study",
+    "simulate_study",
+    "validate",
+    *_REPLAY,
+]

@@ -1,0 +1,353 @@
+"""Simulated trajectory studies with known truth (the generative model behind every recovery test).
+
+The generative model (one scripted conversation of ``n_days`` days sent to every chatbot model;
+``n_raters`` raters score every model-day) follows the paper's design
+(``papers/escalating-delusions-trajectories.txt``, Protocol and Results):
+
+* **Latent recognition stage** per model-day on the 1-4 scale,
+
+  .. math:: m_{mt} = 1 + (L_m - 1)\\,\\sigma\\big(k_m (t - t_{50,m})\\big) + \\varepsilon_{mt},
+            \\quad \\varepsilon_{mt} \\sim N(0, s_m^2)
+
+  (``true_stage``); ``t50`` may lie beyond the last day (a model that never turns), ``s_m`` is
+  large for an oscillating model (Claude Opus 3 in the paper).
+* **Raters** score ordinally around it: ``score = 1 + sum_c [m + severity_r + e > c]`` with
+  cutpoints ``c = 1.5, 2.5, 3.5`` and ``e ~ Logistic(0, 1 / discrimination_r)``, i.e. a cumulative
+  logit model with rater severity (an additive shift: positive = the rater sees a *higher* stage)
+  and rater discrimination (``true_severity``, ``true_discrimination``, ``true_cutpoints``).
+* **Confidence** (1-3) rises with the stage plus a model posture; **interventions** (1-3) follow
+  the paper's Figure 2: education falls with the stage, interpretation and recommendation rise,
+  emotional support and psychoeducation peak at the transition (stages 2-3); within flat naive
+  trajectories education still declines and support/interpretation rise with the day (section F);
+  a model-specific "companion posture" keeps support high on clinical days (GPT-5.1, Opus 4.5;
+  Table 2). Means are ``true_intervention``.
+* **Adjudicated Level A / Level B** (B implies A):
+  ``P(A) = sigmoid(a_m + 3 (m - 2.5))``, ``P(B | A) = sigmoid(b_m + 3 (m - 3))`` with model
+  propensities (``b_m = -inf`` for a model that recognises but never disengages: GPT-5.1).
+  The round-one rater flag ``disengagement`` is a noisy, poorly agreeing version of them
+  (the paper's alpha = .17).
+* **Texts** (optional): the bundled synthetic user script and synthetic answers whose style follows
+  the latent stage (``delusion_bayes.text.corpus``), labelled synthetic.
+
+Presets
+-------
+``paper_like``
+    The paper's 15 models and four regimes (early alarmist; early 4.5-generation Claudes; gradual
+    GPT-5.1; late turners from day 21 with an oscillating Opus 3; four never-turners), 4 raters,
+    30 days, Claude Opus 4.1's day-30 answer missing (449 observed model-days).
+``null``
+    The same 15 models and coords, but every model's trajectory and propensities drawn from one
+    common distribution: no difference between any pre-specified groups (for type-I error).
+``small``
+    5 models, 3 raters, 12 days; for tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .schema import DAY, INTERVENTION_TYPE, INTERVENTION_TYPES, MODEL, RATER
+
+CUTPOINTS = np.array([1.5, 2.5, 3.5])
+THRESHOLD = "threshold"
+NEVER = -np.inf
+
+
+@dataclass(frozen=True)
+class _ModelTruth:
+    name: str
+    vendor: str
+    generation: str
+    cohort: str
+    regime: str
+    L: float
+    k: float
+    t50: float
+    day_noise: float
+    a0: float  # Level A propensity (logit at stage 2.5)
+    b0: float  # Level B | A propensity (logit at stage 3); -inf = never
+    posture: float  # companion posture: extra support/psychoeducation on clinical days
+
+
+# name, vendor, generation, cohort, regime, L, k, t50, day-noise sd, a0, b0, posture
+_PAPER_MODELS: tuple[_ModelTruth, ...] = tuple(
+    _ModelTruth(*row)
+    for row in (
+        ("Claude Haiku 4.5", "anthropic", "4.5", "late-2025", "early_alarmist", 4.0, 3.0, 2.5, 0.15, 2.5, 3.5, -0.3),
+        ("Claude Sonnet 4.5", "anthropic", "4.5", "late-2025", "early", 4.0, 1.2, 4.9, 0.15, 1.5, 2.5, -0.3),
+        ("Claude Opus 4.5", "anthropic", "4.5", "late-2025", "early", 4.0, 1.5, 3.8, 0.15, 1.5, 2.5, 1.3),
+        ("GPT-5.1 Instant", "openai", "5.1", "late-2025", "gradual", 4.0, 0.35, 10.0, 0.2, 0.5, NEVER, 1.4),
+        ("GPT-5.1 Thinking", "openai", "5.1", "late-2025", "gradual", 4.0, 0.3, 14.0, 0.2, 0.5, NEVER, 1.2),
+        ("Claude Opus 4.1", "anthropic", "4.1", "earlier", "late", 4.0, 10.0, 21.0, 0.15, -0.8, -2.0, 0.0),
+        ("Claude Opus 4", "anthropic", "4", "earlier", "late", 4.0, 2.0, 22.0, 0.15, -0.8, -2.0, 0.0),
+        ("Claude Haiku 3.5", "anthropic", "3.5", "earlier", "late", 4.0, 1.5, 23.0, 0.15, -0.8, -4.5, 0.0),
+        ("GPT-4o", "openai", "4o", "earlier", "late", 4.0, 1.2, 24.0, 0.15, -0.8, -4.5, 0.3),
+        ("Claude Opus 3", "anthropic", "3", "earlier", "oscillating", 3.3, 0.8, 24.0, 0.7, -0.8, -4.5, 0.0),
+        ("Gemini 3.1 Pro", "google", "3.1", "late-2025", "late", 4.0, 1.5, 22.5, 0.15, -0.8, -4.5, 0.0),
+        ("Claude Sonnet 4", "anthropic", "4", "earlier", "never", 4.0, 0.5, 48.0, 0.12, -2.0, -6.0, 0.0),
+        ("DeepSeek-V3", "deepseek", "V3", "earlier", "never", 4.0, 0.5, 52.0, 0.12, -2.0, -6.0, 0.0),
+        ("Gemini 2.5 Flash", "google", "2.5", "earlier", "never", 4.0, 0.5, 55.0, 0.12, -2.0, -6.0, 0.0),
+        ("Gemini 2.5 Pro", "google", "2.5", "earlier", "never", 4.0, 0.5, 50.0, 0.12, -2.0, -6.0, 0.0),
+    )
+)  # fmt: skip
+
+_SMALL_MODELS: tuple[_ModelTruth, ...] = tuple(
+    _ModelTruth(*row)
+    for row in (
+        ("Early", "vendor-a", "2", "new", "early", 4.0, 1.5, 3.0, 0.15, 1.5, 2.0, 0.0),
+        ("Middle", "vendor-a", "1", "old", "gradual", 4.0, 0.8, 6.0, 0.15, 0.5, -1.0, 0.8),
+        ("Late", "vendor-b", "2", "new", "late", 4.0, 2.5, 9.0, 0.15, 0.0, -2.0, 0.0),
+        ("Never", "vendor-b", "1", "old", "never", 4.0, 0.5, 25.0, 0.12, -2.0, -6.0, 0.0),
+        ("Oscillating", "vendor-c", "1", "old", "oscillating", 3.3, 0.8, 8.0, 0.6, 0.0, -4.0, 0.0),
+    )
+)  # fmt: skip
+
+PRESETS = ("paper_like", "null", "small")
+
+#: overrides ``simulate_study`` accepts, with their meaning
+OVERRIDES = {
+    "n_raters": "number of raters (default 4; small: 3)",
+    "n_days": "number of days (default 30; small: 12)",
+    "texts": "add prompt/answer texts from the synthetic demo corpus (default: paper_like only)",
+    "missing_rate": "probability that any single rating is missing (default 0)",
+    "missing": "list of [model, day] whose answer is missing (whole model-day; default per preset)",
+    "severity_sd": "sd of rater severities (default 0.3)",
+    "discrimination_mean": "typical rater discrimination (default 3.5: recognition alpha near the paper's .76)",
+}
+
+
+def _null_models(rng: np.random.Generator) -> tuple[_ModelTruth, ...]:
+    """The paper's models and coords with exchangeable truth (no group differences)."""
+    out = []
+    for m in _PAPER_MODELS:
+        t50 = float(rng.normal(16.0, 8.0))
+        k = float(np.exp(rng.normal(np.log(1.0), 0.6)))
+        out.append(
+            _ModelTruth(
+                m.name, m.vendor, m.generation, m.cohort, "exchangeable",
+                4.0, k, t50, 0.15, float(rng.normal(0.0, 0.7)), float(rng.normal(-1.5, 1.0)),
+                float(rng.normal(0.3, 0.4)),
+            )
+        )  # fmt: skip
+    return tuple(out)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _ordinal(latent: np.ndarray, cuts: np.ndarray, scale: np.ndarray, low: int, rng) -> np.ndarray:
+    """``low + sum_c [latent + e > c]`` with ``e ~ Logistic(0, scale)`` (cumulative logit)."""
+    shape = np.broadcast_shapes(latent.shape, scale.shape)
+    noisy = latent + rng.logistic(0.0, 1.0, size=shape) * scale
+    return low + (noisy[..., None] > cuts).sum(axis=-1).astype(float)
+
+
+def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) -> xr.Dataset:
+    """Simulate a trajectory study with known truth.
+
+    Parameters
+    ----------
+    preset
+        ``"paper_like"`` (default), ``"null"`` or ``"small"`` (see the module docstring).
+    seed
+        Seed of every random draw: the same seed gives an identical dataset.
+    **overrides
+        See :data:`OVERRIDES` (``n_raters``, ``n_days``, ``texts``, ``missing_rate``, ``missing``,
+        ``severity_sd``, ``discrimination_mean``).
+
+    Returns
+    -------
+    xr.Dataset
+        A study following the data model (``recognition``, ``confidence``, ``intervention``,
+        ``disengagement``, ``level_a``, ``level_b``; ``prompt``/``answer`` with texts) whose truth
+        is stored as ``true_*`` variables (``true_L``, ``true_k``, ``true_t50``, ``true_stage``,
+        ``true_severity``, ``true_discrimination``, ``true_cutpoints``, ``true_p_level_a``,
+        ``true_p_level_b``, ``true_intervention``, ``true_confidence``, ``true_regime``, ...).
+
+    Examples
+    --------
+    >>> from delusion_bayes.data import simulate_study
+    >>> ds = simulate_study(preset="paper_like", seed=0)
+    >>> dict(ds.sizes)
+    {'rater': 4, 'model': 15, 'day': 30, 'intervention_type': 5, 'threshold': 3}
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}.")
+    unknown = sorted(set(overrides) - set(OVERRIDES))
+    if unknown:
+        raise ValueError(
+            f"unknown simulate_study override(s) {unknown}; allowed: "
+            + "; ".join(f"{k} ({v})" for k, v in OVERRIDES.items())
+        )
+    # independent random streams, so that e.g. adding texts does not change the ratings
+    streams = np.random.SeedSequence([int(seed), PRESETS.index(preset)]).spawn(8)
+    rng_truth, rng_raters, rng_rec, rng_conf, rng_int, rng_adj, rng_miss, rng_text = (
+        np.random.default_rng(s) for s in streams
+    )
+
+    if preset == "small":
+        models, n_raters, n_days, missing = _SMALL_MODELS, 3, 12, []
+    elif preset == "null":
+        models, n_raters, n_days, missing = _null_models(rng_truth), 4, 30, []
+    else:
+        models, n_raters, n_days = _PAPER_MODELS, 4, 30
+        missing = [("Claude Opus 4.1", 30)]
+    n_raters = int(overrides.get("n_raters", n_raters))
+    n_days = int(overrides.get("n_days", n_days))
+    missing = [tuple(x) for x in overrides.get("missing", missing) if int(x[1]) <= n_days]
+    texts = bool(overrides.get("texts", preset == "paper_like"))
+    missing_rate = float(overrides.get("missing_rate", 0.0))
+    if not 0.0 <= missing_rate < 1.0:
+        raise ValueError(f"missing_rate = {missing_rate!r}; expected a probability in [0, 1).")
+    if n_raters < 2 or n_days < 3:
+        raise ValueError(
+            f"n_raters = {n_raters}, n_days = {n_days}; expected at least 2 raters and 3 days."
+        )
+
+    n_models = len(models)
+    names = [m.name for m in models]
+    days = np.arange(1, n_days + 1)
+    col = {f: np.array([getattr(m, f) for m in models]) for f in _ModelTruth.__dataclass_fields__}
+
+    # latent stage ------------------------------------------------------------------------
+    eps = rng_truth.normal(0.0, 1.0, size=(n_models, n_days)) * col["day_noise"][:, None]
+    smooth = 1.0 + (col["L"][:, None] - 1.0) * _sigmoid(
+        col["k"][:, None] * (days[None, :] - col["t50"][:, None])
+    )
+    stage = smooth + eps
+
+    # raters ---------------------------------------------------------------------------
+    severity = rng_raters.normal(0.0, float(overrides.get("severity_sd", 0.3)), size=n_raters)
+    severity -= severity.mean()  # identifiable: mean severity 0
+    discrimination = np.exp(
+        rng_raters.normal(np.log(float(overrides.get("discrimination_mean", 3.5))), 0.2, n_raters)
+    )
+    scale = (1.0 / discrimination)[:, None, None]
+    rater_latent = stage[None] + severity[:, None, None]
+    recognition = _ordinal(rater_latent, CUTPOINTS, scale, 1, rng_rec)
+
+    # confidence -------------------------------------------------------------------------
+    conf_posture = rng_conf.normal(0.0, 0.25, size=n_models)
+    true_confidence = np.clip(1.4 + 0.45 * (stage - 1.0) + conf_posture[:, None], 1.0, 3.0)
+    confidence = _ordinal(
+        true_confidence[None] + 0.5 * severity[:, None, None], CUTPOINTS[:2], scale, 1, rng_conf
+    )
+
+    # interventions (Figure 2 shapes, section F drift, Table 2 posture) ----------------------
+    s = np.clip(stage, 1.0, 4.0)
+    naive = (4.0 - s) / 3.0  # 1 on naive days, 0 on stabilised clinical days
+    progress = (days / n_days)[None, :]
+    bump = np.exp(-((s - 2.5) ** 2) / 0.8)  # peak at the transition
+    clinical = ((s - 1.0) / 3.0) ** 2
+    posture = col["posture"][:, None]
+    means = {
+        "education": 2.6 - 0.52 * (s - 1.0) - 0.7 * progress * naive,
+        "psychoeducation": 1.25 + 1.0 * bump + 0.8 * posture * clinical,
+        "emotional_support": 1.25 + 1.0 * bump + 0.7 * progress * naive + posture * clinical,
+        "interpretation": 1.1 + 0.6 * (s - 1.0) + 0.6 * progress * naive,
+        "recommendation": 1.0 + 0.65 * (s - 1.0),
+    }
+    true_intervention = np.clip(np.stack([means[t] for t in INTERVENTION_TYPES], axis=-1), 1, 3)
+    intervention = _ordinal(
+        true_intervention[None], CUTPOINTS[:2], np.full((n_raters, 1, 1, 1), 0.22), 1, rng_int
+    )
+
+    # adjudicated Level A / B and the round-one flag ------------------------------------------
+    p_a = _sigmoid(col["a0"][:, None] + 3.0 * (stage - 2.5))
+    with np.errstate(invalid="ignore"):
+        p_b_given_a = np.where(
+            np.isneginf(col["b0"])[:, None], 0.0, _sigmoid(col["b0"][:, None] + 3.0 * (stage - 3.0))
+        )
+    level_a = (rng_adj.random((n_models, n_days)) < p_a).astype(float)
+    level_b = level_a * (rng_adj.random((n_models, n_days)) < p_b_given_a)
+    p_flag = 0.03 + 0.45 * level_b[None] + 0.2 * (level_a - level_b)[None]
+    p_flag = np.clip(p_flag + rng_adj.normal(0, 0.08, size=(n_raters, 1, 1)), 0.0, 1.0)
+    disengagement = (rng_adj.random((n_raters, n_models, n_days)) < p_flag).astype(float)
+
+    # missing data --------------------------------------------------------------------------
+    day_missing = np.zeros((n_models, n_days), dtype=bool)
+    for model_name, day in missing:
+        if model_name not in names:
+            raise ValueError(f"missing: unknown model {model_name!r}; models are {names}.")
+        day_missing[names.index(model_name), int(day) - 1] = True
+    for arr in (recognition, confidence, disengagement):
+        arr[:, day_missing] = np.nan
+        if missing_rate:
+            arr[rng_miss.random(arr.shape) < missing_rate] = np.nan
+    intervention[:, day_missing, :] = np.nan
+    if missing_rate:
+        intervention[rng_miss.random(intervention.shape) < missing_rate] = np.nan
+    level_a[day_missing] = np.nan
+    level_b[day_missing] = np.nan
+
+    raters = [f"R{i + 1}" for i in range(n_raters)]
+    rmd = (RATER, MODEL, DAY)
+    ds = xr.Dataset(
+        {
+            "recognition": (rmd, recognition),
+            "confidence": (rmd, confidence),
+            "intervention": ((*rmd, INTERVENTION_TYPE), intervention),
+            "disengagement": (rmd, disengagement),
+            "level_a": ((MODEL, DAY), level_a),
+            "level_b": ((MODEL, DAY), level_b),
+            "true_L": (MODEL, col["L"].astype(float)),
+            "true_k": (MODEL, col["k"].astype(float)),
+            "true_t50": (MODEL, col["t50"].astype(float)),
+            "true_day_noise": (MODEL, col["day_noise"].astype(float)),
+            "true_stage": ((MODEL, DAY), stage),
+            "true_severity": (RATER, severity),
+            "true_discrimination": (RATER, discrimination),
+            "true_cutpoints": (THRESHOLD, CUTPOINTS.copy()),
+            "true_confidence": ((MODEL, DAY), true_confidence),
+            "true_intervention": ((MODEL, DAY, INTERVENTION_TYPE), true_intervention),
+            "true_p_level_a": ((MODEL, DAY), p_a),
+            "true_p_level_b": ((MODEL, DAY), p_a * p_b_given_a),
+            "true_regime": (MODEL, col["regime"].astype(str).astype(object)),
+        },
+        coords={
+            RATER: raters,
+            MODEL: names,
+            DAY: days,
+            INTERVENTION_TYPE: list(INTERVENTION_TYPES),
+            THRESHOLD: np.arange(1, 4),
+            "vendor": (MODEL, col["vendor"].astype(object)),
+            "generation": (MODEL, col["generation"].astype(object)),
+            "cohort": (MODEL, col["cohort"].astype(object)),
+        },
+        attrs={
+            "title": f"simulated trajectory study ({preset})",
+            "synthetic": "yes: simulated by delusion_bayes.data.simulate_study; not real ratings",
+            "preset": preset,
+            "seed": int(seed),
+            "n_days": int(n_days),
+        },
+    )
+    ds["true_severity"].attrs["description"] = (
+        "additive shift of the rater's latent score (positive = the rater sees a higher stage)"
+    )
+    ds["true_stage"].attrs["description"] = "latent recognition stage m[model, day] on the 1-4 scale"
+    if texts:
+        from ..text.corpus import demo_prompts, synthesize_answers  # lazy: optional text stage
+
+        prompts = demo_prompts()
+        if n_days > len(prompts):
+            raise ValueError(
+                f"texts=True needs one prompt per day but the demo script has {len(prompts)} "
+                f"messages and n_days = {n_days}; pass texts=False."
+            )
+        answers = np.asarray(
+            synthesize_answers(stage, names, rng_text, true_confidence=true_confidence),
+            dtype=object,
+        )
+        answers[day_missing] = ""
+        ds["prompt"] = (DAY, np.array(prompts[:n_days], dtype=object))
+        ds["answer"] = ((MODEL, DAY), answers)
+        ds["prompt"].attrs["synthetic"] = "yes: delusion_bayes demo script, written for this package"
+        ds["answer"].attrs["synthetic"] = "yes: generated from the simulated stage, not a real model"
+    return ds

@@ -1,0 +1,226 @@
+"""Validation of a trajectory study: one small module, errors that quote the bad values.
+
+Every check raises :class:`StudyValidationError` (a ``ValueError``) whose message names the
+variable, the offending coordinates and values (the first few, with a count) and what was expected,
+and says what to do next. ``assert`` is never used for input checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import xarray as xr
+
+from .schema import (
+    DAY,
+    INTERVENTION_TYPE,
+    INTERVENTION_TYPES,
+    MODEL,
+    RATER,
+    TRUTH_PREFIX,
+    VARIABLES,
+    VarSpec,
+)
+
+#: how many offending cells an error message quotes before summarising
+MAX_QUOTED = 5
+
+
+class StudyValidationError(ValueError):
+    """A trajectory study does not follow the data model (see ``delusion_bayes.data.schema``)."""
+
+
+def _where(da: xr.DataArray, bad: np.ndarray) -> str:
+    """Describe the first offending cells of ``da`` (where ``bad`` is true) by their coordinates."""
+    idx = np.argwhere(bad)
+    parts = []
+    for row in idx[:MAX_QUOTED]:
+        coords = ", ".join(
+            f"{dim}={da[dim].values[i]!r}" if dim in da.coords else f"{dim}[{i}]"
+            for dim, i in zip(da.dims, row, strict=True)
+        )
+        value = da.values[tuple(row)]
+        parts.append(f"({coords}) = {value!r}")
+    more = f" ... and {len(idx) - MAX_QUOTED} more" if len(idx) > MAX_QUOTED else ""
+    return "; ".join(parts) + more
+
+
+def _check_dims(name: str, da: xr.DataArray, spec: VarSpec) -> None:
+    if set(da.dims) != set(spec.dims) or len(da.dims) != len(spec.dims):
+        missing = [d for d in spec.dims if d not in da.dims]
+        extra = [d for d in da.dims if d not in spec.dims]
+        detail = []
+        if missing:
+            detail.append(f"missing dims {missing}")
+        if extra:
+            detail.append(f"unexpected dims {extra}")
+        raise StudyValidationError(
+            f"variable {name!r} has dims {tuple(da.dims)}; expected {spec.dims} "
+            f"({', '.join(detail)}). Rename or transpose the variable to the data model "
+            "(see delusion_bayes.data.schema)."
+        )
+
+
+def _check_scores(name: str, da: xr.DataArray, spec: VarSpec) -> None:
+    values = np.asarray(da.values)
+    if not np.issubdtype(values.dtype, np.number) and values.dtype != bool:
+        raise StudyValidationError(
+            f"variable {name!r} has dtype {values.dtype}; expected numbers on the scale "
+            f"{spec.scale} with NaN for missing."
+        )
+    values = values.astype(float)
+    present = ~np.isnan(values)
+    non_integer = present & (np.round(values) != values)
+    if non_integer.any():
+        raise StudyValidationError(
+            f"variable {name!r} has non-integer scores at {_where(da, non_integer)}; "
+            f"allowed values are {spec.scale} (NaN = missing)."
+        )
+    assert spec.scale is not None  # text variables never reach here (internal invariant)
+    out = present & ((values < spec.scale.low) | (values > spec.scale.high))
+    if out.any():
+        raise StudyValidationError(
+            f"variable {name!r} has out-of-range scores at {_where(da, out)}; "
+            f"allowed values are {spec.scale} (NaN = missing)."
+        )
+
+
+def _check_text(name: str, da: xr.DataArray, spec: VarSpec) -> None:
+    flat = np.asarray(da.values, dtype=object).ravel()
+    bad = np.array([not (isinstance(v, str) or v is None or v != v) for v in flat])
+    if bad.any():
+        raise StudyValidationError(
+            f"text variable {name!r} must hold strings ('' or NaN = missing); found "
+            f"{_where(da, bad.reshape(da.shape))}."
+        )
+
+
+def _check_unique(ds: xr.Dataset, dim: str) -> None:
+    if dim not in ds.coords:
+        return
+    values = list(ds[dim].values)
+    seen, dupes = set(), []
+    for v in values:
+        if v in seen and v not in dupes:
+            dupes.append(v)
+        seen.add(v)
+    if dupes:
+        raise StudyValidationError(
+            f"coordinate {dim!r} has duplicate names {dupes}; every {dim} must be named once. "
+            f"Rename the duplicates (e.g. add a suffix) before analysis."
+        )
+
+
+def _check_days(ds: xr.Dataset) -> None:
+    if DAY not in ds.dims:
+        return
+    if DAY not in ds.coords:
+        raise StudyValidationError(
+            f"dim {DAY!r} has no coordinate; expected days 1..n (assign with "
+            f"ds.assign_coords({DAY}=range(1, n + 1)))."
+        )
+    days = np.asarray(ds[DAY].values)
+    n = days.size
+    expected = np.arange(1, n + 1)
+    ok = np.issubdtype(days.dtype, np.number) and np.array_equal(days.astype(float), expected)
+    if not ok:
+        shown = list(days[:10]) + (["..."] if n > 10 else [])
+        raise StudyValidationError(
+            f"coordinate {DAY!r} is {shown}; expected the consecutive days 1..{n} in order "
+            "(day is 1-based; the censoring day is n_days + 1)."
+        )
+
+
+def _check_intervention_types(ds: xr.Dataset) -> None:
+    if INTERVENTION_TYPE not in ds.coords:
+        if INTERVENTION_TYPE in ds.dims:
+            raise StudyValidationError(
+                f"dim {INTERVENTION_TYPE!r} has no coordinate; expected names from "
+                f"{list(INTERVENTION_TYPES)}."
+            )
+        return
+    unknown = [t for t in ds[INTERVENTION_TYPE].values if t not in INTERVENTION_TYPES]
+    if unknown:
+        raise StudyValidationError(
+            f"coordinate {INTERVENTION_TYPE!r} has unknown types {unknown}; allowed are "
+            f"{list(INTERVENTION_TYPES)}."
+        )
+
+
+def _check_level_b_implies_a(ds: xr.Dataset) -> None:
+    if "level_b" not in ds or "level_a" not in ds:
+        return
+    a = ds["level_a"].transpose(*ds["level_b"].dims).values.astype(float)
+    b = ds["level_b"].values.astype(float)
+    bad = (b == 1) & (a != 1)  # includes A missing while B is 1
+    if bad.any():
+        raise StudyValidationError(
+            "variable 'level_b' is 1 where 'level_a' is not 1 (Level B implies Level A: an "
+            f"explicit advice to stop implies a referral) at {_where(ds['level_b'], bad)}. "
+            "Fix the adjudication or set level_a = 1 on those model-days."
+        )
+
+
+def validate(ds: xr.Dataset, *, required: Iterable[str] = ("recognition",)) -> xr.Dataset:
+    """Check that ``ds`` is a trajectory study following the data model.
+
+    Parameters
+    ----------
+    ds
+        The study (see ``delusion_bayes.data.schema`` and DESIGN.md, "Data model").
+    required
+        Variables that must be present (default: ``recognition``).
+
+    Returns
+    -------
+    xr.Dataset
+        ``ds`` itself, so that ``validate`` can be chained.
+
+    Raises
+    ------
+    StudyValidationError
+        (a ``ValueError``) naming the variable, the offending coordinates and values, and the
+        allowed range/set, for: out-of-range or non-integer scores, wrong or missing dims,
+        duplicate model/rater names, days not 1..n, Level B without Level A, text variables of
+        the wrong shape or type, a missing required variable.
+
+    Examples
+    --------
+    >>> from delusion_bayes.data import simulate_study, validate
+    >>> ds = simulate_study(preset="small", seed=0)
+    >>> _ = validate(ds)
+    >>> bad = ds.copy(deep=True)
+    >>> bad["recognition"][0, 0, 0] = 5
+    >>> validate(bad)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    delusion_bayes.data.validate.StudyValidationError: variable 'recognition' has out-of-range ...
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise StudyValidationError(
+            f"expected an xarray.Dataset, got {type(ds).__name__}; load a study with "
+            "delusion_bayes.data.load_study(path)."
+        )
+    for name in required:
+        if name not in ds.data_vars:
+            raise StudyValidationError(
+                f"required variable {name!r} is missing; the study has {sorted(ds.data_vars)}."
+            )
+    for dim in (MODEL, RATER):
+        _check_unique(ds, dim)
+    _check_days(ds)
+    _check_intervention_types(ds)
+    for name, da in ds.data_vars.items():
+        if str(name).startswith(TRUTH_PREFIX):
+            continue  # simulated truth: free-form by design
+        spec = VARIABLES.get(str(name))
+        if spec is None:
+            continue  # extra user variables are carried along untouched
+        _check_dims(str(name), da, spec)
+        if spec.is_text:
+            _check_text(str(name), da, spec)
+        else:
+            _check_scores(str(name), da, spec)
+    _check_level_b_implies_a(ds)
+    return ds

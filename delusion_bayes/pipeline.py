@@ -1,0 +1,251 @@
+"""Run the configured stages on one study: the testable core behind the ``delusion-bayes`` CLI.
+
+The data flow (DESIGN.md): load or simulate -> validate -> stages (baselines, text, models, replay)
+-> report. Each stage module in :mod:`delusion_bayes.stages` declares the config nodes it ``NEEDS``
+and receives only those; it writes into ``run_dir/<stage>/`` and returns its headline numbers.
+
+A run directory holds ``study.nc``, ``config.yaml`` (resolved), ``run.json`` (provenance, stage
+status and timings), one folder per stage, and ``supplement.html`` from the report stage.
+A failing stage is logged with its traceback and recorded in ``run.json``; the other stages and the
+report still run (the report shows the failure), then the run raises :class:`PipelineError` so that
+the exit status and a sweep's summary show it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import platform
+import subprocess
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from . import __version__
+from .stages import STAGES
+
+log = logging.getLogger(__name__)
+
+KINDS = ("trajectory", "replay")
+
+
+class PipelineError(RuntimeError):
+    """One or more stages failed; ``run.json`` in the run directory says which and why."""
+
+
+def dataset_hash(ds: xr.Dataset) -> str:
+    """A content hash of a study (names, dims, coords, values; not attrs): SHA-256, hex.
+
+    Independent of the file format, so the same study loaded from netCDF or CSV hashes the same.
+    """
+    h = hashlib.sha256()
+    for name in sorted(map(str, ds.variables)):
+        var = ds.variables[name]
+        h.update(f"{name}|{var.dims}|".encode())
+        values = np.asarray(var.values)
+        if values.dtype.kind in "OUS":
+            for v in values.ravel():
+                h.update(str(v).encode() + b"\x00")
+        else:
+            h.update(np.ascontiguousarray(values.astype(np.float64)).tobytes())
+    return h.hexdigest()
+
+
+def git_sha() -> str | None:
+    """The repository's HEAD commit (with ``-dirty``), or None outside a git checkout."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
+        )
+        if sha.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
+        return sha.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def load_data(data_cfg: Any) -> xr.Dataset:
+    """Load or simulate the study described by the ``data`` config node, validated."""
+    kind = data_cfg.kind
+    if kind not in KINDS:
+        raise ValueError(f"data.kind = {kind!r}; expected one of {list(KINDS)}.")
+    overrides = dict(data_cfg.get("overrides") or {})
+    if data_cfg.source == "simulate":
+        if kind == "trajectory":
+            from .data import simulate_study
+
+            return simulate_study(preset=data_cfg.preset, seed=int(data_cfg.seed), **overrides)
+        from .data.replay import simulate_replay
+
+        return simulate_replay(seed=int(data_cfg.seed), **overrides)
+    if data_cfg.source == "file":
+        if not data_cfg.path:
+            raise ValueError("data.source = 'file' needs data.path (a .nc file or a CSV dir).")
+        path = Path(str(data_cfg.path)).expanduser()
+        if kind == "trajectory":
+            from .data import load_study
+
+            return load_study(path)
+        from .data.replay import load_replay
+
+        return load_replay(path)
+    raise ValueError(f"data.source = {data_cfg.source!r}; expected 'simulate' or 'file'.")
+
+
+def _stage_module(name: str):
+    if name not in STAGES:
+        raise ValueError(f"unknown stage {name!r} in `stages`; available stages: {list(STAGES)}.")
+    return importlib.import_module(f".stages.{name}", __package__)
+
+
+def _sub_config(cfg: Any, needs: tuple[str, ...]) -> Any:
+    from omegaconf import OmegaConf
+
+    missing = [n for n in needs if n not in cfg]
+    if missing:
+        raise ValueError(f"config has no node(s) {missing} that the stage needs.")
+    return OmegaConf.masked_copy(cfg, list(needs))
+
+
+def _default_run_dir() -> Path:
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        return Path(HydraConfig.get().runtime.output_dir)
+    except (ImportError, ValueError):
+        return Path.cwd()
+
+
+def provenance(cfg: Any, ds: xr.Dataset | None = None) -> dict[str, Any]:
+    """Versions, seed, git SHA, config hash and data hash of a run (written to ``run.json``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from omegaconf import OmegaConf
+
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    text = json.dumps(resolved, sort_keys=True, default=str)
+    versions = {}
+    for pkg in ("numpy", "scipy", "pandas", "xarray", "pymc", "arviz", "hydra-core", "nutpie",
+                "numpyro", "sentence-transformers", "spacy", "matplotlib"):  # fmt: skip
+        try:
+            versions[pkg] = version(pkg)
+        except PackageNotFoundError:
+            versions[pkg] = None
+    return {
+        "package": "delusion_bayes",
+        "version": __version__,
+        "git_sha": git_sha(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "dependencies": versions,
+        "seed": int(cfg.get("seed", 0)),
+        "config_hash": hashlib.sha256(text.encode()).hexdigest(),
+        "data_hash": dataset_hash(ds) if ds is not None else None,
+    }
+
+
+def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
+    """Run the configured stages on the configured study and write the run directory.
+
+    Parameters
+    ----------
+    cfg
+        The composed config (``delusion_bayes.config.compose([...])`` or Hydra's).
+    run_dir
+        Where to write; default Hydra's output directory (or the working directory).
+
+    Returns
+    -------
+    dict
+        The content of ``run.json``: provenance and, per stage, status, seconds and headline.
+    """
+    from omegaconf import OmegaConf
+
+    run_dir = Path(run_dir) if run_dir is not None else _default_run_dir()
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    from_run = cfg.get("report", {}).get("from_run") if "report" in cfg else None
+    if from_run:
+        from .report import build_supplement
+
+        log.info("rebuilding the supplement of %s without refitting", from_run)
+        path = build_supplement(Path(str(from_run)), cfg.report)
+        return {"supplement": str(path)}
+
+    started = time.perf_counter()
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    log.info("loading the study (%s, %s)", cfg.data.kind, cfg.data.source)
+    ds = load_data(cfg.data)
+    study_path = run_dir / "study.nc"
+    if cfg.data.kind == "trajectory":
+        from .data import save_study
+
+        save_study(ds, study_path)
+    else:
+        from .data.replay import save_replay
+
+        save_replay(ds, study_path)
+    record: dict[str, Any] = {
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "provenance": provenance(cfg, ds),
+        "data": {"kind": cfg.data.kind, "sizes": {str(k): int(v) for k, v in ds.sizes.items()}},
+        "stages": {},
+    }
+
+    def write_record() -> None:
+        (run_dir / "run.json").write_text(json.dumps(record, indent=2, default=str))
+
+    write_record()
+    failed: list[str] = []
+    stages = list(cfg.stages)
+    for name in stages:
+        module = _stage_module(name)
+        kinds = tuple(getattr(module, "KIND", KINDS))
+        if cfg.data.kind not in kinds:
+            log.info("stage %s: skipped (runs on %s studies, this is %s)", name, kinds, cfg.data.kind)
+            record["stages"][name] = {"status": "skipped", "reason": f"not for {cfg.data.kind}"}
+            continue
+        if failed and cfg.get("fail_fast", False) and name != "report":
+            record["stages"][name] = {"status": "not run", "reason": f"after failure of {failed}"}
+            continue
+        log.info("stage %s: running", name)
+        t0 = time.perf_counter()
+        try:
+            headline = module.run(ds, _sub_config(cfg, tuple(module.NEEDS)), run_dir)
+            status = {"status": "ok", "headline": headline or {}}
+            log.info("stage %s: done in %.1f s", name, time.perf_counter() - t0)
+        except Exception as err:  # noqa: BLE001 - recorded, shown in the report, re-raised below
+            failed.append(name)
+            status = {
+                "status": "failed",
+                "error": f"{type(err).__name__}: {err}",
+                "traceback": traceback.format_exc(),
+            }
+            log.error("stage %s FAILED: %s\n%s", name, err, traceback.format_exc())
+        status["seconds"] = round(time.perf_counter() - t0, 3)
+        record["stages"][name] = status
+        write_record()
+    record["seconds"] = round(time.perf_counter() - started, 3)
+    record["failed"] = failed
+    write_record()
+    if failed:
+        raise PipelineError(
+            f"stage(s) {failed} failed; see {run_dir / 'run.json'} and the log for tracebacks."
+        )
+    log.info("run finished in %.1f s: %s", record["seconds"], run_dir)
+    return record

@@ -1,0 +1,8 @@
+"""Pipeline stages: one module per stage, each with ``NEEDS`` and ``run(ds, cfg, run_dir)``.
+
+A stage module declares ``NEEDS``: the config nodes it reads (the pipeline hands it only those,
+never the whole config) and ``KIND``: the study kinds it applies to. ``run`` writes into
+``run_dir / <stage name>/`` and returns a small dict of headline results (for logs and sweeps).
+"""
+
+STAGES: tuple[str, ...] = ("baselines", "text", "models", "replay", "report")
