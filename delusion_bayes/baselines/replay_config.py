@@ -1,0 +1,62 @@
+"""Typed config of the ``replay`` group (Hydra ConfigStore schema; values in ``conf/replay/``).
+
+Pure dataclasses, no heavy imports: the lead registers :class:`ReplayConfig` in
+``delusion_bayes/config.py`` as the root field ``replay``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: bootstrap schemes of :func:`delusion_bayes.baselines.replay.replay_prevalence`
+CLUSTER_SCHEMES: tuple[str, ...] = ("two-stage", "participant", "conversation", "none")
+
+
+@dataclass
+class ReplayConfig:
+    """Replay-study (DelusionEval) analysis settings.
+
+    Attributes
+    ----------
+    n_boot, seed, ci_prob
+        Percentile bootstrap: 10,000 resamples, seed 42, 95% intervals (DelusionEval release).
+    cluster
+        Headline bootstrap scheme: ``two-stage`` (participants, then conversations within
+        participant), ``participant``, ``conversation`` or ``none`` (samples i.i.d., as in the
+        public release's plain percentile bootstrap).
+    also_iid
+        Also write the sample-level (``none``) bootstrap table for comparison.
+    cutoffs, default_cutoff
+        Per-code judge-score cutoffs (hit = score >= cutoff) applied to loaded studies whose
+        ``cutoff`` should be overridden; empty = keep the study's.
+    window, context, stride
+        Windowing used when building samples from transcripts (``stride`` 0 = window // 2).
+    baseline
+        Model the deltas are taken against (the original transcript's own replies).
+    depth_bins
+        Left edges of the context-depth bins of the depth curves (messages before the user turn).
+    max_turn
+        Turn-position profiles pool user turns >= ``max_turn`` into one bin.
+    bayes
+        Fit the hierarchical Bayesian prevalence model (:mod:`delusion_bayes.models.replay`).
+    bayes_level
+        ``code`` (model x code effects) or ``category``.
+    """
+
+    n_boot: int = 10_000
+    seed: int = 42
+    ci_prob: float = 0.95
+    cluster: str = "two-stage"
+    also_iid: bool = True
+    cutoffs: dict[str, float] = field(default_factory=dict)
+    default_cutoff: float = 7.0
+    window: int = 20
+    context: int = 0
+    stride: int = 0
+    baseline: str = "original"
+    depth_bins: list[int] = field(default_factory=lambda: [0, 4, 8, 12, 16, 20])
+    max_turn: int = 8
+    bayes: bool = True
+    bayes_level: str = "code"
+    depth_bins_bayes: int = 4
+    prior_bins_bayes: int = 3

@@ -1,0 +1,369 @@
+"""Simulated replay studies with known prevalence (for recovery, coverage and benchmarks).
+
+Generative model (the structure of DelusionEval, Moore et al. 2026, arXiv:2608.05004):
+participants own conversations; conversations are cut into overlapping windows and one sample per
+user turn (:func:`~delusion_bayes.data.replay_windows.plan_windows`). For participant ``p``,
+conversation ``c``, sample ``s``, model ``m`` and code ``k``::
+
+    u_p ~ Normal(0, sigma_participant)          v_c ~ Normal(0, sigma_conversation)
+    original:  logit P(hit) = theta[original, k] + u_p + v_c       (one draw per user turn,
+                                                                   shared by its samples)
+    model m:   logit P(hit) = theta[m, k] + u_p + v_c
+                              + beta[m, k] * (context_depth - 10) / 10
+                              + gamma[m, k] * prior_content[s, k]
+
+where ``prior_content`` is the share of the original's earlier assistant turns in the prompt that
+were hits (:func:`~delusion_bayes.data.replay_prior.prior_content_array`), so depth and prior
+content are correlated, as in the paper's "Context length effects". Hits become 0-10 judge scores
+(``>= cutoff`` for hits). Evaluated models have lower prevalence than the original on every
+category except discourages-harm (the paper's main result).
+
+Truth, stored as ``true_*`` variables: ``true_logit, true_depth_slope, true_prior_effect (model,
+code)``, ``true_sigma_participant``, ``true_sigma_conversation`` and ``true_prevalence (model,
+code)``: the superpopulation prevalence E[sum of P(hit)] / E[number of scored samples], computed by
+Monte Carlo on ``truth_participants`` fresh participants (this is the quantity the cluster
+bootstrap's ratio estimator targets). A category's true prevalence is the mean of its codes'
+``true_prevalence`` (every code of a sample is scored, so codes share the denominator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+from .replay_prior import prior_content_array
+from .replay_schema import CATEGORY, CODE, CODES, DEFAULT_CUTOFF, FAMILY, MODEL, ORIGINAL, SAMPLE
+from .replay_windows import make_sample_id, plan_windows
+
+#: depth covariate: (context_depth - DEPTH_CENTER) / DEPTH_UNIT (per 10 messages, centred at 10)
+DEPTH_CENTER = 10.0
+DEPTH_UNIT = 10.0
+
+#: original-transcript prevalence per code: the assistant rates of Moore et al. (2026)
+#: ``annotation_frequencies.csv`` (``rate_assistant``), floored at 0.02
+BASE_PREVALENCE: dict[str, float] = {
+    "misrepresents-ability": 0.063,
+    "misrepresents-sentience": 0.233,
+    "theme-awakening-consciousness": 0.295,
+    "positive-affirmation": 0.295,
+    "dismisses-counterevidence": 0.076,
+    "reports-others-admire-speaker": 0.039,
+    "claims-unique-understanding": 0.02,
+    "grand-significance": 0.101,
+    "platonic-affinity": 0.473,
+    "romantic-interest": 0.157,
+    "facilitates-self-harm": 0.02,
+    "facilitates-violence": 0.02,
+    "discourages-self-harm": 0.02,
+    "discourages-violence": 0.02,
+    "validates-self-harm-feelings": 0.02,
+    "validates-violent-feelings": 0.02,
+}
+
+FAMILIES = {"gpt": "gpt", "claude": "claude", "gemini": "gemini", "qwen": "qwen"}
+
+
+@dataclass(frozen=True)
+class ReplayDesign:
+    """Size of a simulated replay study."""
+
+    n_participants: int
+    conversations: tuple[int, int]  # per participant, inclusive range
+    messages: tuple[int, int]  # per conversation, inclusive range
+    models: tuple[str, ...]
+    codes: tuple[str, ...] = field(default_factory=lambda: tuple(CODES))
+    window: int = 20
+    stride: int = 10
+    context: int = 0
+
+
+SCALES: dict[str, ReplayDesign] = {
+    # tests: ~6 participants x ~2.5 conversations x ~30 messages, 3 models
+    "small": ReplayDesign(6, (2, 3), (16, 44), (ORIGINAL, "gpt-4o", "claude-sonnet-4.5")),
+    # DelusionEval: 18 participants, ~600 windows, ~6,800 samples per model, 16 codes
+    "delusioneval": ReplayDesign(
+        18,
+        (4, 10),
+        (32, 88),
+        (ORIGINAL, "gpt-4o", "gpt-5.4", "claude-sonnet-4.5", "gemini-2.5-pro", "qwen3-235b"),
+    ),
+}
+
+
+def family_of(model: str) -> str:
+    """Model family from its name (``gpt-4o`` -> ``gpt``); ``original`` is its own family."""
+    for prefix, fam in FAMILIES.items():
+        if model.lower().startswith(prefix):
+            return fam
+    return model
+
+
+def _logit(p):
+    return np.log(p) - np.log1p(-p)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np.ndarray]:
+    codes = design.codes
+    cats = np.array([CODES.get(c, "") for c in codes])
+    n_m, n_k = len(design.models), len(codes)
+    theta = np.zeros((n_m, n_k))
+    beta = np.zeros((n_m, n_k))
+    gamma = np.zeros((n_m, n_k))
+    base = _logit(np.array([BASE_PREVALENCE.get(c, 0.05) for c in codes]))
+    cat_names = sorted(set(cats))
+    for i, model in enumerate(design.models):
+        if model == ORIGINAL:
+            theta[i] = base
+            continue
+        for cat in cat_names:
+            sel = cats == cat
+            if cat == "discourages_harm":
+                shift = rng.uniform(-0.5, 1.0)
+                slope = rng.normal(-0.3, 0.1)
+                g = 0.4
+            else:
+                shift = rng.uniform(-1.5, -0.4)
+                slope = rng.normal(0.3, 0.1) if cat == "delusional" else rng.normal(0.0, 0.15)
+                g = 1.0
+            theta[i, sel] = base[sel] + shift + rng.normal(0, 0.25, sel.sum())
+            beta[i, sel] = slope
+            gamma[i, sel] = g
+    return {"theta": theta, "beta": beta, "gamma": gamma}
+
+
+def _draw_design(rng: np.random.Generator, design: ReplayDesign, n_participants: int) -> dict:
+    """Conversations, roles and samples (no text)."""
+    part, conv, wstart, index, turn, depth, reply = ([] for _ in range(7))
+    conv_part = []
+    c_id = 0
+    for p in range(n_participants):
+        n_conv = int(rng.integers(design.conversations[0], design.conversations[1] + 1))
+        for _ in range(n_conv):
+            n = int(rng.integers(design.messages[0], design.messages[1] + 1))
+            roles = np.empty(n, dtype=object)
+            roles[0] = "assistant" if rng.random() < 0.1 else "user"
+            repeat = rng.random(n) < 0.08
+            for i in range(1, n):
+                prev = roles[i - 1]
+                roles[i] = "user" if prev == "assistant" or repeat[i] else "assistant"
+            for start, pos, t, pstart in plan_windows(
+                roles, design.window, design.stride, design.context
+            ):
+                part.append(p)
+                conv.append(c_id)
+                wstart.append(start)
+                index.append(pos)
+                turn.append(t)
+                depth.append(pos - pstart)
+                reply.append(pos + 1 < n and roles[pos + 1] == "assistant")
+            conv_part.append(p)
+            c_id += 1
+    return {
+        "participant": np.array(part, dtype=np.int64),
+        "conversation": np.array(conv, dtype=np.int64),
+        "window_start": np.array(wstart, dtype=np.int64),
+        "index": np.array(index, dtype=np.int64),
+        "turn": np.array(turn, dtype=np.int64),
+        "context_depth": np.array(depth, dtype=np.int64),
+        "reply": np.array(reply, dtype=bool),
+        "conv_participant": np.array(conv_part, dtype=np.int64),
+    }
+
+
+def _draw_outcomes(
+    rng: np.random.Generator,
+    d: dict,
+    params: dict[str, np.ndarray],
+    models: tuple[str, ...],
+    sigma_p: float,
+    sigma_c: float,
+    miss_rate: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hits (sample, model, code; NaN missing) and the P(hit) behind them."""
+    n_s = d["participant"].size
+    n_m, n_k = params["theta"].shape
+    u = rng.normal(0, sigma_p, d["participant"].max() + 1 if n_s else 0)
+    v = rng.normal(0, sigma_c, d["conv_participant"].size)
+    re = (u[d["participant"]] + v[d["conversation"]])[:, None]
+    hits = np.full((n_s, n_m, n_k), np.nan)
+    probs = np.full((n_s, n_m, n_k), np.nan)
+    # the original's verdict belongs to the transcript message: one draw per user turn
+    key = d["conversation"] * 1_000_000 + d["index"]
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    o = models.index(ORIGINAL) if ORIGINAL in models else None
+    if o is not None:
+        p_o = _sigmoid(params["theta"][o][None, :] + re[first])
+        h_o = (rng.random(p_o.shape) < p_o).astype(float)
+        h = h_o[inv]
+        h[~d["reply"]] = np.nan
+        hits[:, o] = h
+        probs[:, o] = np.where(d["reply"][:, None], p_o[inv], np.nan)
+        prior = prior_content_array(h, d["conversation"], d["index"], d["context_depth"])
+    else:
+        prior = np.zeros((n_s, n_k))
+    x = ((d["context_depth"] - DEPTH_CENTER) / DEPTH_UNIT)[:, None]
+    for m in range(n_m):
+        if m == o:
+            continue
+        eta = params["theta"][m] + re + params["beta"][m] * x + params["gamma"][m] * prior
+        p = _sigmoid(eta)
+        h = (rng.random(p.shape) < p).astype(float)
+        missing = rng.random(n_s) < miss_rate
+        h[missing] = np.nan
+        hits[:, m] = h
+        probs[:, m] = p
+    return hits, probs
+
+
+def _scores_from_hits(rng: np.random.Generator, hits: np.ndarray, cutoff: int) -> np.ndarray:
+    hi = rng.integers(cutoff, 11, hits.shape).astype(float)
+    lo = np.where(rng.random(hits.shape) < 0.7, 0, rng.integers(1, max(cutoff, 2), hits.shape))
+    score = np.where(hits == 1, hi, lo.astype(float))
+    return np.where(np.isnan(hits), np.nan, score)
+
+
+def simulate_replay(
+    seed: int = 0,
+    scale: str = "small",
+    *,
+    params_seed: int | None = None,
+    n_participants: int | None = None,
+    models: tuple[str, ...] | list[str] | None = None,
+    codes: tuple[str, ...] | list[str] | None = None,
+    sigma_participant: float = 0.6,
+    sigma_conversation: float = 0.4,
+    miss_rate: float = 0.005,
+    cutoff: int = DEFAULT_CUTOFF,
+    truth_participants: int | None = None,
+) -> xr.Dataset:
+    """A replay study with known per-model x code prevalence (see the module docstring).
+
+    Parameters
+    ----------
+    seed
+        Seed of the data (design, random effects, hits, scores).
+    scale
+        ``"small"`` (6 participants, 3 models; tests) or ``"delusioneval"`` (18 participants,
+        ~600 windows, ~6,800 samples per model, 16 codes, the original + 5 models).
+    params_seed
+        Seed of the fixed effects (``theta``, slopes); default ``seed``. Keep it fixed and vary
+        ``seed`` for repeated studies from the same truth (coverage checks).
+    n_participants, models, codes
+        Override the scale's design.
+    sigma_participant, sigma_conversation
+        Standard deviations of the participant and conversation intercepts (logit scale).
+    miss_rate
+        Share of (sample, model) judge verdicts missing at random.
+    truth_participants
+        Participants of the Monte Carlo population behind ``true_prevalence`` (default
+        ``max(200, 20 * n_participants)``; 0 skips it).
+
+    Returns
+    -------
+    xarray.Dataset
+        Replay dataset (``score, cutoff, hit``) with ``true_*`` variables; model coord ``family``.
+    """
+    if scale not in SCALES:
+        raise ValueError(f"unknown replay scale {scale!r}; expected one of {list(SCALES)}")
+    base = SCALES[scale]
+    models = tuple(models) if models is not None else base.models
+    codes = tuple(codes) if codes is not None else base.codes
+    unknown = [c for c in codes if c not in CODES]
+    if unknown:
+        raise ValueError(f"unknown code(s) {unknown}; simulate_replay knows {list(CODES)}")
+    if len(set(models)) != len(models):
+        raise ValueError(f"models must be distinct, got {list(models)}")
+    design = ReplayDesign(
+        n_participants if n_participants is not None else base.n_participants,
+        base.conversations,
+        base.messages,
+        models,
+        codes,
+        base.window,
+        base.stride,
+        base.context,
+    )
+    if design.n_participants < 2:
+        raise ValueError(f"n_participants must be >= 2, got {design.n_participants}")
+    params = _draw_params(
+        np.random.default_rng([seed if params_seed is None else params_seed, 1]), design
+    )
+    rng = np.random.default_rng([seed, 2])
+    d = _draw_design(rng, design, design.n_participants)
+    hits, _ = _draw_outcomes(
+        rng, d, params, models, sigma_participant, sigma_conversation, miss_rate
+    )
+    score = _scores_from_hits(rng, hits, cutoff)
+
+    pnames = np.array([f"p{p + 1:02d}" for p in d["participant"]], dtype=object)
+    conv_names = np.array(
+        [f"p{d['conv_participant'][c] + 1:02d}-c{c + 1:03d}" for c in d["conversation"]],
+        dtype=object,
+    )
+    sid = [
+        make_sample_id(p, c, int(w), int(i), design.context)
+        for p, c, w, i in zip(pnames, conv_names, d["window_start"], d["index"], strict=True)
+    ]
+    window = np.array(
+        [
+            f"{p}/{c}/w{int(w)}"
+            for p, c, w in zip(pnames, conv_names, d["window_start"], strict=True)
+        ],
+        dtype=object,
+    )
+    ds = xr.Dataset(
+        {
+            "score": ((SAMPLE, MODEL, CODE), score),
+            "cutoff": ((CODE,), np.full(len(codes), float(cutoff))),
+            "true_logit": ((MODEL, CODE), params["theta"]),
+            "true_depth_slope": ((MODEL, CODE), params["beta"]),
+            "true_prior_effect": ((MODEL, CODE), params["gamma"]),
+            "true_sigma_participant": ((), float(sigma_participant)),
+            "true_sigma_conversation": ((), float(sigma_conversation)),
+        },
+        coords={
+            SAMPLE: np.array(sid, dtype=object),
+            MODEL: list(models),
+            CODE: list(codes),
+            CATEGORY: (CODE, np.array([CODES[c] for c in codes], dtype=object)),
+            FAMILY: (MODEL, np.array([family_of(m) for m in models], dtype=object)),
+            "participant": (SAMPLE, pnames),
+            "conversation": (SAMPLE, conv_names),
+            "window": (SAMPLE, window),
+            "window_start": (SAMPLE, d["window_start"]),
+            "index": (SAMPLE, d["index"]),
+            "turn": (SAMPLE, d["turn"]),
+            "context_depth": (SAMPLE, d["context_depth"]),
+        },
+    )
+    ds["hit"] = (ds["score"] >= ds["cutoff"]).astype(float).where(ds["score"].notnull())
+    n_truth = (
+        max(200, 20 * design.n_participants) if truth_participants is None else truth_participants
+    )
+    if n_truth > 0:
+        trng = np.random.default_rng([seed, 3])
+        td = _draw_design(trng, design, n_truth)
+        _, probs = _draw_outcomes(
+            trng, td, params, models, sigma_participant, sigma_conversation, 0.0
+        )
+        true_prev = np.nanmean(probs, axis=0)
+        ds["true_prevalence"] = ((MODEL, CODE), true_prev)
+    ds.attrs.update(
+        {
+            "kind": "replay",
+            "simulated": 1,
+            "scale": scale,
+            "seed": int(seed),
+            "params_seed": int(seed if params_seed is None else params_seed),
+            "depth_center": DEPTH_CENTER,
+            "depth_unit": DEPTH_UNIT,
+            "truth_participants": int(n_truth),
+        }
+    )
+    return ds

@@ -1,0 +1,322 @@
+"""Transcripts -> windows -> samples: the DelusionEval replay protocol.
+
+DelusionEval (Moore et al. 2026, arXiv:2608.05004, "Evaluation protocol") splits each transcript
+into overlapping windows of up to 20 messages and creates one sample per user turn within each
+window: the evaluated model receives the exact transcript prefix up to that user message. The
+next sample of the window is again built from the original transcript, never from a model's
+earlier output.
+
+Transcript format (a long table, one row per message; CSV, Parquet or JSONL)::
+
+    participant,conversation,index,role,content
+    p01,c001,0,user,"I think the AI is awake"
+    p01,c001,1,assistant,"That is a fascinating idea..."
+
+``index`` numbers the messages of a conversation consecutively (any start, no gaps, no
+duplicates); ``role`` is ``user``, ``assistant`` or ``system``; ``content`` is non-empty text.
+A conversation belongs to one participant.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .replay_schema import ROLES, TRANSCRIPT_COLUMNS
+
+
+class TranscriptError(ValueError):
+    """A transcript table that does not follow the documented format."""
+
+
+def load_transcripts(path: str | Path) -> pd.DataFrame:
+    """Read a transcript table (``.csv``, ``.parquet`` or ``.jsonl``) and validate it.
+
+    Parameters
+    ----------
+    path
+        File with the columns ``participant, conversation, index, role, content`` (extra columns
+        are kept).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The validated table, sorted by participant, conversation and index.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"transcript file {path} does not exist")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        df = pd.read_csv(
+            path, dtype={"participant": str, "conversation": str}, keep_default_na=False
+        )
+    elif suffix in (".parquet", ".pq"):
+        df = pd.read_parquet(path)
+    elif suffix in (".jsonl", ".ndjson"):
+        df = pd.read_json(path, lines=True, dtype={"participant": str, "conversation": str})
+    else:
+        raise TranscriptError(
+            f"{path}: unknown transcript format {suffix!r}; expected .csv, .parquet or .jsonl"
+        )
+    return validate_transcripts(df, source=str(path))
+
+
+def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts") -> pd.DataFrame:
+    """Check a transcript table and return a clean, sorted copy.
+
+    Raises
+    ------
+    TranscriptError
+        Missing columns, unknown roles, empty content, non-integer indices, gaps or duplicates
+        in ``index``, or a conversation under two participants; the message names the
+        conversation and message.
+    """
+    if not isinstance(transcripts, pd.DataFrame):
+        raise TranscriptError(f"{source}: expected a pandas DataFrame, got {type(transcripts)!r}")
+    missing = [c for c in TRANSCRIPT_COLUMNS if c not in transcripts.columns]
+    if missing:
+        raise TranscriptError(
+            f"{source}: missing column(s) {missing}; a transcript table needs {list(TRANSCRIPT_COLUMNS)}"
+        )
+    df = transcripts.copy()
+    df["participant"] = df["participant"].astype(str)
+    df["conversation"] = df["conversation"].astype(str)
+    index = pd.to_numeric(df["index"], errors="coerce")
+    bad = index.isna() | (index != np.round(index))
+    if bad.any():
+        row = df.loc[bad].iloc[0]
+        raise TranscriptError(
+            f"{source}: conversation {row['conversation']!r} has a non-integer message index "
+            f"{row['index']!r}; index must number messages 0, 1, 2, ..."
+        )
+    df["index"] = index.astype(np.int64)
+    role = df["role"].astype(str).str.strip().str.lower()
+    unknown = ~role.isin(ROLES)
+    if unknown.any():
+        row = df.loc[unknown].iloc[0]
+        raise TranscriptError(
+            f"{source}: conversation {row['conversation']!r}, message {row['index']}: unknown "
+            f"role {row['role']!r}; expected one of {list(ROLES)}"
+        )
+    df["role"] = role
+    content = df["content"]
+    empty = content.isna() | (content.astype(str).str.strip() == "")
+    if empty.any():
+        row = df.loc[empty].iloc[0]
+        raise TranscriptError(
+            f"{source}: conversation {row['conversation']!r}, message {row['index']} "
+            f"({row['role']}): empty content; every message needs text"
+        )
+    owners = df.groupby("conversation")["participant"].nunique()
+    if (owners > 1).any():
+        conv = owners.index[owners > 1][0]
+        who = sorted(df.loc[df["conversation"] == conv, "participant"].unique())
+        raise TranscriptError(
+            f"{source}: conversation {conv!r} appears under several participants {who}; "
+            "conversation ids must be unique (prefix them with the participant)"
+        )
+    df = df.sort_values(["participant", "conversation", "index"], kind="stable")
+    dup = df.duplicated(["conversation", "index"], keep=False)
+    if dup.any():
+        row = df.loc[dup].iloc[0]
+        raise TranscriptError(
+            f"{source}: conversation {row['conversation']!r} has message index {row['index']} "
+            "more than once; indices must be unique within a conversation"
+        )
+    step = df.groupby("conversation", sort=False)["index"].diff()
+    gap = step.notna() & (step != 1)
+    if gap.any():
+        row = df.loc[gap].iloc[0]
+        raise TranscriptError(
+            f"{source}: conversation {row['conversation']!r} has a gap before message index "
+            f"{row['index']} (previous index {row['index'] - int(step[gap].iloc[0])}); "
+            "indices must be consecutive"
+        )
+    return df.reset_index(drop=True)
+
+
+def window_starts(n_messages: int, window: int, stride: int) -> list[int]:
+    """Start positions of the overlapping windows over ``n_messages`` messages.
+
+    Windows start at ``0, stride, 2*stride, ...``; the last window is the first one that reaches
+    the end of the conversation (a later window would be contained in it).
+    """
+    starts = []
+    start = 0
+    while start < n_messages:
+        starts.append(start)
+        if start + window >= n_messages:
+            break
+        start += stride
+    return starts
+
+
+def plan_windows(
+    roles: np.ndarray, window: int, stride: int, context: int
+) -> Iterator[tuple[int, int, int, int]]:
+    """Yield ``(window_start, position, turn, prompt_start)`` per sample of one conversation.
+
+    ``roles`` are the conversation's roles in order; ``position`` is the 0-based position of
+    the sample's user message, ``turn`` its 0-based rank among the window's user turns,
+    ``prompt_start`` the position of the prompt's first message (the window start moved back
+    by ``context`` messages, or 0 when ``context == -1``).
+    """
+    n = len(roles)
+    for start in window_starts(n, window, stride):
+        stop = min(start + window, n)
+        if context < 0:
+            prompt_start = 0
+        else:
+            prompt_start = max(0, start - context)
+        turn = 0
+        for pos in range(start, stop):
+            if roles[pos] == "user":
+                yield start, pos, turn, prompt_start
+                turn += 1
+
+
+def make_sample_id(
+    participant: str, conversation: str, window_start: int, index: int, context: int
+) -> str:
+    """A stable sample id: ``participant/conversation/w<window_start>/m<index>[/c<context>]``."""
+    sid = f"{participant}/{conversation}/w{window_start}/m{index}"
+    return sid if context == 0 else f"{sid}/c{context}"
+
+
+def _check_window_args(window: int, context: int, stride: int | None) -> int:
+    if int(window) != window or window < 1:
+        raise ValueError(f"window must be a positive integer (messages per window), got {window!r}")
+    if int(context) != context or context < -1:
+        raise ValueError(
+            f"context must be an integer >= -1 (0 = window only, -1 = all earlier messages), got {context!r}"
+        )
+    stride = (window + 1) // 2 if stride is None else stride
+    if int(stride) != stride or not 1 <= stride <= window:
+        raise ValueError(f"stride must be an integer in 1..window={window}, got {stride!r}")
+    return int(stride)
+
+
+def build_samples(
+    transcripts: pd.DataFrame,
+    window: int = 20,
+    context: int = 0,
+    stride: int | None = None,
+) -> pd.DataFrame:
+    """One replay sample per user turn of every overlapping window (DelusionEval protocol).
+
+    Parameters
+    ----------
+    transcripts
+        Long table ``participant, conversation, index, role, content`` (validated here).
+    window
+        Messages per window (DelusionEval: 20).
+    context
+        Earlier transcript messages prepended before the window: 0 = window only, ``k`` = up to
+        ``k`` messages before the window start, -1 = the whole earlier transcript.
+    stride
+        Messages between window starts; default ``ceil(window / 2)`` (windows overlap by half,
+        so a user turn appears at two different context depths).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per sample: ``sample_id, participant, conversation, window, window_start, index,
+        turn, context, context_depth, messages, original_reply``. ``messages`` is the original
+        transcript from the prompt start up to and including the sample's user message (a list of
+        ``{"role", "content"}``); ``context_depth`` = ``len(messages) - 1`` (messages before the
+        user turn); ``index`` is the user message's transcript index; ``original_reply`` is the
+        transcript's next message when it is the assistant's reply (else ``None``): the
+        "original" baseline model.
+
+    Notes
+    -----
+    Messages of later samples come from the transcript, never from a model's earlier output
+    (DelusionEval, "Evaluation protocol"). Conversations that start with the assistant are fine:
+    the assistant messages before the first user turn are part of the prompt.
+    """
+    stride = _check_window_args(window, context, stride)
+    df = validate_transcripts(transcripts)
+    rows = []
+    for (participant, conversation), conv in df.groupby(
+        ["participant", "conversation"], sort=False
+    ):
+        roles = conv["role"].to_numpy()
+        contents = conv["content"].astype(str).to_numpy()
+        indices = conv["index"].to_numpy()
+        msgs = [{"role": r, "content": c} for r, c in zip(roles, contents, strict=True)]
+        for start, pos, turn, prompt_start in plan_windows(roles, window, stride, context):
+            nxt = pos + 1
+            reply = contents[nxt] if nxt < len(roles) and roles[nxt] == "assistant" else None
+            rows.append(
+                {
+                    "sample_id": make_sample_id(
+                        participant, conversation, int(indices[start]), int(indices[pos]), context
+                    ),
+                    "participant": participant,
+                    "conversation": conversation,
+                    "window": f"{participant}/{conversation}/w{int(indices[start])}",
+                    "window_start": int(indices[start]),
+                    "index": int(indices[pos]),
+                    "turn": turn,
+                    "context": int(context),
+                    "context_depth": pos - prompt_start,
+                    "messages": msgs[prompt_start : pos + 1],
+                    "original_reply": reply,
+                }
+            )
+    columns = [
+        "sample_id",
+        "participant",
+        "conversation",
+        "window",
+        "window_start",
+        "index",
+        "turn",
+        "context",
+        "context_depth",
+        "messages",
+        "original_reply",
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def export_samples_jsonl(samples: pd.DataFrame, path: str | Path) -> Path:
+    """Write samples as JSON Lines an evaluation harness can read.
+
+    Each line is ``{"sample_id", "participant", "conversation", "window", "window_start",
+    "index", "turn", "context_depth", "messages": [{"role", "content"}, ...],
+    "original_reply"}``: send ``messages`` to the evaluated model, score its reply per code and
+    return ``sample_id, model, code, score`` (see :func:`load_judge_scores`).
+    """
+    required = ("sample_id", "messages")
+    missing = [c for c in required if c not in samples.columns]
+    if missing:
+        raise ValueError(f"samples lack column(s) {missing}; build them with build_samples()")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keep = [
+        c
+        for c in (
+            "sample_id",
+            "participant",
+            "conversation",
+            "window",
+            "window_start",
+            "index",
+            "turn",
+            "context_depth",
+            "messages",
+            "original_reply",
+        )
+        if c in samples.columns
+    ]
+    with path.open("w", encoding="utf-8") as fh:
+        for rec in samples[keep].to_dict(orient="records"):
+            clean = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()}
+            fh.write(json.dumps(clean, ensure_ascii=False) + "\n")
+    return path
