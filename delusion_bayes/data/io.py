@@ -129,7 +129,7 @@ def _parse_numbers(path: Path, df: pd.DataFrame, column: str, kind: str = "float
 def _check_duplicates(path: Path, df: pd.DataFrame, keys: list[str]) -> None:
     dup = df.duplicated(subset=keys, keep=False)
     if dup.any():
-        rows = [_row(i) for i in np.flatnonzero(dup.to_numpy())[:6]]
+        rows = [_row(int(i)) for i in np.flatnonzero(dup.to_numpy())[:6]]
         raise StudyFormatError(
             f"{path}: rows {rows} repeat the same ({', '.join(keys)}); each must appear once "
             "(nothing is overwritten silently)."

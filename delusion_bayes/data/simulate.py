@@ -342,7 +342,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
                 f"messages and n_days = {n_days}; pass texts=False."
             )
         answers = np.asarray(
-            synthesize_answers(stage, names, rng_text, true_confidence=true_confidence),
+            synthesize_answers(s, names, rng_text, true_confidence=true_confidence),
             dtype=object,
         )
         answers[day_missing] = ""

@@ -31,16 +31,21 @@ class StudyValidationError(ValueError):
     """A trajectory study does not follow the data model (see ``delusion_bayes.data.schema``)."""
 
 
+def _py(value):
+    """A numpy scalar as the plain Python value (so messages read 'R2', not np.str_('R2'))."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _where(da: xr.DataArray, bad: np.ndarray) -> str:
     """Describe the first offending cells of ``da`` (where ``bad`` is true) by their coordinates."""
     idx = np.argwhere(bad)
     parts = []
     for row in idx[:MAX_QUOTED]:
         coords = ", ".join(
-            f"{dim}={da[dim].values[i]!r}" if dim in da.coords else f"{dim}[{i}]"
+            f"{dim}={_py(da[dim].values[i])!r}" if dim in da.coords else f"{dim}[{i}]"
             for dim, i in zip(da.dims, row, strict=True)
         )
-        value = da.values[tuple(row)]
+        value = _py(da.values[tuple(row)])
         parts.append(f"({coords}) = {value!r}")
     more = f" ... and {len(idx) - MAX_QUOTED} more" if len(idx) > MAX_QUOTED else ""
     return "; ".join(parts) + more
@@ -99,7 +104,7 @@ def _check_text(name: str, da: xr.DataArray, spec: VarSpec) -> None:
 def _check_unique(ds: xr.Dataset, dim: str) -> None:
     if dim not in ds.coords:
         return
-    values = list(ds[dim].values)
+    values = [_py(v) for v in ds[dim].values]
     seen, dupes = set(), []
     for v in values:
         if v in seen and v not in dupes:
@@ -125,9 +130,14 @@ def _check_days(ds: xr.Dataset) -> None:
     expected = np.arange(1, n + 1)
     ok = np.issubdtype(days.dtype, np.number) and np.array_equal(days.astype(float), expected)
     if not ok:
-        shown = list(days[:10]) + (["..."] if n > 10 else [])
+        shown = [_py(d) for d in days[:10]] + (["..."] if n > 10 else [])
+        try:
+            pos = int(np.flatnonzero(days.astype(float) != expected)[0])
+            where = f" (position {pos}: {_py(days[pos])!r}, expected {pos + 1})"
+        except (TypeError, ValueError):
+            where = ""
         raise StudyValidationError(
-            f"coordinate {DAY!r} is {shown}; expected the consecutive days 1..{n} in order "
+            f"coordinate {DAY!r} is {shown}{where}; expected the consecutive days 1..{n} in order "
             "(day is 1-based; the censoring day is n_days + 1)."
         )
 
@@ -140,7 +150,7 @@ def _check_intervention_types(ds: xr.Dataset) -> None:
                 f"{list(INTERVENTION_TYPES)}."
             )
         return
-    unknown = [t for t in ds[INTERVENTION_TYPE].values if t not in INTERVENTION_TYPES]
+    unknown = [_py(t) for t in ds[INTERVENTION_TYPE].values if t not in INTERVENTION_TYPES]
     if unknown:
         raise StudyValidationError(
             f"coordinate {INTERVENTION_TYPE!r} has unknown types {unknown}; allowed are "
