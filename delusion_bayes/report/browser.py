@@ -1,0 +1,211 @@
+"""Headless Chromium for the supplement: render check, screenshot, PDF.
+
+Debian's ``chromium`` package (``apt-get install -y chromium``) is run with networking features
+off. :func:`check_html` loads a copy of the page with a small probe script (the page itself has
+no script) that records console errors, failed resources and CSP violations and, after ``load``,
+whether every ``<img>`` decoded (``naturalWidth > 0``); the result is read back from the DOM that
+``--dump-dom`` prints. No extra Python dependency (no websocket client) is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+#: flags for a browser that touches no network and keeps no state
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+)
+
+
+def find_browser() -> str | None:
+    """Path of a Chromium-family browser (env ``DELUSION_BAYES_BROWSER`` first), else None."""
+    env = os.environ.get("DELUSION_BAYES_BROWSER")
+    if env and shutil.which(env):
+        return shutil.which(env)
+    for name in BROWSERS:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    browser = find_browser()
+    if browser is None:
+        raise RuntimeError("no Chromium found: install it with `apt-get install -y chromium`")
+    with tempfile.TemporaryDirectory(prefix="db-chromium-") as profile:
+        cmd = [browser, *FLAGS, f"--user-data-dir={profile}", *args]
+        return subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
+
+
+def screenshot(html: str | Path, png: str | Path, width: int = 1280, height: int = 2400) -> Path:
+    """A PNG screenshot of the top ``width x height`` pixels of the page."""
+    png = Path(png).resolve()
+    res = _run(
+        [
+            f"--screenshot={png}",
+            f"--window-size={width},{height}",
+            "--virtual-time-budget=10000",
+            Path(html).resolve().as_uri(),
+        ]
+    )
+    if not png.is_file():
+        raise RuntimeError(f"screenshot failed: {res.stderr[-800:]}")
+    return png
+
+
+def print_pdf(html: str | Path, pdf: str | Path) -> Path:
+    """Print the page to ``pdf`` (A4, backgrounds on, no header/footer)."""
+    pdf = Path(pdf).resolve()
+    if pdf.exists():
+        pdf.unlink()
+    res = _run(
+        [
+            f"--print-to-pdf={pdf}",
+            "--no-pdf-header-footer",
+            "--virtual-time-budget=10000",
+            Path(html).resolve().as_uri(),
+        ]
+    )
+    if not pdf.is_file() or pdf.stat().st_size == 0:
+        raise RuntimeError(f"printing to PDF failed: {res.stderr[-800:]}")
+    return pdf
+
+
+_PROBE = """<script>
+(function () {
+  var errs = [];
+  window.__dbErrors = errs;
+  var orig = console.error;
+  console.error = function () { errs.push('console.error: ' + Array.prototype.join.call(arguments, ' '));
+    return orig.apply(console, arguments); };
+  window.addEventListener('error', function (e) {
+    var t = e.target || {};
+    errs.push(t.tagName ? ('resource failed: ' + t.tagName + ' ' + (t.src || t.href || '')).slice(0, 200)
+                        : ('script error: ' + e.message));
+  }, true);
+  document.addEventListener('securitypolicyviolation', function (e) {
+    errs.push('CSP violation: ' + e.violatedDirective + ' ' + e.blockedURI);
+  });
+  window.addEventListener('load', function () {
+    var imgs = Array.prototype.slice.call(document.images);
+    var out = {
+      images: imgs.length,
+      broken: imgs.filter(function (i) { return !(i.complete && i.naturalWidth > 0); })
+                  .map(function (i) { return i.alt || i.src.slice(0, 60); }),
+      widths: imgs.map(function (i) { return i.naturalWidth; }),
+      tables: document.querySelectorAll('table').length,
+      sections: document.querySelectorAll('section').length,
+      title: document.title,
+      bodyText: document.body.innerText.length,
+      scrollHeight: document.body.scrollHeight,
+      errors: errs
+    };
+    var pre = document.createElement('pre');
+    pre.id = '__db_probe__';
+    pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  });
+})();
+</script>"""
+
+
+@dataclass
+class RenderCheck:
+    """What the browser saw when it loaded the page."""
+
+    images: int
+    broken: list[str]
+    widths: list[int]
+    tables: int
+    sections: int
+    title: str
+    errors: list[str] = field(default_factory=list)
+    console: list[str] = field(default_factory=list)  # error lines from the browser's log
+    body_text: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.images > 0 and not self.broken and not self.errors and not self.console
+
+
+def check_html(html: str | Path, timeout: float = 120) -> RenderCheck:
+    """Load ``html`` in headless Chromium and report images, tables and errors.
+
+    The probe script is injected into a temporary copy (beside the original so relative links
+    resolve); the page's Content-Security-Policy is kept, with only the probe's inline script
+    allowed, so any outside resource still fails and is reported.
+
+    Raises
+    ------
+    RuntimeError
+        No browser installed, or the browser printed no DOM (with its stderr).
+    """
+    html = Path(html).resolve()
+    text = html.read_text()
+    text = text.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';", 1)
+    text = re.sub(r"(<head[^>]*>)", lambda m: m.group(1) + _PROBE, text, count=1)
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".html", dir=html.parent, delete=False, prefix=".probe-"
+    ) as f:
+        f.write(text)
+        probe_path = Path(f.name)
+    try:
+        res = _run(
+            [
+                "--dump-dom",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--virtual-time-budget=10000",
+                probe_path.as_uri(),
+            ],
+            timeout=timeout,
+        )
+    finally:
+        probe_path.unlink(missing_ok=True)
+    m = re.search(r'<pre id="__db_probe__">(.*?)</pre>', res.stdout, re.S)
+    if m is None:
+        raise RuntimeError(
+            f"the browser printed no probe result (exit {res.returncode}); stderr:\n{res.stderr[-1500:]}"
+        )
+    import html as _html
+
+    data = json.loads(_html.unescape(m.group(1)))
+    console = [
+        line
+        for line in res.stderr.splitlines()
+        if "CONSOLE" in line and ("ERROR" in line or ":ERROR:" in line or "Uncaught" in line)
+    ]
+    return RenderCheck(
+        images=data["images"],
+        broken=data["broken"],
+        widths=data["widths"],
+        tables=data["tables"],
+        sections=data["sections"],
+        title=data["title"],
+        errors=data["errors"],
+        console=console,
+        body_text=data["bodyText"],
+    )

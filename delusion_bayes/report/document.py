@@ -1,0 +1,301 @@
+"""The supplement as a list of blocks, rendered to Markdown and to one self-contained HTML file.
+
+The HTML needs no network and no JavaScript: figures are base64 ``data:`` URIs, the CSS is inline,
+and a Content-Security-Policy forbids every outside resource (so a stray external reference shows
+up as a console error in the browser test instead of a silent fetch).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from delusion_bayes.report.table import ReportTable, md_escape
+
+#: note kinds and their labels
+NOTE_LABELS = {
+    "info": "Note",
+    "notrun": "Not run",
+    "warning": "Warning",
+    "error": "Error",
+    "ok": "Passed",
+}
+
+
+@dataclass
+class Paragraph:
+    text: str
+
+
+@dataclass
+class Note:
+    """A boxed remark: ``notrun`` (a stage or file absent), ``warning`` (failed diagnostics), ..."""
+
+    kind: str
+    text: str
+    title: str | None = None
+
+
+@dataclass
+class TableBlock:
+    table: ReportTable
+    #: ``{label: run-relative path}`` of the files written for this table
+    links: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FigureBlock:
+    """A figure: ``png`` (absolute path) embedded; ``links`` to the other formats."""
+
+    title: str
+    caption: str
+    png: Path
+    rel_png: str
+    links: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Code:
+    text: str
+    lang: str = ""
+
+
+@dataclass
+class KeyValues:
+    rows: list[tuple[str, str]]
+
+
+@dataclass
+class FileList:
+    rows: list[tuple[str, str]]  # (run-relative path, description)
+
+
+Block = Paragraph | Note | TableBlock | FigureBlock | Code | KeyValues | FileList
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    level: int = 2
+
+    def add(self, *blocks: Block) -> Section:
+        self.blocks.extend(blocks)
+        return self
+
+
+@dataclass
+class Document:
+    title: str
+    subtitle: str = ""
+    sections: list[Section] = field(default_factory=list)
+
+    def notes(self, kind: str) -> list[Note]:
+        return [
+            b for s in self.sections for b in s.blocks if isinstance(b, Note) and b.kind == kind
+        ]
+
+    def figures(self) -> list[FigureBlock]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, FigureBlock)]
+
+    def tables(self) -> list[TableBlock]:
+        return [b for s in self.sections for b in s.blocks if isinstance(b, TableBlock)]
+
+
+# Markdown ------------------------------------------------------------------------------------
+def to_markdown(doc: Document) -> str:
+    """The document as Markdown; figure and file links are relative to the run directory."""
+    out = [f"# {doc.title}", ""]
+    if doc.subtitle:
+        out += [doc.subtitle, ""]
+    out += ["## Contents", ""]
+    for s in doc.sections:
+        indent = "  " * (s.level - 2)
+        out.append(f"{indent}- [{s.title}](#{s.id})")
+    out.append("")
+    for s in doc.sections:
+        out += [f'{"#" * s.level} {s.title} <a id="{s.id}"></a>', ""]
+        for b in s.blocks:
+            out += [_md_block(b), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _md_block(b: Block) -> str:
+    if isinstance(b, Paragraph):
+        return b.text
+    if isinstance(b, Note):
+        label = b.title or NOTE_LABELS.get(b.kind, b.kind)
+        mark = "⚠ " if b.kind in ("warning", "error") else ""
+        return "\n".join(f"> {line}" for line in f"{mark}**{label}.** {b.text}".splitlines())
+    if isinstance(b, TableBlock):
+        t = b.table
+        text = f"**{t.title}**\n\n{t.to_markdown()}"
+        extra = t.notes + (
+            [f"Source: {', '.join(f'`{s}`' for s in t.sources)}."] if t.sources else []
+        )
+        if b.links:
+            extra.append("Files: " + ", ".join(f"[{k}]({v})" for k, v in b.links.items()) + ".")
+        if extra:
+            text += "\n\n" + " ".join(extra)
+        return text
+    if isinstance(b, FigureBlock):
+        text = f"![{md_escape(b.title)}]({b.rel_png})\n\n**{b.title}** {b.caption}"
+        if b.links:
+            text += " (" + ", ".join(f"[{k}]({v})" for k, v in b.links.items()) + ")"
+        return text
+    if isinstance(b, Code):
+        return f"```{b.lang}\n{b.text.rstrip()}\n```"
+    if isinstance(b, KeyValues):
+        rows = ["| | |", "|:---|:---|"] + [
+            f"| {md_escape(k)} | {md_escape(v)} |" for k, v in b.rows
+        ]
+        return "\n".join(rows)
+    if isinstance(b, FileList):
+        return "\n".join(f"- [`{p}`]({p})" + (f": {d}" if d else "") for p, d in b.rows)
+    raise TypeError(f"unknown block {type(b).__name__}")
+
+
+# HTML ----------------------------------------------------------------------------------------
+CSS = """
+:root { --ink:#1a1a1a; --muted:#5c5c5c; --rule:#d0d0d0; --bg:#ffffff; --soft:#f5f5f5; }
+* { box-sizing: border-box; }
+body { margin:0; background:var(--bg); color:var(--ink);
+  font: 15px/1.55 "DejaVu Serif", Georgia, "Times New Roman", serif; }
+main { max-width: 1060px; margin: 0 auto; padding: 28px 32px 64px; }
+h1 { font-size: 1.9em; margin: .2em 0 .1em; line-height:1.2; }
+.subtitle { color: var(--muted); margin: 0 0 1.2em; }
+h2 { font-size: 1.35em; margin: 2.2em 0 .6em; padding-bottom:.2em; border-bottom: 2px solid var(--ink); }
+h3 { font-size: 1.1em; margin: 1.6em 0 .5em; }
+h2, h3 { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; }
+nav.toc { background: var(--soft); border:1px solid var(--rule); padding: 10px 18px; margin: 1em 0 2em;
+  font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: .9em; columns: 2; }
+nav.toc ul { margin: 0; padding-left: 1.1em; } nav.toc li.l3 { margin-left: 1.2em; list-style: circle; }
+a { color: #1f3f77; }
+.table-wrap { overflow-x: auto; margin: 1em 0 .3em; }
+table { border-collapse: collapse; font: 13px/1.35 "DejaVu Sans", Helvetica, Arial, sans-serif; }
+caption { caption-side: top; text-align: left; font-weight: bold; padding: 0 0 .5em;
+  font-family: "DejaVu Serif", Georgia, serif; font-size: 14px; }
+thead tr:first-child th { border-top: 2px solid var(--ink); }
+thead tr:last-child th { border-bottom: 1px solid var(--ink); }
+th.group { border-bottom: 1px solid var(--muted); }
+tbody tr:last-child td { border-bottom: 2px solid var(--ink); }
+th, td { padding: 3px 10px; vertical-align: top; }
+th { text-align: left; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tbody tr:nth-child(even) td { background: #fafafa; }
+.tnote, .files { font-size: .85em; color: var(--muted); margin: .2em 0 1.4em; }
+figure { margin: 1.4em 0 2em; }
+figure img { max-width: 100%; height: auto; display: block; border: 1px solid #eeeeee; }
+figcaption { font-size: .9em; margin-top: .4em; }
+.note { border-left: 5px solid #8a8a8a; background: var(--soft); padding: 8px 14px; margin: 1em 0; }
+.note .label { font-weight: bold; font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; }
+.note.notrun { border-left-color: #9a9a9a; color: #3a3a3a; }
+.note.warning, .note.error { border: 2px solid #8a2a00; border-left-width: 8px;
+  background: #fff1e6; color: #3b1200; }
+.note.ok { border-left-color: #2b6b2b; background: #f1f8f1; }
+pre { background: var(--soft); border: 1px solid var(--rule); padding: 10px 12px; overflow-x: auto;
+  font: 12px/1.4 "DejaVu Sans Mono", Menlo, Consolas, monospace; }
+dl.kv { display: grid; grid-template-columns: max-content auto; gap: 2px 18px; margin: 1em 0; }
+dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; font-family: "DejaVu Sans Mono", monospace;
+  font-size: .9em; word-break: break-all; }
+ul.files li code { font-size: .9em; }
+@media print { main { max-width: none; padding: 0; } nav.toc { display: none; }
+  figure, .table-wrap, .note { break-inside: avoid; } h2 { break-before: auto; } }
+"""
+
+#: no outside resource of any kind: images only as data: URIs, CSS only inline, no scripts
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
+def to_html(doc: Document) -> str:
+    """The document as one self-contained HTML page (figures embedded as base64 PNG)."""
+    esc = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(doc.title)}</title>",
+        f"<style>{CSS}</style>",
+        "</head><body><main>",
+        f"<h1>{esc(doc.title)}</h1>",
+    ]
+    if doc.subtitle:
+        parts.append(f'<p class="subtitle">{_inline(doc.subtitle)}</p>')
+    parts.append('<nav class="toc"><ul>')
+    for s in doc.sections:
+        parts.append(f'<li class="l{s.level}"><a href="#{esc(s.id)}">{esc(s.title)}</a></li>')
+    parts.append("</ul></nav>")
+    for s in doc.sections:
+        parts.append(f'<section id="{esc(s.id)}"><h{s.level}>{esc(s.title)}</h{s.level}>')
+        parts += [_html_block(b) for b in s.blocks]
+        parts.append("</section>")
+    parts.append("</main></body></html>")
+    return "\n".join(parts) + "\n"
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def _inline(text: str) -> str:
+    """Escape ``text`` and turn ```code``` spans into ``<code>``."""
+    return _CODE_SPAN.sub(lambda m: f"<code>{m.group(1)}</code>", html.escape(text))
+
+
+def _links(links: dict[str, str]) -> str:
+    return ", ".join(f'<a href="{html.escape(v)}">{html.escape(k)}</a>' for k, v in links.items())
+
+
+def _html_block(b: Block) -> str:
+    esc = html.escape
+    if isinstance(b, Paragraph):
+        return "".join(f"<p>{_inline(p)}</p>" for p in b.text.split("\n\n"))
+    if isinstance(b, Note):
+        label = b.title or NOTE_LABELS.get(b.kind, b.kind)
+        mark = "⚠ " if b.kind in ("warning", "error") else ""
+        role = ' role="alert"' if b.kind in ("warning", "error") else ""
+        body = "<br>".join(_inline(x) for x in b.text.splitlines())
+        return (
+            f'<div class="note {esc(b.kind)}"{role}><span class="label">{mark}{esc(label)}.</span> '
+            f"{body}</div>"
+        )
+    if isinstance(b, TableBlock):
+        t = b.table
+        out = t.to_html()
+        extra = [_inline(n) for n in t.notes]
+        if t.sources:
+            extra.append("Source: " + ", ".join(f"<code>{esc(s)}</code>" for s in t.sources) + ".")
+        if b.links:
+            extra.append("Files: " + _links(b.links) + ".")
+        if extra:
+            out += f'<p class="tnote">{" ".join(extra)}</p>'
+        return out
+    if isinstance(b, FigureBlock):
+        links = f" ({_links(b.links)})" if b.links else ""
+        return (
+            f'<figure><img src="{_data_uri(b.png)}" alt="{esc(b.title)}">'
+            f"<figcaption><strong>{esc(b.title)}</strong> {_inline(b.caption)}{links}"
+            "</figcaption></figure>"
+        )
+    if isinstance(b, Code):
+        return f"<pre><code>{esc(b.text.rstrip())}</code></pre>"
+    if isinstance(b, KeyValues):
+        rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in b.rows)
+        return f'<dl class="kv">{rows}</dl>'
+    if isinstance(b, FileList):
+        items = "".join(
+            f'<li><a href="{esc(p)}"><code>{esc(p)}</code></a>'
+            + (f": {esc(d)}" if d else "")
+            + "</li>"
+            for p, d in b.rows
+        )
+        return f'<ul class="files">{items}</ul>'
+    raise TypeError(f"unknown block {type(b).__name__}")

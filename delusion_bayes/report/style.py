@@ -1,0 +1,122 @@
+"""One figure style for every stage: readable in greyscale, fonts embedded, white background.
+
+Every figure the package draws goes through :func:`style` (a context manager) or
+:func:`apply_style` so that the supplement looks like one document. Series are told apart by
+line style and marker as well as by grey level, so a black-and-white print keeps them apart.
+
+>>> from delusion_bayes.report.style import style, save_figure
+>>> with style():                                   # doctest: +SKIP
+...     fig, ax = plt.subplots()
+...     save_figure(fig, "out/fig", formats=("png", "pdf"))
+
+matplotlib is imported inside the functions so that importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+#: grey levels with distinct luminance (black .. light grey), used in this order for series
+GREYS: tuple[str, ...] = ("#000000", "#5a5a5a", "#9a9a9a", "#2e2e2e", "#787878", "#b8b8b8")
+#: line styles paired with :data:`GREYS` so that series stay distinct in greyscale print
+LINESTYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+MARKERS: tuple[str, ...] = ("o", "s", "^", "D", "v", "P")
+#: fill colour of posterior bands
+BAND = "#c8c8c8"
+#: one accent for warnings/highlights (dark orange: dark enough to print as a mid grey)
+ACCENT = "#b35900"
+
+RC: dict[str, Any] = {
+    "figure.facecolor": "white",
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "savefig.facecolor": "white",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "axes.edgecolor": "#333333",
+    "axes.linewidth": 0.8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#e3e3e3",
+    "grid.linewidth": 0.6,
+    "axes.axisbelow": True,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+    "lines.linewidth": 1.4,
+    "lines.markersize": 4.5,
+    "image.cmap": "Greys",
+    # TrueType fonts in PDF/PS: editable text, accepted by journals
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "svg.fonttype": "none",
+}
+
+
+def _rc() -> dict[str, Any]:
+    from cycler import cycler
+
+    rc = dict(RC)
+    rc["axes.prop_cycle"] = (
+        cycler(color=list(GREYS))
+        + cycler(linestyle=list(LINESTYLES))
+        + cycler(marker=list(MARKERS))
+    )
+    return rc
+
+
+def apply_style() -> None:
+    """Set the package style globally (``matplotlib.rcParams``)."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update(_rc())
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """Context manager: the package style inside the block, the caller's rcParams after it."""
+    import matplotlib as mpl
+
+    with mpl.rc_context(_rc()):
+        yield
+
+
+def series_style(i: int) -> dict[str, Any]:
+    """Keyword arguments (color, linestyle, marker) for the ``i``-th series of a plot."""
+    n = len(GREYS)
+    return {"color": GREYS[i % n], "linestyle": LINESTYLES[i % n], "marker": MARKERS[i % n]}
+
+
+def save_figure(
+    fig: Any, stem: str | Path, formats: Sequence[str] = ("png", "pdf"), dpi: int = 150
+) -> list[Path]:
+    """Save ``fig`` as ``stem.<fmt>`` for every format, close it and return the paths.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    stem : path without suffix; parent folders are created.
+    formats : file formats understood by matplotlib (``png``, ``pdf``, ``svg``).
+    dpi : resolution of raster formats.
+    """
+    import matplotlib.pyplot as plt
+
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        path = stem.with_name(f"{stem.name}.{fmt}")
+        # fixed metadata: the same figure gives the same PDF bytes on every run
+        metadata = {"CreationDate": None} if fmt == "pdf" else None
+        fig.savefig(path, format=fmt, dpi=dpi, metadata=metadata)
+        paths.append(path)
+    plt.close(fig)
+    return paths

@@ -1,0 +1,709 @@
+"""Build the paper supplement of a run: ``supplement.md`` and ``supplement.html`` at its top.
+
+:func:`build_supplement` reads only what the stages left on disk (it never refits), so it can
+rebuild the document of any finished run::
+
+    delusion-bayes report.from_run=outputs/2026-11-29/12-00-00
+    python -c "import delusion_bayes as db; db.report.build_supplement('outputs/...')"
+
+Every section is built from whatever results exist; a stage that did not run, or a file it did not
+write, becomes a marked "Not run" note, and a file the report cannot parse becomes an "Error" note
+naming the file (the rest of the document is still written). Sections follow the paper's
+supplement (C reliability, D logistic fits, E milestones, F naive-stage profiles) after the main
+tables and figures, then the Bayesian models, the replay study, and provenance.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from delusion_bayes.report import figures as F
+from delusion_bayes.report import tables as T
+from delusion_bayes.report.config import ReportConfig
+from delusion_bayes.report.document import (
+    Code,
+    Document,
+    FigureBlock,
+    FileList,
+    KeyValues,
+    Note,
+    Paragraph,
+    Section,
+    TableBlock,
+    to_html,
+    to_markdown,
+)
+from delusion_bayes.report.provenance import (
+    config_text,
+    diagnostics,
+    headline_json,
+    provenance_rows,
+    versions,
+)
+from delusion_bayes.report.rundir import SOURCE_STAGES, RunDir
+from delusion_bayes.report.table import ReportTable, display_frame
+
+log = logging.getLogger(__name__)
+
+STAGE = "report"
+
+
+@dataclass
+class Supplement:
+    """What :func:`build_supplement` wrote."""
+
+    run_dir: Path
+    markdown: Path
+    html: Path
+    pdf: Path | None
+    document: Document
+    files: dict[str, str] = field(default_factory=dict)  # report-relative path -> description
+    headline: dict[str, Any] = field(default_factory=dict)
+
+
+def _config(cfg: Any) -> ReportConfig:
+    """A :class:`ReportConfig` from None, a ReportConfig, a dict or an OmegaConf node."""
+    if cfg is None:
+        return ReportConfig()
+    if isinstance(cfg, ReportConfig):
+        return cfg
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(cfg, DictConfig):
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf is a dependency
+        pass
+    if not isinstance(cfg, dict):
+        raise ValueError(
+            f"report config must be a ReportConfig, dict or DictConfig, got {type(cfg)}"
+        )
+    known = set(ReportConfig.__dataclass_fields__)
+    unknown = set(cfg) - known
+    if unknown:
+        raise ValueError(
+            f"unknown report config keys {sorted(unknown)}; valid keys: {sorted(known)}"
+        )
+    return ReportConfig(**cfg)
+
+
+class _Builder:
+    """Collects sections while writing tables/figures under ``run_dir/report/``."""
+
+    def __init__(self, run: RunDir, cfg: ReportConfig):
+        self.run = run
+        self.cfg = cfg
+        self.out = run.path / STAGE
+        self.tables_dir = self.out / "tables"
+        self.fig_dir = self.out / "figures"
+        self.files: dict[str, str] = {}
+        self.used: set[str] = set()  # run-relative paths shown in the document
+        self.n_tables = 0
+        self.n_figures = 0
+        self.errors: list[str] = []
+        self.post = T.choose_posterior(run, cfg.posterior_models)
+
+    # --- blocks ----------------------------------------------------------------------------
+    def table(self, t: ReportTable, desc: str | None = None) -> TableBlock:
+        paths = t.write(self.tables_dir)
+        links = {}
+        for ext, p in paths.items():
+            rel = self.run.rel(p)
+            self.files[p.relative_to(self.out).as_posix()] = f"{desc or t.title} ({ext})"
+            links[ext.upper() if ext != "tex" else "LaTeX"] = rel
+        self.used.update(t.sources)
+        self.n_tables += 1
+        return TableBlock(t, links)
+
+    def figure(
+        self, title: str, caption: str, paths: list[Path], sources: list[str]
+    ) -> FigureBlock:
+        png = next(p for p in paths if p.suffix == ".png")
+        links = {}
+        for p in paths:
+            self.files[p.relative_to(self.out).as_posix()] = f"{title} ({p.suffix[1:]})"
+            if p.suffix != ".png":
+                links[p.suffix[1:].upper()] = self.run.rel(p)
+        self.used.update(sources)
+        self.n_figures += 1
+        src = "; source: " + ", ".join(f"`{s}`" for s in sources) if sources else ""
+        return FigureBlock(title, caption + src + ".", png, self.run.rel(png), links)
+
+    def stage_figure(self, stage: str, rel: str, title: str | None = None) -> FigureBlock:
+        """A PNG another stage wrote, embedded as it is (PDF twin linked when present)."""
+        s = self.run.stage(stage)
+        png = s.path / rel
+        desc = s.describe(rel)
+        links = {}
+        pdf = png.with_suffix(".pdf")
+        if pdf.is_file():
+            links["PDF"] = self.run.rel(pdf)
+            self.used.add(f"{stage}/{Path(rel).with_suffix('.pdf').as_posix()}")
+        self.used.add(f"{stage}/{rel}")
+        self.n_figures += 1
+        caption = (
+            desc[:1].upper() + desc[1:] if desc else ""
+        ) + f" (written by the {stage} stage: `{stage}/{rel}`)."
+        return FigureBlock(
+            title or Path(rel).stem.replace("_", " "), caption, png, f"{stage}/{rel}", links
+        )
+
+    def attempt(self, what: str, fn: Callable[[], list[Any]]) -> list[Any]:
+        """Run one builder; a failure becomes an Error note naming ``what`` (never a crash)."""
+        try:
+            return fn()
+        except F.MissingInput as err:
+            return [Note("notrun", f"{what}: {err}.")]
+        except Exception as err:  # the document must still be written
+            log.warning("report: %s failed:\n%s", what, traceback.format_exc())
+            self.errors.append(f"{what}: {err}")
+            return [Note("error", f"{what} could not be built: {type(err).__name__}: {err}")]
+
+    def one_table(
+        self, what: str, make: Callable[[], ReportTable | None], missing: Note
+    ) -> list[Any]:
+        """``make()``'s table written and wrapped, ``missing`` when it returns None, an Error note
+        when it raises."""
+
+        def build() -> list[Any]:
+            t = make()
+            return [missing] if t is None else [self.table(t)]
+
+        return self.attempt(what, build)
+
+    def not_run(self, stage: str, what: str) -> Note:
+        return Note(
+            "notrun",
+            f"The `{stage}` stage did not run in this run directory, so {what} is not available. "
+            f"Run it (e.g. `delusion-bayes stages=[{stage},report]`) and rebuild the report.",
+        )
+
+    def missing(self, stage: str, rel: str, what: str) -> Note:
+        return Note("notrun", f"{what}: `{stage}/{rel}` was not written by the {stage} stage.")
+
+
+# -------------------------------------------------------------------------------------------
+def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
+    """Build ``supplement.md`` and ``supplement.html`` (and the PDF when a converter exists) from
+    the results saved in ``run_dir``; tables and figures go to ``run_dir/report/``.
+
+    Parameters
+    ----------
+    run_dir : a run directory written by ``delusion-bayes`` (holds ``study.nc`` and the stage
+        folders). Nothing is refitted.
+    cfg : :class:`~delusion_bayes.report.config.ReportConfig`, a dict or the ``report`` config
+        node; None uses the defaults.
+
+    Returns
+    -------
+    Supplement
+        Paths of the written documents, the document model, the report's files and a headline.
+    """
+    cfg = _config(cfg)
+    run = RunDir(run_dir)
+    b = _Builder(run, cfg)
+    b.out.mkdir(parents=True, exist_ok=True)
+    diag = diagnostics(run)
+
+    sections: list[Section] = [_overview(b, diag)]
+    if run.kind == "trajectory":
+        sections += [
+            _main(b),
+            _text(b),
+            _section_c(b),
+            _section_d(b),
+            _section_e(b),
+            _section_f(b),
+            _bayes(b, diag),
+        ]
+    if run.kind == "replay" or run.stage("replay").ran:
+        sections.append(_replay(b))
+    sections.append(_other_files(b))
+    sections.append(_provenance(b, diag))
+
+    doc = Document(cfg.title, _subtitle(run), sections)
+    md_path = run.path / "supplement.md"
+    html_path = run.path / "supplement.html"
+    md_path.write_text(to_markdown(doc))
+    html_path.write_text(to_html(doc))
+    pdf_path = _pdf(html_path, cfg)
+
+    headline = {
+        "tables": b.n_tables,
+        "figures": len(doc.figures()),
+        "not_run": [s for s in SOURCE_STAGES if not run.stage(s).ran],
+        "errors": b.errors,
+        "diagnostics_failed": [v.model for v in diag.failed],
+        "html": "supplement.html",
+        "pdf": pdf_path.name if pdf_path else None,
+    }
+    files = dict(sorted(b.files.items()))
+    index = {
+        "files": {
+            **files,
+            "../supplement.md": "the supplement (Markdown)",
+            "../supplement.html": "the supplement, self-contained HTML",
+        },
+        "headline": headline,
+    }
+    if pdf_path:
+        index["files"]["../supplement.pdf"] = "the supplement (PDF, printed by a headless browser)"
+    (b.out / "index.json").write_text(json.dumps(index, indent=2, default=str))
+    log.info(
+        "supplement written: %s (%d tables, %d figures)", html_path, b.n_tables, headline["figures"]
+    )
+    return Supplement(run.path, md_path, html_path, pdf_path, doc, files, headline)
+
+
+def _subtitle(run: RunDir) -> str:
+    ds = run.study
+    parts = []
+    if ds is not None:
+        dims = ", ".join(
+            f"{n} {d}s"
+            for d, n in ds.sizes.items()
+            if d in ("rater", "model", "day", "sample", "code")
+        )
+        parts.append(f"{run.kind.capitalize()} study: {dims}.")
+    src = run.config_value("data.source")
+    if src == "simulate":
+        parts.append(f"Simulated data (preset `{run.config_value('data.preset')}`).")
+    elif src:
+        parts.append(f"Data: {run.config_value('data.path')}.")
+    return " ".join(parts)
+
+
+# sections ----------------------------------------------------------------------------------
+def _overview(b: _Builder, diag) -> Section:
+    run = b.run
+    s = Section("overview", "Overview")
+    for v in diag.failed:
+        s.add(
+            Note(
+                "warning",
+                f"The Bayesian model `{v.model}` FAILED its sampling diagnostics "
+                f"({v.details}). Its posterior results below are not trustworthy; see "
+                f"`{v.source}`.",
+                "Diagnostics failed",
+            )
+        )
+    rows = []
+    for name in SOURCE_STAGES:
+        st = run.stage(name)
+        if st.ran:
+            head = ", ".join(
+                f"{k}={v}"
+                for k, v in list(st.headline.items())[:4]
+                if isinstance(v, int | float | str | bool)
+            )
+            rows.append((name, f"ran: {len(st.files)} files" + (f"; {head}" if head else "")))
+        else:
+            rows.append((name, "not run"))
+    s.add(
+        Paragraph(
+            "This document was generated from the files the pipeline stages saved in the "
+            "run directory; every number in it is read from a stage's CSV (linked under "
+            'each table). Missing stages are marked "Not run".'
+        )
+    )
+    s.add(KeyValues(rows))
+    return s
+
+
+def _main(b: _Builder) -> Section:
+    run = b.run
+    s = Section("main", "Main tables and figures")
+    base = run.stage("baselines")
+    if not base.ran:
+        s.add(b.not_run("baselines", "Table 1, Table 2 and Figure 2"))
+    else:
+        s.add(
+            *b.one_table(
+                "Table 1",
+                lambda: T.table1(run, b.post),
+                b.missing("baselines", "table1_milestones.csv", "Table 1"),
+            )
+        )
+        s.add(
+            *b.one_table(
+                "Table 2",
+                lambda: T.table2(run),
+                b.missing("baselines", "table2_interventions.csv", "Table 2"),
+            )
+        )
+    fig1 = b.attempt(
+        "Figure 1",
+        lambda: [
+            b.figure(
+                "Figure 1.",
+                "Consensus recognition-stage trajectories of every model (squares), the raters' scores "
+                "(grey points, offset per rater), the least-squares logistic fit (black line) and, where a "
+                f"Bayesian model was fitted, its posterior median (dashed) and {b.cfg.ci_prob:.0%} band",
+                *F.figure1(run, b.post, b.fig_dir, b.cfg.figure_formats, b.cfg.dpi, b.cfg.ci_prob),
+            )
+        ],
+    )
+    s.add(*fig1)
+    if base.ran:
+        fig2 = b.attempt(
+            "Figure 2",
+            lambda: [
+                b.figure(
+                    "Figure 2.",
+                    "Mean intervention intensity by consensus recognition stage "
+                    "(descriptive: model-days are serially dependent)",
+                    *F.figure2(run, b.fig_dir, b.cfg.figure_formats, b.cfg.dpi),
+                )
+            ],
+        )
+        s.add(*fig2)
+    return s
+
+
+def _text(b: _Builder) -> Section:
+    run = b.run
+    s = Section("text", "Computational measures: entrainment and modality")
+    text = run.stage("text")
+    if not text.ran:
+        return s.add(b.not_run("text", "Figures 3 and 4"))
+    for name, fn, caption, words in (
+        (
+            "Figure 3.",
+            F.figure3,
+            "Mean entrainment per model against its number of Level-B days",
+            "entrainment",
+        ),
+        (
+            "Figure 4.",
+            F.figure4,
+            "Mean modality (boosters − hedges per sentence) on naive vs clinical days",
+            "modality",
+        ),
+    ):
+        made = b.attempt(
+            name,
+            lambda fn=fn, name=name, caption=caption: [
+                b.figure(name, caption, *fn(run, b.fig_dir, b.cfg.figure_formats, b.cfg.dpi))
+            ],
+        )
+        if made and isinstance(made[0], Note):
+            # the report could not draw it: show the text stage's own figure if it made one
+            own = [p for p in text.glob("**/*.png") if words in p.lower()]
+            if own:
+                made = [b.stage_figure("text", own[0], name)]
+        s.add(*made)
+    for rel in text.glob("*.csv"):
+        s.add(*b.attempt(f"text/{rel}", lambda rel=rel: _generic(b, "text", rel)))
+    if b.cfg.include_stage_figures:
+        for rel in text.glob("**/*.png"):
+            if f"text/{rel}" not in b.used:
+                s.add(b.stage_figure("text", rel))
+    return s
+
+
+def _generic(b: _Builder, stage: str, rel: str, title: str | None = None) -> list[Any]:
+    t = T.generic(b.run, stage, rel, title)
+    if t is None:
+        return [b.missing(stage, rel, title or rel)]
+    if len(t.data) > b.cfg.max_inline_rows:
+        b.used.add(f"{stage}/{rel}")
+        desc = b.run.stage(stage).describe(rel)
+        return [
+            Paragraph(
+                f"`{stage}/{rel}` ({len(t.data)} rows{': ' + desc if desc else ''}) is "
+                "too long to show here; open the CSV."
+            )
+        ]
+    return [b.table(t)]
+
+
+def _section_c(b: _Builder) -> Section:
+    run = b.run
+    s = Section("C", "C. Reliability")
+    if not run.stage("baselines").ran:
+        s.add(b.not_run("baselines", "Table C1"))
+    else:
+        s.add(
+            *b.one_table(
+                "Table C1",
+                lambda: T.table_c1(run),
+                b.missing("baselines", "tableC1_reliability.csv", "Table C1"),
+            )
+        )
+    if run.stage("models").ran:
+        s.add(
+            *b.one_table(
+                "posterior reliability",
+                lambda: T.posterior_reliability(run),
+                Note(
+                    "notrun",
+                    "The models stage wrote no posterior reliability table "
+                    "(`models/**/reliability*.csv`).",
+                ),
+            )
+        )
+    else:
+        s.add(b.not_run("models", "the posterior reliability of the rater model"))
+    return s
+
+
+def _section_d(b: _Builder) -> Section:
+    run = b.run
+    s = Section("D", "D. Logistic trajectory fits")
+    if not run.stage("baselines").ran:
+        return s.add(b.not_run("baselines", "Table D1"))
+    s.add(
+        *b.one_table(
+            "Table D1",
+            lambda: T.table_d1(run, b.post, b.cfg.ci_prob),
+            b.missing("baselines", "tableD1_logistic.csv", "Table D1"),
+        )
+    )
+    if b.post.name is None:
+        s.add(b.not_run("models", "the posterior column of Table D1"))
+    return s
+
+
+def _section_e(b: _Builder) -> Section:
+    run = b.run
+    s = Section("E", "E. Milestones and contrasts")
+    if not run.stage("baselines").ran:
+        return s.add(b.not_run("baselines", "Figure E1 and the contrast tests"))
+    s.add(
+        *b.attempt(
+            "Figure E1",
+            lambda: [
+                b.figure(
+                    "Figure E1.",
+                    "Per-milestone charts: latencies (open circles: never reached, censored) "
+                    "and day counts per model, with the posterior median and interval beside where fitted",
+                    *F.figure_e1(run, b.fig_dir, b.cfg.figure_formats, b.cfg.dpi),
+                )
+            ],
+        )
+    )
+    s.add(
+        *b.one_table(
+            "contrasts",
+            lambda: T.contrasts(run),
+            b.missing("baselines", "contrasts.csv", "The contrast tests"),
+        )
+    )
+    return s
+
+
+def _section_f(b: _Builder) -> Section:
+    s = Section("F", "F. Naive-stage profiles")
+    if not b.run.stage("baselines").ran:
+        return s.add(b.not_run("baselines", "the naive-stage profiles"))
+    s.add(
+        *b.attempt(
+            "Section F",
+            lambda: _generic(
+                b,
+                "baselines",
+                "sectionF_naive_profiles.csv",
+                "Table F1. Naive-stage intervention profiles (Spearman ρ with day, models that never turn)",
+            ),
+        )
+    )
+    return s
+
+
+def _bayes(b: _Builder, diag) -> Section:
+    run = b.run
+    s = Section("bayes", "Bayesian models")
+    models = run.stage("models")
+    if not models.ran:
+        return s.add(b.not_run("models", "the Bayesian results"))
+    if b.post.name:
+        s.add(Paragraph(f"Side-by-side columns above use model `{b.post.name}`."))
+    # diagnostics verdicts
+    if diag.verdicts:
+        import pandas as pd
+
+        vt = pd.DataFrame(
+            [
+                {"model": v.model, "passed": v.passed, "details": v.details, "source": v.source}
+                for v in diag.verdicts
+            ]
+        )
+        disp = display_frame(vt)
+        disp["passed"] = [
+            "PASS" if v is True else "FAIL" if v is False else "unknown" for v in vt["passed"]
+        ]
+        s.add(
+            b.table(
+                ReportTable(
+                    "diagnostics_verdicts",
+                    "Sampling diagnostics per fitted model",
+                    vt,
+                    disp,
+                    sorted({v.source for v in diag.verdicts}),
+                )
+            )
+        )
+        for v in diag.failed:
+            s.add(
+                Note(
+                    "warning",
+                    f"`{v.model}` failed its diagnostics: {v.details}.",
+                    "Diagnostics failed",
+                )
+            )
+        if not diag.failed and not diag.unknown:
+            s.add(Note("ok", "Every fitted model passed its sampling diagnostics."))
+    else:
+        s.add(Note("notrun", "No `models/<name>/diagnostics.csv` found: no diagnostics verdict."))
+    # comparison
+    if models.has("comparison.csv"):
+        s.add(
+            *b.attempt(
+                "model comparison",
+                lambda: _generic(b, "models", "comparison.csv", "Model comparison (PSIS-LOO)"),
+            )
+        )
+        if not any("compar" in p.lower() for p in models.glob("**/*.png")):
+            s.add(
+                *b.attempt(
+                    "comparison plot",
+                    lambda: [
+                        b.figure(
+                            "Model comparison.",
+                            "ELPD of the compared models",
+                            *F.comparison_plot(run, b.fig_dir, b.cfg.figure_formats, b.cfg.dpi),
+                        )
+                    ],
+                )
+            )
+    for rel in ("consensus_posterior.csv", "milestones_posterior.csv", "contrasts_posterior.csv"):
+        if models.has(rel) and f"models/{rel}" not in b.used:
+            s.add(*b.attempt(rel, lambda rel=rel: _generic(b, "models", rel)))
+    for rel in models.glob("*/summary.csv"):
+        if f"models/{rel}" not in b.used:
+            s.add(
+                *b.attempt(
+                    rel,
+                    lambda rel=rel: _generic(
+                        b, "models", rel, f"Posterior summary of `{rel.split('/')[0]}`"
+                    ),
+                )
+            )
+    if b.cfg.include_stage_figures:
+        pngs = [p for p in models.glob("**/*.png") if f"models/{p}" not in b.used]
+        if pngs:
+            s.add(
+                Paragraph(
+                    "Diagnostics gallery: rank plots, posterior predictive checks, "
+                    "Pareto-k and comparison plots as the models stage drew them."
+                )
+            )
+            for rel in pngs:
+                s.add(b.stage_figure("models", rel))
+    return s
+
+
+def _replay(b: _Builder) -> Section:
+    run = b.run
+    s = Section("replay", "Replay study (DelusionEval)")
+    rp = run.stage("replay")
+    if not rp.ran:
+        return s.add(b.not_run("replay", "the replay-study results"))
+    for rel in rp.glob("**/*.csv"):
+        s.add(*b.attempt(f"replay/{rel}", lambda rel=rel: _generic(b, "replay", rel)))
+    if b.cfg.include_stage_figures:
+        for rel in rp.glob("**/*.png"):
+            s.add(b.stage_figure("replay", rel))
+    return s
+
+
+def _other_files(b: _Builder) -> Section:
+    s = Section("files", "All result files")
+    rows = []
+    for name in SOURCE_STAGES:
+        st = b.run.stage(name)
+        for rel, desc in st.files.items():
+            path = f"{name}/{rel}"
+            rows.append(
+                (
+                    path,
+                    desc
+                    + ("" if path not in b.used else (" — shown above" if desc else "shown above")),
+                )
+            )
+    if not rows:
+        return s.add(Note("notrun", "No stage wrote any file in this run directory."))
+    s.add(Paragraph("Every file the stages wrote (from their `index.json` and the folders)."))
+    return s.add(FileList(rows))
+
+
+def _provenance(b: _Builder, diag) -> Section:
+    run = b.run
+    s = Section("provenance", "Provenance")
+    if diag.failed:
+        s.add(
+            Note(
+                "warning",
+                "Diagnostics FAILED for: "
+                + ", ".join(f"`{v.model}` ({v.details})" for v in diag.failed),
+                "Diagnostics failed",
+            )
+        )
+    elif diag.verdicts:
+        s.add(
+            Note(
+                "ok",
+                "Diagnostics passed for: "
+                + ", ".join(f"`{v.model}`" for v in diag.verdicts if v.passed)
+                + ".",
+            )
+        )
+    s.add(KeyValues(provenance_rows(run)))
+    s.add(Paragraph("Package and dependency versions at report time:"))
+    s.add(KeyValues(list(versions().items())))
+    heads = headline_json(run)
+    if heads != "{}":
+        s.add(Paragraph("Headline results of each stage (`<stage>/index.json`):"))
+        s.add(Code(heads, "json"))
+    s.add(Paragraph("Resolved configuration of the run:"))
+    s.add(Code(config_text(run), "yaml"))
+    return s
+
+
+# PDF ---------------------------------------------------------------------------------------
+def _pdf(html_path: Path, cfg: ReportConfig) -> Path | None:
+    """``supplement.pdf`` when ``cfg.pdf == 'auto'`` and Chromium or pandoc is installed."""
+    if cfg.pdf == "never":
+        return None
+    if cfg.pdf != "auto":
+        raise ValueError(f"report.pdf must be 'auto' or 'never', got {cfg.pdf!r}")
+    from delusion_bayes.report.browser import find_browser, print_pdf
+
+    out = html_path.with_suffix(".pdf")
+    if find_browser():
+        try:
+            return print_pdf(html_path, out)
+        except (RuntimeError, subprocess.SubprocessError, OSError) as err:
+            log.warning("PDF not written: %s", err)
+            return None
+    if shutil.which("pandoc") and shutil.which("pdflatex"):
+        md = html_path.with_suffix(".md")
+        res = subprocess.run(
+            ["pandoc", str(md), "-o", str(out)],
+            cwd=html_path.parent,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if res.returncode == 0 and out.is_file():
+            return out
+        log.warning("pandoc could not write the PDF: %s", res.stderr[-500:])
+    return None

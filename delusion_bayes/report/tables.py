@@ -1,0 +1,440 @@
+"""The supplement's tables, each built from the CSVs the stages wrote (never recomputed).
+
+Trajectory paper (``papers/escalating-delusions-trajectories.txt``): Table 1 (milestones),
+Table 2 (intervention profiles on stage-4 days), Table C1 (reliability), Table D1 (logistic fits
+with rater-bootstrap CIs), the pre-specified contrasts (exact permutation tests) — each with its
+Bayesian counterpart beside it where the models stage wrote one: milestone latencies vs their
+posterior, least squares + bootstrap CI vs posterior median + credible interval, permutation p vs
+the posterior probability of the contrast, alpha/ICC vs posterior reliability.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from delusion_bayes.report.frames import (
+    find_col,
+    key_column,
+    long_estimates,
+    norm,
+    ordered_quantities,
+    split_labels,
+)
+from delusion_bayes.report.rundir import RunDir
+from delusion_bayes.report.table import ReportTable, display_frame, fmt_interval, fmt_num, fmt_p
+
+log = logging.getLogger(__name__)
+
+MILESTONES = (
+    "first_clinical",
+    "first_stable",
+    "first_level_b",
+    "days_stage4",
+    "days_level_a",
+    "days_level_b",
+)
+LATENCIES = ("first_clinical", "first_stable", "first_level_b")
+LOGISTIC = ("L", "k", "t50")
+
+#: readable headers for the quantities shared by all stages
+LABELS = {
+    "first_clinical": "First clinical framing",
+    "first_stable": "First stable framing",
+    "first_level_b": "First Level-B",
+    "days_stage4": "Days at stage 4",
+    "days_level_a": "Level-A days",
+    "days_level_b": "Level-B days",
+    "L": "L",
+    "k": "k",
+    "t50": "t50",
+    "r2": "R²",
+}
+
+
+def label(q: str) -> str:
+    return LABELS.get(q, str(q).replace("_", " "))
+
+
+@dataclass
+class Posterior:
+    """Where the Bayesian counterparts live: ``models/<name>/`` of the chosen model."""
+
+    name: str | None
+    #: run-relative folder of the model (``models/joint``)
+    folder: str | None
+
+
+def choose_posterior(run: RunDir, preferred: Sequence[str]) -> Posterior:
+    """The fitted model the side-by-side tables use: the run's primary model, else the first of
+    ``preferred`` with a ``posterior.nc`` or ``summary.csv``, else any fitted model."""
+    models = run.stage("models")
+    if not models.ran:
+        return Posterior(None, None)
+    primary = run.config_value("model.name")
+    names = [n for n in [primary, *preferred] if n]
+    fitted = sorted(
+        {p.split("/")[0] for p in models.glob("*/posterior.nc") + models.glob("*/summary.csv")}
+    )
+    for n in names + fitted:
+        if n in fitted:
+            return Posterior(n, f"models/{n}")
+    return Posterior(None, None)
+
+
+def _censor(run: RunDir) -> int | None:
+    c = run.config_value("baselines.censor_day")
+    if c is not None:
+        return int(c)
+    ds = run.study
+    if ds is not None and "day" in ds.dims:
+        return int(ds.sizes["day"]) + 1
+    return None
+
+
+def _latency_text(value: object, censor: int | None) -> str:
+    if censor is not None and isinstance(value, int | float | np.number) and value == censor:
+        return "never"
+    return fmt_num(value, 0)
+
+
+# -------------------------------------------------------------------------------------------
+def side_by_side(
+    name: str,
+    title: str,
+    base: pd.DataFrame,
+    base_src: str,
+    post: pd.DataFrame | None,
+    post_src: str | None,
+    quantities: Sequence[str],
+    base_label: str,
+    post_label: str,
+    digits: int = 2,
+    censor: int | None = None,
+    extra_base: Sequence[str] = (),
+    notes: Sequence[str] = (),
+) -> ReportTable:
+    """Per-model table: for every quantity, the baseline estimate [CI] beside the posterior
+    median [credible interval].
+
+    The CSV (``data``) holds the numbers unchanged, as columns ``<q>``, ``<q>_low``, ``<q>_high``
+    (baseline) and ``<q>_posterior``, ``<q>_posterior_low``, ``<q>_posterior_high``.
+    """
+    key = key_column(base) or "model"
+    bl = long_estimates(base, key, None)
+    found = list(dict.fromkeys(bl["quantity"]))
+    qs = [
+        q for q in ordered_quantities(found, quantities) if norm(q) in {norm(x) for x in quantities}
+    ]
+    if not qs:
+        raise ValueError(
+            f"{base_src}: none of the quantities {list(quantities)} among its columns "
+            f"{list(base.columns)}"
+        )
+    pl = None
+    if post is not None:
+        try:
+            pl = long_estimates(post, "model", qs)
+            pl = pl.rename(columns={"model": key})
+        except ValueError as err:
+            log.warning("%s: %s", post_src, err)
+            pl = None
+    keys = list(dict.fromkeys(base[key]))
+    data = pd.DataFrame({key: keys})
+    disp = pd.DataFrame({"Model" if norm(key) == "model" else key: keys})
+    groups: list[tuple[str, int]] = [("", 1)]
+    for q in qs:
+        b = bl[bl["quantity"] == q].set_index(key).reindex(keys)
+        data[q] = b["estimate"].to_numpy()
+        has_ci = b["low"].notna().any() or b["high"].notna().any()
+        if has_ci:
+            data[f"{q}_low"] = b["low"].to_numpy()
+            data[f"{q}_high"] = b["high"].to_numpy()
+        latency = q in LATENCIES or q.startswith("first_")
+        cells = [
+            _latency_text(e, censor) if latency and not has_ci else fmt_interval(e, lo, hi, digits)
+            for e, lo, hi in zip(b["estimate"], b["low"], b["high"], strict=True)
+        ]
+        if latency and not has_ci:
+            pass
+        elif all(float(x).is_integer() for x in b["estimate"].dropna()) and not has_ci:
+            cells = [fmt_num(e, 0) for e in b["estimate"]]
+        n = 1
+        disp[f"{label(q)} · {base_label}"] = cells
+        if pl is not None and (pl["quantity"] == q).any():
+            p = pl[pl["quantity"] == q].drop_duplicates(key).set_index(key).reindex(keys)
+            data[f"{q}_posterior"] = p["estimate"].to_numpy()
+            data[f"{q}_posterior_low"] = p["low"].to_numpy()
+            data[f"{q}_posterior_high"] = p["high"].to_numpy()
+            disp[f"{label(q)} · {post_label}"] = [
+                fmt_interval(e, lo, hi, digits)
+                for e, lo, hi in zip(p["estimate"], p["low"], p["high"], strict=True)
+            ]
+            n = 2
+        groups.append((label(q), n))
+    for c in extra_base:
+        col = find_col(base, c)
+        if col is not None:
+            vals = base.set_index(key)[col].reindex(keys)
+            data[c] = vals.to_numpy()
+            disp[label(c)] = [fmt_num(v, digits) for v in vals]
+            groups.append(("", 1))
+    # short headers under the quantity groups
+    disp.columns = [c.split(" · ")[-1] if " · " in c else c for c in disp.columns]
+    sources = [base_src] + ([post_src] if pl is not None and post_src else [])
+    all_notes = list(notes)
+    if post is not None and pl is None:
+        all_notes.append(f"The posterior table {post_src} could not be matched to these rows.")
+    return ReportTable(name, title, data, disp, sources, all_notes, groups)
+
+
+def _posterior_summary(run: RunDir, post: Posterior) -> tuple[pd.DataFrame | None, str | None]:
+    """The chosen model's ``summary.csv`` (labels like ``t50[model]`` split into columns)."""
+    if post.folder is None:
+        return None, None
+    rel = "summary.csv"
+    df = run.stage("models").csv(f"{post.name}/{rel}")
+    if df is None:
+        return None, None
+    return split_labels(df), f"{post.folder}/{rel}"
+
+
+# Table 1 -----------------------------------------------------------------------------------
+def table1(run: RunDir, post: Posterior, ci_label: str = "95% CrI") -> ReportTable | None:
+    """Table 1: milestone latencies and day counts per model, consensus beside posterior.
+
+    Paper, "Statistical Analysis": latencies from the consensus trajectory censored at 31; the
+    posterior columns are the models stage's ``milestones_posterior.csv`` (median [interval]).
+    """
+    b = run.stage("baselines")
+    base = b.csv("table1_milestones.csv")
+    if base is None:
+        return None
+    post_df = run.stage("models").csv("milestones_posterior.csv")
+    censor = _censor(run)
+    notes = []
+    if censor is not None:
+        notes.append(f"'never' = not reached in the conversation (censored at day {censor}).")
+    if post_df is not None:
+        notes.append(f"Posterior: median [{ci_label}] of the latency under the fitted model.")
+    return side_by_side(
+        "table1_milestones",
+        "Table 1. Milestones per model: consensus trajectory beside the posterior",
+        base,
+        "baselines/table1_milestones.csv",
+        post_df,
+        "models/milestones_posterior.csv" if post_df is not None else None,
+        MILESTONES,
+        "consensus",
+        "posterior",
+        digits=1,
+        censor=censor,
+        notes=notes,
+    )
+
+
+# Table 2 -----------------------------------------------------------------------------------
+def table2(run: RunDir) -> ReportTable | None:
+    """Table 2: intervention profiles on stabilized-clinical (stage-4) days (baselines only)."""
+    base = run.stage("baselines").csv("table2_interventions.csv")
+    if base is None:
+        return None
+    disp = display_frame(base, 2)
+    disp.columns = [label(c) if c not in ("model",) else "Model" for c in base.columns]
+    return ReportTable(
+        "table2_interventions",
+        "Table 2. Intervention profiles on stabilized-clinical (stage-4) days",
+        base,
+        disp,
+        ["baselines/table2_interventions.csv"],
+        ["Mean intensity on the 1 (absent) – 3 (frequent) scale over each model's stage-4 days."],
+    )
+
+
+# Table C1 ----------------------------------------------------------------------------------
+def table_c1(run: RunDir) -> ReportTable | None:
+    """Table C1: reliability (Krippendorff's alpha, weighted kappa, ICC) as the baselines wrote it."""
+    base = run.stage("baselines").csv("tableC1_reliability.csv")
+    if base is None:
+        return None
+    return ReportTable(
+        "tableC1_reliability",
+        "Table C1. Inter-rater reliability",
+        base,
+        display_frame(base, 3),
+        ["baselines/tableC1_reliability.csv"],
+    )
+
+
+def posterior_reliability(run: RunDir) -> ReportTable | None:
+    """The rater model's posterior reliability (``models/**/reliability*.csv``), when written."""
+    models = run.stage("models")
+    hits = models.glob("reliability*.csv") + models.glob("*/reliability*.csv")
+    if not hits:
+        return None
+    rel = hits[0]
+    df = models.csv(rel)
+    if df is None:
+        return None
+    return ReportTable(
+        "tableC1_posterior_reliability",
+        "Table C1 (Bayesian). Posterior reliability of the rater model",
+        df,
+        display_frame(df, 3),
+        [f"models/{rel}"],
+    )
+
+
+# Table D1 ----------------------------------------------------------------------------------
+def table_d1(run: RunDir, post: Posterior, ci_prob: float = 0.95) -> ReportTable | None:
+    """Table D1: least-squares logistic fits with rater-bootstrap CIs beside the posterior."""
+    base = run.stage("baselines").csv("tableD1_logistic.csv")
+    if base is None:
+        return None
+    post_df, post_src = _posterior_summary(run, post)
+    if post_df is None and post.folder is not None:
+        post_df, post_src = posterior_quantiles(run, post, LOGISTIC, ci_prob)
+    notes = ["m(t) = 1 + (L − 1) / (1 + exp(−k (t − t50))); least squares on the consensus."]
+    if post_df is not None:
+        notes.append(f"Posterior: median [interval] of model `{post.name}`.")
+    return side_by_side(
+        "tableD1_logistic",
+        "Table D1. Logistic trajectory fits: least squares [bootstrap CI] beside the posterior",
+        base,
+        "baselines/tableD1_logistic.csv",
+        post_df,
+        post_src,
+        LOGISTIC,
+        "LS",
+        "posterior",
+        digits=2,
+        extra_base=("r2",),
+        notes=notes,
+    )
+
+
+def posterior_quantiles(
+    run: RunDir, post: Posterior, variables: Sequence[str], ci_prob: float
+) -> tuple[pd.DataFrame | None, str | None]:
+    """Median and equal-tailed interval of ``variables`` (dim ``model``) from ``posterior.nc``.
+
+    Used only when the models stage wrote no ``summary.csv``: summarising saved draws, no refit.
+    """
+    rel = f"{post.name}/posterior.nc"
+    path = run.stage("models").path / rel
+    if not path.is_file():
+        return None, None
+    tree = open_posterior(path)
+    if tree is None:
+        return None, None
+    rows = []
+    a = (1 - ci_prob) / 2
+    for v in variables:
+        if v not in tree:
+            continue
+        da = tree[v]
+        sample = [d for d in ("chain", "draw") if d in da.dims]
+        q = da.quantile([0.5, a, 1 - a], dim=sample)
+        for m in da["model"].values:
+            vals = q.sel(model=m).values
+            rows.append(
+                {"model": m, "quantity": v, "median": vals[0], "low": vals[1], "high": vals[2]}
+            )
+    if not rows:
+        return None, None
+    return pd.DataFrame(rows), f"models/{rel}"
+
+
+def open_posterior(path) -> object | None:
+    """The ``posterior`` group of a saved DataTree as an ``xr.Dataset`` (None if unreadable)."""
+    import xarray as xr
+
+    try:
+        tree = xr.open_datatree(path)
+        node = tree["posterior"] if "posterior" in tree.children else tree
+        return node.to_dataset().load()
+    except Exception as err:  # a damaged file must not stop the report
+        log.warning("cannot read posterior %s: %s", path, err)
+        return None
+
+
+# contrasts ---------------------------------------------------------------------------------
+def contrasts(run: RunDir) -> ReportTable | None:
+    """Pre-specified contrasts: exact permutation p beside the posterior probability."""
+    base = run.stage("baselines").csv("contrasts.csv")
+    post = run.stage("models").csv("contrasts_posterior.csv")
+    if base is None and post is None:
+        return None
+    frames = []
+    keys = None
+    if base is not None:
+        keys = [c for c in (find_col(base, "contrast", "name"), find_col(base, "quantity")) if c]
+    if base is not None and post is not None and keys:
+        pkeys = [find_col(post, "contrast", "name"), find_col(post, "quantity")]
+        if all(pkeys) and len(pkeys) == len(keys):
+            p = post.rename(columns=dict(zip(pkeys, keys, strict=True)))
+            data = base.merge(p, on=keys, how="outer", suffixes=("", "_posterior"))
+            nb = base.shape[1] - len(keys)
+            npost = p.shape[1] - len(keys)
+            disp = _contrast_display(data, keys)
+            return ReportTable(
+                "contrasts",
+                "Pre-specified contrasts: exact permutation tests beside posterior contrasts",
+                data,
+                disp,
+                ["baselines/contrasts.csv", "models/contrasts_posterior.csv"],
+                [
+                    "Permutation: exact rank-sum test over models (n = number of models). "
+                    "Posterior: the models stage's posterior of the group difference."
+                ],
+                [("", len(keys)), ("Permutation test", nb), ("Posterior", npost)],
+            )
+    for df, src in ((base, "baselines/contrasts.csv"), (post, "models/contrasts_posterior.csv")):
+        if df is not None:
+            frames.append((df, src))
+    df, src = frames[0]
+    return ReportTable(
+        "contrasts",
+        "Pre-specified contrasts",
+        df,
+        _contrast_display(df, []),
+        [src],
+        [] if len(frames) == 2 else ["Only one side of the comparison exists in this run."],
+    )
+
+
+def _contrast_display(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    out = display_frame(df, 2)
+    for c in df.columns:
+        n = norm(c)
+        if n in ("p", "pvalue", "p_value") or n.startswith(("p_", "prob")) or n.endswith("_p"):
+            if pd.api.types.is_numeric_dtype(df[c]):
+                out[c] = [fmt_p(v) for v in df[c]]
+    out.columns = [str(c).replace("_", " ") for c in df.columns]
+    return out
+
+
+# generic -----------------------------------------------------------------------------------
+def generic(
+    run: RunDir, stage: str, rel: str, title: str | None = None, digits: int = 3
+) -> ReportTable | None:
+    """Any stage CSV as a table (used for tables the report has no special layout for)."""
+    df = run.stage(stage).csv(rel)
+    if df is None:
+        return None
+    desc = run.stage(stage).describe(rel)
+    name = f"{stage}_{rel}".replace("/", "_").removesuffix(".csv")
+    caption = title or (desc[:1].upper() + desc[1:] if desc else rel)
+    return ReportTable(name, caption, df, display_frame(df, digits), [f"{stage}/{rel}"])
+
+
+def is_number(x: object) -> bool:
+    try:
+        return not math.isnan(float(x))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,229 @@
+"""A fake run directory, laid out as the stages write it (team contract), for the report tests.
+
+The numbers in the fake stage CSVs are arbitrary but distinct (e.g. t50 = 3.25 + model index), so
+a test can check that a value reaches the supplement unchanged from its one source.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from delusion_bayes.data import save_study, simulate_study
+from delusion_bayes.data.schema import DAY, INTERVENTION_TYPES, MODEL
+
+CONFIG_YAML = """\
+data:
+  kind: trajectory
+  source: simulate
+  preset: small
+  seed: 0
+baselines:
+  n_boot: 50
+  seed: 3
+  censor_day: null
+model:
+  name: joint
+sampler:
+  chains: 2
+  seed: 11
+inference:
+  rhat_max: 1.01
+  ess_min_per_chain: 100.0
+  max_divergences: 0
+seed: 7
+stages: [baselines, text, models, report]
+"""
+
+
+def _index(folder: Path, files: dict[str, str], headline: dict) -> None:
+    (folder / "index.json").write_text(json.dumps({"files": files, "headline": headline}))
+
+
+def make_run(
+    root: Path,
+    stages: tuple[str, ...] = ("baselines", "text", "models"),
+    failed_fit: bool = False,
+) -> Path:
+    """Write a run directory under ``root`` with the given stages' outputs."""
+    root.mkdir(parents=True, exist_ok=True)
+    ds = simulate_study("small", seed=0)
+    save_study(ds, root / "study.nc")
+    (root / ".hydra").mkdir(exist_ok=True)
+    (root / ".hydra" / "config.yaml").write_text(CONFIG_YAML)
+    (root / ".hydra" / "overrides.yaml").write_text("- data=small\n- seed=7\n")
+    models = [str(m) for m in ds[MODEL].values]
+    n_days = ds.sizes[DAY]
+    censor = n_days + 1
+    nm = len(models)
+    i = np.arange(nm)
+
+    if "baselines" in stages:
+        b = root / "baselines"
+        b.mkdir()
+        cons = ds["recognition"].median("rater").rename("consensus")
+        cons.to_dataset().to_netcdf(b / "consensus.nc")
+        t1 = pd.DataFrame(
+            {
+                "model": models,
+                "first_clinical": [3, 7, censor, 21, 5][:nm],
+                "first_stable": [5, 10, censor, censor, 9][:nm],
+                "first_level_b": [3, censor, censor, 22, censor][:nm],
+                "days_stage4": [8, 3, 0, 0, 2][:nm],
+                "days_level_a": [10, 5, 1, 3, 4][:nm],
+                "days_level_b": [9, 0, 0, 2, 1][:nm],
+            }
+        )
+        t1.to_csv(b / "table1_milestones.csv", index=False)
+        t2 = pd.DataFrame({"model": models, "n_days": [8, 3, 0, 0, 2][:nm]})
+        for j, t in enumerate(INTERVENTION_TYPES):
+            t2[t] = 1.0 + (i * 0.13 + j * 0.31) % 2
+        t2.to_csv(b / "table2_interventions.csv", index=False)
+        pd.DataFrame(
+            {
+                "variable": ["recognition", "confidence", "emotional_support"],
+                "alpha": [0.761, 0.412, 0.35],
+                "kappa_mean": [0.70, 0.40, 0.33],
+                "icc2k": [0.948, 0.61, 0.52],
+            }
+        ).to_csv(b / "tableC1_reliability.csv", index=False)
+        d1 = pd.DataFrame(
+            {
+                "model": models,
+                "L": 3.5 + 0.1 * i,
+                "L_ci_low": 3.2 + 0.1 * i,
+                "L_ci_high": 3.9 + 0.1 * i,
+                "k": 0.8 + 0.05 * i,
+                "k_ci_low": 0.4 + 0.05 * i,
+                "k_ci_high": 1.9 + 0.05 * i,
+                "t50": 3.25 + i,
+                "t50_ci_low": 2.5 + i,
+                "t50_ci_high": 4.75 + i,
+                "r2": 0.9 - 0.1 * i,
+            }
+        )
+        d1.to_csv(b / "tableD1_logistic.csv", index=False)
+        pd.DataFrame(
+            {
+                "contrast": ["new_vs_old", "new_vs_old"],
+                "quantity": ["first_clinical", "t50"],
+                "alternative": ["less", "less"],
+                "n_a": [2, 2],
+                "n_b": [3, 3],
+                "statistic": [3.0, 4.0],
+                "pvalue": [0.1, 0.3],
+            }
+        ).to_csv(b / "contrasts.csv", index=False)
+        rows = []
+        for s in (1, 2, 3, 4):
+            for j, t in enumerate(INTERVENTION_TYPES):
+                rows.append({"stage": s, "intervention_type": t, "mean": 1 + (s * (j + 1)) % 3 * 0.9, "n": 10})
+        pd.DataFrame(rows).to_csv(b / "figure2_intensity_by_stage.csv", index=False)
+        pd.DataFrame(
+            {"model": models[:2], "education_rho": [-0.73, -0.89], "emotional_support_rho": [0.5, 0.83]}
+        ).to_csv(b / "sectionF_naive_profiles.csv", index=False)
+        _index(
+            b,
+            {
+                "table1_milestones.csv": "milestone latencies and day counts per model",
+                "table2_interventions.csv": "intervention profiles on stage-4 days",
+                "tableC1_reliability.csv": "reliability",
+                "tableD1_logistic.csv": "logistic fits with bootstrap CIs",
+                "contrasts.csv": "exact permutation tests",
+                "consensus.nc": "consensus per model-day",
+                "figure2_intensity_by_stage.csv": "Figure 2 data",
+                "sectionF_naive_profiles.csv": "naive-stage profiles",
+            },
+            {"alpha_recognition": 0.761},
+        )
+
+    if "text" in stages:
+        t = root / "text"
+        t.mkdir()
+        pd.DataFrame({"model": models, "entrainment": 0.25 - 0.02 * i}).to_csv(
+            t / "entrainment_by_model.csv", index=False
+        )
+        pd.DataFrame(
+            {"model": models, "modality_naive": -0.3 + 0.05 * i, "modality_clinical": 0.02 - 0.04 * i}
+        ).to_csv(t / "modality_by_model.csv", index=False)
+        _index(t, {"entrainment_by_model.csv": "mean entrainment per model"}, {"entrainment_rho_level_b": -0.69})
+
+    if "models" in stages:
+        m = root / "models"
+        (m / "joint").mkdir(parents=True)
+        rng = np.random.default_rng(0)
+        shape = (2, 50, nm)
+        post = xr.Dataset(
+            {
+                "L": (("chain", "draw", MODEL), 3.6 + 0.1 * rng.standard_normal(shape)),
+                "k": (("chain", "draw", MODEL), np.exp(0.1 * rng.standard_normal(shape))),
+                "t50": (("chain", "draw", MODEL), 3.0 + i + 0.5 * rng.standard_normal(shape)),
+            },
+            coords={"chain": [0, 1], "draw": np.arange(50), MODEL: models},
+        )
+        tree = xr.DataTree.from_dict({"posterior": post})
+        tree.attrs.update({"git_sha": "abc123fake", "data_hash": "feedface", "seed": 11})
+        tree.to_netcdf(m / "joint" / "posterior.nc")
+        labels, med, lo, hi = [], [], [], []
+        for v in ("L", "k", "t50"):
+            for mi, name in enumerate(models):
+                labels.append(f"{v}[{name}]")
+                med.append(round(1.5 + 0.25 * mi + len(v), 4))
+                lo.append(round(1.0 + 0.25 * mi + len(v), 4))
+                hi.append(round(2.5 + 0.25 * mi + len(v), 4))
+        pd.DataFrame({"label": labels, "median": med, "eti95_lb": lo, "eti95_ub": hi}).to_csv(
+            m / "joint" / "summary.csv", index=False
+        )
+        pd.DataFrame(
+            {
+                "parameter": ["L", "k", "t50"],
+                "r_hat": [1.002, 1.004, 1.08 if failed_fit else 1.003],
+                "ess_bulk": [900, 850, 80 if failed_fit else 800],
+                "ess_tail": [700, 650, 90 if failed_fit else 640],
+                "divergences": [3 if failed_fit else 0] * 3,
+                "passed": [True, True, not failed_fit],
+            }
+        ).to_csv(m / "joint" / "diagnostics.csv", index=False)
+        mp = []
+        for q in ("first_clinical", "first_stable", "first_level_b"):
+            for mi, name in enumerate(models):
+                mp.append({"model": name, "quantity": q, "median": 4.0 + mi, "low": 2.0 + mi,
+                           "high": 9.0 + mi, "p_censored": 0.05 * mi})
+        pd.DataFrame(mp).to_csv(m / "milestones_posterior.csv", index=False)
+        pd.DataFrame(
+            {"contrast": ["new_vs_old", "new_vs_old"], "quantity": ["first_clinical", "t50"],
+             "diff_median": [-4.5, -2.0], "diff_low": [-9.0, -5.0], "diff_high": [0.5, 1.0],
+             "prob_less": [0.93, 0.81]}
+        ).to_csv(m / "contrasts_posterior.csv", index=False)
+        pd.DataFrame({"model": ["joint", "linear", "step"], "elpd": [-410.2, -415.9, -430.0],
+                      "se": [12.0, 12.5, 13.0]}).to_csv(m / "comparison.csv", index=False)
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.plot([0, 1], [0, 1])
+        fig.savefig(m / "joint" / "rank_plot.png")
+        plt.close(fig)
+        _index(m, {"joint/rank_plot.png": "rank plots of L, k, t50"},
+               {"joint": {"passed": not failed_fit}})
+    return root
+
+
+@pytest.fixture(scope="session")
+def full_run(tmp_path_factory) -> Path:
+    return make_run(tmp_path_factory.mktemp("run_full"))
+
+
+@pytest.fixture(scope="session")
+def full_supplement(full_run):
+    from delusion_bayes.report import build_supplement
+
+    return build_supplement(full_run, {"pdf": "never", "dpi": 80})
