@@ -1,0 +1,69 @@
+"""The papers' own (frequentist) analyses, re-implemented and checked against published values.
+
+Trajectory studies (``papers/escalating-delusions-trajectories.txt``): reliability (Table C1),
+consensus, milestones (Table 1), logistic fits with a rater bootstrap (Table D1), exact rank-sum
+permutation contrasts, intervention profiles (Table 2, Figure 2, section F). Every study-level
+function returns a :class:`BaselineResult` with ``.summary`` and ``.to_latex()``.
+"""
+
+from .config import BaselinesConfig, ContrastConfig
+from .consensus import consensus, consensus_np
+from .logistic import LogisticFit, fit_logistic, fit_logistic_batch, logistic, logistic_bootstrap
+from .milestones import milestones
+from .permutation import (
+    RankSumResult,
+    contrast_groups,
+    permutation_contrasts,
+    rank_sum_distribution,
+    rank_sum_test,
+)
+from .profiles import (
+    SpearmanResult,
+    intensity_by_stage,
+    intervention_profiles,
+    naive_profiles,
+    spearman,
+)
+from .reliability import (
+    adjudication_agreement,
+    alpha_bootstrap,
+    cohen_kappa,
+    icc,
+    krippendorff_alpha,
+    percent_agreement,
+    reliability_table,
+    weighted_kappa,
+)
+from .results import BaselineResult
+
+__all__ = [
+    "BaselineResult",
+    "BaselinesConfig",
+    "ContrastConfig",
+    "LogisticFit",
+    "RankSumResult",
+    "SpearmanResult",
+    "adjudication_agreement",
+    "alpha_bootstrap",
+    "cohen_kappa",
+    "consensus",
+    "consensus_np",
+    "contrast_groups",
+    "fit_logistic",
+    "fit_logistic_batch",
+    "icc",
+    "intensity_by_stage",
+    "intervention_profiles",
+    "krippendorff_alpha",
+    "logistic",
+    "logistic_bootstrap",
+    "milestones",
+    "naive_profiles",
+    "percent_agreement",
+    "permutation_contrasts",
+    "rank_sum_distribution",
+    "rank_sum_test",
+    "reliability_table",
+    "spearman",
+    "weighted_kappa",
+]

@@ -1,0 +1,511 @@
+"""Three-parameter logistic fits of consensus trajectories and the rater-resampling bootstrap.
+
+Trajectory paper, "Statistical Analysis" and supplement section D (Table D1):
+``m(t) = floor + (L - floor) / (1 + exp(-k (t - t50)))`` fitted by nonlinear least squares per
+model (floor 1 on the stage scale), with uncertainty from resampling raters (1,000 replicates).
+
+Why by hand: ``scipy.optimize.curve_fit`` solves one problem per call; 1,000 replicates x 15
+models is 15,000 Python-level calls. Here a Levenberg-Marquardt iteration with box bounds runs on
+all problems at once (batched 3x3 normal equations in NumPy), warm-started from the original
+fits. ``experiments/bench_baselines.py`` measures it against a ``curve_fit`` loop.
+
+Bounds (documented, configurable): ``floor <= L <= upper`` (``upper``: the scale top, e.g. 4;
+default unbounded), ``0 <= k <= k_max`` (default 20 per day: on daily data a steeper curve is a
+step), ``t_min - span <= t50 <= t_max + span`` with ``span = t_max - t_min`` (a midpoint beyond the
+study is "not yet turned", not a crash).
+
+Flags: ``status="unidentified"`` when ``k`` sits at 0 or ``t50`` on a bound (no transition
+inside the study can be located). A series with no variation (every observed value equal, e.g. a model that never left
+stage 1) has no identifiable curve: it is returned with ``status="flat"``, ``L`` = the constant,
+``k`` and ``t50`` NaN, ``converged=False``. A fit that hits the iteration limit has
+``status="no_convergence"``. ``at_bound`` names parameters on a bound (``k`` at ``k_max`` is an
+overnight switch; ``t50`` at a bound is not identified).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..data.schema import DAY, MODEL, RATER, RESAMPLE
+from ._validate import as_float_array, check_dims
+from .consensus import consensus_np
+from .results import BaselineResult
+
+__all__ = ["LogisticFit", "fit_logistic", "fit_logistic_batch", "logistic_bootstrap", "logistic"]
+
+PARAMS = ("L", "k", "t50")
+
+
+def logistic(t: Any, L: Any, k: Any, t50: Any, floor: float = 1.0) -> np.ndarray:
+    """``floor + (L - floor) / (1 + exp(-k (t - t50)))`` (broadcasting)."""
+    t = np.asarray(t, dtype=float)
+    return floor + (np.asarray(L) - floor) / (1.0 + np.exp(-np.asarray(k) * (t - np.asarray(t50))))
+
+
+def _expit(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+def _bounds(
+    t: np.ndarray, floor: float, upper: float | None, k_max: float
+) -> tuple[np.ndarray, np.ndarray]:
+    span = float(np.max(t) - np.min(t))
+    lower = np.array([floor, 0.0, np.min(t) - span])
+    up = np.array([np.inf if upper is None else upper, k_max, np.max(t) + span])
+    if not lower[0] < up[0]:
+        raise ValueError(f"upper={upper} must exceed floor={floor}")
+    return lower, up
+
+
+def _model_jac(t: np.ndarray, p: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Model values (B, T) and Jacobian (B, T, 3) for parameters ``p`` (B, 3)."""
+    L, k, t50 = p[:, 0:1], p[:, 1:2], p[:, 2:3]
+    d = t[None, :] - t50
+    s = _expit(k * d)
+    amp = L - floor
+    ds = s * (1.0 - s)
+    f = floor + amp * s
+    jac = np.stack([s, amp * ds * d, -amp * ds * k], axis=-1)
+    return f, jac
+
+
+def _lm(
+    t: np.ndarray,
+    y: np.ndarray,
+    mask: np.ndarray,
+    p0: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    floor: float,
+    max_iter: int = 500,
+    ftol: float = 1e-10,
+    xtol: float = 1e-10,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Batched projected Levenberg-Marquardt on B independent 3-parameter problems.
+
+    Parameters at a bound whose gradient points outwards are held fixed for that step (active
+    set); steps are clipped into the box and accepted only if the RSS decreases (Marquardt
+    damping ``H + lambda diag(H)``). Problems leave the active batch once converged.
+
+    Returns ``p`` (B, 3), ``rss`` (B,), ``converged`` (B,) and ``n_iter`` (B,).
+    """
+    b = y.shape[0]
+    yz = np.where(mask, y, 0.0)
+    p = np.clip(p0.astype(float), lower, upper)
+    lam = np.full(b, 1e-3)
+    done = np.zeros(b, dtype=bool)
+    conv = np.zeros(b, dtype=bool)
+    n_iter = np.zeros(b, dtype=np.int64)
+    f, _ = _model_jac(t, p, floor)
+    rss = (((f - yz) * mask) ** 2).sum(axis=1)
+    eye = np.eye(3)
+    for _ in range(max_iter):
+        idx = np.flatnonzero(~done)
+        if idx.size == 0:
+            break
+        pi, mi, yi = p[idx], mask[idx], yz[idx]
+        f, jac = _model_jac(t, pi, floor)
+        r = (f - yi) * mi
+        jac = jac * mi[..., None]
+        g = np.einsum("btp,bt->bp", jac, r)
+        h = np.einsum("btp,btq->bpq", jac, jac)
+        at_lo = (pi <= lower + 1e-12) & (g > 0)
+        at_hi = (pi >= upper - 1e-12) & (g < 0)
+        free = ~(at_lo | at_hi)
+        fm = free[:, :, None] & free[:, None, :]
+        diag = np.maximum(np.einsum("bpp->bp", h), 1e-12)
+        a = np.where(fm, h, 0.0) + eye * np.where(free, lam[idx, None] * diag, 1.0)[:, None, :]
+        rhs = np.where(free, -g, 0.0)
+        try:
+            step = np.linalg.solve(a, rhs[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            step = np.linalg.lstsq(a[0], rhs[0], rcond=None)[0][None] if idx.size == 1 else 0 * rhs
+        step = np.where(np.isfinite(step), step, 0.0)
+        p_new = np.clip(pi + step, lower, upper)
+        f_new, _ = _model_jac(t, p_new, floor)
+        rss_new = (((f_new - yi) * mi) ** 2).sum(axis=1)
+        old = rss[idx]
+        better = rss_new < old
+        n_iter[idx] += 1
+        p[idx] = np.where(better[:, None], p_new, pi)
+        rss[idx] = np.where(better, rss_new, old)
+        lam[idx] = np.where(better, np.maximum(lam[idx] / 3.0, 1e-12), lam[idx] * 4.0)
+        dx = np.abs(p_new - pi)
+        small_step = np.all(dx <= xtol * (np.abs(pi) + xtol), axis=1)
+        small_f = np.abs(old - rss_new) <= ftol * (old + 1e-300)
+        proj_g = np.where(free, g, 0.0)
+        tiny_g = np.max(np.abs(proj_g), axis=1) <= 1e-12 * (1.0 + old)
+        # MINPACK-style: stop on a small relative RSS reduction or a small step (either)
+        finished = (better & (small_f | small_step)) | tiny_g | (lam[idx] > 1e12)
+        done[idx] = finished
+        conv[idx] = finished
+    return p, rss, conv, n_iter
+
+
+def _starts(t: np.ndarray, y: np.ndarray, mask: np.ndarray, floor: float, lower, upper):
+    """Multistart grid (S, B, 3): plateau at the max, midpoints across the span, 3 steepnesses."""
+    ymax = np.max(np.where(mask, y, -np.inf), axis=1)
+    l0 = np.clip(np.where(np.isfinite(ymax), ymax, floor + 1.0), lower[0], upper[0])
+    l0 = np.where(l0 <= floor, floor + 1e-3, l0)
+    grid = []
+    for t50 in np.quantile(t, [0.1, 0.3, 0.5, 0.7, 0.9]):
+        for k in (0.3, 1.0, 3.0):
+            grid.append(np.stack([l0, np.full_like(l0, k), np.full_like(l0, t50)], axis=1))
+    return np.clip(np.stack(grid), lower, upper)
+
+
+def fit_logistic_batch(
+    t: Any,
+    y: Any,
+    floor: float = 1.0,
+    *,
+    upper: float | None = None,
+    k_max: float = 20.0,
+    p0: Any = None,
+    max_iter: int = 500,
+) -> dict[str, np.ndarray]:
+    """Fit the logistic to many series at once (vectorised Levenberg-Marquardt).
+
+    Parameters
+    ----------
+    t : array_like, shape (T,)
+        Time points shared by all series.
+    y : array_like, shape (..., T)
+        Series (NaN = missing day, excluded from the least squares).
+    floor, upper, k_max
+        See the module docstring (bounds).
+    p0 : array_like, shape (..., 3), optional
+        Starting values ``(L, k, t50)`` per series (warm starts). Default: a 15-point multistart
+        grid per series, keeping the lowest RSS.
+    max_iter : int
+        Iteration limit.
+
+    Returns
+    -------
+    dict of ndarray
+        ``L, k, t50, rss, r2, converged, flat, n_obs, n_iter`` with shape ``y.shape[:-1]``, and
+        ``at_bound`` (..., 3) booleans.
+    """
+    t = as_float_array(t, "t", ndim=1)
+    yarr = as_float_array(y, "y")
+    if yarr.shape[-1] != t.size:
+        raise ValueError(f"y's last axis ({yarr.shape[-1]}) must match len(t) ({t.size})")
+    lead = yarr.shape[:-1]
+    yb = yarr.reshape(-1, t.size)
+    mask = ~np.isnan(yb)
+    n_obs = mask.sum(axis=1)
+    lower, up = _bounds(t, floor, upper, k_max)
+    ymin = np.min(np.where(mask, yb, np.inf), axis=1)
+    ymax = np.max(np.where(mask, yb, -np.inf), axis=1)
+    flat = (n_obs < 4) | ~(ymax > ymin)
+    if p0 is None:
+        starts = _starts(t, yb, mask, floor, lower, up)  # (S, B, 3)
+        s, b = starts.shape[:2]
+        p, rss, conv, nit = _lm(
+            t,
+            np.tile(yb, (s, 1)),
+            np.tile(mask, (s, 1)),
+            starts.reshape(-1, 3),
+            lower,
+            up,
+            floor,
+            max_iter,
+        )
+        rss_s = np.where(conv, rss, np.inf).reshape(s, b)
+        rss_s = np.where(np.isfinite(rss_s).any(axis=0), rss_s, rss.reshape(s, b))
+        best = np.argmin(rss_s, axis=0)
+        pick = best * b + np.arange(b)
+        p, rss, conv, nit = p[pick], rss[pick], conv[pick], nit.reshape(s, b).sum(axis=0)
+    else:
+        p0a = as_float_array(p0, "p0").reshape(-1, 3)
+        if p0a.shape[0] != yb.shape[0]:
+            raise ValueError(f"p0 must have shape {(*lead, 3)}; got {np.shape(p0)}")
+        p, rss, conv, nit = _lm(t, yb, mask, p0a, lower, up, floor, max_iter)
+    yz = np.where(mask, yb, 0.0)
+    mean = yz.sum(axis=1) / np.maximum(n_obs, 1)
+    sst = (((yz - mean[:, None]) * mask) ** 2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r2 = np.where(sst > 0, 1.0 - rss / sst, np.nan)
+    with np.errstate(invalid="ignore"):
+        at_bound = (np.isfinite(lower) & (np.abs(p - lower) <= 1e-9 * (1 + np.abs(lower)))) | (
+            np.isfinite(up) & (np.abs(p - up) <= 1e-9 * (1 + np.abs(up)))
+        )
+    # flat series: no identifiable curve (flagged, not a silent NaN)
+    const = np.where(n_obs > 0, mean, np.nan)
+    p = np.where(flat[:, None], np.stack([const, np.nan * const, np.nan * const], 1), p)
+    rss = np.where(flat, sst, rss)
+    conv = conv & ~flat
+    out = {
+        "L": p[:, 0],
+        "k": p[:, 1],
+        "t50": p[:, 2],
+        "rss": rss,
+        "r2": r2,
+        "converged": conv,
+        "flat": flat,
+        "n_obs": n_obs,
+        "n_iter": nit,
+    }
+    out = {key: v.reshape(lead) for key, v in out.items()}
+    out["at_bound"] = (at_bound & ~flat[:, None]).reshape(*lead, 3)
+    return out
+
+
+@dataclass
+class LogisticFit:
+    """One logistic fit (a row of Table D1) that renders itself."""
+
+    L: float
+    k: float
+    t50: float
+    r2: float
+    rss: float
+    converged: bool
+    status: str
+    at_bound: tuple[str, ...]
+    n_obs: int
+    n_iter: int
+    floor: float
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """One-row DataFrame of the fit."""
+        row = {
+            "L": self.L,
+            "k": self.k,
+            "t50": self.t50,
+            "r2": self.r2,
+            "rss": self.rss,
+            "converged": self.converged,
+            "status": self.status,
+            "at_bound": ",".join(self.at_bound),
+            "n_obs": self.n_obs,
+        }
+        return pd.DataFrame([row])
+
+    def to_latex(self, **kwargs: Any) -> str:
+        """The summary row as LaTeX."""
+        return self.summary.to_latex(index=False, float_format="{:.3g}".format, **kwargs)
+
+    def predict(self, t: Any) -> np.ndarray:
+        """Fitted curve at ``t`` (the constant for a flat series)."""
+        if self.status == "flat":
+            return np.full(np.shape(t), self.L, dtype=float)
+        return logistic(t, self.L, self.k, self.t50, self.floor)
+
+
+def _status(flat: bool, conv: bool, at_bound: Any = (False, False, False), k: float = 1.0) -> str:
+    """``flat`` | ``no_convergence`` | ``unidentified`` (k = 0 or t50 on a bound) | ``ok``."""
+    if flat:
+        return "flat"
+    if not conv:
+        return "no_convergence"
+    return "unidentified" if (at_bound[2] or k <= 1e-9) else "ok"
+
+
+def fit_logistic(
+    t: Any,
+    y: Any,
+    floor: float = 1.0,
+    *,
+    upper: float | None = None,
+    k_max: float = 20.0,
+    p0: Any = None,
+) -> LogisticFit:
+    """Least-squares fit of ``y = floor + (L - floor) / (1 + exp(-k (t - t50)))``.
+
+    Parameters
+    ----------
+    t, y : array_like, shape (T,)
+        Days and consensus scores (NaN = missing day, excluded).
+    floor : float
+        Lower asymptote (1 on the stage scale; 0 gives the NIST Rat42 model
+        ``b1 / (1 + exp(b2 - b3 x))`` with ``L = b1, k = b3, t50 = b2 / b3``).
+    upper, k_max
+        Bounds (module docstring).
+    p0 : (L, k, t50), optional
+        Start; default a multistart grid.
+
+    Returns
+    -------
+    LogisticFit
+        ``.L .k .t50 .r2 .rss .converged .status .at_bound``, ``.summary``, ``.to_latex()``.
+    """
+    yarr = as_float_array(y, "y", ndim=1)
+    res = fit_logistic_batch(
+        t,
+        yarr[None],
+        floor,
+        upper=upper,
+        k_max=k_max,
+        p0=(None if p0 is None else np.asarray(p0, dtype=float)[None]),
+    )
+    flat, conv = bool(res["flat"][0]), bool(res["converged"][0])
+    return LogisticFit(
+        L=float(res["L"][0]),
+        k=float(res["k"][0]),
+        t50=float(res["t50"][0]),
+        r2=float(res["r2"][0]),
+        rss=float(res["rss"][0]),
+        converged=conv,
+        status=_status(flat, conv, res["at_bound"][0], float(res["k"][0])),
+        at_bound=tuple(n for n, b in zip(PARAMS, res["at_bound"][0], strict=True) if b),
+        n_obs=int(res["n_obs"][0]),
+        n_iter=int(res["n_iter"][0]),
+        floor=float(floor),
+    )
+
+
+def _fit_table(res: dict[str, np.ndarray], models: np.ndarray) -> pd.DataFrame:
+    rows = []
+    for i, m in enumerate(models):
+        flat, conv = bool(res["flat"][i]), bool(res["converged"][i])
+        rows.append(
+            {
+                MODEL: m,
+                "L": res["L"][i],
+                "k": res["k"][i],
+                "t50": res["t50"][i],
+                "r2": res["r2"][i],
+                "rss": res["rss"][i],
+                "converged": conv,
+                "status": _status(flat, conv, res["at_bound"][i], float(res["k"][i])),
+                "at_bound": ",".join(
+                    n for n, b in zip(PARAMS, res["at_bound"][i], strict=True) if b
+                ),
+                "n_obs": int(res["n_obs"][i]),
+            }
+        )
+    return pd.DataFrame(rows).set_index(MODEL)
+
+
+def logistic_bootstrap(
+    ratings: xr.DataArray,
+    *,
+    n_boot: int = 1000,
+    seed: int | np.random.Generator | None = 0,
+    rule: str = "median",
+    half_rule: str = "keep",
+    min_raters: int = 1,
+    floor: float = 1.0,
+    upper: float | None = None,
+    k_max: float = 20.0,
+    ci: float = 0.95,
+    chunk: int = 100,
+    progress: bool = True,
+) -> BaselineResult:
+    """Table D1: logistic fit per model with a rater-resampling bootstrap.
+
+    The consensus trajectory of each model is fitted (multistart). Each replicate draws as many
+    raters as the study has, with replacement, recomputes the consensus with the same rule and
+    refits every model, warm-started at the original fit; all replicates x models are solved
+    together in chunks of ``chunk`` replicates (progress bar over chunks).
+
+    Parameters
+    ----------
+    ratings : xarray.DataArray
+        ``recognition`` with dims ``rater, model, day``.
+    n_boot : int
+        Replicates (paper: 1,000).
+    seed : int or Generator
+        Seed; the same seed gives identical replicates.
+    rule, half_rule, min_raters
+        Consensus rule (:func:`~delusion_bayes.baselines.consensus.consensus`).
+    floor, upper, k_max
+        Curve floor and bounds (module docstring).
+    ci : float
+        Percentile interval mass.
+    chunk : int
+        Replicates per vectorised batch.
+    progress : bool
+        Show a tqdm bar.
+
+    Returns
+    -------
+    BaselineResult
+        ``summary`` per model: ``L, k, t50, r2, rss, converged, status, at_bound, n_obs`` and
+        ``{L,k,t50}_ci_low/_ci_high`` plus ``n_boot_used`` (non-flat converged replicates entering
+        the percentiles; flat replicates have no curve). ``extra["replicates"]`` is an
+        ``xr.Dataset`` over ``(resample, model)`` with ``L, k, t50, converged, flat``.
+    """
+    check_dims(ratings, [RATER, MODEL, DAY], f"ratings {ratings.name!r}")
+    if n_boot < 0:
+        raise ValueError(f"n_boot must be >= 0; got {n_boot}")
+    da = ratings.transpose(RATER, MODEL, DAY)
+    x = da.values.astype(float)
+    t = da[DAY].values.astype(float)
+    models = da[MODEL].values
+    n_r, n_m, _ = x.shape
+    cons = consensus_np(x, axis=0, rule=rule, half_rule=half_rule, min_raters=min_raters)
+    base = fit_logistic_batch(t, cons, floor, upper=upper, k_max=k_max)
+    table = _fit_table(base, models)
+    p0 = np.stack([base["L"], base["k"], base["t50"]], axis=-1)
+    # flat originals have no curve to warm-start from: start those replicates mid-study
+    lower, up = _bounds(t, floor, upper, k_max)
+    default = np.clip(
+        [np.nanmax(x) if np.isfinite(x).any() else floor + 1, 1.0, t.mean()], lower, up
+    )
+    p0 = np.where(np.isfinite(p0), p0, default)
+    rng = np.random.default_rng(seed)
+    reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
+    conv = np.zeros((n_boot, n_m), dtype=bool)
+    flat = np.zeros((n_boot, n_m), dtype=bool)
+    if n_boot:
+        from tqdm.auto import tqdm
+
+        idx_all = rng.integers(0, n_r, size=(n_boot, n_r))
+        starts = range(0, n_boot, chunk)
+        for s in tqdm(starts, desc="rater bootstrap", unit="chunk", disable=not progress):
+            e = min(n_boot, s + chunk)
+            xb = x[idx_all[s:e]]  # (b, R, M, T)
+            cb = consensus_np(xb, axis=1, rule=rule, half_rule=half_rule, min_raters=min_raters)
+            res = fit_logistic_batch(
+                t, cb, floor, upper=upper, k_max=k_max, p0=np.broadcast_to(p0, (e - s, n_m, 3))
+            )
+            for n in PARAMS:
+                reps[n][s:e] = res[n]
+            conv[s:e], flat[s:e] = res["converged"], res["flat"]
+    q = (1 - ci) / 2
+    use = conv & ~flat
+    for n in PARAMS:
+        vals = np.where(use, reps[n], np.nan)
+        with np.errstate(all="ignore"):
+            lo = np.array(
+                [np.nanquantile(v, q) if np.isfinite(v).any() else np.nan for v in vals.T]
+            )
+            hi = np.array(
+                [np.nanquantile(v, 1 - q) if np.isfinite(v).any() else np.nan for v in vals.T]
+            )
+        table[f"{n}_ci_low"] = lo
+        table[f"{n}_ci_high"] = hi
+    table["n_boot_used"] = use.sum(axis=0)
+    table["n_boot"] = n_boot
+    replicates = xr.Dataset(
+        {
+            **{n: ((RESAMPLE, MODEL), reps[n]) for n in PARAMS},
+            "converged": ((RESAMPLE, MODEL), conv),
+            "flat": ((RESAMPLE, MODEL), flat),
+        },
+        coords={MODEL: da[MODEL]},
+    )
+    notes = [
+        f"m(t) = {floor:g} + (L - {floor:g}) / (1 + exp(-k (t - t50))) by least squares on the "
+        f"{rule} consensus (half rule {half_rule!r})",
+        f"bounds: L in [{floor:g}, {upper if upper is not None else 'inf'}], k in [0, {k_max:g}], "
+        f"t50 in [{lower[2]:g}, {up[2]:g}]",
+        f"{ci:.0%} percentile CIs from {n_boot} rater-resampling replicates (seeded); flat "
+        "replicates (no variation) have no curve and are not in the percentiles",
+        "status 'flat': the consensus never varies (no identifiable curve)",
+    ]
+    return BaselineResult(
+        "tableD1_logistic",
+        table,
+        "Table D1: three-parameter logistic fits with rater-bootstrap CIs",
+        notes,
+        {"replicates": replicates},
+    )

@@ -1,0 +1,162 @@
+"""Milestone latencies and day counts of consensus trajectories (trajectory paper, Table 1).
+
+One rule set, used by the frequentist baseline (on the median consensus) and by the posterior
+milestones (on draws of the latent stage): the function is vectorised over any extra dims
+(``chain``, ``draw``, ``resample``, ...) and loops only over days.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..data.schema import DAY, MODEL, censor_day
+from ._validate import check_dims, check_option
+from .config import MILESTONES, MISSING_RULES
+
+__all__ = ["milestones"]
+
+
+def _first_day(hit: np.ndarray, days: np.ndarray, censor: float) -> np.ndarray:
+    """First day (last axis) where ``hit``; ``censor`` where never."""
+    any_hit = hit.any(axis=-1)
+    first = days[np.argmax(hit, axis=-1)]
+    return np.where(any_hit, first, censor).astype(float)
+
+
+def _run_start(hit: np.ndarray, observed: np.ndarray, run: int, missing: str) -> np.ndarray:
+    """Boolean: day starts a run of >= ``run`` hits (last axis), under the missing-day rule."""
+    length = np.zeros(hit.shape, dtype=np.int64)
+    carry = np.zeros(hit.shape[:-1], dtype=np.int64)
+    for i in range(hit.shape[-1] - 1, -1, -1):  # backward scan over days only
+        h, o = hit[..., i], observed[..., i]
+        if missing == "skip":
+            # a missing day carries the run through without counting
+            carry = np.where(o, np.where(h, carry + 1, 0), carry)
+        else:
+            carry = np.where(o & h, carry + 1, 0)
+        length[..., i] = carry
+    return hit & observed & (length >= run)
+
+
+def milestones(
+    stage: xr.DataArray,
+    level_b: xr.DataArray | None = None,
+    *,
+    stable_run: int = 3,
+    censor_day: int | None = None,
+    clinical_at: float = 3,
+    stable_at: float = 4,
+    level_a: xr.DataArray | None = None,
+    missing: str = "skip",
+) -> xr.Dataset:
+    """Milestone latencies and day counts per model (and per draw / replicate).
+
+    Parameters
+    ----------
+    stage : xarray.DataArray
+        Consensus recognition stage with dims ``model`` and ``day`` plus any extra dims
+        (``chain``, ``draw``, ``resample``, ...); integer, x.5 or continuous values, NaN =
+        missing day. ``day`` coords are the study days (1..n_days).
+    level_b, level_a : xarray.DataArray, optional
+        Adjudicated Level-B / Level-A codes (0/1, NaN missing) with dims ``model``, ``day``
+        (and possibly the same extra dims). A code counts as given when ``>= 0.5``.
+    stable_run : int
+        Length of the run of consecutive days at ``stable_at`` that makes stable framing.
+    censor_day : int, optional
+        Value of a milestone never reached; default ``n_days + 1`` (31 for 30 days), where
+        ``n_days`` is the largest ``day`` coord.
+    clinical_at, stable_at : float
+        Thresholds on ``stage``: clinical framing is ``stage >= clinical_at`` (3), stage 4 is
+        ``stage >= stable_at`` (4).
+    missing : {"skip", "break"}
+        Missing-day rule for runs (see Notes).
+
+    Returns
+    -------
+    xarray.Dataset
+        Variables (those computable from the inputs), each over ``model`` and the extra dims:
+
+        - ``first_clinical``: first day with ``stage >= clinical_at``;
+        - ``first_stable``: first day of the first run of ``>= stable_run`` consecutive days at
+          ``stage >= stable_at``;
+        - ``first_level_b``: first day with a Level-B code;
+        - ``days_stage4``: number of days with ``stage >= stable_at``;
+        - ``days_level_a``, ``days_level_b``: number of days with a Level-A / Level-B code.
+
+        Latencies never reached equal ``attrs["censor_day"]``.
+
+    Notes
+    -----
+    Missing-day rule (a missing day is never silently a hit or a break). A NaN day is never a
+    hit: it cannot be a first day and is not counted in day counts. For runs, with
+    ``missing="skip"`` (default) a missing day is stepped over: it neither counts towards the
+    run length nor breaks the run (days 20, 21, [22 missing], 23 at stage 4 are a run of 3
+    starting on day 20); with ``missing="break"`` it ends the run. A run still open on the
+    last day counts only if it already has ``stable_run`` observed days (a run cut by the end
+    of the study is censored).
+
+    Trajectory paper, "Statistical Analysis" and Table 1: "first clinical framing (Moment >= 3),
+    first stable clinical framing (first run of >= 3 consecutive days at 4), and first Level-B
+    recommendation", censored at 31.
+    """
+    check_dims(stage, [MODEL, DAY], "stage")
+    check_option("missing", missing, MISSING_RULES)
+    if stable_run < 1:
+        raise ValueError(f"stable_run must be >= 1; got {stable_run}")
+    days = np.asarray(stage[DAY].values)
+    if not np.issubdtype(days.dtype, np.number):
+        raise ValueError(f"stage's {DAY!r} coords must be day numbers; got {days.dtype}")
+    if np.any(np.diff(days) <= 0):
+        raise ValueError(f"stage's {DAY!r} coords must be increasing; got {days.tolist()}")
+    cens = censor_day if censor_day is not None else _censor_default(days)
+    if cens <= days.max():
+        raise ValueError(f"censor_day={cens} must exceed the last day {int(days.max())}")
+
+    def _core(da: xr.DataArray) -> xr.DataArray:
+        return da.transpose(..., DAY)
+
+    st = _core(stage)
+    x = st.values.astype(float)
+    observed = ~np.isnan(x)
+    with np.errstate(invalid="ignore"):
+        clinical = observed & (x >= clinical_at)
+        at4 = observed & (x >= stable_at)
+    template = st.isel({DAY: 0}, drop=True)
+    out: dict[str, xr.DataArray] = {}
+
+    def _wrap(values: np.ndarray, src: xr.DataArray = template) -> xr.DataArray:
+        return src.copy(data=values)
+
+    out["first_clinical"] = _wrap(_first_day(clinical, days, cens))
+    out["first_stable"] = _wrap(
+        _first_day(_run_start(at4, observed, stable_run, missing), days, cens)
+    )
+    for name, codes in (("level_b", level_b), ("level_a", level_a)):
+        if codes is None:
+            continue
+        check_dims(codes, [MODEL, DAY], name)
+        codes_c = _core(codes)
+        if not np.array_equal(codes_c[DAY].values, days):
+            raise ValueError(f"{name} day coords differ from stage's")
+        c = codes_c.values.astype(float)
+        with np.errstate(invalid="ignore"):
+            hit = ~np.isnan(c) & (c >= 0.5)
+        tmpl = codes_c.isel({DAY: 0}, drop=True)
+        if name == "level_b":
+            out["first_level_b"] = _wrap(_first_day(hit, days, cens), tmpl)
+        out[f"days_{name}"] = _wrap(hit.sum(axis=-1).astype(float), tmpl)
+    out["days_stage4"] = _wrap(at4.sum(axis=-1).astype(float))
+    ds = xr.Dataset({k: out[k] for k in MILESTONES if k in out})
+    ds.attrs.update(
+        censor_day=int(cens),
+        stable_run=int(stable_run),
+        clinical_at=float(clinical_at),
+        stable_at=float(stable_at),
+        missing=missing,
+    )
+    return ds
+
+
+def _censor_default(days: np.ndarray) -> int:
+    return censor_day(int(np.max(days)))

@@ -1,0 +1,248 @@
+"""Intervention profiles: Table 2, Figure 2 data and the naive-stage profiles (section F).
+
+Trajectory paper, Results: Table 2 compares the five intervention intensities on stabilized
+clinical (stage-4) days per model; Figure 2 shows the mean intensity per consensus stage with
+Spearman's rho against the consensus stage (descriptive: model-days are serially dependent);
+supplement section F gives, for the models that never turned, Spearman's rho of each
+intervention with day.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import stats
+
+from ..data.schema import DAY, INTERVENTION_TYPE, MODEL
+from ._validate import as_float_array, check_dims, check_option
+from .results import BaselineResult
+
+__all__ = [
+    "SpearmanResult",
+    "intensity_by_stage",
+    "intervention_profiles",
+    "naive_profiles",
+    "spearman",
+]
+
+
+@dataclass
+class SpearmanResult:
+    """Spearman's rank correlation with its p-value (renders itself)."""
+
+    rho: float
+    pvalue: float
+    n: int
+    n_dropped: int
+    alternative: str
+    method: str = "Spearman rho (midranks for ties), p from t with n-2 df"
+
+    @property
+    def statistic(self) -> float:
+        return self.rho
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                {
+                    "rho": self.rho,
+                    "pvalue": self.pvalue,
+                    "n": self.n,
+                    "n_dropped": self.n_dropped,
+                    "alternative": self.alternative,
+                    "method": self.method,
+                }
+            ]
+        )
+
+    def to_latex(self, **kwargs: Any) -> str:
+        return self.summary.to_latex(index=False, float_format="{:.3g}".format, **kwargs)
+
+
+def spearman(x: Any, y: Any, alternative: str = "two-sided") -> SpearmanResult:
+    """Spearman's rho with ties (Pearson correlation of midranks) and its p-value.
+
+    Pairs with a NaN in either variable are dropped (counted in ``n_dropped``). The p-value uses
+    ``t = rho sqrt((n-2)/(1-rho^2))`` on n-2 df, which is what R's
+    ``cor.test(method = "spearman")`` reports when there are ties (its exact algorithm needs
+    untied data); computed by ``scipy.stats.spearmanr``.
+    Constant input gives ``rho = NaN`` (no ranking), reported as such.
+    """
+    check_option("alternative", alternative, ("two-sided", "less", "greater"))
+    xa = as_float_array(x, "x").ravel()
+    ya = as_float_array(y, "y").ravel()
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y must have the same length; got {xa.size} and {ya.size}")
+    ok = ~(np.isnan(xa) | np.isnan(ya))
+    n = int(ok.sum())
+    if n < 3 or np.ptp(xa[ok]) == 0 or np.ptp(ya[ok]) == 0:
+        return SpearmanResult(np.nan, np.nan, n, int((~ok).sum()), alternative,
+                              "not computable: fewer than 3 pairs or a constant variable")  # fmt: skip
+    r = stats.spearmanr(xa[ok], ya[ok], alternative=alternative)
+    return SpearmanResult(float(r.statistic), float(r.pvalue), n, int((~ok).sum()), alternative)
+
+
+def _stage_groups(stage: np.ndarray) -> np.ndarray:
+    """Consensus stage -> integer stage group (x.5 goes to the lower stage)."""
+    with np.errstate(invalid="ignore"):
+        return np.floor(stage)
+
+
+def intervention_profiles(
+    stage: xr.DataArray,
+    intervention: xr.DataArray,
+    *,
+    stable_at: float = 4,
+    level_b: xr.DataArray | None = None,
+) -> BaselineResult:
+    """Table 2: per-model mean consensus intensity of each intervention on stage-4 days.
+
+    Parameters
+    ----------
+    stage : xarray.DataArray
+        Consensus recognition stage (model, day).
+    intervention : xarray.DataArray
+        Consensus intervention intensity (model, day, intervention_type).
+    stable_at : float
+        Stage-4 days are ``stage >= stable_at``.
+    level_b : xarray.DataArray, optional
+        Adjudicated Level B (model, day); adds the number of disengagement days.
+
+    Returns
+    -------
+    BaselineResult
+        Rows: models; columns: ``n_stage4_days``, one mean per intervention type (NaN where a
+        model has no stage-4 day; the row is kept), and ``days_level_b``.
+    """
+    check_dims(stage, [MODEL, DAY], "stage")
+    check_dims(intervention, [MODEL, DAY, INTERVENTION_TYPE], "intervention")
+    st = stage.transpose(MODEL, DAY)
+    iv = intervention.transpose(MODEL, DAY, INTERVENTION_TYPE)
+    with np.errstate(invalid="ignore"):
+        on4 = (st >= stable_at) & st.notnull()
+    n4 = on4.sum(DAY)
+    means = iv.where(on4).mean(DAY, skipna=True)
+    table = means.to_pandas()
+    table.columns = [str(c) for c in table.columns]
+    table.insert(0, "n_stage4_days", n4.to_pandas().astype(int))
+    if level_b is not None:
+        table["days_level_b"] = (level_b.transpose(MODEL, DAY) >= 0.5).sum(DAY).to_pandas()
+    table.index.name = MODEL
+    return BaselineResult(
+        "table2_interventions",
+        table,
+        "Table 2: mean intervention intensity on stabilized-clinical (stage-4) days",
+        [f"stage-4 days: consensus recognition >= {stable_at:g}; means of the consensus "
+         "intensity (1 absent, 2 rare, 3 frequent) over those days; NaN = no stage-4 day"],
+    )  # fmt: skip
+
+
+def intensity_by_stage(stage: xr.DataArray, intervention: xr.DataArray) -> BaselineResult:
+    """Figure 2 data: mean intensity per consensus stage and Spearman rho with the stage.
+
+    Pooled over model-days (descriptive; model-days are serially dependent). A consensus on x.5
+    is grouped with the lower stage for the means; rho uses the consensus values themselves.
+
+    Returns
+    -------
+    BaselineResult
+        Long table: ``intervention_type, stage, mean, sd, n`` plus per-type ``rho, pvalue,
+        n_pairs`` (repeated on each stage row of that type).
+    """
+    check_dims(stage, [MODEL, DAY], "stage")
+    check_dims(intervention, [MODEL, DAY, INTERVENTION_TYPE], "intervention")
+    st = stage.transpose(MODEL, DAY).values.ravel()
+    grp = _stage_groups(st)
+    rows = []
+    for t in intervention[INTERVENTION_TYPE].values:
+        v = intervention.sel({INTERVENTION_TYPE: t}).transpose(MODEL, DAY).values.ravel()
+        rho = spearman(st, v)
+        for g in np.unique(grp[~np.isnan(grp)]):
+            sel = (grp == g) & ~np.isnan(v)
+            rows.append(
+                {
+                    INTERVENTION_TYPE: str(t),
+                    "stage": int(g),
+                    "mean": float(v[sel].mean()) if sel.any() else np.nan,
+                    "sd": float(v[sel].std(ddof=1)) if sel.sum() > 1 else np.nan,
+                    "n": int(sel.sum()),
+                    "rho": rho.rho,
+                    "pvalue": rho.pvalue,
+                    "n_pairs": rho.n,
+                }
+            )
+    return BaselineResult(
+        "figure2_intensity_by_stage",
+        pd.DataFrame(rows),
+        "Figure 2: mean intervention intensity by consensus recognition stage",
+        ["pooled model-days, descriptive; x.5 consensus grouped with the lower stage; "
+         "Spearman rho of intensity with the consensus stage (ties: midranks)"],
+    )  # fmt: skip
+
+
+def naive_profiles(
+    stage: xr.DataArray,
+    intervention: xr.DataArray,
+    *,
+    models: Any = None,
+    clinical_at: float = 3,
+) -> BaselineResult:
+    """Section F: Spearman rho of each intervention with day for the never-turning models.
+
+    Parameters
+    ----------
+    stage, intervention : xarray.DataArray
+        Consensus recognition (model, day) and intervention (model, day, intervention_type).
+    models : list, optional
+        Models to profile. Default: those whose consensus never reaches clinical framing
+        (``stage >= clinical_at`` on no observed day), i.e. censored first clinical framing.
+    clinical_at : float
+        Threshold of clinical framing.
+
+    Returns
+    -------
+    BaselineResult
+        Rows ``model x intervention_type`` with ``rho, pvalue, n, mean_first_week,
+        mean_last_week``; an empty table (with a note) when no model never turned.
+    """
+    check_dims(stage, [MODEL, DAY], "stage")
+    if models is None:
+        with np.errstate(invalid="ignore"):
+            never = ~((stage >= clinical_at) & stage.notnull()).any(DAY)
+        models = stage[MODEL].values[never.transpose(MODEL).values].tolist()
+    days = intervention[DAY].values.astype(float)
+    rows = []
+    for m in models:
+        if m not in intervention[MODEL].values:
+            raise ValueError(f"model {m!r} is not in the study; models: "
+                             f"{intervention[MODEL].values.tolist()}")  # fmt: skip
+        for t in intervention[INTERVENTION_TYPE].values:
+            v = intervention.sel({MODEL: m, INTERVENTION_TYPE: t}).transpose(DAY).values
+            r = spearman(days, v)
+            rows.append(
+                {
+                    MODEL: m,
+                    INTERVENTION_TYPE: str(t),
+                    "rho": r.rho,
+                    "pvalue": r.pvalue,
+                    "n": r.n,
+                    "mean_first_week": float(np.nanmean(v[:7])) if np.isfinite(v[:7]).any()
+                    else np.nan,
+                    "mean_last_week": float(np.nanmean(v[-7:])) if np.isfinite(v[-7:]).any()
+                    else np.nan,
+                }
+            )  # fmt: skip
+    notes = [f"never-turning models (consensus never >= {clinical_at:g}): {list(models)}",
+             "Spearman rho of consensus intensity with day (ties: midranks); NaN = constant"]  # fmt: skip
+    cols = [MODEL, INTERVENTION_TYPE, "rho", "pvalue", "n", "mean_first_week", "mean_last_week"]
+    return BaselineResult(
+        "sectionF_naive_profiles",
+        pd.DataFrame(rows, columns=cols),
+        "Section F: intervention trends with day in never-turning models",
+        notes,
+    )

@@ -1,0 +1,63 @@
+"""Result objects that render themselves (after lifelines' ``StatisticalResult``).
+
+Every study-level baseline returns a :class:`BaselineResult`: a ``.summary`` DataFrame (the
+table as it goes into a CSV or the supplement), ``.to_latex()``, ``.to_csv()`` and a readable
+``repr``. Reports read only these objects (or their CSV), never refit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass
+class BaselineResult:
+    """A table-shaped result with provenance.
+
+    Attributes
+    ----------
+    name : str
+        Short name (e.g. ``"table1_milestones"``).
+    summary : pandas.DataFrame
+        The result table.
+    title : str
+        One-line caption (used by ``to_latex`` and ``index.json``).
+    notes : list of str
+        Rules applied (consensus rule, censoring, missing days, exact vs Monte Carlo, ...).
+    extra : dict
+        Anything else a caller may want (e.g. bootstrap replicates as an ``xr.Dataset``).
+    """
+
+    name: str
+    summary: pd.DataFrame
+    title: str = ""
+    notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_latex(self, float_format: str = "{:.3g}".format, **kwargs: Any) -> str:
+        """The summary as a LaTeX ``table`` with the title as caption and notes below."""
+        body = self.summary.to_latex(float_format=float_format, **kwargs)
+        notes = "".join(f"\\\\\n\\footnotesize {n}" for n in self.notes)
+        return (
+            "\\begin{table}\n\\centering\n"
+            f"\\caption{{{self.title}}}\n{body}{notes}\n\\end{{table}}\n"
+        )
+
+    def to_csv(self, path: str | Path, **kwargs: Any) -> Path:
+        """Write the summary to ``path`` (index included when it is named)."""
+        path = Path(path)
+        index = any(n is not None for n in self.summary.index.names)
+        self.summary.to_csv(path, index=index, **kwargs)
+        return path
+
+    def _repr_html_(self) -> str:
+        return f"<p><b>{self.title}</b></p>" + self.summary._repr_html_()
+
+    def __repr__(self) -> str:
+        notes = "\n".join(f"  note: {n}" for n in self.notes)
+        with pd.option_context("display.width", 120, "display.max_columns", 30):
+            return f"<{type(self).__name__} {self.name}: {self.title}>\n{self.summary}\n{notes}"
