@@ -1,9 +1,9 @@
 """``delusion-bayes``: a thin ``@hydra.main`` over :func:`delusion_bayes.pipeline.run`.
 
-    delusion-bayes                                   # default study (paper_like), all stages
-    delusion-bayes experiment=smoke hydra.run.dir=/tmp/smoke
-    delusion-bayes -m experiment=smoke baselines.stable_run=2,3 hydra/launcher=joblib
-    delusion-bayes report.from_run=outputs/2026-11-29/12-00-00   # rebuild the supplement only
+delusion-bayes                                   # default study (paper_like), all stages
+delusion-bayes experiment=smoke hydra.run.dir=/tmp/smoke
+delusion-bayes -m experiment=smoke baselines.stable_run=2,3 hydra/launcher=joblib
+delusion-bayes report.from_run=outputs/2026-11-29/12-00-00   # rebuild the supplement only
 """
 
 from __future__ import annotations

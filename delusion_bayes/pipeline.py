@@ -217,7 +217,9 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         module = _stage_module(name)
         kinds = tuple(getattr(module, "KIND", KINDS))
         if cfg.data.kind not in kinds:
-            log.info("stage %s: skipped (runs on %s studies, this is %s)", name, kinds, cfg.data.kind)
+            log.info(
+                "stage %s: skipped (runs on %s studies, this is %s)", name, kinds, cfg.data.kind
+            )
             record["stages"][name] = {"status": "skipped", "reason": f"not for {cfg.data.kind}"}
             continue
         if failed and cfg.get("fail_fast", False) and name != "report":

@@ -41,7 +41,6 @@ from .schema import (
     MODEL,
     RATED_VARIABLES,
     RATER,
-    TEXT_VARIABLES,
 )
 from .validate import validate
 
@@ -260,9 +259,7 @@ def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
     for dim, fname in ((MODEL, "models.csv"), (RATER, "raters.csv")):
         if dim not in ds.coords:
             continue
-        meta = {
-            str(c): ds[c].values for c in ds.coords if ds[c].dims == (dim,) and str(c) != dim
-        }
+        meta = {str(c): ds[c].values for c in ds.coords if ds[c].dims == (dim,) and str(c) != dim}
         pd.DataFrame({dim: ds[dim].values, **meta}).to_csv(path / fname, index=False)
 
     extra = {}
@@ -282,7 +279,9 @@ def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "attrs": {k: _json_safe(v) for k, v in ds.attrs.items()},
-        "coords": {str(d): [_json_safe(v) for v in ds[d].values] for d in ds.dims if d in ds.coords},
+        "coords": {
+            str(d): [_json_safe(v) for v in ds[d].values] for d in ds.dims if d in ds.coords
+        },
         "coord_dtypes": {str(d): str(ds[d].dtype) for d in ds.dims if d in ds.coords},
         "variable_attrs": {
             str(k): {a: _json_safe(b) for a, b in v.attrs.items()} for k, v in ds.variables.items()
@@ -370,9 +369,7 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
     else:
         max_day = int(max(np.nanmax(d) for d in all_days if len(d))) if len(r_day) else 0
         days = list(range(1, max_day + 1))
-    present_types = [
-        t for t in INTERVENTION_TYPES if (ratings["item"] == t).any()
-    ]
+    present_types = [t for t in INTERVENTION_TYPES if (ratings["item"] == t).any()]
     itypes = coords_m.get(INTERVENTION_TYPE) or present_types
 
     ri = _index_of(ratings_path, ratings, RATER, ratings[RATER].to_numpy(), raters)

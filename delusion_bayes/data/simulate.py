@@ -331,7 +331,9 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
     ds["true_severity"].attrs["description"] = (
         "additive shift of the rater's latent score (positive = the rater sees a higher stage)"
     )
-    ds["true_stage"].attrs["description"] = "latent recognition stage m[model, day] on the 1-4 scale"
+    ds["true_stage"].attrs["description"] = (
+        "latent recognition stage m[model, day] on the 1-4 scale"
+    )
     if texts:
         from ..text.corpus import demo_prompts, synthesize_answers  # lazy: optional text stage
 
@@ -348,6 +350,10 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
         answers[day_missing] = ""
         ds["prompt"] = (DAY, np.array(prompts[:n_days], dtype=object))
         ds["answer"] = ((MODEL, DAY), answers)
-        ds["prompt"].attrs["synthetic"] = "yes: delusion_bayes demo script, written for this package"
-        ds["answer"].attrs["synthetic"] = "yes: generated from the simulated stage, not a real model"
+        ds["prompt"].attrs["synthetic"] = (
+            "yes: delusion_bayes demo script, written for this package"
+        )
+        ds["answer"].attrs["synthetic"] = (
+            "yes: generated from the simulated stage, not a real model"
+        )
     return ds

@@ -79,13 +79,17 @@ def test_hand_made_csv_directory(tmp_path):
 
 def test_unknown_item_names_file_row_column(tmp_path):
     d = _hand_made(tmp_path, "A,m1,1,recognition,1\nA,m1,2,recogniton,3\n")
-    with pytest.raises(StudyFormatError, match=r"ratings.csv, row 3, column 'item': unknown item 'recogniton'"):
+    with pytest.raises(
+        StudyFormatError, match=r"ratings.csv, row 3, column 'item': unknown item 'recogniton'"
+    ):
         load_study(d)
 
 
 def test_unparsable_score(tmp_path):
     d = _hand_made(tmp_path, "A,m1,1,recognition,1\nA,m1,2,recognition,three\n")
-    with pytest.raises(StudyFormatError, match=r"ratings.csv, row 3, column 'score': cannot parse 'three'"):
+    with pytest.raises(
+        StudyFormatError, match=r"ratings.csv, row 3, column 'score': cannot parse 'three'"
+    ):
         load_study(d)
 
 
@@ -117,7 +121,9 @@ def test_out_of_range_score_in_csv_is_a_validation_error(tmp_path):
 
 def test_model_not_in_models_csv(tmp_path):
     d = _hand_made(tmp_path, "A,m2,1,recognition,1\n", models="model,vendor\nm1,acme\n")
-    with pytest.raises(StudyFormatError, match=r"row 2, column 'model': 'm2' is not among the models"):
+    with pytest.raises(
+        StudyFormatError, match=r"row 2, column 'model': 'm2' is not among the models"
+    ):
         load_study(d)
 
 

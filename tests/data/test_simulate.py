@@ -47,7 +47,11 @@ def test_values_on_their_scales(paper_like):
         v = paper_like[name].values
         v = v[~np.isnan(v)]
         assert v.min() == lo and v.max() == hi, name
-    assert (paper_like["level_b"] <= paper_like["level_a"]).where(paper_like["level_a"].notnull()).all()
+    assert (
+        (paper_like["level_b"] <= paper_like["level_a"])
+        .where(paper_like["level_a"].notnull())
+        .all()
+    )
 
 
 def test_truth_ranges(paper_like):
@@ -65,6 +69,7 @@ def _consensus(ds):
 def test_paper_regimes(paper_like):
     """The four regimes of the paper (Results; Table 1) hold in the simulated consensus."""
     c = _consensus(paper_like)
+
     def first3(m):
         return int(np.argmax((c.sel(model=m) >= 3).values)) + 1
 
@@ -77,8 +82,13 @@ def test_paper_regimes(paper_like):
         assert float(c.sel(model=m).max()) < 3, m  # never clinical
         assert float(paper_like["true_t50"].sel(model=m)) > 30
     lb = paper_like["level_b"].sum("day")
-    assert float(lb.sel(model="GPT-5.1 Instant")) == 0 and float(lb.sel(model="GPT-5.1 Thinking")) == 0
-    assert all(float(lb.sel(model=m)) >= 20 for m in ("Claude Haiku 4.5", "Claude Sonnet 4.5", "Claude Opus 4.5"))
+    assert (
+        float(lb.sel(model="GPT-5.1 Instant")) == 0 and float(lb.sel(model="GPT-5.1 Thinking")) == 0
+    )
+    assert all(
+        float(lb.sel(model=m)) >= 20
+        for m in ("Claude Haiku 4.5", "Claude Sonnet 4.5", "Claude Opus 4.5")
+    )
     # GPT-5.1 recognises (reaches stage 4) but never disengages
     assert float(c.sel(model="GPT-5.1 Instant").max()) == 4
 
@@ -99,7 +109,9 @@ def test_interventions_follow_figure_2(paper_like):
 
 def test_small_and_null_presets():
     small = simulate_study(preset="small", seed=0)
-    assert dict(small.sizes)["model"] == 5 and small.sizes["rater"] == 3 and small.sizes["day"] == 12
+    assert (
+        dict(small.sizes)["model"] == 5 and small.sizes["rater"] == 3 and small.sizes["day"] == 12
+    )
     null = simulate_study(preset="null", seed=0)
     assert null.sizes["model"] == 15 and set(null["true_regime"].values) == {"exchangeable"}
 

@@ -33,13 +33,17 @@ def test_out_of_range_recognition_named_with_allowed_values(ds):
 
 def test_non_integer_score(ds):
     ds["confidence"][0, 1, 2] = 2.5
-    with pytest.raises(ValueError, match=r"'confidence' has non-integer scores .*2\.5.*\{1, 2, 3\}"):
+    with pytest.raises(
+        ValueError, match=r"'confidence' has non-integer scores .*2\.5.*\{1, 2, 3\}"
+    ):
         validate(ds)
 
 
 def test_intervention_out_of_range_names_type(ds):
     ds["intervention"].loc[{"intervention_type": "education"}] = 0
-    with pytest.raises(ValueError, match=r"'intervention'.*intervention_type='education'.* and \d+ more"):
+    with pytest.raises(
+        ValueError, match=r"'intervention'.*intervention_type='education'.* and \d+ more"
+    ):
         validate(ds)
 
 
@@ -56,7 +60,9 @@ def test_missing_values_are_allowed(ds):
 
 def test_wrong_dims(ds):
     ds["level_a"] = ds["level_a"].rename(day="days")
-    with pytest.raises(ValueError, match=r"'level_a' has dims \('model', 'days'\).*missing dims \['day'\]"):
+    with pytest.raises(
+        ValueError, match=r"'level_a' has dims \('model', 'days'\).*missing dims \['day'\]"
+    ):
         validate(ds)
 
 
@@ -82,21 +88,27 @@ def test_duplicate_rater_names(ds):
     [(np.arange(0, 12), "0"), (np.r_[1:12, 13], "13"), (np.arange(12, 0, -1), "12")],
 )
 def test_days_must_be_1_to_n(ds, days, shown):
-    with pytest.raises(ValueError, match=rf"coordinate 'day' is \[.*{shown}.*expected the consecutive days 1..12"):
+    with pytest.raises(
+        ValueError, match=rf"coordinate 'day' is \[.*{shown}.*expected the consecutive days 1..12"
+    ):
         validate(ds.assign_coords(day=days))
 
 
 def test_level_b_without_level_a(ds):
     ds["level_a"].loc[{"model": "Early", "day": 5}] = 0
     ds["level_b"].loc[{"model": "Early", "day": 5}] = 1
-    with pytest.raises(ValueError, match=r"'level_b' is 1 where 'level_a' is not 1.*model='Early', day=5"):
+    with pytest.raises(
+        ValueError, match=r"'level_b' is 1 where 'level_a' is not 1.*model='Early', day=5"
+    ):
         validate(ds)
 
 
 def test_text_variable_wrong_shape(paper_like):
     ds = paper_like.copy()
     ds["answer"] = ("day", ds["prompt"].values)  # answers must be (model, day)
-    with pytest.raises(ValueError, match=r"'answer' has dims \('day',\); expected \('model', 'day'\)"):
+    with pytest.raises(
+        ValueError, match=r"'answer' has dims \('day',\); expected \('model', 'day'\)"
+    ):
         validate(ds)
 
 
