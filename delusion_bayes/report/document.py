@@ -69,11 +69,16 @@ class KeyValues:
 
 
 @dataclass
+class Bullets:
+    items: list[str]
+
+
+@dataclass
 class FileList:
     rows: list[tuple[str, str]]  # (run-relative path, description)
 
 
-Block = Paragraph | Note | TableBlock | FigureBlock | Code | KeyValues | FileList
+Block = Paragraph | Note | TableBlock | FigureBlock | Code | KeyValues | FileList | Bullets
 
 
 @dataclass
@@ -154,6 +159,8 @@ def _md_block(b: Block) -> str:
             f"| {md_escape(k)} | {md_escape(v)} |" for k, v in b.rows
         ]
         return "\n".join(rows)
+    if isinstance(b, Bullets):
+        return "\n".join(f"- {x}" for x in b.items)
     if isinstance(b, FileList):
         return "\n".join(f"- [`{p}`]({p})" + (f": {d}" if d else "") for p, d in b.rows)
     raise TypeError(f"unknown block {type(b).__name__}")
@@ -209,6 +216,32 @@ ul.files li code { font-size: .9em; }
 
 #: no outside resource of any kind: images only as data: URIs, CSS only inline, no scripts
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def png_css_width(path: Path, default_dpi: float = 150.0) -> int | None:
+    """Width in CSS pixels (96 per inch) at which a PNG shows at its physical size.
+
+    Reads the ``IHDR`` width and the ``pHYs`` resolution matplotlib writes (``savefig(dpi=)``)
+    straight from the file: a few bytes, no imaging library needed.
+    """
+    data = Path(path).read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    width = int.from_bytes(data[16:20], "big")
+    dpi = default_dpi
+    pos = 8
+    while pos + 8 <= len(data):
+        length = int.from_bytes(data[pos : pos + 4], "big")
+        ctype = data[pos + 4 : pos + 8]
+        if ctype == b"pHYs" and length == 9:
+            ppu = int.from_bytes(data[pos + 8 : pos + 12], "big")
+            if data[pos + 16] == 1 and ppu > 0:  # unit: metre
+                dpi = ppu * 0.0254
+            break
+        if ctype in (b"IDAT", b"IEND"):
+            break
+        pos += 12 + length
+    return round(width * 96 / dpi)
 
 
 def _data_uri(path: Path) -> str:
@@ -280,8 +313,10 @@ def _html_block(b: Block) -> str:
         return out
     if isinstance(b, FigureBlock):
         links = f" ({_links(b.links)})" if b.links else ""
+        width = png_css_width(b.png)
+        size = f' style="width:{width}px"' if width else ""
         return (
-            f'<figure><img src="{_data_uri(b.png)}" alt="{esc(b.title)}">'
+            f'<figure><img src="{_data_uri(b.png)}" alt="{esc(b.title)}"{size}>'
             f"<figcaption><strong>{esc(b.title)}</strong> {_inline(b.caption)}{links}"
             "</figcaption></figure>"
         )
@@ -290,6 +325,8 @@ def _html_block(b: Block) -> str:
     if isinstance(b, KeyValues):
         rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in b.rows)
         return f'<dl class="kv">{rows}</dl>'
+    if isinstance(b, Bullets):
+        return '<ul class="bullets">' + "".join(f"<li>{_inline(x)}</li>" for x in b.items) + "</ul>"
     if isinstance(b, FileList):
         items = "".join(
             f'<li><a href="{esc(p)}"><code>{esc(p)}</code></a>'

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from delusion_bayes.data.schema import DAY, MODEL, RATER
 from delusion_bayes.report.frames import find_col, key_column, long_estimates, norm
 from delusion_bayes.report.rundir import RunDir
 from delusion_bayes.report.style import BAND, GREYS, save_figure, series_style, style
-from delusion_bayes.report.tables import LATENCIES, Posterior, label, open_posterior
+from delusion_bayes.report.tables import LATENCIES, MILESTONES, Posterior, label, open_posterior
 
 log = logging.getLogger(__name__)
 
@@ -232,12 +232,14 @@ def figure2(
     if df is None:
         raise MissingInput(f"baselines/{rel} is missing")
     wide = _stage_by_type(df)
+    rhos = _rho_by_type(df)
     with style():
-        fig, ax = plt.subplots(figsize=(5.2, 3.4))
+        fig, ax = plt.subplots(figsize=(5.6, 3.4))
         for i, col in enumerate(wide.columns):
-            ax.plot(
-                wide.index.astype(float), wide[col].values, label=label(str(col)), **series_style(i)
-            )
+            lab = label(str(col))
+            if str(col) in rhos:
+                lab += f" (ρ = {rhos[str(col)]:.2f})"
+            ax.plot(wide.index.astype(float), wide[col].values, label=lab, **series_style(i))
         ax.set_xlabel("consensus recognition stage")
         ax.set_ylabel("mean intensity (1 absent – 3 frequent)")
         ax.set_xticks(sorted(set(np.round(wide.index.astype(float)))))
@@ -247,6 +249,16 @@ def figure2(
         return save_figure(fig, out / "figure2_intensity_by_stage", formats, dpi), [
             f"baselines/{rel}"
         ]
+
+
+def _rho_by_type(df: pd.DataFrame) -> dict[str, float]:
+    """Spearman rho with the stage per intervention type, when the table carries it."""
+    typ = find_col(df, "intervention_type", "intervention", "type")
+    rho = find_col(df, "rho", "spearman_rho")
+    if typ is None or rho is None:
+        return {}
+    firsts = df.dropna(subset=[rho]).drop_duplicates(typ)
+    return {str(t): float(r) for t, r in zip(firsts[typ], firsts[rho], strict=True)}
 
 
 def _stage_by_type(df: pd.DataFrame) -> pd.DataFrame:
@@ -266,15 +278,30 @@ def _stage_by_type(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # Figure 3 / 4 (text stage) ----------------------------------------------------------------
-def _per_model_text(run: RunDir, words: Sequence[str]) -> tuple[pd.DataFrame, str] | None:
-    """The first text-stage CSV whose name contains all ``words`` and that has a model column."""
+def _per_model_text(
+    run: RunDir, name_words: Sequence[Sequence[str]], need: Callable[[pd.DataFrame], bool]
+) -> tuple[pd.DataFrame, str] | None:
+    """The first text-stage CSV whose file name contains all words of one of ``name_words``,
+    that has a model column and passes ``need`` (a check of its columns)."""
     text = run.stage("text")
-    for rel in text.glob("*.csv") + text.glob("**/*.csv"):
-        if all(w in rel.lower() for w in words):
-            df = text.csv(rel)
-            if df is not None and find_col(df, "model") is not None:
-                return df, f"text/{rel}"
+    rels = list(dict.fromkeys(text.glob("*.csv") + text.glob("**/*.csv")))
+    for words in name_words:
+        for rel in rels:
+            if all(w in rel.lower() for w in words):
+                df = text.csv(rel)
+                if df is not None and find_col(df, "model") is not None and need(df):
+                    return df, f"text/{rel}"
     return None
+
+
+def _entrainment_col(df: pd.DataFrame) -> str | None:
+    col = find_col(df, "mean_entrainment", "entrainment_mean", "entrainment", "mean")
+    if col is None:
+        num = [
+            c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and "entrain" in norm(c)
+        ]
+        col = num[0] if num else None
+    return col
 
 
 def figure3(
@@ -283,19 +310,16 @@ def figure3(
     """Figure 3: 30-day mean entrainment vs the number of Level-B days per model."""
     import matplotlib.pyplot as plt
 
-    found = _per_model_text(run, ["entrainment"])
+    found = _per_model_text(
+        run,
+        [("figure3",), ("entrainment", "level_b"), ("entrainment", "model"), ("entrainment",)],
+        lambda d: _entrainment_col(d) is not None,
+    )
     if found is None:
         raise MissingInput("no per-model entrainment table in text/")
     df, src = found
     mcol = find_col(df, "model")
-    ecol = find_col(df, "mean_entrainment", "entrainment_mean", "entrainment", "mean", "score")
-    if ecol is None:
-        num = [
-            c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and "entrain" in norm(c)
-        ]
-        ecol = num[0] if num else None
-    if ecol is None:
-        raise MissingInput(f"{src}: no entrainment column among {list(df.columns)}")
+    ecol = _entrainment_col(df)
     bcol = find_col(df, "days_level_b", "level_b_days", "n_level_b")
     sources = [src]
     if bcol is not None:
@@ -348,20 +372,16 @@ def figure4(
     """Figure 4: mean modality on naive vs clinical days per escalating model (slope chart)."""
     import matplotlib.pyplot as plt
 
-    found = _per_model_text(run, ["modality"])
+    found = _per_model_text(
+        run,
+        [("figure4",), ("modality", "turn"), ("modality",)],
+        lambda d: None not in _turn_cols(d),
+    )
     if found is None:
-        raise MissingInput("no per-model modality table in text/")
+        raise MissingInput("no per-model modality table (before/after the clinical turn) in text/")
     df, src = found
     mcol = find_col(df, "model")
-    naive = next(
-        (c for c in df.columns if "naive" in norm(c) and pd.api.types.is_numeric_dtype(df[c])), None
-    )
-    clin = next(
-        (c for c in df.columns if "clinical" in norm(c) and pd.api.types.is_numeric_dtype(df[c])),
-        None,
-    )
-    if naive is None or clin is None:
-        raise MissingInput(f"{src}: no naive/clinical modality columns among {list(df.columns)}")
+    naive, clin = _turn_cols(df)
     d = df[[mcol, naive, clin]].dropna()
     with style():
         fig, ax = plt.subplots(figsize=(4.6, 4.2))
@@ -382,13 +402,29 @@ def figure4(
                 fontsize=6.5,
                 va="center",
             )
-        ax.set_xticks([0, 1], ["naive days", "clinical days"])
+        ax.set_xticks([0, 1], ["before the clinical turn", "from the clinical turn"])
         ax.set_xlim(-0.2, 1.9)
         ax.axhline(0, color=GREYS[2], lw=0.8, ls=":")
         ax.set_ylabel("modality (boosters − hedges per sentence)")
         ax.set_title("Modality at the clinical turn")
         fig.tight_layout()
         return save_figure(fig, out / "figure4_modality_turn", formats, dpi), [src]
+
+
+def _turn_cols(df: pd.DataFrame) -> tuple[str | None, str | None]:
+    """Columns of the metric before / from the clinical turn (``before``/``after`` or
+    ``*naive*``/``*clinical*``)."""
+
+    def num(c: str) -> bool:
+        return pd.api.types.is_numeric_dtype(df[c])
+
+    before = find_col(df, "before", "mean_naive", "naive")
+    after = find_col(df, "after", "mean_clinical", "clinical")
+    if before is None:
+        before = next((c for c in df.columns if "naive" in norm(c) and num(c)), None)
+    if after is None:
+        after = next((c for c in df.columns if "clinical" in norm(c) and num(c)), None)
+    return before, after
 
 
 # Figure E1 ---------------------------------------------------------------------------------
@@ -414,7 +450,8 @@ def figure_e1(
             sources.append("models/milestones_posterior.csv")
         except ValueError as err:
             log.warning("Figure E1: %s", err)
-    qs = [q for q in dict.fromkeys(base["quantity"])]
+    found = list(dict.fromkeys(base["quantity"]))
+    qs = [q for q in MILESTONES if q in found] or found
     if not qs:
         raise MissingInput("Table 1 has no milestone columns")
     censor = None

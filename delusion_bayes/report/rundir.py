@@ -72,6 +72,12 @@ class StageOutputs:
                     files[rel] = ""
         return files
 
+    @property
+    def notes(self) -> list[str]:
+        """The stage's ``index.json`` ``notes`` (rules applied, skipped parts), if any."""
+        notes = self.index.get("notes", [])
+        return [str(n) for n in notes] if isinstance(notes, list) else []
+
     def describe(self, relpath: str) -> str:
         return self.files.get(relpath, "")
 
@@ -168,6 +174,25 @@ class RunDir:
                 return default
             node = node[key]
         return node
+
+    @cached_property
+    def record(self) -> dict[str, Any]:
+        """``run.json`` written by the pipeline (provenance, stage status), {} when absent."""
+        path = self.path / "run.json"
+        if not path.is_file():
+            return {}
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            log.warning("%s is not valid JSON: %s", path, err)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def stage_status(self, name: str) -> dict[str, Any]:
+        """The pipeline's record of stage ``name`` (``{"status": "ok"|"failed"|"skipped", ...}``)."""
+        stages = self.record.get("stages", {})
+        entry = stages.get(name) if isinstance(stages, dict) else None
+        return entry if isinstance(entry, dict) else {}
 
     # study -------------------------------------------------------------------------------
     @property

@@ -29,6 +29,7 @@ from delusion_bayes.report import figures as F
 from delusion_bayes.report import tables as T
 from delusion_bayes.report.config import ReportConfig
 from delusion_bayes.report.document import (
+    Bullets,
     Code,
     Document,
     FigureBlock,
@@ -58,7 +59,7 @@ STAGE = "report"
 
 @dataclass
 class Supplement:
-    """What :func:`build_supplement` wrote."""
+    """What :func:`build_supplement` wrote (``str()``/``os.fspath()`` give the HTML path)."""
 
     run_dir: Path
     markdown: Path
@@ -67,6 +68,12 @@ class Supplement:
     document: Document
     files: dict[str, str] = field(default_factory=dict)  # report-relative path -> description
     headline: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return str(self.html)
+
+    def __fspath__(self) -> str:
+        return str(self.html)
 
 
 def _config(cfg: Any) -> ReportConfig:
@@ -180,6 +187,18 @@ class _Builder:
         return self.attempt(what, build)
 
     def not_run(self, stage: str, what: str) -> Note:
+        """The note shown where a stage's results are absent: failed, skipped or not run."""
+        status = self.run.stage_status(stage)
+        if status.get("status") == "failed":
+            return Note(
+                "error",
+                f"The `{stage}` stage FAILED in this run, so {what} is not available. "
+                f"Error: {status.get('error', 'see run.json')}",
+                "Stage failed",
+            )
+        if status.get("status") == "skipped":
+            return Note("notrun", f"The `{stage}` stage was skipped ({status.get('reason', '')}), "
+                        f"so {what} is not available.")  # fmt: skip
         return Note(
             "notrun",
             f"The `{stage}` stage did not run in this run directory, so {what} is not available. "
@@ -295,18 +314,25 @@ def _overview(b: _Builder, diag) -> Section:
                 "Diagnostics failed",
             )
         )
+    for name in SOURCE_STAGES:
+        status = run.stage_status(name)
+        if status.get("status") == "failed":
+            s.add(Note("error", f"The `{name}` stage FAILED: {status.get('error', '')}",
+                       "Stage failed"))  # fmt: skip
     rows = []
     for name in SOURCE_STAGES:
         st = run.stage(name)
+        status = run.stage_status(name).get("status")
         if st.ran:
             head = ", ".join(
-                f"{k}={v}"
-                for k, v in list(st.headline.items())[:4]
+                f"{k} = {_short(v)}"
+                for k, v in list(st.headline.items())[:6]
                 if isinstance(v, int | float | str | bool)
             )
-            rows.append((name, f"ran: {len(st.files)} files" + (f"; {head}" if head else "")))
+            state = "FAILED, partial output" if status == "failed" else "ran"
+            rows.append((name, f"{state}: {len(st.files)} files" + (f"; {head}" if head else "")))
         else:
-            rows.append((name, "not run"))
+            rows.append((name, "FAILED" if status == "failed" else status or "not run"))
     s.add(
         Paragraph(
             "This document was generated from the files the pipeline stages saved in the "
@@ -315,7 +341,18 @@ def _overview(b: _Builder, diag) -> Section:
         )
     )
     s.add(KeyValues(rows))
+    notes = [(name, n) for name in SOURCE_STAGES for n in run.stage(name).notes]
+    if notes:
+        s.add(Paragraph("Analysis notes recorded by the stages (rules applied, censoring, "
+                        "missing data):"))  # fmt: skip
+        s.add(Bullets([f"{name}: {n}" for name, n in notes]))
     return s
+
+
+def _short(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
 
 
 def _main(b: _Builder) -> Section:
@@ -505,14 +542,10 @@ def _section_f(b: _Builder) -> Section:
     if not b.run.stage("baselines").ran:
         return s.add(b.not_run("baselines", "the naive-stage profiles"))
     s.add(
-        *b.attempt(
-            "Section F",
-            lambda: _generic(
-                b,
-                "baselines",
-                "sectionF_naive_profiles.csv",
-                "Table F1. Naive-stage intervention profiles (Spearman ρ with day, models that never turn)",
-            ),
+        *b.one_table(
+            "Table F1",
+            lambda: T.section_f(b.run),
+            b.missing("baselines", "sectionF_naive_profiles.csv", "Table F1"),
         )
     )
     return s

@@ -54,6 +54,13 @@ LABELS = {
     "k": "k",
     "t50": "t50",
     "r2": "R²",
+    "n_stage4_days": "Stage-4 days",
+    "emotional_support": "Emotional support",
+    "education": "Education",
+    "psychoeducation": "Psychoeducation",
+    "interpretation": "Interpretation",
+    "recommendation": "Recommendation",
+    "status": "Fit status",
 }
 
 
@@ -147,7 +154,7 @@ def side_by_side(
     keys = list(dict.fromkeys(base[key]))
     data = pd.DataFrame({key: keys})
     disp = pd.DataFrame({"Model" if norm(key) == "model" else key: keys})
-    groups: list[tuple[str, int]] = [("", 1)]
+    groups: list[tuple[str, int]] | None = [("", 1)]
     for q in qs:
         b = bl[bl["quantity"] == q].set_index(key).reindex(keys)
         data[q] = b["estimate"].to_numpy()
@@ -160,9 +167,12 @@ def side_by_side(
             _latency_text(e, censor) if latency and not has_ci else fmt_interval(e, lo, hi, digits)
             for e, lo, hi in zip(b["estimate"], b["low"], b["high"], strict=True)
         ]
-        if latency and not has_ci:
-            pass
-        elif all(float(x).is_integer() for x in b["estimate"].dropna()) and not has_ci:
+        if (
+            not latency
+            and not has_ci
+            and all(float(x).is_integer() for x in b["estimate"].dropna())
+            and not has_ci
+        ):
             cells = [fmt_num(e, 0) for e in b["estimate"]]
         n = 1
         disp[f"{label(q)} · {base_label}"] = cells
@@ -184,8 +194,13 @@ def side_by_side(
             data[c] = vals.to_numpy()
             disp[label(c)] = [fmt_num(v, digits) for v in vals]
             groups.append(("", 1))
-    # short headers under the quantity groups
-    disp.columns = [c.split(" · ")[-1] if " · " in c else c for c in disp.columns]
+    if all(n == 1 for _, n in groups):
+        # no posterior beside any quantity: one header row with the quantity names
+        disp.columns = [c.split(" · ")[0] for c in disp.columns]
+        groups = None
+    else:
+        # short headers under the quantity groups
+        disp.columns = [c.split(" · ")[-1] if " · " in c else c for c in disp.columns]
     sources = [base_src] + ([post_src] if pl is not None and post_src else [])
     all_notes = list(notes)
     if post is not None and pl is None:
@@ -258,7 +273,8 @@ def table2(run: RunDir) -> ReportTable | None:
 
 # Table C1 ----------------------------------------------------------------------------------
 def table_c1(run: RunDir) -> ReportTable | None:
-    """Table C1: reliability (Krippendorff's alpha, weighted kappa, ICC) as the baselines wrote it."""
+    """Table C1: reliability (Krippendorff's alpha [CI], quadratic-weighted kappa over rater
+    pairs, percent agreement, ICC(2,1)/ICC(2,k)) as the baselines wrote it."""
     base = run.stage("baselines").csv("tableC1_reliability.csv")
     if base is None:
         return None
@@ -266,9 +282,60 @@ def table_c1(run: RunDir) -> ReportTable | None:
         "tableC1_reliability",
         "Table C1. Inter-rater reliability",
         base,
-        display_frame(base, 3),
+        _c1_display(base),
         ["baselines/tableC1_reliability.csv"],
+        [
+            "α: Krippendorff's alpha [bootstrap CI]; κ: quadratic-weighted kappa, mean (min–max) "
+            "over rater pairs; ICC: two-way random effects (Shrout–Fleiss ICC(2,1), ICC(2,k))."
+        ],
     )
+
+
+def _c1_display(df: pd.DataFrame) -> pd.DataFrame:
+    """Readable columns for the known reliability statistics, the rest shown as they are."""
+    out = pd.DataFrame(index=df.index)
+    used: set[str] = set()
+
+    def col(*names: str) -> str | None:
+        c = find_col(df, *names)
+        if c is not None:
+            used.add(c)
+        return c
+
+    var = col("variable", "item", "measure")
+    if var is not None:
+        out["Variable"] = [str(v).replace("_", " ") for v in df[var]]
+    a, lo, hi = col("alpha"), col("alpha_ci_low"), col("alpha_ci_high")
+    if a is not None:
+        out["α [95% CI]"] = [
+            fmt_interval(x, df[lo][i] if lo else None, df[hi][i] if hi else None, 3)
+            for i, x in zip(df.index, df[a], strict=True)
+        ]
+    k, kmin, kmax = (
+        col("kappa_q_mean", "kappa_mean", "kappa"),
+        col("kappa_q_min"),
+        col("kappa_q_max"),
+    )
+    if k is not None:
+        out["κ mean (min–max)"] = [
+            fmt_num(x, 3)
+            + (f" ({fmt_num(df[kmin][i], 2)}–{fmt_num(df[kmax][i], 2)})"
+               if kmin and kmax and not pd.isna(df[kmin][i]) else "")
+            for i, x in zip(df.index, df[k], strict=True)
+        ]  # fmt: skip
+    pa = col("pct_agreement")
+    if pa is not None:
+        out["% agreement"] = [fmt_num(x, 1) for x in df[pa]]
+    for names, header in ((("icc2_1", "icc2"), "ICC(2,1)"), (("icc2_k", "icc2k"), "ICC(2,k)")):
+        c = col(*names)
+        if c is not None:
+            out[header] = [fmt_num(x, 3) for x in df[c]]
+    rest = [c for c in df.columns if c not in used]
+    if rest:
+        extra = display_frame(df[rest], 3)
+        for c in rest:
+            out[str(c).replace("_", " ")] = extra[c]
+    return out
 
 
 def posterior_reliability(run: RunDir) -> ReportTable | None:
@@ -313,7 +380,7 @@ def table_d1(run: RunDir, post: Posterior, ci_prob: float = 0.95) -> ReportTable
         "LS",
         "posterior",
         digits=2,
-        extra_base=("r2",),
+        extra_base=("r2", "status"),
         notes=notes,
     )
 
@@ -364,51 +431,67 @@ def open_posterior(path) -> object | None:
 
 
 # contrasts ---------------------------------------------------------------------------------
+#: contrast columns kept in the CSV but not shown in the document (they repeat the contrast
+#: definition or describe the method, which the table note states once)
+CONTRAST_HIDDEN = {"by", "a", "b", "dropped", "expected", "n_arrangements", "exact", "method"}
+
+
 def contrasts(run: RunDir) -> ReportTable | None:
     """Pre-specified contrasts: exact permutation p beside the posterior probability."""
     base = run.stage("baselines").csv("contrasts.csv")
     post = run.stage("models").csv("contrasts_posterior.csv")
     if base is None and post is None:
         return None
-    frames = []
-    keys = None
+    notes = []
+    if base is not None:
+        exact = find_col(base, "exact")
+        if exact is not None and base[exact].astype(str).str.lower().eq("true").all():
+            notes.append("Permutation p-values are exact (full enumeration of the rank-sum "
+                         "distribution, midranks for ties) over models.")  # fmt: skip
+        elif exact is not None:
+            notes.append("Rows with exact = False used Monte Carlo permutations (see the CSV).")
+        if all(find_col(base, col) is not None for col in ("a", "b", "by")):
+            defs = base.drop_duplicates(find_col(base, "contrast", "name") or base.columns[0])
+            notes.append("Groups: " + "; ".join(
+                f"{r[find_col(base, 'contrast', 'name')]}: {r[find_col(base, 'by')]} = "
+                f"{r[find_col(base, 'a')]} vs {r[find_col(base, 'b')]}"
+                for _, r in defs.iterrows()) + ".")  # fmt: skip
+    keys: list[str] = []
     if base is not None:
         keys = [c for c in (find_col(base, "contrast", "name"), find_col(base, "quantity")) if c]
-    if base is not None and post is not None and keys:
+    if base is not None and post is not None and len(keys) == 2:
         pkeys = [find_col(post, "contrast", "name"), find_col(post, "quantity")]
-        if all(pkeys) and len(pkeys) == len(keys):
+        if all(pkeys):
             p = post.rename(columns=dict(zip(pkeys, keys, strict=True)))
             data = base.merge(p, on=keys, how="outer", suffixes=("", "_posterior"))
-            nb = base.shape[1] - len(keys)
-            npost = p.shape[1] - len(keys)
-            disp = _contrast_display(data, keys)
+            shown_b = [c for c in base.columns if c not in keys and norm(c) not in CONTRAST_HIDDEN]
+            shown_p = [c for c in data.columns if c not in base.columns]
+            disp = _contrast_display(data[keys + shown_b + shown_p])
+            notes.append("Posterior: the models stage's posterior of the group difference "
+                         "(probabilities are posterior probabilities, not p-values).")  # fmt: skip
             return ReportTable(
                 "contrasts",
                 "Pre-specified contrasts: exact permutation tests beside posterior contrasts",
                 data,
                 disp,
                 ["baselines/contrasts.csv", "models/contrasts_posterior.csv"],
-                [
-                    "Permutation: exact rank-sum test over models (n = number of models). "
-                    "Posterior: the models stage's posterior of the group difference."
-                ],
-                [("", len(keys)), ("Permutation test", nb), ("Posterior", npost)],
+                notes,
+                [("", len(keys)), ("Permutation test", len(shown_b)), ("Posterior", len(shown_p))],
             )
-    for df, src in ((base, "baselines/contrasts.csv"), (post, "models/contrasts_posterior.csv")):
-        if df is not None:
-            frames.append((df, src))
-    df, src = frames[0]
-    return ReportTable(
-        "contrasts",
-        "Pre-specified contrasts",
-        df,
-        _contrast_display(df, []),
-        [src],
-        [] if len(frames) == 2 else ["Only one side of the comparison exists in this run."],
-    )
+    df, src = (base, "baselines/contrasts.csv") if base is not None else (
+        post, "models/contrasts_posterior.csv")  # fmt: skip
+    shown = [c for c in df.columns if norm(c) not in CONTRAST_HIDDEN or src.startswith("models")]
+    if base is None or post is None:
+        notes.append(
+            "The posterior contrasts (models stage) are not in this run."
+            if post is None
+            else "The permutation tests (baselines stage) are not in this run."
+        )
+    return ReportTable("contrasts", "Pre-specified contrasts", df, _contrast_display(df[shown]),
+                       [src], notes)  # fmt: skip
 
 
-def _contrast_display(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+def _contrast_display(df: pd.DataFrame) -> pd.DataFrame:
     out = display_frame(df, 2)
     for c in df.columns:
         n = norm(c)
@@ -417,6 +500,58 @@ def _contrast_display(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
                 out[c] = [fmt_p(v) for v in df[c]]
     out.columns = [str(c).replace("_", " ") for c in df.columns]
     return out
+
+
+# Section F ---------------------------------------------------------------------------------
+def section_f(run: RunDir) -> ReportTable | None:
+    """Section F: Spearman rho of each intervention type with day in the never-turning models,
+    one row per model and one column per type (``ρ (p)``); the CSV keeps the long table."""
+    rel = "sectionF_naive_profiles.csv"
+    df = run.stage("baselines").csv(rel)
+    if df is None:
+        return None
+    title = "Table F1. Naive-stage profiles: Spearman ρ of intervention intensity with day"
+    m, t, r = find_col(df, "model"), find_col(df, "intervention_type"), find_col(df, "rho")
+    p = find_col(df, "pvalue", "p_value", "p")
+    if df.empty:
+        return ReportTable(
+            "sectionF_naive_profiles",
+            title,
+            df,
+            display_frame(df),
+            [f"baselines/{rel}"],
+            ["No model stayed naive for the whole study."],
+        )
+    if m is None or t is None or r is None:
+        return ReportTable(
+            "sectionF_naive_profiles", title, df, display_frame(df, 3), [f"baselines/{rel}"]
+        )
+    models = list(dict.fromkeys(df[m]))
+    types = list(dict.fromkeys(df[t]))
+    disp = pd.DataFrame({"Model": models})
+    for ty in types:
+        cells = []
+        for mo in models:
+            row = df[(df[m] == mo) & (df[t] == ty)]
+            if row.empty:
+                cells.append("–")
+                continue
+            cell = fmt_num(row[r].iloc[0], 2)
+            if p is not None and not pd.isna(row[p].iloc[0]):
+                cell += f" ({fmt_p(row[p].iloc[0])})"
+            cells.append(cell)
+        disp[label(str(ty))] = cells
+    return ReportTable(
+        "sectionF_naive_profiles",
+        title,
+        df,
+        disp,
+        [f"baselines/{rel}"],
+        [
+            "Cells: ρ (p) over the days of each model that never reached clinical framing; "
+            "descriptive (days are serially dependent)."
+        ],
+    )
 
 
 # generic -----------------------------------------------------------------------------------

@@ -92,8 +92,16 @@ def make_run(
             {
                 "variable": ["recognition", "confidence", "emotional_support"],
                 "alpha": [0.761, 0.412, 0.35],
-                "kappa_mean": [0.70, 0.40, 0.33],
-                "icc2k": [0.948, 0.61, 0.52],
+                "alpha_ci_low": [0.70, 0.35, 0.28],
+                "alpha_ci_high": [0.81, 0.47, 0.41],
+                "kappa_q_mean": [0.70, 0.40, 0.33],
+                "kappa_q_min": [0.61, 0.31, 0.20],
+                "kappa_q_max": [0.79, 0.52, 0.45],
+                "pct_agreement": [61.5, 40.2, 38.0],
+                "icc2_1": [0.82, 0.41, 0.30],
+                "icc2_k": [0.948, 0.61, 0.52],
+                "n_units": [60, 60, 60],
+                "n_raters": [3, 3, 3],
             }
         ).to_csv(b / "tableC1_reliability.csv", index=False)
         d1 = pd.DataFrame(
@@ -109,6 +117,7 @@ def make_run(
                 "t50_ci_low": 2.5 + i,
                 "t50_ci_high": 4.75 + i,
                 "r2": 0.9 - 0.1 * i,
+                "status": ["ok"] * (nm - 1) + ["flat"],
             }
         )
         d1.to_csv(b / "tableD1_logistic.csv", index=False)
@@ -126,10 +135,27 @@ def make_run(
         rows = []
         for s in (1, 2, 3, 4):
             for j, t in enumerate(INTERVENTION_TYPES):
-                rows.append({"stage": s, "intervention_type": t, "mean": 1 + (s * (j + 1)) % 3 * 0.9, "n": 10})
+                rows.append(
+                    {
+                        "stage": s,
+                        "intervention_type": t,
+                        "mean": 1 + (s * (j + 1)) % 3 * 0.9,
+                        "n": 10,
+                    }
+                )
         pd.DataFrame(rows).to_csv(b / "figure2_intensity_by_stage.csv", index=False)
         pd.DataFrame(
-            {"model": models[:2], "education_rho": [-0.73, -0.89], "emotional_support_rho": [0.5, 0.83]}
+            [
+                {
+                    "model": mo,
+                    "intervention_type": t,
+                    "rho": round(-0.9 + 0.4 * j, 2),
+                    "pvalue": 0.001 * (j + 1),
+                    "n": n_days,
+                }
+                for mo in models[2:4]
+                for j, t in enumerate(INTERVENTION_TYPES)
+            ]
         ).to_csv(b / "sectionF_naive_profiles.csv", index=False)
         _index(
             b,
@@ -149,13 +175,28 @@ def make_run(
     if "text" in stages:
         t = root / "text"
         t.mkdir()
-        pd.DataFrame({"model": models, "entrainment": 0.25 - 0.02 * i}).to_csv(
-            t / "entrainment_by_model.csv", index=False
-        )
         pd.DataFrame(
-            {"model": models, "modality_naive": -0.3 + 0.05 * i, "modality_clinical": 0.02 - 0.04 * i}
-        ).to_csv(t / "modality_by_model.csv", index=False)
-        _index(t, {"entrainment_by_model.csv": "mean entrainment per model"}, {"entrainment_rho_level_b": -0.69})
+            {
+                "model": models,
+                "mean": 0.25 - 0.02 * i,
+                "sd": 0.05,
+                "n_days": n_days,
+                "days_level_b": [9, 0, 0, 2, 1][:nm],
+            }
+        ).to_csv(t / "figure3_entrainment_level_b.csv", index=False)
+        pd.DataFrame(
+            {
+                "model": models,
+                "turn_day": [3, 7, np.nan, 21, 5][:nm],
+                "before": -0.3 + 0.05 * i,
+                "after": [0.02, -0.06, np.nan, -0.2, -0.14][:nm],
+            }
+        ).to_csv(t / "figure4_modality_turn.csv", index=False)
+        _index(
+            t,
+            {"figure3_entrainment_level_b.csv": "mean entrainment per model and Level-B days"},
+            {"entrainment_rho_level_b": -0.69},
+        )
 
     if "models" in stages:
         m = root / "models"
@@ -196,24 +237,45 @@ def make_run(
         mp = []
         for q in ("first_clinical", "first_stable", "first_level_b"):
             for mi, name in enumerate(models):
-                mp.append({"model": name, "quantity": q, "median": 4.0 + mi, "low": 2.0 + mi,
-                           "high": 9.0 + mi, "p_censored": 0.05 * mi})
+                mp.append(
+                    {
+                        "model": name,
+                        "quantity": q,
+                        "median": 4.0 + mi,
+                        "low": 2.0 + mi,
+                        "high": 9.0 + mi,
+                        "p_censored": 0.05 * mi,
+                    }
+                )
         pd.DataFrame(mp).to_csv(m / "milestones_posterior.csv", index=False)
         pd.DataFrame(
-            {"contrast": ["new_vs_old", "new_vs_old"], "quantity": ["first_clinical", "t50"],
-             "diff_median": [-4.5, -2.0], "diff_low": [-9.0, -5.0], "diff_high": [0.5, 1.0],
-             "prob_less": [0.93, 0.81]}
+            {
+                "contrast": ["new_vs_old", "new_vs_old"],
+                "quantity": ["first_clinical", "t50"],
+                "diff_median": [-4.5, -2.0],
+                "diff_low": [-9.0, -5.0],
+                "diff_high": [0.5, 1.0],
+                "prob_less": [0.93, 0.81],
+            }
         ).to_csv(m / "contrasts_posterior.csv", index=False)
-        pd.DataFrame({"model": ["joint", "linear", "step"], "elpd": [-410.2, -415.9, -430.0],
-                      "se": [12.0, 12.5, 13.0]}).to_csv(m / "comparison.csv", index=False)
+        pd.DataFrame(
+            {
+                "model": ["joint", "linear", "step"],
+                "elpd": [-410.2, -415.9, -430.0],
+                "se": [12.0, 12.5, 13.0],
+            }
+        ).to_csv(m / "comparison.csv", index=False)
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(3, 2))
         ax.plot([0, 1], [0, 1])
         fig.savefig(m / "joint" / "rank_plot.png")
         plt.close(fig)
-        _index(m, {"joint/rank_plot.png": "rank plots of L, k, t50"},
-               {"joint": {"passed": not failed_fit}})
+        _index(
+            m,
+            {"joint/rank_plot.png": "rank plots of L, k, t50"},
+            {"joint": {"passed": not failed_fit}},
+        )
     return root
 
 
