@@ -83,14 +83,16 @@ def _lm(
     upper: np.ndarray,
     floor: float,
     max_iter: int = 500,
-    ftol: float = 1e-10,
-    xtol: float = 1e-10,
+    ftol: float = 1e-12,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Batched projected Levenberg-Marquardt on B independent 3-parameter problems.
 
     Parameters at a bound whose gradient points outwards are held fixed for that step (active
     set); steps are clipped into the box and accepted only if the RSS decreases (Marquardt
-    damping ``H + lambda diag(H)``). Problems leave the active batch once converged.
+    damping ``H + lambda diag(H)``). Problems leave the active batch once converged:
+    when the reduction the undamped Gauss-Newton step predicts, ``g' H^-1 g``, is below
+    ``ftol * RSS + 1e-14 * SST`` (scale-free, unlike a step-size test that a heavily damped step
+    passes too early), or the projected gradient vanishes.
 
     Returns ``p`` (B, 3), ``rss`` (B,), ``converged`` (B,) and ``n_iter`` (B,).
     """
@@ -103,6 +105,8 @@ def _lm(
     n_iter = np.zeros(b, dtype=np.int64)
     f, _ = _model_jac(t, p, floor)
     rss = (((f - yz) * mask) ** 2).sum(axis=1)
+    n_obs = np.maximum(mask.sum(axis=1), 1)
+    sst = (((yz - (yz.sum(axis=1) / n_obs)[:, None]) * mask) ** 2).sum(axis=1)
     eye = np.eye(3)
     for _ in range(max_iter):
         idx = np.flatnonzero(~done)
@@ -119,12 +123,17 @@ def _lm(
         free = ~(at_lo | at_hi)
         fm = free[:, :, None] & free[:, None, :]
         diag = np.maximum(np.einsum("bpp->bp", h), 1e-12)
-        a = np.where(fm, h, 0.0) + eye * np.where(free, lam[idx, None] * diag, 1.0)[:, None, :]
+        hf = np.where(fm, h, 0.0)
         rhs = np.where(free, -g, 0.0)
+        a = hf + eye * np.where(free, lam[idx, None] * diag, 1.0)[:, None, :]
+        a_gn = hf + eye * np.where(free, 1e-12 * diag, 1.0)[:, None, :]
+        mats, vecs = np.stack([a, a_gn]), np.stack([rhs, rhs])[..., None]
         try:
-            step = np.linalg.solve(a, rhs[..., None])[..., 0]
-        except np.linalg.LinAlgError:
-            step = np.linalg.lstsq(a[0], rhs[0], rcond=None)[0][None] if idx.size == 1 else 0 * rhs
+            both = np.linalg.solve(mats, vecs)[..., 0]
+        except np.linalg.LinAlgError:  # an exactly singular system somewhere in the batch
+            both = (np.linalg.pinv(mats) @ vecs)[..., 0]
+        step, gn = both[0], both[1]
+        pred = np.where(np.isfinite(gn).all(axis=1), (gn * rhs).sum(axis=1), np.inf)  # g' H^-1 g
         step = np.where(np.isfinite(step), step, 0.0)
         p_new = np.clip(pi + step, lower, upper)
         f_new, _ = _model_jac(t, p_new, floor)
@@ -135,13 +144,10 @@ def _lm(
         p[idx] = np.where(better[:, None], p_new, pi)
         rss[idx] = np.where(better, rss_new, old)
         lam[idx] = np.where(better, np.maximum(lam[idx] / 3.0, 1e-12), lam[idx] * 4.0)
-        dx = np.abs(p_new - pi)
-        small_step = np.all(dx <= xtol * (np.abs(pi) + xtol), axis=1)
-        small_f = np.abs(old - rss_new) <= ftol * (old + 1e-300)
         proj_g = np.where(free, g, 0.0)
         tiny_g = np.max(np.abs(proj_g), axis=1) <= 1e-12 * (1.0 + old)
-        # MINPACK-style: stop on a small relative RSS reduction or a small step (either)
-        finished = (better & (small_f | small_step)) | tiny_g | (lam[idx] > 1e12)
+        small_pred = np.abs(pred) <= ftol * rss[idx] + 1e-14 * sst[idx]
+        finished = small_pred | tiny_g | (lam[idx] > 1e12)
         done[idx] = finished
         conv[idx] = finished
     return p, rss, conv, n_iter

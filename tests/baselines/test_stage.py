@@ -1,0 +1,83 @@
+"""The ``baselines`` pipeline stage: files, index.json, same seed -> identical tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from delusion_bayes.baselines.config import BaselinesConfig
+from delusion_bayes.stages import baselines as stage
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "baselines" / "default.yaml"
+TABLES = [
+    "table1_milestones.csv",
+    "table2_interventions.csv",
+    "tableC1_reliability.csv",
+    "tableD1_logistic.csv",
+    "contrasts.csv",
+    "figure2_intensity_by_stage.csv",
+    "sectionF_naive_profiles.csv",
+]
+
+
+def _cfg(**over):
+    base = OmegaConf.merge(OmegaConf.structured(BaselinesConfig), OmegaConf.load(CONF))
+    base = OmegaConf.merge(base, {"n_boot": 30, "alpha_boot": 50, **over})
+    return OmegaConf.create({"baselines": base})
+
+
+def test_default_yaml_matches_schema():
+    """Every key of conf/baselines/default.yaml exists in BaselinesConfig (typos fail)."""
+    cfg = OmegaConf.merge(OmegaConf.structured(BaselinesConfig), OmegaConf.load(CONF))
+    assert cfg.consensus == "median" and cfg.stable_run == 3 and cfg.n_boot == 1000
+    assert [c.by for c in cfg.contrasts] == ["cohort", "vendor", "generation"]
+    assert cfg.contrasts[2].a == ["4.5"]
+
+
+@pytest.fixture(scope="module")
+def runs(traj, tmp_path_factory):
+    out = []
+    for name in ("a", "b"):
+        d = tmp_path_factory.mktemp(name)
+        out.append((d, stage.run(traj, _cfg(), d)))
+    return out
+
+
+def test_stage_writes_tables_and_index(runs, traj):
+    run_dir, headline = runs[0]
+    out = run_dir / "baselines"
+    for f in [*TABLES, "consensus.nc", "index.json", "figure2_intensity_by_stage.png"]:
+        assert (out / f).is_file(), f
+    index = json.loads((out / "index.json").read_text())
+    assert set(TABLES) <= set(index["files"])
+    assert index["headline"] == headline
+    assert headline["n_models"] == 15 and headline["n_never_clinical"] == 4
+    t1 = pd.read_csv(out / "table1_milestones.csv", index_col="model")
+    assert {"vendor", "cohort", "first_clinical", "first_stable", "first_level_b"} <= set(
+        t1.columns
+    )
+    d1 = pd.read_csv(out / "tableD1_logistic.csv", index_col="model")
+    assert {"t50_ci_low", "t50_ci_high", "status", "converged"} <= set(d1.columns)
+    con = pd.read_csv(out / "contrasts.csv")
+    assert con.exact.all() and set(con.contrast) == {
+        "late-2025 vs earlier cohort", "anthropic vs other vendors", "Claude 4.5 generation vs rest"
+    }  # fmt: skip
+    import xarray as xr
+
+    with xr.open_dataset(out / "consensus.nc", engine="h5netcdf") as cons:
+        assert set(cons.data_vars) == {"recognition", "confidence", "intervention", "disengagement"}
+        assert "rater" not in cons.dims and "vendor" in cons.coords
+
+
+def test_same_seed_identical_tables(runs):
+    (a, _), (b, _) = runs
+    for f in TABLES:
+        assert (a / "baselines" / f).read_bytes() == (b / "baselines" / f).read_bytes(), f
+
+
+def test_stage_declares_contract():
+    assert stage.NEEDS == ("baselines",) and stage.KIND == ("trajectory",)
