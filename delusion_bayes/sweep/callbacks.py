@@ -1,0 +1,60 @@
+"""A Hydra callback that leaves ``job.json`` in every job directory, whatever happened.
+
+Hydra's launchers (basic, joblib, submitit) catch a job's exception and only re-raise it in the
+launching process after the whole batch finished; nothing is written into the job's folder. The
+pipeline's ``run.json`` records stage failures, but an exception raised before it exists (a bad
+data path, an unknown preset) would leave a sweep's summary guessing. This callback writes
+``job.json`` = ``{"status": "ok"|"failed", "error": ..., "traceback": ..., "seconds": ...,
+"overrides": [...]}`` from Hydra's ``JobReturn`` at the end of every job.
+
+Enable it in a config (the experiments of this package do)::
+
+    hydra:
+      callbacks:
+        job_status:
+          _target_: delusion_bayes.sweep.callbacks.JobStatusCallback
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+
+class JobStatusCallback(Callback):
+    """Write ``<job output dir>/job.json`` after every Hydra job (``on_job_end``)."""
+
+    def __init__(self, filename: str = "job.json") -> None:
+        self.filename = filename
+        self._t0: float | None = None
+
+    def on_job_start(self, config: Any, **kwargs: Any) -> None:
+        self._t0 = time.perf_counter()
+
+    def on_job_end(self, config: Any, job_return: Any, **kwargs: Any) -> None:
+        from hydra.core.utils import JobStatus
+
+        try:
+            out_dir = Path(str(config.hydra.runtime.output_dir))
+        except Exception:  # noqa: BLE001 - outside a Hydra job: nothing to write
+            return
+        record: dict[str, Any] = {
+            "status": "ok" if job_return.status == JobStatus.COMPLETED else "failed",
+            "overrides": [str(x) for x in (job_return.overrides or [])],
+            "seconds": None if self._t0 is None else round(time.perf_counter() - self._t0, 3),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        if job_return.status != JobStatus.COMPLETED:
+            err = job_return._return_value  # the exception Hydra caught (not re-raised here)
+            if isinstance(err, BaseException):
+                record["error"] = f"{type(err).__name__}: {err}"
+                record["traceback"] = "".join(traceback.format_exception(err))
+            else:
+                record["error"] = f"job status {job_return.status}"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / self.filename).write_text(json.dumps(record, indent=2, default=str))

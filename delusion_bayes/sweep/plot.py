@@ -1,0 +1,194 @@
+"""The multiverse / specification-curve figure of a sweep.
+
+One column per job (ordered by its choices), one panel per headline conclusion, and at the
+bottom the "dashboard" of the specification curve (Simonsohn, Simmons & Nelson 2020, Nature
+Human Behaviour 4, 1208-1214): a dot for each choice the job made. A reader follows a column
+down to see which choices produced which conclusions, or a panel across to see how stable a
+conclusion is:
+
+* regime membership of every model (the paper's four regimes, :func:`classify_regime`);
+* milestone latencies (first clinical, first stable, first Level-B) of every model;
+* the t50 ordering (rank of every model's least-squares t50);
+* each contrast's exact permutation p (log scale, 0.05 marked) and its posterior probability;
+* the entrainment-Level-B Spearman correlation.
+
+Jobs that did not finish are grey columns marked with a red cross in the dashboard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .quantities import REGIMES
+
+REGIME_COLORS = ("#1b9e77", "#7570b3", "#d95f02", "#9e9e9e")
+_MILESTONE_TITLES = {
+    "first_clinical": "first clinical framing (day)",
+    "first_stable": "first stable framing (day)",
+    "first_level_b": "first Level-B recommendation (day)",
+}
+
+
+def job_order(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """Jobs sorted by their choices (numeric-aware), then by name."""
+    jobs = summary.drop_duplicates("job").set_index("job")
+
+    def sort_key(value: Any) -> tuple:
+        try:
+            return (0, float(value), "")
+        except (TypeError, ValueError):
+            return (1, 0.0, str(value))
+
+    names = list(jobs.index)
+    return sorted(
+        names,
+        key=lambda j: (
+            tuple(sort_key(jobs.at[j, k]) if k in jobs.columns else (2, 0.0, "") for k in keys),
+            sort_key(j),
+        ),
+    )
+
+
+def _matrix(summary: pd.DataFrame, quantity: str, jobs: list[str], column: str = "value"):
+    sub = summary[summary["quantity"] == quantity]
+    if sub.empty:
+        return None
+    wide = sub.pivot_table(index="item", columns="job", values=column, aggfunc="first")
+    items = list(dict.fromkeys(sub["item"]))
+    return wide.reindex(index=items, columns=jobs)
+
+
+def _heatmap(ax, mat: pd.DataFrame, title: str, cmap, vmin=None, vmax=None, fmt=None):
+    data = mat.to_numpy(dtype=float)
+    im = ax.imshow(
+        np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax,
+        interpolation="nearest",
+    )  # fmt: skip
+    ax.set_yticks(range(len(mat.index)), [str(i) for i in mat.index], fontsize=6)
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_xticks([])
+    if fmt is not None and data.size <= 400:
+        for (i, j), v in np.ndenumerate(data):
+            if np.isfinite(v):
+                ax.text(j, i, fmt(v), ha="center", va="center", fontsize=5, color="white")
+    return im
+
+
+def _series(ax, mat: pd.DataFrame, title: str, *, log: bool = False, lines=()):
+    x = np.arange(mat.shape[1])
+    for item, row in mat.iterrows():
+        y = row.to_numpy(dtype=float)
+        ax.plot(x, y, marker="o", ms=3, lw=0.8, label=str(item)[:40])
+    for level in lines:
+        ax.axhline(level, color="k", lw=0.6, ls="--")
+    if log:
+        ax.set_yscale("log")
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_xticks([])
+    if len(mat.index) <= 12 and any(str(i) for i in mat.index):
+        ax.legend(fontsize=5, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+
+
+def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | None = None):
+    """Draw the specification curve of a ``summary.csv`` frame.
+
+    Parameters
+    ----------
+    summary
+        The frame of :func:`delusion_bayes.sweep.summarize.summary_table`.
+    keys
+        The override keys that vary across jobs (the dashboard's rows).
+    title
+        Figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    keys = [k for k in keys if k in summary.columns]
+    jobs = job_order(summary, keys)
+    status = summary.drop_duplicates("job").set_index("job")["status"].reindex(jobs)
+    panels: list[tuple[str, Any]] = []
+    reg = _matrix(summary, "regime", jobs)
+    if reg is not None:
+        panels.append(("regime", reg))
+    for m in _MILESTONE_TITLES:
+        mat = _matrix(summary, m, jobs)
+        if mat is not None:
+            panels.append((m, mat))
+    for name in ("t50_rank", "perm_p", "posterior_prob", "entrainment_level_b_rho"):
+        mat = _matrix(summary, name, jobs)
+        if mat is not None:
+            panels.append((name, mat))
+    dash_rows = [(k, v) for k in keys for v in dict.fromkeys(summary.drop_duplicates("job")[k])]
+    heights = []
+    for name, mat in panels:
+        heights.append(max(1.2, 0.12 * len(mat.index)) if name in ("regime", *_MILESTONE_TITLES,
+                                                                     "t50_rank") else 1.4)  # fmt: skip
+    heights.append(max(0.8, 0.16 * len(dash_rows)))
+    width = min(22.0, 4.0 + 0.22 * len(jobs))
+    fig, axes = plt.subplots(
+        len(heights), 1, figsize=(width, sum(heights) + 1.0), squeeze=False,
+        gridspec_kw={"height_ratios": heights}, sharex=True,
+    )  # fmt: skip
+    axes = axes[:, 0]
+    for ax, (name, mat) in zip(axes, panels, strict=False):
+        if name == "regime":
+            cmap = ListedColormap(REGIME_COLORS)
+            im = _heatmap(ax, mat, "regime membership (Results: four regimes)", cmap,
+                          vmin=-0.5, vmax=len(REGIMES) - 0.5)  # fmt: skip
+            im.set_norm(BoundaryNorm(np.arange(-0.5, len(REGIMES)), cmap.N))
+            handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in REGIME_COLORS]
+            ax.legend(handles, REGIMES, fontsize=6, loc="center left",
+                      bbox_to_anchor=(1.0, 0.5), frameon=False)  # fmt: skip
+        elif name in _MILESTONE_TITLES:
+            im = _heatmap(ax, mat, _MILESTONE_TITLES[name], "viridis_r", fmt=lambda v: f"{v:.0f}")
+            fig.colorbar(im, ax=ax, pad=0.01, fraction=0.02)
+        elif name == "t50_rank":
+            im = _heatmap(ax, mat, "t50 ordering (rank of least-squares t50; flat = last)",
+                          "magma_r", fmt=lambda v: f"{v:.0f}")  # fmt: skip
+            fig.colorbar(im, ax=ax, pad=0.01, fraction=0.02)
+        elif name == "perm_p":
+            _series(ax, mat.clip(lower=1e-6), "exact permutation p per contrast:quantity",
+                    log=True, lines=(0.05,))  # fmt: skip
+        elif name == "posterior_prob":
+            _series(ax, mat, "posterior probability of each contrast", lines=(0.05, 0.95))
+            ax.set_ylim(-0.03, 1.03)
+        else:
+            _series(ax, mat, "Spearman rho: entrainment vs Level-B days (paper -.69)",
+                    lines=(0.0,))  # fmt: skip
+    # failed jobs: grey band in every panel
+    bad = [i for i, s in enumerate(status) if s != "ok"]
+    for ax in axes[:-1]:
+        for i in bad:
+            ax.axvspan(i - 0.5, i + 0.5, color="0.85", zorder=-1)
+    # dashboard
+    dash = axes[-1]
+    rows = summary.drop_duplicates("job").set_index("job").reindex(jobs)
+    for r, (k, v) in enumerate(dash_rows):
+        used = [i for i, j in enumerate(jobs) if str(rows.at[j, k]) == str(v)]
+        dash.scatter(used, [r] * len(used), s=14, color="k")
+    for i in bad:
+        dash.scatter([i], [-1], marker="x", color="red", s=25)
+    dash.set_yticks(
+        [-1, *range(len(dash_rows))], ["job failed", *[f"{k}={v}" for k, v in dash_rows]],
+        fontsize=6,
+    )  # fmt: skip
+    dash.set_ylim(len(dash_rows) - 0.5, -1.5)
+    dash.set_xticks(range(len(jobs)), jobs, fontsize=6, rotation=90)
+    dash.set_xlabel("job (ordered by choices)", fontsize=8)
+    dash.set_xlim(-0.5, len(jobs) - 0.5)
+    dash.set_title("choices (specification-curve dashboard)", fontsize=9, loc="left")
+    fig.suptitle(
+        title or f"Multiverse of {len(jobs)} jobs ({len(bad)} not finished)", fontsize=11, x=0.01,
+        ha="left",
+    )  # fmt: skip
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,182 @@
+"""``delusion-bayes-summarize <multirun dir>``: one table and one picture of a whole sweep.
+
+Reads every job of a Hydra multirun (``delusion-bayes -m ...``) from disk and writes, into the
+multirun directory (or ``--out``):
+
+``summary.csv``
+    one row per job and quantity: ``job, status, error``, the job's overrides as columns (one
+    column per override key, e.g. ``baselines.stable_run``), then ``stage, quantity, item,
+    value, label, source`` (see :mod:`delusion_bayes.sweep.quantities`). Every job has a
+    ``quantity == "status"`` row, so failed jobs are listed with their error even when they
+    produced nothing else.
+``jobs.csv``
+    one row per job: overrides, status, error, seconds.
+``multiverse.png`` / ``multiverse.pdf``
+    the specification curve (:func:`delusion_bayes.sweep.plot.plot_multiverse`).
+
+A directory holding coverage replicates (``replicates/*.csv`` from ``experiment=coverage``) is
+also aggregated into ``coverage.csv`` and ``coverage.png``/``.pdf``
+(:mod:`delusion_bayes.sweep.coverage`).
+
+References
+----------
+Simonsohn, Simmons & Nelson (2020), "Specification curve analysis", Nature Human Behaviour 4,
+1208-1214. Steegen, Tuerlinckx, Gelman & Vanpaemel (2016), "Increasing transparency through a
+multiverse analysis", Perspectives on Psychological Science 11, 702-712.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from .jobs import Job, collect_jobs, sweep_keys
+from .quantities import COLUMNS, run_quantities
+
+log = logging.getLogger(__name__)
+
+JOB_COLUMNS: tuple[str, ...] = ("job", "status", "error")
+
+
+def _override_columns(jobs: list[Job]) -> list[str]:
+    varying = sweep_keys(jobs)
+    rest = [k for job in jobs for k in job.overrides if k not in varying]
+    return [*varying, *dict.fromkeys(rest)]
+
+
+def jobs_table(jobs: list[Job]) -> pd.DataFrame:
+    """One row per job: name, status, error, seconds and the overrides as columns."""
+    keys = _override_columns(jobs)
+    rows = []
+    for job in jobs:
+        row = {"job": job.name, "status": job.status, "error": job.error, "seconds": job.seconds}
+        row.update({k: job.overrides.get(k, "") for k in keys})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["job", "status", "error", "seconds", *keys])
+
+
+def summary_table(jobs: list[Job]) -> pd.DataFrame:
+    """The tidy ``summary.csv`` frame of a list of jobs (see the module docstring)."""
+    keys = _override_columns(jobs)
+    frames = []
+    for job in jobs:
+        q = run_quantities(job.path, job.run) if job.path.is_dir() else pd.DataFrame()
+        status_row = pd.DataFrame(
+            [
+                {
+                    "stage": "run",
+                    "quantity": "status",
+                    "item": "",
+                    "value": 1.0 if job.ok else 0.0,
+                    "label": job.status,
+                    "source": "run.json" if job.run else "job.json / job folder",
+                }
+            ]
+        )
+        q = pd.concat([status_row, q], ignore_index=True) if not q.empty else status_row
+        q.insert(0, "job", job.name)
+        q.insert(1, "status", job.status)
+        q.insert(2, "error", job.error)
+        for i, k in enumerate(keys):
+            q.insert(3 + i, k, job.overrides.get(k, ""))
+        frames.append(q)
+    columns = [*JOB_COLUMNS, *keys, *COLUMNS]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+def summarize(
+    sweep_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    plot: bool = True,
+    formats: tuple[str, ...] = ("png", "pdf"),
+) -> pd.DataFrame:
+    """Summarise a multirun directory: write ``summary.csv``, ``jobs.csv`` and the plot.
+
+    Parameters
+    ----------
+    sweep_dir
+        The multirun directory (``hydra.sweep.dir``).
+    out_dir
+        Where to write; default ``sweep_dir``.
+    plot
+        Draw ``multiverse.<fmt>`` (and the coverage figure for a coverage study).
+    formats
+        Figure formats.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The content of ``summary.csv``.
+    """
+    sweep_dir = Path(sweep_dir)
+    out = Path(out_dir) if out_dir is not None else sweep_dir
+    out.mkdir(parents=True, exist_ok=True)
+    from .coverage import REPLICATE_DIR, aggregate_coverage, has_replicates
+
+    coverage_only = has_replicates(sweep_dir)
+    try:
+        jobs = collect_jobs(sweep_dir)
+    except ValueError:
+        if not coverage_only:
+            raise
+        jobs = []
+    summary = summary_table(jobs)
+    summary.to_csv(out / "summary.csv", index=False)
+    jobs_table(jobs).to_csv(out / "jobs.csv", index=False)
+    n_bad = sum(not j.ok for j in jobs)
+    log.info("%d jobs (%d not ok) -> %s", len(jobs), n_bad, out / "summary.csv")
+    if plot and jobs:
+        from .plot import plot_multiverse
+
+        fig = plot_multiverse(summary, sweep_keys(jobs))
+        for fmt in formats:
+            fig.savefig(out / f"multiverse.{fmt}", bbox_inches="tight", dpi=150)
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    if coverage_only:
+        aggregate_coverage(sweep_dir / REPLICATE_DIR, out, plot=plot, formats=formats)
+    return summary
+
+
+def summarize_main(argv: list[str] | None = None) -> int:
+    """Console script ``delusion-bayes-summarize``.
+
+    ::
+
+        delusion-bayes -m experiment=smoke hydra/launcher=joblib baselines.stable_run=2,3 \\
+            hydra.sweep.dir=multirun/smoke
+        delusion-bayes-summarize multirun/smoke        # -> summary.csv, jobs.csv, multiverse.png
+    """
+    parser = argparse.ArgumentParser(
+        prog="delusion-bayes-summarize",
+        description="Gather a delusion-bayes multirun into summary.csv, jobs.csv and a "
+        "multiverse (specification-curve) plot; a coverage study also into coverage.csv.",
+    )
+    parser.add_argument("sweep_dir", help="the multirun directory (hydra.sweep.dir)")
+    parser.add_argument("--out", default=None, help="output directory (default: sweep_dir)")
+    parser.add_argument("--no-plot", action="store_true", help="write the tables only")
+    parser.add_argument(
+        "--strict", action="store_true", help="exit with status 1 when any job is not ok"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        summary = summarize(args.sweep_dir, args.out, plot=not args.no_plot)
+    except ValueError as err:
+        print(f"delusion-bayes-summarize: error: {err}", file=sys.stderr)
+        return 2
+    status = summary[summary["quantity"] == "status"]
+    bad = status[status["status"] != "ok"]
+    out = Path(args.out or args.sweep_dir)
+    print(f"{len(status)} jobs, {len(bad)} not ok; wrote {out / 'summary.csv'}")
+    for _, row in bad.iterrows():
+        print(f"  job {row['job']}: {row['status']}: {row['error']}")
+    return 1 if (args.strict and len(bad)) else 0
