@@ -112,7 +112,12 @@ def true_quantities(
         noise_free_rating(ds["true_stage"], cuts), stable_run=stable_run, censor_day=censor_day
     )
     out = xr.Dataset(
-        {"L": ds["true_L"], "k": ds["true_k"], "t50": ds["true_t50"], **{m: ms[m] for m in LATENCIES}}
+        {
+            "L": ds["true_L"],
+            "k": ds["true_k"],
+            "t50": ds["true_t50"],
+            **{m: ms[m] for m in LATENCIES},
+        }
     )
     if "true_regime" in ds:
         out["regime"] = ds["true_regime"]
@@ -252,9 +257,7 @@ def analyse_posterior(
     quantities: dict[str, xr.DataArray] = {p: post[p].transpose(*sample, MODEL) for p in LOGISTIC}
     stage = posterior_stage(post, ds[DAY].values).transpose(*sample, MODEL, DAY)
     cuts = ds["true_cutpoints"].values if "true_cutpoints" in ds else (1.5, 2.5, 3.5)
-    ms = milestones(
-        noise_free_rating(stage, cuts), stable_run=stable_run, censor_day=censor_day
-    )
+    ms = milestones(noise_free_rating(stage, cuts), stable_run=stable_run, censor_day=censor_day)
     for m in LATENCIES:
         quantities[m] = ms[m].transpose(*sample, MODEL)
     estimates: dict[str, Any] = {}
@@ -274,7 +277,9 @@ def analyse_posterior(
             if q not in quantities:
                 continue
             da = quantities[q].reindex({MODEL: models})
-            diff = (da.isel({MODEL: mask_a}).mean(MODEL) - da.isel({MODEL: mask_b}).mean(MODEL)).values
+            diff = (
+                da.isel({MODEL: mask_a}).mean(MODEL) - da.isel({MODEL: mask_b}).mean(MODEL)
+            ).values
             p_less, p_greater = float((diff < 0).mean()), float((diff > 0).mean())
             alt = c.get("alternative", "two-sided")
             stat = {"less": p_less, "greater": p_greater}.get(alt, max(p_less, p_greater))
@@ -374,7 +379,9 @@ def analyse_replicate(
     """
     from ..data.schema import DAY, MODEL
 
-    bget = baselines.get if hasattr(baselines, "get") else (lambda k, d=None: getattr(baselines, k, d))
+    bget = (
+        baselines.get if hasattr(baselines, "get") else (lambda k, d=None: getattr(baselines, k, d))
+    )
     stable_run = int(bget("stable_run", 3) or 3)
     cens = bget("censor_day", None)
     cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
@@ -385,7 +392,9 @@ def analyse_replicate(
     rows: list[dict[str, Any]] = []
 
     t0 = time.perf_counter()
-    est, con = analyse_baselines(ds, baselines, seed=int(bget("seed", 0) or 0) + seed, progress=progress)
+    est, con = analyse_baselines(
+        ds, baselines, seed=int(bget("seed", 0) or 0) + seed, progress=progress
+    )
     rows += _interval_rows(BASELINE, est, truth, models, base)
     for _, r in con.iterrows():
         c = _by_name(contrasts, r["contrast"])
@@ -567,7 +576,9 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
         return pd.DataFrame()
     c["reject"] = c["reject"].astype(float)
     rows = []
-    for (preset, method, item, q), g in c.groupby(["preset", "method", "item", "quantity"], sort=False):
+    for (preset, method, item, q), g in c.groupby(
+        ["preset", "method", "item", "quantity"], sort=False
+    ):
         null_true = preset == "null" or bool(np.all(np.abs(g["truth_diff"].to_numpy(float)) <= tol))
         rows.append(
             {"preset": preset, "method": method, "contrast": item, "quantity": q,
@@ -598,7 +609,9 @@ def plot_coverage(cov: pd.DataFrame, errors: pd.DataFrame, subset: str = "all"):
     sub = cov[cov["subset"] == subset]
     presets = list(dict.fromkeys(sub["preset"]))
     methods = list(dict.fromkeys(sub["method"]))
-    fig, axes = plt.subplots(len(presets) + 1, 2, figsize=(11, 3.0 * (len(presets) + 1)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(presets) + 1, 2, figsize=(11, 3.0 * (len(presets) + 1)), squeeze=False
+    )
     markers = {0.9: "o", 0.95: "s"}
     for r, preset in enumerate(presets):
         g = sub[sub["preset"] == preset]
@@ -616,7 +629,9 @@ def plot_coverage(cov: pd.DataFrame, errors: pd.DataFrame, subset: str = "all"):
         for ax in axes[r]:
             ax.set_xticks(range(len(qs)), qs, fontsize=8)
         axes[r, 0].set_ylim(-0.03, 1.03)
-        axes[r, 0].set_title(f"{preset}: interval coverage (dashed = nominal 90/95%)", fontsize=9, loc="left")
+        axes[r, 0].set_title(
+            f"{preset}: interval coverage (dashed = nominal 90/95%)", fontsize=9, loc="left"
+        )
         axes[r, 1].set_title(f"{preset}: mean width of 95% intervals", fontsize=9, loc="left")
         axes[r, 1].set_yscale("log")
     axes[0, 0].legend(fontsize=6, ncol=2)
@@ -704,7 +719,7 @@ def replicate_job(cfg: Any) -> str:
     if cfg.data.source != "simulate" or cfg.data.kind != "trajectory":
         raise ValueError(
             f"the coverage study simulates trajectory studies; got data.source={cfg.data.source!r},"
-            f" data.kind={cfg.data.kind!r} (use data=paper_like or data=null)"
+            f" data.kind={cfg.data.kind!r} (use data=paper_like or data=null_effect)"
         )
     names = [str(cfg.model.name), *[str(m) for m in cfg.model.get("also_fit", [])]]
     methods = [m for m in dict.fromkeys(names) if m in ("onset", "joint")]

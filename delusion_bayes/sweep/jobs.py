@@ -143,7 +143,11 @@ def read_job(job_dir: str | Path, root: str | Path | None = None) -> Job:
     if run is not None:
         job.run = run
         stages = run.get("stages", {}) if isinstance(run.get("stages"), dict) else {}
-        failed = [s for s, rec in stages.items() if isinstance(rec, dict) and rec.get("status") == "failed"]
+        failed = [
+            s
+            for s, rec in stages.items()
+            if isinstance(rec, dict) and rec.get("status") == "failed"
+        ]
         failed = list(dict.fromkeys([*run.get("failed", []), *failed]))
         if failed:
             job.status = "failed"
@@ -154,9 +158,8 @@ def read_job(job_dir: str | Path, root: str | Path | None = None) -> Job:
         elif "seconds" not in run:
             job.status = "incomplete"
             done = [s for s, rec in stages.items() if isinstance(rec, dict)]
-            job.error = (
-                "run.json has no final record: the job was killed or is still running"
-                + (f" (last stage recorded: {done[-1]})" if done else " (no stage finished)")
+            job.error = "run.json has no final record: the job was killed or is still running" + (
+                f" (last stage recorded: {done[-1]})" if done else " (no stage finished)"
             )
         else:
             job.status = "ok"
@@ -172,9 +175,8 @@ def read_job(job_dir: str | Path, root: str | Path | None = None) -> Job:
             job.status = "ok"
     if job.status == "missing":
         found = _log_error(job_dir)
-        job.error = (
-            "no run.json and no job.json: the job died before the pipeline started"
-            + (f"; its log says: {found}" if found else "; rerun it alone to see the traceback")
+        job.error = "no run.json and no job.json: the job died before the pipeline started" + (
+            f"; its log says: {found}" if found else "; rerun it alone to see the traceback"
         )
     return job
 

@@ -41,11 +41,16 @@ def write_job(
     t = t50 or [3.5, 12.0, 22.5, float("nan")]
     (job / "baselines").mkdir()
     pd.DataFrame(
-        {"model": MODELS, "first_clinical": fc, "first_stable": fs, "first_level_b": [3, 31, 31, 31]}
+        {
+            "model": MODELS,
+            "first_clinical": fc,
+            "first_stable": fs,
+            "first_level_b": [3, 31, 31, 31],
+        }
     ).to_csv(job / "baselines" / "table1_milestones.csv", index=False)
-    pd.DataFrame({"model": MODELS, "L": [4, 4, 4, 1], "k": [1.5, 0.3, 2.0, float("nan")], "t50": t}).to_csv(
-        job / "baselines" / "tableD1_logistic.csv", index=False
-    )
+    pd.DataFrame(
+        {"model": MODELS, "L": [4, 4, 4, 1], "k": [1.5, 0.3, 2.0, float("nan")], "t50": t}
+    ).to_csv(job / "baselines" / "tableD1_logistic.csv", index=False)
     pd.DataFrame(
         {"contrast": ["new vs old"], "quantity": ["first_clinical"], "pvalue": [pvalue]}
     ).to_csv(job / "baselines" / "contrasts.csv", index=False)
@@ -55,16 +60,25 @@ def write_job(
     ).to_csv(job / "models" / "contrasts_posterior.csv", index=False)
     stages = {
         "baselines": {"status": "ok", "seconds": 1.5, "headline": {"alpha_recognition": 0.76}},
-        "text": {"status": "ok", "seconds": 2.0, "headline": {"rho_entrainment_level_b": rho,
-                                                              "p_entrainment_level_b": 0.005}},
+        "text": {
+            "status": "ok",
+            "seconds": 2.0,
+            "headline": {"rho_entrainment_level_b": rho, "p_entrainment_level_b": 0.005},
+        },
     }
     failed = []
     if failed_stage:
-        stages[failed_stage] = {"status": "failed", "error": "ValueError: sampler exploded\nmore",
-                                "traceback": "Traceback ...", "seconds": 0.1}
+        stages[failed_stage] = {
+            "status": "failed",
+            "error": "ValueError: sampler exploded\nmore",
+            "traceback": "Traceback ...",
+            "seconds": 0.1,
+        }
         failed = [failed_stage]
-    run = {"data": {"kind": "trajectory", "sizes": {"rater": 4, "model": 4, "day": 30}},
-           "stages": stages}
+    run = {
+        "data": {"kind": "trajectory", "sizes": {"rater": 4, "model": 4, "day": 30}},
+        "stages": stages,
+    }
     if final:
         run.update(seconds=4.2, failed=failed)
     (job / "run.json").write_text(json.dumps(run))
