@@ -92,7 +92,10 @@ def is_bound(name: str) -> bool:
 
 
 def long_estimates(
-    df: pd.DataFrame, key: str | None = None, quantities: Iterable[str] | None = None
+    df: pd.DataFrame,
+    key: str | None = None,
+    quantities: Iterable[str] | None = None,
+    extra: Sequence[str] = (),
 ) -> pd.DataFrame:
     """``df`` (wide or long) as columns ``key, quantity, estimate, low, high``.
 
@@ -103,11 +106,13 @@ def long_estimates(
         quantity with optional ``<q>_ci_low``/``<q>_ci_high`` (or ``_lower``/``_upper``...) beside.
     key : the per-row key column (default: ``model``).
     quantities : keep only these quantities (normalised match); default all numeric ones.
+    extra : further per-row columns to carry along (e.g. ``p_censored``): in a long table the
+        column of that name, in a wide one ``<q>_<extra>`` or else the plain column ``extra``.
 
     Returns
     -------
-    DataFrame with columns ``key, quantity, estimate, low, high`` (NaN where no bound exists),
-    values copied unchanged.
+    DataFrame with columns ``key, quantity, estimate, low, high, *extra`` (NaN where no bound or
+    extra value exists), values copied unchanged.
     """
     df = split_labels(df, key or "model")
     key = key or key_column(df)
@@ -121,6 +126,7 @@ def long_estimates(
         if est is None:
             raise ValueError(f"long table without an estimate column among {list(df.columns)}")
         low, high = _ci_cols(df.drop(columns=[est]), None)
+        ecols = {e: find_col(df, e) for e in extra}
         for _, r in df.iterrows():
             q = str(r[qcol])
             if wanted is not None and norm(q) not in wanted:
@@ -132,9 +138,11 @@ def long_estimates(
                     "estimate": r[est],
                     "low": r[low] if low else float("nan"),
                     "high": r[high] if high else float("nan"),
+                    **{e: r[c] if c else float("nan") for e, c in ecols.items()},
                 }
             )
     else:
+        df = _bare_estimates(df, wanted or {})
         for c in df.columns:
             if c == key or is_bound(c) or not pd.api.types.is_numeric_dtype(df[c]):
                 continue
@@ -145,6 +153,7 @@ def long_estimates(
             if wanted is not None and norm(c) not in wanted:
                 continue
             low, high = _ci_cols(df, c)
+            ecols = {e: find_col(df, f"{c}_{e}", e) for e in extra}
             for _, r in df.iterrows():
                 rows.append(
                     {
@@ -153,10 +162,27 @@ def long_estimates(
                         "estimate": r[c],
                         "low": r[low] if low else float("nan"),
                         "high": r[high] if high else float("nan"),
+                        **{e: r[x] if x else float("nan") for e, x in ecols.items()},
                     }
                 )
-    out = pd.DataFrame(rows, columns=["key", "quantity", "estimate", "low", "high"])
+    out = pd.DataFrame(rows, columns=["key", "quantity", "estimate", "low", "high", *extra])
     return out.rename(columns={"key": key})
+
+
+def _bare_estimates(df: pd.DataFrame, wanted: dict[str, str]) -> pd.DataFrame:
+    """A wide table with ``<q>_median`` (or ``_med``/``_estimate``/``_mean``) but no ``<q>`` column
+    gets that column renamed to ``<q>`` (values untouched), so ``t50_median`` reads as ``t50``."""
+    cols = {norm(c) for c in df.columns}
+    rename = {}
+    for nq in wanted:
+        if nq in cols:
+            continue
+        for suffix in ("median", "med", "estimate", "mean"):
+            c = find_col(df, f"{nq}_{suffix}")
+            if c is not None:
+                rename[c] = wanted[nq]
+                break
+    return df.rename(columns=rename) if rename else df
 
 
 def ordered_quantities(found: Sequence[str], preferred: Sequence[str]) -> list[str]:

@@ -479,7 +479,7 @@ def _section_c(b: _Builder) -> Section:
         s.add(
             *b.one_table(
                 "posterior reliability",
-                lambda: T.posterior_reliability(run),
+                lambda: T.posterior_reliability(run, b.post),
                 Note(
                     "notrun",
                     "The models stage wrote no posterior reliability table "
@@ -530,7 +530,7 @@ def _section_e(b: _Builder) -> Section:
     s.add(
         *b.one_table(
             "contrasts",
-            lambda: T.contrasts(run),
+            lambda: T.contrasts(run, b.post),
             b.missing("baselines", "contrasts.csv", "The contrast tests"),
         )
     )

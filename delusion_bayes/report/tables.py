@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from delusion_bayes.report.frames import (
+    _ci_cols,
     find_col,
     key_column,
     long_estimates,
@@ -68,6 +69,17 @@ def label(q: str) -> str:
     return LABELS.get(q, str(q).replace("_", " "))
 
 
+#: files whose presence in ``models/<name>/`` marks ``<name>`` as a fitted model
+POSTERIOR_FILES = (
+    "posterior.nc",
+    "summary.csv",
+    "t50_posterior.csv",
+    "milestones_posterior.csv",
+    "diagnostics.csv",
+    "gate.json",
+)
+
+
 @dataclass
 class Posterior:
     """Where the Bayesian counterparts live: ``models/<name>/`` of the chosen model."""
@@ -85,13 +97,23 @@ def choose_posterior(run: RunDir, preferred: Sequence[str]) -> Posterior:
         return Posterior(None, None)
     primary = run.config_value("model.name")
     names = [n for n in [primary, *preferred] if n]
-    fitted = sorted(
-        {p.split("/")[0] for p in models.glob("*/posterior.nc") + models.glob("*/summary.csv")}
-    )
+    fitted = sorted({p.split("/")[0] for pat in POSTERIOR_FILES for p in models.glob(f"*/{pat}")})
     for n in names + fitted:
         if n in fitted:
             return Posterior(n, f"models/{n}")
     return Posterior(None, None)
+
+
+def models_csv(run: RunDir, post: Posterior, rel: str) -> tuple[pd.DataFrame | None, str | None]:
+    """A models-stage table of the chosen model: ``models/<name>/<rel>`` (team contract), else
+    ``models/<rel>`` (a table the stage wrote once for all models); (None, None) when absent."""
+    models = run.stage("models")
+    cands = ([f"{post.name}/{rel}"] if post.name else []) + [rel]
+    for c in cands:
+        df = models.csv(c)
+        if df is not None:
+            return df, f"models/{c}"
+    return None, None
 
 
 def _censor(run: RunDir) -> int | None:
@@ -125,12 +147,16 @@ def side_by_side(
     censor: int | None = None,
     extra_base: Sequence[str] = (),
     notes: Sequence[str] = (),
+    post_extra: Sequence[tuple[str, str, str | None]] = (),
 ) -> ReportTable:
     """Per-model table: for every quantity, the baseline estimate [CI] beside the posterior
     median [credible interval].
 
     The CSV (``data``) holds the numbers unchanged, as columns ``<q>``, ``<q>_low``, ``<q>_high``
     (baseline) and ``<q>_posterior``, ``<q>_posterior_low``, ``<q>_posterior_high``.
+    ``post_extra`` = ``[(column, header, quantity or None for every quantity)]``: posterior
+    columns shown after the posterior of that quantity (probabilities, e.g. ``p_censored``), in
+    the CSV as ``<q>_<column>``.
     """
     key = key_column(base) or "model"
     bl = long_estimates(base, key, None)
@@ -146,7 +172,7 @@ def side_by_side(
     pl = None
     if post is not None:
         try:
-            pl = long_estimates(post, "model", qs)
+            pl = long_estimates(post, "model", qs, [c for c, _, _ in post_extra])
             pl = pl.rename(columns={"model": key})
         except ValueError as err:
             log.warning("%s: %s", post_src, err)
@@ -186,6 +212,11 @@ def side_by_side(
                 for e, lo, hi in zip(p["estimate"], p["low"], p["high"], strict=True)
             ]
             n = 2
+            for col, header, only in post_extra:
+                if (only is None or only == q) and p[col].notna().any():
+                    data[f"{q}_{col}"] = p[col].to_numpy()
+                    disp[f"{label(q)} · {header}"] = [fmt_p(v) for v in p[col]]
+                    n += 1
         groups.append((label(q), n))
     for c in extra_base:
         col = find_col(base, c)
@@ -230,7 +261,7 @@ def table1(run: RunDir, post: Posterior, ci_label: str = "95% CrI") -> ReportTab
     base = b.csv("table1_milestones.csv")
     if base is None:
         return None
-    post_df = run.stage("models").csv("milestones_posterior.csv")
+    post_df, post_src = models_csv(run, post, "milestones_posterior.csv")
     censor = _censor(run)
     notes = []
     if censor is not None:
@@ -243,13 +274,14 @@ def table1(run: RunDir, post: Posterior, ci_label: str = "95% CrI") -> ReportTab
         base,
         "baselines/table1_milestones.csv",
         post_df,
-        "models/milestones_posterior.csv" if post_df is not None else None,
+        post_src,
         MILESTONES,
         "consensus",
         "posterior",
         digits=1,
         censor=censor,
         notes=notes,
+        post_extra=[("p_censored", "P(never)", None)],
     )
 
 
@@ -338,23 +370,125 @@ def _c1_display(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def posterior_reliability(run: RunDir) -> ReportTable | None:
-    """The rater model's posterior reliability (``models/**/reliability*.csv``), when written."""
+#: reliability levels: (key, label, baseline statistics of Table C1 shown for that level)
+RELIABILITY_LEVELS = (
+    ("single", "One rater", (("alpha", "α"), ("icc2_1", "ICC(2,1)"))),
+    ("consensus", "Consensus of the k raters", (("icc2_k", "ICC(2,k)"),)),
+)
+
+
+def _reliability_level(name: object) -> str | None:
+    """``single``/``consensus`` for a posterior reliability quantity name, None if unknown."""
+    n = norm(name)
+    if "single" in n or "one_rater" in n or n in ("icc2_1", "icc_1", "icc21") or n.endswith("_1"):
+        return "single"
+    if any(w in n for w in ("consensus", "average", "mean_rater", "k_rater")) or n in (
+        "icc2_k",
+        "icc_k",
+        "icc2k",
+    ):
+        return "consensus"
+    return None
+
+
+def _find_reliability_posterior(
+    run: RunDir, post: Posterior
+) -> tuple[pd.DataFrame | None, str | None]:
     models = run.stage("models")
-    hits = models.glob("reliability*.csv") + models.glob("*/reliability*.csv")
-    if not hits:
+    cands = [f"{post.name}/reliability_posterior.csv"] if post.name else []
+    cands += models.glob("*/reliability_posterior.csv") + ["reliability_posterior.csv"]
+    cands += models.glob("*/reliability*.csv") + models.glob("reliability*.csv")
+    for rel in dict.fromkeys(cands):
+        df = models.csv(rel)
+        if df is not None:
+            return df, f"models/{rel}"
+    return None, None
+
+
+def posterior_reliability(run: RunDir, post: Posterior | None = None) -> ReportTable | None:
+    """α/ICC (Table C1) beside the rater model's posterior reliability.
+
+    Reads ``models/<name>/reliability_posterior.csv`` (the chosen model's, else any model's):
+    one row per quantity (``quantity``/``parameter`` column, e.g. ``reliability_single``,
+    ``reliability_consensus``) with ``median``, ``ci_low``, ``ci_high`` and optionally a
+    ``variable`` column. Single-rater reliability is set beside α and ICC(2,1), the k-rater
+    consensus reliability beside ICC(2,k). Rows the report cannot match are listed after.
+    Returns None when the models stage wrote no reliability table.
+    """
+    pdf, psrc = _find_reliability_posterior(run, post or Posterior(None, None))
+    if pdf is None:
         return None
-    rel = hits[0]
-    df = models.csv(rel)
-    if df is None:
-        return None
-    return ReportTable(
-        "tableC1_posterior_reliability",
-        "Table C1 (Bayesian). Posterior reliability of the rater model",
-        df,
-        display_frame(df, 3),
-        [f"models/{rel}"],
+    title = "Table C1 (Bayesian). Inter-rater reliability: α and ICC beside the posterior"
+    qcol = find_col(pdf, "quantity", "parameter", "param", "statistic", "measure", "var_name")
+    item = find_col(pdf, "variable", "item")
+    if qcol is None and item is not None:
+        qcol, item = item, None
+    est = find_col(pdf, "median", "estimate", "mean", "value")
+    if qcol is None or est is None:  # an unknown layout: shown as written
+        return ReportTable("tableC1_posterior_reliability", title, pdf, display_frame(pdf, 3),
+                           [psrc])  # fmt: skip
+    low, high = _ci_cols(pdf.drop(columns=[est]), None)
+    base = run.stage("baselines").csv("tableC1_reliability.csv")
+    bvar = find_col(base, "variable", "item", "measure") if base is not None else None
+    rows = []
+    for _, r in pdf.iterrows():
+        variable = str(r[item]) if item else "recognition"
+        level = _reliability_level(r[qcol])
+        row: dict[str, object] = {"variable": variable, "level": level or "other",
+                                  "posterior_quantity": r[qcol]}  # fmt: skip
+        brow = None
+        if base is not None and level is not None:
+            match = base[base[bvar].astype(str) == variable] if bvar else base.iloc[:0]
+            brow = match.iloc[0] if len(match) else (base.iloc[0] if bvar is None else None)
+        cells = []
+        for lev, _, stats in RELIABILITY_LEVELS:
+            if lev != level or brow is None:
+                continue
+            for stat, sym in stats:
+                c = find_col(base, stat)
+                if c is None:
+                    continue
+                row[stat] = brow[c]
+                lo, hi = _ci_cols(base, c)
+                if lo and hi:
+                    row[f"{stat}_low"], row[f"{stat}_high"] = brow[lo], brow[hi]
+                cells.append(f"{sym} = " + fmt_interval(brow[c], brow[lo] if lo else None,
+                                                        brow[hi] if hi else None, 3))  # fmt: skip
+        row["posterior"] = r[est]
+        row["posterior_low"] = r[low] if low else float("nan")
+        row["posterior_high"] = r[high] if high else float("nan")
+        row["_baseline"] = "; ".join(cells) if cells else "–"
+        rows.append(row)
+    order = {lev: i for i, (lev, _, _) in enumerate(RELIABILITY_LEVELS)}
+    data = pd.DataFrame(rows)
+    data["_o"] = [order.get(x, 99) for x in data["level"]]
+    data = data.sort_values(["variable", "_o"], kind="stable").drop(columns="_o")
+    data = data.reset_index(drop=True)
+    labels = {lev: lab for lev, lab, _ in RELIABILITY_LEVELS}
+    disp = pd.DataFrame(
+        {
+            "Variable": [str(v).replace("_", " ") for v in data["variable"]],
+            "Reliability of": [labels.get(x, "–") for x in data["level"]],
+            "Baseline (Table C1) [95% CI]": data["_baseline"],
+            "Posterior quantity": [str(x) for x in data["posterior_quantity"]],
+            "Posterior median [CrI]": [
+                fmt_interval(e, lo, hi, 3)
+                for e, lo, hi in zip(
+                    data["posterior"], data["posterior_low"], data["posterior_high"], strict=True
+                )
+            ],
+        }
     )
+    data = data.drop(columns="_baseline")
+    sources = (["baselines/tableC1_reliability.csv"] if base is not None else []) + [psrc]
+    notes = [
+        "Posterior reliability of the rater model on the latent scale (ICC analogue): one rater "
+        "= between-model-day variance over total variance; consensus = the same for the mean of "
+        "the k raters. Set beside α and ICC(2,1), and beside ICC(2,k)."
+    ]
+    if base is None:
+        notes.append("Table C1 (baselines) is not in this run.")
+    return ReportTable("tableC1_posterior_reliability", title, data, disp, sources, notes)
 
 
 # Table D1 ----------------------------------------------------------------------------------
@@ -363,12 +497,17 @@ def table_d1(run: RunDir, post: Posterior, ci_prob: float = 0.95) -> ReportTable
     base = run.stage("baselines").csv("tableD1_logistic.csv")
     if base is None:
         return None
-    post_df, post_src = _posterior_summary(run, post)
+    post_df, post_src = models_csv(run, post, "t50_posterior.csv") if post.name else (None, None)
+    if post_df is None:
+        post_df, post_src = _posterior_summary(run, post)
     if post_df is None and post.folder is not None:
         post_df, post_src = posterior_quantiles(run, post, LOGISTIC, ci_prob)
     notes = ["m(t) = 1 + (L − 1) / (1 + exp(−k (t − t50))); least squares on the consensus."]
     if post_df is not None:
-        notes.append(f"Posterior: median [interval] of model `{post.name}`.")
+        notes.append(f"Posterior: median [credible interval] of model `{post.name}`.")
+        if find_col(post_df, "p_beyond_last_day") is not None:
+            notes.append("P(t50 > last day): posterior probability that the midpoint lies "
+                         "beyond the observed days.")  # fmt: skip
     return side_by_side(
         "tableD1_logistic",
         "Table D1. Logistic trajectory fits: least squares [bootstrap CI] beside the posterior",
@@ -382,6 +521,7 @@ def table_d1(run: RunDir, post: Posterior, ci_prob: float = 0.95) -> ReportTable
         digits=2,
         extra_base=("r2", "status"),
         notes=notes,
+        post_extra=[("p_beyond_last_day", "P(t50 > last day)", "t50")],
     )
 
 
@@ -436,10 +576,10 @@ def open_posterior(path) -> object | None:
 CONTRAST_HIDDEN = {"by", "a", "b", "dropped", "expected", "n_arrangements", "exact", "method"}
 
 
-def contrasts(run: RunDir) -> ReportTable | None:
+def contrasts(run: RunDir, posterior: Posterior | None = None) -> ReportTable | None:
     """Pre-specified contrasts: exact permutation p beside the posterior probability."""
     base = run.stage("baselines").csv("contrasts.csv")
-    post = run.stage("models").csv("contrasts_posterior.csv")
+    post, post_src = models_csv(run, posterior or Posterior(None, None), "contrasts_posterior.csv")
     if base is None and post is None:
         return None
     notes = []
@@ -466,20 +606,33 @@ def contrasts(run: RunDir) -> ReportTable | None:
             data = base.merge(p, on=keys, how="outer", suffixes=("", "_posterior"))
             shown_b = [c for c in base.columns if c not in keys and norm(c) not in CONTRAST_HIDDEN]
             shown_p = [c for c in data.columns if c not in base.columns]
-            disp = _contrast_display(data[keys + shown_b + shown_p])
-            notes.append("Posterior: the models stage's posterior of the group difference "
-                         "(probabilities are posterior probabilities, not p-values).")  # fmt: skip
+            disp = _contrast_display(data[keys + shown_b])
+            pdisp = _posterior_contrast_display(data[shown_p])
+            disp = pd.concat([disp, pdisp], axis=1)
+            notes.append("Posterior: median [credible interval] of the group difference a − b "
+                         "and its posterior probability of being > 0 (a probability, not a "
+                         "p-value; for alternative 'less' compare the p-value with "
+                         "1 − P(Δ > 0)).")  # fmt: skip
             return ReportTable(
                 "contrasts",
                 "Pre-specified contrasts: exact permutation tests beside posterior contrasts",
                 data,
                 disp,
-                ["baselines/contrasts.csv", "models/contrasts_posterior.csv"],
+                ["baselines/contrasts.csv", post_src or "models/contrasts_posterior.csv"],
                 notes,
-                [("", len(keys)), ("Permutation test", len(shown_b)), ("Posterior", len(shown_p))],
+                [
+                    ("", len(keys)),
+                    ("Permutation test", len(shown_b)),
+                    (
+                        f"Posterior ({posterior.name})"
+                        if posterior and posterior.name
+                        else "Posterior",
+                        pdisp.shape[1],
+                    ),
+                ],  # fmt: skip
             )
     df, src = (base, "baselines/contrasts.csv") if base is not None else (
-        post, "models/contrasts_posterior.csv")  # fmt: skip
+        post, post_src or "models/contrasts_posterior.csv")  # fmt: skip
     shown = [c for c in df.columns if norm(c) not in CONTRAST_HIDDEN or src.startswith("models")]
     if base is None or post is None:
         notes.append(
@@ -489,6 +642,32 @@ def contrasts(run: RunDir) -> ReportTable | None:
         )
     return ReportTable("contrasts", "Pre-specified contrasts", df, _contrast_display(df[shown]),
                        [src], notes)  # fmt: skip
+
+
+def _posterior_contrast_display(df: pd.DataFrame) -> pd.DataFrame:
+    """Posterior contrast columns for display: ``Δ [CrI]`` in one cell when median and bounds
+    exist, probabilities as ``P(Δ > 0)``; other columns as they are."""
+    out = pd.DataFrame(index=df.index)
+    est = find_col(df, "median", "diff_median", "estimate", "mean", "diff_mean")
+    low, high = _ci_cols(df, None)
+    used = set()
+    if est is not None:
+        used |= {est, low, high}
+        out["Δ [CrI]"] = [
+            fmt_interval(e, df[low][i] if low else None, df[high][i] if high else None, 2)
+            for i, e in zip(df.index, df[est], strict=True)
+        ]
+    for c in df.columns:
+        if c in used:
+            continue
+        n = norm(c)
+        if n in ("p_gt_0", "p_gt0", "prob_gt_0", "p_positive"):
+            out["P(Δ > 0)"] = [fmt_p(v) for v in df[c]]
+        elif n.startswith(("p_", "prob")) and pd.api.types.is_numeric_dtype(df[c]):
+            out[str(c).replace("_", " ")] = [fmt_p(v) for v in df[c]]
+        else:
+            out[str(c).replace("_", " ")] = display_frame(df[[c]], 2)[c]
+    return out
 
 
 def _contrast_display(df: pd.DataFrame) -> pd.DataFrame:
