@@ -14,10 +14,20 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("data", "baselines", "text", "models", "inference", "report", "pipeline", "sweep")
+_SUBMODULES = (
+    "data",
+    "baselines",
+    "text",
+    "models",
+    "inference",
+    "report",
+    "pipeline",
+    "sweep",
+    "config",
+)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import baselines, data, inference, models, pipeline, report, sweep, text  # noqa: F401
+    from . import baselines, config, data, inference, models, pipeline, report, sweep, text  # noqa: F401
 
 
 def __getattr__(name: str):
