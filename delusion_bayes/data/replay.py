@@ -76,6 +76,12 @@ class ReplayValidationError(ValueError):
     """A replay dataset or judge-score table that breaks the data model."""
 
 
+def _first_row(df: pd.DataFrame, mask) -> dict:
+    """The first row under ``mask`` with plain Python scalars (readable error messages)."""
+    row = df.loc[mask].iloc[0]
+    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+
+
 def _read_table(path: Path) -> pd.DataFrame:
     suffix = path.suffix.lower()
     if suffix == ".csv":
@@ -118,14 +124,14 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     score = pd.to_numeric(df["score"], errors="coerce")
     bad = score.isna() & df["score"].notna() & (df["score"].astype(str).str.strip() != "")
     if bad.any():
-        row = df.loc[bad].iloc[0]
+        row = _first_row(df, bad)
         raise ReplayValidationError(
             f"{name}: non-numeric score {row['score']!r} for sample {row['sample_id']!r}, "
             f"model {row['model']!r}, code {row['code']!r}; scores are numbers 0-10 (or empty)"
         )
     out = (score < 0) | (score > 10)
     if out.any():
-        row = df.loc[out].iloc[0]
+        row = _first_row(df, out)
         raise ReplayValidationError(
             f"{name}: score {row['score']!r} for sample {row['sample_id']!r}, model "
             f"{row['model']!r}, code {row['code']!r} is outside 0-10"
@@ -133,7 +139,7 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     df["score"] = score.astype(float)
     dup = df.duplicated(["sample_id", "model", "code"], keep=False)
     if dup.any():
-        row = df.loc[dup].iloc[0]
+        row = _first_row(df, dup)
         raise ReplayValidationError(
             f"{name}: more than one score for sample {row['sample_id']!r}, model "
             f"{row['model']!r}, code {row['code']!r}; keep one row per sample, model and code"

@@ -33,6 +33,12 @@ class TranscriptError(ValueError):
     """A transcript table that does not follow the documented format."""
 
 
+def _first_row(df: pd.DataFrame, mask) -> dict:
+    """The first row under ``mask`` with plain Python scalars (readable error messages)."""
+    row = df.loc[mask].iloc[0]
+    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+
+
 def load_transcripts(path: str | Path) -> pd.DataFrame:
     """Read a transcript table (``.csv``, ``.parquet`` or ``.jsonl``) and validate it.
 
@@ -89,7 +95,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     index = pd.to_numeric(df["index"], errors="coerce")
     bad = index.isna() | (index != np.round(index))
     if bad.any():
-        row = df.loc[bad].iloc[0]
+        row = _first_row(df, bad)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r} has a non-integer message index "
             f"{row['index']!r}; index must number messages 0, 1, 2, ..."
@@ -98,7 +104,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     role = df["role"].astype(str).str.strip().str.lower()
     unknown = ~role.isin(ROLES)
     if unknown.any():
-        row = df.loc[unknown].iloc[0]
+        row = _first_row(df, unknown)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r}, message {row['index']}: unknown "
             f"role {row['role']!r}; expected one of {list(ROLES)}"
@@ -107,7 +113,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     content = df["content"]
     empty = content.isna() | (content.astype(str).str.strip() == "")
     if empty.any():
-        row = df.loc[empty].iloc[0]
+        row = _first_row(df, empty)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r}, message {row['index']} "
             f"({row['role']}): empty content; every message needs text"
@@ -123,7 +129,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     df = df.sort_values(["participant", "conversation", "index"], kind="stable")
     dup = df.duplicated(["conversation", "index"], keep=False)
     if dup.any():
-        row = df.loc[dup].iloc[0]
+        row = _first_row(df, dup)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r} has message index {row['index']} "
             "more than once; indices must be unique within a conversation"
@@ -131,7 +137,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     step = df.groupby("conversation", sort=False)["index"].diff()
     gap = step.notna() & (step != 1)
     if gap.any():
-        row = df.loc[gap].iloc[0]
+        row = _first_row(df, gap)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r} has a gap before message index "
             f"{row['index']} (previous index {row['index'] - int(step[gap].iloc[0])}); "
@@ -282,7 +288,12 @@ def build_samples(
         "messages",
         "original_reply",
     ]
-    return pd.DataFrame(rows, columns=columns)
+    out = pd.DataFrame(rows, columns=columns)
+    # keep None (no original reply) as None: pandas >= 3 would turn it into NaN in a str column
+    out["original_reply"] = pd.Series(
+        [r["original_reply"] for r in rows], index=out.index, dtype=object
+    )
+    return out
 
 
 def export_samples_jsonl(samples: pd.DataFrame, path: str | Path) -> Path:

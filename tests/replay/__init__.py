@@ -1,0 +1,1 @@
+"""Replay-study (DelusionEval) tests."""
