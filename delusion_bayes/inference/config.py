@@ -1,0 +1,45 @@
+"""Typed config of sampling and the diagnostics gate (values in ``conf/sampler/``,
+``conf/inference/``). Pure dataclasses, no heavy imports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SAMPLERS: tuple[str, ...] = ("nutpie", "pymc", "numpyro")
+
+
+@dataclass
+class SamplerConfig:
+    """NUTS settings. ``name`` falls back to ``pymc`` (with a warning) when not importable."""
+
+    name: str = "nutpie"
+    draws: int = 1000
+    tune: int = 1000
+    chains: int = 4
+    cores: int = 2
+    target_accept: float = 0.9
+    seed: int = 0
+    #: cache compiled models under ``<cache_dir>/models`` (nutpie) and ``<cache_dir>/pytensor``
+    compile_cache: bool = True
+    progressbar: bool = False
+
+
+@dataclass
+class InferenceConfig:
+    """Diagnostics thresholds, interval conventions and which extra outputs to compute."""
+
+    rhat_max: float = 1.01
+    ess_min_per_chain: float = 100.0
+    max_divergences: int = 0
+    ebfmi_min: float = 0.3
+    #: interval probabilities reported (first one is the headline interval)
+    ci_probs: list[float] = field(default_factory=lambda: [0.95, 0.9])
+    ci_kind: str = "eti"
+    #: fit the model variants and write ``comparison.csv`` (``az.compare`` on PSIS-LOO)
+    compare: bool = True
+    #: draw the posterior predictive and plot the ordinal PPC
+    ppc: bool = True
+    #: rank/trace plots of these parameters
+    plot_vars: list[str] = field(default_factory=lambda: ["L", "k", "t50"])
+    #: a fit failing the gate raises instead of only being flagged (loudly) in the outputs
+    fail_on_bad_fit: bool = False

@@ -1,0 +1,133 @@
+"""Run NUTS with the configured sampler (nutpie, PyMC or numpyro) and return a DataTree.
+
+The sampler falls back to PyMC's own NUTS, with a logged warning, when nutpie/numpyro is not
+importable. Compile caching: see :mod:`delusion_bayes.inference.cache`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from .config import SAMPLERS, SamplerConfig
+
+log = logging.getLogger(__name__)
+
+
+def resolve_sampler(name: str) -> str:
+    """``name`` if it is usable here, else ``"pymc"`` (logged as a warning).
+
+    Raises
+    ------
+    ValueError
+        For a name that is not one of ``nutpie``, ``pymc``, ``numpyro``.
+    """
+    if name not in SAMPLERS:
+        raise ValueError(f"sampler {name!r} is unknown; expected one of {list(SAMPLERS)}")
+    needs = {"nutpie": ("nutpie",), "numpyro": ("numpyro", "jax"), "pymc": ()}[name]
+    missing = [m for m in needs if importlib.util.find_spec(m) is None]
+    if missing:
+        log.warning(
+            "sampler %r is not importable here (missing %s); falling back to PyMC's NUTS. "
+            "Install it with `pip install %s` to use it.",
+            name,
+            ", ".join(missing),
+            " ".join(missing),
+        )
+        return "pymc"
+    return name
+
+
+def sample(
+    model: Any,
+    cfg: SamplerConfig | None = None,
+    *,
+    cache_dir: str | Path | None = None,
+    key: str | None = None,
+) -> Any:
+    """Sample ``model`` (a ``pm.Model``) with the sampler of ``cfg``.
+
+    Parameters
+    ----------
+    model
+        The PyMC model.
+    cfg
+        Sampler settings (defaults: nutpie, 4 chains x 1000 draws, 1000 tuning steps).
+    cache_dir
+        Root of the compile cache (``None``: no on-disk caching of the compiled nutpie model).
+    key
+        Cache key of the model graph (e.g. ``ModelSpec.hash()``); required for caching.
+
+    Returns
+    -------
+    xarray.DataTree
+        ``posterior``, ``sample_stats``, ``observed_data`` (and ``constant_data``); the
+        posterior attrs hold ``sampler``, ``sampling_time`` and ``compile_time`` (seconds).
+    """
+    import pymc as pm
+
+    cfg = cfg or SamplerConfig()
+    name = resolve_sampler(cfg.name)
+    chains, cores = int(cfg.chains), max(1, min(int(cfg.cores), int(cfg.chains)))
+    t0 = time.perf_counter()
+    compile_time = None
+    if name == "nutpie":
+        import nutpie
+        from pymc.sampling.mcmc import patch_nutpie_idata
+
+        from .cache import compiled_nutpie
+
+        tc = time.perf_counter()
+        compiled = compiled_nutpie(
+            model, cache_dir=cache_dir if cfg.compile_cache else None, key=key
+        )
+        compile_time = time.perf_counter() - tc
+        ts = time.perf_counter()
+        dt = nutpie.sample(
+            compiled,
+            draws=int(cfg.draws),
+            tune=int(cfg.tune),
+            chains=chains,
+            cores=cores,
+            seed=int(cfg.seed),
+            save_warmup=False,
+            progress_bar=bool(cfg.progressbar),
+            target_accept=float(cfg.target_accept),
+        )
+        patch_nutpie_idata(dt, model, sampling_time=time.perf_counter() - ts)
+    elif name == "numpyro":
+        dt = pm.sample(
+            draws=int(cfg.draws),
+            tune=int(cfg.tune),
+            chains=chains,
+            random_seed=int(cfg.seed),
+            nuts_sampler="numpyro",
+            nuts_sampler_kwargs={
+                "chain_method": "parallel" if cores > 1 else "sequential",
+                "target_accept": float(cfg.target_accept),
+            },
+            progressbar=bool(cfg.progressbar),
+            model=model,
+        )
+    else:
+        dt = pm.sample(
+            draws=int(cfg.draws),
+            tune=int(cfg.tune),
+            chains=chains,
+            cores=cores,
+            random_seed=int(cfg.seed),
+            nuts_sampler="pymc",
+            target_accept=float(cfg.target_accept),
+            progressbar=bool(cfg.progressbar),
+            compute_convergence_checks=False,
+            model=model,
+        )
+    dt.posterior.attrs["sampler"] = name
+    dt.posterior.attrs["sampler_requested"] = cfg.name
+    dt.posterior.attrs["total_time"] = time.perf_counter() - t0
+    if compile_time is not None:
+        dt.posterior.attrs["compile_time"] = compile_time
+    return dt

@@ -1,0 +1,62 @@
+"""Bayesian models of trajectory studies (PyMC), their specs and derived quantities.
+
+``import delusion_bayes.models`` imports no PyMC: specs (:func:`build_spec`) are plain numpy;
+:func:`build_model` and :func:`fit` import PyMC inside.
+
+>>> import delusion_bayes as db                                           # doctest: +SKIP
+>>> dt = db.models.fit(db.data.simulate_study(preset="small"), draws=300, chains=2)  # doctest: +SKIP
+>>> db.models.t50_posterior(dt)                                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES, ModelConfig
+from .priors import DEFAULT_PRIORS, default_priors, prior_table, resolve_priors
+from .spec import ModelSpec, build_spec
+
+#: variants of a model fitted for ``az.compare`` (name -> build_spec keyword overrides)
+VARIANTS: dict[str, dict[str, str]] = {
+    "shared_cutpoints": {"cutpoints": "shared"},
+    "linear": {"trajectory": "linear"},
+    "step": {"trajectory": "step"},
+}
+
+_LAZY = {
+    "build_model": ".build",
+    "fit": ".fit",
+    "posterior_milestones": ".derived",
+    "milestones_table": ".derived",
+    "t50_posterior": ".derived",
+    "posterior_contrasts": ".derived",
+    "consensus_posterior": ".derived",
+    "rater_posterior": ".derived",
+    "reliability_posterior": ".derived",
+    "interval": ".derived",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'delusion_bayes.models' has no attribute {name!r}")
+
+
+__all__ = [
+    "CUTPOINTS",
+    "DEFAULT_PRIORS",
+    "MODEL_NAMES",
+    "TRAJECTORIES",
+    "VARIANTS",
+    "ModelConfig",
+    "ModelSpec",
+    "build_spec",
+    "default_priors",
+    "prior_table",
+    "resolve_priors",
+    *_LAZY,
+]

@@ -1,0 +1,142 @@
+"""Building blocks shared by the model graphs (called inside a ``pm.Model`` context).
+
+Kept apart from the four model modules so each of those reads as its math. Heavy imports
+(PyMC, PyTensor) happen inside the functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.schema import DAY, MODEL, RATER
+from .priors import make_rv
+from .spec import CUT, OBS, STAGE_CUTPOINTS, STEP_K, ModelSpec
+
+#: onset parameters that group terms shift (on their unconstrained scale)
+_ONSET_PARAMS = ("L", "log_k", "t50")
+
+
+def _group_shift(spec: ModelSpec, param: str):
+    """Sum over group terms of the level effect of each model: ``sum_g b_{param,g}[group_g(m)]``.
+
+    Non-centred: ``b = sd * z`` with ``sd ~ group_sd`` (one scale per parameter and term).
+    """
+    import pymc as pm
+
+    shift = 0.0
+    for term in spec.group_terms:
+        dim = f"group_{term}"
+        sd = make_rv(f"sd_{param}_{term}", spec.priors["group_sd"])
+        z = pm.Normal(f"z_{param}_{term}", 0.0, 1.0, dims=dim)
+        b = pm.Deterministic(f"b_{param}_{term}", sd * z, dims=dim)
+        shift = shift + b[spec.data[f"group_{term}_idx"]]
+    return shift
+
+
+def onset_trajectory(spec: ModelSpec):
+    """Hierarchical (non-centred) onset parameters and the ``(model, day)`` trajectory.
+
+    Adds ``L``, ``k``, ``t50`` (dim ``model``) to the model and returns the trajectory mu[m, t].
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    p = spec.priors
+    n_models = len(spec.coords[MODEL])
+    mu_L = make_rv("mu_L", p["mu_L"])
+    sigma_L = make_rv("sigma_L", p["sigma_L"])
+    z_L = pm.Normal("z_L", 0.0, 1.0, dims=MODEL)
+    L = pm.Deterministic(
+        "L", 1.0 + 3.0 * pm.math.sigmoid(mu_L + _group_shift(spec, "L") + sigma_L * z_L), dims=MODEL
+    )
+    mu_t50 = make_rv("mu_t50", p["mu_t50"])
+    sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
+    z_t50 = pm.Normal("z_t50", 0.0, 1.0, dims=MODEL)
+    t50 = pm.Deterministic(
+        "t50",
+        spec.n_days * (mu_t50 + _group_shift(spec, "t50") + sigma_t50 * z_t50),
+        dims=MODEL,
+    )
+    if spec.trajectory == "step":
+        k = pm.Deterministic("k", pt.fill(pt.zeros(n_models), STEP_K), dims=MODEL)
+    else:
+        mu_log_k = make_rv("mu_log_k", p["mu_log_k"])
+        sigma_log_k = make_rv("sigma_log_k", p["sigma_log_k"])
+        z_k = pm.Normal("z_log_k", 0.0, 1.0, dims=MODEL)
+        k = pm.Deterministic(
+            "k", pt.exp(mu_log_k + _group_shift(spec, "log_k") + sigma_log_k * z_k), dims=MODEL
+        )
+    t = pt.as_tensor_variable(spec.data["day_values"])[None, :]
+    x = k[:, None] * (t - t50[:, None])
+    if spec.trajectory == "linear":
+        # floor-to-L ramp with the logistic's slope at the midpoint, (L-1) k / 4
+        shape = pt.clip(0.5 + x / 4.0, 0.0, 1.0)
+    else:
+        shape = pm.math.sigmoid(x)
+    return 1.0 + (L - 1.0)[:, None] * shape
+
+
+def day_noise(spec: ModelSpec, mu):
+    """Latent stage = trajectory + non-centred day noise eps[m, t] ~ Normal(0, sigma_eps[m]),
+    with ``log sigma_eps[m] = mu_log_eps + sigma_log_eps * z_m`` (an oscillating model such as
+    the paper's Claude Opus 3 gets a large one instead of distorting the shared fit)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    p = spec.priors
+    mu_log_eps = make_rv("mu_log_eps", p["mu_log_eps"])
+    sigma_log_eps = make_rv("sigma_log_eps", p["sigma_log_eps"])
+    z_s = pm.Normal("z_log_eps", 0.0, 1.0, dims=MODEL)
+    sigma_eps = pm.Deterministic("sigma_eps", pt.exp(mu_log_eps + sigma_log_eps * z_s), dims=MODEL)
+    z_eps = pm.Normal("z_eps", 0.0, 1.0, dims=(MODEL, DAY))
+    return pm.Deterministic("stage", mu + sigma_eps[:, None] * z_eps, dims=(MODEL, DAY))
+
+
+def rater_effects(spec: ModelSpec):
+    """Rater severity (shift) and discrimination (scale); ``shared`` fixes severity to 0 and uses
+    one discrimination for all raters."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    p = spec.priors
+    n_raters = len(spec.coords[RATER])
+    mu_log_disc = make_rv("mu_log_disc", p["mu_log_disc"])
+    if spec.cutpoints == "shared":
+        severity = pm.Deterministic("severity", pt.zeros(n_raters), dims=RATER)
+        disc = pm.Deterministic(
+            "discrimination", pt.exp(mu_log_disc) * pt.ones(n_raters), dims=RATER
+        )
+        return severity, disc
+    sigma_sev = make_rv("sigma_severity", p["sigma_severity"])
+    # zero-sum: the mean rater defines the stage scale (as in the simulator)
+    z_sev = pm.ZeroSumNormal("z_severity", sigma=1.0, dims=RATER)
+    severity = pm.Deterministic("severity", sigma_sev * z_sev, dims=RATER)
+    sigma_log_disc = make_rv("sigma_log_disc", p["sigma_log_disc"])
+    z_disc = pm.Normal("z_log_disc", 0.0, 1.0, dims=RATER)
+    disc = pm.Deterministic(
+        "discrimination", pt.exp(mu_log_disc + sigma_log_disc * z_disc), dims=RATER
+    )
+    return severity, disc
+
+
+def ordinal_ratings(spec: ModelSpec, stage):
+    """Cumulative-logit likelihood of every observed rating around the latent stage.
+
+    ``P(y > c_j) = sigmoid(disc_r (stage[m, t] + severity_r - c_j))`` with the fixed
+    cutpoints ``c = (1.5, 2.5, 3.5)`` (PyMC's ``OrderedLogistic`` with ``eta = disc (stage +
+    severity)`` and ``cutpoints = disc c``). No ``ordered`` transform is needed.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    severity, disc = rater_effects(spec)
+    d = spec.data
+    r, m, t = d["rater_idx"], d["model_idx"], d["day_idx"]
+    disc_obs = disc[r]
+    eta = disc_obs * (stage[m, t] + severity[r])
+    cuts = disc_obs[:, None] * pt.as_tensor_variable(np.asarray(STAGE_CUTPOINTS))[None, :]
+    pm.OrderedLogistic("y", eta=eta, cutpoints=cuts, observed=d["y"], dims=OBS, compute_p=False)
+    return severity, disc
+
+
+__all__ = ["onset_trajectory", "day_noise", "rater_effects", "ordinal_ratings", "CUT"]

@@ -1,0 +1,50 @@
+"""Typed config of the Bayesian models (Hydra ConfigStore schema; values in ``conf/model/``).
+
+Pure dataclasses, no heavy imports: the lead's root ``Config`` registers :class:`ModelConfig`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: the models this package defines (``delusion_bayes.models.build_spec``)
+MODEL_NAMES: tuple[str, ...] = ("joint", "onset", "rater", "disengagement")
+#: trajectory shapes of the onset models (``logistic`` is the paper's; the others are variants)
+TRAJECTORIES: tuple[str, ...] = ("logistic", "linear", "step")
+#: ``rater``: severity shift and discrimination per rater; ``shared``: one set of cutpoints
+CUTPOINTS: tuple[str, ...] = ("rater", "shared")
+
+
+@dataclass
+class ModelConfig:
+    """What the ``models`` stage fits.
+
+    Attributes
+    ----------
+    name
+        The primary model (one of :data:`MODEL_NAMES`).
+    priors
+        Prior overrides for the primary model, ``{parameter: {dist: Normal, mu: 0, sigma: 1}}``;
+        parameters not named keep the defaults of ``delusion_bayes.models.priors``.
+    group_terms
+        Model coordinates (e.g. ``[vendor, generation]``) whose levels shift the hyper-means of
+        the onset parameters (``L``, ``log k``, ``t50``); ``[]`` pools all models together.
+    trajectory
+        ``logistic`` (default), ``linear`` or ``step`` (a logistic with a fixed steep slope).
+    cutpoints
+        ``rater`` (rater severity + discrimination) or ``shared``.
+    variants
+        Variants of the primary model fitted for ``az.compare`` (names from
+        ``delusion_bayes.models.VARIANTS``: ``shared_cutpoints``, ``linear``, ``step``).
+    also_fit
+        Further models fitted in the same stage with their default priors.
+    """
+
+    name: str = "joint"
+    priors: dict[str, Any] = field(default_factory=dict)
+    group_terms: list[str] = field(default_factory=list)
+    trajectory: str = "logistic"
+    cutpoints: str = "rater"
+    variants: list[str] = field(default_factory=lambda: ["shared_cutpoints", "linear", "step"])
+    also_fit: list[str] = field(default_factory=lambda: ["onset", "rater", "disengagement"])

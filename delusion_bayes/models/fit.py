@@ -1,0 +1,177 @@
+"""``fit(ds, model=...) -> xarray.DataTree``: spec, graph, sampling, log-likelihood, posterior
+predictive, and the bookkeeping that keeps missing model-days missing."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..data.schema import DAY, MODEL, RATER
+from ..inference.config import SamplerConfig
+from .spec import OBS, OBS_LEVEL, ModelSpec, build_spec
+
+log = logging.getLogger(__name__)
+
+#: posterior variables on (model, day) that must be NaN on a model-day nobody rated
+MASKED_VARS = ("stage",)
+
+
+def fit(
+    ds: xr.Dataset,
+    model: str = "joint",
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    sampler: str = "nutpie",
+    seed: int = 0,
+    priors: Mapping[str, Any] | None = None,
+    cores: int = 2,
+    target_accept: float = 0.9,
+    trajectory: str = "logistic",
+    cutpoints: str = "rater",
+    group_terms: Sequence[str] = (),
+    log_likelihood: bool = True,
+    posterior_predictive: bool = True,
+    cache_dir: str | Path | None = None,
+    progressbar: bool = False,
+    spec: ModelSpec | None = None,
+) -> xr.DataTree:
+    """Fit a Bayesian model of a trajectory study.
+
+    Parameters
+    ----------
+    ds
+        Trajectory study (``delusion_bayes.data`` schema).
+    model
+        ``joint`` (default), ``onset``, ``rater`` or ``disengagement`` (math in each module's
+        docstring: :mod:`delusion_bayes.models.joint`, ...).
+    draws, tune, chains, sampler, seed, cores, target_accept
+        NUTS settings; ``sampler`` is ``nutpie`` (default), ``pymc`` or ``numpyro`` (falls
+        back to ``pymc`` with a warning when not installed).
+    priors
+        Overrides of the default prior table (:data:`delusion_bayes.models.priors.DEFAULT_PRIORS`).
+    trajectory, cutpoints, group_terms
+        Model variant (see :func:`delusion_bayes.models.build_spec`).
+    log_likelihood, posterior_predictive
+        Add the ``log_likelihood`` / ``posterior_predictive`` groups.
+    cache_dir
+        Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``).
+    spec
+        A ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
+
+    Returns
+    -------
+    xarray.DataTree
+        Groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model`` for the onset models, with
+        the study's model names and model coords), ``sample_stats``, ``log_likelihood``,
+        ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs`` with
+        coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
+        NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
+
+    Examples
+    --------
+    >>> import delusion_bayes as db  # doctest: +SKIP
+    >>> dt = db.models.fit(db.data.simulate_study(preset="small"), draws=500, chains=2)  # doctest: +SKIP
+    >>> dt.posterior["t50"].mean(("chain", "draw"))  # doctest: +SKIP
+    """
+    from ..inference.cache import configure_pytensor_cache
+
+    configure_pytensor_cache(cache_dir)  # before PyTensor's first import
+    import pymc as pm
+
+    from ..inference.sampling import sample
+    from .build import build_model
+
+    t0 = time.perf_counter()
+    if spec is None:
+        spec = build_spec(
+            ds,
+            model,
+            priors,
+            trajectory=trajectory,
+            cutpoints=cutpoints,
+            group_terms=group_terms,
+        )
+    pm_model = build_model(spec)
+    scfg = SamplerConfig(
+        name=sampler,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        target_accept=target_accept,
+        seed=seed,
+        progressbar=progressbar,
+    )
+    log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
+    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash())
+    if log_likelihood:
+        dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
+    if posterior_predictive:
+        dt = pm.sample_posterior_predictive(
+            dt, model=pm_model, random_seed=seed + 1, progressbar=False, extend_inferencedata=True
+        )
+    dt = _finish(dt, spec)
+    dt.attrs["fit_time"] = time.perf_counter() - t0
+    return dt
+
+
+def _finish(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
+    """Mask missing model-days, attach obs/model coords and spec attrs."""
+    post = dt["posterior"].to_dataset()
+    missing = xr.DataArray(
+        spec.missing, dims=(MODEL, DAY), coords={MODEL: spec.coords[MODEL], DAY: spec.coords[DAY]}
+    )
+    for v in MASKED_VARS:
+        if v in post:
+            post[v] = post[v].where(~missing)
+    post = _model_coords(post, spec)
+    dt["posterior"] = xr.DataTree(post)
+    d = spec.data
+    obs_coords: dict[str, Any] = {}
+    if "rater_idx" in d:
+        obs_coords["obs_rater"] = (OBS, np.asarray(spec.coords[RATER])[d["rater_idx"]])
+    if "model_idx" in d:
+        obs_coords["obs_model"] = (OBS, np.asarray(spec.coords[MODEL])[d["model_idx"]])
+        obs_coords["obs_day"] = (OBS, np.asarray(spec.coords[DAY])[d["day_idx"]])
+    lvl_coords: dict[str, Any] = {}
+    if "level_model_idx" in d:
+        lvl_coords["obs_level_model"] = (
+            OBS_LEVEL,
+            np.asarray(spec.coords[MODEL])[d["level_model_idx"]],
+        )
+        lvl_coords["obs_level_day"] = (OBS_LEVEL, np.asarray(spec.coords[DAY])[d["level_day_idx"]])
+    for group in ("observed_data", "posterior_predictive", "log_likelihood"):
+        if group not in dt.children:
+            continue
+        g = dt[group].to_dataset()
+        if OBS in g.dims:
+            g = g.assign_coords(obs_coords)
+        if OBS_LEVEL in g.dims:
+            g = g.assign_coords(lvl_coords)
+        dt[group] = xr.DataTree(g)
+    dt.attrs.update(
+        model=spec.name,
+        variant=spec.variant,
+        trajectory=spec.trajectory,
+        cutpoints=spec.cutpoints,
+        group_terms=",".join(spec.group_terms),
+        spec_hash=spec.hash(),
+        n_days=int(spec.n_days),
+        sampler=str(post.attrs.get("sampler", "")),
+    )
+    return dt
+
+
+def _model_coords(post: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
+    if MODEL not in post.dims:
+        return post
+    extra = {k: (MODEL, np.asarray(v)) for k, v in spec.model_coords.items()}
+    return post.assign_coords(extra)

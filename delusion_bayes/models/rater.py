@@ -1,0 +1,60 @@
+"""The rater (measurement) model: a latent score per model-day, rater severity and
+discrimination, and the posterior reliability of one rater and of the k-rater consensus.
+
+A many-facet / graded-response model without any trajectory: it asks only how well the raters
+measure, the question Krippendorff's alpha and the ICC answer in the paper (Evaluation
+Reliability).
+
+Math
+----
+.. math::
+
+    \\theta_{m,t} &= \\mu_\\theta + \\sigma_\\theta z_{m,t} \\\\
+    P(y_{r,m,t} > j) &= \\mathrm{sigmoid}\\big(d_r(\\theta_{m,t} + s_r - c_j)\\big),
+        \\quad c = (1.5, 2.5, 3.5) \\\\
+    s_r &= \\sigma_s z^s_r, \\qquad \\log d_r = \\mu_{\\log d} + \\sigma_{\\log d} z^d_r
+
+Posterior reliability (per draw, the ICC analogue on the latent scale): with
+:math:`v_\\theta` the variance of :math:`\\theta` over model-days, :math:`v_s` the variance of
+the severities and :math:`v_e = \\overline{\\pi^2 / (3 d_r^2)}` the mean logistic error variance,
+
+.. math::
+
+    \\rho_1 = \\frac{v_\\theta}{v_\\theta + v_s + v_e}, \\qquad
+    \\rho_k = \\frac{v_\\theta}{v_\\theta + (v_s + v_e)/k}
+
+(ICC(2,1) and ICC(2,k) in Shrout & Fleiss' terms; k = number of raters). The fixed cutpoints
+are justified in :mod:`delusion_bayes.models.joint`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.schema import DAY, MODEL, RATER
+from .blocks import ordinal_ratings
+from .priors import make_rv
+from .spec import ModelSpec
+
+
+def build_rater(spec: ModelSpec):
+    """The ``pm.Model`` of the rater model (see the module docstring for the math)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    p = spec.priors
+    with pm.Model(coords=spec.coords) as model:
+        mu_theta = make_rv("mu_theta", p["mu_theta"])
+        sigma_theta = make_rv("sigma_theta", p["sigma_theta"])
+        z = pm.Normal("z_theta", 0.0, 1.0, dims=(MODEL, DAY))
+        theta = pm.Deterministic("stage", mu_theta + sigma_theta * z, dims=(MODEL, DAY))
+        severity, disc = ordinal_ratings(spec, theta)
+        # reliability over the observed model-days only
+        obs = ~spec.missing
+        v_theta = pt.var(theta[np.nonzero(obs)])
+        v_s = pt.var(severity)
+        v_e = pt.mean((np.pi**2 / 3.0) / disc**2)
+        k = len(spec.coords[RATER])
+        pm.Deterministic("reliability_single", v_theta / (v_theta + v_s + v_e))
+        pm.Deterministic("reliability_consensus", v_theta / (v_theta + (v_s + v_e) / k))
+    return model

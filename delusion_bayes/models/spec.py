@@ -1,0 +1,272 @@
+"""Model specs: coords, index arrays of the observed cells and the prior table, built from a
+study without PyMC (bambi's "spec before graph"). :func:`delusion_bayes.models.build_model`
+turns a spec into a ``pm.Model``.
+
+Missing ratings are never imputed: only observed cells are indexed into the likelihood
+(``data["rater_idx"], data["model_idx"], data["day_idx"], data["y"]``). A model-day without any
+rating is recorded in ``missing`` so every output can keep it NaN.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..data.schema import ADJUDICATED_VARIABLES, DAY, MODEL, RATED_VARIABLES, RATER
+from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES
+from .priors import prior_table, resolve_priors
+
+#: fixed ordinal cutpoints on the 1-4 stage scale (a rater with severity 0 and infinite
+#: discrimination gives the stage rounded to the nearest integer)
+STAGE_CUTPOINTS: tuple[float, ...] = (1.5, 2.5, 3.5)
+#: steepness of the ``step`` trajectory variant (per day; Claude Opus 4.1's k ~ 10 in the paper)
+STEP_K: float = 10.0
+#: the ordinal disengagement outcome: 0 none, 1 Level A only, 2 Level B (B implies A)
+DISENGAGEMENT_LEVELS: tuple[str, ...] = ("none", "level_a", "level_b")
+
+OBS = "obs"
+OBS_LEVEL = "obs_level"
+CUT = "cut"
+
+
+@dataclass
+class ModelSpec:
+    """Everything a model needs, inspectable and testable without sampling.
+
+    Attributes
+    ----------
+    name
+        ``joint``, ``onset``, ``rater`` or ``disengagement``.
+    coords
+        Coordinates of every dim the model uses (``rater``, ``model``, ``day``, ``obs``, ...).
+    data
+        Index arrays (0-based, into ``coords``) and observations of the likelihood terms.
+    priors
+        Resolved prior table ``{parameter: {dist, args...}}``.
+    trajectory, cutpoints, group_terms
+        The variant (see :class:`delusion_bayes.models.ModelConfig`).
+    n_days
+        Study length; ``t50`` hyper-priors are in units of it.
+    missing
+        ``(model, day)`` bool array: True where no rater rated the model-day.
+    model_coords
+        Non-dim coordinates of ``model`` in the study (vendor, generation, ...).
+    """
+
+    name: str
+    coords: dict[str, list]
+    data: dict[str, np.ndarray]
+    priors: dict[str, dict[str, Any]]
+    trajectory: str = "logistic"
+    cutpoints: str = "rater"
+    group_terms: list[str] = field(default_factory=list)
+    n_days: int = 0
+    missing: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
+    model_coords: dict[str, list] = field(default_factory=dict)
+
+    @property
+    def variant(self) -> str:
+        """A short label, e.g. ``joint[logistic,rater]``."""
+        terms = "+".join(self.group_terms)
+        extra = f",{terms}" if terms else ""
+        return f"{self.name}[{self.trajectory},{self.cutpoints}{extra}]"
+
+    def prior_table(self) -> pd.DataFrame:
+        """The priors as a DataFrame (one row per parameter)."""
+        return prior_table(self.priors)
+
+    def hash(self) -> str:
+        """Hash of everything that shapes the compiled graph (data values, priors, variant)."""
+        h = hashlib.sha256()
+        h.update(
+            json.dumps(
+                {
+                    "name": self.name,
+                    "trajectory": self.trajectory,
+                    "cutpoints": self.cutpoints,
+                    "group_terms": list(self.group_terms),
+                    "priors": self.priors,
+                    "coords": {k: [str(x) for x in v] for k, v in self.coords.items()},
+                    "n_days": self.n_days,
+                },
+                sort_keys=True,
+                default=str,
+            ).encode()
+        )
+        for k in sorted(self.data):
+            h.update(k.encode())
+            h.update(np.ascontiguousarray(self.data[k]).tobytes())
+        return h.hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        dims = ", ".join(f"{k}={len(v)}" for k, v in self.coords.items())
+        return f"ModelSpec({self.variant}; {dims}; {len(self.priors)} priors)"
+
+
+def build_spec(
+    ds: xr.Dataset,
+    model: str = "joint",
+    priors: Mapping[str, Any] | None = None,
+    *,
+    trajectory: str = "logistic",
+    cutpoints: str = "rater",
+    group_terms: Sequence[str] = (),
+) -> ModelSpec:
+    """Build the spec of ``model`` for a trajectory study.
+
+    Parameters
+    ----------
+    ds
+        Trajectory study (``recognition (rater, model, day)``; ``level_a``/``level_b`` for
+        ``disengagement``).
+    model
+        ``joint``, ``onset``, ``rater`` or ``disengagement``.
+    priors
+        Overrides of the default prior table (``delusion_bayes.models.priors``).
+    trajectory
+        ``logistic``, ``linear`` (a floor-to-L ramp with the logistic's midpoint slope) or
+        ``step`` (logistic with ``k`` fixed at :data:`STEP_K`).
+    cutpoints
+        ``rater`` (severity + discrimination per rater) or ``shared``.
+    group_terms
+        Model coords whose levels shift the onset hyper-means.
+
+    Returns
+    -------
+    ModelSpec
+    """
+    if model not in MODEL_NAMES:
+        raise ValueError(f"unknown model {model!r}; expected one of {list(MODEL_NAMES)}")
+    if trajectory not in TRAJECTORIES:
+        raise ValueError(f"trajectory={trajectory!r}; expected one of {list(TRAJECTORIES)}")
+    if cutpoints not in CUTPOINTS:
+        raise ValueError(f"cutpoints={cutpoints!r}; expected one of {list(CUTPOINTS)}")
+    rec = _recognition(ds)
+    n_days = int(rec.sizes[DAY])
+    days = np.asarray(rec[DAY].values)
+    if not np.issubdtype(days.dtype, np.number):
+        raise ValueError(f"coordinate {DAY!r} must be numeric day numbers, got dtype {days.dtype}")
+    coords: dict[str, list] = {
+        RATER: [str(v) for v in rec[RATER].values],
+        MODEL: [str(v) for v in rec[MODEL].values],
+        DAY: [int(v) for v in days],
+    }
+    model_coords = {
+        name: [v.item() if hasattr(v, "item") else v for v in c.values]
+        for name, c in rec[MODEL].coords.items()
+        if name != MODEL and c.dims == (MODEL,)
+    }
+    missing = np.isnan(rec.values).all(axis=0)  # (model, day)
+    data: dict[str, np.ndarray] = {"day_values": days.astype(float)}
+
+    if model in ("joint", "rater", "disengagement"):
+        r, m, t, y = _observed_ratings(rec)
+        coords[OBS] = list(range(len(y)))
+        coords[CUT] = [1, 2, 3]
+        data.update(rater_idx=r, model_idx=m, day_idx=t, y=y)
+    if model == "onset":
+        from ..baselines import consensus
+
+        cons = consensus(rec, rule="median").transpose(MODEL, DAY)
+        vals = np.asarray(cons.values, float)
+        m, t = np.nonzero(~np.isnan(vals))
+        coords[OBS] = list(range(len(m)))
+        data.update(model_idx=m.astype(np.int64), day_idx=t.astype(np.int64), y=vals[m, t])
+    if model == "disengagement":
+        m, t, lvl = _disengagement_levels(ds, rec)
+        coords[OBS_LEVEL] = list(range(len(lvl)))
+        data.update(level_model_idx=m, level_day_idx=t, level=lvl)
+
+    terms = list(group_terms)
+    if model == "rater" and terms:
+        raise ValueError(
+            "group_terms apply to onset models (joint, onset, disengagement), not rater"
+        )
+    for term in terms:
+        if term not in model_coords:
+            raise ValueError(
+                f"group term {term!r} is not a coordinate on {MODEL!r}; available: "
+                f"{sorted(model_coords)}"
+            )
+        levels, idx = np.unique(np.asarray(model_coords[term]).astype(str), return_inverse=True)
+        coords[f"group_{term}"] = [str(v) for v in levels]
+        data[f"group_{term}_idx"] = idx.astype(np.int64)
+
+    return ModelSpec(
+        name=model,
+        coords=coords,
+        data=data,
+        priors=resolve_priors(model, priors),
+        trajectory=trajectory,
+        cutpoints=cutpoints,
+        group_terms=terms,
+        n_days=n_days,
+        missing=missing,
+        model_coords=model_coords,
+    )
+
+
+def _recognition(ds: xr.Dataset) -> xr.DataArray:
+    if "recognition" not in ds:
+        raise ValueError(
+            f"study has no 'recognition' variable (found {sorted(ds.data_vars)}); a trajectory "
+            "study needs recognition (rater, model, day)"
+        )
+    rec = ds["recognition"]
+    if set(rec.dims) != {RATER, MODEL, DAY}:
+        raise ValueError(
+            f"'recognition' has dims {rec.dims}; expected ({RATER!r}, {MODEL!r}, {DAY!r})"
+        )
+    rec = rec.transpose(RATER, MODEL, DAY).astype(float)
+    scale = RATED_VARIABLES["recognition"].scale
+    vals = rec.values
+    bad = ~np.isnan(vals) & ~np.isin(vals, scale.values)
+    if bad.any():
+        r, m, t = (a[0] for a in np.nonzero(bad))
+        raise ValueError(
+            f"'recognition' value {vals[r, m, t]!r} at rater={rec[RATER].values[r]!r}, "
+            f"model={rec[MODEL].values[m]!r}, day={rec[DAY].values[t]!r} is not on the scale "
+            f"{scale} (NaN = missing)"
+        )
+    if np.isnan(vals).all():
+        raise ValueError("'recognition' has no observed rating (all NaN)")
+    return rec
+
+
+def _observed_ratings(rec: xr.DataArray):
+    vals = rec.values
+    r, m, t = np.nonzero(~np.isnan(vals))
+    y = vals[r, m, t].astype(np.int64) - 1  # categories 0..3
+    return r.astype(np.int64), m.astype(np.int64), t.astype(np.int64), y
+
+
+def _disengagement_levels(ds: xr.Dataset, rec: xr.DataArray):
+    for name in ("level_a", "level_b"):
+        if name not in ds:
+            raise ValueError(f"model 'disengagement' needs {name!r} (model, day); not in study")
+        scale = ADJUDICATED_VARIABLES[name].scale
+        v = ds[name].values
+        bad = ~np.isnan(v.astype(float)) & ~np.isin(v, scale.values)
+        if bad.any():
+            raise ValueError(f"{name!r} has values outside {scale}: {np.unique(v[bad])[:5]}")
+    a = ds["level_a"].transpose(MODEL, DAY).reindex_like(rec.isel({RATER: 0}, drop=True))
+    b = ds["level_b"].transpose(MODEL, DAY).reindex_like(rec.isel({RATER: 0}, drop=True))
+    a, b = a.values.astype(float), b.values.astype(float)
+    if np.any((b == 1) & (a == 0)):
+        n = int(np.sum((b == 1) & (a == 0)))
+        raise ValueError(
+            f"{n} model-days have level_b=1 but level_a=0; Level B implies Level A "
+            "(adjudication rule of the paper's Evaluation Reliability section)"
+        )
+    # Level B implies A, so the pair is one ordinal outcome: 0 none, 1 A only, 2 B
+    ok = ~np.isnan(a) & ~np.isnan(b)
+    m, t = np.nonzero(ok)
+    lvl = (a[m, t] + b[m, t]).astype(np.int64)
+    return m.astype(np.int64), t.astype(np.int64), lvl
