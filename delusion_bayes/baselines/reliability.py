@@ -52,14 +52,39 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 # Krippendorff's alpha
 # --------------------------------------------------------------------------------------------
+#: domains up to this size are counted by one equality pass per value (fast for rating scales);
+#: larger ones by a single ``searchsorted`` + ``bincount``
+_EQ_PASSES_MAX = 16
+
+
 def _value_counts(data: np.ndarray, domain: np.ndarray) -> np.ndarray:
-    """(units, values) counts of each domain value per unit; NaN ignored."""
-    n_raters, n_units = data.shape
+    """(values, units) counts of each domain value per unit; NaN and off-domain values ignored.
+
+    Layout (V, U) keeps each value's counts contiguous, so sums over values and the coincidence
+    product run over long rows (10 raters x 100,000 units: a few ms).
+    """
+    if domain.size <= _EQ_PASSES_MAX:
+        return np.stack([np.count_nonzero(data == v, axis=0) for v in domain]).astype(float)
+    n_units = data.shape[1]
     ok = ~np.isnan(data)
     idx = np.searchsorted(domain, np.where(ok, data, domain[0]))
-    flat = (np.arange(n_units)[None, :] * domain.size + idx)[ok]
+    idx = np.minimum(idx, domain.size - 1)
+    ok &= domain[idx] == data
+    flat = (idx * n_units + np.arange(n_units)[None, :])[ok]
     counts = np.bincount(flat, minlength=n_units * domain.size)
-    return counts.reshape(n_units, domain.size)
+    return counts.reshape(domain.size, n_units).astype(float)
+
+
+def _observed_values(arr: np.ndarray) -> np.ndarray:
+    """Sorted distinct non-NaN values (a bincount for small-integer codes, else ``np.unique``)."""
+    vals = arr[~np.isnan(arr)]
+    if vals.size == 0:
+        return vals
+    lo, hi = vals.min(), vals.max()
+    if hi - lo <= 4096 and np.array_equal(vals, np.rint(vals)):
+        present = np.flatnonzero(np.bincount((vals - lo).astype(np.int64)))
+        return present + lo
+    return np.unique(vals)
 
 
 def _delta2(domain: np.ndarray, level: str, n_c: np.ndarray) -> np.ndarray:
@@ -100,18 +125,24 @@ def _alpha_from_coincidences(o: np.ndarray, domain: np.ndarray, level: str) -> n
 def _prepare_alpha(
     data: Any, level: str, domain: Sequence[float] | None
 ) -> tuple[np.ndarray, np.ndarray]:
+    """Value counts (V, U) of every unit (unpairable ones included) and the value domain."""
     check_option("level", level, ALPHA_LEVELS)
     arr = as_float_array(data, "data (rater x unit)", ndim=2)
     if domain is None:
-        dom = np.unique(arr[~np.isnan(arr)])
+        dom = _observed_values(arr)
     else:
         dom = np.unique(np.asarray(domain, dtype=float))
-        check_values_in(arr, dom.tolist(), "data (rater x unit)")
     if dom.size == 0:
         raise ValueError("data (rater x unit) has no non-missing value")
     counts = _value_counts(arr, dom)
-    counts = counts[counts.sum(axis=1) >= 2]  # only pairable units enter (Krippendorff 2011, C.1)
+    if domain is not None and counts.sum() != np.count_nonzero(~np.isnan(arr)):
+        check_values_in(arr, dom.tolist(), "data (rater x unit)")  # raises, naming the values
     return counts, dom
+
+
+def _pairable(counts: np.ndarray) -> np.ndarray:
+    """(units, V) counts of the pairable units only (>= 2 values; Krippendorff 2011, C.1)."""
+    return counts[:, counts.sum(axis=0) >= 2].T
 
 
 def _unit_coincidences(counts: np.ndarray) -> np.ndarray:
@@ -121,10 +152,16 @@ def _unit_coincidences(counts: np.ndarray) -> np.ndarray:
     return outer / (m - 1.0)[:, None, None]
 
 
-def _coincidences(counts: np.ndarray) -> np.ndarray:
-    w = 1.0 / (counts.sum(axis=1) - 1.0)
-    cw = counts * w[:, None]
-    return cw.T @ counts - np.diag(cw.sum(axis=0))
+def _coincidences(counts: np.ndarray) -> tuple[np.ndarray, int]:
+    """Coincidence matrix (V, V) from (V, U) counts, and the number of pairable units.
+
+    ``o_ck = sum_u (n_uc n_uk - [c = k] n_uc) / (m_u - 1)`` over units with ``m_u >= 2``.
+    """
+    m = counts.sum(axis=0)
+    pair = m >= 2
+    w = np.where(pair, 1.0 / np.where(pair, m - 1.0, 1.0), 0.0)
+    cw = counts * w
+    return cw @ counts.T - np.diag(cw.sum(axis=1)), int(pair.sum())
 
 
 def krippendorff_alpha(
@@ -168,18 +205,52 @@ def krippendorff_alpha(
     >>> round(krippendorff_alpha(d, "nominal"), 3)
     0.743
     """
+    if level == "interval" and domain is None:
+        arr = as_float_array(data, "data (rater x unit)", ndim=2)
+        if _observed_values(arr).size > _EQ_PASSES_MAX:
+            value = _interval_alpha_direct(arr)  # many distinct values: no V x V matrices
+            if not np.isfinite(value):
+                warnings.warn(_UNDEFINED, RuntimeWarning, stacklevel=2)
+            return value
     counts, dom = _prepare_alpha(data, level, domain)
-    if counts.shape[0] == 0:
+    o, n_pairable = _coincidences(counts)
+    if n_pairable == 0:
         raise ValueError("data (rater x unit) has no unit rated by at least two raters")
-    value = float(_alpha_from_coincidences(_coincidences(counts), dom, level))
+    value = float(_alpha_from_coincidences(o, dom, level))
     if not np.isfinite(value):
-        warnings.warn(
-            "Krippendorff's alpha is undefined: all pairable values are identical "
-            "(expected disagreement is 0); returning NaN",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        warnings.warn(_UNDEFINED, RuntimeWarning, stacklevel=2)
     return value
+
+
+_UNDEFINED = (
+    "Krippendorff's alpha is undefined: all pairable values are identical "
+    "(expected disagreement is 0); returning NaN"
+)
+
+
+def _interval_alpha_direct(arr: np.ndarray) -> float:
+    """Interval alpha from sums of squares, O(raters x units) for any number of distinct values.
+
+    With ``delta^2 = (c - k)^2`` the coincidence sums reduce to moments: a unit with ``m_u``
+    values contributes ``sum_{i != j} (x_i - x_j)^2 / (m_u - 1) = 2 (m_u S2_u - S1_u^2) /
+    (m_u - 1)`` to ``sum o_ck delta^2``, and ``sum n_c n_k delta^2 = 2 (n S2 - S1^2)`` over all
+    ``n`` pairable values; values are centred first for precision.
+    """
+    ok = ~np.isnan(arr)
+    m = ok.sum(axis=0)
+    pair = m >= 2
+    if not pair.any():
+        raise ValueError("data (rater x unit) has no unit rated by at least two raters")
+    x = arr[:, pair]
+    okp = ok[:, pair]
+    mp = m[pair].astype(float)
+    x = np.where(okp, x - x[okp].mean(), 0.0)
+    s1, s2 = x.sum(axis=0), (x * x).sum(axis=0)
+    n = mp.sum()
+    d_obs = (2.0 * (mp * s2 - s1 * s1) / (mp - 1.0)).sum()
+    d_exp = 2.0 * (n * s2.sum() - s1.sum() ** 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(1.0 - (n - 1.0) * d_obs / d_exp)
 
 
 def alpha_bootstrap(
@@ -222,10 +293,11 @@ def alpha_bootstrap(
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1; got {n_boot}")
     counts, dom = _prepare_alpha(data, level, domain)
-    n_units = counts.shape[0]
+    o, n_units = _coincidences(counts)
     if n_units == 0:
         raise ValueError("data (rater x unit) has no unit rated by at least two raters")
-    alpha = float(_alpha_from_coincidences(_coincidences(counts), dom, level))
+    alpha = float(_alpha_from_coincidences(o, dom, level))
+    counts = _pairable(counts).astype(np.int64)
     # group units by their value-count pattern
     base = int(counts.max()) + 1
     if base ** counts.shape[1] < 2**62:

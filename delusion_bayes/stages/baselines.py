@@ -19,6 +19,24 @@ NEEDS = ("baselines",)
 KIND = ("trajectory",)
 
 
+#: suffix of a second coder's re-coding of an adjudicated variable, e.g. ``level_b_recoded``
+#: (model x day, 0/1, NaN outside the re-coded subsample); optional user variables
+RECODED_SUFFIX = "_recoded"
+
+
+def recoded_codes(ds: xr.Dataset) -> xr.Dataset | None:
+    """A second coder's ``level_a``/``level_b`` from ``<name>_recoded`` variables, if any.
+
+    The paper re-coded a random 20% subsample (two coders) and reports agreement (Level B 95.3%,
+    kappa .90); a study carrying ``level_a_recoded`` / ``level_b_recoded`` gets those rows in
+    Table C1. ``None`` when the study has none.
+    """
+    from ..data.schema import ADJUDICATED_VARIABLES
+
+    found = {v: ds[v + RECODED_SUFFIX] for v in ADJUDICATED_VARIABLES if v + RECODED_SUFFIX in ds}
+    return xr.Dataset(found) if found else None
+
+
 def _get(cfg: Any, key: str, default: Any) -> Any:
     value = cfg.get(key, default) if hasattr(cfg, "get") else getattr(cfg, key, default)
     return default if value is None and default is not None else value
@@ -121,6 +139,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         n_boot=int(_get(b, "alpha_boot", 0)),
         ci=float(_get(b, "ci", 0.95)),
         seed=seed,
+        recoded=recoded_codes(ds),
     )
     _write(rel, "tableC1_reliability.csv", rel.title)
 

@@ -82,6 +82,20 @@ def test_alpha_matches_package_on_random_data_with_missing():
         assert krippendorff_alpha(data, level, domain=(1, 2, 3, 4)) == pytest.approx(ref, 1e-10)
 
 
+def test_interval_alpha_on_continuous_values_matches_package():
+    """Many distinct values (continuous scores) take the moment formula, no V x V matrices;
+    same value as the `krippendorff` package (which builds units x V x V)."""
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(5, 80)) + rng.normal(size=80)
+    data[rng.random(data.shape) < 0.2] = np.nan
+    ref = krippendorff.alpha(reliability_data=data, level_of_measurement="interval")
+    assert krippendorff_alpha(data, "interval") == pytest.approx(ref, rel=1e-10)
+    # the Krippendorff (2011) example through the same formula
+    from delusion_bayes.baselines.reliability import _interval_alpha_direct
+
+    assert _interval_alpha_direct(K2011) == pytest.approx(0.8491071428571428, rel=1e-12)
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     units=hnp.arrays(float, st.integers(3, 30), elements=st.integers(1, 4).map(float)),
@@ -147,7 +161,7 @@ def test_kappa_cohen_1968_published_example():
     .44 .07 .09 / .05 .20 .05 / .01 .03 .06; kappa = .492 and weighted kappa = .348 with
     disagreement weights 0 1 3 / 1 0 6 / 3 6 0 (reproduced in R psych's ?cohen.kappa).
 
-    R 4.x, psych::cohen.kappa::
+    R 4.2.2, psych 2.2.9, psych::cohen.kappa (re-run 2026-11-29)::
 
         > cohen <- matrix(c(0.44,0.07,0.09, 0.05,0.20,0.05, 0.01,0.03,0.06),ncol=3,byrow=TRUE)
         > r1 <- cohen.kappa(cohen, matrix(c(0,1,3, 1,0,6, 3,6,0),ncol=3), n.obs=200)
@@ -166,6 +180,10 @@ def test_kappa_cohen_1968_published_example():
     )
     assert weighted_kappa(a, b, "quadratic") == pytest.approx(0.4545454545, abs=1e-9)
     assert weighted_kappa(a, b, "linear") == pytest.approx(0.4736842105, abs=1e-9)
+    assert cohen_kappa(a, b) == pytest.approx(29 / 59, rel=1e-12)
+    assert weighted_kappa(a, b, [[0, 1, 3], [1, 0, 6], [3, 6, 0]]) == pytest.approx(8 / 23)
+    assert weighted_kappa(a, b, "quadratic") == pytest.approx(5 / 11, rel=1e-12)
+    assert weighted_kappa(a, b, "linear") == pytest.approx(9 / 19, rel=1e-12)
 
 
 def test_kappa_labels_nan_and_errors():
@@ -202,7 +220,7 @@ def test_icc_shrout_fleiss_1979_table2():
     """Shrout & Fleiss (1979), Table 4 (data of Table 2): ICC(1,1) = .17, ICC(2,1) = .29,
     ICC(3,1) = .71, ICC(1,4) = .44, ICC(2,4) = .62, ICC(3,4) = .91.
 
-    Full precision, F tests and 95% CIs from R 4.x, psych 2.x::
+    Full precision, F tests and 95% CIs from R 4.2.2, psych 2.2.9 (re-run 2026-11-29)::
 
         > sf <- matrix(c(9,2,5,8, 6,1,3,2, 8,4,6,8, 7,1,2,6, 10,5,6,9, 6,2,4,7), ncol=4, byrow=TRUE)
         > ICC(sf, lmer=FALSE)$results

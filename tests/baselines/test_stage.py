@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 from omegaconf import OmegaConf
 
 from delusion_bayes.baselines.config import BaselinesConfig
@@ -39,11 +41,27 @@ def test_default_yaml_matches_schema():
 
 
 @pytest.fixture(scope="module")
-def runs(traj, tmp_path_factory):
+def study_with_recoding(traj):
+    """traj plus a second coder's re-coding of a 20% subsample of days (level_*_recoded),
+    stricter than the adjudicator on two Level-B days."""
+    ds = traj.copy()
+    sub = np.zeros(traj.level_b.shape, bool)
+    sub[:, ::5] = True
+    for v in ("level_a", "level_b"):
+        ds[f"{v}_recoded"] = traj[v].where(xr.DataArray(sub, dims=traj[v].dims))
+    lb = ds.level_b_recoded.values.copy()
+    for m, d in np.argwhere(lb == 1)[:2]:
+        lb[m, d] = 0
+    ds["level_b_recoded"] = (traj.level_b.dims, lb)
+    return ds
+
+
+@pytest.fixture(scope="module")
+def runs(study_with_recoding, tmp_path_factory):
     out = []
     for name in ("a", "b"):
         d = tmp_path_factory.mktemp(name)
-        out.append((d, stage.run(traj, _cfg(), d)))
+        out.append((d, stage.run(study_with_recoding, _cfg(), d)))
     return out
 
 
@@ -60,14 +78,15 @@ def test_stage_writes_tables_and_index(runs, traj):
     assert {"vendor", "cohort", "first_clinical", "first_stable", "first_level_b"} <= set(
         t1.columns
     )
+    c1 = pd.read_csv(out / "tableC1_reliability.csv", index_col="variable")
+    assert c1.loc["level_b (re-coded subsample)", "pct_agreement"] < 100
+    assert c1.loc["level_a (re-coded subsample)", "kappa_q_mean"] == pytest.approx(1.0)
     d1 = pd.read_csv(out / "tableD1_logistic.csv", index_col="model")
     assert {"t50_ci_low", "t50_ci_high", "status", "converged"} <= set(d1.columns)
     con = pd.read_csv(out / "contrasts.csv")
     assert con.exact.all() and set(con.contrast) == {
         "late-2025 vs earlier cohort", "anthropic vs other vendors", "Claude 4.5 generation vs rest"
     }  # fmt: skip
-    import xarray as xr
-
     with xr.open_dataset(out / "consensus.nc", engine="h5netcdf") as cons:
         assert set(cons.data_vars) == {"recognition", "confidence", "intervention", "disengagement"}
         assert "rater" not in cons.dims and "vendor" in cons.coords
