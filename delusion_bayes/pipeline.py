@@ -187,6 +187,11 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         path = build_supplement(Path(str(from_run)), cfg.report)
         return {"supplement": str(path)}
 
+    unknown = [n for n in cfg.stages if n not in STAGES]
+    if unknown:  # a config error: say so before any work is done
+        raise ValueError(
+            f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
+        )
     started = time.perf_counter()
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     log.info("loading the study (%s, %s)", cfg.data.kind, cfg.data.source)
@@ -214,7 +219,20 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
     failed: list[str] = []
     stages = list(cfg.stages)
     for name in stages:
-        module = _stage_module(name)
+        try:
+            module = _stage_module(name)
+        except (
+            ImportError
+        ) as err:  # e.g. an optional extra not installed: this stage fails, not the run
+            failed.append(name)
+            record["stages"][name] = {
+                "status": "failed",
+                "error": f"{type(err).__name__}: {err}",
+                "traceback": traceback.format_exc(),
+            }
+            log.error("stage %s FAILED to import: %s", name, err)
+            write_record()
+            continue
         kinds = tuple(getattr(module, "KIND", KINDS))
         if cfg.data.kind not in kinds:
             log.info(

@@ -98,11 +98,11 @@ _PAPER_MODELS: tuple[_ModelTruth, ...] = tuple(
 _SMALL_MODELS: tuple[_ModelTruth, ...] = tuple(
     _ModelTruth(*row)
     for row in (
-        ("Early", "vendor-a", "2", "new", "early", 4.0, 1.5, 3.0, 0.15, 1.5, 2.0, 0.0),
-        ("Middle", "vendor-a", "1", "old", "gradual", 4.0, 0.8, 6.0, 0.15, 0.5, -1.0, 0.8),
-        ("Late", "vendor-b", "2", "new", "late", 4.0, 2.5, 9.0, 0.15, 0.0, -2.0, 0.0),
-        ("Never", "vendor-b", "1", "old", "never", 4.0, 0.5, 25.0, 0.12, -2.0, -6.0, 0.0),
-        ("Oscillating", "vendor-c", "1", "old", "oscillating", 3.3, 0.8, 8.0, 0.6, 0.0, -4.0, 0.0),
+        ("Early", "anthropic", "4.5", "late-2025", "early", 4.0, 1.5, 3.0, 0.15, 1.5, 2.0, 0.0),
+        ("Middle", "anthropic", "4", "earlier", "gradual", 4.0, 0.8, 6.0, 0.15, 0.5, -1.0, 0.8),
+        ("Late", "openai", "4.5", "late-2025", "late", 4.0, 2.5, 9.0, 0.15, 0.0, -2.0, 0.0),
+        ("Never", "openai", "4", "earlier", "never", 4.0, 0.5, 25.0, 0.12, -2.0, -6.0, 0.0),
+        ("Oscillating", "google", "3", "earlier", "oscillating", 3.3, 0.8, 8.0, 0.6, 0.0, -4.0, 0.0),
     )
 )  # fmt: skip
 
