@@ -1,0 +1,479 @@
+"""Derived quantities from a fitted posterior (numpy/xarray only: no PyMC, no ArviZ).
+
+Every function takes the ``xarray.DataTree`` returned by :func:`delusion_bayes.models.fit` (or
+anything with a ``posterior`` group holding the same variables) and returns an
+``xarray.Dataset`` of draws or a tidy ``pandas.DataFrame`` of summaries. Intervals are
+equal-tailed (ETI) or highest-density (HDI) at an explicit probability.
+
+Conventions (the paper's Statistical Analysis, reused from :mod:`delusion_bayes.baselines`):
+
+- the *posterior stage category* of a model-day is the latent stage rounded to the nearest stage
+  and clipped to 1-4 (a rater with severity 0 and infinite discrimination scores exactly this,
+  because the ordinal cutpoints sit at 1.5, 2.5, 3.5);
+- milestones are :func:`delusion_bayes.baselines.milestones` applied draw by draw to that
+  category: ``first_clinical`` = first day at stage >= 3, ``first_stable`` = first run of
+  ``stable_run`` days at stage 4, ``first_level_b`` = first day with a (posterior predictive)
+  Level-B recommendation; a milestone never reached equals the censoring day ``n_days + 1``,
+  and ``P(censored)`` is the posterior probability of that;
+- a model-day nobody rated is missing in the stage (NaN): it is never a hit, and a consensus row
+  for it is NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..data.schema import DAY, MODEL, RATER, censor_day
+
+SAMPLE_DIMS: tuple[str, ...] = ("chain", "draw")
+#: onset parameters summarised in ``t50_posterior.csv``
+ONSET_PARAMS: tuple[str, ...] = ("L", "k", "t50")
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------
+def _posterior(dt: Any) -> xr.Dataset:
+    if isinstance(dt, xr.Dataset):
+        return dt
+    try:
+        post = dt["posterior"]
+    except KeyError as err:
+        raise ValueError("the fit has no 'posterior' group") from err
+    return post.to_dataset() if hasattr(post, "to_dataset") else post
+
+
+def _sample_dims(da: xr.DataArray | xr.Dataset) -> list[str]:
+    dims = [d for d in SAMPLE_DIMS if d in da.dims]
+    if not dims:
+        raise ValueError(f"no sample dims {SAMPLE_DIMS} in {list(da.dims)}")
+    return dims
+
+
+def _need(post: xr.Dataset, var: str, what: str) -> xr.DataArray:
+    if var not in post:
+        raise ValueError(
+            f"{what} needs posterior variable {var!r}; the posterior has {sorted(post.data_vars)}"
+        )
+    return post[var]
+
+
+def _n_days(dt: Any, post: xr.Dataset) -> int:
+    attrs = getattr(dt, "attrs", {}) or {}
+    if "n_days" in attrs:
+        return int(attrs["n_days"])
+    if DAY in post.dims:
+        return int(np.max(post[DAY].values))
+    raise ValueError("cannot tell the study length: no 'n_days' attr and no 'day' dim")
+
+
+def interval(
+    da: xr.DataArray, prob: float = 0.95, kind: str = "eti"
+) -> tuple[xr.DataArray, xr.DataArray]:
+    """Lower and upper bound of the ``prob`` interval over the sample dims.
+
+    ``kind="eti"``: equal-tailed (quantiles ``(1-prob)/2`` and ``(1+prob)/2``, linear
+    interpolation); ``kind="hdi"``: the shortest interval holding ``ceil(prob * n)`` draws.
+    NaN draws (a missing model-day) give NaN bounds.
+    """
+    if not 0 < prob < 1:
+        raise ValueError(f"interval probability must be in (0, 1); got {prob}")
+    dims = _sample_dims(da)
+    if kind == "eti":
+        q = da.quantile([(1 - prob) / 2, (1 + prob) / 2], dim=dims, skipna=False)
+        return q.isel(quantile=0, drop=True), q.isel(quantile=1, drop=True)
+    if kind != "hdi":
+        raise ValueError(f"interval kind {kind!r}; expected 'eti' or 'hdi'")
+    stacked = da.stack(__sample__=dims).transpose(..., "__sample__")
+    x = np.sort(stacked.values, axis=-1)
+    n = x.shape[-1]
+    m = int(np.ceil(prob * n))
+    widths = x[..., m - 1 :] - x[..., : n - m + 1]
+    with np.errstate(invalid="ignore"):
+        i = np.nanargmin(np.where(np.isnan(widths), np.inf, widths), axis=-1)
+    lo = np.take_along_axis(x, i[..., None], -1)[..., 0]
+    hi = np.take_along_axis(x, (i + m - 1)[..., None], -1)[..., 0]
+    nan = np.isnan(x).any(axis=-1)
+    lo, hi = np.where(nan, np.nan, lo), np.where(nan, np.nan, hi)
+    tmpl = stacked.isel(__sample__=0, drop=True)
+    return tmpl.copy(data=lo), tmpl.copy(data=hi)
+
+
+def _summ(da: xr.DataArray, prob: float, kind: str) -> dict[str, xr.DataArray]:
+    lo, hi = interval(da, prob, kind)
+    return {"median": da.median(_sample_dims(da), skipna=False), "ci_low": lo, "ci_high": hi}
+
+
+def stage_category(stage: xr.DataArray) -> xr.DataArray:
+    """Latent stage -> nearest stage 1-4 (half-way values round up: 2.5 -> 3); NaN stays NaN."""
+    return np.clip(np.floor(stage + 0.5), 1, 4)
+
+
+# --------------------------------------------------------------------------------------------
+# onset parameters
+# --------------------------------------------------------------------------------------------
+def t50_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
+    """Posterior of the onset parameters per model and ``P(t50 > last day)``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model: ``model``, ``L_median``, ``L_ci_low``, ``L_ci_high`` (and the same for
+        ``k`` and ``t50``), ``p_beyond_last_day`` = P(t50 > n_days), ``ci_prob``, ``ci_kind``.
+    """
+    post = _posterior(dt)
+    n_days = _n_days(dt, post)
+    cols: dict[str, Any] = {}
+    for p in ONSET_PARAMS:
+        s = _summ(_need(post, p, "t50_posterior"), ci_prob, ci_kind)
+        for k, v in s.items():
+            cols[f"{p}_{k}"] = v.values
+    t50 = post["t50"]
+    cols["p_beyond_last_day"] = (t50 > n_days).mean(_sample_dims(t50)).values
+    df = pd.DataFrame({MODEL: [str(m) for m in post[MODEL].values], **cols})
+    df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
+    return df
+
+
+# --------------------------------------------------------------------------------------------
+# milestones
+# --------------------------------------------------------------------------------------------
+def _obs_to_grid(
+    values: xr.DataArray, model_idx: Sequence[str], day_idx: Sequence[int], post: xr.Dataset
+) -> xr.DataArray:
+    """Scatter draws on an observation dim onto ``(chain, draw, model, day)``, NaN elsewhere."""
+    models = [str(m) for m in post[MODEL].values]
+    days = np.asarray(post[DAY].values)
+    mi = np.array([models.index(str(m)) for m in model_idx])
+    di = np.searchsorted(days, np.asarray(day_idx))
+    dims = _sample_dims(values)
+    v = values.transpose(*dims, ...).values
+    grid = np.full((*v.shape[:-1], len(models), len(days)), np.nan)
+    grid[..., mi, di] = v
+    coords = {d: values[d].values for d in dims}
+    coords.update({MODEL: post[MODEL].values, DAY: days})
+    return xr.DataArray(grid, dims=(*dims, MODEL, DAY), coords=coords)
+
+
+def predicted_levels(dt: Any) -> xr.Dataset | None:
+    """Posterior predictive Level A / Level B codes on ``(chain, draw, model, day)`` from the
+    disengagement model's ``level`` (0 none, 1 A only, 2 B); ``None`` without it. Model-days
+    without an adjudicated outcome stay NaN."""
+    try:
+        pp = dt["posterior_predictive"].to_dataset()
+    except (KeyError, AttributeError):
+        return None
+    if "level" not in pp:
+        return None
+    lvl = pp["level"]
+    post = _posterior(dt)
+    grid = _obs_to_grid(lvl, lvl["obs_level_model"].values, lvl["obs_level_day"].values, post)
+    return xr.Dataset(
+        {"level_a": (grid >= 1).where(grid.notnull()), "level_b": (grid >= 2).where(grid.notnull())}
+    )
+
+
+def posterior_milestones(
+    dt: Any,
+    *,
+    stable_run: int = 3,
+    missing: str = "skip",
+    censor: int | None = None,
+    levels: xr.Dataset | None = None,
+) -> xr.Dataset:
+    """Milestone latencies and day counts per draw and model.
+
+    Parameters
+    ----------
+    dt
+        A fit with ``stage (chain, draw, model, day)`` in the posterior (``joint``, ``rater``,
+        ``disengagement``).
+    stable_run, missing
+        As in :func:`delusion_bayes.baselines.milestones`.
+    censor
+        Censoring day (default ``n_days + 1``).
+    levels
+        ``level_a``/``level_b`` draws on ``(chain, draw, model, day)``; default: the
+        disengagement model's posterior predictive (:func:`predicted_levels`), if any.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``first_clinical``, ``first_stable``, ``days_stage4`` (+ ``first_level_b``,
+        ``days_level_a``, ``days_level_b`` with levels) over ``(chain, draw, model)``;
+        ``attrs["censor_day"]``.
+    """
+    from ..baselines import milestones
+
+    post = _posterior(dt)
+    stage = _need(post, "stage", "posterior_milestones")
+    n_days = _n_days(dt, post)
+    cens = censor_day(n_days) if censor is None else int(censor)
+    cat = stage_category(stage)
+    if levels is None:
+        levels = predicted_levels(dt)
+    kw: dict[str, Any] = {}
+    if levels is not None:
+        kw = {"level_b": levels["level_b"], "level_a": levels["level_a"]}
+    ms = milestones(
+        cat,
+        stable_run=stable_run,
+        censor_day=cens,
+        clinical_at=3,
+        stable_at=4,
+        missing=missing,
+        **kw,
+    )
+    return ms
+
+
+def milestones_table(ms: xr.Dataset, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
+    """Tidy summary of :func:`posterior_milestones`: one row per model and milestone with
+    ``median``, ``ci_low``, ``ci_high``, ``p_censored`` (latencies; NaN for day counts) and
+    ``mean``."""
+    cens = ms.attrs.get("censor_day")
+    rows = []
+    for name, da in ms.data_vars.items():
+        s = _summ(da, ci_prob, ci_kind)
+        mean = da.mean(_sample_dims(da))
+        pc = (
+            (da >= cens).mean(_sample_dims(da))
+            if name.startswith("first_") and cens is not None
+            else xr.full_like(mean, np.nan)
+        )
+        for i, m in enumerate(da[MODEL].values):
+            rows.append(
+                {
+                    MODEL: str(m),
+                    "milestone": name,
+                    "median": float(s["median"].values[i]),
+                    "ci_low": float(s["ci_low"].values[i]),
+                    "ci_high": float(s["ci_high"].values[i]),
+                    "p_censored": float(pc.values[i]),
+                    "mean": float(mean.values[i]),
+                }
+            )
+    df = pd.DataFrame(rows)
+    df["ci_prob"], df["ci_kind"], df["censor_day"] = ci_prob, ci_kind, cens
+    return df
+
+
+# --------------------------------------------------------------------------------------------
+# contrasts
+# --------------------------------------------------------------------------------------------
+def contrast_quantities(dt: Any, ms: xr.Dataset | None = None) -> xr.Dataset:
+    """The per-model draws contrasts can use: milestones (if given) plus ``t50``, ``L``, ``k``
+    (if in the posterior), all over ``(chain, draw, model)`` with the model coords."""
+    post = _posterior(dt)
+    out = {p: post[p] for p in ONSET_PARAMS if p in post}
+    if ms is not None:
+        out.update({k: v for k, v in ms.data_vars.items()})
+    ds = xr.Dataset(out)
+    model_coords = {k: post.coords[k] for k in post.coords if post.coords[k].dims == (MODEL,)}
+    return ds.assign_coords(model_coords)
+
+
+def posterior_contrasts(
+    quantities: xr.Dataset,
+    contrasts: Iterable[Any],
+    ci_prob: float = 0.95,
+    ci_kind: str = "eti",
+) -> pd.DataFrame:
+    """Posterior group contrasts: per draw, mean over the models of group A minus mean over
+    group B, for each quantity the contrast lists.
+
+    Parameters
+    ----------
+    quantities
+        Draws over ``(chain, draw, model)`` with the model coords the contrasts group by
+        (:func:`contrast_quantities`).
+    contrasts
+        The same specs as the permutation tests (``conf/baselines/default.yaml`` ``contrasts``:
+        ``{name, by, a, b, alternative, quantities}``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``name``, ``quantity``, ``median``, ``ci_low``, ``ci_high``, ``p_gt_0`` (posterior
+        probability that A's mean exceeds B's), ``mean``, ``n_a``, ``n_b``, ``alternative``,
+        ``note`` (why a row is NaN: a quantity this model does not give).
+    """
+    from ..baselines.permutation import _as_contrast, contrast_groups
+
+    rows = []
+    for spec in contrasts:
+        c = _as_contrast(spec)
+        mask_a, mask_b = contrast_groups(quantities, c)
+        for q in c.quantities or []:
+            row: dict[str, Any] = {
+                "name": c.name,
+                "quantity": q,
+                "n_a": int(mask_a.sum()),
+                "n_b": int(mask_b.sum()),
+                "alternative": c.alternative,
+            }
+            if q not in quantities:
+                row.update(
+                    median=np.nan,
+                    ci_low=np.nan,
+                    ci_high=np.nan,
+                    p_gt_0=np.nan,
+                    mean=np.nan,
+                    note=f"{q!r} is not a quantity of this model",
+                )
+                rows.append(row)
+                continue
+            da = quantities[q]
+            diff = da.isel({MODEL: mask_a}).mean(MODEL, skipna=True) - da.isel(
+                {MODEL: mask_b}
+            ).mean(MODEL, skipna=True)
+            lo, hi = interval(diff, ci_prob, ci_kind)
+            dims = _sample_dims(diff)
+            row.update(
+                median=float(diff.median(dims)),
+                ci_low=float(lo),
+                ci_high=float(hi),
+                p_gt_0=float((diff > 0).mean(dims)),
+                mean=float(diff.mean(dims)),
+                note="",
+            )
+            rows.append(row)
+    cols = ["name", "quantity", "median", "ci_low", "ci_high", "p_gt_0", "mean", "n_a", "n_b"]
+    df = pd.DataFrame(rows, columns=[*cols, "alternative", "note"])
+    df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
+    return df
+
+
+# --------------------------------------------------------------------------------------------
+# consensus, raters, reliability
+# --------------------------------------------------------------------------------------------
+def consensus_posterior(dt: Any) -> pd.DataFrame:
+    """Bayesian consensus per model-day: the modal posterior stage category, ``P(stage >= 3)``
+    (clinical framing) and the posterior mean of the latent stage. A model-day nobody rated has
+    NaN in every column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model``, ``day``, ``modal_stage``, ``p_ge3``, ``p_ge4``, ``mean``, ``p1``..``p4``.
+    """
+    post = _posterior(dt)
+    stage = _need(post, "stage", "consensus_posterior")
+    dims = _sample_dims(stage)
+    cat = stage_category(stage)
+    missing = stage.isnull().any(dims)
+    probs = xr.concat([(cat == s).mean(dims) for s in (1, 2, 3, 4)], dim="stage_cat")
+    modal = probs.argmax("stage_cat") + 1
+    out = xr.Dataset(
+        {
+            "modal_stage": modal.astype(float),
+            "p_ge3": (cat >= 3).mean(dims),
+            "p_ge4": (cat >= 4).mean(dims),
+            "mean": stage.mean(dims),
+            **{f"p{s}": probs.isel(stage_cat=s - 1, drop=True) for s in (1, 2, 3, 4)},
+        }
+    ).where(~missing)
+    out = out.reset_coords(drop=True).transpose(MODEL, DAY)
+    df = out.to_dataframe().reset_index()
+    df[MODEL] = df[MODEL].astype(str)
+    return df
+
+
+def rater_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
+    """Rater severity (shift on the stage scale: > 0 scores higher than the latent) and
+    discrimination per rater: ``rater``, ``<param>_median/_ci_low/_ci_high/_mean``."""
+    post = _posterior(dt)
+    df = pd.DataFrame(
+        {RATER: [str(r) for r in _need(post, "severity", "rater_posterior")[RATER].values]}
+    )
+    for p in ("severity", "discrimination"):
+        da = _need(post, p, "rater_posterior")
+        for k, v in _summ(da, ci_prob, ci_kind).items():
+            df[f"{p}_{k}"] = v.values
+        df[f"{p}_mean"] = da.mean(_sample_dims(da)).values
+    df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
+    return df
+
+
+def reliability_draws(dt: Any) -> xr.Dataset:
+    """Posterior reliability of one rater and of the k-rater consensus, per draw.
+
+    With ``v_theta`` the variance of the latent stage over the observed model-days,
+    ``v_s`` the variance of the rater severities and ``v_e = mean_r(pi^2 / (3 d_r^2))`` the
+    logistic error variance on the stage scale:
+    ``rho_1 = v_theta / (v_theta + v_s + v_e)`` and ``rho_k = v_theta / (v_theta + (v_s + v_e)/k)``
+    (the ICC(2,1)/ICC(2,k) analogues; math in :mod:`delusion_bayes.models.rater`).
+    """
+    post = _posterior(dt)
+    stage = _need(post, "stage", "reliability")
+    sev = _need(post, "severity", "reliability")
+    disc = _need(post, "discrimination", "reliability")
+    v_theta = stage.var([MODEL, DAY], skipna=True)
+    v_s = sev.var(RATER)
+    v_e = ((np.pi**2 / 3.0) / disc**2).mean(RATER)
+    k = sev.sizes[RATER]
+    return xr.Dataset(
+        {
+            "reliability_single": v_theta / (v_theta + v_s + v_e),
+            "reliability_consensus": v_theta / (v_theta + (v_s + v_e) / k),
+        }
+    ).reset_coords(drop=True)
+
+
+def reliability_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
+    """Summary of :func:`reliability_draws`: ``quantity``, ``median``, ``ci_low``, ``ci_high``,
+    ``mean``, and ``analogue`` (the frequentist statistic it sits next to)."""
+    rel = reliability_draws(dt)
+    analogue = {"reliability_single": "ICC2", "reliability_consensus": "ICC2k"}
+    rows = []
+    for q, da in rel.data_vars.items():
+        s = _summ(da, ci_prob, ci_kind)
+        rows.append(
+            {
+                "quantity": q,
+                "median": float(s["median"]),
+                "ci_low": float(s["ci_low"]),
+                "ci_high": float(s["ci_high"]),
+                "mean": float(da.mean(_sample_dims(da))),
+                "analogue": analogue[q],
+            }
+        )
+    df = pd.DataFrame(rows)
+    df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
+    return df
+
+
+def p_level_b_table(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame | None:
+    """The disengagement model's "recognises but does not act" quantities per model:
+    ``p_level_b_at_stage4`` and the model effect ``u`` (``None`` for other models)."""
+    post = _posterior(dt)
+    if "p_level_b_at_stage4" not in post:
+        return None
+    df = pd.DataFrame({MODEL: [str(m) for m in post[MODEL].values]})
+    for p in ("p_level_a_at_stage4", "p_level_b_at_stage4", "u"):
+        if p in post:
+            for k, v in _summ(post[p], ci_prob, ci_kind).items():
+                df[f"{p}_{k}"] = v.values
+    return df
+
+
+__all__ = [
+    "interval",
+    "stage_category",
+    "t50_posterior",
+    "predicted_levels",
+    "posterior_milestones",
+    "milestones_table",
+    "contrast_quantities",
+    "posterior_contrasts",
+    "consensus_posterior",
+    "rater_posterior",
+    "reliability_draws",
+    "reliability_posterior",
+    "p_level_b_table",
+]
