@@ -1,0 +1,316 @@
+"""The ArviZ 1.x diagnostics gate and model comparison.
+
+:func:`diagnose` gives one row per scalar parameter (mean, sd, interval, R-hat, ESS bulk/tail,
+pass); :func:`gate` adds the sampler-level checks (divergences, E-BFMI, tree-depth hits) and
+says whether the fit may be used, with the reasons when not. A failing fit is logged at ERROR
+level and written as such; with ``fail_on_bad_fit`` it raises :class:`BadFitError`.
+
+ArviZ 1.x (``arviz`` 1.3 = ``arviz_base`` + ``arviz_stats`` + ``arviz_plots``): results are
+``xarray.DataTree``; ``az.rhat``/``az.ess`` return Datasets; ``az.loo`` returns ``ELPDData``
+with ``pareto_k``; ``az.compare`` takes ``{name: DataTree}``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .config import InferenceConfig
+
+log = logging.getLogger(__name__)
+
+#: posterior variables never gated: the masked latent stage (NaN on missing model-days) is a
+#: deterministic of gated parameters, and the PPC/derived variables are not parameters
+UNGATED: tuple[str, ...] = ()
+
+
+class BadFitError(RuntimeError):
+    """A fit failed the diagnostics gate and ``fail_on_bad_fit`` is set."""
+
+
+def _cfg(cfg: Any) -> InferenceConfig:
+    if cfg is None:
+        return InferenceConfig()
+    if isinstance(cfg, InferenceConfig):
+        return cfg
+    fields = InferenceConfig.__dataclass_fields__
+    vals = {k: cfg[k] for k in fields if k in cfg} if hasattr(cfg, "keys") else {}
+    return InferenceConfig(**vals)
+
+
+def _clean_posterior(dt: Any, var_names: Sequence[str] | None) -> xr.Dataset:
+    post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt
+    post = post.reset_coords(drop=True)
+    if var_names is not None:
+        missing = [v for v in var_names if v not in post]
+        if missing:
+            raise ValueError(
+                f"diagnose: variables {missing} are not in the posterior "
+                f"(has {sorted(post.data_vars)})"
+            )
+        post = post[list(var_names)]
+    return post
+
+
+def _flat(ds: xr.Dataset) -> pd.Series:
+    """Dataset of per-parameter values -> Series indexed ``var[coord,...]``."""
+    out: dict[str, float] = {}
+    for name, da in ds.data_vars.items():
+        if da.ndim == 0:
+            out[name] = float(da.values)
+            continue
+        stacked = da.stack(__p__=da.dims)
+        labels = [
+            f"{name}[{','.join(str(x) for x in (i if isinstance(i, tuple) else (i,)))}]"
+            for i in stacked["__p__"].values
+        ]
+        out.update(zip(labels, stacked.values.astype(float), strict=True))
+    return pd.Series(out)
+
+
+def diagnose(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per-parameter diagnostics with pass/fail against the config thresholds.
+
+    Parameters
+    ----------
+    dt
+        A fit (``xarray.DataTree`` with ``posterior``).
+    cfg
+        :class:`~delusion_bayes.inference.config.InferenceConfig` (or a mapping with its keys):
+        ``rhat_max`` (1.01), ``ess_min_per_chain`` (100), ``ci_probs[0]``, ``ci_kind``.
+    var_names
+        Variables to check (default: every posterior variable).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index ``parameter`` (``t50[Late]``); columns ``variable``, ``mean``, ``sd``, ``ci_low``,
+        ``ci_high``, ``r_hat``, ``ess_bulk``, ``ess_tail``, ``constant`` (a parameter with no
+        posterior variance, e.g. ``k`` of the step variant: not gated), ``pass``.
+        ``attrs`` hold ``ci_prob``, ``ci_kind``, ``ess_min``.
+    """
+    import arviz as az
+
+    from ..models.derived import interval
+
+    c = _cfg(cfg)
+    post = _clean_posterior(dt, var_names)
+    # parameters NaN in some draws (stage on a missing model-day) are not diagnosable: drop
+    finite = post.map(lambda da: da.where(np.isfinite(da)))
+    n_chains = post.sizes.get("chain", 1)
+    ess_min = float(c.ess_min_per_chain) * n_chains
+    prob = float(c.ci_probs[0]) if c.ci_probs else 0.95
+    dims = ["chain", "draw"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = zip(*(interval(finite[v], prob, c.ci_kind) for v in finite.data_vars), strict=True)
+        cols = {
+            "mean": _flat(finite.mean(dims)),
+            "sd": _flat(finite.std(dims)),
+            "ci_low": _flat(xr.Dataset({v: x for v, x in zip(finite.data_vars, lo, strict=True)})),
+            "ci_high": _flat(xr.Dataset({v: x for v, x in zip(finite.data_vars, hi, strict=True)})),
+            "r_hat": _flat(az.rhat(finite)),
+            "ess_bulk": _flat(az.ess(finite, method="bulk")),
+            "ess_tail": _flat(az.ess(finite, method="tail")),
+        }
+    df = pd.DataFrame(cols)
+    df.index.name = "parameter"
+    df.insert(0, "variable", [i.split("[")[0] for i in df.index])
+    nan_draws = _flat(finite.isnull().any(dims))
+    df["constant"] = (df["sd"].fillna(0) <= 1e-12) | nan_draws.reindex(df.index).astype(bool)
+    ok = (df["r_hat"] <= c.rhat_max) & (df["ess_bulk"] >= ess_min) & (df["ess_tail"] >= ess_min)
+    df["pass"] = ok | df["constant"]
+    df.attrs.update(ci_prob=prob, ci_kind=c.ci_kind, ess_min=ess_min, rhat_max=c.rhat_max)
+    return df
+
+
+def sampler_stats(dt: Any) -> dict[str, Any]:
+    """Divergences, E-BFMI per chain and tree-depth hits from ``sample_stats`` (any sampler)."""
+    import arviz as az
+
+    out: dict[str, Any] = {"divergences": 0, "ebfmi": [], "treedepth_hits": 0}
+    if "sample_stats" not in getattr(dt, "children", {}):
+        return out
+    ss = dt["sample_stats"].to_dataset()
+    if "diverging" in ss:
+        out["divergences"] = int(ss["diverging"].sum())
+    if "energy" in ss:
+        try:
+            b = az.bfmi(dt)
+            b = b.to_dataset() if hasattr(b, "to_dataset") else b
+            out["ebfmi"] = [float(x) for x in np.ravel(b["energy"].values)]
+        except Exception as err:  # noqa: BLE001 (a diagnostics failure must not hide the fit)
+            log.warning("E-BFMI could not be computed: %s", err)
+    for name in ("maxdepth_reached", "reached_max_treedepth"):
+        if name in ss:
+            out["treedepth_hits"] = int(ss[name].sum())
+            break
+    return out
+
+
+def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[str, Any]:
+    """The diagnostics gate: may this fit be used?
+
+    Returns
+    -------
+    dict
+        ``passed``, ``divergences``, ``max_rhat``, ``min_ess`` (bulk and tail),
+        ``ebfmi_min``, ``treedepth_hits``, ``n_failing`` parameters, ``reasons`` (list of str,
+        empty when passed) and the thresholds used.
+
+    Raises
+    ------
+    BadFitError
+        When the gate fails and ``cfg.fail_on_bad_fit`` is true.
+    """
+    c = _cfg(cfg)
+    table = diagnose(dt, c) if table is None else table
+    st = sampler_stats(dt)
+    gated = table[~table["constant"]]
+    max_rhat = float(gated["r_hat"].max()) if len(gated) else float("nan")
+    min_ess = float(gated[["ess_bulk", "ess_tail"]].min().min()) if len(gated) else float("nan")
+    ebfmi_min = float(min(st["ebfmi"])) if st["ebfmi"] else float("nan")
+    reasons: list[str] = []
+    if st["divergences"] > c.max_divergences:
+        reasons.append(f"{st['divergences']} divergent transitions (allowed {c.max_divergences})")
+    bad_r = gated[gated["r_hat"] > c.rhat_max]
+    if len(bad_r):
+        worst = bad_r["r_hat"].idxmax()
+        reasons.append(
+            f"R-hat > {c.rhat_max} for {len(bad_r)} parameters (worst {worst}: "
+            f"{bad_r['r_hat'].max():.3f})"
+        )
+    ess_min = table.attrs.get("ess_min", c.ess_min_per_chain)
+    bad_e = gated[(gated["ess_bulk"] < ess_min) | (gated["ess_tail"] < ess_min)]
+    if len(bad_e):
+        reasons.append(f"ESS < {ess_min:g} for {len(bad_e)} parameters (lowest {min_ess:.0f})")
+    if st["ebfmi"] and ebfmi_min < c.ebfmi_min:
+        reasons.append(f"E-BFMI {ebfmi_min:.2f} < {c.ebfmi_min} in some chain")
+    if gated["r_hat"].isna().any():
+        reasons.append(f"R-hat not computable for {int(gated['r_hat'].isna().sum())} parameters")
+    result = {
+        "passed": not reasons,
+        "divergences": int(st["divergences"]),
+        "max_rhat": max_rhat,
+        "min_ess": min_ess,
+        "ebfmi_min": ebfmi_min,
+        "treedepth_hits": int(st["treedepth_hits"]),
+        "n_parameters": int(len(table)),
+        "n_failing": int((~table["pass"]).sum()),
+        "reasons": reasons,
+        "thresholds": {
+            "rhat_max": c.rhat_max,
+            "ess_min": ess_min,
+            "max_divergences": c.max_divergences,
+            "ebfmi_min": c.ebfmi_min,
+        },
+    }
+    label = getattr(dt, "attrs", {}).get("variant", "fit")
+    if reasons:
+        log.error("DIAGNOSTICS GATE FAILED for %s: %s", label, "; ".join(reasons))
+        if c.fail_on_bad_fit:
+            raise BadFitError(f"{label} failed the diagnostics gate: " + "; ".join(reasons))
+    else:
+        log.info(
+            "diagnostics gate passed for %s (max R-hat %.3f, min ESS %.0f)",
+            label,
+            max_rhat,
+            min_ess,
+        )
+    return result
+
+
+def summary_table(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -> pd.DataFrame:
+    """``az.summary`` with the interval kind and probability set explicitly (ArviZ 1's default
+    is an 89% ETI). Model coords (vendor, ...) are dropped first: ``az.summary`` cannot stack
+    variables that carry different non-index coords."""
+    import arviz as az
+
+    c = _cfg(cfg)
+    post = _clean_posterior(dt, var_names)
+    post = post[[v for v in post.data_vars if not post[v].isnull().any()]]
+    prob = float(c.ci_probs[0]) if c.ci_probs else 0.95
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        df = az.summary(post, ci_prob=prob, ci_kind=c.ci_kind, round_to="none")
+    df.index.name = "parameter"
+    df.attrs.update(ci_prob=prob, ci_kind=c.ci_kind)
+    return df
+
+
+def loo(dt: Any, var_name: str | None = None):
+    """``az.loo`` (PSIS-LOO) of a fit, warnings about Pareto k kept in the result."""
+    import arviz as az
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return az.loo(dt, var_name=var_name)
+
+
+def loo_table(elpd: Any, name: str) -> pd.DataFrame:
+    """One row of PSIS-LOO numbers: elpd, se, p_loo, and Pareto-k counts (good <= 0.7 or the
+    sample-size threshold ArviZ uses, bad, very bad > 1)."""
+    k = np.asarray(elpd.pareto_k).ravel()
+    good = float(getattr(elpd, "good_k", 0.7) or 0.7)
+    return pd.DataFrame(
+        [
+            {
+                "model": name,
+                "elpd_loo": float(elpd.elpd),
+                "se": float(elpd.se),
+                "p_loo": float(elpd.p),
+                "n_data_points": int(elpd.n_data_points),
+                "k_threshold": good,
+                "n_k_good": int(np.sum(k <= good)),
+                "n_k_bad": int(np.sum((k > good) & (k <= 1))),
+                "n_k_very_bad": int(np.sum(k > 1)),
+                "max_k": float(np.nanmax(k)) if k.size else float("nan"),
+            }
+        ]
+    )
+
+
+def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.DataFrame:
+    """``az.compare`` (PSIS-LOO, stacking weights) of fits sharing the same observations.
+
+    Parameters
+    ----------
+    fits
+        ``{label: DataTree}`` with ``log_likelihood`` groups holding ``var_name`` over the same
+        ``obs`` (e.g. the joint model and its variants).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``az.compare``'s table (rank, elpd, elpd_diff, dse, weight, ...), index ``model``.
+    """
+    import arviz as az
+
+    if len(fits) < 2:
+        raise ValueError(f"compare_fits needs at least two fits; got {list(fits)}")
+    shapes = {k: v["log_likelihood"][var_name].sizes.get("obs") for k, v in fits.items()}
+    if len(set(shapes.values())) > 1:
+        raise ValueError(f"fits do not share the observations of {var_name!r}: {shapes}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        df = az.compare(dict(fits), var_name=var_name, round_to="none")
+    df.index.name = "model"
+    return df
+
+
+__all__ = [
+    "BadFitError",
+    "diagnose",
+    "gate",
+    "sampler_stats",
+    "summary_table",
+    "loo",
+    "loo_table",
+    "compare_fits",
+]
