@@ -21,7 +21,14 @@ from delusion_bayes.data.schema import DAY, MODEL, RATER
 from delusion_bayes.report.frames import find_col, key_column, long_estimates, norm
 from delusion_bayes.report.rundir import RunDir
 from delusion_bayes.report.style import BAND, GREYS, save_figure, series_style, style
-from delusion_bayes.report.tables import LATENCIES, MILESTONES, Posterior, label, open_posterior
+from delusion_bayes.report.tables import (
+    LATENCIES,
+    MILESTONES,
+    Posterior,
+    label,
+    models_csv,
+    open_posterior,
+)
 
 log = logging.getLogger(__name__)
 
@@ -102,12 +109,18 @@ def figure1(
             log.warning("Figure 1: cannot read the logistic fits: %s", err)
     floor = float(run.config_value("baselines.logistic_floor", 1.0) or 1.0)
     band = None
+    tt = np.linspace(days.min(), days.max(), 121)
     if post.folder is not None and (run.path / post.folder / "posterior.nc").is_file():
         pds = open_posterior(run.path / post.folder / "posterior.nc")
         if pds is not None and all(v in pds for v in ("L", "k", "t50")):
-            band = _posterior_band(pds, np.linspace(days.min(), days.max(), 121), ci_prob, floor)
+            band = _posterior_band(pds, tt, ci_prob, floor)
             sources.append(f"{post.folder}/posterior.nc")
-    tt = np.linspace(days.min(), days.max(), 121)
+        elif pds is not None and "stage" in pds and {MODEL, DAY} <= set(pds["stage"].dims):
+            band = _stage_band(pds["stage"], ci_prob)
+            sources.append(f"{post.folder}/posterior.nc")
+    pmean = _posterior_mean_stage(run, post)
+    if pmean is not None:
+        sources.append(pmean[1])
     nrows, ncols = _grid(len(models))
     with style():
         fig, axes = plt.subplots(
@@ -136,12 +149,12 @@ def figure1(
                         label="rater scores" if j == 0 else None,
                     )
             if band is not None and m in band:
-                lo, med, hi = band[m]
+                bx, lo, med, hi = band[m] if len(band[m]) == 4 else (tt, *band[m])
                 ax.fill_between(
-                    tt, lo, hi, color=BAND, lw=0, zorder=0, label=f"posterior {ci_prob:.0%} band"
+                    bx, lo, hi, color=BAND, lw=0, zorder=0, label=f"posterior {ci_prob:.0%} band"
                 )
                 ax.plot(
-                    tt,
+                    bx,
                     med,
                     color=GREYS[1],
                     ls="--",
@@ -149,6 +162,18 @@ def figure1(
                     lw=1.2,
                     zorder=2,
                     label="posterior median",
+                )
+            if pmean is not None and m in pmean[0]:
+                x, y = pmean[0][m]
+                ax.plot(
+                    x,
+                    y,
+                    color=GREYS[1],
+                    ls=":",
+                    marker="none",
+                    lw=1.3,
+                    zorder=2,
+                    label="posterior mean stage",
                 )
             if cons is not None and m in [str(x) for x in cons[MODEL].values]:
                 c = cons.sel({MODEL: m})
@@ -199,6 +224,34 @@ def figure1(
         )
         fig.tight_layout(rect=(0, 0.04, 1, 1))
         return save_figure(fig, out / "figure1_trajectories", formats, dpi), sources
+
+
+def _stage_band(stage, ci_prob: float):
+    """``{model: (days, low, median, high)}`` of a latent ``stage[model, day]`` posterior."""
+    sample = [d for d in ("chain", "draw") if d in stage.dims]
+    a = (1 - ci_prob) / 2
+    q = stage.quantile([a, 0.5, 1 - a], dim=sample)
+    days = stage[DAY].values.astype(float)
+    return {
+        str(m): (days, *q.sel({MODEL: m}).transpose("quantile", DAY).values)
+        for m in stage[MODEL].values
+    }
+
+
+def _posterior_mean_stage(run: RunDir, post: Posterior):
+    """``({model: (days, mean)}, source)`` from the models stage's ``consensus_posterior.csv``
+    (columns ``model, day, mean``), or None."""
+    df, src = models_csv(run, post, "consensus_posterior.csv")
+    if df is None:
+        return None
+    m, d, v = find_col(df, "model"), find_col(df, "day"), find_col(df, "mean", "posterior_mean")
+    if m is None or d is None or v is None:
+        log.warning("Figure 1: %s lacks model/day/mean columns: %s", src, list(df.columns))
+        return None
+    out = {}
+    for name, g in df.sort_values(d).groupby(m, sort=False):
+        out[str(name)] = (g[d].to_numpy(float), g[v].to_numpy(float))
+    return out, src
 
 
 def _posterior_band(pds, tt: np.ndarray, ci_prob: float, floor: float, max_draws: int = 1000):
@@ -278,20 +331,52 @@ def _stage_by_type(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # Figure 3 / 4 (text stage) ----------------------------------------------------------------
-def _per_model_text(
-    run: RunDir, name_words: Sequence[Sequence[str]], need: Callable[[pd.DataFrame], bool]
+def per_model_text(
+    run: RunDir,
+    name_words: Sequence[Sequence[str]],
+    need: Callable[[pd.DataFrame], bool],
+    metric: str | None = None,
 ) -> tuple[pd.DataFrame, str] | None:
     """The first text-stage CSV whose file name contains all words of one of ``name_words``,
-    that has a model column and passes ``need`` (a check of its columns)."""
+    that has a model column and passes ``need`` (a check of its columns). A long table with a
+    ``metric`` column (the text stage's ``turn_contrast.csv``) is cut to the rows of ``metric``."""
     text = run.stage("text")
     rels = list(dict.fromkeys(text.glob("*.csv") + text.glob("**/*.csv")))
     for words in name_words:
         for rel in rels:
             if all(w in rel.lower() for w in words):
                 df = text.csv(rel)
-                if df is not None and find_col(df, "model") is not None and need(df):
+                if df is None or find_col(df, "model") is None:
+                    continue
+                mcol = find_col(df, "metric")
+                if metric is not None and mcol is not None:
+                    df = df[df[mcol].astype(str) == metric].drop(columns=mcol)
+                    df = df.reset_index(drop=True)
+                    if df.empty:
+                        continue
+                if need(df):
                     return df, f"text/{rel}"
     return None
+
+
+#: where Figure 3 / Figure 4 data are looked for in ``text/`` (file-name words, in order)
+FIG3_FILES = (("figure3",), ("model_means",), ("entrainment", "level_b"), ("entrainment",))
+FIG4_FILES = (("figure4",), ("turn_contrast",), ("modality", "turn"), ("modality",))
+
+
+def text_correlation(run: RunDir, metric: str, against: str) -> tuple[float, float] | None:
+    """``(rho, p)`` of ``metric`` with ``against`` from the text stage's ``correlations.csv``."""
+    df = run.stage("text").csv("correlations.csv")
+    if df is None:
+        return None
+    m, a, r = find_col(df, "metric"), find_col(df, "against"), find_col(df, "rho")
+    p = find_col(df, "p", "pvalue", "p_value")
+    if m is None or a is None or r is None:
+        return None
+    row = df[(df[m].astype(str) == metric) & (df[a].astype(str) == against)]
+    if row.empty:
+        return None
+    return float(row[r].iloc[0]), float(row[p].iloc[0]) if p else float("nan")
 
 
 def _entrainment_col(df: pd.DataFrame) -> str | None:
@@ -310,11 +395,7 @@ def figure3(
     """Figure 3: 30-day mean entrainment vs the number of Level-B days per model."""
     import matplotlib.pyplot as plt
 
-    found = _per_model_text(
-        run,
-        [("figure3",), ("entrainment", "level_b"), ("entrainment", "model"), ("entrainment",)],
-        lambda d: _entrainment_col(d) is not None,
-    )
+    found = per_model_text(run, FIG3_FILES, lambda d: _entrainment_col(d) is not None)
     if found is None:
         raise MissingInput("no per-model entrainment table in text/")
     df, src = found
@@ -344,26 +425,16 @@ def figure3(
                 textcoords="offset points",
                 color=GREYS[1],
             )
-        rho = _headline(run, "text", ("rho", "spearman"))
+        corr = text_correlation(run, "entrainment", "days_level_b")
         title = "Entrainment vs Level-B days"
-        if rho is not None:
-            title += f" (Spearman ρ = {rho:.2f}, from the text stage)"
+        if corr is not None:
+            title += f" (Spearman ρ = {corr[0]:.2f})"
+            sources.append("text/correlations.csv")
         ax.set_title(title)
         ax.set_xlabel("days with a Level-B recommendation")
         ax.set_ylabel("mean entrainment")
         fig.tight_layout()
         return save_figure(fig, out / "figure3_entrainment_level_b", formats, dpi), sources
-
-
-def _headline(run: RunDir, stage: str, words: Sequence[str]) -> float | None:
-    for k, v in run.stage(stage).headline.items():
-        if (
-            any(w in k.lower() for w in words)
-            and "entrain" in k.lower()
-            and isinstance(v, int | float)
-        ):
-            return float(v)
-    return None
 
 
 def figure4(
@@ -372,11 +443,7 @@ def figure4(
     """Figure 4: mean modality on naive vs clinical days per escalating model (slope chart)."""
     import matplotlib.pyplot as plt
 
-    found = _per_model_text(
-        run,
-        [("figure4",), ("modality", "turn"), ("modality",)],
-        lambda d: None not in _turn_cols(d),
-    )
+    found = per_model_text(run, FIG4_FILES, lambda d: None not in _turn_cols(d), "modality")
     if found is None:
         raise MissingInput("no per-model modality table (before/after the clinical turn) in text/")
     df, src = found
@@ -429,7 +496,11 @@ def _turn_cols(df: pd.DataFrame) -> tuple[str | None, str | None]:
 
 # Figure E1 ---------------------------------------------------------------------------------
 def figure_e1(
-    run: RunDir, out: Path, formats: Sequence[str], dpi: int
+    run: RunDir,
+    out: Path,
+    formats: Sequence[str],
+    dpi: int,
+    posterior: Posterior | None = None,
 ) -> tuple[list[Path], list[str]]:
     """Figure E1: one panel per milestone; models ordered by first clinical framing; censored
     latencies drawn open at the censoring day; posterior median and interval beside when the
@@ -441,13 +512,15 @@ def figure_e1(
         raise MissingInput("baselines/table1_milestones.csv is missing")
     key = key_column(t1)
     base = long_estimates(t1, key, None)
-    post_df = run.stage("models").csv("milestones_posterior.csv")
+    post_df, post_src = models_csv(
+        run, posterior or Posterior(None, None), "milestones_posterior.csv"
+    )
     post = None
     sources = ["baselines/table1_milestones.csv"]
     if post_df is not None:
         try:
             post = long_estimates(post_df, "model", None).rename(columns={"model": key})
-            sources.append("models/milestones_posterior.csv")
+            sources.append(post_src)
         except ValueError as err:
             log.warning("Figure E1: %s", err)
     found = list(dict.fromkeys(base["quantity"]))

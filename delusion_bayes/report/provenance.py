@@ -164,8 +164,17 @@ def diagnostics(run: RunDir, thresholds: dict[str, float] | None = None) -> Diag
     }
     th.update(thresholds or {})
     head = models.headline
+    gated = set()
+    for rel in models.glob("*/gate.json"):
+        name = rel.split("/")[0]
+        gate = _gate_verdict(models.path / rel, f"models/{rel}", name)
+        if gate is not None:
+            out.verdicts.append(gate)
+            gated.add(name)
     for rel in models.glob("*/diagnostics.csv"):
         name = rel.split("/")[0]
+        if name in gated:
+            continue
         df = models.csv(rel)
         src = f"models/{rel}"
         verdict = _headline_verdict(head, name)
@@ -190,6 +199,37 @@ def diagnostics(run: RunDir, thresholds: dict[str, float] | None = None) -> Diag
                 FitVerdict(name, passed, f"{why} (checked by the report against {th})", src)
             )
     return out
+
+
+def _gate_verdict(path: Path, src: str, name: str) -> FitVerdict | None:
+    """The models stage's own gate (``gate.json``: ``{passed, divergences, max_rhat, min_ess,
+    ebfmi_min, reasons}``) as a verdict; None when the file is unreadable (the report then
+    falls back to ``diagnostics.csv``)."""
+    try:
+        gate = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        log.warning("cannot read %s: %s", path, err)
+        return None
+    if not isinstance(gate, dict) or "passed" not in gate:
+        log.warning("%s has no 'passed' key; using diagnostics.csv instead", path)
+        return None
+    parts = []
+    for key, fmt in (
+        ("max_rhat", "max R-hat {:.3f}"),
+        ("min_ess", "min ESS {:.0f}"),
+        ("divergences", "{:.0f} divergences"),
+        ("ebfmi_min", "min E-BFMI {:.2f}"),
+    ):
+        v = gate.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and v == v:
+            parts.append(fmt.format(v))
+    reasons = gate.get("reasons") or []
+    if isinstance(reasons, str):
+        reasons = [reasons]
+    details = ", ".join(parts)
+    if reasons:
+        details = "; ".join(str(r) for r in reasons) + (f" ({details})" if details else "")
+    return FitVerdict(name, _as_bool(gate["passed"]), details or "gate.json", src)
 
 
 def _headline_verdict(head: dict[str, Any], name: str) -> bool | None:

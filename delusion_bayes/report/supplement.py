@@ -117,6 +117,7 @@ class _Builder:
         self.n_figures = 0
         self.errors: list[str] = []
         self.post = T.choose_posterior(run, cfg.posterior_models)
+        self.diag = diagnostics(run)
 
     # --- blocks ----------------------------------------------------------------------------
     def table(self, t: ReportTable, desc: str | None = None) -> TableBlock:
@@ -205,6 +206,20 @@ class _Builder:
             f"Run it (e.g. `delusion-bayes stages=[{stage},report]`) and rebuild the report.",
         )
 
+    def post_warning(self, what: str) -> list[Note]:
+        """A warning above a table/figure with posterior columns when the chosen model failed
+        its diagnostics (empty list otherwise)."""
+        bad = [v for v in self.diag.failed if v.model == self.post.name]
+        return [
+            Note(
+                "warning",
+                f"The posterior columns of {what} come from `{v.model}`, which FAILED its "
+                f"sampling diagnostics ({v.details}); they are not trustworthy.",
+                "Diagnostics failed",
+            )
+            for v in bad
+        ]
+
     def missing(self, stage: str, rel: str, what: str) -> Note:
         return Note("notrun", f"{what}: `{stage}/{rel}` was not written by the {stage} stage.")
 
@@ -230,7 +245,7 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
     run = RunDir(run_dir)
     b = _Builder(run, cfg)
     b.out.mkdir(parents=True, exist_ok=True)
-    diag = diagnostics(run)
+    diag = b.diag
 
     sections: list[Section] = [_overview(b, diag)]
     if run.kind == "trajectory":
@@ -241,7 +256,7 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
             _section_d(b),
             _section_e(b),
             _section_f(b),
-            _bayes(b, diag),
+            *_bayes(b, diag),
         ]
     if run.kind == "replay" or run.stage("replay").ran:
         sections.append(_replay(b))
@@ -362,6 +377,7 @@ def _main(b: _Builder) -> Section:
     if not base.ran:
         s.add(b.not_run("baselines", "Table 1, Table 2 and Figure 2"))
     else:
+        s.add(*b.post_warning("Table 1 and Figure 1"))
         s.add(
             *b.one_table(
                 "Table 1",
@@ -383,7 +399,8 @@ def _main(b: _Builder) -> Section:
                 "Figure 1.",
                 "Consensus recognition-stage trajectories of every model (squares), the raters' scores "
                 "(grey points, offset per rater), the least-squares logistic fit (black line) and, where a "
-                f"Bayesian model was fitted, its posterior median (dashed) and {b.cfg.ci_prob:.0%} band",
+                f"Bayesian model was fitted, its posterior median (dashed), {b.cfg.ci_prob:.0%} band (grey) "
+                "and posterior mean stage per day (dotted)",
                 *F.figure1(run, b.post, b.fig_dir, b.cfg.figure_formats, b.cfg.dpi, b.cfg.ci_prob),
             )
         ],
@@ -431,14 +448,28 @@ def _text(b: _Builder) -> Section:
                 b.figure(name, caption, *fn(run, b.fig_dir, b.cfg.figure_formats, b.cfg.dpi))
             ],
         )
+        own = [p for p in text.glob("**/*.png") if words in p.lower()]
         if made and isinstance(made[0], Note):
             # the report could not draw it: show the text stage's own figure if it made one
-            own = [p for p in text.glob("**/*.png") if words in p.lower()]
             if own:
                 made = [b.stage_figure("text", own[0], name)]
+        else:  # drawn by the report from the stage's table: the stage's own copy is not repeated
+            b.used.update(f"text/{p}" for p in own)
         s.add(*made)
+    shown = set()
+    for what, fn in (("Figure 3 data", T.figure3_table), ("Figure 4 data", T.figure4_table)):
+        t = b.attempt(what, lambda fn=fn: [fn(run)])
+        if t and t[0] is not None and not isinstance(t[0], Note):
+            shown.add(t[0].sources[0])
+            s.add(b.table(t[0]))
+        elif t and isinstance(t[0], Note):
+            s.add(*t)
+    if text.headline.get("skipped"):
+        s.add(Note("notrun", "The text stage skipped its analyses: "
+                   + str(text.index.get("skipped", "no texts in the study")) + "."))  # fmt: skip
     for rel in text.glob("*.csv"):
-        s.add(*b.attempt(f"text/{rel}", lambda rel=rel: _generic(b, "text", rel)))
+        if f"text/{rel}" not in shown:
+            s.add(*b.attempt(f"text/{rel}", lambda rel=rel: _generic(b, "text", rel)))
     if b.cfg.include_stage_figures:
         for rel in text.glob("**/*.png"):
             if f"text/{rel}" not in b.used:
@@ -497,6 +528,7 @@ def _section_d(b: _Builder) -> Section:
     s = Section("D", "D. Logistic trajectory fits")
     if not run.stage("baselines").ran:
         return s.add(b.not_run("baselines", "Table D1"))
+    s.add(*b.post_warning("Table D1"))
     s.add(
         *b.one_table(
             "Table D1",
@@ -522,7 +554,7 @@ def _section_e(b: _Builder) -> Section:
                     "Figure E1.",
                     "Per-milestone charts: latencies (open circles: never reached, censored) "
                     "and day counts per model, with the posterior median and interval beside where fitted",
-                    *F.figure_e1(run, b.fig_dir, b.cfg.figure_formats, b.cfg.dpi),
+                    *F.figure_e1(run, b.fig_dir, b.cfg.figure_formats, b.cfg.dpi, b.post),
                 )
             ],
         )
@@ -551,14 +583,21 @@ def _section_f(b: _Builder) -> Section:
     return s
 
 
-def _bayes(b: _Builder, diag) -> Section:
+def _bayes(b: _Builder, diag) -> list[Section]:
+    """The Bayesian section: verdicts, comparison, then one subsection per fitted model (its
+    gate, failing parameters, posterior tables not shown beside the baselines, its plots)."""
     run = b.run
     s = Section("bayes", "Bayesian models")
     models = run.stage("models")
     if not models.ran:
-        return s.add(b.not_run("models", "the Bayesian results"))
+        return [s.add(b.not_run("models", "the Bayesian results"))]
     if b.post.name:
-        s.add(Paragraph(f"Side-by-side columns above use model `{b.post.name}`."))
+        s.add(
+            Paragraph(
+                f"The posterior columns beside the baselines (Tables 1, C1, D1, the contrasts, "
+                f"Figures 1 and E1) are those of model `{b.post.name}` (`models/{b.post.name}/`)."
+            )
+        )
     # diagnostics verdicts
     if diag.verdicts:
         import pandas as pd
@@ -588,14 +627,20 @@ def _bayes(b: _Builder, diag) -> Section:
             s.add(
                 Note(
                     "warning",
-                    f"`{v.model}` failed its diagnostics: {v.details}.",
+                    f"`{v.model}` FAILED its diagnostics: {v.details}. Do not interpret its "
+                    "posterior summaries.",
                     "Diagnostics failed",
                 )
             )
         if not diag.failed and not diag.unknown:
             s.add(Note("ok", "Every fitted model passed its sampling diagnostics."))
     else:
-        s.add(Note("notrun", "No `models/<name>/diagnostics.csv` found: no diagnostics verdict."))
+        s.add(
+            Note(
+                "notrun",
+                "No `models/<name>/gate.json` or `diagnostics.csv` found: no diagnostics verdict.",
+            )
+        )
     # comparison
     if models.has("comparison.csv"):
         s.add(
@@ -617,31 +662,115 @@ def _bayes(b: _Builder, diag) -> Section:
                     ],
                 )
             )
-    for rel in ("consensus_posterior.csv", "milestones_posterior.csv", "contrasts_posterior.csv"):
-        if models.has(rel) and f"models/{rel}" not in b.used:
-            s.add(*b.attempt(rel, lambda rel=rel: _generic(b, "models", rel)))
-    for rel in models.glob("*/summary.csv"):
-        if f"models/{rel}" not in b.used:
-            s.add(
-                *b.attempt(
-                    rel,
-                    lambda rel=rel: _generic(
-                        b, "models", rel, f"Posterior summary of `{rel.split('/')[0]}`"
-                    ),
-                )
-            )
+    # files of the stage not inside a model folder
+    for rel in models.glob("*.csv"):
+        if rel != "comparison.csv" and f"models/{rel}" not in b.used:
+            s.add(*b.attempt(f"models/{rel}", lambda rel=rel: _generic(b, "models", rel)))
     if b.cfg.include_stage_figures:
-        pngs = [p for p in models.glob("**/*.png") if f"models/{p}" not in b.used]
-        if pngs:
+        for rel in models.glob("*.png"):
+            if f"models/{rel}" not in b.used:
+                s.add(b.stage_figure("models", rel))
+    sections = [s]
+    names = sorted({p.split("/")[0] for p in models.glob("*/*") if "/" in p})
+    verdicts = {v.model: v for v in diag.verdicts}
+    for name in names:
+        sections.append(_bayes_model(b, name, verdicts.get(name)))
+    return sections
+
+
+#: titles of the per-model tables of the models stage (team contract)
+MODEL_TABLES = {
+    "summary.csv": "Posterior summary of `{name}`",
+    "t50_posterior.csv": "Posterior of L, k and t50 per model (`{name}`)",
+    "milestones_posterior.csv": "Posterior milestone latencies (`{name}`)",
+    "contrasts_posterior.csv": "Posterior contrasts (`{name}`)",
+    "consensus_posterior.csv": "Posterior consensus stage per model-day (`{name}`)",
+    "reliability_posterior.csv": "Posterior reliability (`{name}`)",
+}
+
+
+def _bayes_model(b: _Builder, name: str, verdict) -> Section:
+    """Subsection of one fitted model ``models/<name>/``."""
+    models = b.run.stage("models")
+    s = Section(f"bayes-{name}", f"Model `{name}`", level=3)
+    if verdict is not None and verdict.passed is False:
+        s.add(Note("warning", f"`{name}` FAILED its diagnostics: {verdict.details}.",
+                   "Diagnostics failed"))  # fmt: skip
+    elif verdict is not None and verdict.passed:
+        s.add(Note("ok", f"`{name}` passed its diagnostics: {verdict.details}."))
+    diag_rel = f"{name}/diagnostics.csv"
+    if models.has(diag_rel):
+        s.add(*b.attempt(diag_rel, lambda: _diagnostics_rows(b, name)))
+    for rel in models.glob(f"{name}/*.csv"):
+        if rel != diag_rel and f"models/{rel}" not in b.used:
+            base = rel.split("/")[-1]
+            title = MODEL_TABLES.get(base, rel).format(name=name)
             s.add(
-                Paragraph(
-                    "Diagnostics gallery: rank plots, posterior predictive checks, "
-                    "Pareto-k and comparison plots as the models stage drew them."
-                )
+                *b.attempt(f"models/{rel}", lambda rel=rel, t=title: _generic(b, "models", rel, t))
             )
+    shown = [f for f in models.glob(f"{name}/*.csv") if f"models/{f}" in b.used and f != diag_rel]
+    if shown:
+        s.add(Paragraph("Shown beside the baselines above: "
+                        + ", ".join(f"`models/{f}`" for f in shown) + "."))  # fmt: skip
+    if b.cfg.include_stage_figures:
+        pngs = [p for p in models.glob(f"{name}/**/*.png") if f"models/{p}" not in b.used]
+        if pngs:
+            s.add(Paragraph("Diagnostic plots as the models stage drew them (rank plots, "
+                            "posterior predictive checks, LOO Pareto-k):"))  # fmt: skip
             for rel in pngs:
                 s.add(b.stage_figure("models", rel))
+    if len(s.blocks) == 0:
+        s.add(Note("notrun", f"`models/{name}/` holds no table or figure the report can show."))
     return s
+
+
+def _diagnostics_rows(b: _Builder, name: str) -> list[Any]:
+    """Per-parameter diagnostics: the failing rows as a table (all rows when short), the file
+    linked otherwise."""
+    import pandas as pd
+
+    from delusion_bayes.report.frames import find_col
+    from delusion_bayes.report.provenance import _as_bool
+
+    rel = f"{name}/diagnostics.csv"
+    df = b.run.stage("models").csv(rel)
+    if df is None:
+        return [b.missing("models", rel, "Diagnostics")]
+    if len(df) <= b.cfg.max_inline_rows:
+        return _generic(b, "models", rel, f"Per-parameter diagnostics of `{name}`")
+    b.used.add(f"models/{rel}")
+    pcol = find_col(df, "passed", "pass", "ok")
+    out: list[Any] = []
+    if pcol is not None:
+        bad = df[[_as_bool(v) is False for v in df[pcol]]]
+        out.append(Paragraph(f"`models/{rel}`: {len(df)} parameters, {len(bad)} failing the gate "
+                             "(open the CSV for all rows)."))  # fmt: skip
+        if len(bad):
+            bad = bad.head(b.cfg.max_inline_rows)
+            t = ReportTable(
+                f"models_{name}_diagnostics_failing",
+                f"Parameters of `{name}` failing the diagnostics gate",
+                bad,
+                display_frame(pd.DataFrame(bad), 3),
+                [f"models/{rel}"],
+            )
+            out.append(b.table(t))
+    else:
+        out.append(Paragraph(f"`models/{rel}`: {len(df)} parameters; open the CSV."))
+    return out
+
+
+#: the replay stage's tables (team contract), in document order, with their titles
+REPLAY_TABLES = {
+    "prevalence.csv": "Prevalence of each code per model group (cluster bootstrap CI)",
+    "bayes_prevalence.csv": "Posterior prevalence (Bayesian replay model)",
+    "deltas.csv": "Differences in prevalence between groups",
+    "cluster_bootstrap.csv": "Cluster bootstrap over conversations",
+    "lopo.csv": "Leave-one-persona-out sensitivity",
+    "family.csv": "By model family",
+    "context_depth.csv": "By context depth",
+    "onset.csv": "Onset of each code",
+}
 
 
 def _replay(b: _Builder) -> Section:
@@ -650,8 +779,15 @@ def _replay(b: _Builder) -> Section:
     rp = run.stage("replay")
     if not rp.ran:
         return s.add(b.not_run("replay", "the replay-study results"))
-    for rel in rp.glob("**/*.csv"):
-        s.add(*b.attempt(f"replay/{rel}", lambda rel=rel: _generic(b, "replay", rel)))
+    found = rp.glob("**/*.csv")
+    known = [r for r in REPLAY_TABLES if r in found]
+    for rel in known + [r for r in found if r not in REPLAY_TABLES]:
+        title = REPLAY_TABLES.get(rel)
+        s.add(*b.attempt(f"replay/{rel}", lambda rel=rel, t=title: _generic(b, "replay", rel, t)))
+    missing = [r for r in REPLAY_TABLES if r not in found]
+    if missing:
+        s.add(Note("notrun", "Not written by the replay stage in this run: "
+                   + ", ".join(f"`replay/{r}`" for r in missing) + "."))  # fmt: skip
     if b.cfg.include_stage_figures:
         for rel in rp.glob("**/*.png"):
             s.add(b.stage_figure("replay", rel))

@@ -506,8 +506,8 @@ def table_d1(run: RunDir, post: Posterior, ci_prob: float = 0.95) -> ReportTable
     if post_df is not None:
         notes.append(f"Posterior: median [credible interval] of model `{post.name}`.")
         if find_col(post_df, "p_beyond_last_day") is not None:
-            notes.append("P(t50 > last day): posterior probability that the midpoint lies "
-                         "beyond the observed days.")  # fmt: skip
+            notes.append("P(> last day): posterior probability that t50 lies beyond the "
+                         "observed days.")  # fmt: skip
     return side_by_side(
         "tableD1_logistic",
         "Table D1. Logistic trajectory fits: least squares [bootstrap CI] beside the posterior",
@@ -521,7 +521,7 @@ def table_d1(run: RunDir, post: Posterior, ci_prob: float = 0.95) -> ReportTable
         digits=2,
         extra_base=("r2", "status"),
         notes=notes,
-        post_extra=[("p_beyond_last_day", "P(t50 > last day)", "t50")],
+        post_extra=[("p_beyond_last_day", "P(> last day)", "t50")],
     )
 
 
@@ -730,6 +730,65 @@ def section_f(run: RunDir) -> ReportTable | None:
             "Cells: ρ (p) over the days of each model that never reached clinical framing; "
             "descriptive (days are serially dependent)."
         ],
+    )
+
+
+# text stage --------------------------------------------------------------------------------
+def figure3_table(run: RunDir) -> ReportTable | None:
+    """The data of Figure 3: mean entrainment per model and its Level-B day count (text stage),
+    with the Spearman correlation of the two from ``text/correlations.csv`` in the note."""
+    from delusion_bayes.report.figures import (
+        FIG3_FILES,
+        _entrainment_col,
+        per_model_text,
+        text_correlation,
+    )
+
+    found = per_model_text(run, FIG3_FILES, lambda d: _entrainment_col(d) is not None)
+    if found is None:
+        return None
+    df, src = found
+    cols = [find_col(df, "model"), _entrainment_col(df)]
+    cols += [c for c in (find_col(df, "entrainment_sd"), find_col(df, "entrainment_n_days"),
+                         find_col(df, "days_level_b")) if c is not None]  # fmt: skip
+    data = df[cols].reset_index(drop=True)
+    disp = display_frame(data, 3)
+    disp.columns = [label(c) if c not in cols[:2] else ("Model", "Mean entrainment")[i]
+                    for i, c in enumerate(data.columns)]  # fmt: skip
+    disp.columns = [str(c).replace("_", " ") for c in disp.columns]
+    notes, sources = [], [src]
+    corr = text_correlation(run, "entrainment", "days_level_b")
+    if corr is not None:
+        notes.append(f"Spearman ρ of mean entrainment with Level-B days = {fmt_num(corr[0], 3)} "
+                     f"(p = {fmt_p(corr[1])}), from text/correlations.csv.")  # fmt: skip
+        sources.append("text/correlations.csv")
+    return ReportTable("figure3_entrainment_level_b", "Figure 3 data. Mean entrainment per model "
+                       "and Level-B day count", data, disp, sources, notes)  # fmt: skip
+
+
+def figure4_table(run: RunDir) -> ReportTable | None:
+    """The data of Figure 4: mean modality before vs from each model's clinical turn."""
+    from delusion_bayes.report.figures import FIG4_FILES, _turn_cols, per_model_text
+
+    found = per_model_text(run, FIG4_FILES, lambda d: None not in _turn_cols(d), "modality")
+    if found is None:
+        return None
+    df, src = found
+    before, after = _turn_cols(df)
+    cols = [find_col(df, "model"), find_col(df, "turn_day"), before, after]
+    cols += [find_col(df, "change"), find_col(df, "n_before"), find_col(df, "n_after")]
+    data = df[[c for c in cols if c is not None]].reset_index(drop=True)
+    disp = display_frame(data, 3)
+    names = {"model": "Model", "turn_day": "Turn day", "change": "Change", "n_before": "Days before",
+             "n_after": "Days from", before: "Before the turn", after: "From the turn"}  # fmt: skip
+    disp.columns = [names.get(c, str(c).replace("_", " ")) for c in data.columns]
+    return ReportTable(
+        "figure4_modality_turn",
+        "Figure 4 data. Modality (boosters − hedges per sentence) at the clinical turn",
+        data,
+        disp,
+        [src],
+        ["Turn day: first day of clinical framing in the consensus; '–' = never turned."],
     )
 
 

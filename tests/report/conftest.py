@@ -173,30 +173,100 @@ def make_run(
         )
 
     if "text" in stages:
+        # laid out as delusion_bayes/stages/text.py writes it
         t = root / "text"
         t.mkdir()
         pd.DataFrame(
             {
                 "model": models,
-                "mean": 0.25 - 0.02 * i,
-                "sd": 0.05,
-                "n_days": n_days,
+                "entrainment_mean": 0.25 - 0.02 * i,
+                "entrainment_sd": 0.05,
+                "entrainment_n_days": n_days,
+                "modality_mean": -0.1 + 0.03 * i,
+                "modality_sd": 0.2,
+                "modality_n_days": n_days,
                 "days_level_b": [9, 0, 0, 2, 1][:nm],
+                "mean_consensus": 2.0 + 0.1 * i,
+                "turn_day": [3, 7, np.nan, 21, 5][:nm],
             }
-        ).to_csv(t / "figure3_entrainment_level_b.csv", index=False)
+        ).to_csv(t / "model_means.csv", index=False)
         pd.DataFrame(
             {
-                "model": models,
-                "turn_day": [3, 7, np.nan, 21, 5][:nm],
-                "before": -0.3 + 0.05 * i,
-                "after": [0.02, -0.06, np.nan, -0.2, -0.14][:nm],
+                "metric": ["entrainment", "entrainment", "modality", "modality"],
+                "against": ["days_level_b", "mean_consensus"] * 2,
+                "rho": [-0.6875, -0.5, 0.25, 0.24],
+                "p": [0.03125, 0.2, 0.6, 0.65],
+                "n_models": [nm] * 4,
             }
-        ).to_csv(t / "figure4_modality_turn.csv", index=False)
+        ).to_csv(t / "correlations.csv", index=False)
+        turn = pd.DataFrame(
+            {
+                "model": models * 2,
+                "turn_day": [3, 7, np.nan, 21, 5][:nm] * 2,
+                "before": list(-0.3 + 0.05 * i) + list(0.2 + 0.01 * i),
+                "after": [0.02, -0.06, np.nan, -0.2, -0.14][:nm] + [0.1] * nm,
+                "n_before": [2, 6, n_days, 20, 4][:nm] * 2,
+            }
+        )
+        turn.insert(0, "metric", ["modality"] * nm + ["entrainment"] * nm)
+        turn["change"] = turn["after"] - turn["before"]
+        turn.to_csv(t / "turn_contrast.csv", index=False)
+        pd.DataFrame(
+            [
+                {"model": mo, "day": d, "entrainment": 0.2, "modality": 0.0, "consensus": 1.0}
+                for mo in models
+                for d in range(1, n_days + 1)
+            ]
+        ).to_csv(t / "metrics_by_model_day.csv", index=False)
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.plot([0, 9], [0.25, 0.2], "o")
+        fig.savefig(t / "figure3_entrainment_level_b.png")
+        plt.close(fig)
         _index(
             t,
-            {"figure3_entrainment_level_b.csv": "mean entrainment per model and Level-B days"},
-            {"entrainment_rho_level_b": -0.69},
+            {
+                "model_means.csv": "per-model mean/sd/n_days of every metric",
+                "correlations.csv": "model-level Spearman rho (two-sided p)",
+                "turn_contrast.csv": "metric means before vs from the clinical turn",
+                "metrics_by_model_day.csv": "metrics per model-day",
+                "figure3_entrainment_level_b.png": "Figure 3: model mean entrainment vs Level-B",
+            },
+            {"entrainment_within_median_rho": 0.5},
         )
+
+    if "replay" in stages:
+        r = root / "replay"
+        r.mkdir()
+        pd.DataFrame(
+            {
+                "group": ["new", "old"],
+                "code": ["validates_delusion"] * 2,
+                "prevalence": [0.125, 0.375],
+                "ci_low": [0.0625, 0.25],
+                "ci_high": [0.1875, 0.5],
+            }
+        ).to_csv(r / "prevalence.csv", index=False)
+        pd.DataFrame(
+            {
+                "group": ["new", "old"],
+                "code": ["validates_delusion"] * 2,
+                "median": [0.13, 0.36],
+                "ci_low": [0.07, 0.26],
+                "ci_high": [0.2, 0.48],
+            }
+        ).to_csv(r / "bayes_prevalence.csv", index=False)
+        pd.DataFrame({"contrast": ["new - old"], "delta": [-0.25], "ci_low": [-0.4],
+                      "ci_high": [-0.1]}).to_csv(r / "deltas.csv", index=False)  # fmt: skip
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.bar([0, 1], [0.125, 0.375])
+        fig.savefig(r / "prevalence.png")
+        plt.close(fig)
+        _index(r, {"prevalence.csv": "prevalence per group", "prevalence.png": "prevalence"},
+               {"n_samples": 40})  # fmt: skip
 
     if "models" in stages:
         m = root / "models"
@@ -224,40 +294,102 @@ def make_run(
         pd.DataFrame({"label": labels, "median": med, "eti95_lb": lo, "eti95_ub": hi}).to_csv(
             m / "joint" / "summary.csv", index=False
         )
+        # diagnostics.csv: one row per parameter + a pass column; gate.json: the verdict
+        params = [f"{v}[{name}]" for v in ("L", "k", "t50") for name in models]
+        n_p = len(params)
+        rhat = np.full(n_p, 1.003)
+        ess = np.full(n_p, 800.0)
+        if failed_fit:
+            rhat[-1], ess[-1] = 1.08, 80.0
         pd.DataFrame(
             {
-                "parameter": ["L", "k", "t50"],
-                "r_hat": [1.002, 1.004, 1.08 if failed_fit else 1.003],
-                "ess_bulk": [900, 850, 80 if failed_fit else 800],
-                "ess_tail": [700, 650, 90 if failed_fit else 640],
-                "divergences": [3 if failed_fit else 0] * 3,
-                "passed": [True, True, not failed_fit],
+                "parameter": params,
+                "mean": np.linspace(1, 2, n_p),
+                "sd": 0.1,
+                "eti_low": np.linspace(0.8, 1.8, n_p),
+                "eti_high": np.linspace(1.2, 2.2, n_p),
+                "r_hat": rhat,
+                "ess_bulk": ess,
+                "ess_tail": ess - 50,
+                "pass": [not (failed_fit and j == n_p - 1) for j in range(n_p)],
             }
         ).to_csv(m / "joint" / "diagnostics.csv", index=False)
+        gate = {
+            "passed": not failed_fit,
+            "divergences": 3 if failed_fit else 0,
+            "max_rhat": 1.08 if failed_fit else 1.003,
+            "min_ess": 80.0 if failed_fit else 800.0,
+            "ebfmi_min": 0.71,
+            "reasons": ["R-hat 1.080 > 1.01", "3 divergences"] if failed_fit else [],
+        }
+        (m / "joint" / "gate.json").write_text(json.dumps(gate))
+        # t50_posterior.csv: wide, <q>_median / <q>_ci_low / <q>_ci_high (values distinct from
+        # summary.csv, so a test can tell which file a table read)
+        pd.DataFrame(
+            {
+                "model": models,
+                "L_median": 3.125 + 0.1 * i,
+                "L_ci_low": 2.875 + 0.1 * i,
+                "L_ci_high": 3.625 + 0.1 * i,
+                "k_median": 0.625 + 0.01 * i,
+                "k_ci_low": 0.25 + 0.01 * i,
+                "k_ci_high": 1.375 + 0.01 * i,
+                "t50_median": 10.5 + i,
+                "t50_ci_low": 8.25 + i,
+                "t50_ci_high": 12.75 + i,
+                "p_beyond_last_day": [0.0, 0.02, 0.5, 0.9, 0.125][:nm],
+            }
+        ).to_csv(m / "joint" / "t50_posterior.csv", index=False)
         mp = []
         for q in ("first_clinical", "first_stable", "first_level_b"):
             for mi, name in enumerate(models):
                 mp.append(
                     {
                         "model": name,
-                        "quantity": q,
+                        "milestone": q,
                         "median": 4.0 + mi,
-                        "low": 2.0 + mi,
-                        "high": 9.0 + mi,
+                        "ci_low": 2.0 + mi,
+                        "ci_high": 9.0 + mi,
                         "p_censored": 0.05 * mi,
                     }
                 )
-        pd.DataFrame(mp).to_csv(m / "milestones_posterior.csv", index=False)
+        pd.DataFrame(mp).to_csv(m / "joint" / "milestones_posterior.csv", index=False)
         pd.DataFrame(
             {
-                "contrast": ["new_vs_old", "new_vs_old"],
+                "name": ["new_vs_old", "new_vs_old"],
                 "quantity": ["first_clinical", "t50"],
-                "diff_median": [-4.5, -2.0],
-                "diff_low": [-9.0, -5.0],
-                "diff_high": [0.5, 1.0],
-                "prob_less": [0.93, 0.81],
+                "median": [-4.5, -2.0],
+                "ci_low": [-9.0, -5.0],
+                "ci_high": [0.5, 1.0],
+                "p_gt_0": [0.07, 0.19],
             }
-        ).to_csv(m / "contrasts_posterior.csv", index=False)
+        ).to_csv(m / "joint" / "contrasts_posterior.csv", index=False)
+        pd.DataFrame(
+            [
+                {
+                    "model": name,
+                    "day": d,
+                    "modal_stage": 1 + int(d > 3 + mi),
+                    "p_ge3": min(1.0, 0.05 * d),
+                    "mean": 1.0 + 2.5 / (1 + np.exp(-(d - 3.0 - mi))),
+                }
+                for mi, name in enumerate(models)
+                for d in range(1, n_days + 1)
+            ]
+        ).to_csv(m / "joint" / "consensus_posterior.csv", index=False)
+        # the rater model: reliability beside alpha/ICC, its own gate
+        (m / "rater").mkdir()
+        pd.DataFrame(
+            {
+                "quantity": ["reliability_single", "reliability_consensus"],
+                "median": [0.7875, 0.9125],
+                "ci_low": [0.7125, 0.875],
+                "ci_high": [0.8375, 0.9375],
+            }
+        ).to_csv(m / "rater" / "reliability_posterior.csv", index=False)
+        gate_r = {"passed": True, "divergences": 0, "max_rhat": 1.004, "min_ess": 650.0,
+                  "ebfmi_min": 0.8, "reasons": []}  # fmt: skip
+        (m / "rater" / "gate.json").write_text(json.dumps(gate_r))
         pd.DataFrame(
             {
                 "model": ["joint", "linear", "step"],
@@ -274,7 +406,7 @@ def make_run(
         _index(
             m,
             {"joint/rank_plot.png": "rank plots of L, k, t50"},
-            {"joint": {"passed": not failed_fit}},
+            {"joint": {"passed": not failed_fit}, "rater": {"passed": True}},
         )
     return root
 

@@ -28,7 +28,9 @@ def test_supplement_has_paper_tables_and_figures(full_supplement, full_run):
     assert sup.headline["not_run"] == ["replay"]
     html = sup.html.read_text()
     for table in ("table1_milestones", "table2_interventions", "tableC1_reliability",
-                  "tableD1_logistic", "contrasts", "sectionF_naive_profiles"):  # fmt: skip
+                  "tableD1_logistic", "contrasts", "sectionF_naive_profiles",
+                  "tableC1_posterior_reliability", "figure3_entrainment_level_b",
+                  "figure4_modality_turn"):  # fmt: skip
         assert f'<table id="{table}">' in html, table
         for ext in ("csv", "md", "tex"):
             assert (full_run / "report" / "tables" / f"{table}.{ext}").is_file()
@@ -46,38 +48,75 @@ def test_supplement_has_paper_tables_and_figures(full_supplement, full_run):
     assert "default-src 'none'" in html
     # the sections of the paper's supplement, in order
     ids = [s.id for s in sup.document.sections]
-    assert ids == ["overview", "main", "text", "C", "D", "E", "F", "bayes", "files", "provenance"]
+    assert ids == ["overview", "main", "text", "C", "D", "E", "F", "bayes", "bayes-joint",
+                   "bayes-rater", "files", "provenance"]  # fmt: skip
+    # the models stage's diagnostic plot is in the gallery of its model
+    joint = next(s for s in sup.document.sections if s.id == "bayes-joint")
+    assert any(getattr(b, "rel_png", "") == "models/joint/rank_plot.png" for b in joint.blocks)
 
 
 def test_numbers_come_unchanged_from_stage_csvs(full_supplement, full_run):
-    """Table D1/1/contrasts in the report equal the stage CSVs (one source of truth)."""
+    """Every number of the side-by-side tables equals the stage CSV it came from."""
     tables = full_run / "report" / "tables"
     base = pd.read_csv(full_run / "baselines" / "tableD1_logistic.csv").set_index("model")
     d1 = pd.read_csv(tables / "tableD1_logistic.csv").set_index("model")
+    post = pd.read_csv(full_run / "models" / "joint" / "t50_posterior.csv").set_index("model")
     for q in ("L", "k", "t50"):
         assert d1[q].tolist() == base[q].tolist()
         assert d1[f"{q}_low"].tolist() == base[f"{q}_ci_low"].tolist()
         assert d1[f"{q}_high"].tolist() == base[f"{q}_ci_high"].tolist()
-    summ = pd.read_csv(full_run / "models" / "joint" / "summary.csv")
-    t50 = summ[summ["label"].str.startswith("t50[")]
-    assert d1["t50_posterior"].tolist() == t50["median"].tolist()
-    assert d1["t50_posterior_high"].tolist() == t50["eti95_ub"].tolist()
-    # the rendered cell: least squares [CI] and the posterior beside it
+        # t50_posterior.csv (contract) wins over summary.csv
+        assert d1[f"{q}_posterior"].tolist() == post[f"{q}_median"].tolist()
+        assert d1[f"{q}_posterior_low"].tolist() == post[f"{q}_ci_low"].tolist()
+        assert d1[f"{q}_posterior_high"].tolist() == post[f"{q}_ci_high"].tolist()
+    assert d1["t50_p_beyond_last_day"].tolist() == post["p_beyond_last_day"].tolist()
+    # the rendered cells: least squares [CI] beside the posterior median [CrI]
     html = full_supplement.html.read_text()
-    assert '<td>Early</td><td class="num">3.50 [3.20, 3.90]</td>' in html
-    assert '<td class="num">3.25 [2.50, 4.75]</td><td class="num">4.50 [4.00, 5.50]</td>' in html
+    assert (
+        '<td>Early</td><td class="num">3.50 [3.20, 3.90]</td><td class="num">3.12 [2.88, 3.62]'
+        in html
+    )
+    assert '<td class="num">3.25 [2.50, 4.75]</td><td class="num">10.50 [8.25, 12.75]</td>' in html
 
     t1 = pd.read_csv(tables / "table1_milestones.csv").set_index("model")
     src1 = pd.read_csv(full_run / "baselines" / "table1_milestones.csv").set_index("model")
-    assert t1["first_clinical"].tolist() == src1["first_clinical"].tolist()
-    mp = pd.read_csv(full_run / "models" / "milestones_posterior.csv")
-    fc = mp[mp["quantity"] == "first_clinical"].set_index("model")
-    assert t1["first_clinical_posterior"].tolist() == fc["median"].tolist()
+    for q in src1.columns:
+        assert t1[q].tolist() == src1[q].tolist()
+    mp = pd.read_csv(full_run / "models" / "joint" / "milestones_posterior.csv")
+    for q in ("first_clinical", "first_stable", "first_level_b"):
+        rows = mp[mp["milestone"] == q].set_index("model").reindex(t1.index)
+        assert t1[f"{q}_posterior"].tolist() == rows["median"].tolist()
+        assert t1[f"{q}_posterior_low"].tolist() == rows["ci_low"].tolist()
+        assert t1[f"{q}_posterior_high"].tolist() == rows["ci_high"].tolist()
+        assert t1[f"{q}_p_censored"].tolist() == rows["p_censored"].tolist()
     assert "never" in (tables / "table1_milestones.md").read_text()  # 13 = censored
 
     con = pd.read_csv(tables / "contrasts.csv")
     assert con["pvalue"].tolist() == [0.1, 0.3]
-    assert con["prob_less"].tolist() == [0.93, 0.81]
+    assert con["p_gt_0"].tolist() == [0.07, 0.19]
+    assert con["median"].tolist() == [-4.5, -2.0] and con["ci_high"].tolist() == [0.5, 1.0]
+    assert '<td class="num">−4.50 [−9.00, 0.50]</td>' in html or "-4.50 [-9.00, 0.50]" in html
+
+    # reliability: alpha / ICC from Table C1 beside the rater model's posterior
+    rel = pd.read_csv(tables / "tableC1_posterior_reliability.csv").set_index("level")
+    c1 = pd.read_csv(full_run / "baselines" / "tableC1_reliability.csv").set_index("variable")
+    rp = pd.read_csv(full_run / "models" / "rater" / "reliability_posterior.csv")
+    assert rel.loc["single", "alpha"] == c1.loc["recognition", "alpha"]
+    assert rel.loc["single", "icc2_1"] == c1.loc["recognition", "icc2_1"]
+    assert rel.loc["consensus", "icc2_k"] == c1.loc["recognition", "icc2_k"]
+    assert rel["posterior"].tolist() == rp["median"].tolist()
+    assert rel["posterior_high"].tolist() == rp["ci_high"].tolist()
+    assert "0.948" in html and "0.912 [0.875, 0.938]" in html
+
+    # text stage: Figure 3 / 4 data and the correlation in the note
+    f3 = pd.read_csv(tables / "figure3_entrainment_level_b.csv")
+    mm = pd.read_csv(full_run / "text" / "model_means.csv")
+    assert f3["entrainment_mean"].tolist() == mm["entrainment_mean"].tolist()
+    assert "ρ of mean entrainment with Level-B days = -0.688" in html.replace("−", "-")
+    f4 = pd.read_csv(tables / "figure4_modality_turn.csv")
+    tc = pd.read_csv(full_run / "text" / "turn_contrast.csv")
+    tc = tc[tc["metric"] == "modality"]
+    assert f4["before"].tolist() == tc["before"].tolist()
 
 
 def test_markdown_links_and_latex_files(full_supplement, full_run):
@@ -202,3 +241,74 @@ def test_note_kinds_render():
     assert "> ⚠ **Diagnostics failed.** bad `fit`" in to_markdown(doc)
     assert '<div class="note warning" role="alert">' in to_html(doc)
     assert "<code>fit</code>" in to_html(doc)
+
+
+def test_rebuild_from_run_through_the_pipeline(tmp_path):
+    """`delusion-bayes report.from_run=<dir>` rebuilds the supplement and runs no stage."""
+    from delusion_bayes.config import compose
+    from delusion_bayes.pipeline import run as run_pipeline
+
+    run = make_run(tmp_path / "run", stages=("baselines",))
+    before = (run / "baselines" / "tableD1_logistic.csv").stat().st_mtime_ns
+    cfg = compose([f"report.from_run={run}", "report.pdf=never", "report.figure_formats=[png]"])
+    out = run_pipeline(cfg, run_dir=tmp_path / "hydra_dir")
+    assert out == {"supplement": str(run / "supplement.html")}
+    assert (run / "supplement.html").is_file() and not (run / "study_copy").exists()
+    assert (run / "baselines" / "tableD1_logistic.csv").stat().st_mtime_ns == before
+    assert not (tmp_path / "hydra_dir" / "study.nc").exists()  # nothing was loaded or fitted
+    with pytest.raises(ValueError, match="does not exist"):
+        run_pipeline(compose([f"report.from_run={tmp_path / 'nope'}"]), run_dir=tmp_path / "h2")
+
+
+def test_posterior_sources_fall_back(tmp_path):
+    """Without t50_posterior.csv, D1 reads summary.csv; without both, posterior.nc draws."""
+    from delusion_bayes.report import tables as T
+    from delusion_bayes.report.rundir import RunDir
+
+    run = make_run(tmp_path / "run", stages=("baselines", "models"))
+    (run / "models" / "joint" / "t50_posterior.csv").unlink()
+    rd = RunDir(run)
+    post = T.choose_posterior(rd, ["joint"])
+    assert post.name == "joint"
+    d1 = T.table_d1(rd, post)
+    summ = pd.read_csv(run / "models" / "joint" / "summary.csv")
+    assert (
+        d1.data["t50_posterior"].tolist()
+        == summ[summ["label"].str.startswith("t50[")]["median"].tolist()
+    )
+    assert d1.sources == ["baselines/tableD1_logistic.csv", "models/joint/summary.csv"]
+    (run / "models" / "joint" / "summary.csv").unlink()
+    d1 = T.table_d1(RunDir(run), post)
+    assert d1.sources[-1] == "models/joint/posterior.nc"
+    import xarray as xr
+
+    draws = xr.open_datatree(run / "models" / "joint" / "posterior.nc")["posterior"]["t50"]
+    med = draws.median(("chain", "draw")).values
+    assert d1.data["t50_posterior"].to_numpy() == pytest.approx(med)
+
+
+def test_no_posterior_tables_without_models(tmp_path):
+    from delusion_bayes.report import tables as T
+    from delusion_bayes.report.rundir import RunDir
+
+    rd = RunDir(make_run(tmp_path / "run", stages=("baselines",)))
+    post = T.choose_posterior(rd, ["joint"])
+    assert post.name is None
+    assert T.posterior_reliability(rd, post) is None
+    d1 = T.table_d1(rd, post)
+    assert not any("posterior" in c for c in d1.data.columns)
+    con = T.contrasts(rd, post)
+    assert con.sources == ["baselines/contrasts.csv"]
+
+
+def test_replay_section(tmp_path):
+    run = make_run(tmp_path / "run", stages=("replay",))
+    sup = build_supplement(run, FAST)
+    assert sup.headline["errors"] == []
+    ids = [s.id for s in sup.document.sections]
+    assert "replay" in ids
+    html = sup.html.read_text()
+    assert "Posterior prevalence (Bayesian replay model)" in html
+    assert "replay/onset.csv" in " ".join(_notes(sup, "notrun"))  # absent file: named, no crash
+    prev = pd.read_csv(run / "report" / "tables" / "replay_prevalence.csv")
+    assert prev["prevalence"].tolist() == [0.125, 0.375]

@@ -1,0 +1,48 @@
+"""The supplement in a real browser: headless Chromium renders it, every image decodes, and the
+console shows no error (skips, saying why, only where no Chromium is installed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from delusion_bayes.report.browser import check_html, find_browser, screenshot
+
+pytestmark = pytest.mark.slow
+
+needs_browser = pytest.mark.skipif(
+    find_browser() is None,
+    reason="no Chromium installed (`apt-get install -y chromium`, done by `make browser` / "
+    ".ci/run); the browser check of supplement.html cannot run here",
+)
+
+
+@needs_browser
+def test_supplement_renders_in_headless_chromium(full_supplement, tmp_path):
+    check = check_html(full_supplement.html)
+    assert check.errors == [] and check.console == [], (check.errors, check.console)
+    assert check.broken == []
+    # every embedded figure decoded to a real bitmap
+    assert check.images == full_supplement.headline["figures"] >= 6
+    assert all(w > 100 for w in check.widths)
+    assert check.tables == len(full_supplement.document.tables())
+    assert check.title == "Supplementary materials"
+    assert check.body_text > 5000
+    png = screenshot(full_supplement.html, tmp_path / "shot.png", 1000, 1400)
+    assert png.stat().st_size > 20_000  # a blank page compresses to a few kB
+
+
+@needs_browser
+def test_probe_reports_a_broken_image_and_an_outside_request(tmp_path):
+    """The check is not vacuous: a missing file and a network URL are both reported."""
+    page = tmp_path / "bad.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        'img-src data: file:"><title>bad</title></head><body><p>x</p>'
+        '<img alt="missing" src="nope.png"><img alt="net" src="http://example.invalid/a.png">'
+        "</body></html>"
+    )
+    check = check_html(page)
+    assert check.images == 2
+    assert set(check.broken) == {"missing", "net"}
+    assert not check.ok
