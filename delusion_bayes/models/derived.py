@@ -160,6 +160,21 @@ def _obs_to_grid(
     return xr.DataArray(grid, dims=(*dims, MODEL, DAY), coords=coords)
 
 
+def trajectory_stage(dt: Any, days: Sequence[float] | None = None) -> xr.DataArray:
+    """The logistic trajectory ``1 + (L - 1) sigmoid(k (t - t50))`` per draw, model and day
+    (the ``onset`` model's stage, which has no day noise). ``days`` default to the posterior's
+    ``day`` coord, else ``1..n_days``; model-days nobody rated are not masked here (the onset
+    model's trajectory exists on every day)."""
+    post = _posterior(dt)
+    for p in ONSET_PARAMS:
+        _need(post, p, "trajectory_stage")
+    if days is None:
+        days = post[DAY].values if DAY in post.coords else np.arange(1, _n_days(dt, post) + 1)
+    t = xr.DataArray(np.asarray(days), dims=DAY, coords={DAY: np.asarray(days)})
+    L, k, t50 = (post[p].reset_coords(drop=True) for p in ONSET_PARAMS)
+    return 1.0 + (L - 1.0) / (1.0 + np.exp(-k * (t - t50)))
+
+
 def predicted_levels(dt: Any) -> xr.Dataset | None:
     """Posterior predictive Level A / Level B codes on ``(chain, draw, model, day)`` from the
     disengagement model's ``level`` (0 none, 1 A only, 2 B); ``None`` without it. Model-days
@@ -192,7 +207,8 @@ def posterior_milestones(
     ----------
     dt
         A fit with ``stage (chain, draw, model, day)`` in the posterior (``joint``, ``rater``,
-        ``disengagement``).
+        ``disengagement``), or with ``L``, ``k``, ``t50`` (``onset``: the trajectory is the
+        stage, :func:`trajectory_stage`).
     stable_run, missing
         As in :func:`delusion_bayes.baselines.milestones`.
     censor
@@ -211,7 +227,7 @@ def posterior_milestones(
     from ..baselines import milestones
 
     post = _posterior(dt)
-    stage = _need(post, "stage", "posterior_milestones")
+    stage = post["stage"] if "stage" in post else trajectory_stage(dt)
     n_days = _n_days(dt, post)
     cens = censor_day(n_days) if censor is None else int(censor)
     cat = stage_category(stage)
@@ -467,6 +483,7 @@ __all__ = [
     "stage_category",
     "t50_posterior",
     "predicted_levels",
+    "trajectory_stage",
     "posterior_milestones",
     "milestones_table",
     "contrast_quantities",

@@ -1,0 +1,404 @@
+"""Pipeline stage ``models``: fit the Bayesian models, gate them, and write their posteriors.
+
+For the primary model (``model.name``) and every model in ``model.also_fit``, writes
+``run_dir/models/<name>/``:
+
+- ``posterior.nc`` (the whole ``DataTree``; attrs carry the resolved config, config hash,
+  package version, git SHA, seed and data hash),
+- ``diagnostics.csv`` (one row per parameter: mean, sd, interval, R-hat, ESS bulk/tail, pass)
+  and ``gate.json`` (``passed``, divergences, max R-hat, min ESS, E-BFMI, reasons),
+- ``summary.csv`` (``az.summary`` with the interval set explicitly),
+- ``t50_posterior.csv`` (onset models), ``milestones_posterior.csv``,
+  ``contrasts_posterior.csv``, ``consensus_posterior.csv`` and ``raters_posterior.csv`` /
+  ``reliability_posterior.csv`` (models with a latent stage and raters),
+  ``level_b_posterior.csv`` (disengagement),
+- ``loo.csv`` and figures ``rank.png``, ``ppc.png`` (ordinal rootogram), ``loo_khat.png``.
+
+With ``inference.compare`` the variants in ``model.variants`` of the primary model are fitted
+too and ``run_dir/models/comparison.csv`` holds ``az.compare`` (PSIS-LOO, stacking weights);
+otherwise ``comparison.csv`` lists the PSIS-LOO of the primary model alone. A fit that fails
+the diagnostics gate is logged at ERROR level, marked in ``gate.json``/``diagnostics.csv``
+and in the headline; with ``inference.fail_on_bad_fit`` the stage fails.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+NEEDS = ("model", "sampler", "inference", "baselines")
+KIND = ("trajectory",)
+
+log = logging.getLogger(__name__)
+
+
+def _get(cfg: Any, key: str, default: Any) -> Any:
+    if cfg is None:
+        return default
+    value = cfg.get(key, default) if hasattr(cfg, "get") else getattr(cfg, key, default)
+    return default if value is None else value
+
+
+def _plain(x: Any) -> Any:
+    try:
+        from omegaconf import OmegaConf
+
+        if OmegaConf.is_config(x):
+            return OmegaConf.to_container(x, resolve=True)
+    except ImportError:  # pragma: no cover
+        pass
+    return x
+
+
+def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
+    """Provenance attrs: the run's ``run.json`` if the pipeline wrote it, else computed here."""
+    prov: dict[str, Any] = {}
+    rj = Path(run_dir) / "run.json"
+    if rj.is_file():
+        try:
+            prov = dict(json.loads(rj.read_text()).get("provenance", {}))
+        except (OSError, json.JSONDecodeError):
+            prov = {}
+    if not prov:
+        try:
+            from ..pipeline import provenance
+
+            prov = provenance(cfg, ds)
+        except Exception as err:  # noqa: BLE001 (provenance must not stop a fit)
+            log.warning("provenance could not be computed: %s", err)
+    attrs = {
+        "package_version": str(prov.get("version", "")),
+        "git_sha": str(prov.get("git_sha", "")),
+        "config_hash": str(prov.get("config_hash", "")),
+        "data_hash": str(prov.get("data_hash", "")),
+        "run_seed": int(prov.get("seed", 0) or 0),
+        "resolved_config": json.dumps(_plain(cfg), sort_keys=True, default=str),
+    }
+    return attrs
+
+
+def _fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
+    from ..models import fit
+
+    m, s = cfg.model, cfg.sampler
+    kw: dict[str, Any] = {
+        "trajectory": str(_get(m, "trajectory", "logistic")) if primary else "logistic",
+        "cutpoints": str(_get(m, "cutpoints", "rater")) if primary else "rater",
+        "group_terms": list(_get(m, "group_terms", [])) if primary and name != "rater" else [],
+        "priors": _plain(_get(m, "priors", {})) if primary else None,
+    }
+    kw.update(overrides or {})
+    return fit(
+        ds,
+        name,
+        draws=int(_get(s, "draws", 1000)),
+        tune=int(_get(s, "tune", 1000)),
+        chains=int(_get(s, "chains", 4)),
+        cores=int(_get(s, "cores", 2)),
+        sampler=str(_get(s, "name", "nutpie")),
+        seed=int(_get(s, "seed", 0)),
+        target_accept=float(_get(s, "target_accept", 0.9)),
+        progressbar=bool(_get(s, "progressbar", False)),
+        posterior_predictive=bool(_get(cfg.inference, "ppc", True)) or name == "disengagement",
+        **kw,
+    )
+
+
+def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) -> None:
+    """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG; a plotting failure is
+    a note, never a failed stage."""
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    post_vars = [v for v in plot_vars if v in dt["posterior"].data_vars]
+    jobs = []
+    if post_vars:
+        clean = xr.DataTree.from_dict(
+            {"posterior": dt["posterior"].to_dataset().reset_coords(drop=True)[post_vars]}
+        )
+        jobs.append(
+            (
+                "rank.png",
+                "rank plot (ECDF difference) of " + ", ".join(post_vars),
+                lambda: az.plot_rank(clean, backend="matplotlib"),
+            )
+        )
+    if "posterior_predictive" in dt.children and "y" in dt["posterior_predictive"].data_vars:
+        jobs.append(
+            (
+                "ppc.png",
+                "posterior predictive rootogram of the ratings (ordinal PPC)",
+                lambda: az.plot_ppc_rootogram(dt, var_names=["y"], backend="matplotlib"),
+            )
+        )
+    if elpd is not None:
+        jobs.append(
+            (
+                "loo_khat.png",
+                "PSIS-LOO Pareto k per observation",
+                lambda: az.plot_khat(elpd, backend="matplotlib"),
+            )
+        )
+    for fname, desc, fn in jobs:
+        try:
+            pc = fn()
+            pc.savefig(out / fname, dpi=110)
+            files[fname] = desc
+        except Exception as err:  # noqa: BLE001
+            notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")
+            log.warning("%s not drawn: %s", fname, err)
+        finally:
+            plt.close("all")
+
+
+def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, Any]:
+    """All files of one fitted model; returns its headline."""
+    from ..inference.diagnostics import diagnose, gate, loo, loo_table, summary_table
+    from ..models import derived as d
+
+    inf = cfg.inference
+    b = cfg.baselines
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    notes: list[str] = []
+    prob = float(list(_get(inf, "ci_probs", [0.95]))[0])
+    kind = str(_get(inf, "ci_kind", "eti"))
+
+    def _csv(df, fname: str, desc: str) -> None:
+        if df is None:
+            return
+        df.to_csv(out / fname, index=False)
+        files[fname] = desc
+
+    # diagnostics gate -------------------------------------------------------------------
+    table = diagnose(dt, inf)
+    g = gate(dt, table, inf)  # raises BadFitError with fail_on_bad_fit
+    table.to_csv(out / "diagnostics.csv")
+    files["diagnostics.csv"] = (
+        f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass"
+    )
+    (out / "gate.json").write_text(json.dumps(g, indent=2, default=str))
+    files["gate.json"] = "diagnostics gate verdict and reasons"
+    summ = summary_table(dt, inf)
+    summ.to_csv(out / "summary.csv")
+    files["summary.csv"] = f"az.summary ({kind.upper()} {prob:.0%})"
+
+    # derived quantities -------------------------------------------------------------------
+    post = dt["posterior"]
+    ms = None
+    if "t50" in post.data_vars:
+        _csv(
+            d.t50_posterior(dt, prob, kind), "t50_posterior.csv", "L, k, t50 and P(t50 > last day)"
+        )
+    if "stage" in post.data_vars or "t50" in post.data_vars:
+        ms = d.posterior_milestones(
+            dt,
+            stable_run=int(_get(b, "stable_run", 3)),
+            missing=str(_get(b, "missing", "skip")),
+            censor=_get(b, "censor_day", None),
+        )
+        _csv(
+            d.milestones_table(ms, prob, kind),
+            "milestones_posterior.csv",
+            "posterior milestone latencies with P(censored)",
+        )
+    if contrasts:
+        q = d.contrast_quantities(dt, ms)
+        rows = []
+        for c in contrasts:
+            try:
+                rows.append(d.posterior_contrasts(q, [c], prob, kind))
+            except ValueError as err:
+                notes.append(f"contrast {dict(c).get('name')!r} skipped: {err}")
+        if rows:
+            import pandas as pd
+
+            _csv(
+                pd.concat(rows, ignore_index=True),
+                "contrasts_posterior.csv",
+                "posterior group contrasts (mean A - mean B per draw), P(> 0)",
+            )
+    if "stage" in post.data_vars:
+        _csv(
+            d.consensus_posterior(dt),
+            "consensus_posterior.csv",
+            "Bayesian consensus per model-day: modal stage, P(stage >= 3), mean",
+        )
+    if "severity" in post.data_vars and "stage" in post.data_vars:
+        _csv(
+            d.rater_posterior(dt, prob, kind),
+            "raters_posterior.csv",
+            "rater severity and discrimination",
+        )
+        rel = d.reliability_posterior(dt, prob, kind)
+        _attach_c1(rel, out.parent.parent / "baselines" / "tableC1_reliability.csv", notes)
+        _csv(rel, "reliability_posterior.csv", "posterior reliability next to ICC(2,1)/ICC(2,k)")
+    _csv(
+        d.p_level_b_table(dt, prob, kind),
+        "level_b_posterior.csv",
+        "P(Level B | stage 4) and model effects",
+    )
+
+    # LOO ------------------------------------------------------------------------------------
+    elpd = None
+    if "log_likelihood" in dt.children:
+        try:
+            elpd = loo(dt, var_name="y")
+            _csv(loo_table(elpd, str(dt.attrs.get("model"))), "loo.csv", "PSIS-LOO with Pareto k")
+        except Exception as err:  # noqa: BLE001
+            notes.append(f"LOO failed: {type(err).__name__}: {err}")
+    _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), files, notes)
+
+    # posterior ------------------------------------------------------------------------------
+    dt.attrs.update(prov)
+    dt.attrs["seed"] = int(_get(cfg.sampler, "seed", 0))
+    dt.attrs["gate_passed"] = int(g["passed"])
+    dt.to_netcdf(out / "posterior.nc", engine="h5netcdf")
+    files["posterior.nc"] = "posterior DataTree (provenance in attrs)"
+    head = {
+        "passed": bool(g["passed"]),
+        "divergences": g["divergences"],
+        "max_rhat": g["max_rhat"],
+        "min_ess": g["min_ess"],
+        "fit_seconds": float(dt.attrs.get("fit_time", np.nan)),
+        "sampler": str(dt.attrs.get("sampler", "")),
+    }
+    if elpd is not None:
+        head["elpd_loo"] = float(elpd.elpd)
+    (out / "index.json").write_text(
+        json.dumps(
+            {"files": files, "headline": head, "gate": g, "notes": notes}, indent=2, default=str
+        )
+    )
+    return {"headline": head, "elpd": elpd, "files": files, "notes": notes}
+
+
+def _attach_c1(rel, path: Path, notes: list) -> None:
+    """Put the frequentist ICC of recognition (Table C1) next to the posterior reliability."""
+    import pandas as pd
+
+    rel["frequentist"] = np.nan
+    if not path.is_file():
+        notes.append("baselines/tableC1_reliability.csv not found: no ICC beside the posterior")
+        return
+    try:
+        c1 = pd.read_csv(path)
+        row = c1[c1.iloc[:, 0].astype(str).str.contains("recognition", case=False)]
+        if row.empty:
+            return
+        cols = {c.lower().replace("(", "").replace(")", "").replace(",", ""): c for c in c1.columns}
+        for i, a in enumerate(rel["analogue"]):
+            key = {"ICC2": ("icc2_1", "icc2", "icc21"), "ICC2k": ("icc2_k", "icc2k")}[a]
+            col = next((cols[k] for k in key if k in cols), None)
+            if col is not None:
+                rel.loc[rel.index[i], "frequentist"] = float(row[col].iloc[0])
+    except Exception as err:  # noqa: BLE001
+        notes.append(f"Table C1 not read: {err}")
+
+
+def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
+    """Fit, gate and write the configured Bayesian models (see the module docstring).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A validated trajectory study.
+    cfg : DictConfig
+        Holds ``model``, ``sampler``, ``inference`` and ``baselines`` (contrasts, milestone
+        rules).
+    run_dir : pathlib.Path
+        Output goes to ``run_dir/models/``.
+
+    Returns
+    -------
+    dict
+        Per fitted model: passed, divergences, max R-hat, min ESS, seconds; ``all_passed``.
+    """
+    import pandas as pd
+
+    from ..inference.diagnostics import compare_fits, loo_table
+    from ..models import MODEL_NAMES, VARIANTS
+
+    t0 = time.perf_counter()
+    out = Path(run_dir) / "models"
+    out.mkdir(parents=True, exist_ok=True)
+    m = cfg.model
+    primary = str(_get(m, "name", "joint"))
+    names = list(dict.fromkeys([primary, *[str(x) for x in _get(m, "also_fit", [])]]))
+    bad = [n for n in names if n not in MODEL_NAMES]
+    if bad:
+        raise ValueError(f"model.name/also_fit name unknown models {bad}; expected {MODEL_NAMES}")
+    contrasts = [_plain(c) for c in _get(cfg.baselines, "contrasts", [])]
+    prov = _provenance(cfg, ds, Path(run_dir))
+    headline: dict[str, Any] = {}
+    index_files: dict[str, str] = {}
+    notes: list[str] = []
+    fits: dict[str, Any] = {}
+    results: dict[str, Any] = {}
+    for name in names:
+        dt = _fit_one(ds, name, cfg, primary=name == primary)
+        fits[name] = dt
+        results[name] = _write_model(dt, ds, cfg, out / name, prov, contrasts)
+        headline[name] = results[name]["headline"]
+        index_files.update({f"{name}/{k}": v for k, v in results[name]["files"].items()})
+        notes += [f"{name}: {n}" for n in results[name]["notes"]]
+
+    # comparison -----------------------------------------------------------------------------
+    variants = [str(v) for v in _get(m, "variants", [])]
+    compare = bool(_get(cfg.inference, "compare", True)) and variants
+    if compare:
+        unknown = [v for v in variants if v not in VARIANTS]
+        if unknown:
+            raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
+        cmp = {
+            f"{primary}[{_get(m, 'trajectory', 'logistic')},{_get(m, 'cutpoints', 'rater')}]": fits[
+                primary
+            ]
+        }
+        for v in variants:
+            over = dict(VARIANTS[v])
+            if over.get("cutpoints") == "shared" and primary == "onset":
+                notes.append(f"variant {v!r} does not apply to the onset model")
+                continue
+            dt_v = _fit_one(ds, primary, cfg, primary=True, overrides=over)
+            label = str(dt_v.attrs.get("variant", v))
+            res = _write_model(dt_v, ds, cfg, out / f"{primary}_{v}", prov, [])
+            headline[f"{primary}_{v}"] = res["headline"]
+            cmp[label] = dt_v
+        table = compare_fits(cmp)
+        table.to_csv(out / "comparison.csv")
+        index_files["comparison.csv"] = "az.compare (PSIS-LOO, stacking) of the primary's variants"
+        headline["best_variant"] = str(table.index[0])
+    else:
+        rows = [
+            loo_table(r["elpd"], n).rename(columns={"elpd_loo": "elpd"})
+            for n, r in results.items()
+            if r["elpd"] is not None and n != "onset"
+        ]
+        if rows:
+            table = pd.concat(rows, ignore_index=True)
+            table["note"] = "inference.compare is false: PSIS-LOO per model, no az.compare"
+            table.to_csv(out / "comparison.csv", index=False)
+            index_files["comparison.csv"] = "PSIS-LOO per fitted model (comparison disabled)"
+    headline["all_passed"] = all(
+        v.get("passed", True) for v in headline.values() if isinstance(v, dict)
+    )
+    if not headline["all_passed"]:
+        failing = [k for k, v in headline.items() if isinstance(v, dict) and not v["passed"]]
+        notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
+    headline["seconds"] = time.perf_counter() - t0
+    (out / "index.json").write_text(
+        json.dumps(
+            {"files": index_files, "headline": headline, "notes": notes}, indent=2, default=str
+        )
+    )
+    return headline
