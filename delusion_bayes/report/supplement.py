@@ -242,6 +242,8 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
         Paths of the written documents, the document model, the report's files and a headline.
     """
     cfg = _config(cfg)
+    # matplotlib's PDF backend subsets fonts with fontTools, which logs every table at INFO
+    logging.getLogger("fontTools").setLevel(logging.WARNING)
     run = RunDir(run_dir)
     b = _Builder(run, cfg)
     b.out.mkdir(parents=True, exist_ok=True)
@@ -686,6 +688,9 @@ MODEL_TABLES = {
     "contrasts_posterior.csv": "Posterior contrasts (`{name}`)",
     "consensus_posterior.csv": "Posterior consensus stage per model-day (`{name}`)",
     "reliability_posterior.csv": "Posterior reliability (`{name}`)",
+    "raters_posterior.csv": "Posterior rater severity and discrimination (`{name}`)",
+    "level_b_posterior.csv": "Posterior probability of Level-B disengagement (`{name}`)",
+    "loo.csv": "PSIS-LOO of `{name}`",
 }
 
 

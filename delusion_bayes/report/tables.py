@@ -644,6 +644,10 @@ def contrasts(run: RunDir, posterior: Posterior | None = None) -> ReportTable | 
                        [src], notes)  # fmt: skip
 
 
+#: posterior contrast columns kept in the CSV but not shown (the note states the method)
+POSTERIOR_CONTRAST_HIDDEN = {"mean", "ci_prob", "ci_kind", "n_a", "n_b", "alternative"}
+
+
 def _posterior_contrast_display(df: pd.DataFrame) -> pd.DataFrame:
     """Posterior contrast columns for display: ``Δ [CrI]`` in one cell when median and bounds
     exist, probabilities as ``P(Δ > 0)``; other columns as they are."""
@@ -658,9 +662,14 @@ def _posterior_contrast_display(df: pd.DataFrame) -> pd.DataFrame:
             for i, e in zip(df.index, df[est], strict=True)
         ]
     for c in df.columns:
-        if c in used:
-            continue
         n = norm(c)
+        if c in used or n in POSTERIOR_CONTRAST_HIDDEN or n.endswith("_posterior"):
+            continue  # kept in the CSV: repeats the baseline's columns or the method
+        if n == "note":
+            text = df[c].map(lambda v: "" if pd.isna(v) else str(v).strip())
+            if text.ne("").any():
+                out["note"] = text
+            continue
         if n in ("p_gt_0", "p_gt0", "prob_gt_0", "p_positive"):
             out["P(Δ > 0)"] = [fmt_p(v) for v in df[c]]
         elif n.startswith(("p_", "prob")) and pd.api.types.is_numeric_dtype(df[c]):

@@ -304,13 +304,15 @@ def make_run(
         pd.DataFrame(
             {
                 "parameter": params,
+                "variable": [p.split("[")[0] for p in params],
                 "mean": np.linspace(1, 2, n_p),
                 "sd": 0.1,
-                "eti_low": np.linspace(0.8, 1.8, n_p),
-                "eti_high": np.linspace(1.2, 2.2, n_p),
+                "ci_low": np.linspace(0.8, 1.8, n_p),
+                "ci_high": np.linspace(1.2, 2.2, n_p),
                 "r_hat": rhat,
                 "ess_bulk": ess,
                 "ess_tail": ess - 50,
+                "constant": False,
                 "pass": [not (failed_fit and j == n_p - 1) for j in range(n_p)],
             }
         ).to_csv(m / "joint" / "diagnostics.csv", index=False)
@@ -338,6 +340,8 @@ def make_run(
                 "t50_ci_low": 8.25 + i,
                 "t50_ci_high": 12.75 + i,
                 "p_beyond_last_day": [0.0, 0.02, 0.5, 0.9, 0.125][:nm],
+                "ci_prob": 0.95,
+                "ci_kind": "eti",
             }
         ).to_csv(m / "joint" / "t50_posterior.csv", index=False)
         mp = []
@@ -362,6 +366,13 @@ def make_run(
                 "ci_low": [-9.0, -5.0],
                 "ci_high": [0.5, 1.0],
                 "p_gt_0": [0.07, 0.19],
+                "mean": [-4.4, -2.1],
+                "n_a": [2, 2],
+                "n_b": [3, 3],
+                "alternative": ["less", "less"],
+                "note": ["", ""],
+                "ci_prob": 0.95,
+                "ci_kind": "eti",
             }
         ).to_csv(m / "joint" / "contrasts_posterior.csv", index=False)
         pd.DataFrame(
@@ -385,6 +396,10 @@ def make_run(
                 "median": [0.7875, 0.9125],
                 "ci_low": [0.7125, 0.875],
                 "ci_high": [0.8375, 0.9375],
+                "mean": [0.78, 0.91],
+                "analogue": ["ICC2", "ICC2k"],
+                "ci_prob": 0.95,
+                "ci_kind": "eti",
             }
         ).to_csv(m / "rater" / "reliability_posterior.csv", index=False)
         gate_r = {"passed": True, "divergences": 0, "max_rhat": 1.004, "min_ess": 650.0,
