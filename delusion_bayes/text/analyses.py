@@ -236,9 +236,11 @@ def model_level_correlation(metric: xr.DataArray, consensus: xr.DataArray) -> di
 
 
 def plot_level_b(
-    table: pd.DataFrame, path: str | Path, *, metric: str = "entrainment"
+    table: pd.DataFrame, path: str | Path, *, metric: str = "entrainment", synthetic: bool = False
 ) -> list[Path]:
-    """Figure 3: model mean of the metric against the Level-B day count; writes PNG and PDF."""
+    """Figure 3: model mean of the metric against the Level-B day count; writes PNG and PDF.
+
+    ``synthetic`` labels the title "(SYNTHETIC texts)" (the bundled demo corpus)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 4.2))
@@ -253,15 +255,17 @@ def plot_level_b(
         )
     ax.set_xlabel("Level-B days (explicit advice to stop/limit chatbot use)")
     ax.set_ylabel(f"mean {metric} over available days")
-    ax.set_title(f"{metric} vs Level-B days")
+    ax.set_title(f"{metric} vs Level-B days" + (" (SYNTHETIC texts)" if synthetic else ""))
     fig.tight_layout()
     return _save(fig, path)
 
 
 def plot_turn_contrast(
-    table: pd.DataFrame, path: str | Path, *, metric: str = "modality"
+    table: pd.DataFrame, path: str | Path, *, metric: str = "modality", synthetic: bool = False
 ) -> list[Path]:
-    """Figure 4: the metric before vs from each model's clinical turn (slope chart)."""
+    """Figure 4: the metric before vs from each model's clinical turn (slope chart).
+
+    ``synthetic`` labels the title "(SYNTHETIC texts)" (the bundled demo corpus)."""
     import matplotlib.pyplot as plt
 
     turned = table.dropna(subset=["before", "after"])
@@ -276,7 +280,8 @@ def plot_turn_contrast(
     ax.set_xlim(-0.2, 1.8)
     ax.axhline(0.0, color="grey", lw=0.6, ls=":")
     ax.set_ylabel(f"mean {metric}")
-    ax.set_title(f"{metric} at the clinical turn (green: up, red: down)")
+    title = f"{metric} at the clinical turn (green: up, red: down)"
+    ax.set_title(title + ("\n(SYNTHETIC texts)" if synthetic else ""), fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
 

