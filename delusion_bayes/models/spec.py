@@ -231,8 +231,9 @@ def _recognition(ds: xr.Dataset) -> xr.DataArray:
     if bad.any():
         r, m, t = (a[0] for a in np.nonzero(bad))
         raise ValueError(
-            f"'recognition' value {vals[r, m, t]!r} at rater={rec[RATER].values[r]!r}, "
-            f"model={rec[MODEL].values[m]!r}, day={rec[DAY].values[t]!r} is not on the scale "
+            f"'recognition' value {float(vals[r, m, t])!r} at "
+            f"rater={rec[RATER].values[r].item()!r}, model={rec[MODEL].values[m].item()!r}, "
+            f"day={rec[DAY].values[t].item()!r} is not on the scale "
             f"{scale} (NaN = missing)"
         )
     if np.isnan(vals).all():

@@ -1,0 +1,168 @@
+"""Model specs without sampling: coords, index arrays, missing data, priors, input errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+
+from delusion_bayes.config import conf_dir
+from delusion_bayes.models import VARIANTS, build_spec, default_priors, resolve_priors
+from delusion_bayes.models.config import ModelConfig
+
+
+@pytest.fixture(scope="module")
+def study(small_study):
+    return small_study
+
+
+@pytest.fixture(scope="module")
+def holey(study):
+    """The small study with one rating missing and one model-day nobody rated."""
+    ds = study.copy(deep=True)
+    rec = ds["recognition"].values
+    rec[0, 1, 2] = np.nan  # rater R1, model 1, day 3: one missing rating
+    rec[:, 2, 5] = np.nan  # model 2, day 6: no rater
+    ds["recognition"].values = rec
+    return ds
+
+
+def test_joint_coords_and_indices_match_the_ratings(study):
+    spec = build_spec(study, "joint")
+    rec = study["recognition"].transpose("rater", "model", "day").values
+    assert spec.coords["rater"] == [str(r) for r in study["rater"].values]
+    assert spec.coords["model"] == [str(m) for m in study["model"].values]
+    assert spec.coords["day"] == list(range(1, 13))
+    n = int(np.sum(~np.isnan(rec)))
+    assert len(spec.coords["obs"]) == n == len(spec.data["y"])
+    r, m, t, y = (spec.data[k] for k in ("rater_idx", "model_idx", "day_idx", "y"))
+    # every observation indexes back to its rating (categories 0..3 = stages 1..4)
+    np.testing.assert_array_equal(rec[r, m, t], y + 1)
+    assert y.min() >= 0 and y.max() <= 3
+    assert spec.variant == "joint[logistic,rater]"
+    assert spec.n_days == 12
+    assert set(spec.model_coords) == {"vendor", "generation", "cohort"}
+
+
+def test_missing_ratings_are_left_out_and_missing_model_days_recorded(study, holey):
+    full, spec = build_spec(study, "joint"), build_spec(holey, "joint")
+    # 1 rating + 3 raters on the empty model-day = 4 observations fewer, none imputed
+    assert len(spec.data["y"]) == len(full.data["y"]) - 4
+    obs = set(
+        zip(spec.data["rater_idx"], spec.data["model_idx"], spec.data["day_idx"], strict=True)
+    )
+    assert (0, 1, 2) not in obs
+    assert not any(m == 2 and t == 5 for _, m, t in obs)
+    assert spec.missing.shape == (5, 12)
+    assert spec.missing.sum() == 1 and spec.missing[2, 5]
+    # the onset model's consensus skips the empty model-day too
+    onset = build_spec(holey, "onset")
+    assert len(onset.data["y"]) == 5 * 12 - 1
+    assert not np.any((onset.data["model_idx"] == 2) & (onset.data["day_idx"] == 5))
+    # and the spec hash changes with the data
+    assert spec.hash() != full.hash()
+    assert build_spec(holey, "joint").hash() == spec.hash()
+
+
+def test_onset_spec_is_the_median_consensus(study):
+    from delusion_bayes.baselines import consensus
+
+    spec = build_spec(study, "onset")
+    cons = consensus(study["recognition"], rule="median").transpose("model", "day").values
+    np.testing.assert_array_equal(
+        spec.data["y"], cons[spec.data["model_idx"], spec.data["day_idx"]]
+    )
+
+
+def test_disengagement_levels_are_one_ordinal_outcome(study):
+    spec = build_spec(study, "disengagement")
+    a = study["level_a"].transpose("model", "day").values
+    b = study["level_b"].transpose("model", "day").values
+    m, t = spec.data["level_model_idx"], spec.data["level_day_idx"]
+    np.testing.assert_array_equal(spec.data["level"], a[m, t] + b[m, t])
+    assert set(np.unique(spec.data["level"])) <= {0, 1, 2}
+
+
+def test_disengagement_rejects_b_without_a(study):
+    ds = study.copy(deep=True)
+    la, lb = ds["level_a"].values, ds["level_b"].values
+    la[0, 0], lb[0, 0] = 0.0, 1.0
+    ds["level_a"].values, ds["level_b"].values = la, lb
+    with pytest.raises(ValueError, match="Level B implies Level A"):
+        build_spec(ds, "disengagement")
+
+
+def test_group_terms_index_model_coords(study):
+    spec = build_spec(study, "joint", group_terms=["vendor"])
+    levels = spec.coords["group_vendor"]
+    vendors = [str(v) for v in study["vendor"].values]
+    assert [levels[i] for i in spec.data["group_vendor_idx"]] == vendors
+    with pytest.raises(ValueError, match="not a coordinate on 'model'"):
+        build_spec(study, "joint", group_terms=["colour"])
+    with pytest.raises(ValueError, match="not rater"):
+        build_spec(study, "rater", group_terms=["vendor"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"model": "nope"}, "unknown model 'nope'"),
+        ({"trajectory": "cubic"}, "trajectory='cubic'"),
+        ({"cutpoints": "free"}, "cutpoints='free'"),
+    ],
+)
+def test_bad_arguments_name_the_value(study, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        build_spec(study, **kwargs)
+
+
+def test_off_scale_rating_is_named(study):
+    ds = study.copy(deep=True)
+    v = ds["recognition"].values
+    v[1, 0, 3] = 7.0
+    ds["recognition"].values = v
+    with pytest.raises(ValueError, match=r"value 7\.0 at rater='R2', model='Early', day=4"):
+        build_spec(ds, "joint")
+
+
+def test_prior_overrides_are_validated():
+    p = resolve_priors("joint", {"sigma_t50": {"sigma": 0.25}})
+    assert p["sigma_t50"] == {"dist": "HalfNormal", "sigma": 0.25}
+    assert p["mu_L"] == default_priors("joint")["mu_L"]
+    p = resolve_priors("onset", {"mu_t50": {"dist": "StudentT", "nu": 4, "mu": 0.5, "sigma": 0.3}})
+    assert p["mu_t50"]["dist"] == "StudentT"
+    with pytest.raises(ValueError, match="not a parameter of model 'joint'"):
+        resolve_priors("joint", {"sigma_y": {"sigma": 1.0}})
+    with pytest.raises(ValueError, match="expected \\['sigma'\\]"):
+        resolve_priors("joint", {"sigma_t50": {"dist": "HalfNormal", "mu": 1.0}})
+    with pytest.raises(ValueError, match="must be a number"):
+        resolve_priors("joint", {"sigma_t50": {"sigma": -1.0}})
+
+
+def test_prior_table_lists_every_prior(study):
+    spec = build_spec(study, "rater")
+    table = spec.prior_table()
+    assert set(table.index) == set(default_priors("rater"))
+    assert table.loc["sigma_theta", "dist"] == "HalfNormal"
+
+
+def test_model_yaml_matches_the_dataclass():
+    """Every conf/model/*.yaml has exactly the ModelConfig keys and names its own model."""
+    keys = set(ModelConfig.__dataclass_fields__)
+    for path in sorted((conf_dir() / "model").glob("*.yaml")):
+        values = yaml.safe_load(path.read_text())
+        assert set(values) == keys, path.name
+        assert values["name"] == path.stem
+        assert set(values["variants"]) <= set(VARIANTS)
+
+
+def test_models_import_is_light():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, delusion_bayes.models as m, delusion_bayes.inference as i;"
+        "m.build_spec; print('pymc' in sys.modules, 'arviz' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
