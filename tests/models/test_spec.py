@@ -166,3 +166,30 @@ def test_models_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_fit_bookkeeping_masks_a_missing_model_day(holey):
+    """``fit``'s last step (no sampling): the latent stage of a model-day nobody rated is NaN in
+    every draw, observations carry their rater/model/day labels."""
+    import xarray as xr
+
+    from delusion_bayes.models.fit import _finish
+
+    spec = build_spec(holey, "joint")
+    rng = np.random.default_rng(0)
+    post = xr.Dataset(
+        {
+            "stage": (("chain", "draw", "model", "day"), rng.normal(2, 1, (2, 3, 5, 12))),
+            "t50": (("chain", "draw", "model"), rng.normal(6, 1, (2, 3, 5))),
+        },
+        coords={"model": spec.coords["model"], "day": spec.coords["day"]},
+    )
+    obs = xr.Dataset({"y": ("obs", spec.data["y"])}, coords={"obs": spec.coords["obs"]})
+    dt = _finish(xr.DataTree.from_dict({"posterior": post, "observed_data": obs}), spec)
+    stage = dt["posterior"]["stage"]
+    assert stage.isel(model=2, day=5).isnull().all()
+    assert int(stage.isnull().sum()) == 2 * 3
+    assert dt["posterior"]["t50"]["vendor"].values.tolist() == holey["vendor"].values.tolist()
+    y = dt["observed_data"]
+    assert not ((y["obs_model"] == spec.coords["model"][2]) & (y["obs_day"] == 6)).any()
+    assert dt.attrs["spec_hash"] == spec.hash()
