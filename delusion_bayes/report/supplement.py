@@ -706,6 +706,7 @@ def _bayes_model(b: _Builder, name: str, verdict) -> Section:
     diag_rel = f"{name}/diagnostics.csv"
     if models.has(diag_rel):
         s.add(*b.attempt(diag_rel, lambda: _diagnostics_rows(b, name)))
+    shown = [f for f in models.glob(f"{name}/*.csv") if f"models/{f}" in b.used and f != diag_rel]
     for rel in models.glob(f"{name}/*.csv"):
         if rel != diag_rel and f"models/{rel}" not in b.used:
             base = rel.split("/")[-1]
@@ -713,7 +714,6 @@ def _bayes_model(b: _Builder, name: str, verdict) -> Section:
             s.add(
                 *b.attempt(f"models/{rel}", lambda rel=rel, t=title: _generic(b, "models", rel, t))
             )
-    shown = [f for f in models.glob(f"{name}/*.csv") if f"models/{f}" in b.used and f != diag_rel]
     if shown:
         s.add(Paragraph("Shown beside the baselines above: "
                         + ", ".join(f"`models/{f}`" for f in shown) + "."))  # fmt: skip
@@ -727,6 +727,10 @@ def _bayes_model(b: _Builder, name: str, verdict) -> Section:
     if len(s.blocks) == 0:
         s.add(Note("notrun", f"`models/{name}/` holds no table or figure the report can show."))
     return s
+
+
+#: failing parameters listed in the document (all of them are in ``diagnostics.csv``)
+WORST_PARAMETERS = 15
 
 
 def _diagnostics_rows(b: _Builder, name: str) -> list[Any]:
@@ -751,10 +755,16 @@ def _diagnostics_rows(b: _Builder, name: str) -> list[Any]:
         out.append(Paragraph(f"`models/{rel}`: {len(df)} parameters, {len(bad)} failing the gate "
                              "(open the CSV for all rows)."))  # fmt: skip
         if len(bad):
-            bad = bad.head(b.cfg.max_inline_rows)
+            n_bad = len(bad)
+            rhat, ess = find_col(bad, "r_hat", "rhat"), find_col(bad, "ess_bulk", "ess")
+            if rhat is not None:  # the worst first: highest R-hat, then lowest ESS
+                keys = [rhat] + ([ess] if ess is not None else [])
+                bad = bad.sort_values(keys, ascending=[False] + [True] * (len(keys) - 1))
+            bad = bad.head(WORST_PARAMETERS)
             t = ReportTable(
                 f"models_{name}_diagnostics_failing",
-                f"Parameters of `{name}` failing the diagnostics gate",
+                f"Parameters of `{name}` failing the diagnostics gate"
+                + (f" (the {len(bad)} worst of {n_bad})" if n_bad > len(bad) else ""),
                 bad,
                 display_frame(pd.DataFrame(bad), 3),
                 [f"models/{rel}"],

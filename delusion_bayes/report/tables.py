@@ -609,6 +609,11 @@ def contrasts(run: RunDir, posterior: Posterior | None = None) -> ReportTable | 
             disp = _contrast_display(data[keys + shown_b])
             pdisp = _posterior_contrast_display(data[shown_p])
             disp = pd.concat([disp, pdisp], axis=1)
+            ncol = find_col(post, "note")
+            if ncol is not None:
+                why = sorted({str(v).strip() for v in post[ncol] if not pd.isna(v)} - {""})
+                if why:
+                    notes.append("Posterior '–': " + "; ".join(why) + ".")
             notes.append("Posterior: median [credible interval] of the group difference a − b "
                          "and its posterior probability of being > 0 (a probability, not a "
                          "p-value; for alternative 'less' compare the p-value with "
@@ -665,10 +670,7 @@ def _posterior_contrast_display(df: pd.DataFrame) -> pd.DataFrame:
         n = norm(c)
         if c in used or n in POSTERIOR_CONTRAST_HIDDEN or n.endswith("_posterior"):
             continue  # kept in the CSV: repeats the baseline's columns or the method
-        if n == "note":
-            text = df[c].map(lambda v: "" if pd.isna(v) else str(v).strip())
-            if text.ne("").any():
-                out["note"] = text
+        if n == "note":  # stated once under the table (contrast_notes), not in every row
             continue
         if n in ("p_gt_0", "p_gt0", "prob_gt_0", "p_positive"):
             out["P(Δ > 0)"] = [fmt_p(v) for v in df[c]]
@@ -812,7 +814,10 @@ def generic(
     desc = run.stage(stage).describe(rel)
     name = f"{stage}_{rel}".replace("/", "_").removesuffix(".csv")
     caption = title or (desc[:1].upper() + desc[1:] if desc else rel)
-    return ReportTable(name, caption, df, display_frame(df, digits), [f"{stage}/{rel}"])
+    disp = display_frame(df, digits)
+    # a CSV written with its (unnamed) index: no "Unnamed: 0" header in the document
+    disp.columns = ["" if str(c).startswith("Unnamed: ") else c for c in disp.columns]
+    return ReportTable(name, caption, df, disp, [f"{stage}/{rel}"])
 
 
 def is_number(x: object) -> bool:
