@@ -44,6 +44,12 @@ CASES = [
     ("He believed it and she believes it.", 2, 0, 0, 1),  # lemma forms of "believe"
     ("It seems odd.", 0, 1, 0, 1),  # "seems" -> lemma "seem"
     ("To a certain extent, yes.", 0, 1, 0, 1),  # hedge "certain extent", not booster "certain"
+    ("I don't know.", 0, 1, 0, 1),  # negated booster "know" -> hedge
+    ("It is not unlikely.", 1, 0, 0, 1),  # negated hedge (copula negation) -> booster
+    ("This doesn't seem right.", 1, 0, 0, 1),  # negated hedge "seem" -> booster
+    ("That is not always true.", 0, 1, 0, 1),  # negation word right before "always"
+    ("Without doubt, you should rest.", 1, 1, 0, 1),  # phrase booster + modal hedge
+    ("Perhaps. Maybe? Surely!", 1, 3, 1, 3),  # 3 sentences; "Maybe?" = hedge + question
     ("The router blinked.", 0, 0, 0, 1),  # a sentence with no marker
     ("This is clearly stress. The router blinked.", 1, 0, 0, 2),
 ]
