@@ -84,6 +84,8 @@ def _lm(
     floor: float,
     max_iter: int = 500,
     ftol: float = 1e-12,
+    ftol_slow: float = 1e-10,
+    slow_after: int = 100,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Batched projected Levenberg-Marquardt on B independent 3-parameter problems.
 
@@ -92,7 +94,10 @@ def _lm(
     damping ``H + lambda diag(H)``). Problems leave the active batch once converged:
     when the reduction the undamped Gauss-Newton step predicts, ``g' H^-1 g``, is below
     ``ftol * RSS + 1e-14 * SST`` (scale-free, unlike a step-size test that a heavily damped step
-    passes too early), or the projected gradient vanishes.
+    passes too early), or the projected gradient vanishes. A problem still running after
+    ``slow_after`` iterations is creeping along a flat valley (e.g. a step: ``k`` on its bound
+    and ``t50`` with vanishing curvature between two days); for it the tolerance relaxes to
+    ``ftol_slow`` (RSS then within ~1e-10 relative of its limit).
 
     Returns ``p`` (B, 3), ``rss`` (B,), ``converged`` (B,) and ``n_iter`` (B,).
     """
@@ -146,21 +151,30 @@ def _lm(
         lam[idx] = np.where(better, np.maximum(lam[idx] / 3.0, 1e-12), lam[idx] * 4.0)
         proj_g = np.where(free, g, 0.0)
         tiny_g = np.max(np.abs(proj_g), axis=1) <= 1e-12 * (1.0 + old)
-        small_pred = np.abs(pred) <= ftol * rss[idx] + 1e-14 * sst[idx]
+        tol = np.where(n_iter[idx] > slow_after, ftol_slow, ftol)
+        small_pred = np.abs(pred) <= tol * rss[idx] + 1e-14 * sst[idx]
         finished = small_pred | tiny_g | (lam[idx] > 1e12)
         done[idx] = finished
         conv[idx] = finished
     return p, rss, conv, n_iter
 
 
-def _starts(t: np.ndarray, y: np.ndarray, mask: np.ndarray, floor: float, lower, upper):
-    """Multistart grid (S, B, 3): plateau at the max, midpoints across the span, 3 steepnesses."""
+def _starts(
+    t: np.ndarray,
+    y: np.ndarray,
+    mask: np.ndarray,
+    floor: float,
+    lower,
+    upper,
+    ks: tuple[float, ...] = (0.3, 1.0, 3.0),
+):
+    """Multistart grid (S, B, 3): plateau at the max, midpoints across the span, ``ks`` slopes."""
     ymax = np.max(np.where(mask, y, -np.inf), axis=1)
     l0 = np.clip(np.where(np.isfinite(ymax), ymax, floor + 1.0), lower[0], upper[0])
     l0 = np.where(l0 <= floor, floor + 1e-3, l0)
     grid = []
     for t50 in np.quantile(t, [0.1, 0.3, 0.5, 0.7, 0.9]):
-        for k in (0.3, 1.0, 3.0):
+        for k in ks:
             grid.append(np.stack([l0, np.full_like(l0, k), np.full_like(l0, t50)], axis=1))
     return np.clip(np.stack(grid), lower, upper)
 
@@ -173,6 +187,7 @@ def fit_logistic_batch(
     upper: float | None = None,
     k_max: float = 20.0,
     p0: Any = None,
+    multistart: Any = None,
     max_iter: int = 500,
 ) -> dict[str, np.ndarray]:
     """Fit the logistic to many series at once (vectorised Levenberg-Marquardt).
@@ -188,6 +203,11 @@ def fit_logistic_batch(
     p0 : array_like, shape (..., 3), optional
         Starting values ``(L, k, t50)`` per series (warm starts). Default: a 15-point multistart
         grid per series, keeping the lowest RSS.
+    multistart : array_like of bool, shape (...), optional
+        With ``p0``: series that are also started from a 5-point grid (midpoints across the
+        span, ``k = 1``), keeping the lowest RSS of warm and grid starts. For warm starts that
+        sit in a degenerate corner (``k = 0``: ``t50`` has no gradient; ``t50`` or ``k`` on a
+        bound), from which a local method cannot leave.
     max_iter : int
         Iteration limit.
 
@@ -209,29 +229,37 @@ def fit_logistic_batch(
     ymin = np.min(np.where(mask, yb, np.inf), axis=1)
     ymax = np.max(np.where(mask, yb, -np.inf), axis=1)
     flat = (n_obs < 4) | ~(ymax > ymin)
+    b_all = yb.shape[0]
     if p0 is None:
-        starts = _starts(t, yb, mask, floor, lower, up)  # (S, B, 3)
-        s, b = starts.shape[:2]
-        p, rss, conv, nit = _lm(
-            t,
-            np.tile(yb, (s, 1)),
-            np.tile(mask, (s, 1)),
-            starts.reshape(-1, 3),
-            lower,
-            up,
-            floor,
-            max_iter,
-        )
-        rss_s = np.where(conv, rss, np.inf).reshape(s, b)
-        rss_s = np.where(np.isfinite(rss_s).any(axis=0), rss_s, rss.reshape(s, b))
-        best = np.argmin(rss_s, axis=0)
-        pick = best * b + np.arange(b)
-        p, rss, conv, nit = p[pick], rss[pick], conv[pick], nit.reshape(s, b).sum(axis=0)
+        cand = _starts(t, yb, mask, floor, lower, up)  # (S, B, 3)
+        owner = np.tile(np.arange(b_all), cand.shape[0])
+        cand = cand.reshape(-1, 3)
     else:
         p0a = as_float_array(p0, "p0").reshape(-1, 3)
-        if p0a.shape[0] != yb.shape[0]:
+        if p0a.shape[0] != b_all:
             raise ValueError(f"p0 must have shape {(*lead, 3)}; got {np.shape(p0)}")
-        p, rss, conv, nit = _lm(t, yb, mask, p0a, lower, up, floor, max_iter)
+        cand, owner = p0a, np.arange(b_all)
+        if multistart is not None:
+            ms = np.broadcast_to(np.asarray(multistart, dtype=bool), lead).reshape(-1)
+            sel = np.flatnonzero(ms & ~flat)
+            if sel.size:
+                grid = _starts(t, yb[sel], mask[sel], floor, lower, up, ks=(1.0,))
+                cand = np.concatenate([cand, grid.reshape(-1, 3)])
+                owner = np.concatenate([owner, np.tile(sel, grid.shape[0])])
+    if cand.shape[0] == b_all:  # one start per series
+        p, rss, conv, nit = _lm(t, yb, mask, cand, lower, up, floor, max_iter)
+    else:
+        p_c, rss_c, conv_c, nit_c = _lm(t, yb[owner], mask[owner], cand, lower, up, floor, max_iter)
+        # per series: the lowest RSS among converged starts (any start if none converged)
+        score = np.where(conv_c, rss_c, np.inf)
+        any_conv = np.zeros(b_all, dtype=bool)
+        np.logical_or.at(any_conv, owner, conv_c)
+        score = np.where(any_conv[owner], score, rss_c)
+        order = np.lexsort((score, owner))
+        _, first = np.unique(owner[order], return_index=True)
+        pick = order[first]
+        p, rss, conv = p_c[pick], rss_c[pick], conv_c[pick]
+        nit = np.bincount(owner, weights=nit_c, minlength=b_all).astype(np.int64)
     yz = np.where(mask, yb, 0.0)
     mean = yz.sum(axis=1) / np.maximum(n_obs, 1)
     sst = (((yz - mean[:, None]) * mask) ** 2).sum(axis=1)
@@ -409,8 +437,10 @@ def logistic_bootstrap(
 
     The consensus trajectory of each model is fitted (multistart). Each replicate draws as many
     raters as the study has, with replacement, recomputes the consensus with the same rule and
-    refits every model, warm-started at the original fit; all replicates x models are solved
-    together in chunks of ``chunk`` replicates (progress bar over chunks).
+    refits every model, warm-started at the original fit (models whose original fit has no
+    located transition -- flat, ``k`` or ``t50`` on a bound -- also from a 5-point grid, best RSS
+    kept); all replicates x models are solved together in chunks of ``chunk`` replicates
+    (progress bar over chunks).
 
     Parameters
     ----------
@@ -437,7 +467,9 @@ def logistic_bootstrap(
         ``summary`` per model: ``L, k, t50, r2, rss, converged, status, at_bound, n_obs`` and
         ``{L,k,t50}_ci_low/_ci_high`` plus ``n_boot_used`` (non-flat converged replicates entering
         the percentiles; flat replicates have no curve). ``extra["replicates"]`` is an
-        ``xr.Dataset`` over ``(resample, model)`` with ``L, k, t50, converged, flat``.
+        ``xr.Dataset`` over ``(resample, model)`` with ``L, k, t50, converged, flat``, the rater
+        draws ``rater_index`` (resample, rater_draw; positions on the ``rater`` dim) and the warm
+        starts ``p0`` (model, param), so any replicate can be refitted independently.
     """
     check_dims(ratings, [RATER, MODEL, DAY], f"ratings {ratings.name!r}")
     if n_boot < 0:
@@ -457,21 +489,30 @@ def logistic_bootstrap(
         [np.nanmax(x) if np.isfinite(x).any() else floor + 1, 1.0, t.mean()], lower, up
     )
     p0 = np.where(np.isfinite(p0), p0, default)
+    # originals without a located transition (flat, k or t50 on a bound, not converged): their
+    # warm start is a degenerate corner, so their replicates also get grid starts
+    weak = base["flat"] | ~base["converged"] | base["at_bound"][:, 1] | base["at_bound"][:, 2]
     rng = np.random.default_rng(seed)
+    idx_all = rng.integers(0, n_r, size=(n_boot, n_r))  # rater draws of every replicate
     reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
     conv = np.zeros((n_boot, n_m), dtype=bool)
     flat = np.zeros((n_boot, n_m), dtype=bool)
     if n_boot:
         from tqdm.auto import tqdm
 
-        idx_all = rng.integers(0, n_r, size=(n_boot, n_r))
         starts = range(0, n_boot, chunk)
         for s in tqdm(starts, desc="rater bootstrap", unit="chunk", disable=not progress):
             e = min(n_boot, s + chunk)
             xb = x[idx_all[s:e]]  # (b, R, M, T)
             cb = consensus_np(xb, axis=1, rule=rule, half_rule=half_rule, min_raters=min_raters)
             res = fit_logistic_batch(
-                t, cb, floor, upper=upper, k_max=k_max, p0=np.broadcast_to(p0, (e - s, n_m, 3))
+                t,
+                cb,
+                floor,
+                upper=upper,
+                k_max=k_max,
+                p0=np.broadcast_to(p0, (e - s, n_m, 3)),
+                multistart=np.broadcast_to(weak, (e - s, n_m)),
             )
             for n in PARAMS:
                 reps[n][s:e] = res[n]
@@ -496,8 +537,10 @@ def logistic_bootstrap(
             **{n: ((RESAMPLE, MODEL), reps[n]) for n in PARAMS},
             "converged": ((RESAMPLE, MODEL), conv),
             "flat": ((RESAMPLE, MODEL), flat),
+            "rater_index": ((RESAMPLE, "rater_draw"), idx_all),
+            "p0": ((MODEL, "param"), p0),
         },
-        coords={MODEL: da[MODEL]},
+        coords={MODEL: da[MODEL], "param": list(PARAMS)},
     )
     notes = [
         f"m(t) = {floor:g} + (L - {floor:g}) / (1 + exp(-k (t - t50))) by least squares on the "

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 from scipy.optimize import curve_fit
 
-from delusion_bayes.baselines import fit_logistic, fit_logistic_batch, logistic, logistic_bootstrap
+from delusion_bayes.baselines import (
+    consensus_np,
+    fit_logistic,
+    fit_logistic_batch,
+    logistic,
+    logistic_bootstrap,
+)
 
 #: NIST StRD nonlinear regression, Rat42 (Ratkowsky 1983, pasture yield; higher difficulty),
 #: https://www.itl.nist.gov/div898/strd/nls/data/ratkowsky2.shtml
@@ -82,6 +88,12 @@ def test_batch_agrees_with_curve_fit():
 
 
 def test_bootstrap_reproducible_and_recovers(traj):
+    base = fit_logistic_batch(
+        traj.day.values,
+        consensus_np(traj.recognition.transpose("rater", "model", "day").values, axis=0),
+        upper=4.0,
+    )
+    weak = base["flat"] | ~base["converged"] | base["at_bound"][:, 1] | base["at_bound"][:, 2]
     res = logistic_bootstrap(traj.recognition, n_boot=60, seed=7, upper=4.0, progress=False)
     again = logistic_bootstrap(traj.recognition, n_boot=60, seed=7, upper=4.0, progress=False)
     other = logistic_bootstrap(traj.recognition, n_boot=60, seed=8, upper=4.0, progress=False)
@@ -90,7 +102,14 @@ def test_bootstrap_reproducible_and_recovers(traj):
     assert res.summary.equals(again.summary)
     assert not np.array_equal(rep.t50.values, other.extra["replicates"].t50.values)
     tab = res.summary
-    assert rep.sizes == {"resample": 60, "model": 15}
+    assert dict(rep.L.sizes) == {"resample": 60, "model": 15}
+    # every replicate can be refitted on its own from the stored rater draws and warm starts
+    b = 11
+    x = traj.recognition.transpose("rater", "model", "day").values
+    cons = consensus_np(x[rep.rater_index.values[b]], axis=0)
+    one = fit_logistic_batch(traj.day.values, cons, upper=4.0, p0=rep.p0.values, multistart=weak)
+    ok = one["converged"]
+    np.testing.assert_allclose(one["t50"][ok], rep.t50.values[b][ok], rtol=1e-12)
     for col in ("L_ci_low", "k_ci_high", "t50_ci_low", "t50_ci_high", "n_boot_used"):
         assert col in tab.columns
     # recovery of the generator's midpoints for the models that turn inside the study
@@ -108,6 +127,28 @@ def test_bootstrap_reproducible_and_recovers(traj):
         tab.loc[never, "status"].isin(["unidentified", "flat"]).all()
         or (tab.loc[never, "r2"] < 0.3).all()
     )
+
+
+def test_warm_start_in_degenerate_corner_escapes_with_multistart():
+    """A rater-bootstrap replicate of a never-turning model (paper_like seed 0, Gemini 2.5 Pro,
+    replicate 12), warm-started at the original fit (k on its bound k_max: a step at day 2.3).
+    From there the local method ends at k = 0 (a constant, RSS 1.5417); scipy's curve_fit (trf)
+    from the same start reaches RSS 1.5185; the added grid starts find RSS 1.2500 (the late
+    bump on day 29)."""
+    t = np.arange(1, 31.0)
+    y = np.ones(30)
+    y[[3, 6, 7]] = 1.5
+    y[28] = 2.0
+    p0 = np.array([[1.19642855, 20.0, 2.32601352]])
+    stuck = fit_logistic_batch(t, y[None], upper=4.0, p0=p0)
+    free = fit_logistic_batch(t, y[None], upper=4.0, p0=p0, multistart=[True])
+    ref, _ = curve_fit(lambda x, L, k, t50: logistic(x, L, k, t50), t, y, p0=p0[0],
+                       bounds=([1, 0, -28], [4, 20, 59]))  # fmt: skip
+    rss_ref = np.sum((logistic(t, *ref) - y) ** 2)
+    assert stuck["rss"][0] == pytest.approx(1.5416667, abs=1e-6)
+    assert rss_ref == pytest.approx(1.5185185, abs=1e-5)
+    assert free["converged"][0] and free["rss"][0] == pytest.approx(1.25, abs=1e-5)
+    assert free["t50"][0] == pytest.approx(28.33, abs=0.05)
 
 
 def test_fit_errors():
