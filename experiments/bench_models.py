@@ -1,0 +1,119 @@
+"""Benchmark: the joint model with nutpie vs PyMC's NUTS vs numpyro, cold compile vs cached.
+
+    .venv/bin/python experiments/bench_models.py                      # paper_like, 4 x 1000
+    .venv/bin/python experiments/bench_models.py --preset small --draws 300 --chains 2
+
+For each sampler, two fits of the same model in one process: *cold* (first compile in this
+process; the on-disk PyTensor/numba cache in a fresh temporary directory, so nothing from
+earlier runs) and *cached* (same spec again: nutpie reuses the in-process compiled model,
+PyMC/numpyro their compiled functions from the warm cache). Prints whole-fit seconds, sampling
+seconds, divergences, max R-hat of L/k/t50, min ESS bulk / sampling second, and every time as a
+ratio against nutpie. The alternative users know is R's brms (the issue quotes 225 s for the
+onset model and 63 s for the rater model, 4 x 1000, on this kind of machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="paper_like")
+    ap.add_argument("--model", default="joint")
+    ap.add_argument("--draws", type=int, default=1000)
+    ap.add_argument("--tune", type=int, default=None)
+    ap.add_argument("--chains", type=int, default=4)
+    ap.add_argument("--samplers", default="nutpie,pymc,numpyro")
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    tune = args.tune if args.tune is not None else args.draws
+
+    cache = tempfile.mkdtemp(prefix="bench_models_")
+    # fresh compile cache, set before PyTensor is imported
+    os.environ["DELUSION_BAYES_CACHE"] = cache
+    from delusion_bayes.inference.cache import configure_pytensor_cache
+
+    configure_pytensor_cache(cache)
+    t_import = time.perf_counter()
+    import delusion_bayes as db
+    from delusion_bayes.inference.diagnostics import diagnose, sampler_stats
+
+    ds = db.data.simulate_study(preset=args.preset, seed=0)
+    import pymc  # noqa: F401  (import time reported apart)
+
+    print(f"imports: {time.perf_counter() - t_import:.1f} s; cache {cache}")
+    print(
+        f"{args.model} on {args.preset} ({dict(ds['recognition'].sizes)}), "
+        f"{args.chains} chains x {args.draws} draws, {tune} tune"
+    )
+    rows = []
+    for sampler in args.samplers.split(","):
+        for phase in ("cold", "cached"):
+            t0 = time.perf_counter()
+            try:
+                dt = db.models.fit(
+                    ds,
+                    args.model,
+                    draws=args.draws,
+                    tune=tune,
+                    chains=args.chains,
+                    sampler=sampler,
+                    seed=args.seed,
+                    cache_dir=cache,
+                    log_likelihood=False,
+                    posterior_predictive=False,
+                )
+            except Exception as err:  # noqa: BLE001
+                print(f"{sampler:8s} {phase:6s} FAILED: {type(err).__name__}: {err}")
+                continue
+            total = time.perf_counter() - t0
+            post = dt["posterior"]
+            samp = float(post.attrs.get("sampling_time", float("nan")))
+            tab = diagnose(dt, var_names=[v for v in ("L", "k", "t50") if v in post])
+            st = sampler_stats(dt)
+            min_ess = float(tab["ess_bulk"].min())
+            rows.append(
+                {
+                    "sampler": str(post.attrs.get("sampler", sampler)),
+                    "phase": phase,
+                    "total_s": total,
+                    "sampling_s": samp,
+                    "divergences": st["divergences"],
+                    "max_rhat": float(tab["r_hat"].max()),
+                    "min_ess": min_ess,
+                    "ess_per_s": min_ess / samp if samp == samp and samp > 0 else float("nan"),
+                }
+            )
+            r = rows[-1]
+            print(
+                f"{r['sampler']:8s} {phase:6s} total {total:7.1f} s  sampling {samp:6.1f} s  "
+                f"div {r['divergences']:3d}  max R-hat {r['max_rhat']:.3f}  "
+                f"min ESS {min_ess:6.0f}  ESS/s {r['ess_per_s']:7.1f}",
+                flush=True,
+            )
+    ref = {r["phase"]: r for r in rows if r["sampler"] == "nutpie"}
+    if ref:
+        print("\nratios vs nutpie (same phase; > 1 = slower than nutpie):")
+        for r in rows:
+            b = ref.get(r["phase"])
+            if b is None or r["sampler"] == "nutpie":
+                continue
+            print(
+                f"  {r['sampler']:8s} {r['phase']:6s} total x{r['total_s'] / b['total_s']:.2f}  "
+                f"sampling x{r['sampling_s'] / b['sampling_s']:.2f}  "
+                f"ESS/s x{r['ess_per_s'] / b['ess_per_s']:.2f}"
+            )
+        if "cold" in ref and "cached" in ref:
+            print(
+                f"  nutpie cached vs cold whole fit: x{ref['cached']['total_s'] / ref['cold']['total_s']:.2f}"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

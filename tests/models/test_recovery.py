@@ -1,0 +1,122 @@
+"""Parameter recovery and diagnostics of the joint model on the small simulated study, and the
+``models`` pipeline stage on the same fit.
+
+One fit per session (``joint_fit``): 2 chains x 300 draws after 300 tuning steps with nutpie,
+seed 1. Measured here (2 cores shared by ~7 jobs): 100-310 s cold incl. compile (compile
+dominates; warm cache ~60 s), 0 or 1 divergences (nutpie runs differed), max R-hat
+1.04 (t50 of the never-turning model, identified only from below), min ESS 52 on the same;
+every other onset parameter R-hat <= 1.02. Truth of ``simulate_study("small", seed=0)``:
+t50 = (3, 6, 9, 25, 8), severity = (0.41, -0.52, 0.11). Posterior 90% intervals of t50:
+Early [2.5, 3.3], Middle [5.6, 7.0], Late [9.2, 10.0], Oscillating [7.3, 9.2]: 3 of the 4
+turning models cover their truth (the issue's "most models"); Never has P(t50 > 12) > 0.95.
+Tolerances below are set from these numbers with room for another machine's floating point.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SAMPLE = ("chain", "draw")
+
+
+@pytest.fixture(scope="session")
+def joint_fit(small_study):
+    from delusion_bayes.models import fit
+
+    # default compile cache (~/.cache/delusion_bayes or $DELUSION_BAYES_CACHE): warm on reruns
+    return fit(small_study, "joint", draws=300, tune=300, chains=2, seed=1)
+
+
+def test_fit_returns_the_documented_groups(joint_fit, small_study):
+    assert {"posterior", "sample_stats", "log_likelihood", "posterior_predictive",
+            "observed_data"} <= set(joint_fit.children)  # fmt: skip
+    post = joint_fit["posterior"]
+    for v in ("L", "k", "t50"):
+        assert post[v].dims == ("chain", "draw", "model")
+    assert post["t50"]["vendor"].values.tolist() == small_study["vendor"].values.tolist()
+    assert joint_fit["observed_data"]["y"].sizes["obs"] == 180
+    assert joint_fit.attrs["variant"] == "joint[logistic,rater]"
+
+
+def test_t50_recovered_for_most_turning_models(joint_fit, small_study):
+    t50 = joint_fit["posterior"]["t50"]
+    lo, hi = (t50.quantile(q, SAMPLE).values for q in (0.05, 0.95))
+    truth = small_study["true_t50"].values
+    n_days = small_study.sizes["day"]
+    turning = truth <= n_days
+    covered = (lo <= truth) & (truth <= hi)
+    assert covered[turning].sum() >= 3, (lo, hi, truth)
+    # the never-turner: mass beyond the last day
+    never = ~turning
+    p_beyond = (t50 > n_days).mean(SAMPLE).values[never]
+    assert np.all(p_beyond >= 0.8), p_beyond
+    # medians of the turning models within 1 day of the truth
+    med = t50.median(SAMPLE).values
+    np.testing.assert_allclose(med[turning], truth[turning], atol=1.0)
+
+
+def test_rater_effects_recovered_in_sign_and_order(joint_fit, small_study):
+    sev = joint_fit["posterior"]["severity"].median(SAMPLE).values
+    true = small_study["true_severity"].values
+    assert np.argsort(sev).tolist() == np.argsort(true).tolist()
+    big = np.abs(true) > 0.2
+    assert np.all(np.sign(sev[big]) == np.sign(true[big]))
+    np.testing.assert_allclose(sev, true, atol=0.2)
+
+
+def test_diagnostics_of_the_onset_parameters(joint_fit):
+    from delusion_bayes.inference import InferenceConfig
+    from delusion_bayes.inference.diagnostics import diagnose, gate
+
+    # explicit small-run tolerances (300 draws x 2 chains): R-hat <= 1.06, ESS >= 40, at most
+    # 2 divergences in 600 draws (0 and 1 were both seen for this seed on this machine)
+    cfg = InferenceConfig(rhat_max=1.06, ess_min_per_chain=20, max_divergences=2)
+    table = diagnose(joint_fit, cfg, var_names=["L", "k", "t50", "severity", "discrimination"])
+    result = gate(joint_fit, table, cfg)
+    assert result["divergences"] <= 2
+    assert result["max_rhat"] <= 1.06
+    assert result["min_ess"] >= 40
+    assert result["passed"], result["reasons"]
+    # at the default thresholds the same fit fails, and says why
+    strict = gate(joint_fit, cfg=InferenceConfig())
+    assert not strict["passed"] and any("R-hat" in r or "ESS" in r for r in strict["reasons"])
+
+
+def test_models_stage_writes_the_contract_files(joint_fit, small_study, tmp_path, monkeypatch):
+    from delusion_bayes.config import compose
+    from delusion_bayes.pipeline import _sub_config
+    from delusion_bayes.stages import models as stage
+
+    monkeypatch.setattr(stage, "_fit_one", lambda *a, **k: joint_fit.copy())
+    cfg = _sub_config(compose(["experiment=smoke"]), stage.NEEDS)
+    head = stage.run(small_study, cfg, tmp_path)
+    out = tmp_path / "models" / "joint"
+    for f in ("posterior.nc", "diagnostics.csv", "gate.json", "summary.csv",
+              "milestones_posterior.csv", "t50_posterior.csv", "contrasts_posterior.csv",
+              "consensus_posterior.csv", "reliability_posterior.csv", "raters_posterior.csv",
+              "rank.png", "ppc.png", "loo_khat.png", "index.json"):  # fmt: skip
+        assert (out / f).is_file(), f
+    assert (tmp_path / "models" / "comparison.csv").is_file()
+    gate = json.loads((out / "gate.json").read_text())
+    assert set(gate) >= {"passed", "divergences", "max_rhat", "min_ess", "ebfmi_min", "reasons"}
+    assert head["joint"]["passed"] == gate["passed"]
+    import pandas as pd
+    import xarray as xr
+
+    diag = pd.read_csv(out / "diagnostics.csv")
+    assert {"mean", "sd", "ci_low", "ci_high", "r_hat", "ess_bulk", "ess_tail", "pass"} <= set(
+        diag.columns
+    )
+    ms = pd.read_csv(out / "milestones_posterior.csv")
+    assert list(ms.columns[:6]) == ["model", "milestone", "median", "ci_low", "ci_high",
+                                    "p_censored"]  # fmt: skip
+    cons = pd.read_csv(out / "consensus_posterior.csv")
+    assert {"model", "day", "modal_stage", "p_ge3", "mean"} <= set(cons.columns)
+    dt = xr.open_datatree(out / "posterior.nc")
+    assert {"config_hash", "git_sha", "data_hash", "package_version", "seed"} <= set(dt.attrs)
+    assert json.loads(dt.attrs["resolved_config"])["sampler"]["draws"] == 150
