@@ -331,6 +331,9 @@ def _overview(b: _Builder, diag) -> Section:
                 "Diagnostics failed",
             )
         )
+    replay_gate = _replay_gate(run.stage("replay"))
+    if replay_gate is not None and replay_gate.kind == "warning":
+        s.add(replay_gate)
     for name in SOURCE_STAGES:
         status = run.stage_status(name)
         if status.get("status") == "failed":
@@ -777,15 +780,38 @@ def _diagnostics_rows(b: _Builder, name: str) -> list[Any]:
 
 #: the replay stage's tables (team contract), in document order, with their titles
 REPLAY_TABLES = {
-    "prevalence.csv": "Prevalence of each code per model group (cluster bootstrap CI)",
-    "bayes_prevalence.csv": "Posterior prevalence (Bayesian replay model)",
-    "deltas.csv": "Differences in prevalence between groups",
-    "cluster_bootstrap.csv": "Cluster bootstrap over conversations",
-    "lopo.csv": "Leave-one-persona-out sensitivity",
-    "family.csv": "By model family",
-    "context_depth.csv": "By context depth",
-    "onset.csv": "Onset of each code",
+    "prevalence.csv": "Prevalence per model × category and code (cluster bootstrap CIs)",
+    "bayes_prevalence.csv": "Posterior prevalence beside the bootstrap CIs (Bayesian model)",
+    "deltas.csv": "Each model minus the original transcript (paired resamples)",
+    "cluster_bootstrap.csv": "Category CIs under every resampling scheme, width relative to i.i.d.",
+    "lopo.csv": "Leave-one-participant-out prevalence and deltas",
+    "family.csv": "Model-family comparison",
+    "context_depth.csv": "Prevalence per context-depth bin",
+    "context_depth_lpm.csv": "Linear probability model of context depth",
+    "onset.csv": "Onset and persistence over the user turns of a window",
+    "turn_profile.csv": "Prevalence by user turn",
 }
+
+
+def _replay_gate(rp) -> Note | None:
+    """The verdict of ``replay/bayes_diagnostics.json`` (Bayesian prevalence model), if any."""
+    path = rp.path / "bayes_diagnostics.json"
+    if not path.is_file():
+        return None
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        return Note("error", f"`replay/bayes_diagnostics.json` is unreadable: {err}")
+    if not isinstance(d, dict) or "passed" not in d:
+        return None
+    facts = ", ".join(
+        f"{k.replace('_', ' ')} {v:.3g}" for k, v in d.items()
+        if k != "passed" and isinstance(v, int | float) and not isinstance(v, bool)
+    )  # fmt: skip
+    if d["passed"] is False or str(d["passed"]).lower() == "false":
+        return Note("warning", "The Bayesian prevalence model FAILED its sampling diagnostics "
+                    f"({facts}); `bayes_prevalence.csv` is provisional.", "Diagnostics failed")  # fmt: skip
+    return Note("ok", f"The Bayesian prevalence model passed its diagnostics ({facts}).")
 
 
 def _replay(b: _Builder) -> Section:
@@ -794,6 +820,9 @@ def _replay(b: _Builder) -> Section:
     rp = run.stage("replay")
     if not rp.ran:
         return s.add(b.not_run("replay", "the replay-study results"))
+    gate = _replay_gate(rp)
+    if gate is not None:
+        s.add(gate)
     found = rp.glob("**/*.csv")
     known = [r for r in REPLAY_TABLES if r in found]
     for rel in known + [r for r in found if r not in REPLAY_TABLES]:

@@ -259,6 +259,8 @@ def make_run(
         ).to_csv(r / "bayes_prevalence.csv", index=False)
         pd.DataFrame({"contrast": ["new - old"], "delta": [-0.25], "ci_low": [-0.4],
                       "ci_high": [-0.1]}).to_csv(r / "deltas.csv", index=False)  # fmt: skip
+        diag = {"max_rhat": 1.03, "min_ess_bulk": 150.0, "divergences": 2, "passed": False}
+        (r / "bayes_diagnostics.json").write_text(json.dumps(diag))
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(3, 2))

@@ -243,6 +243,7 @@ def test_note_kinds_render():
     assert "<code>fit</code>" in to_html(doc)
 
 
+@pytest.mark.slow
 def test_rebuild_from_run_through_the_pipeline(tmp_path):
     """`delusion-bayes report.from_run=<dir>` rebuilds the supplement and runs no stage."""
     from delusion_bayes.config import compose
@@ -308,7 +309,9 @@ def test_replay_section(tmp_path):
     ids = [s.id for s in sup.document.sections]
     assert "replay" in ids
     html = sup.html.read_text()
-    assert "Posterior prevalence (Bayesian replay model)" in html
+    assert "Posterior prevalence beside the bootstrap CIs" in html
+    warn = _notes(sup, "warning")
+    assert any("prevalence model FAILED" in w and "max rhat 1.03" in w for w in warn)
     assert "replay/onset.csv" in " ".join(_notes(sup, "notrun"))  # absent file: named, no crash
     prev = pd.read_csv(run / "report" / "tables" / "replay_prevalence.csv")
     assert prev["prevalence"].tolist() == [0.125, 0.375]
