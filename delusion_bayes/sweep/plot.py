@@ -9,7 +9,8 @@ conclusion is:
 * regime membership of every model (the paper's four regimes, :func:`classify_regime`);
 * milestone latencies (first clinical, first stable, first Level-B) of every model;
 * the t50 ordering (rank of every model's least-squares t50);
-* each contrast's exact permutation p (log scale, 0.05 marked) and its posterior probability;
+* each contrast's exact permutation p (log scale, 0.05 marked) and its posterior probability
+  P(A - B > 0) under every fitted model, with each fit's diagnostics gate;
 * the entrainment-Level-B Spearman correlation.
 
 Jobs that did not finish are grey columns marked with a red cross in the dashboard.
@@ -123,10 +124,14 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
         mat = _matrix(summary, m, jobs)
         if mat is not None:
             panels.append((m, mat))
-    for name in ("t50_rank", "perm_p", "posterior_prob", "entrainment_level_b_rho"):
-        mat = _matrix(summary, name, jobs)
-        if mat is not None:
-            panels.append((name, mat))
+    for name in ("t50_rank", "perm_p", "posterior_prob", "gate_passed", "entrainment_level_b_rho"):
+        names = [name]
+        if name == "posterior_prob":
+            names = sorted({q for q in summary["quantity"] if str(q).startswith("posterior_prob")})
+        for q in names:
+            mat = _matrix(summary, q, jobs)
+            if mat is not None:
+                panels.append((q, mat))
     dash_rows = [(k, v) for k in keys for v in dict.fromkeys(summary.drop_duplicates("job")[k])]
     heights = []
     for name, mat in panels:
@@ -158,9 +163,15 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
         elif name == "perm_p":
             _series(ax, mat.clip(lower=1e-6), "exact permutation p per contrast:quantity",
                     log=True, lines=(0.05,))  # fmt: skip
-        elif name == "posterior_prob":
-            _series(ax, mat, "posterior probability of each contrast", lines=(0.05, 0.95))
+        elif name.startswith("posterior_prob"):
+            fit = name.partition(":")[2] or "model"
+            _series(ax, mat, f"P(A - B > 0) of each contrast under the {fit} model",
+                    lines=(0.025, 0.975))  # fmt: skip
             ax.set_ylim(-0.03, 1.03)
+        elif name == "gate_passed":
+            _heatmap(ax, mat, "diagnostics gate passed (1) / failed (0) per fitted model",
+                     ListedColormap(["#d95f02", "#1b9e77"]), vmin=0, vmax=1,
+                     fmt=lambda v: "ok" if v else "fail")  # fmt: skip
         else:
             _series(ax, mat, "Spearman rho: entrainment vs Level-B days (paper -.69)",
                     lines=(0.0,))  # fmt: skip
@@ -178,7 +189,8 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
     for i in bad:
         dash.scatter([i], [-1], marker="x", color="red", s=25)
     dash.set_yticks(
-        [-1, *range(len(dash_rows))], ["job failed", *[f"{k}={v}" for k, v in dash_rows]],
+        [-1, *range(len(dash_rows))],
+        ["job failed", *[f"{k}={v}"[:60] for k, v in dash_rows]],
         fontsize=6,
     )  # fmt: skip
     dash.set_ylim(len(dash_rows) - 0.5, -1.5)

@@ -10,8 +10,9 @@ quantity               from
 ``L, k, t50``          ``baselines/tableD1_logistic.csv`` (least squares; Table D1)
 ``t50_rank``           rank of each model's ``t50`` within the run (the t50 ordering)
 ``perm_p``             ``baselines/contrasts.csv`` (exact permutation p, item ``contrast:quantity``)
-``posterior_prob``     ``models/contrasts_posterior.csv`` (posterior probability of the contrast)
-``posterior_<q>``      ``models/milestones_posterior.csv`` and ``models/<name>/summary.csv``
+``posterior_prob:<m>`` ``models/<m>/contrasts_posterior.csv`` (P(A - B > 0) under fitted model m)
+``posterior_<q>:<m>``  ``models/<m>/milestones_posterior.csv`` and ``models/<m>/t50_posterior.csv``
+``gate_passed``        ``models/<m>/gate.json`` (1 = the fit passed the diagnostics gate; item m)
 ``entrainment_level_b_rho``  the text stage's Spearman rho of entrainment vs Level-B day count
 ``headline:<key>``     every number in every stage's headline (``run.json``), flattened
 =====================  ==========================================================================
@@ -252,8 +253,17 @@ def _contrast_item(rec: Mapping[str, Any], df: pd.DataFrame) -> str:
     return f"{name}:{rec[qcol]}" if qcol else str(name)
 
 
+def _fit_dirs(run_dir: Path) -> list[Path]:
+    """``models/<fit>/`` folders of the models stage (one per fitted model), sorted."""
+    root = run_dir / "models"
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
+
 def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Permutation p per contrast and quantity, and the posterior probability beside it."""
+    """Permutation p per contrast and quantity (``baselines/contrasts.csv``), and beside it the
+    posterior probability that group A exceeds group B, ``P(A - B > 0)``, per fitted model
+    (``models/<fit>/contrasts_posterior.csv``, column ``p_gt_0``; quantity
+    ``posterior_prob:<fit>``)."""
     rows = []
     rel = "baselines/contrasts.csv"
     df = _read_csv(run_dir / rel)
@@ -262,53 +272,65 @@ def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
         if pcol is not None:
             for _, rec in df.iterrows():
                 rows.append(_rows("baselines", "perm_p", _contrast_item(rec, df), rec[pcol], rel))
-    rel = "models/contrasts_posterior.csv"
-    df = _read_csv(run_dir / rel)
-    if df is not None and not df.empty:
-        pcol = _col(df, "prob", "posterior_prob", "p_direction", "probability", "prob_alternative")
+    for fit in _fit_dirs(run_dir):
+        df = _read_csv(fit / "contrasts_posterior.csv")
+        if df is None or df.empty:
+            continue
+        rel = f"models/{fit.name}/contrasts_posterior.csv"
+        pcol = _col(df, "p_gt_0", "prob", "posterior_prob", "probability")
         if pcol is None:
             pcol = next((c for c in df.columns if "prob" in str(c).lower()), None)
-        if pcol is not None:
-            for _, rec in df.iterrows():
-                rows.append(
-                    _rows("models", "posterior_prob", _contrast_item(rec, df), rec[pcol], rel)
-                )
+        if pcol is None:
+            continue
+        for _, rec in df.iterrows():
+            if pd.isna(rec[pcol]):  # a quantity the model does not have (note column says so)
+                continue
+            item = _contrast_item(rec, df)
+            rows.append(_rows("models", f"posterior_prob:{fit.name}", item, rec[pcol], rel))
     return rows
 
 
 def posterior_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Posterior medians of milestones (``models/milestones_posterior.csv``) and of ``L, k,
-    t50`` (``models/<model>/summary.csv``, the first model folder found)."""
+    """Per fitted model (``models/<fit>/``): posterior medians of the milestones
+    (``milestones_posterior.csv``, quantity ``posterior_<milestone>:<fit>``), of ``L, k, t50``
+    (``t50_posterior.csv``, quantity ``posterior_<p>:<fit>``) and the diagnostics gate
+    (``gate.json``: ``gate_passed`` 1/0 and ``max_rhat``, item = fit)."""
+    import json
+
     rows = []
-    rel = "models/milestones_posterior.csv"
-    df = _read_csv(run_dir / rel)
-    if df is not None and not df.empty:
-        mcol = _model_col(df)
-        qcol = _col(df, "milestone", "quantity")
-        vcol = _col(df, "median", "mean", "estimate")
-        if qcol is not None and vcol is not None:  # long format
-            for _, rec in df.iterrows():
-                rows.append(_rows("models", f"posterior_{rec[qcol]}", rec[mcol], rec[vcol], rel))
-        else:  # wide: one column per milestone
-            for m in MILESTONES:
-                c = _col(df, m)
+    for fit in _fit_dirs(run_dir):
+        name = fit.name
+        rel = f"models/{name}/milestones_posterior.csv"
+        df = _read_csv(fit / "milestones_posterior.csv")
+        if df is not None and not df.empty:
+            mcol, qcol = _model_col(df), _col(df, "milestone", "quantity")
+            vcol = _col(df, "median", "mean", "estimate")
+            if qcol is not None and vcol is not None:
+                for _, rec in df.iterrows():
+                    q = f"posterior_{rec[qcol]}:{name}"
+                    rows.append(_rows("models", q, rec[mcol], rec[vcol], rel))
+        rel = f"models/{name}/t50_posterior.csv"
+        df = _read_csv(fit / "t50_posterior.csv")
+        if df is not None and not df.empty:
+            mcol = _model_col(df)
+            for p in LOGISTIC:
+                c = _col(df, f"{p}_median", p)
                 if c is not None:
                     for _, rec in df.iterrows():
-                        rows.append(_rows("models", f"posterior_{m}", rec[mcol], rec[c], rel))
-    for summary in sorted((run_dir / "models").glob("*/summary.csv")):
-        df = _read_csv(summary)
-        if df is None or df.empty:
-            continue
-        rel = summary.relative_to(run_dir).as_posix()
-        label = df.columns[0]
-        vcol = _col(df, "median", "mean")
-        if vcol is None:
-            continue
-        for _, rec in df.iterrows():
-            m = re.fullmatch(r"(L|k|t50)\[(.+)\]", str(rec[label]))
-            if m:
-                fit = summary.parent.name
-                rows.append(_rows("models", f"posterior_{m[1]}:{fit}", m[2], rec[vcol], rel))
+                        rows.append(
+                            _rows("models", f"posterior_{p}:{name}", rec[mcol], rec[c], rel)
+                        )
+        gate = fit / "gate.json"
+        if gate.is_file():
+            try:
+                g = json.loads(gate.read_text())
+            except json.JSONDecodeError:
+                g = {}
+            rel = f"models/{name}/gate.json"
+            if "passed" in g:
+                rows.append(_rows("models", "gate_passed", name, bool(g["passed"]), rel))
+            if "max_rhat" in g:
+                rows.append(_rows("models", "max_rhat", name, g["max_rhat"], rel))
     return rows
 
 
@@ -416,6 +438,6 @@ def quantity_families(quantities: Iterable[str]) -> dict[str, list[str]]:
         "milestones": [q for q in qs if q in MILESTONES[:3]],
         "t50_rank": [q for q in qs if q == "t50_rank"],
         "perm_p": [q for q in qs if q == "perm_p"],
-        "posterior_prob": [q for q in qs if q == "posterior_prob"],
+        "posterior_prob": [q for q in qs if q.startswith("posterior_prob")],
         "entrainment": [q for q in qs if q == "entrainment_level_b_rho"],
     }

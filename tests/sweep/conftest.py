@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -54,10 +55,22 @@ def write_job(
     pd.DataFrame(
         {"contrast": ["new vs old"], "quantity": ["first_clinical"], "pvalue": [pvalue]}
     ).to_csv(job / "baselines" / "contrasts.csv", index=False)
-    (job / "models").mkdir()
+    fit = job / "models" / "onset"  # the models-output contract: models/<model name>/
+    fit.mkdir(parents=True)
     pd.DataFrame(
-        {"contrast": ["new vs old"], "quantity": ["first_clinical"], "prob_a_less": [prob]}
-    ).to_csv(job / "models" / "contrasts_posterior.csv", index=False)
+        {"name": ["new vs old", "new vs old"], "quantity": ["first_clinical", "first_level_b"],
+         "median": [-5.0, np.nan], "p_gt_0": [prob, np.nan],
+         "note": ["", "'first_level_b' is not a quantity of this model"]}
+    ).to_csv(fit / "contrasts_posterior.csv", index=False)  # fmt: skip
+    pd.DataFrame(
+        {"model": MODELS, "milestone": "first_clinical", "median": [3.0, 7.0, 22.0, 31.0],
+         "ci_low": [3, 6, 20, 31], "ci_high": [4, 9, 25, 31], "p_censored": [0, 0, 0, 0.9]}
+    ).to_csv(fit / "milestones_posterior.csv", index=False)  # fmt: skip
+    pd.DataFrame(
+        {"model": MODELS, "L_median": [3.9, 3.8, 3.7, 1.2], "k_median": [1.5, 0.3, 2.0, 0.1],
+         "t50_median": [3.4, 12.1, 22.0, 40.0], "p_beyond_last_day": [0, 0, 0, 0.8]}
+    ).to_csv(fit / "t50_posterior.csv", index=False)  # fmt: skip
+    (fit / "gate.json").write_text(json.dumps({"passed": prob > 0.9, "max_rhat": 1.004}))
     stages = {
         "baselines": {"status": "ok", "seconds": 1.5, "headline": {"alpha_recognition": 0.76}},
         "text": {

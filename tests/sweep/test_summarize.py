@@ -96,8 +96,20 @@ def test_summary_rows_tell_jobs_apart_by_override(fake_sweep):
                                                           "Never": 4}  # fmt: skip
     p = on_disk[on_disk["quantity"] == "perm_p"].set_index("job")
     assert p.loc[1, "value"] == 0.2 and p.loc[1, "item"] == "new vs old:first_clinical"
-    prob = on_disk[on_disk["quantity"] == "posterior_prob"].set_index("job")["value"]
-    assert prob.loc[0] == 0.99
+    prob = on_disk[on_disk["quantity"] == "posterior_prob:onset"].set_index("job")
+    assert prob["value"].to_dict() == {
+        0: 0.99,
+        1: 0.7,
+        2: 0.99,
+    }  # NaN row (no such quantity) left out
+    assert prob.loc[0, "item"] == "new vs old:first_clinical"
+    gate = on_disk[on_disk["quantity"] == "gate_passed"].set_index("job")
+    assert gate["value"].to_dict() == {0: 1.0, 1: 0.0, 2: 1.0} and set(gate["item"]) == {"onset"}
+    post = on_disk[(on_disk["quantity"] == "posterior_t50:onset") & (on_disk["job"] == 0)]
+    assert post.set_index("item")["value"].to_dict() == {"Early": 3.4, "Gradual": 12.1,
+                                                         "Late": 22.0, "Never": 40.0}  # fmt: skip
+    fc = on_disk[(on_disk["quantity"] == "posterior_first_clinical:onset") & (on_disk["job"] == 1)]
+    assert fc["value"].tolist() == [3.0, 7.0, 22.0, 31.0]
     rho = on_disk[on_disk["quantity"] == "entrainment_level_b_rho"].set_index("job")["value"]
     assert rho.to_dict() == {0: -0.69, 1: -0.5, 2: -0.69}
     head = on_disk[on_disk["quantity"] == "headline:alpha_recognition"]
