@@ -171,20 +171,34 @@ def similarity_matrices(
                 Am[j] = V[rows].mean(axis=0)
         return np.einsum("id,mjd->mij", Pm, Am.reshape(n_models, n_days, dim))
 
-    # config 2: top-k of the sentence-pair block of each (prompt, answer)
+    # config 2: top-k of the sentence-pair block of each (prompt, answer), vectorised per answer
+    # over all prompts: prompts padded to the longest one, padding pairs set to -inf
     from tqdm.auto import tqdm
 
+    max_p = max((r.size for r in p_rows), default=0)
+    if max_p == 0:
+        return out
+    dim = V.shape[1]
+    P = np.zeros((n_days, max_p, dim))
+    p_valid = np.zeros((n_days, max_p), dtype=bool)
+    for i, rows in enumerate(p_rows):
+        P[i, : rows.size] = V[rows]
+        p_valid[i, : rows.size] = True
+    n_p = p_valid.sum(axis=1)
     for m in tqdm(range(n_models), desc="entrainment top-k", disable=not progress, leave=False):
         for j in range(n_days):
             arows = a_rows[m * n_days + j]
             if not arows.size:
                 continue
-            for i, prows in enumerate(p_rows):
-                if not prows.size:
-                    continue
-                block = (V[prows] @ V[arows].T).ravel()
-                k = min(top_k, block.size)
-                out[m, i, j] = np.partition(block, block.size - k)[block.size - k :].mean()
+            block = np.einsum("ipd,ad->ipa", P, V[arows])  # (prompt, prompt sent, answer sent)
+            block[~p_valid] = -np.inf
+            block = block.reshape(n_days, -1)
+            k = min(top_k, block.shape[1])
+            top = -np.partition(-block, k - 1, axis=1)[:, :k]  # the k largest, any order
+            k_eff = np.minimum(top_k, n_p * arows.size)  # fewer pairs than k: all pairs
+            top[~np.isfinite(top)] = 0.0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[m, :, j] = np.where(k_eff > 0, top.sum(axis=1) / k_eff, np.nan)
     return out
 
 

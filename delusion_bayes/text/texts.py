@@ -65,16 +65,25 @@ def split_sentences(texts: Sequence[str]) -> list[list[str]]:
     """Split each text into sentences with spaCy's rule-based ``sentencizer``.
 
     The rule-based splitter (punctuation, no statistical model) is fast and deterministic; it is
-    what entrainment configurations 1 and 2 use. Empty texts give an empty list.
+    what entrainment configurations 1 and 2 use. Empty texts give an empty list. Each distinct
+    text is split once per process (memoised).
 
     Examples
     --------
     >>> split_sentences(["I slept badly. The router blinked again!"])  # doctest: +SKIP
     [['I slept badly.', 'The router blinked again!']]
     """
-    nlp = _sentencizer()
-    out: list[list[str]] = []
-    for doc in nlp.pipe([str(t) for t in texts]):
-        sents = [s.text.strip() for s in doc.sents]
-        out.append([s for s in sents if any(c.isalnum() for c in s)])
-    return out
+    texts = [str(t) for t in texts]
+    todo = [t for t in dict.fromkeys(texts) if t not in _SPLIT]
+    if todo:
+        if len(_SPLIT) + len(todo) > _SPLIT_MAX:
+            _SPLIT.clear()
+        for t, doc in zip(todo, _sentencizer().pipe(todo), strict=True):
+            sents = [s.text.strip() for s in doc.sents]
+            _SPLIT[t] = tuple(s for s in sents if any(c.isalnum() for c in s))
+    return [list(_SPLIT[t]) for t in texts]
+
+
+#: per-process memo of split texts (entrainment configurations 1 and 2 split the same texts)
+_SPLIT: dict[str, tuple[str, ...]] = {}
+_SPLIT_MAX = 200_000

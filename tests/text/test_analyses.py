@@ -6,6 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import spearmanr
 
 from delusion_bayes.text import (
     first_clinical_day,
@@ -95,3 +98,29 @@ def test_misaligned_inputs_are_rejected():
         mean_by_stage(_da([[1.0, 2.0]]), _da([[1, 2]], models=["other"]))
     with pytest.raises(ValueError, match="dims"):
         model_means(xr.DataArray([1.0, 2.0], dims="day"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.integers(0, 4).map(float), st.just(float("nan"))),
+            st.one_of(st.integers(0, 4).map(float), st.just(float("nan"))),
+        ),
+        min_size=3,
+        max_size=20,
+    )
+)
+def test_spearman_agrees_with_scipy_on_complete_pairs(pairs):
+    """With ties and NaNs: equals scipy.stats.spearmanr on the complete pairs (NaN when fewer
+    than 3 pairs or a constant side)."""
+    x, y = np.array(pairs).T
+    rho, p, n = spearman(x, y)
+    ok = np.isfinite(x) & np.isfinite(y)
+    assert n == ok.sum()
+    if n < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
+        assert np.isnan(rho) and np.isnan(p)
+    else:
+        ref = spearmanr(x[ok], y[ok])
+        assert rho == pytest.approx(ref.statistic, abs=1e-12)
+        assert p == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from delusion_bayes.text import (
     CachedEmbedder,
@@ -182,3 +184,74 @@ def test_entrainment_deterministic(bow_embedder):
     a = entrainment(ds, config=1, embedder=bow_embedder, progress=False)
     b = entrainment(ds, config=1, embedder=bow_embedder, progress=False)
     xr.testing.assert_identical(a, b)
+
+
+def _brute_force(prompts, answers, table, config, top_k):
+    """Reference: loop over every prompt-sentence x answer-sentence pair (no vectorisation)."""
+    from delusion_bayes.text import split_sentences
+
+    def unit(s):
+        v = np.asarray(table[s], dtype=float)
+        return v / np.linalg.norm(v)
+
+    ps = split_sentences(prompts)
+    out = np.full((answers.shape[0], len(prompts), answers.shape[1]), np.nan)
+    for m in range(answers.shape[0]):
+        for j, a in enumerate(answers[m]):
+            asents = split_sentences([a])[0]
+            for i in range(len(prompts)):
+                pairs = [unit(x) @ unit(y) for x in ps[i] for y in asents]
+                if not pairs:
+                    continue
+                if config == 1:
+                    out[m, i, j] = np.mean(pairs)
+                else:
+                    out[m, i, j] = np.mean(sorted(pairs, reverse=True)[:top_k])
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n_days=st.integers(2, 4),
+    n_models=st.integers(1, 2),
+    top_k=st.integers(1, 5),
+    config=st.sampled_from([1, 2]),
+)
+def test_sentence_configs_match_brute_force(seed, n_days, n_models, top_k, config):
+    """Configurations 1 and 2 equal the pair-by-pair definition on random texts and vectors
+    (1-3 sentences per text, some answers missing)."""
+    rng = np.random.default_rng(seed)
+    vocab = [f"S{i}." for i in range(8)]
+    table = {s: rng.normal(size=5) for s in vocab}
+
+    def text():
+        return " ".join(rng.choice(vocab, size=rng.integers(1, 4)))
+
+    prompts = [text() for _ in range(n_days)]
+    answers = np.array(
+        [[text() if rng.random() > 0.2 else "" for _ in range(n_days)] for _ in range(n_models)],
+        dtype=object,
+    )
+
+    class Emb:
+        name = "random"
+
+        def encode(self, texts):
+            return np.stack([table[t] for t in texts])
+
+    got = similarity_matrices(prompts, answers, Emb(), config=config, top_k=top_k)
+    ref = _brute_force(prompts, answers, table, config, top_k)
+    np.testing.assert_allclose(got, ref, atol=1e-12)
+
+
+def test_truncated_cache_file_is_recomputed(tmp_path, dict_embedder):
+    emb = dict_embedder({"x": [1.0, 2.0, 3.0]}, name="m")
+    c = CachedEmbedder(emb, tmp_path)
+    c.encode(["x"])
+    (f,) = (tmp_path / "embeddings").rglob("*.f32")
+    assert np.frombuffer(f.read_bytes(), dtype="<f4").tolist() == [1.0, 2.0, 3.0]
+    f.write_bytes(f.read_bytes()[:5])  # killed mid-write
+    again = CachedEmbedder(dict_embedder({"x": [1.0, 2.0, 3.0]}, name="m"), tmp_path)
+    np.testing.assert_array_equal(again.encode(["x"]), [[1.0, 2.0, 3.0]])
+    assert again.misses == 1

@@ -69,4 +69,4 @@ def test_entrainment_direction_and_cache(minilm, paper_like):
     again = entrainment(ds, config=3, embedder=emb, progress=False)
     assert emb.misses == misses and emb.hits == misses - before
     np.testing.assert_array_equal(again.values, da.values)
-    assert any((cache / "embeddings").rglob("*.npy"))
+    assert any((cache / "embeddings").rglob("*.f32"))
