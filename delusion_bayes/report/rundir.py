@@ -206,6 +206,10 @@ class RunDir:
         if self.study_path is None:
             return None
         try:
+            if self.config_value("data.kind") == "replay":
+                from delusion_bayes.data.replay import load_replay
+
+                return load_replay(self.study_path)
             from delusion_bayes.data import load_study
 
             return load_study(self.study_path)

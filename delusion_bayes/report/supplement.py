@@ -823,9 +823,26 @@ def _replay(b: _Builder) -> Section:
     gate = _replay_gate(rp)
     if gate is not None:
         s.add(gate)
+    headline_tables = (
+        ("prevalence", lambda: T.replay_pivot(
+            run, "prevalence.csv", "replay_prevalence_by_category",
+            "Replay: prevalence per model and category [95% CI]",
+            "Share of samples the judge flagged, pooled over each category's codes.")),
+        ("deltas", lambda: T.replay_pivot(
+            run, "deltas.csv", "replay_deltas_by_category",
+            "Replay: each model minus the original transcript [95% CI]",
+            "Differences in prevalence, paired resamples.")),
+        ("Bayesian prevalence", lambda: T.replay_bayes(run)),
+    )  # fmt: skip
+    for what, make in headline_tables:
+        made = b.attempt(f"replay {what}", lambda make=make: [make()])
+        if made and made[0] is not None:
+            s.add(made[0] if isinstance(made[0], Note) else b.table(made[0]))
     found = rp.glob("**/*.csv")
     known = [r for r in REPLAY_TABLES if r in found]
     for rel in known + [r for r in found if r not in REPLAY_TABLES]:
+        if f"replay/{rel}" in b.used:
+            continue  # shown above as a model x category table
         title = REPLAY_TABLES.get(rel)
         s.add(*b.attempt(f"replay/{rel}", lambda rel=rel, t=title: _generic(b, "replay", rel, t)))
     missing = [r for r in REPLAY_TABLES if r not in found]

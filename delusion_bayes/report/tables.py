@@ -803,6 +803,95 @@ def figure4_table(run: RunDir) -> ReportTable | None:
     )
 
 
+# replay stage ------------------------------------------------------------------------------
+def replay_pivot(run: RunDir, rel: str, name: str, title: str, note: str) -> ReportTable | None:
+    """A replay table's category-level rows as model × category, cells ``estimate [CI]``.
+
+    Reads ``replay/<rel>`` (``prevalence.csv``, ``deltas.csv``: columns ``model, level,
+    category, estimate, ci_low, ci_high``); the CSV keeps those rows unchanged. None when the file
+    is absent or has no category-level rows.
+    """
+    df = run.stage("replay").csv(rel)
+    if df is None:
+        return None
+    m, lev, cat = find_col(df, "model"), find_col(df, "level"), find_col(df, "category")
+    est, lo, hi = find_col(df, "estimate"), find_col(df, "ci_low"), find_col(df, "ci_high")
+    if None in (m, cat, est):
+        return None
+    rows = df[df[lev].astype(str) == "category"] if lev is not None else df
+    if rows.empty:
+        return None
+    rows = rows.reset_index(drop=True)
+    models = list(dict.fromkeys(rows[m]))
+    cats = list(dict.fromkeys(rows[cat]))
+    disp = pd.DataFrame({"Model": models})
+    for c in cats:
+        cells = []
+        for mo in models:
+            r = rows[(rows[m] == mo) & (rows[cat] == c)]
+            if r.empty:
+                cells.append("–")
+                continue
+            r = r.iloc[0]
+            cells.append(fmt_interval(r[est], r[lo] if lo else None, r[hi] if hi else None, 3))
+        disp[str(c).replace("_", " ")] = cells
+    desc = run.stage("replay").describe(rel)
+    notes = [note] + ([desc[:1].upper() + desc[1:] + "."] if desc else [])
+    return ReportTable(name, title, rows, disp, [f"replay/{rel}"], notes)
+
+
+def replay_bayes(run: RunDir) -> ReportTable | None:
+    """Posterior prevalence beside the bootstrap estimate, category level, from
+    ``replay/bayes_prevalence.csv`` (``boot_estimate``/``boot_ci_*`` beside the posterior)."""
+    df = run.stage("replay").csv("bayes_prevalence.csv")
+    if df is None:
+        return None
+    m, lab = find_col(df, "model"), find_col(df, "label", "category")
+    q, lev = find_col(df, "quantity"), find_col(df, "level")
+    est = find_col(df, "median", "mean", "estimate")
+    lo, hi = find_col(df, "ci_low"), find_col(df, "ci_high")
+    be, bl, bh = (
+        find_col(df, "boot_estimate"),
+        find_col(df, "boot_ci_low"),
+        find_col(df, "boot_ci_high"),
+    )
+    if None in (m, lab, est):
+        return None
+    rows = df
+    if q is not None:
+        rows = rows[rows[q].astype(str) == "prevalence"]
+    if lev is not None and (rows[lev].astype(str) == "category").any():
+        rows = rows[rows[lev].astype(str) == "category"]
+    rows = rows.reset_index(drop=True)
+    if rows.empty:
+        return None
+    disp = pd.DataFrame(
+        {
+            "Model": rows[m].astype(str),
+            "Category": rows[lab].astype(str).str.replace("_", " "),
+            "Bootstrap [95% CI]": [
+                fmt_interval(r[be], r[bl] if bl else None, r[bh] if bh else None, 3) if be else "–"
+                for _, r in rows.iterrows()
+            ],
+            "Posterior [CrI]": [
+                fmt_interval(r[est], r[lo] if lo else None, r[hi] if hi else None, 3)
+                for _, r in rows.iterrows()
+            ],
+        }
+    )
+    truth = find_col(rows, "truth")
+    if truth is not None and rows[truth].notna().any():
+        disp["Truth (simulated)"] = [fmt_num(v, 3) for v in rows[truth]]
+    return ReportTable(
+        "replay_bayes_vs_bootstrap",
+        "Replay: Bayesian prevalence beside the cluster bootstrap (category level)",
+        rows,
+        disp,
+        ["replay/bayes_prevalence.csv"],
+        [f"Posterior: {est} [credible interval] of the hierarchical prevalence model."],
+    )
+
+
 # generic -----------------------------------------------------------------------------------
 def generic(
     run: RunDir, stage: str, rel: str, title: str | None = None, digits: int = 3

@@ -239,26 +239,34 @@ def make_run(
     if "replay" in stages:
         r = root / "replay"
         r.mkdir()
+        # laid out as delusion_bayes/stages/replay.py writes it
+        rmodels, cats = ["original", "gpt-4o", "claude"], ["delusional", "sycophantic"]
+        prev = [
+            {"model": mo, "level": "category", "category": c, "code": np.nan,
+             "estimate": 0.125 * (1 + a + 2 * b_), "ci_low": 0.0625 * (1 + a + 2 * b_),
+             "ci_high": 0.25 * (1 + a + 2 * b_), "n_hits": 10 + a, "n": 100, "truth": 0.1}
+            for a, mo in enumerate(rmodels) for b_, c in enumerate(cats)
+        ] + [{"model": "gpt-4o", "level": "code", "category": "delusional",
+              "code": "validates", "estimate": 0.5, "ci_low": 0.4, "ci_high": 0.6,
+              "n_hits": 5, "n": 10, "truth": 0.5}]  # fmt: skip
+        pd.DataFrame(prev).to_csv(r / "prevalence.csv", index=False)
         pd.DataFrame(
-            {
-                "group": ["new", "old"],
-                "code": ["validates_delusion"] * 2,
-                "prevalence": [0.125, 0.375],
-                "ci_low": [0.0625, 0.25],
-                "ci_high": [0.1875, 0.5],
-            }
-        ).to_csv(r / "prevalence.csv", index=False)
+            [
+                {"model": mo, "level": "category", "category": c, "code": np.nan,
+                 "baseline": "original", "estimate": -0.03125 * (a + 1) * (b_ + 1),
+                 "ci_low": -0.0625 * (a + 1), "ci_high": 0.015625, "p_boot": 0.5}
+                for a, mo in enumerate(rmodels[1:]) for b_, c in enumerate(cats)
+            ]
+        ).to_csv(r / "deltas.csv", index=False)  # fmt: skip
         pd.DataFrame(
-            {
-                "group": ["new", "old"],
-                "code": ["validates_delusion"] * 2,
-                "median": [0.13, 0.36],
-                "ci_low": [0.07, 0.26],
-                "ci_high": [0.2, 0.48],
-            }
-        ).to_csv(r / "bayes_prevalence.csv", index=False)
-        pd.DataFrame({"contrast": ["new - old"], "delta": [-0.25], "ci_low": [-0.4],
-                      "ci_high": [-0.1]}).to_csv(r / "deltas.csv", index=False)  # fmt: skip
+            [
+                {"model": mo, "level": "category", "label": c, "quantity": "prevalence",
+                 "mean": 0.13 + 0.1 * a, "ci_low": 0.07, "ci_high": 0.2 + 0.1 * a,
+                 "boot_estimate": 0.125 * (1 + a + 2 * b_), "boot_ci_low": 0.0625,
+                 "boot_ci_high": 0.25, "truth": 0.1}
+                for a, mo in enumerate(rmodels) for b_, c in enumerate(cats)
+            ]
+        ).to_csv(r / "bayes_prevalence.csv", index=False)  # fmt: skip
         diag = {"max_rhat": 1.03, "min_ess_bulk": 150.0, "divergences": 2, "passed": False}
         (r / "bayes_diagnostics.json").write_text(json.dumps(diag))
         import matplotlib.pyplot as plt

@@ -309,9 +309,19 @@ def test_replay_section(tmp_path):
     ids = [s.id for s in sup.document.sections]
     assert "replay" in ids
     html = sup.html.read_text()
-    assert "Posterior prevalence beside the bootstrap CIs" in html
     warn = _notes(sup, "warning")
     assert any("prevalence model FAILED" in w and "max rhat 1.03" in w for w in warn)
     assert "replay/onset.csv" in " ".join(_notes(sup, "notrun"))  # absent file: named, no crash
-    prev = pd.read_csv(run / "report" / "tables" / "replay_prevalence.csv")
-    assert prev["prevalence"].tolist() == [0.125, 0.375]
+    # model x category tables: the category rows of the stage CSV, unchanged
+    src = pd.read_csv(run / "replay" / "prevalence.csv")
+    src = src[src["level"] == "category"].reset_index(drop=True)
+    prev = pd.read_csv(run / "report" / "tables" / "replay_prevalence_by_category.csv")
+    for c in ("estimate", "ci_low", "ci_high"):
+        assert prev[c].tolist() == src[c].tolist()
+    assert '<td>claude</td><td class="num">0.375 [0.188, 0.750]</td>' in html
+    bayes = pd.read_csv(run / "report" / "tables" / "replay_bayes_vs_bootstrap.csv")
+    assert (
+        bayes["mean"].tolist()
+        == pd.read_csv(run / "replay" / "bayes_prevalence.csv")["mean"].tolist()
+    )
+    assert '<table id="replay_deltas_by_category">' in html
