@@ -62,6 +62,11 @@ def _bounds(
     return lower, up
 
 
+def _model_f(t: np.ndarray, p: np.ndarray, floor: float) -> np.ndarray:
+    """Model values (B, T) for parameters ``p`` (B, 3)."""
+    return floor + (p[:, 0:1] - floor) * _expit(p[:, 1:2] * (t[None, :] - p[:, 2:3]))
+
+
 def _model_jac(t: np.ndarray, p: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """Model values (B, T) and Jacobian (B, T, 3) for parameters ``p`` (B, 3)."""
     L, k, t50 = p[:, 0:1], p[:, 1:2], p[:, 2:3]
@@ -108,7 +113,7 @@ def _lm(
     done = np.zeros(b, dtype=bool)
     conv = np.zeros(b, dtype=bool)
     n_iter = np.zeros(b, dtype=np.int64)
-    f, _ = _model_jac(t, p, floor)
+    f = _model_f(t, p, floor)
     rss = (((f - yz) * mask) ** 2).sum(axis=1)
     n_obs = np.maximum(mask.sum(axis=1), 1)
     sst = (((yz - (yz.sum(axis=1) / n_obs)[:, None]) * mask) ** 2).sum(axis=1)
@@ -121,8 +126,9 @@ def _lm(
         f, jac = _model_jac(t, pi, floor)
         r = (f - yi) * mi
         jac = jac * mi[..., None]
-        g = np.einsum("btp,bt->bp", jac, r)
-        h = np.einsum("btp,btq->bpq", jac, jac)
+        jt = jac.transpose(0, 2, 1)
+        g = np.matmul(jt, r[..., None])[..., 0]
+        h = np.matmul(jt, jac)
         at_lo = (pi <= lower + 1e-12) & (g > 0)
         at_hi = (pi >= upper - 1e-12) & (g < 0)
         free = ~(at_lo | at_hi)
@@ -141,7 +147,7 @@ def _lm(
         pred = np.where(np.isfinite(gn).all(axis=1), (gn * rhs).sum(axis=1), np.inf)  # g' H^-1 g
         step = np.where(np.isfinite(step), step, 0.0)
         p_new = np.clip(pi + step, lower, upper)
-        f_new, _ = _model_jac(t, p_new, floor)
+        f_new = _model_f(t, p_new, floor)
         rss_new = (((f_new - yi) * mi) ** 2).sum(axis=1)
         old = rss[idx]
         better = rss_new < old

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import curve_fit
 
 from delusion_bayes.baselines import (
@@ -156,3 +159,22 @@ def test_fit_errors():
         fit_logistic_batch(np.arange(3.0), np.ones((2, 4)))
     with pytest.raises(ValueError, match="upper=1.0 must exceed floor=1.0"):
         fit_logistic(np.arange(5.0), np.arange(5.0), upper=1.0)
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_boot=st.integers(1, 12))
+def test_bootstrap_reproducible_from_its_seed(seed, n_boot):
+    """Property: the same seed gives identical replicates (and tables); the rater draws come
+    from the seed alone."""
+    rng = np.random.default_rng(0)
+    days = np.arange(1, 13)
+    stage = np.clip(np.rint(logistic(days, 4.0, 1.0, [[4.0], [8.0]])), 1, 4)
+    x = np.clip(stage[None] + rng.integers(-1, 2, size=(3, 2, 12)), 1, 4).astype(float)
+    ratings = xr.DataArray(x, dims=("rater", "model", "day"),
+                           coords={"model": ["a", "b"], "day": days})  # fmt: skip
+    one = logistic_bootstrap(ratings, n_boot=n_boot, seed=seed, upper=4.0, progress=False)
+    two = logistic_bootstrap(ratings, n_boot=n_boot, seed=seed, upper=4.0, progress=False)
+    assert one.extra["replicates"].identical(two.extra["replicates"])
+    assert one.summary.equals(two.summary)
+    expected = np.random.default_rng(seed).integers(0, 3, size=(n_boot, 3))
+    np.testing.assert_array_equal(one.extra["replicates"].rater_index.values, expected)
