@@ -133,13 +133,23 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) 
             )
         )
     if "posterior_predictive" in dt.children and "y" in dt["posterior_predictive"].data_vars:
-        jobs.append(
-            (
-                "ppc.png",
-                "posterior predictive rootogram of the ratings (ordinal PPC)",
-                lambda: az.plot_ppc_rootogram(dt, var_names=["y"], backend="matplotlib"),
+        discrete = np.issubdtype(dt["observed_data"]["y"].dtype, np.integer)
+        if discrete:  # ordinal ratings: observed vs predicted counts per category
+            jobs.append(
+                (
+                    "ppc.png",
+                    "posterior predictive rootogram of the ratings (ordinal PPC)",
+                    lambda: az.plot_ppc_rootogram(dt, var_names=["y"], backend="matplotlib"),
+                )
             )
-        )
+        else:  # the onset model's consensus (continuous, x.5 values)
+            jobs.append(
+                (
+                    "ppc.png",
+                    "posterior predictive density of the consensus",
+                    lambda: az.plot_ppc_dist(dt, var_names=["y"], backend="matplotlib"),
+                )
+            )
     if elpd is not None:
         jobs.append(
             (
