@@ -140,7 +140,7 @@ def bench_bootstrap(n_boot: int, n_loop: int, seed: int) -> list[tuple[str, str]
             f"{t_loop:.2f} s wall, {c_loop:.2f} s CPU",
         ),
         (
-            f"  extrapolated x{scale:g} to {n_boot} replicates (flat series skipped)",
+            f"  extrapolated x{scale:.3g} to {n_boot} replicates (flat series skipped)",
             f"{t_loop_full:.1f} s wall, {c_loop_full:.1f} s CPU",
         ),
         (

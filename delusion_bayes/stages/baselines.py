@@ -43,16 +43,19 @@ def _get(cfg: Any, key: str, default: Any) -> Any:
 
 
 def t50_for_ranking(table: Any, first_clinical: np.ndarray, censor: int) -> np.ndarray:
-    """t50 as it enters rank tests: a fit without a located transition ranks by its milestone.
+    """t50 as it enters rank tests: a model that never turned ranks last, like its milestone.
 
-    Fits with ``status`` ``flat`` or ``unidentified`` (k = 0 or t50 on a bound) have no
-    meaningful midpoint: if the model never reached clinical framing they enter as ``+inf`` (tied
-    last, like a censored latency); otherwise the fitted value (a bound) is kept.
+    A model whose consensus never reached clinical framing (first clinical framing censored)
+    enters as ``+inf`` (tied last, like a censored latency) whatever its fit says: a curve fitted
+    inside the naive range (e.g. a small step at a bump, ``k`` on its bound) has a midpoint, but
+    it is not a turn to clinical framing. A model that did turn but whose fit has no located
+    transition (``flat`` or ``unidentified`` with NaN t50) enters as ``-inf``; otherwise the
+    fitted value (possibly a bound) is kept.
     """
     t50 = table["t50"].to_numpy(dtype=float).copy()
     weak = table["status"].isin(["flat", "unidentified"]).to_numpy()
     never = np.asarray(first_clinical, dtype=float) >= censor
-    t50[weak & never] = np.inf
+    t50[never] = np.inf
     t50[weak & ~never & np.isnan(t50)] = -np.inf
     return t50
 

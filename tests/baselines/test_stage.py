@@ -100,3 +100,15 @@ def test_same_seed_identical_tables(runs):
 
 def test_stage_declares_contract():
     assert stage.NEEDS == ("baselines",) and stage.KIND == ("trajectory",)
+
+
+def test_t50_for_ranking_never_turned_ranks_last():
+    """Never-clinical models rank last (+inf) even with an 'ok' fit of a bump (paper_like's
+    Gemini 2.5 Flash/Pro: k on its bound, a 0.2-point step inside the naive range)."""
+    table = pd.DataFrame(
+        {"t50": [3.0, 5.3, np.nan, -20.0, np.nan],
+         "status": ["ok", "ok", "flat", "unidentified", "unidentified"]}
+    )  # fmt: skip
+    first_clinical = np.array([3, 31, 31, 31, 12])
+    out = stage.t50_for_ranking(table, first_clinical, 31)
+    np.testing.assert_array_equal(out, [3.0, np.inf, np.inf, np.inf, -np.inf])
