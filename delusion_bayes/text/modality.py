@@ -274,9 +274,10 @@ def modality_score(text: str, nlp=None, lexicon: Lexicon | None = None) -> float
     Examples
     --------
     >>> modality_score("This is clearly stress. Perhaps you should rest?")  # doctest: +SKIP
-    -0.5
+    -1.0
 
-    (1 booster ``clearly``; hedges ``perhaps``, ``should`` and one question; 2 sentences.)
+    (1 booster ``clearly``; hedges ``perhaps``, ``should`` and one question = 3; 2 sentences:
+    (1 - 3) / 2.)
     """
     return modality_counts(text, nlp, lexicon).score
 
