@@ -339,12 +339,22 @@ class LogisticFit:
         return logistic(t, self.L, self.k, self.t50, self.floor)
 
 
-def _status(flat: bool, conv: bool, at_bound: Any = (False, False, False), k: float = 1.0) -> str:
-    """``flat`` | ``no_convergence`` | ``unidentified`` (k = 0 or t50 on a bound) | ``ok``."""
+def _status(
+    flat: bool,
+    conv: bool,
+    at_bound: Any = (False, False, False),
+    k: float = 1.0,
+    L: float = np.nan,
+    turn_at: float | None = None,
+) -> str:
+    """``flat`` | ``no_convergence`` | ``no_turn`` (plateau ``L`` below ``turn_at``: the curve
+    stays inside the naive range) | ``unidentified`` (k = 0 or t50 on a bound) | ``ok``."""
     if flat:
         return "flat"
     if not conv:
         return "no_convergence"
+    if turn_at is not None and L < turn_at:
+        return "no_turn"
     return "unidentified" if (at_bound[2] or k <= 1e-9) else "ok"
 
 
@@ -401,7 +411,9 @@ def fit_logistic(
     )
 
 
-def _fit_table(res: dict[str, np.ndarray], models: np.ndarray) -> pd.DataFrame:
+def _fit_table(
+    res: dict[str, np.ndarray], models: np.ndarray, turn_at: float | None = None
+) -> pd.DataFrame:
     rows = []
     for i, m in enumerate(models):
         flat, conv = bool(res["flat"][i]), bool(res["converged"][i])
@@ -414,7 +426,9 @@ def _fit_table(res: dict[str, np.ndarray], models: np.ndarray) -> pd.DataFrame:
                 "r2": res["r2"][i],
                 "rss": res["rss"][i],
                 "converged": conv,
-                "status": _status(flat, conv, res["at_bound"][i], float(res["k"][i])),
+                "status": _status(
+                    flat, conv, res["at_bound"][i], float(res["k"][i]), float(res["L"][i]), turn_at
+                ),
                 "at_bound": ",".join(
                     n for n, b in zip(PARAMS, res["at_bound"][i], strict=True) if b
                 ),
@@ -436,6 +450,7 @@ def logistic_bootstrap(
     upper: float | None = None,
     k_max: float = 20.0,
     ci: float = 0.95,
+    turn_at: float | None = None,
     chunk: int = 100,
     progress: bool = True,
 ) -> BaselineResult:
@@ -462,6 +477,10 @@ def logistic_bootstrap(
         Curve floor and bounds (module docstring).
     ci : float
         Percentile interval mass.
+    turn_at : float, optional
+        A fit whose plateau ``L`` stays below this (the clinical-framing threshold, 3) gets
+        status ``no_turn``: its curve, e.g. a small step fitted to a bump of a never-turning
+        model, is not a turn to clinical framing. ``None``: no such check.
     chunk : int
         Replicates per vectorised batch.
     progress : bool
@@ -487,7 +506,7 @@ def logistic_bootstrap(
     n_r, n_m, _ = x.shape
     cons = consensus_np(x, axis=0, rule=rule, half_rule=half_rule, min_raters=min_raters)
     base = fit_logistic_batch(t, cons, floor, upper=upper, k_max=k_max)
-    table = _fit_table(base, models)
+    table = _fit_table(base, models, turn_at)
     p0 = np.stack([base["L"], base["k"], base["t50"]], axis=-1)
     # flat originals have no curve to warm-start from: start those replicates mid-study
     lower, up = _bounds(t, floor, upper, k_max)
@@ -557,6 +576,11 @@ def logistic_bootstrap(
         "replicates (no variation) have no curve and are not in the percentiles",
         "status 'flat': the consensus never varies (no identifiable curve)",
     ]
+    if turn_at is not None:
+        notes.append(
+            f"status 'no_turn': the fitted plateau L stays below {turn_at:g} (the curve never "
+            "reaches clinical framing; its t50 is not a turn)"
+        )
     return BaselineResult(
         "tableD1_logistic",
         table,

@@ -53,7 +53,7 @@ def t50_for_ranking(table: Any, first_clinical: np.ndarray, censor: int) -> np.n
     fitted value (possibly a bound) is kept.
     """
     t50 = table["t50"].to_numpy(dtype=float).copy()
-    weak = table["status"].isin(["flat", "unidentified"]).to_numpy()
+    weak = table["status"].isin(["flat", "unidentified", "no_turn"]).to_numpy()
     never = np.asarray(first_clinical, dtype=float) >= censor
     t50[never] = np.inf
     t50[weak & ~never & np.isnan(t50)] = -np.inf
@@ -181,6 +181,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         upper=scale_top,
         k_max=float(_get(b, "k_max", 20.0)),
         ci=float(_get(b, "ci", 0.95)),
+        turn_at=float(_get(b, "clinical_at", 3.0)),
     )
     _write(d1, "tableD1_logistic.csv", d1.title)
     d1.extra["replicates"].to_netcdf(out / "logistic_bootstrap.nc", engine="h5netcdf")

@@ -83,6 +83,10 @@ def test_stage_writes_tables_and_index(runs, traj):
     assert c1.loc["level_a (re-coded subsample)", "kappa_q_mean"] == pytest.approx(1.0)
     d1 = pd.read_csv(out / "tableD1_logistic.csv", index_col="model")
     assert {"t50_ci_low", "t50_ci_high", "status", "converged"} <= set(d1.columns)
+    # the four never-turners are flagged, the eleven turning models fitted
+    never = t1.index[t1.first_clinical == 31]
+    assert (d1.loc[never, "status"] == "no_turn").all() and len(never) == 4
+    assert (d1.drop(never).status == "ok").all()
     con = pd.read_csv(out / "contrasts.csv")
     assert con.exact.all() and set(con.contrast) == {
         "late-2025 vs earlier cohort", "anthropic vs other vendors", "Claude 4.5 generation vs rest"
