@@ -3,7 +3,9 @@
 Writes into ``run_dir/baselines/``: Tables 1, 2, C1, D1, the contrast tests, Figure-2 data (and a
 plot), the section-F naive profiles, the consensus per model-day (``consensus.nc``) and
 ``index.json``. Every resampling is seeded from ``baselines.seed``: the same seed gives identical
-tables.
+tables. A study that carries a second coder's re-coding of the adjudicated codes as extra
+variables ``level_a_recoded`` / ``level_b_recoded`` (model x day, NaN outside the re-coded
+subsample) gets the adjudication-agreement rows (kappa, % agreement) in Table C1.
 """
 
 from __future__ import annotations
