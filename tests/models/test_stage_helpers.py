@@ -1,0 +1,41 @@
+"""Small helpers of the models stage, without sampling."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from delusion_bayes.stages import models as stage
+
+
+def test_table_c1_icc_sits_next_to_the_posterior_reliability(tmp_path):
+    c1 = pd.DataFrame(
+        {
+            "variable": ["recognition", "confidence"],
+            "alpha": [0.8, 0.5],
+            "icc2_1": [0.81, 0.4],
+            "icc2_k": [0.93, 0.6],
+        }  # fmt: skip
+    )
+    c1.to_csv(tmp_path / "c1.csv", index=False)
+    rel = pd.DataFrame({"quantity": ["reliability_single", "reliability_consensus"],
+                        "analogue": ["ICC2", "ICC2k"]})  # fmt: skip
+    notes: list[str] = []
+    stage._attach_c1(rel, tmp_path / "c1.csv", notes)
+    assert rel["frequentist"].tolist() == [0.81, 0.93] and notes == []
+    stage._attach_c1(rel, tmp_path / "missing.csv", notes)
+    assert "not found" in notes[0]
+
+
+def test_stage_contract_names():
+    assert stage.NEEDS == ("model", "sampler", "inference", "baselines")
+    assert stage.KIND == ("trajectory",)
+
+
+def test_unknown_model_is_named(small_study, tmp_path):
+    from delusion_bayes.config import compose
+    from delusion_bayes.pipeline import _sub_config
+
+    cfg = _sub_config(compose(["experiment=smoke", "model.also_fit=[bogus]"]), stage.NEEDS)
+    with pytest.raises(ValueError, match=r"unknown models \['bogus'\]"):
+        stage.run(small_study, cfg, tmp_path)
