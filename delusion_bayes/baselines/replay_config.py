@@ -41,6 +41,12 @@ class ReplayConfig:
         Fit the hierarchical Bayesian prevalence model (:mod:`delusion_bayes.models.replay`).
     bayes_level
         ``code`` (model x code effects) or ``category``.
+    depth_bins_bayes, prior_bins_bayes
+        Quantile bins of context depth / prior content that form the model's binomial cells.
+    bayes_draws, bayes_tune, bayes_chains, bayes_seed, bayes_sampler, bayes_target_accept
+        Sampling of the Bayesian model (``nutpie`` falls back to PyMC when not installed).
+    figure_formats
+        File formats of the stage's figures.
     """
 
     n_boot: int = 10_000
@@ -60,3 +66,10 @@ class ReplayConfig:
     bayes_level: str = "code"
     depth_bins_bayes: int = 4
     prior_bins_bayes: int = 3
+    bayes_draws: int = 500
+    bayes_tune: int = 500
+    bayes_chains: int = 2
+    bayes_seed: int = 0
+    bayes_sampler: str = "nutpie"
+    bayes_target_accept: float = 0.9
+    figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])

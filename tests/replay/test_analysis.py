@@ -312,3 +312,28 @@ def test_depth_lpm_recovers_the_sign_of_the_depth_effect(de_replay):
     evaluated = [m for m in de_replay["model"].values if m != "original"]
     assert (depth.loc[[(m, "delusional") for m in evaluated]] > 0).mean() >= 0.8
     assert (depth.loc[[(m, "discourages_harm") for m in evaluated]] < 0).mean() >= 0.6
+
+
+@pytest.mark.slow
+def test_two_stage_cis_cover_at_about_the_nominal_rate():
+    """12 studies from one truth (18 participants, 3 models x 5 categories = 180 intervals).
+
+    Measured with 20 studies: two-stage 0.96, samples-i.i.d. 0.61 (the i.i.d. bootstrap ignores
+    that samples of a participant share the participant's tendencies).
+    """
+    from delusion_bayes.data import simulate_replay
+
+    cover = {"two-stage": [], "none": []}
+    for rep in range(12):
+        ds = simulate_replay(
+            seed=100 + rep, params_seed=0, n_participants=18, truth_participants=300
+        )
+        truth = true_category_prevalence(ds)
+        for scheme, hits in cover.items():
+            t = replay_prevalence(ds, n_boot=400, cluster=scheme, levels=("category",))
+            t = t.merge(truth, on=["model", "category"])
+            hits.extend(((t["ci_low"] <= t["truth"]) & (t["truth"] <= t["ci_high"])).tolist())
+    two, iid = np.mean(cover["two-stage"]), np.mean(cover["none"])
+    assert len(cover["two-stage"]) == 180
+    assert 0.88 <= two <= 1.0, two
+    assert iid < two - 0.1, (iid, two)

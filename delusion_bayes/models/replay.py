@@ -1,0 +1,516 @@
+r"""Hierarchical logistic prevalence model of a replay study, fitted on binomial counts.
+
+The Bayesian counterpart of :func:`delusion_bayes.baselines.replay.replay_prevalence`
+(DelusionEval, Moore et al. 2026, arXiv:2608.05004). For a cell ``i`` (conversation ``c``,
+participant ``p``, model ``m``, effect ``e`` = code or category, depth bin, prior-content bin)
+with ``y_i`` hits out of ``n_i`` scored samples:
+
+.. math::
+
+    y_i &\sim \mathrm{Binomial}(n_i, \mathrm{logit}^{-1}\eta_i) \\
+    \eta_i &= \theta_{m e} + u_p + v_c
+             + \beta_{m g}\, x^{depth}_i + \gamma_{m g}\, (x^{prior}_i - \bar x^{prior}) \\
+    u_p &\sim \mathrm{Normal}(0, \sigma_p), \quad v_c \sim \mathrm{Normal}(0, \sigma_c)
+      \quad\text{(centred: each conversation holds thousands of verdicts)}
+
+with ``g`` the category of effect ``e`` (codes without a category form their own group),
+``x^depth = (context_depth - 10) / 10`` and ``x^prior`` the share of the original transcript's
+earlier assistant turns in the prompt that showed the code
+(:func:`delusion_bayes.data.replay.prior_content`). Samples are aggregated into cells on binned
+covariates (each cell carries its rows' mean covariates), so the likelihood has one term per
+non-empty cell instead of per sample x code, which is what lets it scale to DelusionEval size.
+The original transcript's verdict belongs to a transcript message, so its rows are counted once
+per user turn (not once per window).
+
+Derived quantities, from the posterior (not inside the graph, so sampling stays cheap):
+``prevalence (model, effect)`` and ``category_prevalence (model, category)`` are the
+cell-size-weighted mean of ``logit^{-1} eta`` over the study's cells with the participant and
+conversation intercepts integrated out (the population prevalence, the target of the cluster
+bootstrap's interval and of ``simulate_replay``'s ``true_prevalence``), and their contrasts against
+the original transcript. The in-sample version (the study's own intercepts) is
+``replay_posterior_prevalence(..., target="sample")``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..data.replay_prior import prior_content_array
+from ..data.replay_schema import CATEGORY, CODE, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
+
+__all__ = [
+    "REPLAY_PRIORS",
+    "ReplayModelSpec",
+    "build_replay_model",
+    "fit_replay_model",
+    "replay_model_spec",
+    "replay_posterior_contrasts",
+    "replay_posterior_prevalence",
+]
+
+DEPTH_CENTER = 10.0
+DEPTH_UNIT = 10.0
+UNCATEGORISED = "uncategorised"
+
+#: default priors (logit scale) in one table
+REPLAY_PRIORS: dict[str, dict[str, Any]] = {
+    "theta": {"dist": "Normal", "mu": -2.0, "sigma": 2.0},
+    "beta_depth": {"dist": "Normal", "mu": 0.0, "sigma": 0.5},
+    "gamma_prior": {"dist": "Normal", "mu": 0.0, "sigma": 1.0},
+    "sigma_participant": {"dist": "HalfNormal", "sigma": 1.0},
+    "sigma_conversation": {"dist": "HalfNormal", "sigma": 1.0},
+}
+
+
+@dataclass
+class ReplayModelSpec:
+    """Everything the graph needs, inspectable without PyMC (bambi-style spec before graph)."""
+
+    level: str
+    coords: dict[str, list[str]]
+    cells: pd.DataFrame  # one row per cell: indices, covariates, hits, n
+    effect_group: np.ndarray  # (effect,) slope-group index of each effect
+    priors: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(REPLAY_PRIORS))
+
+    @property
+    def prior_center(self) -> float:
+        """Sample-weighted mean prior content; the graph uses ``prior - prior_center``."""
+        n = self.cells["n"].to_numpy(dtype=float)
+        return float((self.cells["prior"].to_numpy() * n).sum() / max(n.sum(), 1.0))
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.cells)
+
+    def prior_table(self) -> pd.DataFrame:
+        return pd.DataFrame([{"parameter": k, **v} for k, v in self.priors.items()]).set_index(
+            "parameter"
+        )
+
+
+def _quantile_bins(x: np.ndarray, n_bins: int) -> np.ndarray:
+    if n_bins <= 1:
+        return np.zeros(x.size, dtype=np.int64)
+    edges = np.unique(np.quantile(x, np.linspace(0, 1, n_bins + 1)[1:-1]))
+    return np.searchsorted(edges, x, side="right").astype(np.int64)
+
+
+def replay_model_spec(
+    ds: xr.Dataset,
+    level: str = "code",
+    depth_bins: int = 4,
+    prior_bins: int = 3,
+    baseline: str = ORIGINAL,
+    priors: dict[str, dict[str, Any]] | None = None,
+) -> ReplayModelSpec:
+    """Aggregate a replay Dataset into binomial cells and index arrays.
+
+    Parameters
+    ----------
+    level
+        ``code``: one ``theta`` per model x code; ``category``: per model x category (codes of a
+        category pooled).
+    depth_bins, prior_bins
+        Number of quantile bins of context depth and of prior content used to form cells (each
+        cell keeps its rows' mean covariate values).
+    baseline
+        The original-transcript model: source of the prior-content covariate, counted once per
+        user turn.
+    """
+    if level not in ("code", "category"):
+        raise ValueError(f"level must be 'code' or 'category', got {level!r}")
+    for c in ("participant", "conversation", "context_depth", "index"):
+        if c not in ds.coords:
+            raise ValueError(f"the replay model needs the sample coord {c!r}")
+    hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
+    n_s, n_m, n_k = hit.shape
+    models = [str(m) for m in ds[MODEL].values]
+    codes = [str(c) for c in ds[CODE].values]
+    cats = [str(c) if str(c) != NO_CATEGORY else UNCATEGORISED for c in ds[CATEGORY].values]
+    groups = list(dict.fromkeys(cats))
+    if baseline in models:
+        prior = prior_content_array(
+            hit[:, models.index(baseline)],
+            ds["conversation"].values,
+            ds["index"].values,
+            ds["context_depth"].values,
+        )
+    else:
+        prior = np.zeros((n_s, n_k))
+    depth = (ds["context_depth"].values.astype(float) - DEPTH_CENTER) / DEPTH_UNIT
+    part_codes, part_names = pd.factorize(ds["participant"].values)
+    conv_codes, conv_names = pd.factorize(ds["conversation"].values)
+    d_bin = _quantile_bins(depth, depth_bins)
+    # long table of valid (sample, model, code) rows
+    s_i, m_i, k_i = np.nonzero(np.isfinite(hit))
+    if baseline in models:
+        # the original's verdict is per transcript message: keep its first sample per user turn
+        b = models.index(baseline)
+        key = (
+            pd.Series(ds["conversation"].values.astype(str))
+            + "#"
+            + pd.Series(ds["index"].values.astype(str))
+        )
+        first = ~key.duplicated().to_numpy()
+        keep = (m_i != b) | first[s_i]
+        s_i, m_i, k_i = s_i[keep], m_i[keep], k_i[keep]
+    pr = prior[s_i, k_i]
+    p_bin = np.zeros(pr.size, dtype=np.int64)
+    if prior_bins > 1:
+        pos = pr > 0
+        if pos.any():
+            p_bin[pos] = 1 + _quantile_bins(pr[pos], prior_bins - 1)
+    effects = codes if level == "code" else groups
+    e_i = k_i if level == "code" else np.array([groups.index(cats[k]) for k in k_i], dtype=np.int64)
+    long = pd.DataFrame(
+        {
+            "conversation": conv_codes[s_i],
+            "model": m_i,
+            "effect": e_i,
+            "d_bin": d_bin[s_i],
+            "p_bin": p_bin,
+            "depth": depth[s_i],
+            "prior": pr,
+            "y": hit[s_i, m_i, k_i],
+        }
+    )
+    cells = (
+        long.groupby(["conversation", "model", "effect", "d_bin", "p_bin"], sort=True)
+        .agg(y=("y", "sum"), n=("y", "size"), depth=("depth", "mean"), prior=("prior", "mean"))
+        .reset_index()
+    )
+    conv_part = pd.Series(part_codes).groupby(conv_codes).first().sort_index().to_numpy()
+    cells["participant"] = conv_part[cells["conversation"].to_numpy()]
+    if level == "code":
+        effect_group = np.array([groups.index(c) for c in cats], dtype=np.int64)
+    else:
+        effect_group = np.arange(len(groups), dtype=np.int64)
+    merged = dict(REPLAY_PRIORS)
+    for name, spec in (priors or {}).items():
+        if name not in REPLAY_PRIORS:
+            raise ValueError(
+                f"unknown replay prior {name!r}; expected one of {list(REPLAY_PRIORS)}"
+            )
+        merged[name] = {**REPLAY_PRIORS[name], **spec}
+    coords = {
+        "participant": [str(p) for p in part_names],
+        "conversation": [str(c) for c in conv_names],
+        MODEL: models,
+        "effect": effects,
+        "group": groups,
+    }
+    return ReplayModelSpec(level, coords, cells, effect_group, merged)
+
+
+def _rv(name: str, spec: dict[str, Any], **kwargs):
+    import pymc as pm
+
+    params = {k: v for k, v in spec.items() if k != "dist"}
+    return getattr(pm, spec["dist"])(name, **params, **kwargs)
+
+
+def build_replay_model(spec: ReplayModelSpec):
+    """The ``pm.Model`` of :mod:`delusion_bayes.models.replay` (math in the module docstring)."""
+    import pymc as pm
+
+    c = spec.cells
+    with pm.Model(coords=spec.coords) as model:
+        theta = _rv("theta", spec.priors["theta"], dims=(MODEL, "effect"))
+        beta = _rv("beta_depth", spec.priors["beta_depth"], dims=(MODEL, "group"))
+        gamma = _rv("gamma_prior", spec.priors["gamma_prior"], dims=(MODEL, "group"))
+        sigma_p = _rv("sigma_participant", spec.priors["sigma_participant"])
+        sigma_c = _rv("sigma_conversation", spec.priors["sigma_conversation"])
+        # Centred intercepts: every conversation holds thousands of binary verdicts, so the data
+        # pin each intercept down and the centred form mixes far better than sigma * z (which
+        # made NUTS hit deep trees at DelusionEval scale; Betancourt & Girolami 2015). Plain
+        # (not zero-sum) normals: theta is then the population mean, and its posterior carries
+        # the uncertainty of having seen only a few participants.
+        u_p = pm.Normal("u_participant", mu=0.0, sigma=sigma_p, dims="participant")
+        u_c = pm.Normal("u_conversation", mu=0.0, sigma=sigma_c, dims="conversation")
+        n_e = len(spec.coords["effect"])
+        n_g = len(spec.coords["group"])
+        m = c["model"].to_numpy()
+        e = c["effect"].to_numpy()
+        g = spec.effect_group[e]
+        # flat 1-d gathers: much cheaper gradients than 2-d advanced indexing
+        me = m * n_e + e
+        mg = m * n_g + g
+        eta = (
+            theta.reshape((-1,))[me]
+            + u_p[c["participant"].to_numpy()]
+            + u_c[c["conversation"].to_numpy()]
+            + beta.reshape((-1,))[mg] * c["depth"].to_numpy()
+            + gamma.reshape((-1,))[mg] * (c["prior"].to_numpy() - spec.prior_center)
+        )
+        pm.Binomial("y", n=c["n"].to_numpy(), logit_p=eta, observed=c["y"].to_numpy())
+    return model
+
+
+def _sample(
+    model,
+    sampler: str,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    target_accept: float,
+    cores: int,
+):
+    import pymc as pm
+
+    name = sampler
+    if name == "nutpie":
+        try:
+            import nutpie  # noqa: F401
+        except ImportError:
+            name = "pymc"
+    kwargs: dict[str, Any] = {
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "random_seed": seed,
+        "target_accept": target_accept,
+        "progressbar": False,
+        "compute_convergence_checks": False,
+    }
+    if name == "pymc":
+        kwargs["cores"] = cores
+    with model:
+        return pm.sample(nuts_sampler=name, **kwargs), name
+
+
+def _diagnostics(tree, var_names: list[str]) -> pd.DataFrame:
+    """R-hat / ESS / divergences: the inference engineer's gate when present, else ArviZ."""
+    try:
+        from ..inference import diagnose  # type: ignore[attr-defined]
+
+        out = diagnose(tree)
+        if isinstance(out, pd.DataFrame):
+            return out
+        if hasattr(out, "summary") and isinstance(out.summary, pd.DataFrame):
+            return out.summary
+    except Exception:  # noqa: BLE001 - optional dependency on a sibling module
+        pass
+    import arviz as az
+
+    summ = az.summary(tree, var_names=var_names, kind="diagnostics")
+    summ = pd.DataFrame(summ)
+    div = 0
+    if "sample_stats" in tree.children and "diverging" in tree["sample_stats"]:
+        div = int(tree["sample_stats"]["diverging"].sum())
+    summ.attrs["divergences"] = div
+    return summ
+
+
+def _posterior_array(post: xr.Dataset, name: str) -> np.ndarray:
+    v = post[name]
+    return v.values.reshape((-1,) + v.shape[2:])
+
+
+def replay_posterior_prevalence(
+    tree, spec: ReplayModelSpec, target: str = "population", n_nodes: int = 24
+) -> tuple[xr.DataArray, xr.DataArray]:
+    """Posterior prevalence per ``(model, effect)`` and ``(model, category)``.
+
+    The cell-size-weighted mean of ``logit^-1(eta)`` over the study's cells, per draw.
+
+    ``target="population"`` (default): the participant and conversation intercepts are integrated
+    out, ``E[logit^-1(eta_fixed + u + v)]`` with ``u + v ~ Normal(0, sigma_p^2 + sigma_c^2)``
+    (Gauss-Hermite, ``n_nodes`` nodes): the prevalence among new participants with this study's
+    design, the superpopulation quantity the cluster bootstrap's interval is about (and
+    ``simulate_replay``'s ``true_prevalence``). ``target="sample"``: the fitted intercepts of the
+    study's own participants (in-sample prevalence; narrower).
+    """
+    if target not in ("population", "sample"):
+        raise ValueError(f"target must be 'population' or 'sample', got {target!r}")
+    import scipy.sparse as sp
+
+    post = (
+        tree["posterior"].to_dataset()
+        if hasattr(tree["posterior"], "to_dataset")
+        else tree["posterior"]
+    )
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    theta = _posterior_array(post, "theta")
+    beta = _posterior_array(post, "beta_depth")
+    gamma = _posterior_array(post, "gamma_prior")
+    up = _posterior_array(post, "u_participant")
+    uc = _posterior_array(post, "u_conversation")
+    c = spec.cells
+    m = c["model"].to_numpy()
+    e = c["effect"].to_numpy()
+    g = spec.effect_group[e]
+    n = c["n"].to_numpy().astype(float)
+    n_m, n_e = len(spec.coords[MODEL]), len(spec.coords["effect"])
+    groups = spec.coords["group"]
+    cats = [x for x in groups if x != UNCATEGORISED]
+    col_e = m * n_e + e
+    a_e = sp.csr_matrix((n, (np.arange(len(c)), col_e)), shape=(len(c), n_m * n_e))
+    cat_of_cell = np.array([cats.index(groups[x]) if groups[x] in cats else -1 for x in g])
+    ok = cat_of_cell >= 0
+    a_g = sp.csr_matrix(
+        (n[ok], (np.flatnonzero(ok), m[ok] * len(cats) + cat_of_cell[ok])),
+        shape=(len(c), n_m * len(cats)),
+    )
+    den_e = np.asarray(a_e.sum(0)).ravel()
+    den_g = np.asarray(a_g.sum(0)).ravel()
+    total = n_chain * n_draw
+    prev_e = np.empty((total, n_m * n_e))
+    prev_g = np.empty((total, n_m * len(cats)))
+    chunk = max(1, 20_000_000 // max(len(c), 1))
+    pi, ci = c["participant"].to_numpy(), c["conversation"].to_numpy()
+    depth, prior = c["depth"].to_numpy(), c["prior"].to_numpy()
+    sig_p = _posterior_array(post, "sigma_participant")
+    sig_c = _posterior_array(post, "sigma_conversation")
+    nodes, weights = np.polynomial.hermite.hermgauss(n_nodes)
+    weights = weights / np.sqrt(np.pi)
+    if target == "population":
+        chunk = max(1, chunk // n_nodes)
+    for lo in range(0, total, chunk):
+        sl = slice(lo, min(lo + chunk, total))
+        fixed = (
+            theta[sl][:, m, e]
+            + beta[sl][:, m, g] * depth
+            + gamma[sl][:, m, g] * (prior - spec.prior_center)
+        )
+        if target == "sample":
+            p = 1.0 / (1.0 + np.exp(-(fixed + up[sl][:, pi] + uc[sl][:, ci])))
+        else:
+            scale = np.sqrt(2.0 * (sig_p[sl] ** 2 + sig_c[sl] ** 2))[:, None]
+            p = np.zeros_like(fixed)
+            for x, w in zip(nodes, weights, strict=True):
+                p += w / (1.0 + np.exp(-(fixed + scale * x)))
+        prev_e[sl] = np.asarray((a_e.T @ p.T).T) / np.where(den_e > 0, den_e, np.nan)
+        prev_g[sl] = np.asarray((a_g.T @ p.T).T) / np.where(den_g > 0, den_g, np.nan)
+    coords = {"chain": post["chain"].values, "draw": post["draw"].values, MODEL: spec.coords[MODEL]}
+    pe = xr.DataArray(
+        prev_e.reshape(n_chain, n_draw, n_m, n_e),
+        dims=("chain", "draw", MODEL, spec.level),
+        coords={**coords, spec.level: spec.coords["effect"]},
+        name="prevalence",
+    )
+    pg = xr.DataArray(
+        prev_g.reshape(n_chain, n_draw, n_m, len(cats)),
+        dims=("chain", "draw", MODEL, "category"),
+        coords={**coords, "category": cats},
+        name="category_prevalence",
+    )
+    return pe, pg
+
+
+def replay_posterior_contrasts(
+    tree, baseline: str = ORIGINAL, ci_prob: float = 0.95
+) -> pd.DataFrame:
+    """Posterior prevalence and model - baseline contrasts with equal-tailed intervals.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, level, category, code, quantity (prevalence | delta), mean, ci_low, ci_high,
+        prob_below_zero`` (``prob_below_zero`` only for deltas).
+    """
+    post = tree["posterior"]
+    a = (1 - ci_prob) / 2
+    rows = []
+    for var, level in (("category_prevalence", "category"), ("prevalence", None)):
+        if var not in post:
+            continue
+        da = post[var]
+        dim = [d for d in da.dims if d not in ("chain", "draw", MODEL)][0]
+        if var == "prevalence" and dim == "category" and "category_prevalence" in post:
+            continue  # a category-level fit: category_prevalence already holds these rows
+        level = level or dim
+        models = [str(x) for x in da[MODEL].values]
+        stacked = da.stack(sample_=("chain", "draw")).transpose("sample_", MODEL, dim).values
+        for i, mname in enumerate(models):
+            for j, lab in enumerate(da[dim].values):
+                x = stacked[:, i, j]
+                entry = {"model": mname, "level": level, "label": str(lab)}
+                rows.append(
+                    {
+                        **entry,
+                        "quantity": "prevalence",
+                        "mean": float(np.mean(x)),
+                        "ci_low": float(np.quantile(x, a)),
+                        "ci_high": float(np.quantile(x, 1 - a)),
+                        "prob_below_zero": np.nan,
+                    }
+                )
+                if baseline in models and mname != baseline:
+                    d = x - stacked[:, models.index(baseline), j]
+                    rows.append(
+                        {
+                            **entry,
+                            "quantity": "delta",
+                            "mean": float(np.mean(d)),
+                            "ci_low": float(np.quantile(d, a)),
+                            "ci_high": float(np.quantile(d, 1 - a)),
+                            "prob_below_zero": float(np.mean(d < 0)),
+                        }
+                    )
+    out = pd.DataFrame(rows)
+    out["ci_prob"] = ci_prob
+    return out
+
+
+def fit_replay_model(
+    ds: xr.Dataset,
+    level: str = "code",
+    draws: int = 500,
+    tune: int = 500,
+    chains: int = 2,
+    seed: int = 0,
+    sampler: str = "nutpie",
+    target_accept: float = 0.9,
+    cores: int = 2,
+    depth_bins: int = 4,
+    prior_bins: int = 3,
+    baseline: str = ORIGINAL,
+    priors: dict[str, dict[str, Any]] | None = None,
+) -> xr.DataTree:
+    """Fit the hierarchical prevalence model; return the posterior as an ``xarray.DataTree``.
+
+    Sampled with nutpie when installed (``sampler="nutpie"``), else PyMC's NUTS (``"pymc"``;
+    ``"numpyro"`` also works), seeded. The posterior gains ``prevalence (model, <level>)`` and
+    ``category_prevalence (model, category)``; ``tree.attrs`` holds the sampler, the level, the
+    number of cells and ``diagnostics`` (max R-hat, min bulk/tail ESS, divergences).
+    """
+    spec = replay_model_spec(ds, level, depth_bins, prior_bins, baseline, priors)
+    model = build_replay_model(spec)
+    tree, used = _sample(model, sampler, draws, tune, chains, seed, target_accept, cores)
+    if not isinstance(tree, xr.DataTree):  # pragma: no cover - older PyMC returned InferenceData
+        raise TypeError(f"expected pm.sample to return an xarray.DataTree, got {type(tree)!r}")
+    pe, pg = replay_posterior_prevalence(tree, spec)
+    post = tree["posterior"].to_dataset()
+    post = post.assign(prevalence=pe, category_prevalence=pg)
+    tree["posterior"] = xr.DataTree(post)
+    var_names = ["theta", "beta_depth", "gamma_prior", "sigma_participant", "sigma_conversation"]
+    diag = _diagnostics(tree, var_names)
+    rhat = diag["r_hat"].max() if "r_hat" in diag else np.nan
+    ess_bulk = diag["ess_bulk"].min() if "ess_bulk" in diag else np.nan
+    ess_tail = diag["ess_tail"].min() if "ess_tail" in diag else np.nan
+    divergences = (
+        int(tree["sample_stats"]["diverging"].sum()) if "sample_stats" in tree.children else -1
+    )
+    tree.attrs.update(
+        {
+            "model": "replay_prevalence",
+            "level": level,
+            "sampler": used,
+            "seed": int(seed),
+            "n_cells": int(spec.n_cells),
+            "n_rows": int(spec.cells["n"].sum()),
+            "depth_center": DEPTH_CENTER,
+            "depth_unit": DEPTH_UNIT,
+            "max_rhat": float(rhat),
+            "min_ess_bulk": float(ess_bulk),
+            "min_ess_tail": float(ess_tail),
+            "divergences": divergences,
+        }
+    )
+    return tree

@@ -1,0 +1,107 @@
+"""Hierarchical Bayesian prevalence (models/replay.py): cell aggregation and recovery.
+
+The fit is tiny (2 models x 6 codes, 10 participants, 2 chains x 300 draws) and shared by the
+tests through a session fixture.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from delusion_bayes.baselines.replay import replay_prevalence, true_category_prevalence
+from delusion_bayes.models.replay import replay_model_spec
+
+CODES = (
+    "misrepresents-sentience",
+    "theme-awakening-consciousness",
+    "positive-affirmation",
+    "grand-significance",
+    "platonic-affinity",
+    "romantic-interest",
+)
+
+
+def test_cells_hold_the_hand_counts(hand):
+    spec = replay_model_spec(hand, level="category", depth_bins=2, prior_bins=2)
+    c = spec.cells
+    models, effects = spec.coords["model"], spec.coords["effect"]
+    assert effects == ["delusional", "uncategorised"]
+    tot = c.groupby(["model", "effect"])[["y", "n"]].sum()
+    m1, orig = models.index("m1"), models.index("original")
+    d = effects.index("delusional")
+    assert tuple(tot.loc[(m1, d)]) == (4, 10)
+    assert tuple(tot.loc[(orig, d)]) == (9, 12)
+    # every cell lies in one conversation of one participant
+    assert spec.coords["participant"] == ["p1", "p2"]
+    assert set(
+        c.loc[c["conversation"] == spec.coords["conversation"].index("c3"), "participant"]
+    ) == {1}
+    code_spec = replay_model_spec(hand, level="code")
+    assert int(code_spec.cells["n"].sum()) == int(np.isfinite(hand["hit"].values).sum())
+
+
+def test_original_counted_once_per_user_turn():
+    from delusion_bayes.data import simulate_replay
+
+    ds = simulate_replay(
+        seed=3, models=["original", "gpt-4o"], codes=CODES[:2], truth_participants=0
+    )
+    spec = replay_model_spec(ds, level="code")
+    orig = spec.cells[spec.cells["model"] == 0]
+    key = ds["conversation"].to_series() + "#" + ds["index"].to_series().astype(str)
+    scored = ds["hit"].sel(model="original", code=CODES[0]).notnull().to_series()
+    assert int(orig[orig["effect"] == 0]["n"].sum()) == key[scored.values].nunique()
+
+
+def test_bad_level():
+    from delusion_bayes.data import simulate_replay
+
+    ds = simulate_replay(
+        seed=3, models=["original", "gpt-4o"], codes=CODES[:2], truth_participants=0
+    )
+    with pytest.raises(ValueError, match="level must be 'code' or 'category'"):
+        replay_model_spec(ds, level="model")
+
+
+@pytest.fixture(scope="session")
+def bayes_fit():
+    pytest.importorskip("pymc")
+    from delusion_bayes.data import simulate_replay
+    from delusion_bayes.models.replay import fit_replay_model
+
+    ds = simulate_replay(
+        seed=5,
+        n_participants=10,
+        models=["original", "gpt-4o"],
+        codes=CODES,
+        truth_participants=400,
+    )
+    tree = fit_replay_model(ds, level="category", draws=300, tune=300, chains=2, seed=11)
+    return ds, tree
+
+
+@pytest.mark.slow
+def test_bayes_recovers_simulated_prevalence(bayes_fit):
+    from delusion_bayes.models.replay import replay_posterior_contrasts
+
+    ds, tree = bayes_fit
+    assert tree.attrs["max_rhat"] < 1.05
+    assert tree.attrs["divergences"] <= 3
+    assert tree.attrs["min_ess_bulk"] > 50
+    post = replay_posterior_contrasts(tree)
+    prev = post[(post["quantity"] == "prevalence") & (post["level"] == "category")]
+    merged = prev.merge(
+        true_category_prevalence(ds), left_on=["model", "label"], right_on=["model", "category"]
+    )
+    assert len(merged) == 2 * 3
+    covered = (merged["ci_low"] <= merged["truth"]) & (merged["truth"] <= merged["ci_high"])
+    assert covered.mean() >= 5 / 6, merged
+    # the posterior prevalence sits on the bootstrap's pooled ratio
+    boot = replay_prevalence(ds, n_boot=200, levels=("category",))
+    both = merged.merge(boot, on=["model", "category"], suffixes=("", "_boot"))
+    np.testing.assert_allclose(both["mean"], both["estimate"], atol=0.03)
+    # contrasts: gpt-4o below the original on every category (simulated shift -1.5..-0.4)
+    delta = post[(post["quantity"] == "delta") & (post["level"] == "category")]
+    assert (delta["prob_below_zero"] > 0.9).all(), delta
+    assert (tree["posterior"]["sigma_participant"].mean() > 0.1).item()
