@@ -132,7 +132,7 @@ def summarize(
     jobs_table(jobs).to_csv(out / "jobs.csv", index=False)
     n_bad = sum(not j.ok for j in jobs)
     log.info("%d jobs (%d not ok) -> %s", len(jobs), n_bad, out / "summary.csv")
-    if plot and jobs:
+    if plot and any(j.run for j in jobs):  # coverage jobs write replicates, not run dirs
         from .plot import plot_multiverse
 
         fig = plot_multiverse(summary, sweep_keys(jobs))
