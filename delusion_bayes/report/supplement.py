@@ -310,8 +310,10 @@ def _subtitle(run: RunDir) -> str:
         )
         parts.append(f"{run.kind.capitalize()} study: {dims}.")
     src = run.config_value("data.source")
-    if src == "simulate":
+    if src == "simulate" and run.kind == "trajectory":
         parts.append(f"Simulated data (preset `{run.config_value('data.preset')}`).")
+    elif src == "simulate":
+        parts.append(f"Simulated data (seed {run.config_value('data.seed')}).")
     elif src:
         parts.append(f"Data: {run.config_value('data.path')}.")
     return " ".join(parts)

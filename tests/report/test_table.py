@@ -145,7 +145,7 @@ def test_long_estimates_copies_values_from_wide_and_long_forms():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=25, deadline=None)
     @given(
         st.lists(st.tuples(_finite(), _finite(), _finite()), min_size=3 * 1, max_size=3 * 6).filter(
             lambda v: len(v) % 3 == 0
