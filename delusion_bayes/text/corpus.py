@@ -30,6 +30,8 @@ SYNTHETIC_NOTE = (
     "script and template answers driven by the simulated stage; not data from any study"
 )
 N_PROMPTS = 30
+#: assertiveness of models whose stage never reaches the clinical range (see :func:`_profile`)
+NEVER_TURNING_ASSERTIVENESS = 0.2
 
 
 @lru_cache(maxsize=1)
@@ -160,13 +162,16 @@ def _profile(stage: np.ndarray, n_days: int) -> np.ndarray:
 
     Early turners (clinical turn in the first quarter) hedge while engaging (-0.6) and become
     assertive after the turn (+0.1); late turners (turn after 60 % of the days) go from -0.1 to
-    -0.45; models in between from -0.2 to -0.1; never-turning models stay at 0 (regimes are not
-    separated by level). (Paper: Claude
+    -0.45; models in between from -0.2 to -0.1; never-turning models stay at +0.2, which puts
+    their mean modality level with the early turners' (engaging answers carry more qualifiable
+    sentences and questions, so 0 made them the most hedged and modality tracked the regimes:
+    model-level rho with mean consensus .76 on paper_like seed 0; with +0.2: -.01 (seed 0), .21
+    (seed 1); paper: .24, not significant). (Paper: Claude
     Sonnet 4.5 modality -.33 -> +.02, Opus 4.5 -.35 -> -.11; GPT-4o -.10 -> -.23, Claude Haiku 3.5
     -.12 -> -.21; no separation of regimes by level.)
     """
     clinical = np.flatnonzero(np.nan_to_num(stage, nan=0.0) >= 2.5)
-    a = np.full(stage.shape, 0.0)
+    a = np.full(stage.shape, NEVER_TURNING_ASSERTIVENESS)
     if clinical.size == 0:
         return a
     turn = clinical[0]  # 0-based day index of the turn

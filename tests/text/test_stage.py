@@ -33,6 +33,7 @@ TABLES = [
 ]
 NEVER = ["Claude Sonnet 4", "DeepSeek-V3", "Gemini 2.5 Flash", "Gemini 2.5 Pro"]
 EARLY = ["Claude Haiku 4.5", "Claude Sonnet 4.5", "Claude Opus 4.5"]
+LATE = ["Claude Opus 4.1", "Claude Opus 4", "Claude Haiku 3.5", "GPT-4o", "Gemini 3.1 Pro"]
 
 
 def _cfg(tmp, *over):
@@ -181,3 +182,15 @@ def test_disabled(paper_like, tmp_path):
     assert stage.run(paper_like, _cfg(tmp_path, "text.enabled=false"), tmp_path) == {
         "skipped": True
     }
+
+
+def test_modality_patterns_on_demo_corpus(stage_run):
+    """Paper, Results (Modality): no separation of the regimes by level (model-level rho .24 with
+    mean consensus, n.s.), but early turners grow more assertive at the clinical turn (Sonnet 4.5
+    -.33 -> +.02) and late turners more hedged (GPT-4o -.10 -> -.23) (Figure 4)."""
+    out = stage_run[0]
+    corr = pd.read_csv(out / "correlations.csv").set_index(["metric", "against"])
+    assert corr.loc[("modality", "mean_consensus"), "p"] > 0.05
+    turns = pd.read_csv(out / "turn_contrast.csv").query("metric == 'modality'")
+    change = turns.set_index("model")["change"]
+    assert (change[EARLY] > 0).all() and (change[LATE] < 0).all(), change.round(3).to_dict()
