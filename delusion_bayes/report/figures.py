@@ -112,7 +112,8 @@ def figure1(
     tt = np.linspace(days.min(), days.max(), 121)
     if post.folder is not None and (run.path / post.folder / "posterior.nc").is_file():
         pds = open_posterior(run.path / post.folder / "posterior.nc")
-        if pds is not None and all(v in pds for v in ("L", "k", "t50")):
+        logistic_shape = run.config_value("model.trajectory", "logistic") in (None, "logistic")
+        if pds is not None and logistic_shape and all(v in pds for v in ("L", "k", "t50")):
             band = _posterior_band(pds, tt, ci_prob, floor)
             sources.append(f"{post.folder}/posterior.nc")
         elif pds is not None and "stage" in pds and {MODEL, DAY} <= set(pds["stage"].dims):
