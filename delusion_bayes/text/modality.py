@@ -190,9 +190,10 @@ def count_markers(doc, lexicon: Lexicon | None = None) -> ModalityCounts:
        "to a certain extent" is the hedge ``certain extent``, not the booster ``certain``.
     3. **Negation flips the class.** A marker with a ``neg`` dependent, right after a negation
        word (not, n't, never, no), or a predicative complement (acomp/attr/oprd) whose copula is
-       negated counts as the opposite class: "I don't think so" (H), "I am not sure" (H),
-       "it is not clear" (H), "not always" (H), "I have no doubt"... is rule 2 (B), "I do not
-       doubt it" (B).
+       negated counts as the opposite class: "I don't think so" (H), "I don't know" (H),
+       "I am not sure" (H), "it is not clear" (H), "not always" (H), "I do not doubt it" (B),
+       "this doesn't seem right" (B), "it is not unlikely" (B). ("I have no doubt" is the listed
+       booster ``no doubt``, rule 2.)
     4. **Modal auxiliaries do not flip.** "might not", "couldn't", "shouldn't" stay hedges,
        "must not" stays a booster (Hyland lists "couldn't" and "wouldn't" as hedges).
     5. **A negator is not counted twice.** A negation word that is itself a marker ("never")
@@ -204,6 +205,11 @@ def count_markers(doc, lexicon: Lexicon | None = None) -> ModalityCounts:
 
     A sentence with no marker and no question mark adds nothing but its count: "The router
     blinked." -> 0 boosters, 0 hedges, 1 sentence, score 0.
+
+    Known limits (negation is local, as in the paper's spaCy-based detection): a negation on
+    another word of the clause does not reach the marker ("I can't say for sure": ``sure`` stays
+    a booster; "Nobody can doubt it": ``doubt`` stays a hedge), and "no" before a marker flips it
+    ("no clear sign": ``clear`` counts as a hedge).
     """
     lex = lexicon or load_lexicon()
     maxlen = lex.max_len
