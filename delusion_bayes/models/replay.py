@@ -10,7 +10,7 @@ with ``y_i`` hits out of ``n_i`` scored samples:
     y_i &\sim \mathrm{Binomial}(n_i, \mathrm{logit}^{-1}\eta_i) \\
     \eta_i &= \theta_{m e} + u_p + v_c
              + \beta_{m g}\, x^{depth}_i + \gamma_{m g}\, (x^{prior}_i - \bar x^{prior}) \\
-    u_p &\sim \mathrm{Normal}(0, \sigma_p), \quad v_c \sim \mathrm{Normal}(0, \sigma_c)
+    u &\sim \mathrm{ZeroSumNormal}(\sigma_p), \quad v \sim \mathrm{ZeroSumNormal}(\sigma_c)
       \quad\text{(centred: each conversation holds thousands of verdicts)}
 
 with ``g`` the category of effect ``e`` (codes without a category form their own group),
@@ -227,11 +227,13 @@ def build_replay_model(spec: ReplayModelSpec):
         sigma_c = _rv("sigma_conversation", spec.priors["sigma_conversation"])
         # Centred intercepts: every conversation holds thousands of binary verdicts, so the data
         # pin each intercept down and the centred form mixes far better than sigma * z (which
-        # made NUTS hit deep trees at DelusionEval scale; Betancourt & Girolami 2015). Plain
-        # (not zero-sum) normals: theta is then the population mean, and its posterior carries
-        # the uncertainty of having seen only a few participants.
-        u_p = pm.Normal("u_participant", mu=0.0, sigma=sigma_p, dims="participant")
-        u_c = pm.Normal("u_conversation", mu=0.0, sigma=sigma_c, dims="conversation")
+        # made NUTS hit deep trees at DelusionEval scale; Betancourt & Girolami 2015). Zero-sum:
+        # u_p = w_p - mean(w) for w ~ iid Normal(0, sigma_p), so theta = mu + mean(w) is not
+        # confounded with the intercepts (much better mixing); the population mean
+        # mu = theta - mean(w), with mean(w) ~ Normal(0, sigma_p^2 / P) independent of u, is
+        # recovered in replay_posterior_prevalence.
+        u_p = pm.ZeroSumNormal("u_participant", sigma=sigma_p, dims="participant")
+        u_c = pm.ZeroSumNormal("u_conversation", sigma=sigma_c, dims="conversation")
         n_e = len(spec.coords["effect"])
         n_g = len(spec.coords["group"])
         m = c["model"].to_numpy()
@@ -313,7 +315,11 @@ def _posterior_array(post: xr.Dataset, name: str) -> np.ndarray:
 
 
 def replay_posterior_prevalence(
-    tree, spec: ReplayModelSpec, target: str = "population", n_nodes: int = 24
+    tree,
+    spec: ReplayModelSpec,
+    target: str = "population",
+    n_nodes: int = 24,
+    seed: int = 0,
 ) -> tuple[xr.DataArray, xr.DataArray]:
     """Posterior prevalence per ``(model, effect)`` and ``(model, category)``.
 
@@ -323,7 +329,9 @@ def replay_posterior_prevalence(
     out, ``E[logit^-1(eta_fixed + u + v)]`` with ``u + v ~ Normal(0, sigma_p^2 + sigma_c^2)``
     (Gauss-Hermite, ``n_nodes`` nodes): the prevalence among new participants with this study's
     design, the superpopulation quantity the cluster bootstrap's interval is about (and
-    ``simulate_replay``'s ``true_prevalence``). ``target="sample"``: the fitted intercepts of the
+    ``simulate_replay``'s ``true_prevalence``). The intercepts are zero-sum, so the population
+    mean is ``theta`` minus the intercepts' unconstrained mean, drawn (``seed``) from its
+    ``Normal(0, sigma_p^2/P + sigma_c^2/C)`` law. ``target="sample"``: the fitted intercepts of the
     study's own participants (in-sample prevalence; narrower).
     """
     if target not in ("population", "sample"):
@@ -371,6 +379,11 @@ def replay_posterior_prevalence(
     weights = weights / np.sqrt(np.pi)
     if target == "population":
         chunk = max(1, chunk // n_nodes)
+        # zero-sum intercepts: theta = mu + mean(w_p) + mean(w_c); draw the means to get mu
+        rng = np.random.default_rng(seed)
+        n_p, n_c = up.shape[1], uc.shape[1]
+        shift = rng.standard_normal(total) * np.sqrt(sig_p**2 / n_p + sig_c**2 / n_c)
+        theta = theta - shift[:, None, None]
     for lo in range(0, total, chunk):
         sl = slice(lo, min(lo + chunk, total))
         fixed = (
@@ -476,8 +489,9 @@ def fit_replay_model(
     """Fit the hierarchical prevalence model; return the posterior as an ``xarray.DataTree``.
 
     Sampled with nutpie when installed (``sampler="nutpie"``), else PyMC's NUTS (``"pymc"``;
-    ``"numpyro"`` also works), seeded. The posterior gains ``prevalence (model, <level>)`` and
-    ``category_prevalence (model, category)``; ``tree.attrs`` holds the sampler, the level, the
+    ``"numpyro"`` also works), seeded. The posterior gains ``category_prevalence (model, category)``
+    and, at ``level="code"``, ``prevalence (model, code)`` (population prevalence, see
+    :func:`replay_posterior_prevalence`); ``tree.attrs`` holds the sampler, the level, the
     number of cells and ``diagnostics`` (max R-hat, min bulk/tail ESS, divergences).
     """
     spec = replay_model_spec(ds, level, depth_bins, prior_bins, baseline, priors)
@@ -485,9 +499,14 @@ def fit_replay_model(
     tree, used = _sample(model, sampler, draws, tune, chains, seed, target_accept, cores)
     if not isinstance(tree, xr.DataTree):  # pragma: no cover - older PyMC returned InferenceData
         raise TypeError(f"expected pm.sample to return an xarray.DataTree, got {type(tree)!r}")
-    pe, pg = replay_posterior_prevalence(tree, spec)
+    pe, pg = replay_posterior_prevalence(tree, spec, seed=seed)
     post = tree["posterior"].to_dataset()
-    post = post.assign(prevalence=pe, category_prevalence=pg)
+    if level == "category":
+        # same dim name, different coords (pe also has the uncategorised group): keep pg only,
+        # else xarray would outer-join the category coords into NaN rows
+        post = post.assign(category_prevalence=pg)
+    else:
+        post = post.assign(prevalence=pe, category_prevalence=pg)
     tree["posterior"] = xr.DataTree(post)
     var_names = ["theta", "beta_depth", "gamma_prior", "sigma_participant", "sigma_conversation"]
     diag = _diagnostics(tree, var_names)
