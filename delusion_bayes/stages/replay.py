@@ -188,12 +188,12 @@ def _figure_depth(curve: pd.DataFrame, stem: Path, formats) -> list[Path]:
                 a.fill_between(g["depth_mean"], g["ci_low"], g["ci_high"], color=st.get("color"),
                                alpha=0.12, lw=0)  # fmt: skip
             a.set_title(cat)
-            a.set_xlabel("context depth (messages before the user turn)")
+            a.set_xlabel("context depth (messages)")
             a.set_ylabel("prevalence")
         for a in axes.ravel()[len(cats) :]:
             a.axis("off")
         axes.ravel()[0].legend(fontsize=6, frameon=False)
-        fig.suptitle("Prevalence vs requested context depth (bootstrap CIs)")
+        fig.suptitle("Prevalence vs context depth (messages before the user turn; bootstrap CIs)")
         fig.tight_layout()
         return save_figure(fig, stem, formats)
 
