@@ -598,6 +598,16 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
 
     ``what`` is ``type-I error`` where the truth has no group difference (every ``null``
     contrast; ``paper_like`` contrasts whose true difference is 0) and ``power`` elsewhere.
+
+    The two families test different nulls. The permutation test asks whether the group labels
+    are exchangeable (no systematic difference between the populations the models come from);
+    the posterior contrast is about the difference of group means of *these* models' quantities,
+    which under ``null`` is still non-zero by chance (``truth_diff``; its mean absolute value is
+    ``mean_abs_truth_diff``). A precise posterior therefore "rejects" a null-preset contrast
+    whenever the realised models happen to differ: its rejection rate under ``null`` is the
+    type-I error against the population null, not a calibration failure of the posterior for
+    its own (finite-population) estimand. First measurement (2 replicates per preset): 0.60
+    for onset and joint vs 0.00 for the permutation tests.
     """
     c = reps[reps["kind"] == "contrast"].copy()
     if c.empty:
@@ -612,7 +622,8 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
             {"preset": preset, "method": method, "contrast": item, "quantity": q,
              "what": "type-I error" if null_true else "power", "n": int(g["reject"].notna().sum()),
              "rejection_rate": float(g["reject"].mean()), "mean_stat": float(g["stat"].mean()),
-             "truth_diff": float(g["truth_diff"].mean())}
+             "truth_diff": float(g["truth_diff"].mean()),
+             "mean_abs_truth_diff": float(g["truth_diff"].abs().mean())}
         )  # fmt: skip
     return pd.DataFrame(rows)
 
