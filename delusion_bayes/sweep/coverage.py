@@ -714,7 +714,12 @@ def aggregate_coverage(
     errors.to_csv(out / "contrast_errors.csv", index=False)
     table = coverage_table(cov)
     table.to_csv(out / "coverage_table.csv", index=False)
-    (out / "coverage_table.md").write_text(_markdown(table))
+    turning = coverage_table(cov, subset="turning") if not cov.empty else table
+    (out / "coverage_table.md").write_text(
+        "All models:\n\n" + _markdown(table)
+        + "\nModels whose true t50 lies within the study (a never-turning model's t50, L and k"
+        " are beyond the data):\n\n" + _markdown(turning)
+    )  # fmt: skip
     fits = reps[reps["kind"] == "fit"]
     if not fits.empty:
         fits.groupby(["preset", "method"])["seconds"].describe().to_csv(out / "fit_times.csv")
