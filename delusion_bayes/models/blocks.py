@@ -10,7 +10,7 @@ import numpy as np
 
 from ..data.schema import DAY, MODEL, RATER
 from .priors import make_rv
-from .spec import CUT, OBS, STAGE_CUTPOINTS, STEP_K, ModelSpec
+from .spec import CUT, K_MAX, OBS, STAGE_CUTPOINTS, STEP_K, ModelSpec
 
 #: onset parameters that group terms shift (on their unconstrained scale)
 _ONSET_PARAMS = ("L", "log_k", "t50")
@@ -34,7 +34,8 @@ def _group_shift(spec: ModelSpec, param: str):
 
 
 def onset_trajectory(spec: ModelSpec):
-    """Hierarchical (non-centred) onset parameters and the ``(model, day)`` trajectory.
+    """Hierarchical onset parameters and the ``(model, day)`` trajectory (math and the reasons
+    for each parameterisation: :mod:`delusion_bayes.models.joint`).
 
     Adds ``L``, ``k``, ``t50`` (dim ``model``) to the model and returns the trajectory mu[m, t].
     """
@@ -46,15 +47,19 @@ def onset_trajectory(spec: ModelSpec):
     mu_L = make_rv("mu_L", p["mu_L"])
     sigma_L = make_rv("sigma_L", p["sigma_L"])
     z_L = pm.Normal("z_L", 0.0, 1.0, dims=MODEL)
+    # log(L - 1), not logit((L - 1) / 3): L = 4 (the scale top, the truth of most turners) is
+    # then an interior point with a finite likelihood peak, not logit -> +inf with a flat tail
     L = pm.Deterministic(
-        "L", 1.0 + 3.0 * pm.math.sigmoid(mu_L + _group_shift(spec, "L") + sigma_L * z_L), dims=MODEL
+        "L", 1.0 + pt.exp(mu_L + _group_shift(spec, "L") + sigma_L * z_L), dims=MODEL
     )
     mu_t50 = make_rv("mu_t50", p["mu_t50"])
     sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
-    z_t50 = pm.Normal("z_t50", 0.0, 1.0, dims=MODEL)
-    t50 = pm.Deterministic(
+    # centred: every turner's t50 is pinned by the data to within a day while the population
+    # spread is ~T/2, so a non-centred z_t50 would be a narrow ridge along (mu_t50, sigma_t50)
+    t50 = pm.Normal(
         "t50",
-        spec.n_days * (mu_t50 + _group_shift(spec, "t50") + sigma_t50 * z_t50),
+        spec.n_days * (mu_t50 + _group_shift(spec, "t50")),
+        spec.n_days * sigma_t50,
         dims=MODEL,
     )
     if spec.trajectory == "step":
@@ -63,9 +68,11 @@ def onset_trajectory(spec: ModelSpec):
         mu_log_k = make_rv("mu_log_k", p["mu_log_k"])
         sigma_log_k = make_rv("sigma_log_k", p["sigma_log_k"])
         z_k = pm.Normal("z_log_k", 0.0, 1.0, dims=MODEL)
-        k = pm.Deterministic(
-            "k", pt.exp(mu_log_k + _group_shift(spec, "log_k") + sigma_log_k * z_k), dims=MODEL
-        )
+        # soft upper bound: 1/k = exp(-a) + 1/K_MAX, i.e. k = K_MAX sigmoid(a - log K_MAX), ~exp(a)
+        # for k << K_MAX. An overnight switch leaves the likelihood flat in k; unbounded, log k
+        # drifts and t50 between two days becomes a ridge with walls of slope k
+        a = mu_log_k + _group_shift(spec, "log_k") + sigma_log_k * z_k
+        k = pm.Deterministic("k", K_MAX * pm.math.sigmoid(a - np.log(K_MAX)), dims=MODEL)
     t = pt.as_tensor_variable(spec.data["day_values"])[None, :]
     x = k[:, None] * (t - t50[:, None])
     if spec.trajectory == "linear":
@@ -108,9 +115,10 @@ def rater_effects(spec: ModelSpec):
         )
         return severity, disc
     sigma_sev = make_rv("sigma_severity", p["sigma_severity"])
-    # zero-sum: the mean rater defines the stage scale (as in the simulator)
-    z_sev = pm.ZeroSumNormal("z_severity", sigma=1.0, dims=RATER)
-    severity = pm.Deterministic("severity", sigma_sev * z_sev, dims=RATER)
+    # zero-sum: the mean rater defines the stage scale (as in the simulator). Centred: every
+    # rater scores hundreds of model-days, so severities are pinned by the data and a
+    # non-centred z would trade off against sigma_severity (R-hat 1.15 on paper_like)
+    severity = pm.ZeroSumNormal("severity", sigma=sigma_sev, dims=RATER)
     sigma_log_disc = make_rv("sigma_log_disc", p["sigma_log_disc"])
     z_disc = pm.Normal("z_log_disc", 0.0, 1.0, dims=RATER)
     disc = pm.Deterministic(

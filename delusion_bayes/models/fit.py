@@ -33,7 +33,7 @@ def fit(
     seed: int = 0,
     priors: Mapping[str, Any] | None = None,
     cores: int = 2,
-    target_accept: float = 0.9,
+    target_accept: float = 0.95,
     trajectory: str = "logistic",
     cutpoints: str = "rater",
     group_terms: Sequence[str] = (),
@@ -54,7 +54,8 @@ def fit(
         docstring: :mod:`delusion_bayes.models.joint`, ...).
     draws, tune, chains, sampler, seed, cores, target_accept
         NUTS settings; ``sampler`` is ``nutpie`` (default), ``pymc`` or ``numpyro`` (falls
-        back to ``pymc`` with a warning when not installed).
+        back to ``pymc`` with a warning when not installed). ``target_accept`` 0.95: on
+        paper_like (joint, 2 x 500) 0.9 left 1 divergence, 0.95 none, for ~40% more sampling time.
     priors
         Overrides of the default prior table (:data:`delusion_bayes.models.priors.DEFAULT_PRIORS`).
     trajectory, cutpoints, group_terms

@@ -8,7 +8,7 @@ Math
 ----
 .. math::
 
-    L_m, k_m, t_{50,m} &\\text{ as in the joint model (non-centred hierarchy)} \\\\
+    L_m, k_m, t_{50,m} &\\text{ as in the joint model (same hierarchy)} \\\\
     \\bar y_{m,t} &\\sim N\\big(1 + (L_m - 1)\\,\\mathrm{sigmoid}(k_m(t - t_{50,m})),
         \\sigma_y\\big)
 

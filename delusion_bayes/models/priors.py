@@ -27,10 +27,11 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 }
 
 _ONSET_HYPER: dict[str, dict[str, Any]] = {
-    # asymptote L = 1 + 3 * sigmoid(l): l_m = mu_L + sigma_L * z_m
-    "mu_L": {"dist": "Normal", "mu": 1.5, "sigma": 1.5},
-    "sigma_L": {"dist": "HalfNormal", "sigma": 1.0},
-    # steepness (per day): log k_m = mu_log_k + sigma_log_k * z_m
+    # asymptote L = 1 + exp(l): l_m = mu_L + sigma_L * z_m (mu_L = log 3: L = 4, the scale top)
+    "mu_L": {"dist": "Normal", "mu": 1.1, "sigma": 0.5},
+    "sigma_L": {"dist": "HalfNormal", "sigma": 0.3},
+    # steepness (per day): a_m = mu_log_k + sigma_log_k * z_m = log k_m for k_m << K_MAX
+    # (k_m = K_MAX sigmoid(a_m - log K_MAX), K_MAX = 20, see delusion_bayes.models.spec)
     "mu_log_k": {"dist": "Normal", "mu": -0.5, "sigma": 1.0},
     "sigma_log_k": {"dist": "HalfNormal", "sigma": 1.0},
     # midpoint in units of n_days: t50_m = n_days * (mu_t50 + sigma_t50 * z_m)

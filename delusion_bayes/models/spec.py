@@ -26,6 +26,10 @@ from .priors import prior_table, resolve_priors
 #: fixed ordinal cutpoints on the 1-4 stage scale (a rater with severity 0 and infinite
 #: discrimination gives the stage rounded to the nearest integer)
 STAGE_CUTPOINTS: tuple[float, ...] = (1.5, 2.5, 3.5)
+#: soft upper bound of the onset steepness ``k`` (per day), the same as the least-squares fits'
+#: ``k_max`` (``delusion_bayes.baselines.logistic``, default 20): on daily data a steeper curve
+#: is a step, and the likelihood cannot tell k = 20 from k = 200
+K_MAX: float = 20.0
 #: steepness of the ``step`` trajectory variant (per day; Claude Opus 4.1's k ~ 10 in the paper)
 STEP_K: float = 10.0
 #: the ordinal disengagement outcome: 0 none, 1 Level A only, 2 Level B (B implies A)
