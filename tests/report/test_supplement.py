@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import make_run
+from .conftest import make_run
 from omegaconf import OmegaConf
 
 from delusion_bayes.report import ReportConfig, build_supplement
