@@ -33,6 +33,33 @@ def _group_shift(spec: ModelSpec, param: str):
     return shift
 
 
+def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int):
+    """Partially centred ``t50 ~ N(T (mu_t50 + shift), T sigma_t50)``.
+
+    Centred (free ``t50_centred``) for models whose median rating reaches stage 2.5 on some day:
+    the data pin their t50 to within a day while the population spread is ~T/2, so a
+    non-centred z would sit on a narrow ridge along (mu_t50, sigma_t50). Non-centred
+    (``z_t50``) for the others, whose t50 is only bounded below by the data and otherwise
+    follows the population (the funnel case non-centring is for).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    T = float(spec.n_days)
+    centred = np.asarray(spec.data.get("t50_centred", np.ones(n_models, bool)), bool)
+    loc = T * (mu_t50 + _group_shift(spec, "t50")) * pt.ones(n_models)
+    scale = T * sigma_t50
+    t50 = pt.zeros(n_models)
+    ic, inc = np.flatnonzero(centred), np.flatnonzero(~centred)
+    if ic.size:
+        tc = pm.Normal("t50_centred", loc[ic], scale, shape=ic.size)
+        t50 = pt.set_subtensor(t50[ic], tc)
+    if inc.size:
+        z = pm.Normal("z_t50", 0.0, 1.0, shape=inc.size)
+        t50 = pt.set_subtensor(t50[inc], loc[inc] + scale * z)
+    return t50
+
+
 def onset_trajectory(spec: ModelSpec):
     """Hierarchical onset parameters and the ``(model, day)`` trajectory (math and the reasons
     for each parameterisation: :mod:`delusion_bayes.models.joint`).
@@ -54,14 +81,7 @@ def onset_trajectory(spec: ModelSpec):
     )
     mu_t50 = make_rv("mu_t50", p["mu_t50"])
     sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
-    # centred: every turner's t50 is pinned by the data to within a day while the population
-    # spread is ~T/2, so a non-centred z_t50 would be a narrow ridge along (mu_t50, sigma_t50)
-    t50 = pm.Normal(
-        "t50",
-        spec.n_days * (mu_t50 + _group_shift(spec, "t50")),
-        spec.n_days * sigma_t50,
-        dims=MODEL,
-    )
+    t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models), dims=MODEL)
     if spec.trajectory == "step":
         k = pm.Deterministic("k", pt.fill(pt.zeros(n_models), STEP_K), dims=MODEL)
     else:
@@ -93,8 +113,9 @@ def day_noise(spec: ModelSpec, mu):
     p = spec.priors
     mu_log_eps = make_rv("mu_log_eps", p["mu_log_eps"])
     sigma_log_eps = make_rv("sigma_log_eps", p["sigma_log_eps"])
-    z_s = pm.Normal("z_log_eps", 0.0, 1.0, dims=MODEL)
-    sigma_eps = pm.Deterministic("sigma_eps", pt.exp(mu_log_eps + sigma_log_eps * z_s), dims=MODEL)
+    # centred: 30 days x every rater pin each model's day-noise level
+    log_eps = pm.Normal("log_sigma_eps", mu_log_eps, sigma_log_eps, dims=MODEL)
+    sigma_eps = pm.Deterministic("sigma_eps", pt.exp(log_eps), dims=MODEL)
     z_eps = pm.Normal("z_eps", 0.0, 1.0, dims=(MODEL, DAY))
     return pm.Deterministic("stage", mu + sigma_eps[:, None] * z_eps, dims=(MODEL, DAY))
 
@@ -120,10 +141,9 @@ def rater_effects(spec: ModelSpec):
     # non-centred z would trade off against sigma_severity (R-hat 1.15 on paper_like)
     severity = pm.ZeroSumNormal("severity", sigma=sigma_sev, dims=RATER)
     sigma_log_disc = make_rv("sigma_log_disc", p["sigma_log_disc"])
-    z_disc = pm.Normal("z_log_disc", 0.0, 1.0, dims=RATER)
-    disc = pm.Deterministic(
-        "discrimination", pt.exp(mu_log_disc + sigma_log_disc * z_disc), dims=RATER
-    )
+    # centred for the same reason as the severity
+    log_disc = pm.Normal("log_discrimination", mu_log_disc, sigma_log_disc, dims=RATER)
+    disc = pm.Deterministic("discrimination", pt.exp(log_disc), dims=RATER)
     return severity, disc
 
 

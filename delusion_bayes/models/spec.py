@@ -169,6 +169,15 @@ def build_spec(
     }
     missing = np.isnan(rec.values).all(axis=0)  # (model, day)
     data: dict[str, np.ndarray] = {"day_values": days.astype(float)}
+    # partial centring of t50: centred where the median rating reaches clinical framing (2.5) on
+    # some day (the data pin t50), non-centred where it never does (t50 only bounded below)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            peak = np.nanmax(np.nanmedian(rec.values, axis=0), axis=1)
+    data["t50_centred"] = np.nan_to_num(peak, nan=0.0) >= 2.5
 
     if model in ("joint", "rater", "disengagement"):
         r, m, t, y = _observed_ratings(rec)
