@@ -15,7 +15,6 @@ pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 TINY = ["experiment=smoke", "stages=[baselines]", "baselines.n_boot=20", "baselines.alpha_boot=0"]
-CALLBACK = "+hydra.callbacks.job_status._target_=delusion_bayes.sweep.callbacks.JobStatusCallback"
 
 
 def _multirun(sweep_dir: Path, *overrides: str) -> subprocess.CompletedProcess:
@@ -64,7 +63,7 @@ def submitit_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]
     """submitit's local executor (the CI stand-in for SLURM): the first job fails before the
     pipeline starts (unknown preset), the second must still run."""
     root = tmp_path_factory.mktemp("submitit") / "sweep"
-    proc = _multirun(root, "hydra/launcher=local_submitit", "data.preset=bogus,small", CALLBACK)
+    proc = _multirun(root, "hydra/launcher=local_submitit", "data.preset=bogus,small")
     return root, proc
 
 
