@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .replay_schema import ROLES, TRANSCRIPT_COLUMNS
+from .replay_schema import ROLES, SAMPLE_COORDS, TRANSCRIPT_COLUMNS
 
 
 class TranscriptError(ValueError):
@@ -275,19 +275,9 @@ def build_samples(
                     "original_reply": reply,
                 }
             )
-    columns = [
-        "sample_id",
-        "participant",
-        "conversation",
-        "window",
-        "window_start",
-        "index",
-        "turn",
-        "context",
-        "context_depth",
-        "messages",
-        "original_reply",
-    ]
+    # the sample coords of the replay Dataset, plus the requested context and the payload
+    columns = ["sample_id", *SAMPLE_COORDS[:-1], "context", "context_depth"]
+    columns += ["messages", "original_reply"]
     out = pd.DataFrame(rows, columns=columns)
     # keep None (no original reply) as None: pandas >= 3 would turn it into NaN in a str column
     out["original_reply"] = pd.Series(
@@ -310,22 +300,8 @@ def export_samples_jsonl(samples: pd.DataFrame, path: str | Path) -> Path:
         raise ValueError(f"samples lack column(s) {missing}; build them with build_samples()")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    keep = [
-        c
-        for c in (
-            "sample_id",
-            "participant",
-            "conversation",
-            "window",
-            "window_start",
-            "index",
-            "turn",
-            "context_depth",
-            "messages",
-            "original_reply",
-        )
-        if c in samples.columns
-    ]
+    exported = ("sample_id", *SAMPLE_COORDS, "messages", "original_reply")
+    keep = [c for c in exported if c in samples.columns]
     with path.open("w", encoding="utf-8") as fh:
         for rec in samples[keep].to_dict(orient="records"):
             clean = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in rec.items()}

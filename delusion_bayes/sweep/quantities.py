@@ -34,17 +34,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..baselines.config import MILESTONES as _BASELINE_MILESTONES
+
 log = logging.getLogger(__name__)
 
 #: milestone latencies and day counts (Table 1), in the order the plot shows them
-MILESTONES: tuple[str, ...] = (
-    "first_clinical",
-    "first_stable",
-    "first_level_b",
-    "days_stage4",
-    "days_level_a",
-    "days_level_b",
-)
+MILESTONES = _BASELINE_MILESTONES
 LOGISTIC: tuple[str, ...] = ("L", "k", "t50")
 #: the four regimes of the paper's Results, in order of turning
 REGIMES: tuple[str, ...] = ("early", "gradual", "late", "never")
