@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from delusion_bayes.baselines.config import MILESTONES
 from delusion_bayes.report.frames import (
     _ci_cols,
     find_col,
@@ -32,14 +33,6 @@ from delusion_bayes.report.table import ReportTable, display_frame, fmt_interval
 
 log = logging.getLogger(__name__)
 
-MILESTONES = (
-    "first_clinical",
-    "first_stable",
-    "first_level_b",
-    "days_stage4",
-    "days_level_a",
-    "days_level_b",
-)
 LATENCIES = ("first_clinical", "first_stable", "first_level_b")
 LOGISTIC = ("L", "k", "t50")
 

@@ -6,3 +6,12 @@ never the whole config) and ``KIND``: the study kinds it applies to. ``run`` wri
 """
 
 STAGES: tuple[str, ...] = ("baselines", "text", "models", "replay", "report")
+
+
+def setting(node, key: str, default):
+    """``node.key`` from a config node (DictConfig, dataclass or dict), ``default`` when the node
+    or the key is missing or the value is ``None`` (an unset optional key)."""
+    if node is None:
+        return default
+    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
+    return default if value is None else value

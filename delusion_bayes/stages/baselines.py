@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from . import setting as _get
+
 NEEDS = ("baselines",)
 KIND = ("trajectory",)
 
@@ -37,11 +39,6 @@ def recoded_codes(ds: xr.Dataset) -> xr.Dataset | None:
 
     found = {v: ds[v + RECODED_SUFFIX] for v in ADJUDICATED_VARIABLES if v + RECODED_SUFFIX in ds}
     return xr.Dataset(found) if found else None
-
-
-def _get(cfg: Any, key: str, default: Any) -> Any:
-    value = cfg.get(key, default) if hasattr(cfg, "get") else getattr(cfg, key, default)
-    return default if value is None and default is not None else value
 
 
 def t50_for_ranking(table: Any, first_clinical: np.ndarray, censor: int) -> np.ndarray:

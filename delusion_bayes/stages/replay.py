@@ -34,15 +34,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from . import setting as _get
+
 NEEDS = ("replay",)
 KIND = ("replay",)
 
 log = logging.getLogger(__name__)
-
-
-def _get(cfg: Any, key: str, default: Any) -> Any:
-    value = cfg.get(key, default) if hasattr(cfg, "get") else getattr(cfg, key, default)
-    return default if value is None else value
 
 
 def apply_cutoffs(ds: xr.Dataset, cutoffs: dict[str, float]) -> xr.Dataset:

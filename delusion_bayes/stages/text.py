@@ -28,19 +28,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from . import setting as _get
+
 #: ``cache_dir`` (root) so that ``text.cache_dir: ${oc.select:cache_dir,null}`` still resolves in
 #: the masked copy the pipeline passes (without it the embedding cache ignored ``cache_dir=...``)
 NEEDS = ("text", "baselines", "cache_dir")
 KIND = ("trajectory",)
 
 log = logging.getLogger(__name__)
-
-
-def _get(node: Any, key: str, default: Any) -> Any:
-    if node is None:
-        return default
-    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
-    return default if value is None else value
 
 
 def _consensus(ds: xr.Dataset, b: Any, run_dir: Path) -> tuple[xr.DataArray, str]:
