@@ -14,12 +14,12 @@ For model ``m`` (of M), day ``t`` (1..T) and rater ``r``:
         \\quad \\text{(partially centred, below)}, \\qquad z \\sim N(0, 1) \\\\
     \\mathrm{stage}_{m,t} &= 1 + (L_m - 1)\\,\\mathrm{sigmoid}(k_m (t - t_{50,m}))
         + \\sigma_{\\varepsilon,m} z^\\varepsilon_{m,t} \\\\
-    \\log\\sigma_{\\varepsilon,m} &\\sim N(\\mu_{\\log\\varepsilon},
-        \\sigma_{\\log\\varepsilon}) \\quad \\text{(centred)} \\\\
+    \\log\\sigma_{\\varepsilon,m} &= \\mu_{\\log\\varepsilon}
+        + \\sigma_{\\log\\varepsilon} z^{\\varepsilon}_m \\\\
     P(y_{r,m,t} > j) &= \\mathrm{sigmoid}\\big(d_r(\\mathrm{stage}_{m,t} + s_r - c_j)\\big),
         \\quad c = (1.5, 2.5, 3.5) \\\\
     s &\\sim \\mathrm{ZeroSumNormal}(\\sigma_s) \\;(\\textstyle\\sum_r s_r = 0), \\qquad
-        \\log d_r \\sim N(\\mu_{\\log d}, \\sigma_{\\log d}) \\quad \\text{(centred)}
+        \\log d_r = \\mu_{\\log d} + \\sigma_{\\log d} z^d_r
 
 Optional group terms (``group_terms=["vendor", ...]``) add ``b_{p,g}[group_g(m)]`` to the
 hyper-means of ``p`` in (log(L - 1), a = log k, t50/T).
@@ -44,9 +44,10 @@ nutpie draws; before: 5 divergences, R-hat up to 1.05 on L/k/t50, 2.24 on Opus 4
   population spread is ~T/2 (a non-centred ``z`` would sit on a narrow ridge along
   ``mu_t50``, ``sigma_t50``); non-centred (``t50 = T (mu_t50 + sigma_t50 z_t50)``) for a
   model that never gets there, whose t50 the data bound only from below. The choice changes
-  the geometry, not the model. Rater severity and discrimination are centred for the same
-  reason: every rater scores hundreds of model-days (non-centred: R-hat 1.15 on
-  ``sigma_severity``); so is each model's day-noise level (30 days of ratings each).
+  the geometry, not the model. Rater severity is centred for the same reason: every rater
+  scores hundreds of model-days (non-centred: R-hat 1.15 on ``sigma_severity``). Rater
+  discrimination and the day-noise level stay non-centred: centred, their hyper-SDs collapsed
+  towards 0 on the small study (3 raters, 5 models): R-hat 1.07 and divergences.
 
 Why fixed cutpoints: the latent stage is *defined* on the paper's 1-4 recognition scale
 (Statistical Analysis: ``m(t) = 1 + (L-1)/(1+e^{-k(t-t50)})``), so L, k and t50 keep the meaning
