@@ -17,7 +17,7 @@ class SamplerConfig:
     tune: int = 1000
     chains: int = 4
     cores: int = 2
-    target_accept: float = 0.9
+    target_accept: float = 0.95
     seed: int = 0
     #: cache compiled models under ``<cache_dir>/models`` (nutpie) and ``<cache_dir>/pytensor``
     compile_cache: bool = True

@@ -32,17 +32,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from . import setting as _get
+
 NEEDS = ("model", "sampler", "inference", "baselines")
 KIND = ("trajectory",)
 
 log = logging.getLogger(__name__)
-
-
-def _get(cfg: Any, key: str, default: Any) -> Any:
-    if cfg is None:
-        return default
-    value = cfg.get(key, default) if hasattr(cfg, "get") else getattr(cfg, key, default)
-    return default if value is None else value
 
 
 def _plain(x: Any) -> Any:

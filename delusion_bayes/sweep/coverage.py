@@ -64,7 +64,8 @@ QUANTITIES: tuple[str, ...] = ("t50", "L", "k", "first_clinical", "first_stable"
 LOGISTIC: tuple[str, ...] = ("L", "k", "t50")
 LATENCIES: tuple[str, ...] = ("first_clinical", "first_stable")
 BASELINE = "baselines"
-#: parameter-space bounds of a quantity (the onset models' L = 1 + 3 sigmoid(l) lies in (1, 4))
+#: parameter-space bounds of a quantity (the least-squares L is bounded to [1, 4]; the Bayesian
+#: L = 1 + exp(l) is not, but its prior keeps it near the scale top)
 BOUNDS: dict[str, tuple[float, float]] = {"L": (1.0, 4.0)}
 #: an interval end this close to a bound is closed at the bound when scoring coverage
 BOUND_TOL = 0.05

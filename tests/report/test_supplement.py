@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from .conftest import make_run
 from omegaconf import OmegaConf
 
 from delusion_bayes.report import ReportConfig, build_supplement
 from delusion_bayes.report.document import Note
+
+from .conftest import make_run
 
 FAST = {"pdf": "never", "dpi": 50, "figure_formats": ["png"]}
 
