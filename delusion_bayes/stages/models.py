@@ -105,6 +105,16 @@ def _fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None =
     )
 
 
+def _rank_plot(az, tree):
+    """``az.plot_rank`` with room for every panel: 3 onset parameters x 15 models is 45 panels,
+    above ArviZ's default ``plot.max_subplots`` of 40 (which would drop the plot)."""
+    post = tree["posterior"].to_dataset()
+    panels = sum(int(np.prod([post.sizes[d] for d in v.dims if d not in ("chain", "draw")]))
+                 for v in post.data_vars.values())  # fmt: skip
+    with az.rc_context(rc={"plot.max_subplots": max(40, panels)}):
+        return az.plot_rank(tree, backend="matplotlib")
+
+
 def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) -> None:
     """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG; a plotting failure is
     a note, never a failed stage."""
@@ -124,7 +134,7 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) 
             (
                 "rank.png",
                 "rank plot (ECDF difference) of " + ", ".join(post_vars),
-                lambda: az.plot_rank(clean, backend="matplotlib"),
+                lambda: _rank_plot(az, clean),
             )
         )
     if "posterior_predictive" in dt.children and "y" in dt["posterior_predictive"].data_vars:
