@@ -46,5 +46,5 @@ class ModelConfig:
     group_terms: list[str] = field(default_factory=list)
     trajectory: str = "logistic"
     cutpoints: str = "rater"
-    variants: list[str] = field(default_factory=lambda: ["shared_cutpoints", "linear", "step"])
+    variants: list[str] = field(default_factory=lambda: ["shared_cutpoints"])
     also_fit: list[str] = field(default_factory=lambda: ["onset", "rater", "disengagement"])
