@@ -7,8 +7,7 @@ Trajectory studies are ``xarray.Dataset`` objects with dims ``rater x model x da
 
 from __future__ import annotations
 
-import importlib
-
+from .._lazy import lazy_getattr
 from .io import StudyFormatError, load_study, save_study
 from .schema import (
     DAY,
@@ -35,12 +34,7 @@ _REPLAY = (
 )
 
 
-def __getattr__(name: str):
-    if name in _REPLAY:
-        value = getattr(importlib.import_module(".replay", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'delusion_bayes.data' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, dict.fromkeys(_REPLAY, ".replay"))
 
 
 __all__ = [

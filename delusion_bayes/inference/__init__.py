@@ -3,9 +3,7 @@ comparison and provenance. Heavy libraries (PyMC, ArviZ) are imported inside the
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from .._lazy import lazy_getattr
 from .config import SAMPLERS, InferenceConfig, SamplerConfig
 
 _LAZY = {
@@ -19,12 +17,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'delusion_bayes.inference' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = ["SAMPLERS", "InferenceConfig", "SamplerConfig", *_LAZY]

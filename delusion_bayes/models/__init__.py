@@ -10,9 +10,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from .._lazy import lazy_getattr
 from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES, ModelConfig
 from .priors import DEFAULT_PRIORS, default_priors, prior_table, resolve_priors
 from .spec import ModelSpec, build_spec
@@ -38,12 +36,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'delusion_bayes.models' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -9,8 +9,7 @@ models) are imported only when used.
 
 from __future__ import annotations
 
-import importlib
-
+from .._lazy import lazy_getattr
 from .jobs import Job, collect_jobs, parse_overrides, read_job, sweep_keys
 from .quantities import REGIMES, classify_regime, run_quantities
 from .summarize import jobs_table, summarize, summarize_main, summary_table
@@ -28,12 +27,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'delusion_bayes.sweep' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [
