@@ -29,8 +29,8 @@ class ReplayConfig:
     cutoffs, default_cutoff
         Per-code judge-score cutoffs (hit = score >= cutoff) applied to loaded studies whose
         ``cutoff`` should be overridden; empty = keep the study's.
-    window, context, stride
-        Windowing used when building samples from transcripts (``stride`` 0 = window // 2).
+    (windowing is not an analysis setting: a study read from transcripts carries its own in
+    ``windows.json``; see :func:`delusion_bayes.data.replay.load_replay`)
     baseline
         Model the deltas are taken against (the original transcript's own replies).
     depth_bins
@@ -56,9 +56,6 @@ class ReplayConfig:
     also_iid: bool = True
     cutoffs: dict[str, float] = field(default_factory=dict)
     default_cutoff: float = 7.0
-    window: int = 20
-    context: int = 0
-    stride: int = 0
     baseline: str = "original"
     depth_bins: list[int] = field(default_factory=lambda: [0, 4, 8, 12, 16, 20])
     max_turn: int = 8
