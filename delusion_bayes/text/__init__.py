@@ -27,11 +27,14 @@ from .analyses import (
 from .config import TextConfig
 from .corpus import SYNTHETIC_NOTE, demo_prompts, synthesize_answers
 from .embed import (
+    BACKENDS,
     CachedEmbedder,
     Embedder,
+    OnnxEmbedder,
     SentenceTransformerEmbedder,
     default_cache_dir,
     make_embedder,
+    onnx_available,
 )
 from .entrainment import CONFIGS, entrainment, entrainment_scores, similarity_matrices
 from .modality import (
@@ -47,12 +50,14 @@ from .modality import (
 from .texts import has_texts, split_sentences, study_texts
 
 __all__ = [
+    "BACKENDS",
     "CONFIGS",
     "SYNTHETIC_NOTE",
     "CachedEmbedder",
     "Embedder",
     "Lexicon",
     "ModalityCounts",
+    "OnnxEmbedder",
     "SentenceTransformerEmbedder",
     "TextConfig",
     "count_markers",
@@ -73,6 +78,7 @@ __all__ = [
     "modality_score",
     "model_level_correlation",
     "model_means",
+    "onnx_available",
     "plot_level_b",
     "plot_turn_contrast",
     "similarity_matrices",

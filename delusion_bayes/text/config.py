@@ -34,6 +34,12 @@ class TextConfig:
     all_configs: bool = True
     #: k of configuration 2
     top_k: int = 3
+    #: embedding backend: ``torch`` (sentence-transformers on PyTorch) or ``onnx`` (the same model
+    #: exported once per machine to ``<cache_dir>/onnx/`` and run by ONNX Runtime; needs
+    #: ``onnxruntime`` and ``onnx``, else falls back to torch with a warning). Same embeddings
+    #: (min cosine 0.9999999); torch is the default because it needed less CPU on the paper_like
+    #: benchmark (``experiments/bench_text.py``)
+    backend: str = "torch"
     #: encoding batch size
     batch_size: int = 64
     #: torch device for the embedder

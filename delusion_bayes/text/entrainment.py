@@ -213,6 +213,7 @@ def entrainment(
     batch_size: int = 64,
     device: str = "cpu",
     allow_hub: bool = False,
+    backend: str = "torch",
     progress: bool = True,
 ) -> xr.DataArray:
     """Per model-day entrainment of a trajectory study with texts.
@@ -235,6 +236,8 @@ def entrainment(
         ignored, wrap it in :class:`~delusion_bayes.text.embed.CachedEmbedder` to cache it.
     top_k : int
         k of configuration 2.
+    backend : {"torch", "onnx"}
+        Embedding backend (see :func:`~delusion_bayes.text.embed.make_embedder`).
 
     Returns
     -------
@@ -251,6 +254,7 @@ def entrainment(
             batch_size=batch_size,
             allow_hub=allow_hub,
             progress=progress,
+            backend=backend,
         )
     sim = similarity_matrices(
         prompts, answers, embedder, config=config, top_k=top_k, progress=progress
