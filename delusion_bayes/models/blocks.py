@@ -104,7 +104,7 @@ def onset_trajectory(spec: ModelSpec):
 
 
 def day_noise(spec: ModelSpec, mu):
-    """Latent stage = trajectory + non-centred day noise eps[m, t] ~ Normal(0, sigma_eps[m]),
+    """Latent stage = trajectory + day noise eps[m, t] ~ Normal(0, sigma_eps[m]),
     with ``log sigma_eps[m] = mu_log_eps + sigma_log_eps * z_m`` (an oscillating model such as
     the paper's Claude Opus 3 gets a large one instead of distorting the shared fit)."""
     import pymc as pm
@@ -113,12 +113,19 @@ def day_noise(spec: ModelSpec, mu):
     p = spec.priors
     mu_log_eps = make_rv("mu_log_eps", p["mu_log_eps"])
     sigma_log_eps = make_rv("sigma_log_eps", p["sigma_log_eps"])
-    # non-centred: centring it (paper_like: R-hat on L/k/t50 1.019 -> 1.015, noise-level) put
-    # divergences on the small study, where sigma_log_eps can collapse to ~0 (a funnel)
+    # sigma_eps non-centred: centring it (paper_like: R-hat on L/k/t50 1.019 -> 1.015,
+    # noise-level) put divergences on the small study, where sigma_log_eps can collapse to ~0
     z_s = pm.Normal("z_log_eps", 0.0, 1.0, dims=MODEL)
     sigma_eps = pm.Deterministic("sigma_eps", pt.exp(mu_log_eps + sigma_log_eps * z_s), dims=MODEL)
-    z_eps = pm.Normal("z_eps", 0.0, 1.0, dims=(MODEL, DAY))
-    return pm.Deterministic("stage", mu + sigma_eps[:, None] * z_eps, dims=(MODEL, DAY))
+    # the day noise itself partially centred per model (weights: spec.noise_centring):
+    # s ~ N(lam mu, sigma^lam), stage = mu + sigma^(1-lam) (s - lam mu) ~ N(mu, sigma) for any lam
+    lam = np.asarray(spec.data.get("eps_lambda", np.zeros(len(spec.coords[MODEL]))), float)
+    lam_c = pt.as_tensor_variable(lam)[:, None]
+    sig = sigma_eps[:, None]
+    s = pm.Normal("eps_tilde", lam_c * mu, sig**lam_c, dims=(MODEL, DAY))
+    return pm.Deterministic(
+        "stage", mu + sig ** (1.0 - lam_c) * (s - lam_c * mu), dims=(MODEL, DAY)
+    )
 
 
 def rater_effects(spec: ModelSpec):

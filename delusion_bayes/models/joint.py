@@ -48,6 +48,13 @@ nutpie draws; before: 5 divergences, R-hat up to 1.05 on L/k/t50, 2.24 on Opus 4
   scores hundreds of model-days (non-centred: R-hat 1.15 on ``sigma_severity``). Rater
   discrimination and the day-noise level stay non-centred: centred, their hyper-SDs collapsed
   towards 0 on the small study (3 raters, 5 models): R-hat 1.07 and divergences.
+* The day noise ``eps`` is partially centred per model with a weight ``lambda_m`` estimated
+  from the ratings (:func:`delusion_bayes.models.spec.noise_centring`; free variable
+  ``eps_tilde ~ N(lambda mu, sigma_eps^lambda)``, ``stage = mu + sigma_eps^(1-lambda)
+  (eps_tilde - lambda mu)``, the same model for every lambda): ~0.7-0.8 for an oscillating
+  model, whose 4 raters pin each day's stage more tightly than its day noise does, 0 for the
+  others. Non-centred, the oscillating Opus 3's t50 was tied (correlation 0.75) to its day
+  noise at t50 and was the least mixed onset parameter (ESS ~200 of 1,000); now ~450.
 
 Why fixed cutpoints: the latent stage is *defined* on the paper's 1-4 recognition scale
 (Statistical Analysis: ``m(t) = 1 + (L-1)/(1+e^{-k(t-t50)})``), so L, k and t50 keep the meaning
