@@ -142,7 +142,7 @@ class SentenceTransformerEmbedder:
         model: str = DEFAULT_EMBEDDING_MODEL,
         *,
         device: str = "cpu",
-        batch_size: int = 64,
+        batch_size: int = 32,
         allow_hub: bool = False,
         progress: bool = False,
     ) -> None:
@@ -275,7 +275,7 @@ class OnnxEmbedder:
         model: str = DEFAULT_EMBEDDING_MODEL,
         *,
         cache_dir: str | os.PathLike | None = None,
-        batch_size: int = 64,
+        batch_size: int = 32,
         threads: int | None = None,
         progress: bool = False,
     ) -> None:
@@ -501,7 +501,7 @@ def make_embedder(
     *,
     cache_dir: str | os.PathLike | None = None,
     device: str = "cpu",
-    batch_size: int = 64,
+    batch_size: int = 32,
     allow_hub: bool = False,
     progress: bool = False,
     cache: bool = True,

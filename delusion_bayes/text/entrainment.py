@@ -210,7 +210,7 @@ def entrainment(
     *,
     embedder: Embedder | None = None,
     top_k: int = 3,
-    batch_size: int = 64,
+    batch_size: int = 32,
     device: str = "cpu",
     allow_hub: bool = False,
     backend: str = "torch",
