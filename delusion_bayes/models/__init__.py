@@ -33,6 +33,9 @@ _LAZY = {
     "rater_posterior": ".derived",
     "reliability_posterior": ".derived",
     "interval": ".derived",
+    "run_sbc": ".sbc",
+    "sbc_uniformity": ".sbc",
+    "plot_sbc": ".sbc",
 }
 
 

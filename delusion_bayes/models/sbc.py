@@ -1,0 +1,246 @@
+"""Simulation-based calibration (SBC) of the trajectory models with ``simuk``.
+
+Prior SBC (Talts, Betancourt, Simpson, Vehtari & Gelman 2020, arXiv:1804.06788): draw
+parameters from the prior and a study from the prior predictive, fit the model to that study,
+and record the rank of the drawn value among the posterior draws. If the sampler computes the
+model's posterior, every rank is uniform on ``0..n_draws``; ranks piled at the ends mean
+over-confident posteriors, a hump in the middle under-confident ones, a slope a bias.
+
+The simulation loop is ``simuk.SBC`` (one ``pm.sample`` per simulated study, here with nutpie);
+what it lacks and is added here: ranks of the *derived* onset parameters ``L, k, t50`` (the
+quantities users read; ``simuk`` ranks the free variables only), a check that every simulation
+ran (``simuk`` logs an error and stops early instead of raising), a uniformity test per parameter
+and a rank-histogram figure with the binomial band of a uniform histogram.
+
+>>> from delusion_bayes.models.sbc import run_sbc, sbc_uniformity    # doctest: +SKIP
+>>> ranks = run_sbc(num_simulations=100, draws=200, tune=200)        # doctest: +SKIP
+>>> sbc_uniformity(ranks)                                             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+log = logging.getLogger(__name__)
+
+#: what is ranked by default: derived onset parameters, then the hyper-parameters
+DEFAULT_VARS = ("L", "k", "t50", "mu_L", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
+
+
+def run_sbc(
+    ds: xr.Dataset | None = None,
+    model: str = "onset",
+    *,
+    num_simulations: int = 20,
+    draws: int = 200,
+    tune: int = 200,
+    chains: int = 2,
+    seed: int = 0,
+    sampler: str = "nutpie",
+    target_accept: float = 0.95,
+    var_names: Sequence[str] = DEFAULT_VARS,
+    cache_dir: str | Path | None = None,
+    progressbar: bool = True,
+) -> xr.DataTree:
+    """Prior SBC of ``model`` on the design (models, days, missing model-days) of ``ds``.
+
+    Parameters
+    ----------
+    ds
+        The study whose design is simulated (default ``simulate_study("small", seed=0)``: 5
+        models x 12 days). Only its coords and missingness are used; the ratings are replaced
+        by prior-predictive draws.
+    model
+        ``onset`` (the issue's SBC target). Other models run too but are slower.
+    num_simulations, draws, tune, chains, seed, sampler, target_accept
+        Simulations and the NUTS settings of each fit; ``seed`` fixes the prior draws and every
+        fit's sampler seed.
+    var_names
+        Parameters to rank (free variables or deterministics such as ``L``, ``k``, ``t50``).
+
+    Returns
+    -------
+    xarray.DataTree
+        Group ``prior_sbc`` with integer ranks (``chain`` of size 1, ``draw`` = simulation, the
+        parameter's own dims); attrs ``n_draws`` (posterior draws per fit = the maximum rank),
+        ``num_simulations``, ``model``, ``sampler``, ``seed``.
+
+    Raises
+    ------
+    RuntimeError
+        When a simulation failed (``simuk`` stops at the first failure and only logs it).
+    ValueError
+        For a name in ``var_names`` that is not a variable of the model.
+    """
+    from ..inference.cache import configure_pytensor_cache
+
+    configure_pytensor_cache(cache_dir)
+    import simuk
+
+    from ..data import simulate_study
+    from .build import build_model
+    from .spec import build_spec
+
+    if ds is None:
+        ds = simulate_study(preset="small", seed=0)
+    pm_model = build_model(build_spec(ds, model))
+    unknown = [v for v in var_names if v not in pm_model.named_vars]
+    if unknown:
+        raise ValueError(
+            f"var_names {unknown} are not variables of model {model!r}; "
+            f"free variables: {[v.name for v in pm_model.free_RVs]}, "
+            f"deterministics: {[v.name for v in pm_model.deterministics]}"
+        )
+    sample_kwargs: dict[str, Any] = {
+        "draws": int(draws),
+        "tune": int(tune),
+        "chains": int(chains),
+        "nuts_sampler": sampler,
+        "target_accept": float(target_accept),
+        "progressbar": False,
+        "compute_convergence_checks": False,
+    }
+    if sampler == "pymc":
+        sample_kwargs["cores"] = 1
+    sbc = simuk.SBC(
+        pm_model,
+        num_simulations=int(num_simulations),
+        sample_kwargs=sample_kwargs,
+        seed=int(seed),
+    )
+    sbc.progress_bar = bool(progressbar)
+    # simuk ranks its `var_names` (the free RVs by default); the prior and posterior draws it
+    # keeps also hold the deterministics, so derived parameters can be ranked the same way
+    sbc.var_names = list(var_names)
+    sbc.simulations = {v: [] for v in sbc.var_names}
+    sbc.run_simulations()
+    done = int(sbc._simulations_complete)
+    if done < num_simulations:
+        raise RuntimeError(
+            f"SBC of {model!r} stopped after {done} of {num_simulations} simulations "
+            "(the traceback above is simuk's); nothing is reported from a partial run"
+        )
+    dt = sbc.simulations
+    dt.attrs.update(
+        n_draws=int(draws) * int(chains),
+        num_simulations=int(num_simulations),
+        model=model,
+        sampler=sampler,
+        seed=int(seed),
+    )
+    return dt
+
+
+def _ranks(dt: xr.DataTree) -> xr.Dataset:
+    return dt["prior_sbc"].to_dataset() if "prior_sbc" in dt.children else dt.to_dataset()
+
+
+def _chisq(x: np.ndarray, edges: np.ndarray) -> tuple[float, float]:
+    from scipy import stats
+
+    counts, _ = np.histogram(x, bins=edges)
+    res = stats.chisquare(counts)
+    return float(res.statistic), float(res.pvalue)
+
+
+def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
+    """Chi-square test of uniform ranks, per scalar parameter and pooled per variable.
+
+    Ranks ``0..n_draws`` are put into ``n_bins`` equal bins (default: about 5 simulations per
+    bin, 2-20 bins); the test is ``scipy.stats.chisquare`` against equal counts.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per scalar parameter (``variable``, ``index``; ``index = "all"`` pools a
+        vector variable's elements, which are not independent tests) with ``n``, ``chi2``,
+        ``p_value``, ``mean_rank`` (uniform: ``n_draws / 2``).
+    """
+    ranks = _ranks(dt)
+    n_draws = int(dt.attrs["n_draws"])
+    rows = []
+    for name, da in ranks.data_vars.items():
+        arr = np.asarray(da.values, float).reshape(da.sizes["chain"] * da.sizes["draw"], -1)
+        n_sims = arr.shape[0]
+        bins = n_bins or int(np.clip(n_sims // 5, 2, 20))
+        edges = np.linspace(0, n_draws + 1, bins + 1)
+
+        for j in range(arr.shape[1]):
+            chi2, p = _chisq(arr[:, j], edges)
+            rows.append(
+                {
+                    "variable": name,
+                    "index": str(j) if arr.shape[1] > 1 else "",
+                    "n": n_sims,
+                    "chi2": chi2,
+                    "p_value": p,
+                    "mean_rank": float(arr[:, j].mean()),
+                }
+            )
+        if arr.shape[1] > 1:
+            chi2, p = _chisq(arr.ravel(), edges)
+            rows.append(
+                {
+                    "variable": name,
+                    "index": "all",
+                    "n": arr.size,
+                    "chi2": chi2,
+                    "p_value": p,
+                    "mean_rank": float(arr.mean()),
+                }
+            )
+    out = pd.DataFrame(rows)
+    out.attrs["n_draws"] = n_draws
+    return out
+
+
+def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None = None):
+    """Rank histograms (one panel per variable, vector elements pooled) with the 99% band of a
+    histogram of uniform ranks (binomial quantiles per bin), as in Talts et al. (2020), Fig. 1.
+
+    Returns the matplotlib figure (also saved to ``path`` when given).
+    """
+    import matplotlib.pyplot as plt
+    from scipy import stats
+
+    ranks = _ranks(dt)
+    n_draws = int(dt.attrs["n_draws"])
+    names = list(ranks.data_vars)
+    ncol = min(4, len(names))
+    nrow = int(np.ceil(len(names) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 2.4 * nrow), squeeze=False)
+    for ax, name in zip(axes.ravel(), names, strict=False):
+        x = np.asarray(ranks[name].values, float).ravel()
+        bins = n_bins or int(np.clip(x.size // 5, 2, 20))
+        edges = np.linspace(0, n_draws + 1, bins + 1)
+        lo, hi = stats.binom.ppf([0.005, 0.995], x.size, 1.0 / bins)
+        ax.axhspan(lo, hi, color="0.85", zorder=0, label="99% band (uniform)")
+        ax.axhline(x.size / bins, color="0.5", lw=0.8)
+        ax.hist(x, bins=edges, color="C0", edgecolor="white")
+        ax.set_title(
+            f"{name} ({ranks[name].size // max(ranks.sizes['draw'], 1)} x {ranks.sizes['draw']})",
+            fontsize=9,
+        )
+        ax.set_xlim(0, n_draws + 1)
+        ax.set_xlabel("rank")
+    for ax in axes.ravel()[len(names) :]:
+        ax.set_visible(False)
+    fig.suptitle(
+        f"SBC of the {dt.attrs.get('model', '')} model: ranks among {n_draws} posterior draws "
+        f"({dt.attrs.get('num_simulations', '?')} simulated studies)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+__all__ = ["DEFAULT_VARS", "plot_sbc", "run_sbc", "sbc_uniformity"]
