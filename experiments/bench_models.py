@@ -75,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
             total = time.perf_counter() - t0
             post = dt["posterior"]
             samp = float(post.attrs.get("sampling_time", float("nan")))
-            tab = diagnose(dt, var_names=[v for v in ("L", "k", "t50") if v in post])
+            # onset parameters where the model has them; the rater model's are its latent
+            # scores and rater effects
+            keys = [v for v in ("L", "k", "t50") if v in post] or [
+                v for v in ("theta", "severity", "discrimination") if v in post
+            ]
+            tab = diagnose(dt, var_names=keys)
             st = sampler_stats(dt)
             min_ess = float(tab["ess_bulk"].min())
             rows.append(

@@ -46,8 +46,10 @@ def build_rater(spec: ModelSpec):
     with pm.Model(coords=spec.coords) as model:
         mu_theta = make_rv("mu_theta", p["mu_theta"])
         sigma_theta = make_rv("sigma_theta", p["sigma_theta"])
-        z = pm.Normal("z_theta", 0.0, 1.0, dims=(MODEL, DAY))
-        theta = pm.Deterministic("stage", mu_theta + sigma_theta * z, dims=(MODEL, DAY))
+        # centred: several raters pin each model-day's score (measurement sd ~0.4-0.8) while the
+        # scores spread over the whole 1-4 scale (sigma_theta ~1.3, identified by hundreds of
+        # model-days), the case where non-centring only ties theta to its hyper-parameters
+        theta = pm.Normal("stage", mu_theta, sigma_theta, dims=(MODEL, DAY))
         severity, disc = ordinal_ratings(spec, theta)
         # reliability over the observed model-days only
         obs = ~spec.missing
