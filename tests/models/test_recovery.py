@@ -76,11 +76,14 @@ def test_diagnostics_of_the_onset_parameters(joint_fit):
     from delusion_bayes.inference.diagnostics import diagnose, gate
 
     # explicit small-run tolerances (300 draws x 2 chains): R-hat <= 1.06, ESS >= 40, at most
-    # 2 divergences in 600 draws (0 and 1 were both seen for this seed on this machine)
-    cfg = InferenceConfig(rhat_max=1.06, ess_min_per_chain=20, max_divergences=2)
+    # 4 divergences in 600 draws. Seen for this seed: 0-3 (the same seed gives the same draws
+    # in a new process, but a kernel loaded from the numba cache and a freshly compiled one
+    # differ in the last bits, and a trajectory near a funnel's neck flips); sampler seeds 1-8
+    # gave 0-1
+    cfg = InferenceConfig(rhat_max=1.06, ess_min_per_chain=20, max_divergences=4)
     table = diagnose(joint_fit, cfg, var_names=["L", "k", "t50", "severity", "discrimination"])
     result = gate(joint_fit, table, cfg)
-    assert result["divergences"] <= 2
+    assert result["divergences"] <= 4
     assert result["max_rhat"] <= 1.06
     assert result["min_ess"] >= 40
     assert result["passed"], result["reasons"]
