@@ -64,7 +64,7 @@ class ReplayConfig:
     depth_bins_bayes: int = 4
     prior_bins_bayes: int = 3
     bayes_draws: int = 500
-    bayes_tune: int = 500
+    bayes_tune: int = 300
     bayes_chains: int = 2
     bayes_seed: int = 0
     bayes_sampler: str = "nutpie"
