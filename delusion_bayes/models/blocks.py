@@ -162,8 +162,9 @@ def ordinal_ratings(spec: ModelSpec, stage):
     """Cumulative-logit likelihood of every observed rating around the latent stage.
 
     ``P(y > c_j) = sigmoid(disc_r (stage[m, t] + severity_r - c_j))`` with the fixed
-    cutpoints ``c = (1.5, 2.5, 3.5)`` (PyMC's ``OrderedLogistic`` with ``eta = disc (stage +
-    severity)`` and ``cutpoints = disc c``). No ``ordered`` transform is needed.
+    cutpoints ``c = (1.5, 2.5, 3.5)`` (:func:`cumulative_logit`, the distribution of PyMC's
+    ``OrderedLogistic`` with ``eta = disc (stage + severity)`` and ``cutpoints = disc c``). No
+    ``ordered`` transform is needed.
     """
 
     severity, disc = rater_effects(spec)

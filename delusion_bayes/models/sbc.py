@@ -114,12 +114,11 @@ def run_sbc(
         num_simulations=int(num_simulations),
         sample_kwargs=sample_kwargs,
         seed=int(seed),
+        progress_bar=bool(progressbar),
     )
-    sbc.progress_bar = bool(progressbar)
     # simuk ranks its `var_names` (the free RVs by default); the prior and posterior draws it
     # keeps also hold the deterministics, so derived parameters can be ranked the same way
     sbc.var_names = list(var_names)
-    sbc.simulations = {v: [] for v in sbc.var_names}
     sbc.run_simulations()
     done = int(sbc._simulations_complete)
     if done < num_simulations:
@@ -140,6 +139,12 @@ def run_sbc(
 
 def _ranks(dt: xr.DataTree) -> xr.Dataset:
     return dt["prior_sbc"].to_dataset() if "prior_sbc" in dt.children else dt.to_dataset()
+
+
+def _rank_edges(n_ranks: int, n_draws: int, n_bins: int | None) -> np.ndarray:
+    """Equal bins over ranks ``0..n_draws``: ``n_bins`` or about 5 ranks per bin (2-20 bins)."""
+    bins = n_bins or int(np.clip(n_ranks // 5, 2, 20))
+    return np.linspace(0, n_draws + 1, bins + 1)
 
 
 def _chisq(x: np.ndarray, edges: np.ndarray) -> tuple[float, float]:
@@ -169,8 +174,7 @@ def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
     for name, da in ranks.data_vars.items():
         arr = np.asarray(da.values, float).reshape(da.sizes["chain"] * da.sizes["draw"], -1)
         n_sims = arr.shape[0]
-        bins = n_bins or int(np.clip(n_sims // 5, 2, 20))
-        edges = np.linspace(0, n_draws + 1, bins + 1)
+        edges = _rank_edges(n_sims, n_draws, n_bins)
 
         for j in range(arr.shape[1]):
             chi2, p = _chisq(arr[:, j], edges)
@@ -218,8 +222,8 @@ def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 2.4 * nrow), squeeze=False)
     for ax, name in zip(axes.ravel(), names, strict=False):
         x = np.asarray(ranks[name].values, float).ravel()
-        bins = n_bins or int(np.clip(x.size // 5, 2, 20))
-        edges = np.linspace(0, n_draws + 1, bins + 1)
+        edges = _rank_edges(x.size, n_draws, n_bins)
+        bins = edges.size - 1
         lo, hi = stats.binom.ppf([0.005, 0.995], x.size, 1.0 / bins)
         ax.axhspan(lo, hi, color="0.85", zorder=0, label="99% band (uniform)")
         ax.axhline(x.size / bins, color="0.5", lw=0.8)
