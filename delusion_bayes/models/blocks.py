@@ -10,7 +10,7 @@ import numpy as np
 
 from ..data.schema import DAY, MODEL, RATER
 from .priors import make_rv
-from .spec import CUT, K_MAX, OBS, STAGE_CUTPOINTS, STEP_K, ModelSpec
+from .spec import CUT, K_MAX, OBS, STAGE_CUTPOINTS, STEP_K, T50_SHEAR, ModelSpec
 
 #: onset parameters that group terms shift (on their unconstrained scale)
 _ONSET_PARAMS = ("L", "log_k", "t50")
@@ -33,7 +33,7 @@ def _group_shift(spec: ModelSpec, param: str):
     return shift
 
 
-def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int):
+def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     """Partially centred ``t50 ~ N(T (mu_t50 + shift), T sigma_t50)``.
 
     Centred (free ``t50_centred``) for models whose median rating reaches stage 2.5 on some day:
@@ -41,6 +41,14 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int):
     non-centred z would sit on a narrow ridge along (mu_t50, sigma_t50). Non-centred
     (``z_t50``) for the others, whose t50 is only bounded below by the data and otherwise
     follows the population (the funnel case non-centring is for).
+
+    The non-centred coordinate is sheared along ``1/k``: ``t50 = loc + scale z + c / k`` with
+    ``z ~ N(-c / (k scale), 1)`` (:data:`~delusion_bayes.models.spec.T50_SHEAR` ``c``), the
+    same ``t50 ~ N(loc, scale)`` for every ``c``. The data of a never-turner say "the curve has
+    not risen by day T": ``k (T - t50) < -c`` with ``c ~ 2`` (measured on paper_like: the 1%
+    quantile of ``k (t50 - T)`` is 1.6-2.2), a wall ``t50 > T + c / k`` that curves with ``k``.
+    In ``z`` the wall is ``z > (T - loc) / scale``, flat in ``k``, which a diagonal mass matrix
+    follows.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -55,8 +63,9 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int):
         tc = pm.Normal("t50_centred", loc[ic], scale, shape=ic.size)
         t50 = pt.set_subtensor(t50[ic], tc)
     if inc.size:
-        z = pm.Normal("z_t50", 0.0, 1.0, shape=inc.size)
-        t50 = pt.set_subtensor(t50[inc], loc[inc] + scale * z)
+        shift = T50_SHEAR / k[inc]
+        z = pm.Normal("z_t50", -shift / scale, 1.0, shape=inc.size)
+        t50 = pt.set_subtensor(t50[inc], loc[inc] + scale * z + shift)
     return t50
 
 
@@ -79,9 +88,6 @@ def onset_trajectory(spec: ModelSpec):
     L = pm.Deterministic(
         "L", 1.0 + pt.exp(mu_L + _group_shift(spec, "L") + sigma_L * z_L), dims=MODEL
     )
-    mu_t50 = make_rv("mu_t50", p["mu_t50"])
-    sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
-    t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models), dims=MODEL)
     if spec.trajectory == "step":
         k = pm.Deterministic("k", pt.fill(pt.zeros(n_models), STEP_K), dims=MODEL)
     else:
@@ -93,6 +99,9 @@ def onset_trajectory(spec: ModelSpec):
         # drifts and t50 between two days becomes a ridge with walls of slope k
         a = mu_log_k + _group_shift(spec, "log_k") + sigma_log_k * z_k
         k = pm.Deterministic("k", K_MAX * pm.math.sigmoid(a - np.log(K_MAX)), dims=MODEL)
+    mu_t50 = make_rv("mu_t50", p["mu_t50"])
+    sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
+    t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models, k), dims=MODEL)
     t = pt.as_tensor_variable(spec.data["day_values"])[None, :]
     x = k[:, None] * (t - t50[:, None])
     if spec.trajectory == "linear":

@@ -32,6 +32,10 @@ STAGE_CUTPOINTS: tuple[float, ...] = (1.5, 2.5, 3.5)
 K_MAX: float = 20.0
 #: steepness of the ``step`` trajectory variant (per day; Claude Opus 4.1's k ~ 10 in the paper)
 STEP_K: float = 10.0
+#: logit distance ``c`` of a never-turner's "not risen by the last day" wall ``t50 > T + c / k``,
+#: the shear of its non-centred t50 coordinate (:func:`delusion_bayes.models.blocks._t50`; any
+#: value gives the same model, this one straightens the wall)
+T50_SHEAR: float = 2.0
 #: the ordinal disengagement outcome: 0 none, 1 Level A only, 2 Level B (B implies A)
 DISENGAGEMENT_LEVELS: tuple[str, ...] = ("none", "level_a", "level_b")
 

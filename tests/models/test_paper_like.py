@@ -8,13 +8,17 @@ not met reliably: see the test), 9-11 of the 11 turning models covered,
 P(t50 > 30) = 1.00 for the four never-turners. The fit skips log-likelihood and posterior
 predictive (not part of the criterion) to keep the test short.
 
-With the oscillating model's day noise partially centred (``spec.noise_centring``), sampler
-seeds 1-4 in separate processes: max R-hat on L/k/t50 1.005-1.015, min ESS 376-500 of 1,000
-(non-centred: 1.009-1.026, 185-282), 0-1 divergences (the issue's "no divergences" is not met
-reliably either: see the test). ``experiments/rhat_floor.py`` shows why
-1.01 is not reliable at this size: with the worst of 45 parameters at ESS/N ~0.45, perfectly
-converged chains exceed 1.01 about half the time. The wall time (< 2 min) is not
-asserted (no timing assertions in tests): ``experiments/bench_models.py`` prints it.
+With the oscillating model's day noise partially centred (``spec.noise_centring``) and the
+never-turners' t50 coordinate sheared along 1/k (``spec.T50_SHEAR``), sampler seeds 1-6 on an
+idle machine: 0 divergences in all six (unsheared: 1, 0, 1, 0, 0, 0), max R-hat on L/k/t50
+1.007-1.017, min ESS 292-366 of 1,000, always a never-turner's t50. ``experiments/rhat_floor.py``
+shows why 1.01 is not reliable at this size: with the worst of 45 parameters at ESS/N ~0.3-0.5,
+perfectly converged chains exceed 1.01 more often than not. Since numba's fastmath is off
+(:mod:`delusion_bayes.inference.cache`) a seed gives the same draws from a cold or a warm
+compile cache, so these numbers are the ones CI sees on this machine kind: seed 1 gives 0
+divergences and max R-hat 1.014. The wall time (< 2 min; 57-84 s measured, cold
+compile 45 s) is not asserted (no timing assertions in tests): ``experiments/bench_models.py``
+prints it.
 """
 
 from __future__ import annotations
@@ -47,20 +51,16 @@ def paper_fit(paper_like):
 def test_divergences_and_rhat_on_onset_parameters(paper_fit):
     from delusion_bayes.inference.diagnostics import diagnose
 
-    # the issue asks for none. Measured with the day noise partially centred (2 x 500, 1,000
-    # draws): 0, 1, 0, 1 over sampler seeds 1-4 (warm compile cache), 1 from an empty cache
-    # (idle machine and a clean-clone CI run, seed 1); non-centred: 0 in four runs at 2 x 500 but
-    # 2 at 4 x 1000 in the main job, with worse mixing (min ESS 185-282 vs 376-500). Bound 2: a
-    # broken geometry gives more (the pre-reparameterisation model: 5 here)
-    assert int(paper_fit["sample_stats"]["diverging"].sum()) <= 2
+    # the issue asks for none: 0 over sampler seeds 1-6 (the pre-shear model had 1 in 2 of 6,
+    # the pre-reparameterisation model 5)
+    assert int(paper_fit["sample_stats"]["diverging"].sum()) == 0
     table = diagnose(paper_fit, var_names=["L", "k", "t50"])
-    # the issue asks <= 1.01; measured 1.010-1.019 over seeds and parameterisations, with the
-    # worst on a never-turner's t50 (a banana k (t50 - T) > c against the data) or the
-    # oscillating Opus 3: at 2 x 500 draws that is the noise floor of a max over 45 R-hats
-    # nutpie is not bit-reproducible across processes, so the max moves from run to run: 1.024 in
-    # a clean-clone CI run (2026-11-29). 1.03 still fails the pre-fix parameterisation (1.054,
-    # z_t50 2.24); the issue's 1.01 stays open.
-    assert table["r_hat"].max() <= 1.03, table.sort_values("r_hat").tail(5)
+    # the issue asks <= 1.01; measured 1.007-1.017 over seeds 1-6 (1.014 for seed 1), the worst
+    # on a never-turner's t50, the posterior tail of the prior beyond the data's wall: at
+    # 2 x 500 draws that is the noise floor of a max over 45 R-hats (experiments/rhat_floor.py).
+    # 1.02 still fails the pre-fix parameterisation (1.054, z_t50 2.24); the issue's 1.01 stays
+    # open.
+    assert table["r_hat"].max() <= 1.02, table.sort_values("r_hat").tail(5)
     # 2 x 500 draws: ESS >= 100 (the gate's 100 per chain would need 200)
     assert table["ess_bulk"].min() >= 100, table.sort_values("ess_bulk").head(5)
 
