@@ -68,6 +68,7 @@ intervals, so only indicative) both methods cover every truth (bootstrap 89 of 9
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -125,6 +126,19 @@ class ReplayModelSpec:
         return pd.DataFrame([{"parameter": k, **v} for k, v in self.priors.items()]).set_index(
             "parameter"
         )
+
+    def hash(self) -> str:
+        """Hash of everything that shapes the compiled graph (the compile cache's key)."""
+        import hashlib
+        import json
+
+        h = hashlib.sha256()
+        meta = {"model": "replay_prevalence", "level": self.level, "coords": self.coords,
+                "priors": self.priors}  # fmt: skip
+        h.update(json.dumps(meta, sort_keys=True, default=str).encode())
+        h.update(pd.util.hash_pandas_object(self.cells, index=True).to_numpy().tobytes())
+        h.update(np.ascontiguousarray(self.effect_group).tobytes())
+        return h.hexdigest()[:16]
 
 
 def _quantile_bins(x: np.ndarray, n_bins: int) -> np.ndarray:
@@ -406,39 +420,6 @@ def _build_reference_model(spec: ReplayModelSpec):
     return model
 
 
-def _sample(
-    model,
-    sampler: str,
-    draws: int,
-    tune: int,
-    chains: int,
-    seed: int,
-    target_accept: float,
-    cores: int,
-):
-    import pymc as pm
-
-    name = sampler
-    if name == "nutpie":
-        try:
-            import nutpie  # noqa: F401
-        except ImportError:
-            name = "pymc"
-    kwargs: dict[str, Any] = {
-        "draws": draws,
-        "tune": tune,
-        "chains": chains,
-        "random_seed": seed,
-        "target_accept": target_accept,
-        "progressbar": False,
-        "compute_convergence_checks": False,
-    }
-    if name == "pymc":
-        kwargs["cores"] = cores
-    with model:
-        return pm.sample(nuts_sampler=name, **kwargs), name
-
-
 def _diagnostics(tree, var_names: list[str]) -> pd.DataFrame:
     """R-hat / ESS / divergences: the inference engineer's gate when present, else ArviZ."""
     try:
@@ -639,6 +620,7 @@ def fit_replay_model(
     prior_bins: int = 3,
     baseline: str = ORIGINAL,
     priors: dict[str, dict[str, Any]] | None = None,
+    cache_dir: str | Path | None = None,
 ) -> xr.DataTree:
     """Fit the hierarchical prevalence model; return the posterior as an ``xarray.DataTree``.
 
@@ -650,10 +632,23 @@ def fit_replay_model(
     parameters (``theta``, slopes, scales), the same with suffix ``_prevalence`` over the derived
     prevalences, and ``divergences``. ``tune=300``: nutpie's adaptation has settled by then at
     DelusionEval scale (0 divergences after tuning, prevalence R-hat 1.002; 500 costs 25% more).
+    Sampling goes through :func:`delusion_bayes.inference.sampling.sample` (compile cache under
+    ``cache_dir``, default ``$DELUSION_BAYES_CACHE``).
     """
+    from ..inference.cache import configure_pytensor_cache
+    from ..inference.config import SamplerConfig
+
+    configure_pytensor_cache(cache_dir)  # before PyTensor's first import
+    from ..inference.sampling import sample
+
     spec = replay_model_spec(ds, level, depth_bins, prior_bins, baseline, priors)
     model = build_replay_model(spec)
-    tree, used = _sample(model, sampler, draws, tune, chains, seed, target_accept, cores)
+    # the package's sampler: the fallback to PyMC's NUTS when nutpie is missing, seeding, and
+    # the compile cache (a refit of the same spec in this process does not recompile, ~7 s)
+    scfg = SamplerConfig(name=sampler, draws=draws, tune=tune, chains=chains, cores=cores,
+                         target_accept=target_accept, seed=seed)  # fmt: skip
+    tree = sample(model, scfg, cache_dir=cache_dir, key=spec.hash())
+    used = str(tree["posterior"].attrs.get("sampler", sampler))
     if not isinstance(tree, xr.DataTree):  # pragma: no cover - older PyMC returned InferenceData
         raise TypeError(f"expected pm.sample to return an xarray.DataTree, got {type(tree)!r}")
     pe, pg = replay_posterior_prevalence(tree, spec, seed=seed)
