@@ -84,3 +84,76 @@ def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str
 def clear_memo() -> None:
     """Forget the in-process compiled models."""
     _MEMO.clear()
+
+
+# ------------------------------------------------------------------------------------------
+# fitted posteriors (opt-in: sweeps whose jobs share a model fit)
+# ------------------------------------------------------------------------------------------
+#: the code a fit depends on: a change to any of these files (or to a sampler's version) makes
+#: every cached fit stale
+_FIT_CODE = ("models", "inference", "data/schema.py")
+_FIT_LIBS = ("pymc", "pytensor", "nutpie", "numpyro", "jax", "numba", "arviz", "xarray")
+
+
+def code_fingerprint() -> str:
+    """Hash of the package's model and inference code and of the sampling libraries' versions."""
+    import hashlib
+    from importlib import metadata
+
+    h = hashlib.sha256()
+    pkg = Path(__file__).resolve().parents[1]
+    for part in _FIT_CODE:
+        p = pkg / part
+        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
+            h.update(str(f.relative_to(pkg)).encode())
+            h.update(f.read_bytes())
+    for lib in _FIT_LIBS:
+        try:
+            h.update(f"{lib}={metadata.version(lib)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{lib}=none".encode())
+    return h.hexdigest()[:16]
+
+
+def fit_key(spec_hash: str, settings: dict[str, Any]) -> str:
+    """Cache key of a fit: the spec (data, priors, variant), every sampler setting that changes
+    the draws, and :func:`code_fingerprint`."""
+    import hashlib
+    import json
+
+    blob = json.dumps({"spec": spec_hash, "code": code_fingerprint(), **settings}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def fit_path(key: str, cache_dir: str | Path | None = None) -> Path:
+    """``<cache_root>/fits/<key>.nc``."""
+    return cache_root(cache_dir) / "fits" / f"{key}.nc"
+
+
+def load_fit(key: str, cache_dir: str | Path | None = None):
+    """The cached fit of ``key`` as an in-memory ``xarray.DataTree``, or ``None``.
+
+    An unreadable file (a job killed while writing cannot leave one: :func:`save_fit` renames a
+    complete file into place) is logged and ignored.
+    """
+    import xarray as xr
+
+    path = fit_path(key, cache_dir)
+    if not path.is_file():
+        return None
+    try:
+        with xr.open_datatree(path) as dt:
+            return dt.load()
+    except Exception as err:  # noqa: BLE001 - a bad cache entry must not end the run
+        log.warning("ignoring the unreadable cached fit %s (%s); refitting", path, err)
+        return None
+
+
+def save_fit(dt: Any, key: str, cache_dir: str | Path | None = None) -> Path:
+    """Write ``dt`` under ``key`` atomically (temporary file, then rename)."""
+    path = fit_path(key, cache_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    dt.to_netcdf(tmp)
+    tmp.replace(path)
+    return path

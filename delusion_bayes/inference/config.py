@@ -21,6 +21,9 @@ class SamplerConfig:
     seed: int = 0
     #: cache compiled models under ``<cache_dir>/models`` (nutpie) and ``<cache_dir>/pytensor``
     compile_cache: bool = True
+    #: reuse a fit from ``<cache_dir>/fits`` made with the same data, settings and code
+    #: (:func:`delusion_bayes.models.fit`'s ``reuse``); the sensitivity sweep turns it on
+    reuse_fits: bool = False
     progressbar: bool = False
 
 

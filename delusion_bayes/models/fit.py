@@ -37,11 +37,13 @@ def fit(
     trajectory: str = "logistic",
     cutpoints: str = "rater",
     group_terms: Sequence[str] = (),
+    consensus: str = "median",
     log_likelihood: bool = True,
     posterior_predictive: bool = True,
     cache_dir: str | Path | None = None,
     progressbar: bool = False,
     spec: ModelSpec | None = None,
+    reuse: bool = False,
 ) -> xr.DataTree:
     """Fit a Bayesian model of a trajectory study.
 
@@ -58,14 +60,23 @@ def fit(
         paper_like (joint, 2 x 500) 0.9 left 1 divergence, 0.95 none, for ~40% more sampling time.
     priors
         Overrides of the default prior table (:data:`delusion_bayes.models.priors.DEFAULT_PRIORS`).
-    trajectory, cutpoints, group_terms
-        Model variant (see :func:`delusion_bayes.models.build_spec`).
+    trajectory, cutpoints, group_terms, consensus
+        Model variant and the ``onset`` model's consensus rule (see
+        :func:`delusion_bayes.models.build_spec`).
     log_likelihood, posterior_predictive
         Add the ``log_likelihood`` / ``posterior_predictive`` groups.
     cache_dir
         Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``).
     spec
         A ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
+    reuse
+        Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling. The
+        key is the spec hash (data, priors, variant), every setting that changes the draws and
+        a hash of the package's model/inference code and the samplers' versions, so a hit is
+        the fit this call would have produced, bit for bit (numba's fastmath is off:
+        :mod:`delusion_bayes.inference.cache`). Off by default; the sensitivity sweep turns it
+        on (``sampler.reuse_fits``) because most of its jobs differ only in choices made after
+        the model fit. ``attrs["fit_reused"]`` says whether a fit came from the cache.
 
     Returns
     -------
@@ -99,7 +110,21 @@ def fit(
             trajectory=trajectory,
             cutpoints=cutpoints,
             group_terms=group_terms,
+            consensus=consensus,
         )
+    key = None
+    if reuse:
+        from ..inference.cache import fit_key, load_fit
+
+        settings = dict(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed,
+                        target_accept=target_accept, log_likelihood=log_likelihood,
+                        posterior_predictive=posterior_predictive)  # fmt: skip
+        key = fit_key(spec.hash(), settings)
+        cached = load_fit(key, cache_dir)
+        if cached is not None:
+            log.info("reusing the cached fit %s of %s", key, spec.variant)
+            cached.attrs.update(fit_reused=1, fit_time=time.perf_counter() - t0)
+            return cached
     pm_model = build_model(spec)
     scfg = SamplerConfig(
         name=sampler,
@@ -121,6 +146,11 @@ def fit(
         )
     dt = _finish(dt, spec)
     dt.attrs["fit_time"] = time.perf_counter() - t0
+    dt.attrs["fit_reused"] = 0
+    if key is not None:
+        from ..inference.cache import save_fit
+
+        save_fit(dt, key, cache_dir)
     return dt
 
 

@@ -126,6 +126,7 @@ def build_spec(
     trajectory: str = "logistic",
     cutpoints: str = "rater",
     group_terms: Sequence[str] = (),
+    consensus: str = "median",
 ) -> ModelSpec:
     """Build the spec of ``model`` for a trajectory study.
 
@@ -145,6 +146,10 @@ def build_spec(
         ``rater`` (severity + discrimination per rater) or ``shared``.
     group_terms
         Model coords whose levels shift the onset hyper-means.
+    consensus
+        How the ``onset`` model's consensus combines the raters (the rules of
+        :func:`delusion_bayes.baselines.consensus`; the paper's is ``median``). Ignored by the
+        models that see every rating.
 
     Returns
     -------
@@ -191,9 +196,9 @@ def build_spec(
         coords[CUT] = [1, 2, 3]
         data.update(rater_idx=r, model_idx=m, day_idx=t, y=y)
     if model == "onset":
-        from ..baselines import consensus
+        from ..baselines import consensus as combine
 
-        cons = consensus(rec, rule="median").transpose(MODEL, DAY)
+        cons = combine(rec, rule=consensus).transpose(MODEL, DAY)
         vals = np.asarray(cons.values, float)
         m, t = np.nonzero(~np.isnan(vals))
         coords[OBS] = list(range(len(m)))

@@ -88,6 +88,9 @@ def _fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None =
         "group_terms": list(_get(m, "group_terms", [])) if primary and name != "rater" else [],
         "priors": _plain(_get(m, "priors", {})) if primary else None,
     }
+    if name == "onset":
+        # the onset model fits the consensus: the same rule as the baselines' least-squares fit
+        kw["consensus"] = str(_get(cfg.baselines, "consensus", "median"))
     kw.update(overrides or {})
     return fit(
         ds,
@@ -100,6 +103,7 @@ def _fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None =
         seed=int(_get(s, "seed", 0)),
         target_accept=float(_get(s, "target_accept", 0.9)),
         progressbar=bool(_get(s, "progressbar", False)),
+        reuse=bool(_get(s, "reuse_fits", False)),
         posterior_predictive=bool(_get(cfg.inference, "ppc", True)) or name == "disengagement",
         **kw,
     )

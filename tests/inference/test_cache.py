@@ -76,3 +76,44 @@ def test_cached_kernels_give_bit_identical_gradients(tmp_path):
     a, b = np.load(cold), np.load(warm)
     assert np.isfinite(a).all() and a.size > 10
     np.testing.assert_array_equal(a, b)
+
+
+def test_fit_key_changes_with_every_setting_and_the_spec():
+    from delusion_bayes.inference.cache import code_fingerprint, fit_key
+
+    base = {"sampler": "nutpie", "draws": 500, "tune": 500, "chains": 2, "seed": 1}
+    k0 = fit_key("spec-a", base)
+    assert fit_key("spec-a", dict(base)) == k0
+    assert fit_key("spec-b", base) != k0
+    for name, value in [("sampler", "pymc"), ("draws", 501), ("seed", 2), ("chains", 4)]:
+        assert fit_key("spec-a", {**base, name: value}) != k0, name
+    assert len(code_fingerprint()) == 16
+
+
+def test_reused_fit_is_the_stored_fit_and_other_settings_refit(small_study, tmp_path):
+    """``fit(..., reuse=True)``: the second identical call reads ``<cache>/fits/<key>.nc``
+    (``fit_reused`` 1) and returns the same draws; another seed or consensus rule refits."""
+    import xarray as xr
+
+    from delusion_bayes.models import fit
+
+    kw = dict(model="onset", draws=60, tune=60, chains=1, cores=1, seed=3, cache_dir=tmp_path,
+              log_likelihood=False, posterior_predictive=False, reuse=True)  # fmt: skip
+    first = fit(small_study, **kw)
+    assert first.attrs["fit_reused"] == 0
+    files = list((tmp_path / "fits").glob("*.nc"))
+    assert len(files) == 1
+    again = fit(small_study, **kw)
+    assert again.attrs["fit_reused"] == 1
+    xr.testing.assert_identical(first["posterior"].to_dataset(), again["posterior"].to_dataset())
+    assert int(again["sample_stats"]["diverging"].sum()) == int(
+        first["sample_stats"]["diverging"].sum()
+    )
+    other = fit(small_study, **{**kw, "seed": 4})
+    assert other.attrs["fit_reused"] == 0
+    mean_rule = fit(small_study, **{**kw, "consensus": "mean"})
+    assert mean_rule.attrs["fit_reused"] == 0
+    assert len(list((tmp_path / "fits").glob("*.nc"))) == 3
+    assert not np.array_equal(
+        first["observed_data"]["y"].values, mean_rule["observed_data"]["y"].values
+    )
