@@ -21,6 +21,11 @@ import sys
 import tempfile
 import time
 
+#: brms 2.18 on this machine kind, 4 chains x 1,000 draws, whole process from cold (the issue's
+#: reference: hierarchical nonlinear logistic onset on the consensus; cumulative rater model)
+BRMS_SECONDS = {"onset": 225.0, "rater": 63.0}
+BRMS_TARGET = {"onset": 5, "rater": 3}
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -121,6 +126,19 @@ def main(argv: list[str] | None = None) -> int:
                 f"sampling x{r['sampling_s'] / b['sampling_s']:.2f}  "
                 f"ESS/s x{r['ess_per_s'] / b['ess_per_s']:.2f}"
             )
+        brms = BRMS_SECONDS.get(args.model)
+        if brms is not None:
+            target = BRMS_TARGET[args.model]
+            print(
+                f"\nvs brms 2.18 ({brms:.0f} s end to end, cold, 4 x 1000; target {target}x faster):"
+            )
+            for r in rows:
+                if r["phase"] == "cold":
+                    ratio = brms / r["total_s"]
+                    verdict = "met" if ratio >= target else "NOT met"
+                    print(
+                        f"  {r['sampler']:8s} cold {r['total_s']:6.1f} s: {ratio:.1f}x ({verdict})"
+                    )
         if "cold" in ref and "cached" in ref:
             print(
                 f"  nutpie cached vs cold whole fit: x{ref['cached']['total_s'] / ref['cold']['total_s']:.2f}"

@@ -172,7 +172,9 @@ def trajectory_stage(dt: Any, days: Sequence[float] | None = None) -> xr.DataArr
         days = post[DAY].values if DAY in post.coords else np.arange(1, _n_days(dt, post) + 1)
     t = xr.DataArray(np.asarray(days), dims=DAY, coords={DAY: np.asarray(days)})
     L, k, t50 = (post[p].reset_coords(drop=True) for p in ONSET_PARAMS)
-    return 1.0 + (L - 1.0) / (1.0 + np.exp(-k * (t - t50)))
+    from scipy.special import expit  # no overflow warning far from t50
+
+    return 1.0 + (L - 1.0) * expit(k * (t - t50))
 
 
 def predicted_levels(dt: Any) -> xr.Dataset | None:

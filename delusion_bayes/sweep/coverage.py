@@ -231,8 +231,11 @@ def posterior_stage(post: xr.Dataset, days: np.ndarray) -> xr.DataArray:
 
     if "stage" in post:
         return post["stage"]
+    from scipy.special import expit
+
     t = xr.DataArray(np.asarray(days, dtype=float), dims=(DAY,), coords={DAY: days})
-    return 1.0 + (post["L"] - 1.0) / (1.0 + np.exp(-post["k"] * (t - post["t50"])))
+    # expit, not 1 / (1 + exp(-x)): the same values without overflow warnings far from t50
+    return 1.0 + (post["L"] - 1.0) * expit(post["k"] * (t - post["t50"]))
 
 
 def analyse_posterior(

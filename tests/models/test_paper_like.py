@@ -26,9 +26,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ._checks import t50_check
+
 pytestmark = pytest.mark.slow
 
-SAMPLE = ("chain", "draw")
 NEVER = ("Claude Sonnet 4", "DeepSeek-V3", "Gemini 2.5 Flash", "Gemini 2.5 Pro")
 
 
@@ -66,16 +67,12 @@ def test_divergences_and_rhat_on_onset_parameters(paper_fit):
 
 
 def test_t50_of_turning_models_covered_and_never_turners_beyond_the_study(paper_fit, paper_like):
-    t50 = paper_fit["posterior"]["t50"]
-    lo, hi = (t50.quantile(q, SAMPLE).values for q in (0.05, 0.95))
-    truth = paper_like["true_t50"].values
-    n_days = paper_like.sizes["day"]
-    turning = truth <= n_days
-    assert turning.sum() == 11
-    covered = (lo <= truth) & (truth <= hi)
-    assert covered[turning].mean() >= 0.7, list(zip(lo, hi, truth, strict=True))
-    p_beyond = (t50 > n_days).mean(SAMPLE)
-    assert np.all(p_beyond.sel(model=list(NEVER)).values >= 0.95), p_beyond.values
+    c = t50_check(paper_fit, paper_like)
+    assert c.turning.sum() == 11
+    assert c.covered[c.turning].mean() >= 0.7, list(zip(c.lo, c.hi, c.truth, strict=True))
+    never = np.isin(paper_like["model"].values, NEVER)
+    assert np.array_equal(never, ~c.turning)
+    assert np.all(c.p_beyond[never] >= 0.95), c.p_beyond
     # the overnight switcher (true k = 10, t50 = 21): k stays below the soft bound K_MAX
     from delusion_bayes.models.spec import K_MAX
 

@@ -21,6 +21,8 @@ import json
 import numpy as np
 import pytest
 
+from ._checks import t50_check
+
 pytestmark = pytest.mark.slow
 
 SAMPLE = ("chain", "draw")
@@ -46,20 +48,13 @@ def test_fit_returns_the_documented_groups(joint_fit, small_study):
 
 
 def test_t50_recovered_for_most_turning_models(joint_fit, small_study):
-    t50 = joint_fit["posterior"]["t50"]
-    lo, hi = (t50.quantile(q, SAMPLE).values for q in (0.05, 0.95))
-    truth = small_study["true_t50"].values
-    n_days = small_study.sizes["day"]
-    turning = truth <= n_days
-    covered = (lo <= truth) & (truth <= hi)
-    assert covered[turning].sum() >= 3, (lo, hi, truth)
+    c = t50_check(joint_fit, small_study)
+    assert c.covered[c.turning].sum() >= 3, c
     # the never-turner: mass beyond the last day
-    never = ~turning
-    p_beyond = (t50 > n_days).mean(SAMPLE).values[never]
-    assert np.all(p_beyond >= 0.8), p_beyond
+    assert np.all(c.p_beyond[~c.turning] >= 0.8), c.p_beyond
     # medians of the turning models within 1 day of the truth
-    med = t50.median(SAMPLE).values
-    np.testing.assert_allclose(med[turning], truth[turning], atol=1.0)
+    med = joint_fit["posterior"]["t50"].median(SAMPLE).values
+    np.testing.assert_allclose(med[c.turning], c.truth[c.turning], atol=1.0)
 
 
 def test_rater_effects_recovered_in_sign_and_order(joint_fit, small_study):
