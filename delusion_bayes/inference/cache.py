@@ -11,6 +11,7 @@ refitting the same spec (tests, variants, SBC) does not compile at all.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -95,8 +96,10 @@ _FIT_CODE = ("models", "inference", "data/schema.py")
 _FIT_LIBS = ("pymc", "pytensor", "nutpie", "numpyro", "jax", "numba", "arviz", "xarray")
 
 
+@functools.cache
 def code_fingerprint() -> str:
-    """Hash of the package's model and inference code and of the sampling libraries' versions."""
+    """Hash of the package's model and inference code and of the sampling libraries' versions
+    (computed once per process: every fit of a sweep job asks for it)."""
     import hashlib
     from importlib import metadata
 

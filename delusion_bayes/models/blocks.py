@@ -220,6 +220,7 @@ def cumulative_logit(name: str, x, scale, observed: np.ndarray, cuts=STAGE_CUTPO
     log-space form. Posterior predictive draws: ``Y = #{j : u < P(Y > j)}``, ``u ~ U(0, 1)``.
     """
     import pymc as pm
+    from scipy.special import expit
 
     cuts = np.asarray(cuts, float)
 
@@ -230,7 +231,7 @@ def cumulative_logit(name: str, x, scale, observed: np.ndarray, cuts=STAGE_CUTPO
         x, scale = np.broadcast_arrays(np.asarray(x, float), np.asarray(scale, float))
         if size is not None:
             x, scale = np.broadcast_to(x, size), np.broadcast_to(scale, size)
-        p_gt = 1.0 / (1.0 + np.exp(-scale[..., None] * (x[..., None] - cuts)))
+        p_gt = expit(scale[..., None] * (x[..., None] - cuts))
         u = rng.uniform(size=x.shape)
         return (u[..., None] < p_gt).sum(axis=-1).astype(np.int64)
 

@@ -47,7 +47,8 @@ nutpie draws; before: 5 divergences, R-hat up to 1.05 on L/k/t50, 2.24 on Opus 4
   ``(k, t50)``. Its coordinate is sheared so that the wall is flat:
   ``t50 = T (mu_t50 + sigma_t50 z_t50) + c / k`` with ``z_t50 ~ N(-c / (k T sigma_t50), 1)``
   (``c = T50_SHEAR = 2``). Seeds 1-6 at 2 x 500: 0 divergences (unsheared: 2 runs of 6 had
-  one). The choices change the geometry, not the model (``tests/models/test_spec.py``). Rater severity is centred for the same reason: every rater
+  one). The choices change the geometry, not the model (``tests/models/test_spec.py``).
+  Rater severity is centred for the same reason as turning models' t50: every rater
   scores hundreds of model-days (non-centred: R-hat 1.15 on ``sigma_severity``). Rater
   discrimination and the day-noise level stay non-centred: centred, their hyper-SDs collapsed
   towards 0 on the small study (3 raters, 5 models): R-hat 1.07 and divergences.
