@@ -40,6 +40,10 @@ class InferenceConfig:
     ci_kind: str = "eti"
     #: fit the model variants and write ``comparison.csv`` (``az.compare`` on PSIS-LOO)
     compare: bool = True
+    #: unit left out by PSIS-LOO: ``model_day`` (all ratings of a model-day, its latent
+    #: integrated out: :mod:`delusion_bayes.models.marginal`) or ``rating`` (one rating given
+    #: the model-day's latent); the other unit is written too
+    loo_unit: str = "model_day"
     #: draw the posterior predictive and plot the ordinal PPC
     ppc: bool = True
     #: rank/trace plots of these parameters

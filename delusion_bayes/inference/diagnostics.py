@@ -244,6 +244,34 @@ def summary_table(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = No
     return df
 
 
+#: PSIS-LOO units and the ``log_likelihood`` variable holding each
+LOO_UNITS: dict[str, str] = {"model_day": "y_model_day", "rating": "y"}
+
+
+def loo_var(dt: Any, unit: str) -> str | None:
+    """The ``log_likelihood`` variable of ``dt`` for a LOO ``unit`` (``model_day`` or
+    ``rating``), or ``None`` when the fit has none.
+
+    The ``onset`` model's ``y`` is already one term per model-day (its consensus), so it serves
+    both units.
+
+    Raises
+    ------
+    ValueError
+        For a unit other than those in :data:`LOO_UNITS`.
+    """
+    if unit not in LOO_UNITS:
+        raise ValueError(f"inference.loo_unit is {unit!r}; expected one of {sorted(LOO_UNITS)}")
+    if "log_likelihood" not in dt.children:
+        return None
+    names = set(dt["log_likelihood"].data_vars)
+    if LOO_UNITS[unit] in names:
+        return LOO_UNITS[unit]
+    if str(dt.attrs.get("model", "")) == "onset" and "y" in names:
+        return "y"
+    return None
+
+
 def loo(dt: Any, var_name: str | None = None):
     """``az.loo`` (PSIS-LOO) of a fit, warnings about Pareto k kept in the result."""
     import arviz as az
@@ -253,15 +281,17 @@ def loo(dt: Any, var_name: str | None = None):
         return az.loo(dt, var_name=var_name)
 
 
-def loo_table(elpd: Any, name: str) -> pd.DataFrame:
+def loo_table(elpd: Any, name: str, unit: str | None = None) -> pd.DataFrame:
     """One row of PSIS-LOO numbers: elpd, se, p_loo, and Pareto-k counts (good <= 0.7 or the
-    sample-size threshold ArviZ uses, bad, very bad > 1)."""
+    sample-size threshold ArviZ uses, bad, very bad > 1); ``unit`` (what one left-out point
+    is: ``rating``, ``model_day``) as a column when given."""
     k = np.asarray(elpd.pareto_k).ravel()
     good = float(getattr(elpd, "good_k", 0.7) or 0.7)
     return pd.DataFrame(
         [
             {
                 "model": name,
+                **({"unit": unit} if unit is not None else {}),
                 "elpd_loo": float(elpd.elpd),
                 "se": float(elpd.se),
                 "p_loo": float(elpd.p),
@@ -283,7 +313,8 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
     ----------
     fits
         ``{label: DataTree}`` with ``log_likelihood`` groups holding ``var_name`` over the same
-        ``obs`` (e.g. the joint model and its variants).
+        observations (e.g. the joint model and its variants; ``var_name`` ``y`` per rating,
+        ``y_model_day`` per model-day).
 
     Returns
     -------
@@ -294,7 +325,14 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
 
     if len(fits) < 2:
         raise ValueError(f"compare_fits needs at least two fits; got {list(fits)}")
-    shapes = {k: v["log_likelihood"][var_name].sizes.get("obs") for k, v in fits.items()}
+    shapes = {
+        k: {
+            d: n
+            for d, n in v["log_likelihood"][var_name].sizes.items()
+            if d not in ("chain", "draw")
+        }
+        for k, v in fits.items()
+    }
     if len(set(shapes.values())) > 1:
         raise ValueError(f"fits do not share the observations of {var_name!r}: {shapes}")
     with warnings.catch_warnings():
@@ -310,7 +348,9 @@ __all__ = [
     "gate",
     "sampler_stats",
     "summary_table",
+    "LOO_UNITS",
     "loo",
     "loo_table",
+    "loo_var",
     "compare_fits",
 ]

@@ -73,7 +73,8 @@ def onset_trajectory(spec: ModelSpec):
     """Hierarchical onset parameters and the ``(model, day)`` trajectory (math and the reasons
     for each parameterisation: :mod:`delusion_bayes.models.joint`).
 
-    Adds ``L``, ``k``, ``t50`` (dim ``model``) to the model and returns the trajectory mu[m, t].
+    Adds ``L``, ``k``, ``t50`` (dim ``model``) and ``trajectory`` (``model, day``) to the model
+    and returns the trajectory mu[m, t].
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -109,7 +110,9 @@ def onset_trajectory(spec: ModelSpec):
         shape = pt.clip(0.5 + x / 4.0, 0.0, 1.0)
     else:
         shape = pm.math.sigmoid(x)
-    return 1.0 + (L - 1.0)[:, None] * shape
+    # kept (on every day, rated or not): the marginal model-day log-likelihood integrates the
+    # day noise around it (:mod:`delusion_bayes.models.marginal`)
+    return pm.Deterministic("trajectory", 1.0 + (L - 1.0)[:, None] * shape, dims=(MODEL, DAY))
 
 
 def day_noise(spec: ModelSpec, mu):

@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)
 
 #: posterior variables on (model, day) that must be NaN on a model-day nobody rated
 MASKED_VARS = ("stage",)
+#: models whose ``log_likelihood`` also holds ``y_model_day``, the ratings of a model-day with its
+#: latent integrated out (:mod:`delusion_bayes.models.marginal`); the ``onset`` model's
+#: likelihood is already one term per model-day
+MARGINAL_MODELS = ("joint", "rater", "disengagement")
 
 
 def fit(
@@ -64,7 +68,11 @@ def fit(
         Model variant and the ``onset`` model's consensus rule (see
         :func:`delusion_bayes.models.build_spec`).
     log_likelihood, posterior_predictive
-        Add the ``log_likelihood`` / ``posterior_predictive`` groups.
+        Add the ``log_likelihood`` / ``posterior_predictive`` groups. ``log_likelihood`` holds
+        ``y``, one term per rating given the model-day's latent, and for the ``joint``,
+        ``rater`` and ``disengagement`` models ``y_model_day``: all ratings (and the level) of
+        a model-day with its latent integrated out, the unit for comparing trajectories
+        (:mod:`delusion_bayes.models.marginal`).
     cache_dir
         Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``).
     spec
@@ -145,6 +153,14 @@ def fit(
             dt, model=pm_model, random_seed=seed + 1, progressbar=False, extend_inferencedata=True
         )
     dt = _finish(dt, spec)
+    if log_likelihood and spec.name in MARGINAL_MODELS:
+        from .marginal import add_model_day_loglik
+
+        t1 = time.perf_counter()
+        dt = add_model_day_loglik(dt)
+        log.info(
+            "model-day log-likelihood (latent integrated out): %.1f s", time.perf_counter() - t1
+        )
     dt.attrs["fit_time"] = time.perf_counter() - t0
     dt.attrs["fit_reused"] = 0
     if key is not None:

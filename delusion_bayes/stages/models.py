@@ -12,11 +12,16 @@ For the primary model (``model.name``) and every model in ``model.also_fit``, wr
   ``contrasts_posterior.csv``, ``consensus_posterior.csv`` and ``raters_posterior.csv`` /
   ``reliability_posterior.csv`` (models with a latent stage and raters),
   ``level_b_posterior.csv`` (disengagement),
-- ``loo.csv`` and figures ``rank.png``, ``ppc.png`` (ordinal rootogram), ``loo_khat.png``.
+- ``loo.csv`` (PSIS-LOO leaving out a model-day, its latent integrated out, and leaving out
+  one rating) and figures ``rank.png``, ``ppc.png`` (ordinal rootogram), ``loo_khat.png``
+  (Pareto k per left-out unit, ``inference.loo_unit``).
 
 With ``inference.compare`` the variants in ``model.variants`` of the primary model are fitted
-too and ``run_dir/models/comparison.csv`` holds ``az.compare`` (PSIS-LOO, stacking weights);
-otherwise ``comparison.csv`` lists the PSIS-LOO of the primary model alone. A fit that fails
+too and ``run_dir/models/comparison.csv`` holds ``az.compare`` (PSIS-LOO, stacking weights) per
+``inference.loo_unit`` (default ``model_day``: whether a variant predicts a new model-day, the
+question a trajectory comparison asks; :mod:`delusion_bayes.models.marginal`), and
+``comparison_by_rating.csv`` the same per left-out rating; otherwise ``comparison.csv`` lists
+the PSIS-LOO of the primary model alone. A fit that fails
 the diagnostics gate is logged at ERROR level, marked in ``gate.json``/``diagnostics.csv``
 and in the headline; with ``inference.fail_on_bad_fit`` the stage fails.
 """
@@ -163,7 +168,7 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) 
         jobs.append(
             (
                 "loo_khat.png",
-                "PSIS-LOO Pareto k per observation",
+                "PSIS-LOO Pareto k per left-out unit (inference.loo_unit)",
                 lambda: az.plot_khat(elpd, backend="matplotlib"),
             )
         )
@@ -181,7 +186,17 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) 
 
 def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, Any]:
     """All files of one fitted model; returns its headline."""
-    from ..inference.diagnostics import diagnose, gate, loo, loo_table, summary_table
+    import pandas as pd
+
+    from ..inference.diagnostics import (
+        LOO_UNITS,
+        diagnose,
+        gate,
+        loo,
+        loo_table,
+        loo_var,
+        summary_table,
+    )
     from ..models import derived as d
 
     inf = cfg.inference
@@ -268,13 +283,29 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     )
 
     # LOO ------------------------------------------------------------------------------------
+    # both units when the fit has them; the configured one is the headline and the k plot
     elpd = None
-    if "log_likelihood" in dt.children:
+    unit = str(_get(inf, "loo_unit", "model_day"))
+    units = [unit, *(u for u in LOO_UNITS if u != unit)]
+    rows = []
+    for u in units:
+        var = loo_var(dt, u)
+        if var is None or (u != unit and var == loo_var(dt, unit)):
+            continue
         try:
-            elpd = loo(dt, var_name="y")
-            _csv(loo_table(elpd, str(dt.attrs.get("model"))), "loo.csv", "PSIS-LOO with Pareto k")
+            res = loo(dt, var_name=var)
         except Exception as err:  # noqa: BLE001
-            notes.append(f"LOO failed: {type(err).__name__}: {err}")
+            notes.append(f"LOO ({u}) failed: {type(err).__name__}: {err}")
+            continue
+        rows.append(loo_table(res, str(dt.attrs.get("model")), unit=u))
+        if u == unit:
+            elpd = res
+    if rows:
+        _csv(
+            pd.concat(rows, ignore_index=True),
+            "loo.csv",
+            "PSIS-LOO with Pareto k, per left-out model-day and per left-out rating",
+        )
     _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), files, notes)
 
     # posterior ------------------------------------------------------------------------------
@@ -293,12 +324,13 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     }
     if elpd is not None:
         head["elpd_loo"] = float(elpd.elpd)
+        head["loo_unit"] = unit
     (out / "index.json").write_text(
         json.dumps(
             {"files": files, "headline": head, "gate": g, "notes": notes}, indent=2, default=str
         )
     )
-    return {"headline": head, "elpd": elpd, "files": files, "notes": notes}
+    return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": files, "notes": notes}
 
 
 def _attach_c1(rel, path: Path, notes: list) -> None:
@@ -344,7 +376,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     """
     import pandas as pd
 
-    from ..inference.diagnostics import compare_fits, loo_table
+    from ..inference.diagnostics import LOO_UNITS, compare_fits, loo_table, loo_var
     from ..models import MODEL_NAMES, VARIANTS
 
     t0 = time.perf_counter()
@@ -393,13 +425,25 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             res = _write_model(dt_v, ds, cfg, out / f"{primary}_{v}", prov, [])
             headline[f"{primary}_{v}"] = res["headline"]
             cmp[label] = dt_v
-        table = compare_fits(cmp)
-        table.to_csv(out / "comparison.csv")
-        index_files["comparison.csv"] = "az.compare (PSIS-LOO, stacking) of the primary's variants"
-        headline["best_variant"] = str(table.index[0])
+        unit = str(_get(cfg.inference, "loo_unit", "model_day"))
+        for u in [unit, *(x for x in LOO_UNITS if x != unit)]:
+            var = {loo_var(f, u) for f in cmp.values()}
+            if None in var or len(var) > 1:
+                notes.append(f"no comparison per {u}: log-likelihood {sorted(map(str, var))}")
+                continue
+            fname = "comparison.csv" if u == unit else f"comparison_by_{u}.csv"
+            table = compare_fits(cmp, var_name=var.pop())
+            table.insert(0, "unit", u)
+            table.to_csv(out / fname)
+            index_files[fname] = (
+                f"az.compare (PSIS-LOO per {u}, stacking) of the primary's variants"
+            )
+            if u == unit:
+                headline["best_variant"] = str(table.index[0])
+                headline["loo_unit"] = u
     else:
         rows = [
-            loo_table(r["elpd"], n).rename(columns={"elpd_loo": "elpd"})
+            loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
             for n, r in results.items()
             if r["elpd"] is not None and n != "onset"
         ]

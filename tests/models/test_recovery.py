@@ -47,6 +47,39 @@ def test_fit_returns_the_documented_groups(joint_fit, small_study):
     assert joint_fit.attrs["variant"] == "joint[logistic,rater]"
 
 
+def test_model_day_loglik_of_the_fit_integrates_its_own_posterior(joint_fit):
+    """``y_model_day`` of a real fit equals the integral written out from the fit's posterior
+    (3 model-days x 2 draws, 40,001-point trapezoid over +-12 SD of the day noise): the
+    (model, day) and rater lookup of a real fit's layout, not only of a hand-made one."""
+    from scipy import stats
+    from scipy.special import expit, logsumexp
+
+    ll = joint_fit["log_likelihood"]["y_model_day"]
+    assert ll.sizes["model_day"] == 60 and np.isfinite(ll.values).all()
+    post, od = joint_fit["posterior"], joint_fit["observed_data"]
+    cuts = np.array([1.5, 2.5, 3.5])
+    for j in (0, 17, 59):
+        m = str(ll["model_day_model"].values[j])
+        t = ll["model_day_day"].values[j]
+        sel = (od["obs_model"].values == m) & (od["obs_day"].values == t)
+        y = od["y"].values[sel]
+        r = od["obs_rater"].values[sel]
+        for c, k in ((0, 5), (1, 123)):
+            p = post.isel(chain=c, draw=k)
+            mu = float(p["trajectory"].sel(model=m, day=t))
+            sig = float(p["sigma_eps"].sel(model=m))
+            d = p["discrimination"].sel(rater=r).values
+            sev = p["severity"].sel(rater=r).values
+            s = mu + sig * np.linspace(-12.0, 12.0, 40_001)
+            x = d[:, None] * (s[:, None, None] + sev[:, None] - cuts)
+            pgt = np.concatenate([np.ones(x.shape[:2] + (1,)), expit(x),
+                                  np.zeros(x.shape[:2] + (1,))], -1)  # fmt: skip
+            idx = np.arange(y.size)
+            lp = np.log(pgt[:, idx, y] - pgt[:, idx, y + 1]).sum(1)
+            ref = logsumexp(lp + stats.norm.logpdf(s, mu, sig)) + np.log(s[1] - s[0])
+            np.testing.assert_allclose(ll.values[c, k, j], ref, atol=2e-5)
+
+
 def test_t50_recovered_for_most_turning_models(joint_fit, small_study):
     c = t50_check(joint_fit, small_study)
     assert c.covered[c.turning].sum() >= 3, c
@@ -88,6 +121,8 @@ def test_diagnostics_of_the_onset_parameters(joint_fit):
 
 
 def test_models_stage_writes_the_contract_files(joint_fit, small_study, tmp_path, monkeypatch):
+    import pandas as pd
+
     from delusion_bayes.config import compose
     from delusion_bayes.pipeline import _sub_config
     from delusion_bayes.stages import models as stage
@@ -101,11 +136,15 @@ def test_models_stage_writes_the_contract_files(joint_fit, small_study, tmp_path
               "consensus_posterior.csv", "reliability_posterior.csv", "raters_posterior.csv",
               "rank.png", "ppc.png", "loo_khat.png", "index.json"):  # fmt: skip
         assert (out / f).is_file(), f
-    assert (tmp_path / "models" / "comparison.csv").is_file()
+    # smoke: inference.compare is false, so comparison.csv lists the primary's own PSIS-LOO
+    cmp = pd.read_csv(tmp_path / "models" / "comparison.csv")
+    assert cmp["unit"].tolist() == ["model_day"]
+    loo = pd.read_csv(out / "loo.csv").set_index("unit")
+    assert loo.loc["model_day", "n_data_points"] == 60  # 5 models x 12 days, all rated
+    assert loo.loc["rating", "n_data_points"] == 180
     gate = json.loads((out / "gate.json").read_text())
     assert set(gate) >= {"passed", "divergences", "max_rhat", "min_ess", "ebfmi_min", "reasons"}
     assert head["joint"]["passed"] == gate["passed"]
-    import pandas as pd
     import xarray as xr
 
     diag = pd.read_csv(out / "diagnostics.csv")
