@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             # onset parameters where the model has them; the rater model's are its latent
             # scores and rater effects
             keys = [v for v in ("L", "k", "t50") if v in post] or [
-                v for v in ("theta", "severity", "discrimination") if v in post
+                v for v in ("stage", "severity", "discrimination") if v in post
             ]
             tab = diagnose(dt, var_names=keys)
             st = sampler_stats(dt)

@@ -326,11 +326,11 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
     if len(fits) < 2:
         raise ValueError(f"compare_fits needs at least two fits; got {list(fits)}")
     shapes = {
-        k: {
-            d: n
+        k: tuple(
+            (d, n)
             for d, n in v["log_likelihood"][var_name].sizes.items()
             if d not in ("chain", "draw")
-        }
+        )
         for k, v in fits.items()
     }
     if len(set(shapes.values())) > 1:

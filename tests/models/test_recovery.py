@@ -159,3 +159,39 @@ def test_models_stage_writes_the_contract_files(joint_fit, small_study, tmp_path
     dt = xr.open_datatree(out / "posterior.nc")
     assert {"config_hash", "git_sha", "data_hash", "package_version", "seed"} <= set(dt.attrs)
     assert json.loads(dt.attrs["resolved_config"])["sampler"]["draws"] == 150
+
+
+def test_models_stage_compares_variants_per_model_day_and_per_rating(
+    joint_fit, small_study, tmp_path, monkeypatch
+):
+    """``inference.compare`` with one variant: ``comparison.csv`` (az.compare per left-out
+    model-day) and ``comparison_by_rating.csv``. The 'variant' is the same fit relabelled, so the
+    elpd difference must be exactly 0 and both rows carry the fit's own PSIS-LOO."""
+    import pandas as pd
+
+    from delusion_bayes.config import compose
+    from delusion_bayes.inference.diagnostics import loo
+    from delusion_bayes.pipeline import _sub_config
+    from delusion_bayes.stages import models as stage
+
+    def fake_fit(ds, name, cfg, primary=False, overrides=None):
+        dt = joint_fit.copy()
+        if overrides:
+            dt.attrs["variant"] = "joint[linear,rater]"
+        return dt
+
+    monkeypatch.setattr(stage, "_fit_one", fake_fit)
+    cfg = _sub_config(
+        compose(["experiment=smoke", "inference.compare=true", "model.variants=[linear]",
+                 "model.also_fit=[]"]),  # fmt: skip
+        stage.NEEDS,
+    )
+    head = stage.run(small_study, cfg, tmp_path)
+    assert head["loo_unit"] == "model_day"
+    for fname, unit, var in (("comparison.csv", "model_day", "y_model_day"),
+                             ("comparison_by_rating.csv", "rating", "y")):  # fmt: skip
+        table = pd.read_csv(tmp_path / "models" / fname, index_col=0)
+        assert table["unit"].tolist() == [unit, unit]
+        assert set(table.index) == {"joint[logistic,rater]", "joint[linear,rater]"}
+        assert np.allclose(table["elpd_diff"], 0.0)
+        np.testing.assert_allclose(table["elpd"], loo(joint_fit, var_name=var).elpd, rtol=1e-9)
