@@ -182,8 +182,14 @@ def test_models_stage_compares_variants_per_model_day_and_per_rating(
 
     monkeypatch.setattr(stage, "_fit_one", fake_fit)
     cfg = _sub_config(
-        compose(["experiment=smoke", "inference.compare=true", "model.variants=[linear]",
-                 "model.also_fit=[]"]),  # fmt: skip
+        compose(
+            [
+                "experiment=smoke",
+                "inference.compare=true",
+                "model.variants=[linear]",
+                "model.also_fit=[]",
+            ]
+        ),  # fmt: skip
         stage.NEEDS,
     )
     head = stage.run(small_study, cfg, tmp_path)
