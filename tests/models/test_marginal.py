@@ -192,3 +192,32 @@ def test_a_fit_without_ratings_is_refused_by_name():
     dt.attrs["model"] = "onset"
     with pytest.raises(ValueError, match="onset fit has no ordinal ratings 'y'"):
         model_day_loglik(dt)
+
+
+def test_rater_model_integrates_around_the_population_mean():
+    """The rater model's latent per model-day is N(mu_theta, sigma_theta): the same integral with
+    those in place of the trajectory and the day noise."""
+    dt, (ri, mi, ti, y, _) = _fake_fit(False)
+    post = dt["posterior"].to_dataset().drop_vars(["trajectory", "sigma_eps"])
+    post["mu_theta"] = (("chain", "draw"), [[2.4, 2.1]])
+    post["sigma_theta"] = (("chain", "draw"), [[1.3, 0.9]])
+    dt["posterior"] = xr.DataTree(post)
+    dt.attrs["model"] = "rater"
+    da = model_day_loglik(dt)
+    cells = sorted({(m, t) for m, t in zip(mi, ti, strict=True)})
+    for j, (m, t) in enumerate(cells):
+        sel = (mi == m) & (ti == t)
+        for k in range(2):
+            p = {v: post[v].values[0, k] for v in post.data_vars}
+            mu, sig = p["mu_theta"], p["sigma_theta"]
+            s = mu + sig * np.linspace(-12.0, 12.0, 100_001)
+            with np.errstate(divide="ignore"):  # far tails underflow to P = 0 in this form
+                lp = np.log(
+                    _cat_prob(s, y[sel], p["discrimination"][ri[sel]], p["severity"][ri[sel]])
+                )
+            ref = logsumexp(lp.sum(1) + stats.norm.logpdf(s, mu, sig)) + np.log(s[1] - s[0])
+            np.testing.assert_allclose(da.values[0, k, j], ref, atol=2e-5)
+    # without either latent model the function says what it needs
+    dt["posterior"] = xr.DataTree(post.drop_vars(["mu_theta", "sigma_theta"]))
+    with pytest.raises(ValueError, match="neither 'trajectory' and 'sigma_eps'"):
+        model_day_loglik(dt)
