@@ -653,7 +653,9 @@ def _bayes(b: _Builder, diag) -> list[Section]:
         s.add(
             *b.attempt(
                 "model comparison",
-                lambda: _generic(b, "models", "comparison.csv", "Model comparison (PSIS-LOO)"),
+                lambda: _generic(
+                    b, "models", "comparison.csv", _comparison_title(models, "comparison.csv")
+                ),
             )
         )
         if not any("compar" in p.lower() for p in models.glob("**/*.png")):
@@ -672,7 +674,10 @@ def _bayes(b: _Builder, diag) -> list[Section]:
     # files of the stage not inside a model folder
     for rel in models.glob("*.csv"):
         if rel != "comparison.csv" and f"models/{rel}" not in b.used:
-            s.add(*b.attempt(f"models/{rel}", lambda rel=rel: _generic(b, "models", rel)))
+            title = _comparison_title(models, rel) if rel.startswith("comparison") else None
+            s.add(
+                *b.attempt(f"models/{rel}", lambda rel=rel, t=title: _generic(b, "models", rel, t))
+            )
     if b.cfg.include_stage_figures:
         for rel in models.glob("*.png"):
             if f"models/{rel}" not in b.used:
@@ -683,6 +688,24 @@ def _bayes(b: _Builder, diag) -> list[Section]:
     for name in names:
         sections.append(_bayes_model(b, name, verdicts.get(name)))
     return sections
+
+
+#: what one left-out point of a PSIS-LOO comparison is, by its ``unit`` column
+LOO_UNIT_TITLES = {
+    "model_day": "per left-out model-day, its latent stage integrated out",
+    "rating": "per left-out rating, given the model-day's latent stage",
+}
+
+
+def _comparison_title(models, rel: str) -> str:
+    """``Model comparison (PSIS-LOO ...)`` naming the unit the table's ``unit`` column holds."""
+    df = models.csv(rel)
+    # runs made before the unit column existed get the plain title
+    units = set(df["unit"].astype(str)) if df is not None and "unit" in df else set()
+    if len(units) == 1:
+        unit = units.pop()
+        return f"Model comparison (PSIS-LOO {LOO_UNIT_TITLES.get(unit, 'per ' + unit)})"
+    return "Model comparison (PSIS-LOO)"
 
 
 #: titles of the per-model tables of the models stage (team contract)

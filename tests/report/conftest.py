@@ -418,10 +418,19 @@ def make_run(
         pd.DataFrame(
             {
                 "model": ["joint", "linear", "step"],
+                "unit": ["model_day"] * 3,
                 "elpd": [-410.2, -415.9, -430.0],
                 "se": [12.0, 12.5, 13.0],
             }
         ).to_csv(m / "comparison.csv", index=False)
+        pd.DataFrame(
+            {
+                "model": ["joint", "linear", "step"],
+                "unit": ["rating"] * 3,
+                "elpd": [-400.1, -402.3, -421.7],
+                "se": [12.1, 12.4, 13.2],
+            }
+        ).to_csv(m / "comparison_by_rating.csv", index=False)
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(3, 2))

@@ -51,6 +51,15 @@ def test_supplement_has_paper_tables_and_figures(full_supplement, full_run):
     ids = [s.id for s in sup.document.sections]
     assert ids == ["overview", "main", "text", "C", "D", "E", "F", "bayes", "bayes-joint",
                    "bayes-rater", "files", "provenance"]  # fmt: skip
+    # both PSIS-LOO comparisons, each captioned with what it leaves out
+    assert (
+        "<caption>Model comparison (PSIS-LOO per left-out model-day, its latent stage integrated "
+        "out)</caption>" in html
+    )
+    assert (
+        "<caption>Model comparison (PSIS-LOO per left-out rating, given the model-day&#x27;s "
+        "latent stage)</caption>" in html
+    )
     # the models stage's diagnostic plot is in the gallery of its model
     joint = next(s for s in sup.document.sections if s.id == "bayes-joint")
     assert any(getattr(b, "rel_png", "") == "models/joint/rank_plot.png" for b in joint.blocks)
