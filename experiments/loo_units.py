@@ -12,8 +12,25 @@ Usage::
 
     .venv/bin/python experiments/loo_units.py --seeds 0,1,2 --draws 500
 
-Measured (2026-11-30, idle machine, seeds 0-2, 2 x 500 draws): see the end of the printout; the
-numbers are in the README's model section.
+Measured (2026-11-30, seeds 0-3, 2 x 500 draws, 28 min; part of it beside a CI run). Difference
+to logistic (se):
+
+=====  ===========  ===============  ==============  =====  ==============
+seed   unit         linear           step            p_loo  k > 0.7
+=====  ===========  ===============  ==============  =====  ==============
+0      model-day    -4.7 (2.7)       -61.3 (12.0)    29.6   11 of 449
+0      rating       -7.9 (2.6)       -45.5 (9.6)     73.5   4 of 1,796
+1      model-day    -6.5 (2.9)       -68.2 (13.5)    36.8   13
+1      rating       -3.0 (2.0)       -36.1 (8.6)     134.6  0
+2      model-day    -0.9 (3.0)       -44.4 (10.1)    33.7   15
+2      rating       -0.9 (2.4)       -27.7 (8.3)     95.5   5
+3      model-day    -5.8 (2.5)       -57.6 (11.4)    38.7   12
+3      rating       -5.9 (2.3)       -25.0 (8.8)     102.4  4
+=====  ===========  ===============  ==============  =====  ==============
+
+Both units rank the true (logistic) trajectory first in all 4 studies. The step variant is
+separated by 4.4-5.1 SE per model-day against 2.8-4.7 per rating; the linear one about
+equally (0.3-2.3 against 0.4-3.0 SE).
 """
 
 from __future__ import annotations
