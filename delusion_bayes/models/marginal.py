@@ -340,7 +340,7 @@ def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) ->
             lv, lpos = level
             bt = np.repeat(beta[sl][:, None], lv.size, 1)
             # eta = beta (s - 2.5) + u_m; P(D > j) = sigmoid(eta - c_j)
-            gam = np.stack([c1[sl], c2[sl]], -1)[:, None, :] + 0.0 * bt[..., None]
+            gam = np.broadcast_to(np.stack([c1[sl], c2[sl]], -1)[:, None, :], bt.shape + (2,))
             la, la0, lb0 = _ordinal_terms(lv, bt, -2.5 * bt + u[sl][:, md_model[lpos]], gam)
             A[:, lpos, -1], A0[:, lpos, -1], B0[:, lpos, -1] = la, la0, lb0
         out[sl] = marginal_loglik(A, A0, B0, mu[sl], sigma[sl], n_nodes=n_nodes)

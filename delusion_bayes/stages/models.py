@@ -184,19 +184,26 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) 
             plt.close("all")
 
 
+def _loo_units(dt, inf) -> dict[str, str]:
+    """``{unit: log-likelihood variable}`` of a fit, the configured ``inference.loo_unit`` first;
+    a unit whose variable is the configured one's (the onset model's ``y`` serves both) is
+    dropped, so nothing is written twice."""
+    from ..inference.diagnostics import LOO_UNITS, loo_var
+
+    unit = str(_get(inf, "loo_unit", "model_day"))
+    out: dict[str, str] = {}
+    for u in [unit, *(x for x in LOO_UNITS if x != unit)]:
+        var = loo_var(dt, u)
+        if var is not None and var not in out.values():
+            out[u] = var
+    return out
+
+
 def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, Any]:
     """All files of one fitted model; returns its headline."""
     import pandas as pd
 
-    from ..inference.diagnostics import (
-        LOO_UNITS,
-        diagnose,
-        gate,
-        loo,
-        loo_table,
-        loo_var,
-        summary_table,
-    )
+    from ..inference.diagnostics import diagnose, gate, loo, loo_table, summary_table
     from ..models import derived as d
 
     inf = cfg.inference
@@ -286,12 +293,8 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     # both units when the fit has them; the configured one is the headline and the k plot
     elpd = None
     unit = str(_get(inf, "loo_unit", "model_day"))
-    units = [unit, *(u for u in LOO_UNITS if u != unit)]
     rows = []
-    for u in units:
-        var = loo_var(dt, u)
-        if var is None or (u != unit and var == loo_var(dt, unit)):
-            continue
+    for u, var in _loo_units(dt, inf).items():
         try:
             res = loo(dt, var_name=var)
         except Exception as err:  # noqa: BLE001
@@ -376,7 +379,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     """
     import pandas as pd
 
-    from ..inference.diagnostics import LOO_UNITS, compare_fits, loo_table, loo_var
+    from ..inference.diagnostics import compare_fits, loo_table
     from ..models import MODEL_NAMES, VARIANTS
 
     t0 = time.perf_counter()
@@ -425,9 +428,10 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             res = _write_model(dt_v, ds, cfg, out / f"{primary}_{v}", prov, [])
             headline[f"{primary}_{v}"] = res["headline"]
             cmp[label] = dt_v
+        per_fit = [_loo_units(f, cfg.inference) for f in cmp.values()]
         unit = str(_get(cfg.inference, "loo_unit", "model_day"))
-        for u in [unit, *(x for x in LOO_UNITS if x != unit)]:
-            var = {loo_var(f, u) for f in cmp.values()}
+        for u in dict.fromkeys(u for units in per_fit for u in units):
+            var = {units.get(u) for units in per_fit}
             if None in var or len(var) > 1:
                 notes.append(f"no comparison per {u}: log-likelihood {sorted(map(str, var))}")
                 continue

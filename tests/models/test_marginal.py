@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
-from scipy import stats
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from delusion_bayes.models.marginal import (
     MARGINAL_VAR,
@@ -24,17 +23,9 @@ from delusion_bayes.models.marginal import (
     model_day_loglik,
 )
 
+from ._checks import cat_prob, grid_log_integral, log_cat_prob_sum
+
 CUTS = np.array([1.5, 2.5, 3.5])
-
-
-def _cat_prob(s, y, d, sev, cuts=CUTS):
-    """P(Y = y | s) of the cumulative logit, as the difference of two sigmoids (the textbook
-    form, independent of the module's log-space one); s: (n,), returns (n, n_ratings)."""
-    x = d[:, None] * (s[:, None, None] + sev[:, None] - cuts)  # (n, R, J)
-    n, r = x.shape[:2]
-    pgt = np.concatenate([np.ones((n, r, 1)), expit(x), np.zeros((n, r, 1))], axis=-1)
-    idx = np.arange(r)
-    return pgt[:, idx, y] - pgt[:, idx, y + 1]
 
 
 def _random_case(rng):
@@ -60,18 +51,14 @@ def test_matches_a_dense_trapezoid_on_random_model_days():
     errs = []
     for _ in range(150):
         y, d, sev, mu, sigma = _random_case(rng)
-        s = mu + sigma * np.linspace(-12.0, 12.0, 40_001)
-        with np.errstate(divide="ignore"):
-            integrand = np.log(_cat_prob(s, y, d, sev)).sum(1) + stats.norm.logpdf(s, mu, sigma)
-        ref = logsumexp(integrand) + np.log(s[1] - s[0])
+        ref = grid_log_integral(
+            lambda s, y=y, d=d, sev=sev: log_cat_prob_sum(s, y, d, sev), mu, sigma
+        )
         errs.append(abs(_module(y, d, sev, mu, sigma) - ref))
     assert max(errs) < 2e-5, max(errs)
     # and the node count matters: 9 nodes are visibly worse (the test can fail)
     y, d, sev, mu, sigma = np.array([0]), np.array([2.82]), np.array([0.0]), 0.7, 2.5
-    s = mu + sigma * np.linspace(-12.0, 12.0, 40_001)
-    with np.errstate(divide="ignore"):
-        ref = logsumexp(np.log(_cat_prob(s, y, d, sev)).sum(1) + stats.norm.logpdf(s, mu, sigma))
-    ref += np.log(s[1] - s[0])
+    ref = grid_log_integral(lambda s: log_cat_prob_sum(s, y, d, sev), mu, sigma)
     assert abs(_module(y, d, sev, mu, sigma, n_nodes=9) - ref) > 1e-4
 
 
@@ -85,7 +72,7 @@ def test_matches_monte_carlo_over_the_latent():
     )
     mu, sigma = 2.9, 0.6
     s = rng.normal(mu, sigma, 500_000)
-    p = _cat_prob(s, y, d, sev).prod(1)
+    p = cat_prob(s, y, d, sev).prod(1)
     est, se = np.log(p.mean()), p.std() / p.mean() / np.sqrt(p.size)
     assert abs(_module(y, d, sev, mu, sigma) - est) < 4 * se
 
@@ -93,7 +80,7 @@ def test_matches_monte_carlo_over_the_latent():
 def test_vanishing_day_noise_gives_the_conditional_likelihood():
     y, d, sev = np.array([0, 1, 3]), np.array([2.0, 1.5, 3.0]), np.array([0.2, -0.1, -0.1])
     mu = 2.2
-    cond = np.log(_cat_prob(np.array([mu]), y, d, sev)).sum()
+    cond = log_cat_prob_sum(np.array([mu]), y, d, sev)[0]
     np.testing.assert_allclose(_module(y, d, sev, mu, 1e-6), cond, atol=1e-5)
 
 
@@ -165,18 +152,22 @@ def test_model_day_plumbing_matches_a_direct_integral(with_level):
         for k in range(2):
             p = {v: post[v].values[0, k] for v in post.data_vars}
             mu, sig = p["trajectory"][m, t], p["sigma_eps"][m]
-            s = mu + sig * np.linspace(-12.0, 12.0, 100_001)
-            ll = np.log(_cat_prob(s, y[sel], p["discrimination"][ri[sel]], p["severity"][ri[sel]]))
-            ll = ll.sum(1)
-            if with_level:
-                # eta = beta (s - 2.5) + u_m; P(D > j) = sigmoid(eta - c_j)
-                cut = np.array([p["c_level_1"], p["c_level_1"] + np.exp(p["log_gap_level"])])
-                eta = p["beta_level"] * (s - 2.5) + p["u"][m]
-                pgt = np.concatenate(
-                    [np.ones((s.size, 1)), expit(eta[:, None] - cut), np.zeros((s.size, 1))], 1
+
+            def log_f(s, p=p, m=m, j=j, sel=sel):
+                ll = log_cat_prob_sum(
+                    s, y[sel], p["discrimination"][ri[sel]], p["severity"][ri[sel]]
                 )
-                ll += np.log(pgt[:, lv[j]] - pgt[:, lv[j] + 1])
-            ref = logsumexp(ll + stats.norm.logpdf(s, mu, sig)) + np.log(s[1] - s[0])
+                if with_level:
+                    # eta = beta (s - 2.5) + u_m; P(D > j) = sigmoid(eta - c_j)
+                    cut = np.array([p["c_level_1"], p["c_level_1"] + np.exp(p["log_gap_level"])])
+                    eta = p["beta_level"] * (s - 2.5) + p["u"][m]
+                    pgt = np.concatenate(
+                        [np.ones((s.size, 1)), expit(eta[:, None] - cut), np.zeros((s.size, 1))], 1
+                    )
+                    ll = ll + np.log(pgt[:, lv[j]] - pgt[:, lv[j] + 1])
+                return ll
+
+            ref = grid_log_integral(log_f, mu, sig, n=100_001)
             np.testing.assert_allclose(da.values[0, k, j], ref, atol=2e-5)
     out = add_model_day_loglik(dt)
     assert MARGINAL_VAR in out["log_likelihood"].data_vars
@@ -209,13 +200,14 @@ def test_rater_model_integrates_around_the_population_mean():
         sel = (mi == m) & (ti == t)
         for k in range(2):
             p = {v: post[v].values[0, k] for v in post.data_vars}
-            mu, sig = p["mu_theta"], p["sigma_theta"]
-            s = mu + sig * np.linspace(-12.0, 12.0, 100_001)
-            with np.errstate(divide="ignore"):  # far tails underflow to P = 0 in this form
-                lp = np.log(
-                    _cat_prob(s, y[sel], p["discrimination"][ri[sel]], p["severity"][ri[sel]])
-                )
-            ref = logsumexp(lp.sum(1) + stats.norm.logpdf(s, mu, sig)) + np.log(s[1] - s[0])
+            ref = grid_log_integral(
+                lambda s, p=p, sel=sel: log_cat_prob_sum(
+                    s, y[sel], p["discrimination"][ri[sel]], p["severity"][ri[sel]]
+                ),
+                p["mu_theta"],
+                p["sigma_theta"],
+                n=100_001,
+            )
             np.testing.assert_allclose(da.values[0, k, j], ref, atol=2e-5)
     # without either latent model the function says what it needs
     dt["posterior"] = xr.DataTree(post.drop_vars(["mu_theta", "sigma_theta"]))

@@ -415,22 +415,13 @@ def make_run(
         gate_r = {"passed": True, "divergences": 0, "max_rhat": 1.004, "min_ess": 650.0,
                   "ebfmi_min": 0.8, "reasons": []}  # fmt: skip
         (m / "rater" / "gate.json").write_text(json.dumps(gate_r))
-        pd.DataFrame(
-            {
-                "model": ["joint", "linear", "step"],
-                "unit": ["model_day"] * 3,
-                "elpd": [-410.2, -415.9, -430.0],
-                "se": [12.0, 12.5, 13.0],
-            }
-        ).to_csv(m / "comparison.csv", index=False)
-        pd.DataFrame(
-            {
-                "model": ["joint", "linear", "step"],
-                "unit": ["rating"] * 3,
-                "elpd": [-400.1, -402.3, -421.7],
-                "se": [12.1, 12.4, 13.2],
-            }
-        ).to_csv(m / "comparison_by_rating.csv", index=False)
+        for fname, unit, elpd, se in (
+            ("comparison.csv", "model_day", [-410.2, -415.9, -430.0], [12.0, 12.5, 13.0]),
+            ("comparison_by_rating.csv", "rating", [-400.1, -402.3, -421.7], [12.1, 12.4, 13.2]),
+        ):
+            pd.DataFrame(
+                {"model": ["joint", "linear", "step"], "unit": [unit] * 3, "elpd": elpd, "se": se}
+            ).to_csv(m / fname, index=False)
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(3, 2))
