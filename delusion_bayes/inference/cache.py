@@ -37,12 +37,16 @@ def configure_pytensor_cache(cache_dir: str | Path | None = None) -> Path | None
     """Point PyTensor's compile cache at ``<cache_root>/pytensor``.
 
     Must run before PyTensor is first imported (PyTensor reads ``PYTENSOR_FLAGS`` once); later
-    calls only log which directory is in use. Returns the directory used, if known.
+    calls only log which directory is in use (and still turn numba's fastmath off, which
+    PyTensor reads at compile time: a script that imported PyMC before fitting otherwise got
+    other draws from the same seed). Returns the directory used, if known.
     """
     target = cache_root(cache_dir) / "pytensor"
     if "pytensor" in sys.modules:
         import pytensor
 
+        if "numba__fastmath" not in os.environ.get("PYTENSOR_FLAGS", ""):
+            pytensor.config.numba__fastmath = False
         current = Path(pytensor.config.base_compiledir)
         if current != target:
             log.debug("PyTensor already imported; its compile cache stays at %s", current)
