@@ -22,8 +22,9 @@ Why: a never-turning model's consensus sits on the floor with rating noise above
 above a trajectory floor of 1 is evidence of a rise, and the posterior gained a second mode,
 a slow far-off curve (k ~ 0.05/day, t50 ~ 50-80) whose tail lifts every day by 0.2. Chains
 switched between the modes: never-turners' k had ESS 150-300 of 4,000 with R-hat up to 1.03
-and 3-6 divergences per fit (seeds 1-4, 4 x 1000). Censored, the mode is gone: ESS
-4,600-5,300, max R-hat over all parameters 1.005-1.007, 0-1 divergences. The least-squares
+and 3-6 divergences per fit (4 x 1000, sampler seeds 1-4). Censored, the mode is gone (sampler
+seeds 1-6, 4 x 1000): 0 divergences, max R-hat over every parameter 1.004-1.012 (the worst a
+hyper-SD, ``sigma_L`` or ``sigma_log_k``), min ESS 505-974, sampling 9-10 s. The least-squares
 fit it twins reads the consensus as Gaussian; on these days the two differ by design.
 """
 
@@ -44,12 +45,11 @@ _TAIL_Z = -30.0
 def log_ndtr(z):
     """``log Phi(z)`` of a PyTensor ``z``, accurate in both tails, with finite gradients.
 
-    Written here because PyMC's ``normal_lcdf`` calls ``erfcx``, which PyTensor's numba
-    backend runs in object mode (one Python call per element: the onset model's gradient took
-    78 instead of ~15 microseconds). ``erfc`` is native. For ``z < -30`` (where ``erfc`` nears
-    underflow) the Mills-ratio series ``-z^2/2 - log(-z) - log(2 pi)/2 + log(1 - 1/z^2
-    + 3/z^4)``, error < 1e-8 there (next term 15/z^6); each branch is evaluated on clipped arguments so
-    the unused one never puts NaN into the gradient.
+    For ``z < -30`` (where ``erfc`` nears underflow) the Mills-ratio series ``-z^2/2 - log(-z)
+    - log(2 pi)/2 + log(1 - 1/z^2 + 3/z^4)``, error < 1e-8 there (next term 15/z^6). Each branch
+    is evaluated on clipped arguments, so the unused one never puts NaN into the gradient.
+    Measured against ``scipy.special.log_ndtr``: < 1e-9 relative from z = -1e4 to 40; PyMC's
+    ``normal_lcdf`` (through PyTensor's ``erfcx``) is 2.6e-7 off at z = -15.
     """
     import pytensor.tensor as pt
 
@@ -72,7 +72,12 @@ def censored_normal_logp(value, mu, sigma, lower: float = SCALE_MIN, upper: floa
     """Log-likelihood of ``min(upper, max(lower, N(mu, sigma)))`` at ``value``: the normal
     density inside, ``log Phi((lower - mu) / sigma)`` at ``lower`` and ``log Phi((mu - upper) /
     sigma)`` at ``upper`` (the same as ``pm.Censored(pm.Normal.dist(mu, sigma), lower, upper)``,
-    checked in ``tests/models/test_onset_likelihood.py``)."""
+    checked in ``tests/models/test_onset_likelihood.py``).
+
+    Written out instead of ``pm.Censored`` for speed: that evaluates the density and both tail
+    probabilities for every value and picks one; here the tails are computed only for the values
+    at a bound (paper_like, 4 x 1000: sampling 8.6 s against 19.4 s with ``pm.Censored``; 3.9 s
+    for the plain Gaussian)."""
     import pytensor.tensor as pt
 
     # float64 throughout: PyTensor would keep a Python float such as 0.5 in float32
@@ -81,8 +86,8 @@ def censored_normal_logp(value, mu, sigma, lower: float = SCALE_MIN, upper: floa
     sigma = pt.broadcast_to(sigma, value.shape)
     z = (value - mu) / sigma
     out = -0.5 * z**2 - pt.log(sigma) - 0.5 * np.log(2 * np.pi)
-    # the tail probabilities only where the value is at a bound (gathered: log Phi costs
-    # erfc + exp + log, ~3x more than the density; 261 of paper_like's 449 consensus days)
+    # the tail probabilities only where the value is at a bound (261 of paper_like's 449
+    # consensus days; each log Phi and its gradient cost erfc, exp and log)
     lo = pt.nonzero(pt.le(value, lower))[0]
     hi = pt.nonzero(pt.ge(value, upper))[0]
     out = pt.set_subtensor(out[lo], log_ndtr((lower - mu[lo]) / sigma[lo]))

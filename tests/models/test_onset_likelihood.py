@@ -45,7 +45,7 @@ def test_censored_normal_logp_matches_scipy_inside_at_the_floor_and_at_the_top()
 
 def test_censored_normal_logp_is_pymc_censored():
     """The same distribution as ``pm.Censored(pm.Normal.dist(mu, sigma), lower=1, upper=4)``
-    (PyMC's version, whose erfcx runs in object mode under numba)."""
+    (PyMC's version, which computes both tails for every value)."""
     import pymc as pm
 
     from delusion_bayes.models.onset import censored_normal_logp
