@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SAMPLERS: tuple[str, ...] = ("nutpie", "pymc", "numpyro")
+#: NUTS target acceptance when neither the config nor the model names one
+DEFAULT_TARGET_ACCEPT: float = 0.95
 
 
 @dataclass
@@ -17,7 +19,9 @@ class SamplerConfig:
     tune: int = 1000
     chains: int = 4
     cores: int = 2
-    target_accept: float = 0.95
+    #: ``None``: each model's own (``delusion_bayes.models.config.TARGET_ACCEPT``); a number
+    #: applies to every model
+    target_accept: float | None = None
     seed: int = 0
     #: cache compiled models under ``<cache_dir>/models`` (nutpie) and ``<cache_dir>/pytensor``
     compile_cache: bool = True

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .config import SAMPLERS, SamplerConfig
+from .config import DEFAULT_TARGET_ACCEPT, SAMPLERS, SamplerConfig
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,7 @@ def sample(
     cfg = cfg or SamplerConfig()
     name = resolve_sampler(cfg.name)
     chains, cores = int(cfg.chains), max(1, min(int(cfg.cores), int(cfg.chains)))
+    target_accept = float(DEFAULT_TARGET_ACCEPT if cfg.target_accept is None else cfg.target_accept)
     t0 = time.perf_counter()
     compile_time = None
     if name == "nutpie":
@@ -95,7 +96,7 @@ def sample(
             seed=int(cfg.seed),
             save_warmup=False,
             progress_bar=bool(cfg.progressbar),
-            target_accept=float(cfg.target_accept),
+            target_accept=target_accept,
         )
         patch_nutpie_idata(dt, model, sampling_time=time.perf_counter() - ts)
     elif name == "numpyro":
@@ -107,7 +108,7 @@ def sample(
             nuts_sampler="numpyro",
             nuts_sampler_kwargs={
                 "chain_method": "parallel" if cores > 1 else "sequential",
-                "target_accept": float(cfg.target_accept),
+                "target_accept": target_accept,
             },
             progressbar=bool(cfg.progressbar),
             model=model,
@@ -120,13 +121,14 @@ def sample(
             cores=cores,
             random_seed=int(cfg.seed),
             nuts_sampler="pymc",
-            target_accept=float(cfg.target_accept),
+            target_accept=target_accept,
             progressbar=bool(cfg.progressbar),
             compute_convergence_checks=False,
             model=model,
         )
     dt.posterior.attrs["sampler"] = name
     dt.posterior.attrs["sampler_requested"] = cfg.name
+    dt.posterior.attrs["target_accept"] = target_accept
     dt.posterior.attrs["total_time"] = time.perf_counter() - t0
     if compile_time is not None:
         dt.posterior.attrs["compile_time"] = compile_time

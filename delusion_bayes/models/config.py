@@ -14,6 +14,23 @@ MODEL_NAMES: tuple[str, ...] = ("joint", "onset", "rater", "disengagement")
 TRAJECTORIES: tuple[str, ...] = ("logistic", "linear", "step")
 #: ``rater``: severity shift and discrimination per rater; ``shared``: one set of cutpoints
 CUTPOINTS: tuple[str, ...] = ("rater", "shared")
+#: NUTS target acceptance per model when the sampler config leaves it ``null``. The onset model
+#: samples in ~10 s, and at 0.95 a small ``sigma_L`` (the never-turners' plateau is unidentified)
+#: left 2 divergences on paper_like with sampler seed 0 (seeds 1-6: none); at 0.99 seeds 0-2
+#: had none, for 14-17 s of sampling. The others: 0.95 (joint, 2 x 500: 0.9 left 1 divergence).
+TARGET_ACCEPT: dict[str, float] = {
+    "joint": 0.95,
+    "onset": 0.99,
+    "rater": 0.95,
+    "disengagement": 0.95,
+}
+
+
+def target_accept_for(model: str, value: float | None = None) -> float:
+    """``value`` if given, else the model's :data:`TARGET_ACCEPT` (0.95 for an unknown name)."""
+    if value is not None:
+        return float(value)
+    return float(TARGET_ACCEPT.get(model, 0.95))
 
 
 @dataclass

@@ -14,6 +14,7 @@ import xarray as xr
 
 from ..data.schema import DAY, MODEL, RATER
 from ..inference.config import SamplerConfig
+from .config import target_accept_for
 from .spec import OBS, OBS_LEVEL, ModelSpec, build_spec
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ def fit(
     seed: int = 0,
     priors: Mapping[str, Any] | None = None,
     cores: int = 2,
-    target_accept: float = 0.95,
+    target_accept: float | None = None,
     trajectory: str = "logistic",
     cutpoints: str = "rater",
     group_terms: Sequence[str] = (),
@@ -60,8 +61,9 @@ def fit(
         docstring: :mod:`delusion_bayes.models.joint`, ...).
     draws, tune, chains, sampler, seed, cores, target_accept
         NUTS settings; ``sampler`` is ``nutpie`` (default), ``pymc`` or ``numpyro`` (falls
-        back to ``pymc`` with a warning when not installed). ``target_accept`` 0.95: on
-        paper_like (joint, 2 x 500) 0.9 left 1 divergence, 0.95 none, for ~40% more sampling time.
+        back to ``pymc`` with a warning when not installed). ``target_accept=None``: the
+        model's own (:data:`delusion_bayes.models.config.TARGET_ACCEPT`: 0.99 for ``onset``,
+        0.95 for the others; on paper_like, joint 2 x 500, 0.9 left 1 divergence).
     priors
         Overrides of the default prior table (:data:`delusion_bayes.models.priors.DEFAULT_PRIORS`).
     trajectory, cutpoints, group_terms, consensus
@@ -110,6 +112,7 @@ def fit(
     from .build import build_model
 
     t0 = time.perf_counter()
+    target_accept = target_accept_for(spec.name if spec is not None else model, target_accept)
     if spec is None:
         spec = build_spec(
             ds,

@@ -45,6 +45,11 @@ KIND = ("trajectory",)
 log = logging.getLogger(__name__)
 
 
+def _opt_float(x: Any) -> float | None:
+    """``None`` stays ``None`` (the model's own default), anything else is a float."""
+    return None if x is None else float(x)
+
+
 def _plain(x: Any) -> Any:
     try:
         from omegaconf import OmegaConf
@@ -106,7 +111,7 @@ def _fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None =
         cores=int(_get(s, "cores", 2)),
         sampler=str(_get(s, "name", "nutpie")),
         seed=int(_get(s, "seed", 0)),
-        target_accept=float(_get(s, "target_accept", 0.9)),
+        target_accept=_opt_float(_get(s, "target_accept", None)),
         progressbar=bool(_get(s, "progressbar", False)),
         reuse=bool(_get(s, "reuse_fits", False)),
         posterior_predictive=bool(_get(cfg.inference, "ppc", True)) or name == "disengagement",

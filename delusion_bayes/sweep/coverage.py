@@ -774,7 +774,7 @@ def replicate_job(cfg: Any) -> str:
     s = cfg.sampler
     fit_kwargs = {
         "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),
-        "cores": int(s.cores), "seed": int(s.seed), "target_accept": float(s.target_accept),
+        "cores": int(s.cores), "seed": int(s.seed), "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
         "cache_dir": cfg.get("cache_dir"), "log_likelihood": False, "posterior_predictive": False,
     }  # fmt: skip
     path = run_replicate(

@@ -104,6 +104,7 @@ def test_onset_model_has_no_slow_ramp_mode_on_never_turners(onset_fit, paper_lik
     869-1690 of 1,000, and one divergence in one run (this seed's: at a small ``sigma_L``, the
     never-turners' unidentified plateau)."""
     post = onset_fit["posterior"]
+    assert post.attrs["target_accept"] == 0.99  # the onset model's own (models.config)
     assert int(onset_fit["sample_stats"]["diverging"].sum()) <= 1
     never = post.sel(model=list(NEVER))
     slow = ((never["k"] < 0.15) & (never["t50"] > 45)).mean(("chain", "draw")).values
