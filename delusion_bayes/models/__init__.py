@@ -12,6 +12,12 @@ from __future__ import annotations
 
 from .._lazy import lazy_getattr
 from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES, ModelConfig
+
+# bound eagerly (fit.py imports PyMC only inside ``fit``): as a lazy name, importing the
+# submodule ``delusion_bayes.models.fit`` first (``from delusion_bayes.models.fit import ...``)
+# made the package attribute ``fit`` that module, and ``db.models.fit(...)`` then raised
+# "'module' object is not callable"
+from .fit import fit
 from .priors import DEFAULT_PRIORS, default_priors, prior_table, resolve_priors
 from .spec import ModelSpec, build_spec
 
@@ -24,7 +30,6 @@ VARIANTS: dict[str, dict[str, str]] = {
 
 _LAZY = {
     "build_model": ".build",
-    "fit": ".fit",
     "posterior_milestones": ".derived",
     "milestones_table": ".derived",
     "t50_posterior": ".derived",
@@ -52,6 +57,7 @@ __all__ = [
     "ModelSpec",
     "build_spec",
     "default_priors",
+    "fit",
     "prior_table",
     "resolve_priors",
     *_LAZY,

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..inference.config import DEFAULT_TARGET_ACCEPT
+
 #: the models this package defines (``delusion_bayes.models.build_spec``)
 MODEL_NAMES: tuple[str, ...] = ("joint", "onset", "rater", "disengagement")
 #: trajectory shapes of the onset models (``logistic`` is the paper's; the others are variants)
@@ -19,18 +21,19 @@ CUTPOINTS: tuple[str, ...] = ("rater", "shared")
 #: left 2 divergences on paper_like with sampler seed 0 (seeds 1-6: none); at 0.99 seeds 0-2
 #: had none, for 14-17 s of sampling. The others: 0.95 (joint, 2 x 500: 0.9 left 1 divergence).
 TARGET_ACCEPT: dict[str, float] = {
-    "joint": 0.95,
+    "joint": DEFAULT_TARGET_ACCEPT,
     "onset": 0.99,
-    "rater": 0.95,
-    "disengagement": 0.95,
+    "rater": DEFAULT_TARGET_ACCEPT,
+    "disengagement": DEFAULT_TARGET_ACCEPT,
 }
 
 
 def target_accept_for(model: str, value: float | None = None) -> float:
-    """``value`` if given, else the model's :data:`TARGET_ACCEPT` (0.95 for an unknown name)."""
+    """``value`` if given, else the model's :data:`TARGET_ACCEPT` (the general default for an
+    unknown name)."""
     if value is not None:
         return float(value)
-    return float(TARGET_ACCEPT.get(model, 0.95))
+    return float(TARGET_ACCEPT.get(model, DEFAULT_TARGET_ACCEPT))
 
 
 @dataclass

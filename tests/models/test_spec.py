@@ -331,3 +331,23 @@ def test_target_accept_is_the_models_own_unless_the_config_names_one():
     for name in ("nutpie", "pymc", "numpyro"):
         cfg = yaml.safe_load((conf_dir() / "sampler" / f"{name}.yaml").read_text())
         assert cfg["target_accept"] is None, name
+
+
+def test_models_fit_is_the_function_even_after_importing_its_module():
+    """``from delusion_bayes.models.fit import ...`` first used to make ``db.models.fit`` the
+    submodule ("'module' object is not callable"; seen when tests ran in another order). Run
+    in a fresh interpreter, where the import order is the one written here; PyMC stays
+    unimported until a fit."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from delusion_bayes.models.fit import _finish\n"
+        "import delusion_bayes as db\n"
+        "from delusion_bayes.models import fit\n"
+        "assert callable(db.models.fit) and fit is db.models.fit, db.models.fit\n"
+        "assert 'pymc' not in sys.modules\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
