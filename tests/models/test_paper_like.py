@@ -33,20 +33,18 @@ pytestmark = pytest.mark.slow
 NEVER = ("Claude Sonnet 4", "DeepSeek-V3", "Gemini 2.5 Flash", "Gemini 2.5 Pro")
 
 
-@pytest.fixture(scope="module")
-def paper_fit(paper_like):
+def _done_when_fit(ds, model: str):
+    """The issue's call: 2 chains x 500 draws after 500 tuning steps, sampler seed 1 (without
+    log-likelihood and posterior predictive, which the checks here do not use)."""
     from delusion_bayes.models import fit
 
-    return fit(
-        paper_like,
-        model="joint",
-        draws=500,
-        tune=500,
-        chains=2,
-        seed=1,
-        log_likelihood=False,
-        posterior_predictive=False,
-    )
+    return fit(ds, model=model, draws=500, tune=500, chains=2, seed=1, log_likelihood=False,
+               posterior_predictive=False)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def paper_fit(paper_like):
+    return _done_when_fit(paper_like, "joint")
 
 
 def test_divergences_and_rhat_on_onset_parameters(paper_fit):
@@ -81,18 +79,7 @@ def test_t50_of_turning_models_covered_and_never_turners_beyond_the_study(paper_
 
 @pytest.fixture(scope="module")
 def onset_fit(paper_like):
-    from delusion_bayes.models import fit
-
-    return fit(
-        paper_like,
-        model="onset",
-        draws=500,
-        tune=500,
-        chains=2,
-        seed=1,
-        log_likelihood=False,
-        posterior_predictive=False,
-    )
+    return _done_when_fit(paper_like, "onset")
 
 
 def test_onset_model_has_no_slow_ramp_mode_on_never_turners(onset_fit, paper_like):
