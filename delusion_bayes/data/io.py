@@ -16,13 +16,21 @@ CSV directory format (all files UTF-8, comma-separated, header in the first line
 
 ``item`` is one of ``recognition``, ``confidence``, ``disengagement`` or an intervention type
 (``education``, ``psychoeducation``, ``emotional_support``, ``interpretation``,
-``recommendation``). An empty ``score`` is a missing rating and stays missing: ``save_study`` writes
-every cell, missing ones included, so that both formats round-trip exactly.
+``recommendation``). An empty ``score`` (or ``NA``/``nan``, read alike in every numeric column) is a
+missing rating and stays missing: ``save_study`` writes every cell, missing ones included, so that
+both formats round-trip exactly.
+
+Nothing is invented on load: names are taken exactly as written (a padded or empty rater/model
+name is an error, not another rater), the days are those of ``ratings.csv`` and must run 1..n
+with no gap (a day without ratings is declared by rows with an empty score; prompts, answers and
+adjudication cannot add a day), and ``study.json``'s ``extra`` files must lie inside the folder.
+Every malformed file raises :class:`StudyFormatError` naming the file, row, column and value.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from pathlib import Path
@@ -42,7 +50,7 @@ from .schema import (
     RATED_VARIABLES,
     RATER,
 )
-from .validate import validate
+from .validate import StudyValidationError, validate
 
 FORMAT_NAME = "delusion_bayes.csv-study"
 FORMAT_VERSION = 1
@@ -79,56 +87,131 @@ def _json_safe(value: Any) -> Any:
 
 
 def _read_csv(path: Path, required: list[str], text_cols: tuple[str, ...] = ()) -> pd.DataFrame:
-    """Read a CSV keeping every cell as text (no silent NA guessing) and check its columns."""
+    """Read a CSV keeping every cell as text (no silent NA guessing) and check its columns.
+
+    Read with the :mod:`csv` module rather than pandas so that a row with too few or too many
+    fields is an error naming its line (pandas pads short rows and, with a longer row, can
+    silently turn the first column into an index). ``df.attrs["lines"]`` holds the file line of
+    every data row, for messages.
+    """
     try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
-    except (pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise StudyFormatError(f"{path}: cannot parse as CSV ({err}).") from err
-    missing = [c for c in required if c not in df.columns]
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        raise StudyFormatError(
+            f"{path}, line {line}: byte {path.read_bytes()[err.start:err.start + 1]!r} is not "
+            "UTF-8; expected a UTF-8 text file (re-save it as UTF-8)."
+        ) from None
+    except OSError as err:
+        raise StudyFormatError(f"{path}: cannot read the file ({err}).") from err
+    if not text.strip():
+        raise StudyFormatError(
+            f"{path}: the file is empty; expected a header line with the columns {required} "
+            "followed by one row per record."
+        )
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    try:
+        header = next(reader)
+        for fields in reader:
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue  # a blank line
+            if len(fields) != len(header):
+                raise StudyFormatError(
+                    f"{path}, row {reader.line_num}: {len(fields)} field(s) {fields[:8]}; "
+                    f"expected {len(header)}, one per column of the header {header}."
+                )
+            rows.append(fields)
+            lines.append(reader.line_num)
+    except csv.Error as err:
+        raise StudyFormatError(
+            f"{path}, row {reader.line_num}: cannot parse as CSV ({err}); expected "
+            "comma-separated fields, text with commas or quotes in double quotes."
+        ) from None
+    header = [h.strip() if h.strip() in required else h for h in header]
+    dup = sorted({h for h in header if header.count(h) > 1})
+    if dup:
+        raise StudyFormatError(f"{path}: the header repeats the column(s) {dup}; each once.")
+    missing = [c for c in required if c not in header]
     if missing:
         raise StudyFormatError(
-            f"{path}: missing column(s) {missing}; the file has {list(df.columns)} and must "
+            f"{path}: missing column(s) {missing}; the file has {header} and must "
             f"have {required}."
         )
+    df = pd.DataFrame(rows, columns=header, dtype=object)
+    if not rows:
+        df = pd.DataFrame({c: pd.Series([], dtype=object) for c in header})
+    df.attrs["lines"] = lines
+    df.attrs["path"] = str(path)
     return df
 
 
-def _row(i: int) -> int:
-    """File line of data row ``i`` (0-based) — the header is line 1."""
-    return i + 2
+def _row(df: pd.DataFrame, i: int) -> int:
+    """File line of data row ``i`` (0-based) of ``df`` (the header is line 1)."""
+    lines = df.attrs.get("lines")
+    return int(lines[i]) if lines is not None and i < len(lines) else i + 2
+
+
+#: score/value cells read as missing, in every column parsed as numbers (case-insensitive):
+#: the same words pandas' own reader and R write for a missing number
+MISSING_TOKENS = ("", "na", "nan", "n/a", "null", "none")
 
 
 def _parse_numbers(path: Path, df: pd.DataFrame, column: str, kind: str = "float") -> np.ndarray:
-    """Parse a text column to numbers: empty = NaN; anything else unparsable is an error."""
+    """Parse a text column to numbers: empty/NA/nan = NaN; anything else unparsable is an error."""
     out = np.full(len(df), np.nan)
     for i, text in enumerate(df[column].to_numpy()):
         text = text.strip()
-        if text == "" or text.lower() == "nan":
+        if text.lower() in MISSING_TOKENS:
             if kind == "int":
                 raise StudyFormatError(
-                    f"{path}, row {_row(i)}, column {column!r}: empty; expected an integer."
+                    f"{path}, row {_row(df, i)}, column {column!r}: {text!r} is missing; expected "
+                    "an integer."
                 )
             continue
         try:
             value = float(text)
         except ValueError:
             raise StudyFormatError(
-                f"{path}, row {_row(i)}, column {column!r}: cannot parse {text!r} as a number"
-                + (" (an integer day)" if kind == "int" else " (empty = missing)")
+                f"{path}, row {_row(df, i)}, column {column!r}: cannot parse {text!r} as a number"
+                + (" (an integer day)" if kind == "int" else " (empty, NA or nan = missing)")
                 + "."
             ) from None
+        if not math.isfinite(value):
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: {text!r} is not a finite number; "
+                "expected a number (empty, NA or nan = missing)."
+            )
         if kind == "int" and value != int(value):
             raise StudyFormatError(
-                f"{path}, row {_row(i)}, column {column!r}: {text!r} is not an integer."
+                f"{path}, row {_row(df, i)}, column {column!r}: {text!r} is not an integer."
             )
         out[i] = value
     return out
 
 
+def _check_names(path: Path, df: pd.DataFrame, column: str) -> None:
+    """Every cell of a name column (rater, model) is a non-empty name without padding: a
+    trailing space or an empty cell would otherwise become a phantom rater or model."""
+    for i, name in enumerate(df[column].to_numpy()):
+        if not name.strip():
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: the {column} name is empty "
+                f"({name!r}); expected the name of a {column} on every row."
+            )
+        if name != name.strip():
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: the {column} name {name!r} has "
+                f"leading or trailing whitespace; expected a name written exactly the same in "
+                f"every row and file (did you mean {name.strip()!r}?)."
+            )
+
+
 def _check_duplicates(path: Path, df: pd.DataFrame, keys: list[str]) -> None:
     dup = df.duplicated(subset=keys, keep=False)
     if dup.any():
-        rows = [_row(int(i)) for i in np.flatnonzero(dup.to_numpy())[:6]]
+        rows = [_row(df, int(i)) for i in np.flatnonzero(dup.to_numpy())[:6]]
         raise StudyFormatError(
             f"{path}: rows {rows} repeat the same ({', '.join(keys)}); each must appear once "
             "(nothing is overwritten silently)."
@@ -139,15 +222,17 @@ def _ordered_unique(values) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def _index_of(path: Path, df: pd.DataFrame, column: str, values, coords: list) -> np.ndarray:
+def _index_of(
+    path: Path, df: pd.DataFrame, column: str, values, coords: list, source: str | None = None
+) -> np.ndarray:
     pos = {v: i for i, v in enumerate(coords)}
     out = np.empty(len(values), dtype=int)
     for i, v in enumerate(values):
         if v not in pos:
             raise StudyFormatError(
-                f"{path}, row {_row(i)}, column {column!r}: {v!r} is not among the {column}s "
-                f"{coords[:10]}{' ...' if len(coords) > 10 else ''} (declared in "
-                f"{column}s.csv / study.json)."
+                f"{path}, row {_row(df, i)}, column {column!r}: {v!r} is not among the "
+                f"{column}s {coords[:10]}{' ...' if len(coords) > 10 else ''} (declared in "
+                f"{source or f'{column}s.csv / study.json'})."
             )
         out[i] = pos[v]
     return out
@@ -181,15 +266,29 @@ def load_study(path: str | Path, *, check: bool = True) -> xr.Dataset:
     if not path.exists():
         raise FileNotFoundError(f"study {str(path)!r} does not exist (a .nc file or a CSV dir).")
     if path.is_dir():
-        ds = _load_csv_dir(path)
+        try:
+            ds = _load_csv_dir(path)
+        except StudyFormatError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a case no check above foresaw: still ours
+            raise StudyFormatError(
+                f"{path}: the study's files cannot be put together ({type(err).__name__}: "
+                f"{err}); expected the CSV study format of the README ('Study format on disk')."
+            ) from err
     else:
         try:
             ds = xr.load_dataset(path, engine="h5netcdf")
         except Exception as err:  # noqa: BLE001 - re-raised with the file name
-            raise StudyFormatError(f"{path}: cannot read as netCDF ({err}).") from err
+            raise StudyFormatError(
+                f"{path}: cannot read as netCDF ({type(err).__name__}: {err}); expected a "
+                "complete netCDF-4 file as written by save_study (a truncated copy cannot be read)."
+            ) from err
         ds = _canonical(ds)
     if check:
-        validate(ds)
+        try:
+            validate(ds)
+        except StudyValidationError as err:
+            raise StudyValidationError(f"{path}: {err}") from err
     return ds
 
 
@@ -303,53 +402,91 @@ def _texts(values) -> list[str]:
 
 
 def _load_csv_dir(path: Path) -> xr.Dataset:
+    """Read a CSV study directory (see the module docstring) into a Dataset.
+
+    Nothing is invented: the raters and models are the names written in the files (a padded or
+    empty name is an error, not a new rater), the days are those of ``ratings.csv`` and must run
+    from 1 with no gap (prompts, answers and adjudication cannot add a day), and every
+    ``study.json`` entry is checked against the files it describes.
+    """
     ratings_path = path / "ratings.csv"
     if not ratings_path.exists():
         raise StudyFormatError(
             f"{path}: no ratings.csv; a CSV study directory needs ratings.csv with columns "
             "rater, model, day, item, score (see the README, 'Study format')."
         )
-    manifest: dict[str, Any] = {}
-    if (path / "study.json").exists():
-        try:
-            manifest = json.loads((path / "study.json").read_text())
-        except json.JSONDecodeError as err:
-            raise StudyFormatError(f"{path / 'study.json'}: invalid JSON ({err}).") from err
+    manifest = _read_manifest(path)
+    mpath = path / "study.json"
     coords_m: dict[str, list] = manifest.get("coords", {})
 
     ratings = _read_csv(ratings_path, [RATER, MODEL, DAY, "item", "score"])
+    if len(ratings) == 0:
+        raise StudyFormatError(
+            f"{ratings_path}: the header is there but no rows follow; expected one row per "
+            "rating (rater, model, day, item, score), recognition scores at least."
+        )
+    for column in (RATER, MODEL):
+        _check_names(ratings_path, ratings, column)
     unknown = ~ratings["item"].isin(list(ITEMS))
     if unknown.any():
         i = int(np.flatnonzero(unknown.to_numpy())[0])
         raise StudyFormatError(
-            f"{ratings_path}, row {_row(i)}, column 'item': unknown item "
+            f"{ratings_path}, row {_row(ratings, i)}, column 'item': unknown item "
             f"{ratings['item'].iloc[i]!r}; allowed items are {list(ITEMS)}."
         )
     r_day = _parse_numbers(ratings_path, ratings, DAY, kind="int")
     r_score = _parse_numbers(ratings_path, ratings, "score")
     _check_duplicates(ratings_path, ratings, [RATER, MODEL, DAY, "item"])
+    is_rec = ratings["item"].to_numpy() == "recognition"
+    if not is_rec.any():
+        raise StudyFormatError(
+            f"{ratings_path}: no row has item 'recognition'; expected recognition scores "
+            "(1-4), the one required item."
+        )
+    if np.isnan(r_score[is_rec]).all():
+        raise StudyFormatError(
+            f"{ratings_path}: all {int(is_rec.sum())} recognition scores are empty (missing); "
+            "expected at least one recognition score 1-4."
+        )
+    days = _days_of_ratings(ratings_path, ratings, r_day)
+    if DAY in coords_m:
+        try:
+            declared = [int(d) for d in coords_m[DAY]]
+        except (TypeError, ValueError):
+            declared = None
+        if declared != days:
+            raise StudyFormatError(
+                f"{mpath}: coords.day = {_short(coords_m[DAY])}, but {ratings_path.name} has "
+                f"the days 1..{len(days)}; expected the same days in both."
+            )
 
     # metadata files
     meta: dict[str, pd.DataFrame] = {}
     for dim, fname in ((MODEL, "models.csv"), (RATER, "raters.csv")):
         if (path / fname).exists():
             df = _read_csv(path / fname, [dim])
+            if len(df) == 0:
+                raise StudyFormatError(
+                    f"{path / fname}: the header is there but no rows follow; expected one row "
+                    f"per {dim} (or no {fname} at all)."
+                )
+            _check_names(path / fname, df, dim)
             _check_duplicates(path / fname, df, [dim])
             meta[dim] = df
 
-    adj = (
-        _read_csv(path / "adjudication.csv", [MODEL, DAY])
-        if (path / "adjudication.csv").exists()
-        else None
-    )
-    prompts = (
-        _read_csv(path / "prompts.csv", [DAY, "text"]) if (path / "prompts.csv").exists() else None
-    )
-    answers = (
-        _read_csv(path / "answers.csv", [MODEL, DAY, "text"])
-        if (path / "answers.csv").exists()
-        else None
-    )
+    others: dict[str, pd.DataFrame] = {}
+    for name, required in (
+        ("adjudication.csv", [MODEL, DAY]),
+        ("prompts.csv", [DAY, "text"]),
+        ("answers.csv", [MODEL, DAY, "text"]),
+    ):
+        if (path / name).exists():
+            df = _read_csv(path / name, required)
+            if MODEL in required:
+                _check_names(path / name, df, MODEL)
+            others[name] = df
+    adj, prompts, answers = (others.get(n) for n in ("adjudication.csv", "prompts.csv",
+                                                        "answers.csv"))  # fmt: skip
 
     # coordinates: manifest order, else metadata files, else order of appearance
     raters = coords_m.get(RATER) or (
@@ -358,23 +495,25 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
     models = coords_m.get(MODEL) or (
         list(meta[MODEL][MODEL]) if MODEL in meta else _ordered_unique(ratings[MODEL])
     )
-    all_days = [r_day]
+    # the day range comes from the ratings alone: another file naming a day outside it is an
+    # error (a prompt for day 13 of a 12-day study would move every never-turner's censoring day)
     parsed: dict[str, np.ndarray] = {}
-    for name, df in (("adjudication.csv", adj), ("prompts.csv", prompts), ("answers.csv", answers)):
-        if df is not None:
-            parsed[name] = _parse_numbers(path / name, df, DAY, kind="int")
-            all_days.append(parsed[name])
-    if DAY in coords_m:
-        days = [int(d) for d in coords_m[DAY]]
-    else:
-        max_day = int(max(np.nanmax(d) for d in all_days if len(d))) if len(r_day) else 0
-        days = list(range(1, max_day + 1))
+    for name, df in others.items():
+        parsed[name] = _parse_numbers(path / name, df, DAY, kind="int")
+        outside = ~np.isin(parsed[name], days)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise StudyFormatError(
+                f"{path / name}, row {_row(df, i)}, column 'day': day {int(parsed[name][i])} is "
+                f"outside the days of ratings.csv (1..{len(days)}); the day range comes from the "
+                "ratings alone, so a row for another day is an error, not a new day."
+            )
     present_types = [t for t in INTERVENTION_TYPES if (ratings["item"] == t).any()]
     itypes = coords_m.get(INTERVENTION_TYPE) or present_types
 
     ri = _index_of(ratings_path, ratings, RATER, ratings[RATER].to_numpy(), raters)
     mi = _index_of(ratings_path, ratings, MODEL, ratings[MODEL].to_numpy(), models)
-    di = _index_of(ratings_path, ratings, DAY, r_day.astype(int), days)
+    di = r_day.astype(int) - 1
     shape = (len(raters), len(models), len(days))
     data_vars: dict[str, Any] = {}
     items = ratings["item"].to_numpy()
@@ -384,7 +523,15 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
             if not mask.any() and "intervention" not in manifest.get("variable_dims", {}):
                 continue
             arr = np.full((*shape, len(itypes)), np.nan)
-            ti = _index_of(ratings_path, ratings, "item", items[mask], list(itypes))
+            tpos = {t: k for k, t in enumerate(itypes)}
+            undeclared = sorted(set(items[mask]) - set(tpos))
+            if undeclared:
+                raise StudyFormatError(
+                    f"{ratings_path}: items {undeclared} are not among the intervention types "
+                    f"{list(itypes)} of study.json coords.intervention_type; expected them "
+                    "declared there too."
+                )
+            ti = np.array([tpos[t] for t in items[mask]], dtype=int)
             arr[ri[mask], mi[mask], di[mask], ti] = r_score[mask]
             data_vars[var] = ((RATER, MODEL, DAY, INTERVENTION_TYPE), arr)
         else:
@@ -399,7 +546,7 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
         apath = path / "adjudication.csv"
         _check_duplicates(apath, adj, [MODEL, DAY])
         ami = _index_of(apath, adj, MODEL, adj[MODEL].to_numpy(), models)
-        adi = _index_of(apath, adj, DAY, parsed["adjudication.csv"].astype(int), days)
+        adi = parsed["adjudication.csv"].astype(int) - 1
         for var in ADJUDICATED_VARIABLES:
             if var in adj.columns:
                 arr = np.full((len(models), len(days)), np.nan)
@@ -409,17 +556,14 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
         ppath = path / "prompts.csv"
         _check_duplicates(ppath, prompts, [DAY])
         arr = np.full(len(days), "", dtype=object)
-        arr[_index_of(ppath, prompts, DAY, parsed["prompts.csv"].astype(int), days)] = prompts[
-            "text"
-        ].to_numpy()
+        arr[parsed["prompts.csv"].astype(int) - 1] = prompts["text"].to_numpy()
         data_vars["prompt"] = ((DAY,), arr)
     if answers is not None:
         apath = path / "answers.csv"
         _check_duplicates(apath, answers, [MODEL, DAY])
         arr = np.full((len(models), len(days)), "", dtype=object)
         ami = _index_of(apath, answers, MODEL, answers[MODEL].to_numpy(), models)
-        adi = _index_of(apath, answers, DAY, parsed["answers.csv"].astype(int), days)
-        arr[ami, adi] = answers["text"].to_numpy()
+        arr[ami, parsed["answers.csv"].astype(int) - 1] = answers["text"].to_numpy()
         data_vars["answer"] = ((MODEL, DAY), arr)
 
     coords: dict[str, Any] = {
@@ -431,16 +575,30 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
         if "intervention" in data_vars or INTERVENTION_TYPE in coords_m:
             coords[INTERVENTION_TYPE] = np.array(itypes, dtype=object)
     for dim, df in meta.items():
-        order = _index_of(
-            path / f"{dim}s.csv", df, dim, coords[dim].tolist(), df[dim].tolist()
-        )  # reorder metadata rows to the coordinate order
+        fpath = path / f"{dim}s.csv"
+        listed = {v: i for i, v in enumerate(df[dim].tolist())}
+        absent = [v for v in coords[dim].tolist() if v not in listed]
+        if absent:
+            raise StudyFormatError(
+                f"{fpath}: no row for the {dim}(s) {_short(absent)} named in ratings.csv / "
+                f"study.json; expected one row per {dim}."
+            )
+        order = np.array([listed[v] for v in coords[dim].tolist()], dtype=int)
         for c in df.columns:
             if c != dim:
                 coords[c] = (dim, df[c].to_numpy()[order].astype(object))
     for dim, values in coords_m.items():
         if dim not in coords:
             dtype = manifest.get("coord_dtypes", {}).get(dim, "")
-            coords[dim] = np.array(values, dtype=dtype if dtype and dtype != "object" else None)
+            try:
+                coords[dim] = np.array(
+                    values, dtype=dtype if dtype and dtype != "object" else None
+                )
+            except (TypeError, ValueError) as err:
+                raise StudyFormatError(
+                    f"{mpath}: coords.{dim} = {_short(values)} cannot be read as "
+                    f"coord_dtypes.{dim} = {dtype!r} ({err}); expected a numpy dtype name."
+                ) from None
 
     ds = xr.Dataset(data_vars, coords=coords)
     for name, info in manifest.get("extra", {}).items():
@@ -452,23 +610,157 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
     order = manifest.get("variable_dims")
     if order:  # restore the original variable order and dim order
         names = [n for n in order if n in ds.data_vars]
+        for n in names:
+            if sorted(map(str, order[n])) != sorted(map(str, ds[n].dims)):
+                raise StudyFormatError(
+                    f"{mpath}: variable_dims.{n} = {order[n]}, but the files give {n!r} the dims "
+                    f"{list(ds[n].dims)}; expected the same dims."
+                )
         ds = ds[names + [n for n in ds.data_vars if n not in order]]
         for n in names:
             ds[n] = ds[n].transpose(*order[n])
     return _canonical(ds)
 
 
+def _short(values, n: int = 10) -> str:
+    values = list(values) if isinstance(values, (list, tuple)) else values
+    if isinstance(values, list) and len(values) > n:
+        return f"{values[:n]} ... ({len(values)} in all)"
+    return repr(values)
+
+
+def _days_of_ratings(path: Path, ratings: pd.DataFrame, r_day: np.ndarray) -> list[int]:
+    """The study's days: those of ``ratings.csv``, which must be 1..n with no gap."""
+    low = np.flatnonzero(r_day < 1)
+    if low.size:
+        i = int(low[0])
+        raise StudyFormatError(
+            f"{path}, row {_row(ratings, i)}, column 'day': day {int(r_day[i])}; expected days "
+            "1, 2, ... (day is 1-based)."
+        )
+    present = set(r_day.astype(int).tolist())
+    n = max(present)
+    gap = sorted(set(range(1, n + 1)) - present)
+    if gap:
+        raise StudyFormatError(
+            f"{path}, column 'day': no row for day(s) {_short(gap)} while the ratings run to day "
+            f"{n}; expected every day from 1 to {n} (nothing is inserted silently). A day that "
+            f"really has no rating is declared with rows whose score is empty, e.g. "
+            f"'R1,<model>,{gap[0]},recognition,'."
+        )
+    return list(range(1, n + 1))
+
+
+#: study.json keys and the JSON type each must have
+_MANIFEST_TYPES: dict[str, type] = {
+    "attrs": dict,
+    "coords": dict,
+    "coord_dtypes": dict,
+    "variable_attrs": dict,
+    "variable_dims": dict,
+    "extra": dict,
+}
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    """``study.json``, checked: the right JSON types, and every ``extra`` file inside ``path``."""
+    mpath = path / "study.json"
+    if not mpath.exists():
+        return {}
+    try:
+        manifest = json.loads(mpath.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise StudyFormatError(
+            f"{mpath}: invalid JSON ({err}); expected the JSON object written by save_study."
+        ) from None
+    if not isinstance(manifest, dict):
+        raise StudyFormatError(
+            f"{mpath}: the file holds a JSON {type(manifest).__name__}; expected an object "
+            f"with the keys {list(_MANIFEST_TYPES)}."
+        )
+    for key, kind in _MANIFEST_TYPES.items():
+        if key in manifest and not isinstance(manifest[key], kind):
+            raise StudyFormatError(
+                f"{mpath}: {key!r} is a JSON {type(manifest[key]).__name__}; expected an object."
+            )
+    for key in ("coords", "variable_dims"):
+        for name, values in manifest.get(key, {}).items():
+            if not isinstance(values, list):
+                raise StudyFormatError(
+                    f"{mpath}: {key}.{name} = {values!r}; expected a list."
+                )
+    for name, attrs in manifest.get("variable_attrs", {}).items():
+        if not isinstance(attrs, dict):
+            raise StudyFormatError(f"{mpath}: variable_attrs.{name} = {attrs!r}; expected an object.")
+    root = path.resolve()
+    for name, info in manifest.get("extra", {}).items():
+        if not isinstance(info, dict) or not isinstance(info.get("file"), str):
+            raise StudyFormatError(
+                f"{mpath}: extra.{name} = {info!r}; expected an object with 'file' (a path inside "
+                "the study folder), 'dims' (a list) and 'dtype'."
+            )
+        dims = info.get("dims", [])
+        if not isinstance(dims, list) or not all(isinstance(d, str) for d in dims):
+            raise StudyFormatError(
+                f"{mpath}: extra.{name}.dims = {dims!r}; expected a list of dim names."
+            )
+        rel = Path(info["file"])
+        if rel.is_absolute() or not (path / rel).resolve().is_relative_to(root):
+            raise StudyFormatError(
+                f"{mpath}: extra.{name}.file = {info['file']!r} points outside the study folder "
+                f"{path}; expected a path inside it, such as 'extra/{name}.csv'."
+            )
+    return manifest
+
+
 def _read_extra(path: Path, name: str, info: dict, ds: xr.Dataset) -> xr.DataArray:
+    mpath = path / "study.json"
     fpath = path / info["file"]
-    dims = info["dims"]
-    df = _read_csv(fpath, [*dims, "value"])
-    dtype = info.get("dtype", "float64")
-    if dtype == "object" or dtype.startswith("<U"):
+    dims = list(info.get("dims", []))
+    unknown = [d for d in dims if d not in ds.dims]
+    if unknown:
+        raise StudyFormatError(
+            f"{mpath}: extra.{name}.dims = {dims} names the dim(s) {unknown} that the study "
+            f"does not have (its dims are {[str(d) for d in ds.dims]}); expected dims of the study."
+        )
+    if not fpath.is_file():
+        raise StudyFormatError(
+            f"{mpath}: extra.{name}.file = {info['file']!r} does not exist in {path}; expected "
+            f"the CSV file of the variable {name!r}."
+        )
+    df = _read_csv(fpath, ["value"])
+    if sorted(df.columns) != sorted([*dims, "value"]):
+        raise StudyFormatError(
+            f"{fpath}: columns {list(df.columns)}, but {mpath} gives {name!r} the dims "
+            f"{dims}; expected exactly the columns {[*dims, 'value']} (the file and "
+            "study.json must agree)."
+        )
+    dtype_name = str(info.get("dtype", "float64"))
+    try:
+        dtype = np.dtype(dtype_name)
+    except TypeError:
+        raise StudyFormatError(
+            f"{mpath}: extra.{name}.dtype = {dtype_name!r} is not a numpy dtype; expected e.g. "
+            "'float64', 'int64' or 'object'."
+        ) from None
+    if dtype.kind in "OUS":
         values = df["value"].to_numpy().astype(object)
     else:
-        values = _parse_numbers(fpath, df, "value").astype(dtype)
+        values = _parse_numbers(fpath, df, "value")
+        if dtype.kind in "iub" and np.isnan(values).any():
+            i = int(np.flatnonzero(np.isnan(values))[0])
+            raise StudyFormatError(
+                f"{fpath}, row {_row(df, i)}, column 'value': missing, but {name!r} is "
+                f"{dtype_name}; expected a number on every row."
+            )
+        values = values.astype(dtype)
     if not dims:
+        if len(values) != 1:
+            raise StudyFormatError(
+                f"{fpath}: {len(values)} rows; {name!r} is a scalar, expected exactly one row."
+            )
         return xr.DataArray(values[0])
+    _check_duplicates(fpath, df, dims)
     shape = tuple(ds.sizes[d] for d in dims)
     arr = np.empty(shape, dtype=values.dtype)
     if values.dtype.kind == "f":
@@ -479,6 +771,6 @@ def _read_extra(path: Path, name: str, info: dict, ds: xr.Dataset) -> xr.DataArr
         raw = df[d].to_numpy()
         if ds[d].dtype.kind in "iuf":
             raw = _parse_numbers(fpath, df, d).astype(ds[d].dtype)
-        idx.append(_index_of(fpath, df, d, list(raw), coord))
+        idx.append(_index_of(fpath, df, d, list(raw), coord, source="the study's coords"))
     arr[tuple(idx)] = values
     return xr.DataArray(arr, dims=dims)

@@ -117,6 +117,27 @@ def _check_unique(ds: xr.Dataset, dim: str) -> None:
         )
 
 
+def _check_names(ds: xr.Dataset, dim: str) -> None:
+    """Rater and model names are real names: not NaN/None (a netCDF coordinate can hold NaN),
+    not empty, not padded with whitespace (each would be a phantom rater or model)."""
+    if dim not in ds.coords:
+        return
+    for pos, raw in enumerate(ds[dim].values):
+        value = _py(raw)
+        if value is None or (isinstance(value, float) and not np.isfinite(value)):
+            problem = "is missing (NaN/None)"
+        elif isinstance(value, str) and not value.strip():
+            problem = "is empty"
+        elif isinstance(value, str) and value != value.strip():
+            problem = f"has leading or trailing whitespace (did you mean {value.strip()!r}?)"
+        else:
+            continue
+        raise StudyValidationError(
+            f"coordinate {dim!r} at position {pos}: the name {value!r} {problem}; expected a "
+            f"non-empty name for every {dim}, written without padding."
+        )
+
+
 def _check_days(ds: xr.Dataset) -> None:
     if DAY not in ds.dims:
         return
@@ -192,7 +213,7 @@ def validate(ds: xr.Dataset, *, required: Iterable[str] = ("recognition",)) -> x
     StudyValidationError
         (a ``ValueError``) naming the variable, the offending coordinates and values, and the
         allowed range/set, for: out-of-range or non-integer scores, wrong or missing dims,
-        duplicate model/rater names, days not 1..n, Level B without Level A, text variables of
+        duplicate, missing (NaN), empty or whitespace-padded model/rater names, days not 1..n, Level B without Level A, text variables of
         the wrong shape or type, a missing required variable.
 
     Examples
@@ -218,6 +239,7 @@ def validate(ds: xr.Dataset, *, required: Iterable[str] = ("recognition",)) -> x
                 f"required variable {name!r} is missing; the study has {sorted(ds.data_vars)}."
             )
     for dim in (MODEL, RATER):
+        _check_names(ds, dim)
         _check_unique(ds, dim)
     _check_days(ds)
     _check_intervention_types(ds)
