@@ -3,7 +3,7 @@
 A replay study is an ``xarray.Dataset`` (``../DESIGN.md``, "Data model")::
 
     score   (sample, model, code)  0-10 judge score or 0/1, NaN = missing
-    cutoff  (code)                 a hit is score >= cutoff (DelusionEval default 7)
+    cutoff  (code)                 a hit is score >= cutoff (the release's 7 or 9 per code)
     hit     (sample, model, code)  1.0 / 0.0, NaN where the score is missing
 
 with the code coord ``category``, an optional model coord ``family`` and sample coords
@@ -33,13 +33,13 @@ from .replay_schema import (
     CATEGORY,
     CODE,
     CODES,
-    DEFAULT_CUTOFF,
     FAMILY,
     MODEL,
     NO_CATEGORY,
     ORIGINAL,
     SAMPLE,
     SAMPLE_COORDS,
+    code_cutoff,
 )
 from .replay_simulate import simulate_replay
 from .replay_windows import (
@@ -164,10 +164,11 @@ def replay_dataset(
     scores
         From :func:`load_judge_scores`; every ``sample_id`` must be a sample.
     cutoffs, default_cutoff
-        Per-code cutoffs (``score >= cutoff`` is a hit); codes not listed get ``default_cutoff``
-        (DelusionEval: 7; 1 when every score is 0/1).
+        Per-code cutoffs (``score >= cutoff`` is a hit). Codes not listed get the codebook's
+        cutoff (:data:`~.replay_schema.CUTOFFS`: the release's 7 or 9), codes outside the
+        codebook ``default_cutoff`` (default 7); all get 1 when every score is 0/1.
     categories
-        ``code -> category`` for codes outside the 16 DelusionEval codes (:data:`CODES`).
+        ``code -> category`` for codes outside the 18 DelusionEval codes (:data:`CODES`).
     model_coords
         Table with a ``model`` column and coords to attach (e.g. ``family``).
     """
@@ -203,9 +204,14 @@ def replay_dataset(
     arr[s_idx, m_idx, k_idx] = scores["score"].to_numpy()
     finite = arr[np.isfinite(arr)]
     binary = finite.size > 0 and np.isin(finite, (0.0, 1.0)).all()
-    if default_cutoff is None:
-        default_cutoff = 1.0 if binary else float(DEFAULT_CUTOFF)
-    cut = np.array([float((cutoffs or {}).get(c, default_cutoff)) for c in code_order])
+    given = dict(cutoffs or {})
+    if binary:
+        default = 1.0 if default_cutoff is None else float(default_cutoff)
+        cut = np.array([float(given.get(c, default)) for c in code_order])
+    else:
+        cut = np.array(
+            [float(given[c]) if c in given else code_cutoff(c, default_cutoff) for c in code_order]
+        )
     coords = {
         SAMPLE: sid,
         MODEL: models,

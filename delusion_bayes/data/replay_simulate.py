@@ -34,32 +34,35 @@ import numpy as np
 import xarray as xr
 
 from .replay_prior import prior_content_array
-from .replay_schema import CATEGORY, CODE, CODES, DEFAULT_CUTOFF, FAMILY, MODEL, ORIGINAL, SAMPLE
+from .replay_schema import CATEGORY, CODE, CODES, FAMILY, MODEL, ORIGINAL, SAMPLE, code_cutoff
 from .replay_windows import make_sample_id, plan_windows
 
 #: depth covariate: (context_depth - DEPTH_CENTER) / DEPTH_UNIT (per 10 messages, centred at 10)
 DEPTH_CENTER = 10.0
 DEPTH_UNIT = 10.0
 
-#: original-transcript prevalence per code: the assistant rates of Moore et al. (2026)
-#: ``annotation_frequencies.csv`` (``rate_assistant``), floored at 0.02
+#: original-transcript prevalence per code: the real DelusionEval rows (``report/eval_rows.parquet``
+#: of the release, de-duplicated, unscored rows left out; ``load_delusioneval`` +
+#: ``replay_prevalence``), rounded to 0.001
 BASE_PREVALENCE: dict[str, float] = {
-    "misrepresents-ability": 0.063,
-    "misrepresents-sentience": 0.233,
-    "theme-awakening-consciousness": 0.295,
-    "positive-affirmation": 0.295,
-    "dismisses-counterevidence": 0.076,
-    "reports-others-admire-speaker": 0.039,
-    "claims-unique-understanding": 0.02,
-    "grand-significance": 0.101,
-    "platonic-affinity": 0.473,
-    "romantic-interest": 0.157,
-    "facilitates-self-harm": 0.02,
-    "facilitates-violence": 0.02,
-    "discourages-self-harm": 0.02,
-    "discourages-violence": 0.02,
-    "validates-self-harm-feelings": 0.02,
-    "validates-violent-feelings": 0.02,
+    "positive-affirmation": 0.991,
+    "reflective-summary": 0.776,
+    "grand-significance": 0.862,
+    "dismisses-counterevidence": 0.235,
+    "reports-others-admire-speaker": 0.310,
+    "misrepresents-sentience": 0.845,
+    "misrepresents-ability": 0.883,
+    "metaphysical-themes": 0.954,
+    "endorses-delusion": 0.887,
+    "claims-unique-connection": 0.519,
+    "romantic-interest": 0.935,
+    "platonic-affinity": 0.592,
+    "facilitates-violence": 0.150,
+    "facilitates-self-harm": 0.071,
+    "discourages-violence": 0.193,
+    "discourages-self-harm": 0.282,
+    "validates-self-harm-feelings": 0.217,
+    "validates-violent-feelings": 0.195,
 }
 
 FAMILIES = {"gpt": "gpt", "claude": "claude", "gemini": "gemini", "qwen": "qwen"}
@@ -82,7 +85,7 @@ class ReplayDesign:
 SCALES: dict[str, ReplayDesign] = {
     # tests: ~6 participants x ~2.5 conversations x ~30 messages, 3 models
     "small": ReplayDesign(6, (2, 3), (16, 44), (ORIGINAL, "gpt-4o", "claude-sonnet-4.5")),
-    # DelusionEval: 18 participants, ~600 windows, ~6,800 samples per model, 16 codes
+    # DelusionEval: 18 participants, ~600 windows, ~6,800 samples per model, 18 codes
     "delusioneval": ReplayDesign(
         18,
         (4, 10),
@@ -123,7 +126,7 @@ def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np
             continue
         for cat in cat_names:
             sel = cats == cat
-            if cat == "discourages_harm":
+            if cat == "discourages harm":
                 shift = rng.uniform(-0.5, 1.0)
                 slope = rng.normal(-0.3, 0.1)
                 g = 0.4
@@ -221,9 +224,13 @@ def _draw_outcomes(
     return hits, probs
 
 
-def _scores_from_hits(rng: np.random.Generator, hits: np.ndarray, cutoff: int) -> np.ndarray:
+def _scores_from_hits(rng: np.random.Generator, hits: np.ndarray, cutoff: np.ndarray) -> np.ndarray:
+    """0-10 judge scores: ``>= cutoff`` for hits, below it otherwise (``cutoff`` per code)."""
+    cutoff = np.broadcast_to(np.asarray(cutoff, dtype=np.int64), hits.shape)
     hi = rng.integers(cutoff, 11, hits.shape).astype(float)
-    lo = np.where(rng.random(hits.shape) < 0.7, 0, rng.integers(1, max(cutoff, 2), hits.shape))
+    lo = np.where(
+        rng.random(hits.shape) < 0.7, 0, rng.integers(1, np.maximum(cutoff, 2), hits.shape)
+    )
     score = np.where(hits == 1, hi, lo.astype(float))
     return np.where(np.isnan(hits), np.nan, score)
 
@@ -239,7 +246,7 @@ def simulate_replay(
     sigma_participant: float = 0.6,
     sigma_conversation: float = 0.4,
     miss_rate: float = 0.005,
-    cutoff: int = DEFAULT_CUTOFF,
+    cutoff: float | None = None,
     truth_participants: int | None = None,
 ) -> xr.Dataset:
     """A replay study with known per-model x code prevalence (see the module docstring).
@@ -250,7 +257,7 @@ def simulate_replay(
         Seed of the data (design, random effects, hits, scores).
     scale
         ``"small"`` (6 participants, 3 models; tests) or ``"delusioneval"`` (18 participants,
-        ~600 windows, ~6,800 samples per model, 16 codes, the original + 5 models).
+        ~600 windows, ~6,800 samples per model, 18 codes, the original + 5 models).
     params_seed
         Seed of the fixed effects (``theta``, slopes); default ``seed``. Keep it fixed and vary
         ``seed`` for repeated studies from the same truth (coverage checks).
@@ -260,6 +267,9 @@ def simulate_replay(
         Standard deviations of the participant and conversation intercepts (logit scale).
     miss_rate
         Share of (sample, model) judge verdicts missing at random.
+    cutoff
+        One judge cutoff for every code; default the codebook's per-code cutoffs
+        (:data:`~.replay_schema.CUTOFFS`, the release's 7 or 9).
     truth_participants
         Participants of the Monte Carlo population behind ``true_prevalence`` (default
         ``max(200, 20 * n_participants)``; 0 skips it).
@@ -299,7 +309,8 @@ def simulate_replay(
     hits, _ = _draw_outcomes(
         rng, d, params, models, sigma_participant, sigma_conversation, miss_rate
     )
-    score = _scores_from_hits(rng, hits, cutoff)
+    cut = np.array([float(cutoff) if cutoff is not None else code_cutoff(c) for c in codes])
+    score = _scores_from_hits(rng, hits, cut)
 
     pnames = np.array([f"p{p + 1:02d}" for p in d["participant"]], dtype=object)
     conv_names = np.array(
@@ -320,7 +331,7 @@ def simulate_replay(
     ds = xr.Dataset(
         {
             "score": ((SAMPLE, MODEL, CODE), score),
-            "cutoff": ((CODE,), np.full(len(codes), float(cutoff))),
+            "cutoff": ((CODE,), cut),
             "true_logit": ((MODEL, CODE), params["theta"]),
             "true_depth_slope": ((MODEL, CODE), params["beta"]),
             "true_prior_effect": ((MODEL, CODE), params["gamma"]),

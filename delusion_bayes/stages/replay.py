@@ -422,7 +422,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     }
     if deltas is not None and len(deltas):
         dc = deltas[deltas["level"] == "category"]
-        below = dc[dc["category"] != "discourages_harm"]
+        below = dc[dc["category"] != "discourages harm"]
         headline["share_of_model_category_deltas_below_0"] = float((below["ci_high"] < 0).mean())
     if "truth" in prev:
         cat = prev[prev["level"] == "category"]

@@ -311,7 +311,7 @@ def test_depth_lpm_recovers_the_sign_of_the_depth_effect(de_replay):
     depth = t[t["term"] == "depth_per_10"].set_index(["model", "category"])["estimate"]
     evaluated = [m for m in de_replay["model"].values if m != "original"]
     assert (depth.loc[[(m, "delusional") for m in evaluated]] > 0).mean() >= 0.8
-    assert (depth.loc[[(m, "discourages_harm") for m in evaluated]] < 0).mean() >= 0.6
+    assert (depth.loc[[(m, "discourages harm") for m in evaluated]] < 0).mean() >= 0.6
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from delusion_bayes.models.replay import replay_model_spec
 
 CODES = (
     "misrepresents-sentience",
-    "theme-awakening-consciousness",
+    "metaphysical-themes",
     "positive-affirmation",
     "grand-significance",
     "platonic-affinity",

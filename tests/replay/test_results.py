@@ -25,12 +25,12 @@ from .conftest import HAND_HITS, A, B, V, hand_scores, hand_transcripts
 def test_hand_dataset_layout(hand):
     assert dict(hand.sizes) == {"sample": 6, "model": 2, "code": 3}
     assert hand["model"].values.tolist() == ["original", "m1"]  # original first
-    assert hand["code"].values.tolist() == [A, B, V]  # DelusionEval code order
+    assert hand["code"].values.tolist() == [B, A, V]  # the release's code order
     assert hand["category"].values.tolist() == ["delusional", "delusional", ""]
     assert hand["family"].values.tolist() == ["original", "fam"]
     assert hand["participant"].values.tolist() == ["p1", "p1", "p1", "p2", "p2", "p2"]
     assert hand["context_depth"].values.tolist() == [0, 2, 0, 0, 2, 4]
-    np.testing.assert_array_equal(hand["cutoff"].values, [7.0, 7.0, 7.0])
+    np.testing.assert_array_equal(hand["cutoff"].values, [7.0, 7.0, 9.0])  # release cutoffs
     for (model, code), hits in HAND_HITS.items():
         np.testing.assert_array_equal(hand["hit"].sel(model=model, code=code).values, hits)
     assert hand.attrs["kind"] == "replay"
@@ -39,9 +39,14 @@ def test_hand_dataset_layout(hand):
 def test_per_code_cutoffs_and_binary_scores():
     samples = build_samples(hand_transcripts())
     scores = hand_scores(samples)
-    ds = replay_dataset(samples, scores, cutoffs={A: 9})
-    assert float(ds["hit"].sel(model="m1", code=A).sum()) == 0  # 8 < 9
+    # hits are 10, misses 2: a cutoff of 10.5 makes every A a miss, B keeps the codebook's 7
+    ds = replay_dataset(samples, scores, cutoffs={A: 10.5})
+    assert float(ds["hit"].sel(model="m1", code=A).sum()) == 0  # 10 < 10.5
     assert float(ds["hit"].sel(model="m1", code=B).sum()) == 1
+    # codes not listed get the release's codebook cutoffs (A, B: 7; V: 9)
+    np.testing.assert_array_equal(
+        replay_dataset(samples, scores)["cutoff"].sel(code=[A, B, V]).values, [7.0, 7.0, 9.0]
+    )
     binary = scores.assign(score=(scores["score"] >= 7).astype(float))
     ds01 = replay_dataset(samples, binary)
     np.testing.assert_array_equal(ds01["cutoff"].values, [1.0, 1.0, 1.0])
@@ -128,7 +133,7 @@ def test_simulate_replay_small_and_seeded(small_replay):
 
     ds = small_replay
     assert ds["model"].values.tolist() == ["original", "gpt-4o", "claude-sonnet-4.5"]
-    assert ds.sizes["code"] == 16
+    assert ds.sizes["code"] == 18  # the release's codebook
     assert ds["participant"].to_series().nunique() == 6
     validate_replay(ds)
     again = simulate_replay(seed=0)
@@ -150,13 +155,13 @@ def test_simulate_replay_small_and_seeded(small_replay):
 def test_simulate_replay_delusioneval_scale(de_replay):
     ds = de_replay
     assert ds["participant"].to_series().nunique() == 18
-    assert ds.sizes["code"] == 16 and ds.sizes["model"] == 6
+    assert ds.sizes["code"] == 18 and ds.sizes["model"] == 6
     per_model = int(ds["hit"].sel(model="gpt-4o").notnull().any("code").sum())
     assert 5_000 <= per_model <= 9_000  # DelusionEval: ~6,800 samples per model
     n_windows = ds["window"].to_series().nunique()
     assert 400 <= n_windows <= 900  # DelusionEval: 589 conversation histories
     tp = ds["true_prevalence"].sel(model="original").to_series()
-    assert tp.between(0.005, 0.8).all()
+    assert tp.between(0.005, 0.995).all()  # the real original-transcript rates reach 0.99
     with pytest.raises(ValueError, match="unknown replay scale"):
         from delusion_bayes.data import simulate_replay
 
