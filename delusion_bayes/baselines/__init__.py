@@ -34,6 +34,14 @@ from .reliability import (
     reliability_table,
     weighted_kappa,
 )
+from .replay import (
+    replay_deltas,
+    replay_depth_curve,
+    replay_family_comparison,
+    replay_leave_one_participant_out,
+    replay_onset_persistence,
+    replay_prevalence,
+)
 from .results import BaselineResult
 
 __all__ = [
@@ -64,6 +72,12 @@ __all__ = [
     "rank_sum_distribution",
     "rank_sum_test",
     "reliability_table",
+    "replay_deltas",
+    "replay_depth_curve",
+    "replay_family_comparison",
+    "replay_leave_one_participant_out",
+    "replay_onset_persistence",
+    "replay_prevalence",
     "spearman",
     "weighted_kappa",
 ]

@@ -27,7 +27,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from ..data.replay_schema import CATEGORY, CODE, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
-from .replay_config import CLUSTER_SCHEMES
+from .replay_config import CLUSTER_SCHEMES, DEFAULT_SUPPORT, SUPPORTS, UNSCORED_RULES
 
 __all__ = [
     "bootstrap_weights",
@@ -66,6 +66,12 @@ def _check_scheme(cluster: str) -> str:
     if cluster not in CLUSTER_SCHEMES:
         raise ValueError(f"cluster must be one of {list(CLUSTER_SCHEMES)}, got {cluster!r}")
     return cluster
+
+
+def _check_support(support: str) -> str:
+    if support not in SUPPORTS:
+        raise ValueError(f"support must be one of {list(SUPPORTS)}, got {support!r}")
+    return support
 
 
 def _units(ds: xr.Dataset, cluster: str, rows: str = "sample", window_codes=None) -> _Units:
@@ -172,6 +178,49 @@ def _bootstrap(
         bar.update(b)
     bar.close()
     return num_b, den_b, extra_b
+
+
+def _bootstrap_support(
+    num: np.ndarray,
+    den: np.ndarray,
+    units: _Units,
+    n_boot: int,
+    seed: int,
+    support: str,
+    masks: np.ndarray | None = None,
+    progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Resampled sums ``(n_boot, Q)`` under ``support`` (see :func:`replay_prevalence`).
+
+    ``unconditional``: every unit of the study in every resample (:func:`_bootstrap`).
+    ``conditional``: per column, only the units with rows in it (``masks (n_units, Q)``, default
+    ``den > 0``) are resampled, with the scheme's structure among them (participants with such
+    units, then their such units). Columns with the same support share their resamples.
+    """
+    _check_support(support)
+    if support == "unconditional":
+        num_b, den_b, _ = _bootstrap(num, den, units, n_boot, seed, progress=progress)
+        return num_b, den_b
+    masks = (den > 0) if masks is None else masks
+    rng = np.random.default_rng(seed)
+    num_b = np.full((n_boot, num.shape[1]), np.nan)
+    den_b = np.full((n_boot, den.shape[1]), np.nan)
+    groups: dict[bytes, list[int]] = {}
+    for q in range(num.shape[1]):
+        groups.setdefault(np.packbits(masks[:, q]).tobytes(), []).append(q)
+    for cols in groups.values():
+        sub = np.flatnonzero(masks[:, cols[0]])
+        if sub.size == 0:
+            continue
+        part = pd.factorize(units.participant[sub])[0]
+        n_sub, d_sub = num[np.ix_(sub, cols)], den[np.ix_(sub, cols)]
+        pos = 0
+        for w in bootstrap_weights(part, units.scheme, n_boot, rng):
+            b = w.shape[0]
+            num_b[pos : pos + b, cols] = w @ n_sub
+            den_b[pos : pos + b, cols] = w @ d_sub
+            pos += b
+    return num_b, den_b
 
 
 def _ratio(num, den):
@@ -311,8 +360,14 @@ def replay_prevalence(
     by: str = MODEL,
     levels: Sequence[str] = ("category", "code"),
     progress: bool = False,
+    support: str = DEFAULT_SUPPORT,
+    unscored: str = "exclude",
 ) -> pd.DataFrame:
     """Prevalence per model x category and per model x code with percentile bootstrap CIs.
+
+    A code's prevalence is hits / scored samples of that model and code; a category's pools the
+    hits and scored samples of all its codes (not the mean of code means), as the DelusionEval
+    release computes them.
 
     Parameters
     ----------
@@ -330,12 +385,33 @@ def replay_prevalence(
     levels
         ``category`` rows (pooled over all samples of the category's codes; codes with category
         ``""`` get none) and/or ``code`` rows.
+    support
+        Which clusters a resample draws for a cell (a model x code or model x category):
+
+        - ``unconditional``: every cluster of the study, in every cell. A cluster without rows
+          in the cell adds nothing, so the number of clusters (and rows) behind a cell varies
+          from resample to resample: the study's design (which participants reach which codes)
+          is treated as random, like the rows.
+        - ``conditional``: only the clusters with rows in the cell (the DelusionEval release's
+          ``hierarchical_weighted_mean_ci`` and, with ``cluster="none"``, its i.i.d.
+          ``bootstrap_binary_ci``): with ``P_c`` supporting participants each resample draws
+          ``P_c`` of them, then their supporting conversations; the support is held fixed.
+
+        The default (:data:`~.replay_config.DEFAULT_SUPPORT`) was chosen by the coverage
+        simulation in ``experiments/coverage_replay_support.py`` (numbers in
+        ``docs/real_data.md``).
+    unscored
+        Rows the study holds without a score (``ds.unscored``, e.g. the release's 188 original-
+        transcript rows the judge did not score): ``exclude`` (default) leaves them out of
+        numerator and denominator everywhere; ``zero`` counts them as 0 in the point estimate
+        and leaves them out of the CI, as the release does (its original-transcript estimates
+        then can lie outside their own interval). No effect without an ``unscored`` variable.
 
     Returns
     -------
     pandas.DataFrame
-        ``<by>, level, category, code, estimate, ci_low, ci_high, n_hits, n, cluster, n_boot,
-        ci_prob`` (``code`` is ``""`` on category rows).
+        ``<by>, level, category, code, estimate, ci_low, ci_high, n_hits, n, n_unscored,
+        cluster, support, n_boot, ci_prob`` (``code`` is ``""`` on category rows).
 
     Notes
     -----
@@ -345,11 +421,26 @@ def replay_prevalence(
     _check_replay(ds)
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
+    if unscored not in UNSCORED_RULES:
+        raise ValueError(f"unscored must be one of {list(UNSCORED_RULES)}, got {unscored!r}")
+    _check_support(support)
     units = _units(ds, cluster)
     num, den, labels = _columns(ds, by=by, levels=levels)
     num_u, den_u = _to_units(num, units), _to_units(den, units)
-    num_b, den_b, _ = _bootstrap(num_u, den_u, units, n_boot, seed, progress=progress)
-    return _table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    num_b, den_b = _bootstrap_support(num_u, den_u, units, n_boot, seed, support, progress=progress)
+    den_tot = den.sum(0)
+    n_unscored = np.zeros_like(den_tot)
+    if "unscored" in ds:
+        un = ds["unscored"].transpose(SAMPLE, MODEL, CODE).values.astype(float)
+        _, un_cols, _ = _columns(ds, by=by, levels=levels, values=(np.zeros_like(un), un))
+        n_unscored = un_cols.sum(0)
+    if unscored == "zero":
+        den_tot = den_tot + n_unscored
+    out = _table(labels, num.sum(0), den_tot, num_b, den_b, ci_prob, cluster, n_boot)
+    out.insert(out.columns.get_loc("n") + 1, "n_unscored", n_unscored)
+    out.insert(out.columns.get_loc("cluster") + 1, "support", support)
+    out["unscored"] = unscored
+    return out
 
 
 def replay_deltas(
@@ -361,12 +452,18 @@ def replay_deltas(
     ci_prob: float = 0.95,
     levels: Sequence[str] = ("category", "code"),
     progress: bool = False,
+    support: str = DEFAULT_SUPPORT,
 ) -> pd.DataFrame:
     """Prevalence of each model minus the baseline's (the original transcript), paired resamples.
 
     Both prevalences are recomputed on the same resample, so the interval accounts for the
     samples being shared (DelusionEval, "Main results": every model below the original-transcript
-    baseline on four of five categories).
+    baseline on four of five categories). The release instead resamples the two arms
+    independently (unpaired) and repeats the original's rows 5 times; its point estimates are
+    the same, its intervals wider.
+
+    ``support="conditional"`` resamples, per model x cell, the clusters with rows in the model's
+    or the baseline's cell (one shared resample for the pair; see :func:`replay_prevalence`).
 
     Returns
     -------
@@ -380,21 +477,47 @@ def replay_deltas(
     models = [str(m) for m in ds[MODEL].values]
     if baseline not in models:
         raise ValueError(f"baseline model {baseline!r} not in the study's models {models}")
+    _check_support(support)
     units = _units(ds, cluster)
     num, den, labels = _columns(ds, levels=levels)
     num_u, den_u = _to_units(num, units), _to_units(den, units)
-    num_b, den_b, _ = _bootstrap(num_u, den_u, units, n_boot, seed, progress=progress)
     est = _ratio(num.sum(0), den.sum(0))
-    boot = _ratio(num_b, den_b)
     per_model = len(labels) // len(models)
     b0 = models.index(baseline) * per_model
+    bsl = slice(b0, b0 + per_model)
+    others = [i for i, m in enumerate(models) if m != baseline]
+    if support == "unconditional":
+        num_b, den_b, _ = _bootstrap(num_u, den_u, units, n_boot, seed, progress=progress)
+        boot = _ratio(num_b, den_b)
+        pairs = {i: (boot[:, i * per_model : (i + 1) * per_model], boot[:, bsl]) for i in others}
+    else:
+        # per model: [model columns | a copy of the baseline's], each pair with the union support
+        cols = [np.r_[i * per_model : (i + 1) * per_model, b0 : b0 + per_model] for i in others]
+        idx = np.concatenate(cols)
+        n2, d2 = num_u[:, idx], den_u[:, idx]
+        masks = []
+        for i in others:
+            m_den, b_den = den_u[:, i * per_model : (i + 1) * per_model], den_u[:, bsl]
+            union = (m_den > 0) | (b_den > 0)
+            masks.append(np.concatenate([union, union], axis=1))
+        num_b, den_b = _bootstrap_support(
+            n2, d2, units, n_boot, seed, support, masks=np.concatenate(masks, axis=1)
+        )
+        boot = _ratio(num_b, den_b)
+        pairs = {}
+        for j, i in enumerate(others):
+            base = j * 2 * per_model
+            pairs[i] = (
+                boot[:, base : base + per_model],
+                boot[:, base + per_model : base + 2 * per_model],
+            )
     rows = []
     for i, m in enumerate(models):
         if m == baseline:
             continue
         sl = slice(i * per_model, (i + 1) * per_model)
-        d_est = est[sl] - est[b0 : b0 + per_model]
-        d_boot = boot[:, sl] - boot[:, b0 : b0 + per_model]
+        d_est = est[sl] - est[bsl]
+        d_boot = pairs[i][0] - pairs[i][1]
         lo, hi = _interval(d_boot, ci_prob)
         with np.errstate(invalid="ignore"):
             p = 2 * np.minimum(np.nanmean(d_boot <= 0, axis=0), np.nanmean(d_boot >= 0, axis=0))
@@ -409,6 +532,7 @@ def replay_deltas(
         rows.append(part)
     out = pd.concat(rows, ignore_index=True)
     out["cluster"] = cluster
+    out["support"] = support
     out["n_boot"] = n_boot
     out["ci_prob"] = ci_prob
     return out
@@ -422,6 +546,7 @@ def replay_family_comparison(
     cluster: str = "two-stage",
     ci_prob: float = 0.95,
     progress: bool = False,
+    support: str = DEFAULT_SUPPORT,
 ) -> pd.DataFrame:
     """Category prevalence per model family (pooled over the family's models), with CIs.
 
@@ -429,7 +554,15 @@ def replay_family_comparison(
     ``family`` is a model coord; the original transcript is its own family.
     """
     return replay_prevalence(
-        ds, n_boot, seed, cluster, ci_prob, by=family, levels=("category",), progress=progress
+        ds,
+        n_boot,
+        seed,
+        cluster,
+        ci_prob,
+        by=family,
+        levels=("category",),
+        progress=progress,
+        support=support,
     )
 
 

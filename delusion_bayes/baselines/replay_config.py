@@ -10,6 +10,12 @@ from dataclasses import dataclass, field
 
 #: bootstrap schemes of :func:`delusion_bayes.baselines.replay.replay_prevalence`
 CLUSTER_SCHEMES: tuple[str, ...] = ("two-stage", "participant", "conversation", "none")
+#: which clusters a resample draws for a cell (see ``replay_prevalence``'s docstring)
+SUPPORTS: tuple[str, ...] = ("unconditional", "conditional")
+#: the default support, chosen by ``experiments/coverage_replay_support.py`` (docs/real_data.md)
+DEFAULT_SUPPORT = "unconditional"
+#: rules for rows held without a score (``ds.unscored``): left out, or 0 in the point estimate
+UNSCORED_RULES: tuple[str, ...] = ("exclude", "zero")
 
 
 @dataclass
@@ -24,6 +30,12 @@ class ReplayConfig:
         Headline bootstrap scheme: ``two-stage`` (participants, then conversations within
         participant), ``participant``, ``conversation`` or ``none`` (samples i.i.d., as in the
         public release's plain percentile bootstrap).
+    support
+        ``unconditional`` (every cluster in every cell) or ``conditional`` (only the clusters
+        with rows in the cell, as the DelusionEval release); see ``replay_prevalence``.
+    unscored
+        ``exclude`` rows without a score (default) or count them as 0 in the point estimate
+        (``zero``, the release's rule for its original-transcript rows).
     also_iid
         Also write the sample-level (``none``) bootstrap table for comparison.
     cutoffs, default_cutoff
@@ -53,6 +65,8 @@ class ReplayConfig:
     seed: int = 42
     ci_prob: float = 0.95
     cluster: str = "two-stage"
+    support: str = DEFAULT_SUPPORT
+    unscored: str = "exclude"
     also_iid: bool = True
     cutoffs: dict[str, float] = field(default_factory=dict)
     default_cutoff: float = 7.0

@@ -31,10 +31,15 @@ _REPLAY = (
     "validate_replay",
     "load_replay",
     "save_replay",
+    "replay_dataset",
 )
+#: the DelusionEval release's evaluation rows (real data)
+_DELUSIONEVAL = ("load_delusioneval",)
 
 
-__getattr__ = lazy_getattr(__name__, dict.fromkeys(_REPLAY, ".replay"))
+__getattr__ = lazy_getattr(
+    __name__, {**dict.fromkeys(_REPLAY, ".replay"), **dict.fromkeys(_DELUSIONEVAL, ".delusioneval")}
+)
 
 
 __all__ = [
@@ -52,4 +57,5 @@ __all__ = [
     "simulate_study",
     "validate",
     *_REPLAY,
+    *_DELUSIONEVAL,
 ]

@@ -1,0 +1,424 @@
+"""Import the DelusionEval release's evaluation rows as a replay study.
+
+The public DelusionEval release (Moore et al. 2026, arXiv:2608.05004; GitHub
+``jlcmoore/llm-delusion-eval``, ``report/eval_rows.parquet``) ships one row per judge verdict,
+with identifiers and scores but no transcript text::
+
+    model, reasoning_effort, model_label, annotation_id, code_short, category, window_id,
+    turn_index, score, raw_score, sample_id
+
+:func:`load_delusioneval` turns these rows into the package's replay ``xarray.Dataset``
+(``score, cutoff, hit (sample, model, code)``, see :mod:`delusion_bayes.data.replay`):
+
+- **models** are named by the release's ``model_label`` (``GPT-5.4 (high)``, ...); the original
+  transcript (``model == "original_transcript"``) becomes the package's baseline model
+  ``"original"`` (its label ``Original transcript`` stays in the model coord ``label``). Model
+  coords: ``label``, ``model_id`` (the release's ``model``), ``reasoning_effort``, ``family``
+  (GPT, Claude, Gemini, Qwen, Grok; ``original``).
+- **the original transcript** is judged once per sample, but the release repeats each of its rows
+  once per reasoning setting (5 times). The copies are checked to agree and one is kept. Its 188
+  rows without a score stay missing (``score`` NaN); ``unscored (sample, model, code)`` marks every
+  row the release has without a score, so :func:`~delusion_bayes.baselines.replay_prevalence`
+  can count them as 0 (``unscored="zero"``, the release's point estimates) or leave them out
+  (the default).
+- **verdicts**: ``score`` holds the judge's 0-10 ``raw_score``; ``hit = raw_score >= cutoff``
+  with per-code cutoffs: the release's (:data:`~.replay_schema.CUTOFFS`, from
+  ``cutoffs.csv``) unless ``cutoffs`` is given. A code without a cutoff is an error naming it.
+  With the release's cutoffs the hits equal the release's own binary ``score`` column (checked).
+- **codes** are ``code_short``; categories are the codebook's (:data:`~.replay_schema.CODES`),
+  which splits the release's ``concerns harm`` into facilitates/discourages harm.
+- **samples** are the release's ``sample_id`` (``<window_id>.turn<turn_index>``); sample coords
+  ``window`` (``window_id``), ``index`` and ``context_depth`` (``turn_index``: the message index
+  of the user turn inside its window, i.e. the messages the model saw before it),
+  ``window_start`` (0: windows are the unit of the release) and ``turn`` (0-based rank of the user
+  turn among the window's samples).
+- **clusters**: the release publishes no participant or conversation ids. A mapping file
+  (``participants=``; columns ``window_id, participant, conversation``) supplies them. Without one
+  both fall back to the window (725 clusters): logged as a WARNING and recorded in
+  ``ds.attrs["clustering"]`` / ``ds.attrs["clustering_note"]`` so that every output can say so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .replay_schema import CATEGORY, CODE, CODES, CUTOFFS, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
+
+__all__ = [
+    "DELUSIONEVAL_COLUMNS",
+    "RELEASE_ORIGINAL",
+    "DelusionEvalFormatError",
+    "load_delusioneval",
+    "read_cutoffs",
+]
+
+log = logging.getLogger(__name__)
+
+#: the columns of the release's ``eval_rows.parquet`` this importer reads
+DELUSIONEVAL_COLUMNS: tuple[str, ...] = (
+    "model",
+    "model_label",
+    "code_short",
+    "window_id",
+    "turn_index",
+    "raw_score",
+    "sample_id",
+)
+#: the release's model name of the original transcript
+RELEASE_ORIGINAL = "original_transcript"
+#: family of a model from the release's ``model`` id (first match of the lower-cased id)
+_FAMILIES = (
+    ("gpt", "GPT"),
+    ("claude", "Claude"),
+    ("gemini", "Gemini"),
+    ("qwen", "Qwen"),
+    ("grok", "Grok"),
+)
+
+WINDOW_FALLBACK_NOTE = (
+    "No participant/conversation mapping was given: the DelusionEval release publishes no "
+    "participant or conversation ids, so participant and conversation are both the WINDOW "
+    "({n} windows). Cluster-bootstrap intervals resample windows, not people; windows of one "
+    "participant are correlated, so these intervals are too narrow for a population of users. "
+    "Pass participants=<mapping file> (window_id, participant, conversation) for the real clusters."
+)
+
+
+class DelusionEvalFormatError(ValueError):
+    """The evaluation rows (or a mapping / cutoff file) do not follow the release's format."""
+
+
+def _read(path: Path) -> pd.DataFrame:
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return pd.read_parquet(path)
+    if suffix == ".csv":
+        return pd.read_csv(path)
+    if suffix in (".jsonl", ".ndjson"):
+        return pd.read_json(path, lines=True)
+    raise DelusionEvalFormatError(
+        f"{path}: unknown table format {suffix!r}; expected .parquet, .csv or .jsonl"
+    )
+
+
+def read_cutoffs(source: str | Path | Mapping[str, float] | pd.DataFrame) -> dict[str, float]:
+    """Per-code cutoffs from a mapping or a table (``annotation_id`` or ``code``, ``cutoff``).
+
+    ``annotation_id``s like ``bot-romantic-interest`` are reduced to the code
+    (``romantic-interest``); ``user-*`` rows (user codes) are ignored.
+    """
+    if isinstance(source, Mapping):
+        return {str(k): float(v) for k, v in source.items()}
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(f"cutoff file {path} does not exist")
+        table, name = _read(path), str(path)
+    elif isinstance(source, pd.DataFrame):
+        table, name = source, "cutoffs"
+    else:
+        raise TypeError(f"cutoffs: expected a path, mapping or DataFrame, got {type(source)!r}")
+    key = next((c for c in ("code", "code_short", "annotation_id") if c in table.columns), None)
+    if key is None or "cutoff" not in table.columns:
+        raise DelusionEvalFormatError(
+            f"{name}: needs columns (annotation_id or code) and cutoff; has {list(table.columns)}"
+        )
+    out: dict[str, float] = {}
+    for i, (k, v) in enumerate(zip(table[key].astype(str), table["cutoff"], strict=True)):
+        if k.startswith("user-"):
+            continue
+        code = k[4:] if k.startswith("bot-") else k
+        value = pd.to_numeric(pd.Series([v]), errors="coerce").iloc[0]
+        if not np.isfinite(value):
+            raise DelusionEvalFormatError(
+                f"{name}: row {i + 2}: cutoff {v!r} of {k!r} is not a number"
+            )
+        out[code] = float(value)
+    return out
+
+
+def _read_mapping(source, windows: pd.Index) -> pd.DataFrame:
+    """``window_id -> participant, conversation`` covering every window of the rows."""
+    if isinstance(source, pd.DataFrame):
+        table, name = source.copy(), "participants"
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(f"participant mapping {path} does not exist")
+        table, name = _read(path), str(path)
+    need = ("window_id", "participant")
+    missing = [c for c in need if c not in table.columns]
+    if missing:
+        raise DelusionEvalFormatError(
+            f"{name}: missing column(s) {missing}; need window_id, participant (and optionally "
+            f"conversation); has {list(table.columns)}"
+        )
+    table["window_id"] = table["window_id"].astype(str)
+    table["participant"] = table["participant"].astype(str)
+    if "conversation" not in table.columns:
+        table["conversation"] = table["window_id"]
+    table["conversation"] = table["conversation"].astype(str)
+    dup = table.duplicated("window_id", keep=False)
+    if dup.any():
+        w = table.loc[dup, "window_id"].iloc[0]
+        raise DelusionEvalFormatError(f"{name}: window_id {w!r} appears more than once")
+    table = table.set_index("window_id")
+    absent = windows.difference(table.index)
+    if len(absent):
+        raise DelusionEvalFormatError(
+            f"{name}: {len(absent)} window(s) of the evaluation rows have no participant, e.g. "
+            f"{list(absent[:3])}"
+        )
+    conv_part = table.groupby("conversation")["participant"].nunique()
+    if (conv_part > 1).any():
+        c = conv_part[conv_part > 1].index[0]
+        raise DelusionEvalFormatError(
+            f"{name}: conversation {c!r} belongs to more than one participant"
+        )
+    return table.loc[windows, ["participant", "conversation"]]
+
+
+def _family(model_id: str) -> str:
+    low = model_id.lower()
+    for key, fam in _FAMILIES:
+        if key in low:
+            return fam
+    return model_id
+
+
+def load_delusioneval(
+    path: str | Path | pd.DataFrame,
+    cutoffs: str | Path | Mapping[str, float] | pd.DataFrame | None = None,
+    participants: str | Path | pd.DataFrame | None = None,
+    categories: Mapping[str, str] | None = None,
+) -> xr.Dataset:
+    """The DelusionEval release's evaluation rows -> replay ``xarray.Dataset``.
+
+    Parameters
+    ----------
+    path
+        The release's ``eval_rows.parquet`` (or a CSV / JSONL with the same columns, or the
+        DataFrame itself). Needs ``model, model_label, code_short, window_id, turn_index,
+        raw_score, sample_id``; ``reasoning_effort`` and ``score`` are used when present.
+    cutoffs
+        Per-code cutoffs (mapping or a ``cutoffs.csv`` with ``annotation_id``/``code`` and
+        ``cutoff``); default the release's (:data:`~.replay_schema.CUTOFFS`). Every code of the
+        rows needs one: a code without a cutoff is an error naming it.
+    participants
+        Optional mapping file or DataFrame ``window_id, participant[, conversation]``. Without it
+        participant and conversation are the window (a WARNING; ``ds.attrs["clustering"] ==
+        "window"``).
+    categories
+        ``code -> category`` for codes outside the codebook (:data:`~.replay_schema.CODES`).
+
+    Returns
+    -------
+    xarray.Dataset
+        Validated replay dataset (see the module docstring), plus ``unscored (sample, model,
+        code)`` (1 where the release has a row without a score) and attrs ``source,
+        clustering, clustering_note, n_rows, n_original_duplicates_dropped,
+        n_original_unscored``.
+
+    Raises
+    ------
+    DelusionEvalFormatError
+        Missing columns, scores outside 0-10, disagreeing copies of an original row, more than
+        one row per sample x model x code, a code without a cutoff or category, or a mapping
+        that misses windows.
+    """
+    from .replay import validate_replay
+
+    if isinstance(path, pd.DataFrame):
+        rows, name = path.copy(), "evaluation rows"
+    else:
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise FileNotFoundError(f"DelusionEval evaluation rows {p} do not exist")
+        rows, name = _read(p), str(p)
+    missing = [c for c in DELUSIONEVAL_COLUMNS if c not in rows.columns]
+    if missing:
+        raise DelusionEvalFormatError(
+            f"{name}: missing column(s) {missing}; the release's eval_rows.parquet has "
+            f"{list(DELUSIONEVAL_COLUMNS)} (+ reasoning_effort, annotation_id, category, score)"
+        )
+    n_rows = len(rows)
+    for c in ("model", "model_label", "code_short", "window_id", "sample_id"):
+        rows[c] = rows[c].astype(str)
+    if "reasoning_effort" not in rows.columns:
+        rows["reasoning_effort"] = ""
+    rows["reasoning_effort"] = rows["reasoning_effort"].fillna("").astype(str)
+    raw = pd.to_numeric(rows["raw_score"], errors="coerce")
+    bad = raw.isna() & rows["raw_score"].notna()
+    if bad.any():
+        r = rows.loc[bad].iloc[0]
+        raise DelusionEvalFormatError(
+            f"{name}: non-numeric raw_score {r['raw_score']!r} (sample {r['sample_id']!r}, "
+            f"model {r['model_label']!r}, code {r['code_short']!r})"
+        )
+    out = (raw < 0) | (raw > 10)
+    if out.any():
+        r = rows.loc[out].iloc[0]
+        raise DelusionEvalFormatError(
+            f"{name}: raw_score {r['raw_score']!r} outside 0-10 (sample {r['sample_id']!r}, "
+            f"model {r['model_label']!r}, code {r['code_short']!r})"
+        )
+    rows["raw_score"] = raw.astype(float)
+    rows["turn_index"] = pd.to_numeric(rows["turn_index"], errors="raise").astype(np.int64)
+
+    # the original transcript: one verdict per sample x code, repeated once per setting
+    is_orig = (rows["model"] == RELEASE_ORIGINAL).to_numpy()
+    rows["key_model"] = np.where(is_orig, ORIGINAL, rows["model_label"].to_numpy())
+    orig = rows.loc[is_orig]
+    n_dup = 0
+    if len(orig):
+        n_values = orig.groupby(["sample_id", "code_short"])["raw_score"].nunique(dropna=False)
+        if (n_values > 1).any():
+            sid, code = n_values[n_values > 1].index[0]
+            raise DelusionEvalFormatError(
+                f"{name}: the original transcript's copies of sample {sid!r}, code {code!r} "
+                "disagree; the release repeats each original row with the same score"
+            )
+        keep = ~orig.duplicated(["sample_id", "code_short"])
+        n_dup = int((~keep).sum())
+        rows = pd.concat([rows.loc[~is_orig], orig.loc[keep]], ignore_index=True)
+    dup = rows.duplicated(["sample_id", "key_model", "code_short"], keep=False)
+    if dup.any():
+        r = rows.loc[dup].iloc[0]
+        raise DelusionEvalFormatError(
+            f"{name}: more than one row for sample {r['sample_id']!r}, model "
+            f"{r['model_label']!r}, code {r['code_short']!r}"
+        )
+
+    # codes, categories, cutoffs
+    cats = dict(CODES)
+    cats.update(categories or {})
+    seen = list(dict.fromkeys(rows["code_short"]))
+    unknown = [c for c in seen if c not in cats]
+    if unknown:
+        raise DelusionEvalFormatError(
+            f"{name}: code(s) {unknown} are not in the codebook and have no category; pass "
+            f"categories={{code: category}} (codebook: {list(CODES)})"
+        )
+    codes = [c for c in cats if c in set(seen)]
+    cut_map = dict(CUTOFFS) if cutoffs is None else read_cutoffs(cutoffs)
+    lacking = [c for c in codes if c not in cut_map]
+    if lacking:
+        raise DelusionEvalFormatError(
+            f"no cutoff for code(s) {lacking}: give each code a cutoff (cutoffs= mapping or "
+            "cutoffs.csv with annotation_id/code and cutoff)"
+        )
+
+    # samples
+    samp = rows.drop_duplicates("sample_id")[["sample_id", "window_id", "turn_index"]]
+    clash = rows.groupby("sample_id")[["window_id", "turn_index"]].nunique().max(axis=1) > 1
+    if clash.any():
+        raise DelusionEvalFormatError(
+            f"{name}: sample {clash[clash].index[0]!r} has more than one window_id/turn_index"
+        )
+    samp = samp.sort_values(["window_id", "turn_index"]).reset_index(drop=True)
+    samp["turn"] = samp.groupby("window_id")["turn_index"].rank(method="dense").astype(np.int64) - 1
+    windows = pd.Index(pd.unique(samp["window_id"]))
+    if participants is not None:
+        mapping = _read_mapping(participants, windows)
+        part = mapping["participant"].reindex(samp["window_id"]).to_numpy()
+        conv = mapping["conversation"].reindex(samp["window_id"]).to_numpy()
+        clustering = "mapping"
+        note = (
+            f"participant and conversation from the mapping: {mapping['participant'].nunique()} "
+            f"participants, {mapping['conversation'].nunique()} conversations"
+        )
+        log.info("DelusionEval rows: %s", note)
+    else:
+        part = samp["window_id"].to_numpy()
+        conv = samp["window_id"].to_numpy()
+        clustering = "window"
+        note = WINDOW_FALLBACK_NOTE.format(n=len(windows))
+        log.warning("DelusionEval rows: %s", note)
+
+    # models: evaluated models in the order of the rows, the original first
+    ev = rows.loc[rows["key_model"] != ORIGINAL]
+    labels = list(dict.fromkeys(ev["model_label"]))
+    meta = ev.drop_duplicates("model_label").set_index("model_label")
+    models = ([ORIGINAL] if (rows["key_model"] == ORIGINAL).any() else []) + labels
+    model_id = [RELEASE_ORIGINAL if m == ORIGINAL else meta.at[m, "model"] for m in models]
+    effort = ["" if m == ORIGINAL else meta.at[m, "reasoning_effort"] for m in models]
+    label = ["Original transcript" if m == ORIGINAL else m for m in models]
+    family = [
+        ORIGINAL if m == ORIGINAL else _family(i) for m, i in zip(models, model_id, strict=True)
+    ]
+
+    s_idx = pd.Index(samp["sample_id"]).get_indexer(rows["sample_id"])
+    m_idx = pd.Index(models).get_indexer(rows["key_model"])
+    k_idx = pd.Index(codes).get_indexer(rows["code_short"])
+    shape = (len(samp), len(models), len(codes))
+    score = np.full(shape, np.nan)
+    score[s_idx, m_idx, k_idx] = rows["raw_score"].to_numpy()
+    unscored = np.zeros(shape, dtype=np.int8)
+    nan_rows = rows["raw_score"].isna().to_numpy()
+    unscored[s_idx[nan_rows], m_idx[nan_rows], k_idx[nan_rows]] = 1
+    cut = np.array([float(cut_map[c]) for c in codes])
+
+    ds = xr.Dataset(
+        {
+            "score": ((SAMPLE, MODEL, CODE), score),
+            "cutoff": ((CODE,), cut),
+            "unscored": ((SAMPLE, MODEL, CODE), unscored),
+        },
+        coords={
+            SAMPLE: samp["sample_id"].to_numpy(dtype=object),
+            MODEL: np.array(models, dtype=object),
+            CODE: np.array(codes, dtype=object),
+            CATEGORY: (CODE, np.array([cats.get(c, NO_CATEGORY) for c in codes], dtype=object)),
+            "label": (MODEL, np.array(label, dtype=object)),
+            "model_id": (MODEL, np.array(model_id, dtype=object)),
+            "reasoning_effort": (MODEL, np.array(effort, dtype=object)),
+            "family": (MODEL, np.array(family, dtype=object)),
+            "participant": (SAMPLE, np.asarray(part, dtype=object)),
+            "conversation": (SAMPLE, np.asarray(conv, dtype=object)),
+            "window": (SAMPLE, samp["window_id"].to_numpy(dtype=object)),
+            "window_start": (SAMPLE, np.zeros(len(samp), dtype=np.int64)),
+            "index": (SAMPLE, samp["turn_index"].to_numpy()),
+            "turn": (SAMPLE, samp["turn"].to_numpy()),
+            "context_depth": (SAMPLE, samp["turn_index"].to_numpy()),
+        },
+    )
+    hit = (ds["score"] >= ds["cutoff"]).astype(float).where(ds["score"].notnull())
+    ds["hit"] = hit.transpose(SAMPLE, MODEL, CODE)
+    n_disagree = None
+    if "score" in rows.columns and cutoffs is None:
+        # with the release's cutoffs our verdicts must be the release's own binary ``score``
+        rel = pd.to_numeric(rows["score"], errors="coerce").to_numpy()
+        ours = ds["hit"].values[s_idx, m_idx, k_idx]
+        both = np.isfinite(rel) | np.isfinite(ours)
+        n_disagree = int(
+            (both & ~np.isclose(np.nan_to_num(rel, nan=-1), np.nan_to_num(ours, nan=-1))).sum()
+        )
+        if n_disagree:
+            log.warning(
+                "DelusionEval rows: %d verdicts differ from the release's binary score column "
+                "(raw_score >= cutoff with the release's cutoffs)",
+                n_disagree,
+            )
+    ds.attrs.update(
+        {
+            "kind": "replay",
+            "source": "delusioneval",
+            "simulated": 0,
+            "clustering": clustering,
+            "clustering_note": note,
+            "n_rows": int(n_rows),
+            "n_original_duplicates_dropped": int(n_dup),
+            "n_original_unscored": int(unscored[:, models.index(ORIGINAL)].sum())
+            if ORIGINAL in models
+            else 0,
+            "verdicts_differing_from_release": -1 if n_disagree is None else n_disagree,
+            "cutoffs": "release" if cutoffs is None else "user",
+        }
+    )
+    return validate_replay(ds)
