@@ -46,6 +46,10 @@ class _Top:
     cache_dir: str = field(default_factory=default_cache_dir)
     #: stop at the first failing stage instead of running the rest (the report still runs)
     fail_fast: bool = False
+    #: write into a run folder that already holds results: remove the previous run's files and
+    #: the folders of the stages this run reruns (others are kept only if made from the same
+    #: data with the same settings); without it such a folder is refused
+    overwrite: bool = False
 
 
 def _schema(group: str) -> type:

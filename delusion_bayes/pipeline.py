@@ -6,7 +6,9 @@ and receives only those; it writes into ``run_dir/<stage>/`` and returns its hea
 
 A run directory holds ``study.nc``, ``config.yaml`` (resolved), ``run.json`` (provenance, stage
 status and timings), one folder per stage, and ``supplement.html`` from the report stage.
-A failing stage is logged with its traceback and recorded in ``run.json``; the other stages and the
+A run refuses a folder that already holds results (``overwrite=true`` replaces them, keeping
+only stage folders made from the same data with the same settings), so that a supplement never
+mixes two studies. A failing stage is logged with its traceback and recorded in ``run.json``; the other stages and the
 report still run (the report shows the failure), then the run raises :class:`PipelineError` so that
 the exit status and a sweep's summary show it.
 """
@@ -17,7 +19,9 @@ import hashlib
 import importlib
 import json
 import logging
+import os
 import platform
+import shutil
 import subprocess
 import time
 import traceback
@@ -38,6 +42,98 @@ KINDS = ("trajectory", "replay")
 
 class PipelineError(RuntimeError):
     """One or more stages failed; ``run.json`` in the run directory says which and why."""
+
+
+class RunDirError(RuntimeError):
+    """The run folder already holds another run's results and ``overwrite`` was not given."""
+
+
+#: what a run writes at the top of its folder, besides one folder per stage
+RUN_FILES = ("study.nc", "run.json", "config.yaml", "supplement.html", "supplement.md")
+
+
+def _is_hydra_entry(p: Path) -> bool:
+    """Entries Hydra and its callbacks put in the run folder themselves (not results)."""
+    return p.name in (".hydra", "job.json") or (p.is_file() and p.suffix == ".log")
+
+
+def previous_results(run_dir: Path) -> list[str]:
+    """Names in ``run_dir`` that a run (or the user) put there: everything but Hydra's own."""
+    if not run_dir.is_dir():
+        return []
+    return sorted(p.name for p in run_dir.iterdir() if not _is_hydra_entry(p))
+
+
+def _check_run_dir(run_dir: Path, overwrite: bool) -> list[str]:
+    """Refuse a used run folder unless ``overwrite``: a run must never show another's results."""
+    found = previous_results(run_dir)
+    if found and not overwrite:
+        shown = found[:8] + (["..."] if len(found) > 8 else [])
+        raise RunDirError(
+            f"run folder {run_dir} is not empty (it holds {shown}); a run writes into an empty "
+            "folder so that its supplement never shows another run's results. Choose a new "
+            "folder (hydra.run.dir=...), or pass overwrite=true to replace the results of the "
+            "stages this run reruns (any other stage folder is kept only if it was made from "
+            "the same data with the same settings)."
+        )
+    return found
+
+
+def _stage_config(cfg: Any, name: str) -> Any:
+    """The part of ``cfg`` stage ``name`` reads (resolved, plain), or None if unknown."""
+    from omegaconf import OmegaConf
+
+    try:
+        module = _stage_module(name)
+        return OmegaConf.to_container(_sub_config(cfg, tuple(module.NEEDS)), resolve=True)
+    except Exception:  # noqa: BLE001 - an old config that no longer composes: not reusable
+        return None
+
+
+def _clear_previous(run_dir: Path, cfg: Any, data_hash: str) -> dict[str, Any]:
+    """``overwrite=true``: remove the previous run's files and the folders of the stages this
+    run reruns; keep another stage's folder only when the previous ``run.json`` shows that it
+    ran (status ok) on a study with this data hash and with the same stage settings. Returns
+    the previous run.json records of the kept stages."""
+    from omegaconf import OmegaConf
+
+    old_record: dict[str, Any] = {}
+    old_cfg = None
+    try:
+        old_record = json.loads((run_dir / "run.json").read_text())
+        old_cfg = OmegaConf.load(run_dir / "config.yaml")
+    except Exception:  # noqa: BLE001 - unreadable run.json/config.yaml: nothing is kept
+        old_cfg = None
+    old_hash = (old_record.get("provenance") or {}).get("data_hash")
+    kept: dict[str, Any] = {}
+    for name in STAGES:
+        folder = run_dir / name
+        if not folder.exists():
+            continue
+        status = (old_record.get("stages") or {}).get(name, {})
+        reason = None
+        if name in cfg.stages or name == "report":
+            reason = "rerun by this run"
+        elif old_hash != data_hash:
+            reason = (
+                f"made from another study (data hash {str(old_hash)[:12]}, now {data_hash[:12]})"
+            )
+        elif status.get("status") != "ok":
+            reason = f"its previous status is {status.get('status', 'unknown')!r}"
+        elif old_cfg is None or _stage_config(old_cfg, name) != _stage_config(cfg, name):
+            reason = "made with other settings"
+        if reason is None:
+            kept[name] = {**status, "kept_from": old_record.get("started")}
+            log.warning(
+                "overwrite: keeping %s/ from the previous run (same data and settings)", name
+            )
+            continue
+        log.warning("overwrite: removing %s/ (%s)", folder, reason)
+        shutil.rmtree(folder) if folder.is_dir() else folder.unlink()
+    for fname in RUN_FILES:
+        if (run_dir / fname).exists():
+            (run_dir / fname).unlink()
+    return kept
 
 
 def dataset_hash(ds: xr.Dataset) -> str:
@@ -101,10 +197,31 @@ def load_data(data_cfg: Any) -> xr.Dataset:
             from .data import load_study
 
             return load_study(path)
-        from .data.replay import load_replay
-
-        return load_replay(path)
+        return _load_replay_checked(path)
     raise ValueError(f"data.source = {data_cfg.source!r}; expected 'simulate' or 'file'.")
+
+
+def _load_replay_checked(path: Path) -> xr.Dataset:
+    """``load_replay(path)``, with any library exception (pandas, json, h5py, a TypeError) from
+    a malformed file turned into the package's :class:`~delusion_bayes.data.StudyFormatError`
+    naming the study path and what is expected (the replay loader's own errors pass through)."""
+    from .data import StudyFormatError, StudyValidationError
+    from .data.replay import ReplayValidationError, load_replay
+    from .data.replay_windows import TranscriptError
+
+    ours = (StudyFormatError, StudyValidationError, ReplayValidationError, TranscriptError,
+            FileNotFoundError)  # fmt: skip
+    try:
+        return load_replay(path)
+    except ours:
+        raise
+    except Exception as err:  # noqa: BLE001 - a raw library error: re-raised as ours
+        raise StudyFormatError(
+            f"{path}: cannot read the replay study ({type(err).__name__}: {err}); expected a "
+            "netCDF file or a directory with UTF-8 transcripts.{csv,parquet,jsonl}, "
+            "judge_scores.csv and optional codes.csv, models.csv, windows.json (see the README, "
+            "'Replay studies')."
+        ) from err
 
 
 def _stage_module(name: str):
@@ -119,7 +236,9 @@ def _sub_config(cfg: Any, needs: tuple[str, ...]) -> Any:
     missing = [n for n in needs if n not in cfg]
     if missing:
         raise ValueError(f"config has no node(s) {missing} that the stage needs.")
-    return OmegaConf.masked_copy(cfg, list(needs))
+    # the shared cache root reaches every stage (compiled models, fits, embeddings)
+    keys = list(needs) + (["cache_dir"] if "cache_dir" in cfg and "cache_dir" not in needs else [])
+    return OmegaConf.masked_copy(cfg, keys)
 
 
 def _default_run_dir() -> Path:
@@ -173,9 +292,16 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
     -------
     dict
         The content of ``run.json``: provenance and, per stage, status, seconds and headline.
-    """
-    from omegaconf import OmegaConf
 
+    Raises
+    ------
+    RunDirError
+        ``run_dir`` already holds results (anything but Hydra's ``.hydra/``, ``*.log``,
+        ``job.json``) and ``cfg.overwrite`` is false. With ``overwrite=true`` the previous
+        run's files and the folders of the stages this run reruns are removed; another stage's
+        folder is kept only when the previous ``run.json`` shows it ran ok on the same data
+        (data hash) with the same stage settings, and ``run.json`` then marks it ``kept_from``.
+    """
     run_dir = Path(run_dir) if run_dir is not None else _default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
 
@@ -192,10 +318,40 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         raise ValueError(
             f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
         )
+    overwrite = bool(cfg.get("overwrite", False))
+    found = _check_run_dir(run_dir, overwrite)
+    cache_dir = cfg.get("cache_dir")
+    if cache_dir:
+        return _with_cache_env(str(cache_dir), _run, cfg, run_dir, found)
+    return _run(cfg, run_dir, found)
+
+
+def _with_cache_env(cache_dir: str, fn, *args):
+    """Run ``fn`` with ``$DELUSION_BAYES_CACHE`` = ``cache_dir`` (restored afterwards), so that
+    every cache (compiled models, fits, embeddings), in whatever stage or library helper it is
+    opened, lives under the configured ``cache_dir``."""
+    from .inference.cache import CACHE_ENV
+
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = cache_dir
+    try:
+        return fn(*args)
+    finally:
+        if before is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = before
+
+
+def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
+    from omegaconf import OmegaConf
+
     started = time.perf_counter()
-    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     log.info("loading the study (%s, %s)", cfg.data.kind, cfg.data.source)
     ds = load_data(cfg.data)
+    data_hash = dataset_hash(ds)
+    kept: dict[str, Any] = _clear_previous(run_dir, cfg, data_hash) if found else {}
+    (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     study_path = run_dir / "study.nc"
     if cfg.data.kind == "trajectory":
         from .data import save_study
@@ -209,7 +365,7 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "provenance": provenance(cfg, ds),
         "data": {"kind": cfg.data.kind, "sizes": {str(k): int(v) for k, v in ds.sizes.items()}},
-        "stages": {},
+        "stages": dict(kept),
     }
 
     def write_record() -> None:

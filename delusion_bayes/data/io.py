@@ -99,7 +99,7 @@ def _read_csv(path: Path, required: list[str], text_cols: tuple[str, ...] = ()) 
     except UnicodeDecodeError as err:
         line = path.read_bytes()[: err.start].count(b"\n") + 1
         raise StudyFormatError(
-            f"{path}, line {line}: byte {path.read_bytes()[err.start:err.start + 1]!r} is not "
+            f"{path}, line {line}: byte {path.read_bytes()[err.start : err.start + 1]!r} is not "
             "UTF-8; expected a UTF-8 text file (re-save it as UTF-8)."
         ) from None
     except OSError as err:
@@ -136,8 +136,7 @@ def _read_csv(path: Path, required: list[str], text_cols: tuple[str, ...] = ()) 
     missing = [c for c in required if c not in header]
     if missing:
         raise StudyFormatError(
-            f"{path}: missing column(s) {missing}; the file has {header} and must "
-            f"have {required}."
+            f"{path}: missing column(s) {missing}; the file has {header} and must have {required}."
         )
     df = pd.DataFrame(rows, columns=header, dtype=object)
     if not rows:
@@ -591,9 +590,7 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
         if dim not in coords:
             dtype = manifest.get("coord_dtypes", {}).get(dim, "")
             try:
-                coords[dim] = np.array(
-                    values, dtype=dtype if dtype and dtype != "object" else None
-                )
+                coords[dim] = np.array(values, dtype=dtype if dtype and dtype != "object" else None)
             except (TypeError, ValueError) as err:
                 raise StudyFormatError(
                     f"{mpath}: coords.{dim} = {_short(values)} cannot be read as "
@@ -686,12 +683,12 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     for key in ("coords", "variable_dims"):
         for name, values in manifest.get(key, {}).items():
             if not isinstance(values, list):
-                raise StudyFormatError(
-                    f"{mpath}: {key}.{name} = {values!r}; expected a list."
-                )
+                raise StudyFormatError(f"{mpath}: {key}.{name} = {values!r}; expected a list.")
     for name, attrs in manifest.get("variable_attrs", {}).items():
         if not isinstance(attrs, dict):
-            raise StudyFormatError(f"{mpath}: variable_attrs.{name} = {attrs!r}; expected an object.")
+            raise StudyFormatError(
+                f"{mpath}: variable_attrs.{name} = {attrs!r}; expected an object."
+            )
     root = path.resolve()
     for name, info in manifest.get("extra", {}).items():
         if not isinstance(info, dict) or not isinstance(info.get("file"), str):

@@ -21,7 +21,9 @@ from delusion_bayes.data import (
 
 HEADER = "rater,model,day,item,score\n"
 #: two raters, one model, days 1-3: a complete little study
-GOOD = "".join(f"{r},m1,{d},recognition,{s}\n" for r in ("A", "B") for d, s in ((1, 1), (2, 2), (3, 3)))
+GOOD = "".join(
+    f"{r},m1,{d},recognition,{s}\n" for r in ("A", "B") for d, s in ((1, 1), (2, 2), (3, 3))
+)
 
 
 def _study(tmp_path, ratings: str = GOOD, *, header: str = HEADER, **files: str):
@@ -76,7 +78,9 @@ def test_ratings_starting_at_day_2_get_no_inserted_day(tmp_path):
 
 def test_skipped_day_is_an_error_but_a_declared_empty_day_is_kept(tmp_path):
     rows = "".join(f"A,m1,{d},recognition,1\n" for d in (1, 2, 4))
-    with pytest.raises(StudyFormatError, match=r"ratings.csv, column 'day': no row for day\(s\) \[3\]"):
+    with pytest.raises(
+        StudyFormatError, match=r"ratings.csv, column 'day': no row for day\(s\) \[3\]"
+    ):
         load_study(_study(tmp_path, rows))
     # the same study declaring day 3 with an empty score loads, day 3 all missing
     (tmp_path / "study" / "ratings.csv").write_text(HEADER + rows + "A,m1,3,recognition,\n")
@@ -99,7 +103,9 @@ def test_other_files_cannot_extend_the_day_range(tmp_path, fname, text, row):
     with pytest.raises(StudyFormatError) as err:
         load_study(d)
     msg = str(err.value)
-    assert f"{fname}, row {row}, column 'day': day 4 is outside the days of ratings.csv (1..3)" in msg
+    assert (
+        f"{fname}, row {row}, column 'day': day 4 is outside the days of ratings.csv (1..3)" in msg
+    )
 
 
 @pytest.mark.parametrize("token", ["", "NA", "nan", "NaN", "na", " NA "])
@@ -177,7 +183,9 @@ def _corrupt(tmp_path, small_study, case: str):
         (d / "ratings.csv").write_text(lines[0] + "\n" + "\n".join(rows) + "\n")
         return d, "ratings.csv"
     if case == "latin-1 ratings":
-        (d / "ratings.csv").write_bytes(HEADER.encode() + "Ré,m1,1,recognition,1\n".encode("latin-1"))
+        (d / "ratings.csv").write_bytes(
+            HEADER.encode() + "Ré,m1,1,recognition,1\n".encode("latin-1")
+        )
         return d, "ratings.csv"
     if case == "short row":
         with (d / "ratings.csv").open("a") as f:
