@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .replay import ReplayValidationError
 from .replay_schema import CATEGORY, CODE, CODES, CUTOFFS, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
 
 __all__ = [
@@ -90,7 +91,7 @@ WINDOW_FALLBACK_NOTE = (
 )
 
 
-class DelusionEvalFormatError(ValueError):
+class DelusionEvalFormatError(ReplayValidationError):
     """The evaluation rows (or a mapping / cutoff file) do not follow the release's format."""
 
 

@@ -348,7 +348,9 @@ def _find(directory: Path, stem: str) -> Path | None:
 
 
 def load_replay(path: str | Path) -> xr.Dataset:
-    """Load a replay study: a netCDF file, or a directory of transcripts + judge scores.
+    """Load a replay study: a netCDF file, a directory of transcripts + judge scores, or the
+    DelusionEval release's evaluation rows (one ``.parquet``/``.csv``/``.jsonl`` table, read by
+    :func:`~delusion_bayes.data.delusioneval.load_delusioneval` with its defaults).
 
     The directory holds ``transcripts.{csv,parquet,jsonl}`` and ``judge_scores.{csv,parquet,
     jsonl}``; optionally ``codes.csv`` (``code, category, cutoff``), ``models.csv`` (``model`` +
@@ -358,6 +360,11 @@ def load_replay(path: str | Path) -> xr.Dataset:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"replay study {path} does not exist")
+    if path.is_file() and path.suffix.lower() in (".parquet", ".pq", ".csv", ".jsonl"):
+        # one table: the DelusionEval release's evaluation rows
+        from .delusioneval import load_delusioneval
+
+        return load_delusioneval(path)
     if path.is_file():
         ds = xr.load_dataset(path, engine="h5netcdf")
         return validate_replay(ds)

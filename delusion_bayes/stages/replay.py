@@ -334,7 +334,26 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     n_boot, seed = int(_get(r, "n_boot", 10_000)), int(_get(r, "seed", 42))
     ci_prob, cluster = float(_get(r, "ci_prob", 0.95)), str(_get(r, "cluster", "two-stage"))
     baseline = str(_get(r, "baseline", "original"))
+    support = str(_get(r, "support", "unconditional"))
+    unscored = str(_get(r, "unscored", "exclude"))
     kw = {"n_boot": n_boot, "seed": seed, "ci_prob": ci_prob, "progress": True}
+    clustering = str(ds.attrs.get("clustering", ""))
+    if clustering == "window":
+        # real rows without participant ids (the DelusionEval release): say so everywhere
+        note = str(ds.attrs.get("clustering_note", "participant and conversation are windows"))
+        log.warning("replay: %s", note)
+        notes.append("CLUSTERS ARE WINDOWS, NOT PARTICIPANTS. " + note)
+    if ds.attrs.get("source") == "delusioneval":
+        notes.append(
+            "Study: the real DelusionEval release's evaluation rows (not simulated); original "
+            f"transcript de-duplicated ({ds.attrs.get('n_original_duplicates_dropped')} repeated "
+            f"rows dropped), its {ds.attrs.get('n_original_unscored')} unscored rows "
+            + (
+                "counted as 0 in the point estimates (the release's rule)"
+                if unscored == "zero"
+                else "left out (unscored=exclude)"
+            )  # fmt: skip
+        )
     models = [str(m) for m in ds["model"].values]
     ci = f"{round(100 * ci_prob)}%"
 
@@ -342,16 +361,23 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         table.to_csv(out / name, index=False)
         files[name] = desc
 
-    prev = _with_truth(rb.replay_prevalence(ds, cluster=cluster, **kw), ds)
+    prev = _with_truth(
+        rb.replay_prevalence(ds, cluster=cluster, support=support, unscored=unscored, **kw), ds
+    )
     write(prev, "prevalence.csv",
           f"prevalence per model x category (pooled over the category's codes) and per model x "
-          f"code; {ci} percentile CIs, {cluster} bootstrap, {n_boot} resamples, seed {seed}")  # fmt: skip
+          f"code; {ci} percentile CIs, {cluster} bootstrap ({support}), {n_boot} resamples, "
+          f"seed {seed}" + (" (clusters = windows)" if clustering == "window" else ""))  # fmt: skip
 
     schemes = [s for s in CLUSTER_SCHEMES if s != "none" or bool(_get(r, "also_iid", True))]
     rows = [prev[prev["level"] == "category"]] if cluster in schemes else []
     for scheme in schemes:
         if scheme != cluster:
-            rows.append(rb.replay_prevalence(ds, cluster=scheme, levels=("category",), **kw))
+            rows.append(
+                rb.replay_prevalence(
+                    ds, cluster=scheme, levels=("category",), support=support, **kw
+                )
+            )
     cb = pd.concat(rows, ignore_index=True)
     cb["width"] = cb["ci_high"] - cb["ci_low"]
     if "none" in schemes:
@@ -368,7 +394,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
           "width_vs_iid = CI width / i.i.d. width")  # fmt: skip
 
     if baseline in models:
-        deltas = rb.replay_deltas(ds, baseline=baseline, cluster=cluster, **kw)
+        deltas = rb.replay_deltas(ds, baseline=baseline, cluster=cluster, support=support, **kw)
         write(deltas, "deltas.csv",
               f"prevalence minus the {baseline} transcript's, paired {cluster} resamples, {ci} CIs")  # fmt: skip
     else:
@@ -381,7 +407,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     write(lopo, "lopo.csv", "category prevalence (and delta) leaving out each participant")
 
     if "family" in ds.coords and ds["family"].dims == ("model",):
-        fam = rb.replay_family_comparison(ds, cluster=cluster, **kw)
+        fam = rb.replay_family_comparison(ds, cluster=cluster, support=support, **kw)
         write(fam, "family.csv", f"category prevalence pooled per model family, {ci} CIs")
     else:
         notes.append("no 'family' model coord: family.csv not written")
@@ -419,6 +445,9 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         "n_participants": int(pd.Series(ds["participant"].values).nunique()),
         "n_boot": n_boot,
         "cluster": cluster,
+        "support": support,
+        "clustering": clustering or "participant/conversation",
+        "source": str(ds.attrs.get("source", "simulated" if ds.attrs.get("simulated") else "")),
     }
     if deltas is not None and len(deltas):
         dc = deltas[deltas["level"] == "category"]
