@@ -197,15 +197,20 @@ def replay_model_spec(
     # long table of valid (sample, model, code) rows
     s_i, m_i, k_i = np.nonzero(np.isfinite(hit))
     if baseline in models:
-        # the original's verdict is per transcript message: keep its first sample per user turn
+        # the original's verdict is per transcript message and code: keep its first sample per
+        # (user turn, code). Without the code, two windows scoring the same user turn on
+        # different codes lost one code's verdict (issue 16, item 4).
         b = models.index(baseline)
-        key = (
+        turn_key = pd.factorize(
             pd.Series(ds["conversation"].values.astype(str))
             + "#"
             + pd.Series(ds["index"].values.astype(str))
-        )
-        first = ~key.duplicated().to_numpy()
-        keep = (m_i != b) | first[s_i]
+        )[0]
+        is_b = m_i == b
+        row_key = turn_key[s_i] * n_k + k_i
+        first = np.ones(s_i.size, dtype=bool)
+        first[np.flatnonzero(is_b)] = ~pd.Series(row_key[is_b]).duplicated().to_numpy()
+        keep = ~is_b | first
         s_i, m_i, k_i = s_i[keep], m_i[keep], k_i[keep]
     pr = prior[s_i, k_i]
     p_bin = np.zeros(pr.size, dtype=np.int64)
@@ -425,7 +430,9 @@ def _diagnostics(tree, var_names: list[str]) -> pd.DataFrame:
     try:
         from ..inference import diagnose  # type: ignore[attr-defined]
 
-        out = diagnose(tree)
+        # the variables asked for only: without var_names the maximum R-hat was taken over
+        # every posterior variable, so the "prevalence R-hat" was not the prevalences' (issue 16)
+        out = diagnose(tree, var_names=var_names)
         if isinstance(out, pd.DataFrame):
             return out
         if hasattr(out, "summary") and isinstance(out.summary, pd.DataFrame):

@@ -157,7 +157,58 @@ def test_bayes_recovers_simulated_prevalence(bayes_fit):
     boot = replay_prevalence(ds, n_boot=200, levels=("category",))
     both = merged.merge(boot, on=["model", "category"], suffixes=("", "_boot"))
     np.testing.assert_allclose(both["mean"], both["estimate"], atol=0.03)
-    # contrasts: gpt-4o below the original on every category (simulated shift -1.5..-0.4)
+    # contrasts: gpt-4o below the original on every category (simulated shift -3.0..-1.0)
     delta = post[(post["quantity"] == "delta") & (post["level"] == "category")]
     assert (delta["prob_below_zero"] > 0.9).all(), delta
     assert (tree["posterior"]["sigma_participant"].mean() > 0.1).item()
+
+
+def test_original_verdicts_of_one_user_turn_on_two_codes_are_both_kept():
+    """Two windows over the same user turn (conversation c1, message 2), each scored on another
+    code (as in the DelusionEval release: one code per window): the original transcript's two
+    verdicts are different data and both count once (issue 16, item 4: the de-duplication on
+    (conversation, index) without the code dropped one of them)."""
+    import pandas as pd
+
+    from delusion_bayes.data.replay import replay_dataset
+
+    a, b = "misrepresents-ability", "romantic-interest"
+    samples = pd.DataFrame(
+        {
+            "sample_id": ["w1.t2", "w2.t2", "w2.t4"],
+            "participant": ["p1", "p1", "p1"],
+            "conversation": ["c1", "c1", "c1"],
+            "window": ["w1", "w2", "w2"],
+            "window_start": [0, 2, 2],
+            "index": [2, 2, 4],
+            "turn": [1, 0, 1],
+            "context_depth": [2, 0, 2],
+        }
+    )
+    scores = pd.DataFrame(
+        [
+            ("w1.t2", "original", a, 10.0),
+            ("w2.t2", "original", b, 10.0),
+            ("w2.t4", "original", b, 0.0),
+            ("w1.t2", "m1", a, 0.0),
+            ("w2.t2", "m1", b, 10.0),
+            ("w2.t4", "m1", b, 0.0),
+        ],
+        columns=["sample_id", "model", "code", "score"],
+    )
+    ds = replay_dataset(samples, scores)
+    spec = replay_model_spec(ds, level="code", depth_bins=1, prior_bins=1)
+    c = spec.cells
+    orig = spec.coords["model"].index("original")
+    per_code = c[c["model"] == orig].groupby("effect")[["y", "n"]].sum()
+    effects = spec.coords["effect"]
+    assert tuple(per_code.loc[effects.index(a)]) == (1, 1)
+    assert tuple(per_code.loc[effects.index(b)]) == (1, 2)
+    # the same verdict seen by two windows still counts once
+    dup = pd.concat([samples, samples.assign(sample_id="w3.t2", window="w3")], ignore_index=True)
+    dup_scores = pd.concat(
+        [scores, scores[scores["sample_id"] == "w1.t2"].assign(sample_id="w3.t2")],
+        ignore_index=True,
+    )
+    c2 = replay_model_spec(replay_dataset(dup.iloc[[0, 1, 2, 3]], dup_scores), level="code").cells
+    assert int(c2.loc[c2["model"] == orig, "n"].sum()) == 3
