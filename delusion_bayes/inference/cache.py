@@ -7,6 +7,11 @@ own: its numba backend caches every compiled kernel under ``<base_compiledir>/nu
 imported) cut nutpie's compile step from 49 s cold to 15 s warm in a new process; the rest is
 graph rewriting. Within one process compiled models are also memoised by the spec hash, so
 refitting the same spec (tests, variants, SBC) does not compile at all.
+
+Both caches are trusted with what they return, so both are checked: cache folders are created
+``0o700`` and refused when others can write to them (:func:`private_dir`), and a cached fit
+carries its key, the key's inputs and a digest of its arrays, all checked on read
+(:func:`verify_fit`): a file from another seed or spec copied over it is refitted, not returned.
 """
 
 from __future__ import annotations
@@ -23,6 +28,42 @@ log = logging.getLogger(__name__)
 #: env var naming the cache root (the top-level ``cache_dir`` config)
 CACHE_ENV = "DELUSION_BAYES_CACHE"
 _MEMO: dict[str, Any] = {}
+#: what each key of :func:`fit_key` was made from (this process), checked by :func:`load_fit`
+_KEY_INPUTS: dict[str, dict[str, Any]] = {}
+
+
+class CacheDirError(PermissionError):
+    """A cache folder others could write to (it holds compiled code that a run executes)."""
+
+
+def private_dir(path: str | Path) -> Path:
+    """Create ``path`` (and parents) as a folder only its owner can write, or check it is one.
+
+    The compile cache holds compiled code that every later run loads and executes, and the fit
+    cache holds results a run reports as its own: a folder that another user can write to (or
+    that another user owns) would let them substitute either. New folders are made ``0o700``;
+    an existing folder that is group- or other-writable, or owned by someone else, is refused.
+    """
+    path = Path(path).expanduser()
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for p in reversed(missing):
+        try:
+            p.mkdir(mode=0o700)
+        except FileExistsError:  # a parallel job made it first
+            pass
+    st = path.stat()
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise CacheDirError(
+            f"cache folder {path} belongs to user id {st.st_uid}, not to you ({os.getuid()}); "
+            "expected a cache folder of your own (set cache_dir=... or $DELUSION_BAYES_CACHE)."
+        )
+    if st.st_mode & 0o022:
+        raise CacheDirError(
+            f"cache folder {path} has mode {oct(st.st_mode & 0o777)}: others can write to it, "
+            "and it holds compiled code that runs load and execute; expected a folder only you "
+            f"can write to (chmod go-w {path}, or choose another cache_dir)."
+        )
+    return path
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -51,7 +92,8 @@ def configure_pytensor_cache(cache_dir: str | Path | None = None) -> Path | None
         if current != target:
             log.debug("PyTensor already imported; its compile cache stays at %s", current)
         return current
-    target.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)
+    private_dir(target)
     flags = os.environ.get("PYTENSOR_FLAGS", "")
     extra = []
     if "base_compiledir" not in flags:
@@ -125,11 +167,92 @@ def code_fingerprint() -> str:
 def fit_key(spec_hash: str, settings: dict[str, Any]) -> str:
     """Cache key of a fit: the spec (data, priors, variant), every sampler setting that changes
     the draws, and :func:`code_fingerprint`."""
+    import json
+
+    inputs = {"spec": spec_hash, "code": code_fingerprint(), **settings}
+    key = _hash_inputs(inputs)
+    _KEY_INPUTS[key] = json.loads(json.dumps(inputs, sort_keys=True, default=str))
+    return key
+
+
+def _hash_inputs(inputs: dict[str, Any]) -> str:
     import hashlib
     import json
 
-    blob = json.dumps({"spec": spec_hash, "code": code_fingerprint(), **settings}, sort_keys=True)
+    blob = json.dumps(inputs, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def content_digest(dt: Any) -> str:
+    """SHA-256 of every array in every group of a fit (names, dims, values; not attrs)."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for node in sorted(dt.subtree, key=lambda n: n.path):
+        ds = node.to_dataset()
+        for name in sorted(map(str, ds.variables)):
+            var = ds.variables[name]
+            # dtype-free, so that the netCDF round trip (<U to object, ...) keeps the digest
+            h.update(f"{node.path}/{name}|{var.dims}|{var.shape}|".encode())
+            # (an object array of None comes back from netCDF as float NaN: read alike)
+            values = np.asarray(var.values)
+            if values.dtype.kind in "mM":
+                values = values.view(np.int64)
+            try:
+                numbers = values.astype(np.float64)
+            except (TypeError, ValueError):
+                for v in values.ravel():
+                    h.update(str(v).encode() + b"\x00")
+            else:
+                h.update(b"f" + np.ascontiguousarray(numbers).tobytes())
+    return h.hexdigest()
+
+
+#: attrs a cached fit carries so that :func:`load_fit` can check it is the fit of its key
+CACHE_ATTRS = ("cache_key", "cache_inputs", "cache_content_sha256")
+
+
+def verify_fit(dt: Any, key: str) -> str | None:
+    """Why ``dt`` is not the cached fit of ``key`` (None when it is).
+
+    Checks, in order: the stored key is ``key``; the stored inputs (spec hash, which covers the
+    data, priors and variant; code fingerprint; sampler, draws, tune, chains, seed, ...) hash to
+    ``key`` and equal the inputs this process computed the key from; the draws' shape matches
+    the stored chains and draws; the arrays hash to the stored content digest (a file whose
+    values were changed after it was written).
+    """
+    import json
+
+    attrs = dict(dt.attrs)
+    missing = [a for a in CACHE_ATTRS if a not in attrs]
+    if missing:
+        return f"it has no {missing} (written by an older version, or not by save_fit)"
+    if attrs["cache_key"] != key:
+        return f"it is the cached fit of key {attrs['cache_key']!r}, not of {key!r}"
+    try:
+        stored = json.loads(attrs["cache_inputs"])
+    except (TypeError, ValueError):
+        return "its stored key inputs are not JSON"
+    if _hash_inputs(stored) != key:
+        return f"its stored key inputs {stored} do not hash to {key!r}"
+    expected = _KEY_INPUTS.get(key)
+    if expected is not None and stored != expected:
+        diff = {k: (stored.get(k), expected.get(k)) for k in set(stored) | set(expected)
+                if stored.get(k) != expected.get(k)}  # fmt: skip
+        return f"its stored key inputs differ from this fit's (stored, wanted): {diff}"
+    if "posterior" in dt.children:
+        post = dt["posterior"]
+        for dim in ("chain", "draw"):
+            want = stored.get(f"{dim}s")
+            have = post.sizes.get(dim)
+            if want is not None and have is not None and int(want) != int(have):
+                return f"its posterior has {have} {dim}s, its key says {want}"
+    digest = content_digest(dt)
+    if digest != attrs["cache_content_sha256"]:
+        return "its arrays do not match the content digest stored when it was written"
+    return None
 
 
 def fit_path(key: str, cache_dir: str | Path | None = None) -> Path:
@@ -148,18 +271,40 @@ def load_fit(key: str, cache_dir: str | Path | None = None):
     path = fit_path(key, cache_dir)
     if not path.is_file():
         return None
+    private_dir(path.parent)
     try:
         with xr.open_datatree(path) as dt:
-            return dt.load()
+            dt = dt.load()
     except Exception as err:  # noqa: BLE001 - a bad cache entry must not end the run
         log.warning("ignoring the unreadable cached fit %s (%s); refitting", path, err)
         return None
+    problem = verify_fit(dt, key)
+    if problem is not None:
+        log.warning("ignoring the cached fit %s: %s; refitting", path, problem)
+        return None
+    return dt
 
 
 def save_fit(dt: Any, key: str, cache_dir: str | Path | None = None) -> Path:
-    """Write ``dt`` under ``key`` atomically (temporary file, then rename)."""
+    """Write ``dt`` under ``key`` atomically (temporary file, then rename), with the key, the
+    inputs it was computed from and a digest of the arrays in its attrs (checked on read)."""
+    import json
+
     path = fit_path(key, cache_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent.parent)
+    private_dir(path.parent)
+    inputs = _KEY_INPUTS.get(key)
+    if inputs is None:
+        raise ValueError(
+            f"save_fit: key {key!r} was not made by fit_key in this process; expected the key "
+            "returned by fit_key(spec_hash, settings) (its inputs are stored with the fit)."
+        )
+    dt = dt.copy()
+    dt.attrs.update(
+        cache_key=key,
+        cache_inputs=json.dumps(inputs, sort_keys=True),
+        cache_content_sha256=content_digest(dt),
+    )
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     dt.to_netcdf(tmp)
     tmp.replace(path)

@@ -135,3 +135,174 @@ def test_reused_fit_is_the_stored_fit_and_other_settings_refit(small_study, tmp_
     assert not np.array_equal(
         first["observed_data"]["y"].values, mean_rule["observed_data"]["y"].values
     )
+
+
+# --- the fit cache verifies what it returns (issue 18, item 4) ---------------------------------
+
+
+def _tiny_fit(seed: int = 0, chains: int = 2, draws: int = 5):
+    import xarray as xr
+
+    rng = np.random.default_rng(seed)
+    post = xr.Dataset(
+        {"t50": (("chain", "draw", "model"), rng.normal(size=(chains, draws, 3)))},
+        coords={"chain": np.arange(chains), "draw": np.arange(draws), "model": ["a", "b", "c"]},
+    )
+    stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((chains, draws), bool))})
+    return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
+
+
+SETTINGS = {"sampler": "nutpie", "draws": 5, "tune": 5, "chains": 2, "seed": 1}
+
+
+def test_cached_fit_round_trips_with_its_key_inputs(tmp_path):
+    from delusion_bayes.inference.cache import fit_key, load_fit, save_fit
+
+    key = fit_key("spec-a", SETTINGS)
+    dt = _tiny_fit()
+    path = save_fit(dt, key, tmp_path)
+    back = load_fit(key, tmp_path)
+    assert back is not None
+    np.testing.assert_array_equal(back["posterior"]["t50"].values, dt["posterior"]["t50"].values)
+    import json
+
+    stored = json.loads(back.attrs["cache_inputs"])
+    assert stored["spec"] == "spec-a" and stored["seed"] == 1 and stored["chains"] == 2
+    assert path.parent == tmp_path / "fits"
+    assert (tmp_path / "fits").stat().st_mode & 0o777 == 0o700
+
+
+def test_substituted_cache_file_is_refused_and_logged(tmp_path, caplog):
+    """Another seed's cached fit copied over this key's file: not returned, a warning says so."""
+    import shutil
+
+    from delusion_bayes.inference.cache import fit_key, fit_path, load_fit, save_fit
+
+    key1 = fit_key("spec-a", SETTINGS)
+    key2 = fit_key("spec-a", {**SETTINGS, "seed": 2})
+    save_fit(_tiny_fit(1), key1, tmp_path)
+    save_fit(_tiny_fit(2), key2, tmp_path)
+    shutil.copyfile(fit_path(key2, tmp_path), fit_path(key1, tmp_path))
+    with caplog.at_level("WARNING", logger="delusion_bayes.inference.cache"):
+        assert load_fit(key1, tmp_path) is None
+    assert f"cached fit of key {key2!r}, not of {key1!r}" in caplog.text
+    assert "refitting" in caplog.text
+
+
+def test_cache_file_with_edited_values_or_inputs_is_refused(tmp_path, caplog):
+    import json
+
+    import xarray as xr
+
+    from delusion_bayes.inference.cache import fit_key, fit_path, load_fit, save_fit
+
+    key = fit_key("spec-a", SETTINGS)
+    save_fit(_tiny_fit(), key, tmp_path)
+    path = fit_path(key, tmp_path)
+
+    def rewrite(edit):
+        dt = xr.open_datatree(path).load()
+        edit(dt)
+        path.unlink()
+        dt.to_netcdf(path)
+
+    # values changed, attrs (key, inputs, digest) copied along
+    rewrite(lambda dt: dt["posterior"]["t50"].values.__setitem__((0, 0, 0), 99.0))
+    with caplog.at_level("WARNING"):
+        assert load_fit(key, tmp_path) is None
+    assert "content digest" in caplog.text
+
+    # inputs edited to claim another seed (they no longer hash to the key)
+    save_fit(_tiny_fit(), key, tmp_path)
+    stored = json.loads(xr.open_datatree(path).attrs["cache_inputs"])
+    rewrite(lambda dt: dt.attrs.update(cache_inputs=json.dumps({**stored, "seed": 9})))
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert load_fit(key, tmp_path) is None
+    assert "do not hash to" in caplog.text
+
+    # a file without the cache attrs (an older version, or written by hand)
+    save_fit(_tiny_fit(), key, tmp_path)
+    rewrite(lambda dt: [dt.attrs.pop(a) for a in ("cache_key", "cache_inputs")])
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert load_fit(key, tmp_path) is None
+    assert "has no ['cache_key', 'cache_inputs']" in caplog.text
+
+
+def test_cached_fit_with_other_chains_than_its_key_is_refused(tmp_path, caplog):
+    from delusion_bayes.inference.cache import fit_key, load_fit, save_fit
+
+    key = fit_key("spec-a", SETTINGS)  # chains 2
+    save_fit(_tiny_fit(chains=1), key, tmp_path)
+    with caplog.at_level("WARNING"):
+        assert load_fit(key, tmp_path) is None
+    assert "1 chains, its key says 2" in caplog.text
+
+
+def test_save_fit_needs_a_key_from_fit_key(tmp_path):
+    from delusion_bayes.inference.cache import save_fit
+
+    with pytest.raises(ValueError, match="was not made by fit_key"):
+        save_fit(_tiny_fit(), "0123456789abcdefabcd", tmp_path)
+
+
+@pytest.mark.slow
+def test_substituted_fit_is_refitted_by_fit(small_study, tmp_path, caplog):
+    """End to end: seed 4's cached fit copied over seed 3's; ``fit(seed=3, reuse=True)``
+    refits (``fit_reused`` 0), logs it, returns seed 3's draws and repairs the cache."""
+    import shutil
+
+    import xarray as xr
+
+    from delusion_bayes.models import fit
+
+    kw = dict(model="onset", draws=60, tune=60, chains=1, cores=1, seed=3, cache_dir=tmp_path,
+              log_likelihood=False, posterior_predictive=False, reuse=True)  # fmt: skip
+    first = fit(small_study, **kw)
+    (f3,) = list((tmp_path / "fits").glob("*.nc"))
+    fit(small_study, **{**kw, "seed": 4})
+    (f4,) = [p for p in (tmp_path / "fits").glob("*.nc") if p != f3]
+    shutil.copyfile(f4, f3)
+    with caplog.at_level("WARNING", logger="delusion_bayes.inference.cache"):
+        again = fit(small_study, **kw)
+    assert again.attrs["fit_reused"] == 0
+    assert "ignoring the cached fit" in caplog.text
+    xr.testing.assert_equal(first["posterior"].to_dataset(), again["posterior"].to_dataset())
+    assert fit(small_study, **kw).attrs["fit_reused"] == 1  # the repaired entry is used again
+
+
+# --- cache folders only their owner can write ---------------------------------------------------
+
+
+def test_cache_folders_are_created_private(tmp_path):
+    from delusion_bayes.inference.cache import private_dir
+
+    d = private_dir(tmp_path / "new" / "cache")
+    assert d.stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o757])
+def test_writable_by_others_cache_folder_is_refused(tmp_path, mode, caplog):
+    from delusion_bayes.inference.cache import CacheDirError, fit_key, private_dir, save_fit
+
+    d = tmp_path / "shared"
+    d.mkdir()
+    d.chmod(mode)
+    with pytest.raises(CacheDirError, match=rf"{d} has mode {oct(mode)}.*chmod go-w"):
+        private_dir(d)
+    (d / "fits").mkdir(mode=0o700)
+    with pytest.raises(CacheDirError):
+        save_fit(_tiny_fit(), fit_key("spec-a", SETTINGS), d)
+
+
+def test_compile_cache_refuses_a_world_writable_folder(tmp_path):
+    d = tmp_path / "shared"
+    d.mkdir()
+    d.chmod(0o777)
+    out = subprocess.run(
+        [sys.executable, "-c", _FLAGS, str(d)], env=_env(), capture_output=True, text=True
+    )
+    assert out.returncode != 0
+    assert "CacheDirError" in out.stderr and "others can write to it" in out.stderr
