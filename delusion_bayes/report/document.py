@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from delusion_bayes.report.table import ReportTable, md_escape
+from delusion_bayes.report.table import ReportTable, md_escape, md_text
 
 #: note kinds and their labels
 NOTE_LABELS = {
@@ -114,43 +114,47 @@ class Document:
 # Markdown ------------------------------------------------------------------------------------
 def to_markdown(doc: Document) -> str:
     """The document as Markdown; figure and file links are relative to the run directory."""
-    out = [f"# {doc.title}", ""]
+    out = [f"# {md_text(doc.title)}", ""]
     if doc.subtitle:
-        out += [doc.subtitle, ""]
+        out += [md_text(doc.subtitle), ""]
     out += ["## Contents", ""]
     for s in doc.sections:
         indent = "  " * (s.level - 2)
-        out.append(f"{indent}- [{s.title}](#{s.id})")
+        out.append(f"{indent}- [{md_text(s.title)}](#{html.escape(s.id)})")
     out.append("")
     for s in doc.sections:
-        out += [f'{"#" * s.level} {s.title} <a id="{s.id}"></a>', ""]
+        out += [f'{"#" * s.level} {md_text(s.title)} <a id="{html.escape(s.id)}"></a>', ""]
         for b in s.blocks:
             out += [_md_block(b), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
 def _md_block(b: Block) -> str:
+    # every text from the run (model, rater, group names in prose, captions, notes) goes
+    # through md_text: Markdown renders raw HTML, the HTML supplement escapes it
     if isinstance(b, Paragraph):
-        return b.text
+        return md_text(b.text)
     if isinstance(b, Note):
-        label = b.title or NOTE_LABELS.get(b.kind, b.kind)
+        label = md_text(b.title or NOTE_LABELS.get(b.kind, b.kind))
         mark = "⚠ " if b.kind in ("warning", "error") else ""
-        return "\n".join(f"> {line}" for line in f"{mark}**{label}.** {b.text}".splitlines())
+        body = f"{mark}**{label}.** {md_text(b.text)}"
+        return "\n".join(f"> {line}" for line in body.splitlines())
     if isinstance(b, TableBlock):
         t = b.table
-        text = f"**{t.title}**\n\n{t.to_markdown()}"
-        extra = t.notes + (
+        text = f"**{md_text(t.title)}**\n\n{t.to_markdown()}"
+        extra = [md_text(n) for n in t.notes] + (
             [f"Source: {', '.join(f'`{s}`' for s in t.sources)}."] if t.sources else []
         )
         if b.links:
-            extra.append("Files: " + ", ".join(f"[{k}]({v})" for k, v in b.links.items()) + ".")
+            extra.append("Files: " + _md_links(b.links) + ".")
         if extra:
             text += "\n\n" + " ".join(extra)
         return text
     if isinstance(b, FigureBlock):
-        text = f"![{md_escape(b.title)}]({b.rel_png})\n\n**{b.title}** {b.caption}"
+        title = md_text(b.title)
+        text = f"![{md_escape(b.title)}]({b.rel_png})\n\n**{title}** {md_text(b.caption)}"
         if b.links:
-            text += " (" + ", ".join(f"[{k}]({v})" for k, v in b.links.items()) + ")"
+            text += " (" + _md_links(b.links) + ")"
         return text
     if isinstance(b, Code):
         return f"```{b.lang}\n{b.text.rstrip()}\n```"
@@ -160,10 +164,23 @@ def _md_block(b: Block) -> str:
         ]
         return "\n".join(rows)
     if isinstance(b, Bullets):
-        return "\n".join(f"- {x}" for x in b.items)
+        return "\n".join(f"- {md_text(x)}" for x in b.items)
     if isinstance(b, FileList):
-        return "\n".join(f"- [`{p}`]({p})" + (f": {d}" if d else "") for p, d in b.rows)
+        return "\n".join(
+            f"- [`{p}`]({_md_url(p)})" + (f": {md_text(d)}" if d else "") for p, d in b.rows
+        )
     raise TypeError(f"unknown block {type(b).__name__}")
+
+
+def _md_url(url: str) -> str:
+    """A link target that cannot close the link or open markup (spaces, parentheses, <>)."""
+    from urllib.parse import quote
+
+    return quote(str(url), safe="/#:.-_~%")
+
+
+def _md_links(links: dict[str, str]) -> str:
+    return ", ".join(f"[{md_text(k)}]({_md_url(v)})" for k, v in links.items())
 
 
 # HTML ----------------------------------------------------------------------------------------

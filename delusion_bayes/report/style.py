@@ -55,6 +55,9 @@ RC: dict[str, Any] = {
     "lines.markersize": 4.5,
     "image.cmap": "Greys",
     # TrueType fonts in PDF/PS: editable text, accepted by journals
+    # labels are data (model, rater, group names): "Cost $\\foo$ tier" must print as written,
+    # not be parsed as mathtext (an unknown symbol made matplotlib drop the whole figure)
+    "text.parse_math": False,
     "pdf.fonttype": 42,
     "ps.fonttype": 42,
     "svg.fonttype": "none",

@@ -15,6 +15,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -114,8 +115,32 @@ def latex_escape(text: str) -> str:
     return _LATEX_RE.sub(lambda m: _LATEX_SPECIAL[m.group(0)], str(text))
 
 
-def md_escape(text: str) -> str:
-    return str(text).replace("|", r"\|").replace("\n", " ")
+_MD_CODE_SPAN = re.compile(r"(`[^`]+`)")
+
+
+def md_text(text: Any) -> str:
+    """Markdown-safe prose: HTML (``<``, ``>``, entities) escaped outside code spans.
+
+    Markdown renders raw HTML, so a model or rater named ``<script>...`` would be live markup
+    in ``supplement.md`` (the HTML supplement escapes it); entities render as the characters
+    themselves. Code spans are kept as written (Markdown shows them literally).
+    """
+    parts = _MD_CODE_SPAN.split(str(text))
+    return "".join(p if i % 2 else _md_html(p) for i, p in enumerate(parts))
+
+
+_MD_ENTITY = re.compile(r"&(?=#?\w+;)")
+
+
+def _md_html(text: str) -> str:
+    """``<``/``>`` as entities, and ``&`` where it would start one (``&lt;`` stays text); a
+    plain ``&`` is left as is (Markdown shows it)."""
+    return _MD_ENTITY.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_escape(text: Any) -> str:
+    """A Markdown table cell: :func:`md_text`, pipes escaped, one line."""
+    return md_text(text).replace("|", r"\|").replace("\n", " ")
 
 
 @dataclass
@@ -246,7 +271,7 @@ class ReportTable:
         folder.mkdir(parents=True, exist_ok=True)
         paths = {ext: folder / f"{self.name}.{ext}" for ext in ("csv", "md", "tex")}
         self.data.to_csv(paths["csv"], index=False)
-        md = f"**{self.title}**\n\n{self.to_markdown()}\n"
+        md = f"**{md_text(self.title)}**\n\n{self.to_markdown()}\n"
         if self.notes or self.sources:
             md += "\n" + " ".join(self.notes + [f"Source: {', '.join(self.sources)}."]) + "\n"
         paths["md"].write_text(md)
