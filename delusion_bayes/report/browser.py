@@ -1,7 +1,8 @@
 """Headless Chromium for the supplement: render check, screenshot, PDF.
 
-Debian's ``chromium`` package (``apt-get install -y chromium``) is run with networking features
-off. :func:`check_html` loads a copy of the page with a small probe script (the page itself has
+Debian's ``chromium`` package (``apt-get install -y chromium``) is run with networking off: in
+a network namespace of its own where ``unshare`` allows it, and always with flags that make every
+host name unresolvable and route every connection to a closed port (:data:`NO_NETWORK_FLAGS`). :func:`check_html` loads a copy of the page with a small probe script (the page itself has
 no script) that records console errors, failed resources and CSP violations and, after ``load``,
 whether every ``<img>`` decoded (``naturalWidth > 0``); the result is read back from the DOM that
 ``--dump-dom`` prints. No extra Python dependency (no websocket client) is needed.
@@ -9,6 +10,7 @@ whether every ``<img>`` decoded (``naturalWidth > 0``); the result is read back 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -36,6 +38,45 @@ FLAGS = (
     "--hide-scrollbars",
 )
 
+#: flags that leave the browser no way out to a network: every host name fails to resolve and
+#: every connection (loopback too) goes to a proxy on the closed port 9; no pings, prefetch,
+#: reporting or background services. The page is a local file with embedded figures: it needs
+#: no network, so any request it made would be a leak (or a page referencing the outside).
+NO_NETWORK_FLAGS = (
+    "--proxy-server=http://127.0.0.1:9",
+    "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--dns-prefetch-disable",
+    "--no-pings",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--disable-breakpad",
+    "--metrics-recording-only",
+    "--disable-features=MediaRouter,OptimizationHints,Translate,NetworkTimeServiceQuerying,"
+    "AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+)
+
+
+@functools.cache
+def _netns_prefix() -> tuple[str, ...]:
+    """``unshare --net --map-root-user`` when it works here: the browser then runs in a network
+    namespace of its own with no interface up, on top of :data:`NO_NETWORK_FLAGS`."""
+    unshare = shutil.which("unshare")
+    if unshare is None or os.environ.get("DELUSION_BAYES_BROWSER_NETNS", "1") == "0":
+        return ()
+    prefix = (unshare, "--net", "--map-root-user")
+    try:
+        ok = subprocess.run([*prefix, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return prefix if ok else ()
+
+
+def browser_command(browser: str, profile: str, args: list[str]) -> list[str]:
+    """The full command line: network namespace if available, no-network flags, no state."""
+    return [*_netns_prefix(), browser, *FLAGS, *NO_NETWORK_FLAGS,
+            f"--user-data-dir={profile}", *args]  # fmt: skip
+
 
 def find_browser() -> str | None:
     """Path of a Chromium-family browser (env ``DELUSION_BAYES_BROWSER`` first), else None."""
@@ -54,7 +95,7 @@ def _run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     if browser is None:
         raise RuntimeError("no Chromium found: install it with `apt-get install -y chromium`")
     with tempfile.TemporaryDirectory(prefix="db-chromium-") as profile:
-        cmd = [browser, *FLAGS, f"--user-data-dir={profile}", *args]
+        cmd = browser_command(browser, profile, args)
         return subprocess.run(
             cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
         )
