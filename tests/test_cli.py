@@ -152,3 +152,26 @@ def test_cli_smoke_run(tmp_path):
         "text",
         "report",
     }
+
+
+def test_cli_refuses_a_used_run_dir_unless_overwrite(tmp_path):
+    """Through Hydra (which writes .hydra/, <job>.log and job.json into the folder itself): a
+    first run is accepted, a second into the same folder is refused with a non-zero exit naming
+    the folder and the flag, and ``overwrite=true`` replaces it with the new study."""
+    run_dir = tmp_path / "run"
+    exe = [sys.executable, "-m", "delusion_bayes", "experiment=smoke", "stages=[]",
+           f"hydra.run.dir={run_dir}"]  # fmt: skip
+    env = {**os.environ, "DELUSION_BAYES_CACHE": str(tmp_path / "cache")}
+    first = subprocess.run(exe, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    old = json.loads((run_dir / "run.json").read_text())["provenance"]["data_hash"]
+    second = subprocess.run([*exe, "data.seed=5"], capture_output=True, text=True, env=env,
+                            cwd=tmp_path)  # fmt: skip
+    assert second.returncode != 0
+    assert "RunDirError" in second.stderr and str(run_dir) in second.stderr
+    assert "overwrite=true" in second.stderr
+    assert json.loads((run_dir / "run.json").read_text())["provenance"]["data_hash"] == old
+    third = subprocess.run([*exe, "data.seed=5", "overwrite=true"], capture_output=True,
+                           text=True, env=env, cwd=tmp_path)  # fmt: skip
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert json.loads((run_dir / "run.json").read_text())["provenance"]["data_hash"] != old
