@@ -512,6 +512,23 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
 
     ri = _index_of(ratings_path, ratings, RATER, ratings[RATER].to_numpy(), raters)
     mi = _index_of(ratings_path, ratings, MODEL, ratings[MODEL].to_numpy(), models)
+    # a rater or model declared in raters.csv / models.csv / study.json but absent from
+    # ratings.csv would be a phantom (all missing): declared ones need rows, empty scores allowed
+    for dim, declared in ((RATER, raters), (MODEL, models)):
+        rated = set(ratings[dim])
+        absent = [v for v in declared if v not in rated]
+        if absent:
+            if dim in coords_m:
+                where = f"{mpath} (coords.{dim})"
+            else:
+                df = meta[dim]
+                i = int(np.flatnonzero(df[dim].to_numpy() == absent[0])[0])
+                where = f"{path / f'{dim}s.csv'}, row {_row(df, i)}"
+            raise StudyFormatError(
+                f"{where}: the {dim}(s) {_short(absent)} have no row in ratings.csv; expected "
+                f"rows for every declared {dim} (a {dim} without scores is declared by rows "
+                f"whose score is empty), so that no all-missing {dim} is added."
+            )
     di = r_day.astype(int) - 1
     shape = (len(raters), len(models), len(days))
     data_vars: dict[str, Any] = {}

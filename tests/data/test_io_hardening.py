@@ -294,3 +294,31 @@ def test_round_trip_still_exact_on_a_simulated_study(tmp_path):
     back = load_study(save_study(ds, tmp_path / "d"))
     assert back.sizes == ds.sizes
     np.testing.assert_array_equal(back["recognition"].values, ds["recognition"].values)
+
+
+def test_declared_rater_without_rows_is_not_a_phantom(tmp_path):
+    d = _study(tmp_path, raters__csv="rater\nA\nB\nC\n")
+    with pytest.raises(StudyFormatError) as err:
+        load_study(d)
+    msg = str(err.value)
+    assert "raters.csv, row 4" in msg and "['C'] have no row in ratings.csv" in msg
+
+
+def test_model_declared_in_study_json_without_rows(tmp_path, small_study):
+    d = save_study(small_study, tmp_path / "s")
+    manifest = json.loads((d / "study.json").read_text())
+    manifest["coords"]["model"].append("Ghost")
+    (d / "study.json").write_text(json.dumps(manifest))
+    (d / "models.csv").unlink()
+    with pytest.raises(StudyFormatError, match=r"study.json \(coords.model\).*\['Ghost'\]"):
+        load_study(d)
+
+
+def test_na_and_nan_are_missing_in_the_replay_loader_too(tmp_path):
+    """The replay judge-score loader reads NA and nan as missing, as the trajectory loader does."""
+    from delusion_bayes.data import load_judge_scores
+
+    path = tmp_path / "judge_scores.csv"
+    path.write_text("sample_id,model,code,score\ns1,m1,A,NA\ns2,m1,A,nan\ns3,m1,A,\ns4,m1,A,7\n")
+    scores = load_judge_scores(path)["score"].tolist()
+    assert np.isnan(scores[:3]).all() and scores[3] == 7
