@@ -48,6 +48,9 @@ class RunDirError(RuntimeError):
     """The run folder already holds another run's results and ``overwrite`` was not given."""
 
 
+#: stages that read or write the shared cache (compiled models, fits, embeddings)
+CACHE_STAGES = ("text", "models", "replay")
+
 #: what a run writes at the top of its folder, besides one folder per stage
 RUN_FILES = ("study.nc", "run.json", "config.yaml", "supplement.html", "supplement.md")
 
@@ -428,6 +431,10 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
     overwrite = bool(cfg.get("overwrite", False))
     found = _check_run_dir(run_dir, overwrite)
     cache_dir = cfg.get("cache_dir")
+    if cache_dir and set(cfg.stages) & set(CACHE_STAGES):
+        from .inference.cache import private_dir
+
+        private_dir(str(cache_dir))  # before any work: a cache others can write is refused
     if cache_dir:
         return _with_cache_env(str(cache_dir), _run, cfg, run_dir, found)
     return _run(cfg, run_dir, found)

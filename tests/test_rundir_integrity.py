@@ -155,3 +155,16 @@ def test_models_stage_passes_cache_dir_to_fit(monkeypatch, tmp_path, small_study
     with pytest.raises(RuntimeError, match="stop after the call"):
         stage._fit_one(small_study, "joint", sub, primary=True)
     assert calls["cache_dir"] == str(tmp_path / "B")
+
+
+def test_a_cache_others_can_write_is_refused_before_any_work(tmp_path):
+    from delusion_bayes.inference.cache import CacheDirError
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(CacheDirError, match="others can write to it"):
+        run(compose([*BASE, "stages=[text]", f"cache_dir={shared}"]), tmp_path / "run")
+    assert not (tmp_path / "run" / "study.nc").exists()
+    # a run that uses no cache is not concerned
+    run(compose([*BASE, "stages=[]", f"cache_dir={shared}"]), tmp_path / "run2")
