@@ -52,7 +52,14 @@ class RunDirError(RuntimeError):
 CACHE_STAGES = ("text", "models", "replay")
 
 #: what a run writes at the top of its folder, besides one folder per stage
-RUN_FILES = ("study.nc", "run.json", "config.yaml", "supplement.html", "supplement.md")
+RUN_FILES = (
+    "study.nc",
+    "run.json",
+    "config.yaml",
+    "supplement.html",
+    "supplement.md",
+    "supplement.pdf",
+)
 
 
 def _is_hydra_entry(p: Path) -> bool:

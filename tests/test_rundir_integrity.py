@@ -110,8 +110,10 @@ def test_overwrite_drops_a_stage_that_failed_before(old_run):
 
 def test_overwrite_leaves_files_the_pipeline_did_not_write(old_run):
     (old_run / "notes.txt").write_text("mine")
+    (old_run / "supplement.pdf").write_bytes(b"%PDF old study")  # the old run's PDF
     run(compose([*BASE, "data.seed=2", "stages=[]", "overwrite=true"]), old_run)
     assert (old_run / "notes.txt").read_text() == "mine"
+    assert not (old_run / "supplement.pdf").exists()
     assert not (old_run / "baselines").exists() and not (old_run / "text").exists()
 
 
