@@ -95,9 +95,11 @@ def _stage_config(cfg: Any, name: str) -> Any:
 
     try:
         module = _stage_module(name)
-        return OmegaConf.to_container(_sub_config(cfg, tuple(module.NEEDS)), resolve=True)
+        sub = OmegaConf.to_container(_sub_config(cfg, tuple(module.NEEDS)), resolve=True)
     except Exception:  # noqa: BLE001 - an old config that no longer composes: not reusable
         return None
+    sub.pop("cache_dir", None)  # where caches live does not change a result
+    return sub
 
 
 def _clear_previous(run_dir: Path, cfg: Any, data_hash: str) -> dict[str, Any]:
@@ -130,8 +132,10 @@ def _clear_previous(run_dir: Path, cfg: Any, data_hash: str) -> dict[str, Any]:
             )
         elif status.get("status") != "ok":
             reason = f"its previous status is {status.get('status', 'unknown')!r}"
-        elif old_cfg is None or _stage_config(old_cfg, name) != _stage_config(cfg, name):
-            reason = "made with other settings"
+        else:
+            before = None if old_cfg is None else _stage_config(old_cfg, name)
+            if before is None or before != _stage_config(cfg, name):
+                reason = "made with other settings (or its settings cannot be read)"
         if reason is None:
             kept[name] = {**status, "kept_from": old_record.get("started")}
             log.warning(
