@@ -242,6 +242,10 @@ def verify_fit(dt: Any, key: str) -> str | None:
         diff = {k: (stored.get(k), expected.get(k)) for k in set(stored) | set(expected)
                 if stored.get(k) != expected.get(k)}  # fmt: skip
         return f"its stored key inputs differ from this fit's (stored, wanted): {diff}"
+    if "spec_hash" in attrs and str(attrs["spec_hash"]) != str(stored.get("spec")):
+        return (
+            f"it is a fit of spec {attrs['spec_hash']!r}, its key inputs say {stored.get('spec')!r}"
+        )
     if "posterior" in dt.children:
         post = dt["posterior"]
         for dim in ("chain", "draw"):

@@ -230,6 +230,19 @@ def test_cache_file_with_edited_values_or_inputs_is_refused(tmp_path, caplog):
     assert "has no ['cache_key', 'cache_inputs']" in caplog.text
 
 
+def test_cached_fit_of_another_spec_is_refused(tmp_path, caplog):
+    """The fit's own spec_hash attr (set by models.fit) must be the spec its key was made of."""
+    from delusion_bayes.inference.cache import fit_key, load_fit, save_fit
+
+    key = fit_key("spec-a", SETTINGS)
+    dt = _tiny_fit()
+    dt.attrs["spec_hash"] = "spec-b"
+    save_fit(dt, key, tmp_path)
+    with caplog.at_level("WARNING"):
+        assert load_fit(key, tmp_path) is None
+    assert "fit of spec 'spec-b', its key inputs say 'spec-a'" in caplog.text
+
+
 def test_cached_fit_with_other_chains_than_its_key_is_refused(tmp_path, caplog):
     from delusion_bayes.inference.cache import fit_key, load_fit, save_fit
 
