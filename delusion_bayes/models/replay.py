@@ -111,6 +111,11 @@ class ReplayModelSpec:
     cells: pd.DataFrame  # one row per cell: indices, covariates, hits, n
     effect_group: np.ndarray  # (effect,) slope-group index of each effect
     priors: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(REPLAY_PRIORS))
+    #: one clustering level: every participant holds exactly one conversation (e.g. the
+    #: DelusionEval release's rows, where both are the window). Then the model has one cluster
+    #: intercept (``u_conversation``, scale ``sigma_conversation``) and no participant level:
+    #: two variance components for one unit are not identified (R-hat 1.79 on the scales)
+    single_level: bool = False
 
     @property
     def prior_center(self) -> float:
@@ -134,7 +139,7 @@ class ReplayModelSpec:
 
         h = hashlib.sha256()
         meta = {"model": "replay_prevalence", "level": self.level, "coords": self.coords,
-                "priors": self.priors}  # fmt: skip
+                "priors": self.priors, "single_level": self.single_level}  # fmt: skip
         h.update(json.dumps(meta, sort_keys=True, default=str).encode())
         h.update(pd.util.hash_pandas_object(self.cells, index=True).to_numpy().tobytes())
         h.update(np.ascontiguousarray(self.effect_group).tobytes())
@@ -257,7 +262,11 @@ def replay_model_spec(
         "effect": effects,
         "group": groups,
     }
-    return ReplayModelSpec(level, coords, cells, effect_group, merged)
+    # one level when conversations and participants are the same units (one-to-one)
+    single = len(part_names) == len(conv_names) and (
+        pd.Series(conv_part).nunique() == len(conv_names)
+    )
+    return ReplayModelSpec(level, coords, cells, effect_group, merged, single_level=bool(single))
 
 
 def _rv(name: str, spec: dict[str, Any], **kwargs):
@@ -349,6 +358,8 @@ def build_replay_model(spec: ReplayModelSpec):
     import pytensor.tensor as pt
     from pymc.distributions.transforms import ZeroSumTransform
 
+    if spec.single_level:
+        return _build_single_level(spec)
     d = _design(spec)
     n_m, n_e, n_c = d["n_m"], d["n_e"], d["n_c"]
     conv_part, conv_per_part, group_of_me = d["conv_part"], d["conv_per_part"], d["group_of_me"]
@@ -389,6 +400,83 @@ def build_replay_model(spec: ReplayModelSpec):
         )
         # Binomial(n, logit^-1 eta) log-likelihood in its exponential-family form (the binomial
         # coefficients are one constant): half the gradient cost of pm.Binomial
+        pm.Potential(
+            "y_loglik",
+            pt.dot(y, eta) - pt.dot(n, pt.softplus(eta)) + _log_binomial_coefficients(n, y),
+        )
+    return model
+
+
+def _single_level_groups(spec: ReplayModelSpec) -> tuple[np.ndarray, np.ndarray]:
+    """``(group of each cluster, group of each effect)`` of the single-level graph.
+
+    When every cluster holds cells of one effect only (the DelusionEval release: each window is
+    scored on one code), the groups are the effects; otherwise one group for all."""
+    c = spec.cells
+    n_c, n_e = len(spec.coords["conversation"]), len(spec.coords["effect"])
+    per = c.groupby("conversation")["effect"].agg(["nunique", "first"])
+    per = per.reindex(range(n_c))
+    if per["nunique"].fillna(0).max() <= 1 and per["first"].notna().all():
+        return per["first"].to_numpy().astype(np.int64), np.arange(n_e, dtype=np.int64)
+    return np.zeros(n_c, dtype=np.int64), np.zeros(n_e, dtype=np.int64)
+
+
+def _build_single_level(spec: ReplayModelSpec):
+    """One clustering level (``spec.single_level``): ``eta = theta + u_c + slopes`` with
+    ``u_c ~ Normal(0, sigma_conversation)`` i.i.d. and no participant term; ``theta`` is then the
+    logit at ``u = 0``, the population location (no zero-sum correction).
+
+    Sampling coordinates. When each cluster holds one effect only (the DelusionEval rows: one
+    code per window), an effect's 19 model intercepts and the mean intercept of its clusters
+    are confounded (shift one up, the other down: same likelihood). Sampled as they are, all of
+    a code's ``theta`` moved together and mixed badly (R-hat 1.13, bulk ESS 12 on the real rows).
+    So, with ``g`` the group (effect) of a cluster and ``n_g`` its number of clusters::
+
+        u_c = ubar_g + z_c - zbar_g,   ubar_g ~ Normal(0, sigma / sqrt(n_g)),  z ~ Normal(0, sigma)
+        theta_centred[m, e] = theta[m, e] + ubar_e + beta xbar^depth + gamma xbar^prior
+
+    (``u`` keeps its i.i.d. Normal(0, sigma) law: a group mean and the deviations from it are
+    independent, and ``zbar_g`` is a redundant direction held by its prior). The likelihood
+    depends on ``theta_centred`` and ``z - zbar`` only; ``ubar`` only on the priors, along its
+    own axis. Without single-effect clusters there is one group (all clusters).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    d = _design(spec)
+    n_m, n_e, n_c = d["n_m"], d["n_e"], d["n_c"]
+    group_of_me, depth_bar, prior_bar = d["group_of_me"], d["depth_bar"], d["prior_bar"]
+    me, mg, depth, prior, n, y = d["me"], d["mg"], d["depth"], d["prior"], d["n"], d["y"]
+    grp_c, grp_e = _single_level_groups(spec)
+    n_grp = int(grp_e.max()) + 1
+    size = np.bincount(grp_c, minlength=n_grp).astype(float)
+    member = np.zeros((n_grp, n_c))
+    member[grp_c, np.arange(n_c)] = 1.0 / size[grp_c]
+    grp_of_me = np.tile(grp_e, n_m)
+    with pm.Model(coords=spec.coords) as model:
+        beta = _rv("beta_depth", spec.priors["beta_depth"], dims=(MODEL, "group"))
+        gamma = _rv("gamma_prior", spec.priors["gamma_prior"], dims=(MODEL, "group"))
+        sigma_c = _rv("sigma_conversation", spec.priors["sigma_conversation"])
+        z = pm.Normal("conversation_z", 0.0, sigma_c, dims="conversation")
+        ubar = pm.Normal("cluster_group_mean", 0.0, sigma_c / np.sqrt(size), shape=n_grp)
+        dev = z - pt.dot(member, z)[grp_c]
+        pm.Deterministic("u_conversation", ubar[grp_c] + dev, dims="conversation")
+        theta_c = pm.Flat("theta_centred", dims=(MODEL, "effect"))
+        beta_f, gamma_f = beta.reshape((-1,)), gamma.reshape((-1,))
+        theta_flat = (
+            theta_c.reshape((-1,))
+            - beta_f[group_of_me] * depth_bar
+            - gamma_f[group_of_me] * prior_bar
+            - ubar[grp_of_me]
+        )
+        theta = pm.Deterministic("theta", theta_flat.reshape((n_m, n_e)), dims=(MODEL, "effect"))
+        pm.Potential("theta_prior", pm.logp(_dist(spec.priors["theta"]), theta).sum())
+        eta = (
+            theta_c.reshape((-1,))[me]
+            + dev[d["conv"]]
+            + beta_f[mg] * (depth - depth_bar[me])
+            + gamma_f[mg] * (prior - prior_bar[me])
+        )
         pm.Potential(
             "y_loglik",
             pt.dot(y, eta) - pt.dot(n, pt.softplus(eta)) + _log_binomial_coefficients(n, y),
@@ -489,8 +577,13 @@ def replay_posterior_prevalence(
     theta = _posterior_array(post, "theta")
     beta = _posterior_array(post, "beta_depth")
     gamma = _posterior_array(post, "gamma_prior")
-    up = _posterior_array(post, "u_participant")
     uc = _posterior_array(post, "u_conversation")
+    single = "u_participant" not in post  # one clustering level: no participant term
+    up = (
+        np.zeros(uc.shape[:1] + (len(spec.coords["participant"]),))
+        if single
+        else _posterior_array(post, "u_participant")
+    )
     c = spec.cells
     m = c["model"].to_numpy()
     e = c["effect"].to_numpy()
@@ -515,13 +608,15 @@ def replay_posterior_prevalence(
     chunk = max(1, 20_000_000 // max(len(c), 1))
     pi, ci = c["participant"].to_numpy(), c["conversation"].to_numpy()
     depth, prior = c["depth"].to_numpy(), c["prior"].to_numpy()
-    sig_p = _posterior_array(post, "sigma_participant")
     sig_c = _posterior_array(post, "sigma_conversation")
+    sig_p = np.zeros_like(sig_c) if single else _posterior_array(post, "sigma_participant")
     nodes, weights = np.polynomial.hermite.hermgauss(n_nodes)
     weights = weights / np.sqrt(np.pi)
     if target == "population":
         chunk = max(1, chunk // n_nodes)
+    if target == "population" and not spec.single_level:
         # zero-sum intercepts: theta = mu + mean(w_p) + mean(w_c); draw the means to get mu
+        # (the single-level graph's intercepts are i.i.d.: theta is the location already)
         rng = np.random.default_rng(seed)
         n_p, n_c = up.shape[1], uc.shape[1]
         shift = rng.standard_normal(total) * np.sqrt(sig_p**2 / n_p + sig_c**2 / n_c)
@@ -667,7 +762,9 @@ def fit_replay_model(
     else:
         post = post.assign(prevalence=pe, category_prevalence=pg)
     tree["posterior"] = xr.DataTree(post)
-    var_names = ["theta", "beta_depth", "gamma_prior", "sigma_participant", "sigma_conversation"]
+    var_names = ["theta", "beta_depth", "gamma_prior", "sigma_conversation"]
+    if not spec.single_level:
+        var_names.insert(3, "sigma_participant")
     diag = _diagnostics(tree, var_names)
     rhat = diag["r_hat"].max() if "r_hat" in diag else np.nan
     ess_bulk = diag["ess_bulk"].min() if "ess_bulk" in diag else np.nan
@@ -689,6 +786,7 @@ def fit_replay_model(
             "n_rows": int(spec.cells["n"].sum()),
             "depth_center": DEPTH_CENTER,
             "depth_unit": DEPTH_UNIT,
+            "clustering_levels": "cluster" if spec.single_level else "participant/conversation",
             "max_rhat": float(rhat),
             "min_ess_bulk": float(ess_bulk),
             "min_ess_tail": float(ess_tail),

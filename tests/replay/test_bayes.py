@@ -212,3 +212,60 @@ def test_original_verdicts_of_one_user_turn_on_two_codes_are_both_kept():
     )
     c2 = replay_model_spec(replay_dataset(dup.iloc[[0, 1, 2, 3]], dup_scores), level="code").cells
     assert int(c2.loc[c2["model"] == orig, "n"].sum()) == 3
+
+
+def test_one_clustering_level_gets_one_variance_component(hand):
+    """Participants with one conversation each (the DelusionEval rows: both are the window) are
+    one level: the graph has a single cluster intercept and scale, no participant term (two
+    variance components for one unit are not identified: R-hat 1.79 on the scales, issue 16)."""
+    pytest.importorskip("pymc")
+    from delusion_bayes.models.replay import _single_level_groups, build_replay_model
+
+    assert not replay_model_spec(hand).single_level  # p1 holds two conversations
+    one = hand.assign_coords(participant=hand["conversation"])
+    spec = replay_model_spec(one, level="code", depth_bins=1, prior_bins=1)
+    assert spec.single_level
+    model = build_replay_model(spec)
+    names = set(model.named_vars)
+    assert "sigma_conversation" in names and "u_conversation" in names
+    assert not {"sigma_participant", "u_participant"} & names
+    # every conversation of the hand study holds several codes: one group of clusters
+    grp_c, grp_e = _single_level_groups(spec)
+    assert set(grp_c) == {0} and set(grp_e) == {0}
+    # one code per cluster (the release's design): the groups are the codes
+    keep = one["code"].values[[0, 1]]
+    sub = one.sel(code=list(keep))
+    sub = sub.assign(hit=sub["hit"].where(
+        (sub["conversation"] == "c3") == (sub["code"] == keep[1])
+    ))  # fmt: skip
+    sub = sub.assign(score=sub["score"].where(sub["hit"].notnull()))
+    gspec = replay_model_spec(sub, level="code", depth_bins=1, prior_bins=1)
+    grp_c, grp_e = _single_level_groups(gspec)
+    convs = gspec.coords["conversation"]
+    assert grp_c[convs.index("c3")] == gspec.coords["effect"].index(keep[1])
+    assert grp_c[convs.index("c1")] == gspec.coords["effect"].index(keep[0])
+
+
+@pytest.mark.slow
+def test_single_level_fit_recovers_the_pooled_prevalence():
+    """A simulated study whose participants have one conversation each, fitted with one
+    variance component: the posterior population prevalence sits on the pooled ratio (within
+    0.04, the bootstrap's half-width is ~0.05 here) and the sampler mixes."""
+    pytest.importorskip("pymc")
+    from delusion_bayes.data import simulate_replay
+    from delusion_bayes.models.replay import fit_replay_model, replay_posterior_contrasts
+
+    ds = simulate_replay(seed=4, n_participants=8, models=["original", "gpt-4o"],
+                         codes=CODES[:4], truth_participants=0)  # fmt: skip
+    ds = ds.assign_coords(participant=ds["conversation"])
+    tree = fit_replay_model(ds, level="category", draws=300, tune=300, chains=2, seed=3)
+    assert tree.attrs["clustering_levels"] == "cluster"
+    assert "sigma_participant" not in tree["posterior"]
+    assert tree.attrs["divergences"] <= 2
+    assert tree.attrs["max_rhat_prevalence"] < 1.03
+    post = replay_posterior_contrasts(tree)
+    prev = post[(post["quantity"] == "prevalence") & (post["level"] == "category")]
+    boot = replay_prevalence(ds, n_boot=200, levels=("category",))
+    both = prev.merge(boot, left_on=["model", "label"], right_on=["model", "category"])
+    assert len(both) == 2 * 2
+    np.testing.assert_allclose(both["mean"], both["estimate"], atol=0.04)
