@@ -337,3 +337,64 @@ def test_two_stage_cis_cover_at_about_the_nominal_rate():
     assert len(cover["two-stage"]) == 180
     assert 0.88 <= two <= 1.0, two
     assert iid < two - 0.1, (iid, two)
+
+
+# ------------------------------------------------------------------------------------------
+# conditional vs unconditional support (issue 16, item 5)
+# ------------------------------------------------------------------------------------------
+def test_conditional_support_resamples_only_the_cells_units(hand):
+    """``support="conditional"`` draws only the units with rows in a cell: with samples i.i.d.
+    every resample of m1 x B (4 scored samples of 6) has exactly 4 rows, as the release's
+    ``bootstrap_binary_ci``; unconditionally the count varies (all 6 samples drawn)."""
+    units = rb._units(hand, "none")
+    num, den, labels = rb._columns(hand, levels=("code",))
+    num_u, den_u = rb._to_units(num, units), rb._to_units(den, units)
+    col = labels.index[(labels["model"] == "m1") & (labels["code"] == B)][0]
+    _, den_c = rb._bootstrap_support(num_u, den_u, units, 500, 1, "conditional")
+    _, den_u_b = rb._bootstrap_support(num_u, den_u, units, 500, 1, "unconditional")
+    assert (den_c[:, col] == 4).all()
+    assert den_u_b[:, col].min() < 4 < den_u_b[:, col].max()
+    # full columns (every sample scored): the total is fixed either way
+    full = labels.index[(labels["model"] == "m1") & (labels["code"] == A)][0]
+    assert (den_c[:, full] == 6).all() and (den_u_b[:, full] == 6).all()
+    with pytest.raises(ValueError, match="support must be one of"):
+        replay_prevalence(hand, n_boot=5, support="sometimes")
+
+
+def test_supports_agree_when_every_cluster_supports_every_cell(small_replay):
+    """Every conversation of the simulated study has rows in every cell: the two supports draw
+    the same resamples from the same seed, so the tables are identical."""
+    a = replay_prevalence(small_replay, n_boot=300, seed=5, support="unconditional")
+    b = replay_prevalence(small_replay, n_boot=300, seed=5, support="conditional")
+    cols = ["estimate", "ci_low", "ci_high"]
+    np.testing.assert_allclose(a[cols].to_numpy(), b[cols].to_numpy(), rtol=0, atol=1e-12)
+    assert set(b["support"]) == {"conditional"}
+
+
+def test_conditional_deltas_pair_model_and_baseline(hand):
+    """Conditional deltas share one resample per pair: the point estimate is the difference of
+    prevalences, and the delta of a model with itself (baseline = the model) is never asked;
+    the m1 - original delta's interval contains its estimate."""
+    d = replay_deltas(hand, n_boot=400, seed=2, support="conditional", levels=("code",))
+    r = _row(d, model="m1", code=A)
+    assert r["estimate"] == pytest.approx(3 / 6 - 5 / 6)
+    assert r["ci_low"] <= r["estimate"] <= r["ci_high"]
+    assert set(d["support"]) == {"conditional"}
+
+
+def test_unscored_zero_counts_unscored_rows_in_the_estimate_only(hand):
+    """``unscored="zero"``: a row held without a score (``ds.unscored``) is a 0 in the point
+    estimate (the release's original-transcript rule); the interval is the ``exclude`` one."""
+    ds = hand.copy()
+    un = np.zeros(ds["hit"].shape, dtype=np.int8)
+    un[1, list(ds["model"].values).index("m1"), list(ds["code"].values).index(B)] = 1
+    ds["unscored"] = (ds["hit"].dims, un)
+    ex = _row(replay_prevalence(ds, n_boot=200, seed=1, levels=("code",)), model="m1", code=B)
+    ze = _row(
+        replay_prevalence(ds, n_boot=200, seed=1, levels=("code",), unscored="zero"),
+        model="m1",
+        code=B,
+    )
+    assert ex["estimate"] == pytest.approx(1 / 4) and ze["estimate"] == pytest.approx(1 / 5)
+    assert (ex["ci_low"], ex["ci_high"]) == (ze["ci_low"], ze["ci_high"])
+    assert ze["n_unscored"] == 1 and ze["n"] == 5 and ex["n"] == 4
