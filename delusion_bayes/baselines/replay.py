@@ -680,15 +680,22 @@ def replay_onset_persistence(
     cluster: str = "two-stage",
     ci_prob: float = 0.95,
     progress: bool = False,
+    levels: Sequence[str] = ("category",),
+    unit: str = "turn",
 ) -> pd.DataFrame:
-    """Onset and persistence of each category across the user turns of a window.
+    """Onset and persistence of each category (and/or code) across the user turns of a window.
 
-    A sample shows a category when any of its codes is a hit. Per model x category:
+    At ``level="category"`` a sample shows a category when any of its codes is a hit; at
+    ``level="code"`` each code on its own. Per model x category/code:
 
     - ``windows_with_hit``: share of windows with at least one such sample;
-    - ``onset_turn``: mean 1-based user turn of the first such sample, over windows with one;
-    - ``persistence``: P(category at turn t+1 | category at turn t), consecutive turns of a window;
-    - ``emergence``: P(category at turn t+1 | not at turn t).
+    - ``onset_turn``: mean onset over windows with one, in ``unit``: ``"turn"`` (default) the
+      1-based rank of the first such user turn in the window; ``"message"`` its message index in
+      the window (0, 2, 4, ... when user and assistant alternate: the DelusionEval release's
+      ``turn_index``; ``index - window_start``);
+    - ``persistence``: P(hit at user turn t+1 | hit at turn t), consecutive user turns (ranks) of
+      a window;
+    - ``emergence``: P(hit at turn t+1 | not at turn t).
 
     All four are ratios of sums over windows, bootstrapped like :func:`replay_prevalence`
     (``cluster="none"`` resamples windows).
@@ -697,12 +704,32 @@ def replay_onset_persistence(
     -------
     pandas.DataFrame
         ``model, category, quantity, estimate, ci_low, ci_high, n_hits (numerator), n
-        (denominator), ...``.
+        (denominator), ..., level, code, unit`` (``code`` is ``""`` on category rows).
     """
     _check_replay(ds)
+    if unit not in ("turn", "message"):
+        raise ValueError(f"unit must be 'turn' (user-turn rank) or 'message', got {unit!r}")
     if "window" not in ds.coords or "turn" not in ds.coords:
         raise ValueError("onset/persistence needs the sample coords 'window' and 'turn'")
-    cat_hit, names = _category_any(ds)  # (S, M, G)
+    if unit == "message" and "index" not in ds.coords:
+        raise ValueError("unit='message' needs the sample coord 'index'")
+    parts, names, name_cat, name_level = [], [], [], []
+    for level in levels:
+        if level == "category":
+            h, cats = _category_any(ds)
+            parts.append(h)
+            names += cats
+            name_cat += cats
+            name_level += ["category"] * len(cats)
+        elif level == "code":
+            h = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
+            parts.append(h)
+            names += [str(c) for c in ds[CODE].values]
+            name_cat += [str(c) for c in ds[CATEGORY].values]
+            name_level += ["code"] * ds.sizes[CODE]
+        else:
+            raise ValueError(f"level must be 'category' or 'code', got {level!r}")
+    cat_hit = np.concatenate(parts, axis=2)  # (S, M, G)
     s, m, g = cat_hit.shape
     window = pd.factorize(ds["window"].values)[0]
     turn = ds["turn"].values.astype(int)
@@ -721,7 +748,20 @@ def replay_onset_persistence(
     first = np.full((n_w, m, g), big)
     tt = np.broadcast_to(t_sorted[:, None, None], h.shape)
     np.minimum.at(first, w_sorted, np.where(hit1 == 1, tt, big))
-    onset = np.where(any_hit == 1, first + 1, 0).astype(float)
+    if unit == "turn":
+        onset = np.where(any_hit == 1, first + 1, 0).astype(float)
+    else:
+        # message index in the window of the first hit: the turn rank maps to its message
+        msg = ds["index"].values.astype(np.int64)
+        if "window_start" in ds.coords:
+            msg = msg - ds["window_start"].values.astype(np.int64)
+        lookup = pd.Series(msg[order], index=pd.MultiIndex.from_arrays([w_sorted, t_sorted]))
+        lookup = lookup[~lookup.index.duplicated()]
+        w_idx = np.broadcast_to(np.arange(n_w)[:, None, None], first.shape)
+        safe = np.where(any_hit == 1, first, t_sorted.min())
+        keys = pd.MultiIndex.from_arrays([w_idx.ravel(), safe.ravel()])
+        first_msg = lookup.reindex(keys).to_numpy(dtype=float).reshape(first.shape)
+        onset = np.where(any_hit == 1, first_msg, 0.0)
     # consecutive pairs (t, t+1) inside a window
     nxt = (w_sorted[1:] == w_sorted[:-1]) & (t_sorted[1:] == t_sorted[:-1] + 1)
     a, b = h[:-1][nxt], h[1:][nxt]
@@ -748,17 +788,26 @@ def replay_onset_persistence(
     models = [str(x) for x in ds[MODEL].values]
     labels = pd.DataFrame(
         [
-            {"model": mm, "category": cc, "quantity": q}
+            {"model": mm, "category": cat, "quantity": q}
             for q in quantities
             for mm in models
-            for cc in names
+            for cat in name_cat
         ]
     )
     units = _units(ds, cluster, rows="window", window_codes=window)
     num_b, den_b, _ = _bootstrap(
         _to_units(num, units), _to_units(den, units), units, n_boot, seed, progress=progress
     )
-    return _table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    out = _table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    reps = len(quantities) * len(models)
+    out["level"] = np.tile(np.asarray(name_level, dtype=object), reps)
+    out["code"] = np.tile(
+        np.array([n if lv == "code" else "" for n, lv in zip(names, name_level, strict=True)],
+                 dtype=object),
+        reps,
+    )  # fmt: skip
+    out["unit"] = unit
+    return out
 
 
 # ------------------------------------------------------------------------------------------

@@ -49,6 +49,9 @@ class ReplayConfig:
         Left edges of the context-depth bins of the depth curves (messages before the user turn).
     max_turn
         Turn-position profiles pool user turns >= ``max_turn`` into one bin.
+    onset_unit
+        Unit of ``onset.csv``'s onset: ``turn`` (1-based user-turn rank) or ``message`` (message
+        index in the window, the DelusionEval release's ``turn_index``).
     bayes
         Fit the hierarchical Bayesian prevalence model (:mod:`delusion_bayes.models.replay`).
     bayes_level
@@ -73,6 +76,7 @@ class ReplayConfig:
     baseline: str = "original"
     depth_bins: list[int] = field(default_factory=lambda: [0, 4, 8, 12, 16, 20])
     max_turn: int = 8
+    onset_unit: str = "turn"
     bayes: bool = True
     bayes_level: str = "code"
     depth_bins_bayes: int = 4

@@ -383,10 +383,11 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     cb["width"] = cb["ci_high"] - cb["ci_low"]
     if "none" in schemes:
         iid = cb[cb["cluster"] == "none"].set_index(["model", "category"])["width"]
-        cb["width_vs_iid"] = (
-            cb["width"].to_numpy()
-            / iid.reindex(pd.MultiIndex.from_frame(cb[["model", "category"]])).to_numpy()
-        )
+        with np.errstate(invalid="ignore", divide="ignore"):  # 0-width i.i.d. CI (no hits)
+            cb["width_vs_iid"] = (
+                cb["width"].to_numpy()
+                / iid.reindex(pd.MultiIndex.from_frame(cb[["model", "category"]])).to_numpy()
+            )
     keep = [c for c in ("model", "category", "cluster", "estimate", "ci_low", "ci_high", "width",
                         "width_vs_iid", "truth", "n_hits", "n", "n_boot", "ci_prob") if c in cb]  # fmt: skip
     write(cb[keep], "cluster_bootstrap.csv",
@@ -422,10 +423,14 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
           "linear probability model hit ~ depth/10 + prior assistant content, per model x "
           f"category; {ci} CIs from the {cluster} bootstrap of the moment sums")  # fmt: skip
 
-    onset = rb.replay_onset_persistence(ds, cluster=cluster, **kw)
+    unit = str(_get(r, "onset_unit", "turn"))
+    onset = rb.replay_onset_persistence(
+        ds, cluster=cluster, levels=("category", "code"), unit=unit, **kw
+    )
     write(onset, "onset.csv",
-          "per window: share with a hit, onset turn, persistence P(hit at t+1 | hit at t), "
-          "emergence P(hit at t+1 | no hit at t)")  # fmt: skip
+          "per window, per category and per code: share with a hit, onset (unit: "
+          + ("1-based user-turn rank" if unit == "turn" else "message index in the window")
+          + "), persistence P(hit at t+1 | hit at t), emergence P(hit at t+1 | no hit at t)")  # fmt: skip
     turns = rb.replay_turn_profile(ds, max_turn=int(_get(r, "max_turn", 8)), cluster=cluster, **kw)
     write(turns, "turn_profile.csv", "category prevalence by user-turn position in the window")
 

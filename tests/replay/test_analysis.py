@@ -398,3 +398,29 @@ def test_unscored_zero_counts_unscored_rows_in_the_estimate_only(hand):
     assert ex["estimate"] == pytest.approx(1 / 4) and ze["estimate"] == pytest.approx(1 / 5)
     assert (ex["ci_low"], ex["ci_high"]) == (ze["ci_low"], ze["ci_high"])
     assert ze["n_unscored"] == 1 and ze["n"] == 5 and ex["n"] == 4
+
+
+def test_onset_persistence_per_code_and_in_message_units(hand):
+    """Per code (issue 16, item 5), by hand from ``conftest.py``: m1 x A hits c1 [1, 0], c2 [1],
+    c3 [0, 0, 1] at messages c1 [0, 2], c2 [0], c3 [0, 2, 4]; m1 x B c1 [1, .], c2 [0],
+    c3 [0, ., 0]."""
+    t = replay_onset_persistence(hand, n_boot=20, levels=("category", "code"))
+    assert set(t["level"]) == {"category", "code"} and set(t["unit"]) == {"turn"}
+    a = t[(t["model"] == "m1") & (t["code"] == A)].set_index("quantity")
+    assert a.loc["windows_with_hit", "estimate"] == pytest.approx(1.0)
+    assert a.loc["onset_turn", "estimate"] == pytest.approx((1 + 1 + 3) / 3)
+    assert a.loc["persistence", "estimate"] == pytest.approx(0.0)
+    assert a.loc["emergence", "estimate"] == pytest.approx(0.5)
+    b = t[(t["model"] == "m1") & (t["code"] == B)].set_index("quantity")
+    assert b.loc["windows_with_hit", "estimate"] == pytest.approx(1 / 3)
+    assert b.loc["onset_turn", "estimate"] == pytest.approx(1.0)
+    # the category rows are unchanged by asking for codes too
+    cat = t[(t["model"] == "m1") & (t["level"] == "category")].set_index("quantity")
+    assert cat.loc["onset_turn", "estimate"] == pytest.approx((1 + 1 + 3) / 3)
+    # the release's unit: the message index in the window (0, 2, 4, ...)
+    msg = replay_onset_persistence(hand, n_boot=20, levels=("code",), unit="message")
+    am = msg[(msg["model"] == "m1") & (msg["code"] == A)].set_index("quantity")
+    assert am.loc["onset_turn", "estimate"] == pytest.approx((0 + 0 + 4) / 3)
+    assert am.loc["persistence", "estimate"] == pytest.approx(0.0)  # unit changes onset only
+    with pytest.raises(ValueError, match="unit must be"):
+        replay_onset_persistence(hand, n_boot=5, unit="day")
