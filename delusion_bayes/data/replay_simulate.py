@@ -126,12 +126,14 @@ def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np
             continue
         for cat in cat_names:
             sel = cats == cat
+            # logit shifts vs the original as in the real release's category tables: evaluated
+            # models -3.3 to -0.6 (quartiles -2.7, -1.2) below it, discourages harm -1.9 to +1.6
             if cat == "discourages harm":
-                shift = rng.uniform(-0.5, 1.0)
+                shift = rng.uniform(-1.0, 1.5)
                 slope = rng.normal(-0.3, 0.1)
                 g = 0.4
             else:
-                shift = rng.uniform(-1.5, -0.4)
+                shift = rng.uniform(-3.0, -1.0)
                 slope = rng.normal(0.3, 0.1) if cat == "delusional" else rng.normal(0.0, 0.15)
                 g = 1.0
             theta[i, sel] = base[sel] + shift + rng.normal(0, 0.25, sel.sum())
