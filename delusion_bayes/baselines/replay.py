@@ -453,6 +453,7 @@ def replay_deltas(
     levels: Sequence[str] = ("category", "code"),
     progress: bool = False,
     support: str = DEFAULT_SUPPORT,
+    paired: bool = True,
 ) -> pd.DataFrame:
     """Prevalence of each model minus the baseline's (the original transcript), paired resamples.
 
@@ -464,6 +465,9 @@ def replay_deltas(
 
     ``support="conditional"`` resamples, per model x cell, the clusters with rows in the model's
     or the baseline's cell (one shared resample for the pair; see :func:`replay_prevalence`).
+    ``paired=False`` resamples the model and the baseline independently (the release's
+    ``bootstrap_delta_ci``; it also repeats the original's rows 5 times, which is not
+    reproduced): same estimates, wider intervals where the arms are correlated.
 
     Returns
     -------
@@ -486,7 +490,16 @@ def replay_deltas(
     b0 = models.index(baseline) * per_model
     bsl = slice(b0, b0 + per_model)
     others = [i for i, m in enumerate(models) if m != baseline]
-    if support == "unconditional":
+    if not paired:
+        other = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
+        boots = []
+        for s_ in (seed, other):
+            nb, db = _bootstrap_support(num_u, den_u, units, n_boot, s_, support)
+            boots.append(_ratio(nb, db))
+        pairs = {
+            i: (boots[0][:, i * per_model : (i + 1) * per_model], boots[1][:, bsl]) for i in others
+        }
+    elif support == "unconditional":
         num_b, den_b, _ = _bootstrap(num_u, den_u, units, n_boot, seed, progress=progress)
         boot = _ratio(num_b, den_b)
         pairs = {i: (boot[:, i * per_model : (i + 1) * per_model], boot[:, bsl]) for i in others}
@@ -533,6 +546,7 @@ def replay_deltas(
     out = pd.concat(rows, ignore_index=True)
     out["cluster"] = cluster
     out["support"] = support
+    out["paired"] = paired
     out["n_boot"] = n_boot
     out["ci_prob"] = ci_prob
     return out

@@ -259,15 +259,22 @@ def _bayes(ds, r, out, files, notes, boot_table, formats) -> dict[str, Any]:
     )
     table = pd.concat([prev, post[post["quantity"] == "delta"]], ignore_index=True)
     table.to_csv(out / "bayes_prevalence.csv", index=False)
+    one_level = tree.attrs.get("clustering_levels") == "cluster"
+    intercepts = (
+        "one cluster intercept (participant and conversation are the same units)"
+        if one_level
+        else "participant and conversation intercepts"
+    )
     files["bayes_prevalence.csv"] = (
-        f"hierarchical Bayesian prevalence ({level} effects; participant and conversation "
-        "intercepts, depth and prior-content terms): posterior mean and equal-tailed interval per "
-        "model x category/code, deltas vs the original, beside the bootstrap estimate and CI"
+        f"hierarchical Bayesian prevalence ({level} effects; {intercepts}, depth and "
+        "prior-content terms): posterior mean and equal-tailed interval per model x "
+        "category/code, deltas vs the original, beside the bootstrap estimate and CI"
     )
     diag = {k: tree.attrs[k] for k in (
         "sampler", "level", "n_cells", "n_rows", "max_rhat", "min_ess_bulk", "min_ess_tail",
         "max_rhat_prevalence", "min_ess_bulk_prevalence", "min_ess_tail_prevalence",
         "divergences", "seed")}  # fmt: skip
+    diag["clustering_levels"] = str(tree.attrs.get("clustering_levels", ""))
     # the gate is on what is reported (the prevalences and their deltas), with the package's
     # thresholds (R-hat <= 1.01, ESS >= 400 and >= 100 per chain, no divergences); the max R-hat over all
     # ~300 sampled parameters is recorded too (at 2 x 500 draws it sits at 1.01-1.02 even when
