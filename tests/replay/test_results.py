@@ -166,3 +166,15 @@ def test_simulate_replay_delusioneval_scale(de_replay):
         from delusion_bayes.data import simulate_replay
 
         simulate_replay(scale="huge")
+
+
+def test_public_names_of_the_replay_api():
+    """``db.data.replay_dataset`` and ``db.data.load_delusioneval`` (issue 16: the first raised
+    AttributeError), ``db.baselines.replay_prevalence`` (DESIGN.md's public API)."""
+    import delusion_bayes as db
+    from delusion_bayes.data.delusioneval import load_delusioneval
+    from delusion_bayes.data.replay import replay_dataset as rd
+
+    assert db.data.replay_dataset is rd
+    assert db.data.load_delusioneval is load_delusioneval
+    assert db.baselines.replay_prevalence.__name__ == "replay_prevalence"
