@@ -439,6 +439,17 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         raise ValueError(
             f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
         )
+    if "models" in cfg.stages and "sampler" in cfg:  # bad NUTS settings: before any work
+        from .inference.config import check_sampler_settings
+
+        s = cfg.sampler
+        check_sampler_settings(
+            draws=s.get("draws"),
+            tune=s.get("tune"),
+            chains=s.get("chains"),
+            target_accept=s.get("target_accept"),
+            cores=s.get("cores", 1),
+        )
     overwrite = bool(cfg.get("overwrite", False))
     found = _check_run_dir(run_dir, overwrite)
     cache_dir = cfg.get("cache_dir")

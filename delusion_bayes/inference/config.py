@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 SAMPLERS: tuple[str, ...] = ("nutpie", "pymc", "numpyro")
 #: NUTS target acceptance when neither the config nor the model names one
@@ -29,6 +32,37 @@ class SamplerConfig:
     #: (:func:`delusion_bayes.models.fit`'s ``reuse``); the sensitivity sweep turns it on
     reuse_fits: bool = False
     progressbar: bool = False
+
+
+def check_sampler_settings(
+    *, draws: Any, tune: Any, chains: Any, target_accept: Any = None, cores: Any = 1
+) -> None:
+    """Reject impossible NUTS settings before anything compiles.
+
+    Raises
+    ------
+    ValueError
+        Naming the setting (``sampler.draws`` ...), its value and what is allowed: ``draws``,
+        ``chains`` and ``cores`` whole numbers >= 1, ``tune`` a whole number >= 0 (0: no
+        adaptation), ``target_accept`` ``null`` or a number strictly between 0 and 1.
+    """
+    for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1),
+                             ("cores", cores, 1)):  # fmt: skip
+        ok = isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= low
+        if not ok:
+            raise ValueError(
+                f"sampler.{name}={value!r}: expected a whole number >= {low} "
+                f"(e.g. sampler.{name}={max(low, 1000 if name in ('draws', 'tune') else 2)})"
+            )
+    if target_accept is not None:
+        ok = isinstance(target_accept, int | float | np.floating) and not isinstance(
+            target_accept, bool
+        )
+        if not ok or not 0.0 < float(target_accept) < 1.0:
+            raise ValueError(
+                f"sampler.target_accept={target_accept!r}: expected null (each model's own) or "
+                "a number strictly between 0 and 1 (e.g. 0.9)"
+            )
 
 
 @dataclass

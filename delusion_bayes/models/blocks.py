@@ -10,7 +10,7 @@ import numpy as np
 
 from ..data.schema import DAY, MODEL, RATER
 from .priors import make_rv
-from .spec import CUT, K_MAX, OBS, STAGE_CUTPOINTS, STEP_K, T50_SHEAR, ModelSpec
+from .spec import CUT, K_MAX, OPEN, STEP_K, T50_SHEAR, ModelSpec
 
 #: onset parameters that group terms shift (on their unconstrained scale)
 _ONSET_PARAMS = ("L", "log_k", "t50")
@@ -34,21 +34,22 @@ def _group_shift(spec: ModelSpec, param: str):
 
 
 def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
-    """Partially centred ``t50 ~ N(T (mu_t50 + shift), T sigma_t50)``.
+    """``t50 ~ N(T (mu_t50 + shift), T sigma_t50)`` in two coordinates, the same prior in both.
 
     Centred (free ``t50_centred``) for models whose median rating reaches stage 2.5 on some day:
     the data pin their t50 to within a day while the population spread is ~T/2, so a
-    non-centred z would sit on a narrow ridge along (mu_t50, sigma_t50). Non-centred
-    (``z_t50``) for the others, whose t50 is only bounded below by the data and otherwise
-    follows the population (the funnel case non-centring is for).
+    non-centred z would sit on a narrow ridge along (mu_t50, sigma_t50).
 
-    The non-centred coordinate is sheared along ``1/k``: ``t50 = loc + scale z + c / k`` with
-    ``z ~ N(-c / (k scale), 1)`` (:data:`~delusion_bayes.models.spec.T50_SHEAR` ``c``), the
-    same ``t50 ~ N(loc, scale)`` for every ``c``. The data of a never-turner say "the curve has
-    not risen by day T": ``k (T - t50) < -c`` with ``c ~ 2`` (measured on paper_like: the 1%
-    quantile of ``k (t50 - T)`` is 1.6-2.2), a wall ``t50 > T + c / k`` that curves with ``k``.
-    In ``z`` the wall is ``z > (T - loc) / scale``, flat in ``k``, which a diagonal mass matrix
-    follows.
+    For the others (never-turners), whose ratings say only "the curve has not risen by day T",
+    i.e. ``h = k (t50 - T) > c`` (``c ~ 2``: the 1% quantile of ``k (t50 - T)`` is 1.6-2.2 on
+    paper_like), the free variable is ``w`` with ``t50 = T + c sinh(w) / k``
+    (``c = T50_SHEAR``), and the prior density of t50 enters with its Jacobian
+    (``pm.Flat`` + ``pm.Potential``). In ``w`` that wall is flat in ``k`` and of unit width;
+    in ``z = (t50 - loc) / scale`` (non-centred, sheared or not) its width is
+    ``1 / (k T sigma_t50)``, 0.01-0.3 over the never-turners' k, so NUTS had to take steps of
+    the thinnest wall everywhere. Measured on paper_like seed 0, joint, 2 x 300 after 300
+    tuning: step size 0.07 -> 0.25, 62 -> 15 leapfrog steps per draw (the same study without
+    its four never-turners: 15), 0 divergences.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -63,10 +64,49 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
         tc = pm.Normal("t50_centred", loc[ic], scale, shape=ic.size)
         t50 = pt.set_subtensor(t50[ic], tc)
     if inc.size:
-        shift = T50_SHEAR / k[inc]
-        z = pm.Normal("z_t50", -shift / scale, 1.0, shape=inc.size)
-        t50 = pt.set_subtensor(t50[inc], loc[inc] + scale * z + shift)
+        # t50 = T + c sinh(w) / k: h = k (t50 - T) = c sinh(w) is the logit distance of the last
+        # day from the midpoint, the one thing a never-turner's ratings bound (h > ~c); in w
+        # that wall sits at w ~ asinh(1) with a width that does not depend on k. The prior
+        # t50 ~ N(loc, scale) is kept exactly: its density in w is N(t50; loc, scale) |dt50/dw|
+        kk = k[inc]
+        w = pm.Flat("w_t50", shape=inc.size)
+        t50_nc = T + T50_SHEAR * pt.sinh(w) / kk
+        jac = pt.log(T50_SHEAR * pt.cosh(w) / kk)
+        z = (t50_nc - loc[inc]) / scale
+        pm.Potential("t50_w_prior", (-0.5 * z**2 - pt.log(scale) + jac).sum())
+        t50 = pt.set_subtensor(t50[inc], t50_nc)
     return t50
+
+
+def _turned(spec: ModelSpec, n_models: int) -> np.ndarray:
+    """Models whose median rating reaches clinical framing (2.5) on some day (``t50_centred``
+    of the spec): the data pin their onset parameters; a never-turner's only from one side."""
+    return np.asarray(spec.data.get("t50_centred", np.ones(n_models, bool)), bool)
+
+
+def _partially_centred(name: str, loc, scale, centred: np.ndarray):
+    """``x_m ~ N(loc_m, scale)`` per model: centred (free ``<name>_centred``) where ``centred``,
+    non-centred (``z_<name>``, ``x = loc + scale z``) elsewhere. The same model either way.
+
+    Centred for models whose data pin ``x`` (a turner's log k and t50: the population spread
+    is wide next to the posterior, and a non-centred ``z = (x - loc) / scale`` is then tied to
+    the hyper-parameters: on paper_like, non-centred turners' ``z_log_k`` made ``mu_log_k`` the
+    slowest parameter, ESS 90 of 600 at 2 x 300, R-hat 1.018 at 4 x 1000); non-centred for
+    never-turners, whose ``x`` follows the population (the funnel non-centring is for).
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    n = centred.size
+    loc = loc * pt.ones(n)
+    x = pt.zeros(n)
+    ic, inc = np.flatnonzero(centred), np.flatnonzero(~centred)
+    if ic.size:
+        x = pt.set_subtensor(x[ic], pm.Normal(f"{name}_centred", loc[ic], scale, shape=ic.size))
+    if inc.size:
+        z = pm.Normal(f"z_{name}", 0.0, 1.0, shape=inc.size)
+        x = pt.set_subtensor(x[inc], loc[inc] + scale * z)
+    return x
 
 
 def onset_trajectory(spec: ModelSpec):
@@ -83,9 +123,13 @@ def onset_trajectory(spec: ModelSpec):
     n_models = len(spec.coords[MODEL])
     mu_L = make_rv("mu_L", p["mu_L"])
     sigma_L = make_rv("sigma_L", p["sigma_L"])
-    z_L = pm.Normal("z_L", 0.0, 1.0, dims=MODEL)
+    turned = _turned(spec, n_models)
     # log(L - 1), not logit((L - 1) / 3): L = 4 (the scale top, the truth of most turners) is
     # then an interior point with a finite likelihood peak, not logit -> +inf with a flat tail
+    # non-centred for every model: the plateaus sit within ~0.1 of each other (sigma_L ~ 0.02 on
+    # paper_like), tighter than one model's data pin its own (centred for turners: ESS 18 on
+    # sigma_L, the centred funnel)
+    z_L = pm.Normal("z_L", 0.0, 1.0, dims=MODEL)
     L = pm.Deterministic(
         "L", 1.0 + pt.exp(mu_L + _group_shift(spec, "L") + sigma_L * z_L), dims=MODEL
     )
@@ -94,11 +138,10 @@ def onset_trajectory(spec: ModelSpec):
     else:
         mu_log_k = make_rv("mu_log_k", p["mu_log_k"])
         sigma_log_k = make_rv("sigma_log_k", p["sigma_log_k"])
-        z_k = pm.Normal("z_log_k", 0.0, 1.0, dims=MODEL)
         # soft upper bound: 1/k = exp(-a) + 1/K_MAX, i.e. k = K_MAX sigmoid(a - log K_MAX), ~exp(a)
         # for k << K_MAX. An overnight switch leaves the likelihood flat in k; unbounded, log k
         # drifts and t50 between two days becomes a ridge with walls of slope k
-        a = mu_log_k + _group_shift(spec, "log_k") + sigma_log_k * z_k
+        a = _partially_centred("log_k", mu_log_k + _group_shift(spec, "log_k"), sigma_log_k, turned)
         k = pm.Deterministic("k", K_MAX * pm.math.sigmoid(a - np.log(K_MAX)), dims=MODEL)
     mu_t50 = make_rv("mu_t50", p["mu_t50"])
     sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
@@ -115,134 +158,139 @@ def onset_trajectory(spec: ModelSpec):
     return pm.Deterministic("trajectory", 1.0 + (L - 1.0)[:, None] * shape, dims=(MODEL, DAY))
 
 
-def day_noise(spec: ModelSpec, mu):
-    """Latent stage = trajectory + day noise eps[m, t] ~ Normal(0, sigma_eps[m]),
-    with ``log sigma_eps[m] = mu_log_eps + sigma_log_eps * z_m`` (an oscillating model such as
-    the paper's Claude Opus 3 gets a large one instead of distorting the shared fit)."""
+def day_noise_scale(spec: ModelSpec):
+    """Per-model day-noise SD ``sigma_eps[m]``, ``log sigma_eps = mu_log_eps + sigma_log_eps z``
+    (non-centred: a calm model's noise is below what four raters resolve, so its ``z`` follows
+    the population). An oscillating model such as the paper's Claude Opus 3 gets a large one
+    instead of distorting the shared fit. The noise itself is integrated out of the likelihood
+    (:func:`marginal_ratings`)."""
     import pymc as pm
     import pytensor.tensor as pt
 
     p = spec.priors
     mu_log_eps = make_rv("mu_log_eps", p["mu_log_eps"])
     sigma_log_eps = make_rv("sigma_log_eps", p["sigma_log_eps"])
-    # sigma_eps non-centred: centring it (paper_like: R-hat on L/k/t50 1.019 -> 1.015,
-    # noise-level) put divergences on the small study, where sigma_log_eps can collapse to ~0
     z_s = pm.Normal("z_log_eps", 0.0, 1.0, dims=MODEL)
-    sigma_eps = pm.Deterministic("sigma_eps", pt.exp(mu_log_eps + sigma_log_eps * z_s), dims=MODEL)
-    # the day noise itself partially centred per model (weights: spec.noise_centring):
-    # s ~ N(lam mu, sigma^lam), stage = mu + sigma^(1-lam) (s - lam mu) ~ N(mu, sigma) for any lam
-    lam = np.asarray(spec.data.get("eps_lambda", np.zeros(len(spec.coords[MODEL]))), float)
-    lam_c = pt.as_tensor_variable(lam)[:, None]
-    sig = sigma_eps[:, None]
-    s = pm.Normal("eps_tilde", lam_c * mu, sig**lam_c, dims=(MODEL, DAY))
-    return pm.Deterministic(
-        "stage", mu + sig ** (1.0 - lam_c) * (s - lam_c * mu), dims=(MODEL, DAY)
-    )
+    return pm.Deterministic("sigma_eps", pt.exp(mu_log_eps + sigma_log_eps * z_s), dims=MODEL)
 
 
 def rater_effects(spec: ModelSpec):
-    """Rater severity (shift) and discrimination (scale); ``shared`` fixes severity to 0 and uses
-    one discrimination for all raters."""
+    """Rater severity (shift) and discrimination (scale), each with a fixed prior per rater.
+
+    ``severity ~ ZeroSumNormal(sigma)`` (the mean rater defines the stage scale, as in the
+    simulator) and ``log discrimination_r ~ N(mu, sigma)`` independently. No population level:
+    a hierarchy over four raters cannot estimate its own spread (``sigma_log_disc`` and
+    ``sigma_severity`` were the slowest parameters of the joint model, R-hat up to 1.022), and
+    with hundreds of ratings per rater the fixed weakly-informative priors are overwhelmed by
+    the data anyway. ``shared`` fixes severity to 0 and uses one discrimination for all raters.
+    """
     import pymc as pm
     import pytensor.tensor as pt
 
     p = spec.priors
     n_raters = len(spec.coords[RATER])
-    mu_log_disc = make_rv("mu_log_disc", p["mu_log_disc"])
     if spec.cutpoints == "shared":
+        log_d = make_rv("log_disc_shared", p["log_disc"])
         severity = pm.Deterministic("severity", pt.zeros(n_raters), dims=RATER)
-        disc = pm.Deterministic(
-            "discrimination", pt.exp(mu_log_disc) * pt.ones(n_raters), dims=RATER
-        )
+        disc = pm.Deterministic("discrimination", pt.exp(log_d) * pt.ones(n_raters), dims=RATER)
         return severity, disc
-    sigma_sev = make_rv("sigma_severity", p["sigma_severity"])
-    # zero-sum: the mean rater defines the stage scale (as in the simulator). Centred: every
-    # rater scores hundreds of model-days, so severities are pinned by the data and a
-    # non-centred z would trade off against sigma_severity (R-hat 1.15 on paper_like)
-    severity = pm.ZeroSumNormal("severity", sigma=sigma_sev, dims=RATER)
-    sigma_log_disc = make_rv("sigma_log_disc", p["sigma_log_disc"])
-    # non-centred: centred, sigma_log_disc collapsed towards 0 with 3 raters (small study:
-    # R-hat 1.07 on the discriminations); on paper_like (4 raters x 450 model-days, joint,
-    # 2 x 500, seeds 1-6) centred gave 2 and 8 divergences in two runs (non-centred: none) and
-    # the same max R-hat on L/k/t50 (1.007-1.017)
-    z_disc = pm.Normal("z_log_disc", 0.0, 1.0, dims=RATER)
-    disc = pm.Deterministic(
-        "discrimination", pt.exp(mu_log_disc + sigma_log_disc * z_disc), dims=RATER
-    )
+    severity = make_rv("severity", p["severity"], dims=RATER)
+    log_d = make_rv("log_disc", p["log_disc"], dims=RATER)
+    disc = pm.Deterministic("discrimination", pt.exp(log_d), dims=RATER)
     return severity, disc
 
 
-def ordinal_ratings(spec: ModelSpec, stage):
-    """Cumulative-logit likelihood of every observed rating around the latent stage.
-
-    ``P(y > c_j) = sigmoid(disc_r (stage[m, t] + severity_r - c_j))`` with the fixed
-    cutpoints ``c = (1.5, 2.5, 3.5)`` (:func:`cumulative_logit`, the distribution of PyMC's
-    ``OrderedLogistic`` with ``eta = disc (stage + severity)`` and ``cutpoints = disc c``). No
-    ``ordered`` transform is needed.
-    """
-
-    severity, disc = rater_effects(spec)
-    d = spec.data
-    r, m, t = d["rater_idx"], d["model_idx"], d["day_idx"]
-    cumulative_logit("y", stage[m, t] + severity[r], disc[r], d["y"], dims=OBS)
-    return severity, disc
+#: Gauss-Hermite nodes of the latent-stage integral per model (:func:`marginal_ratings`), the
+#: fewest that keep the summed model-day log-likelihood of paper_like within ~1e-3 of the
+#: adaptive reference (:mod:`delusion_bayes.models.marginal`) where the posterior lies: 12 for
+#: the day noise of the joint models (at the truth max 8e-5 per model-day, sum 5e-4; 16 nodes:
+#: 2e-5, 1e-4), 16 for the rater model's wide latent N(2.4, 1.3) (sum 2e-2; 12 nodes: 0.14).
+#: The cost of a gradient is proportional (paper_like, 449 model-days x 4 raters: ~0.1 ms per
+#: node). Checked in tests/models/test_marginal.py.
+GH_NODES: dict[str, int] = {"joint": 12, "disengagement": 12, "rater": 16}
+#: extra variance (stage units) the quadrature's proposal gives a rating at an end of the
+#: scale (1 or 4 says only "at or beyond"): it widens the nodes on a floor or plateau day
+END_VAR: float = 1.0
 
 
-def _cumlogit_logp(value, x, scale, cuts: np.ndarray):
-    """log P(Y = value) of the cumulative logit ``P(Y > j) = sigmoid(scale (x - cuts_j))``.
+def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nodes=None):
+    """Log-likelihood of every model-day's ratings with its latent stage integrated out.
 
-    With ``a = scale (x - c_{y-1})`` and ``b = scale (x - c_y)`` (``a > b``):
-    ``log(sigmoid(a) - sigmoid(b)) = a + log1mexp(b - a) - softplus(a) - softplus(b)``;
-    ``-softplus(b)`` for the lowest category, ``a - softplus(a)`` for the highest.
-    """
-    import pytensor.tensor as pt
+    For model-day ``u`` with latent ``s ~ N(mu_u, sigma_u)`` and ratings ``y_{r,u}``:
 
-    n_cut = cuts.size
-    c = pt.as_tensor_variable(np.asarray(cuts, float))
-    y = pt.cast(value, "int64")
-    lo = pt.clip(y - 1, 0, n_cut - 1)
-    hi = pt.clip(y, 0, n_cut - 1)
-    a = scale * (x - c[lo])
-    b = scale * (x - c[hi])
-    first, last = pt.eq(y, 0), pt.eq(y, n_cut)
-    # b - a = -scale (c_y - c_{y-1}) < 0 inside; a harmless -1 where a or b is an open end
-    gap = pt.switch(first | last, -1.0, b - a)
-    sp_a, sp_b = pt.softplus(a), pt.softplus(b)
-    inner = a + pt.log1mexp(gap) - sp_a - sp_b
-    return pt.switch(first, -sp_b, pt.switch(last, a - sp_a, inner))
+    .. math::
 
+        \\log p(y_u) = \\log \\int \\prod_r p(y_{r,u} \\mid s)\\, N(s; \\mu_u, \\sigma_u)\\, ds
+        \\approx \\operatorname{logsumexp}_q \\Big[\\log \\tfrac{w_q}{\\sqrt\\pi} + x_q^2
+            + \\sum_r \\log p(y_{r,u} \\mid s_q) + \\log N(s_q; \\mu_u, \\sigma_u)
+            + \\log(\\sqrt{2\\pi}\\,\\tau_u)\\Big]
 
-def cumulative_logit(name: str, x, scale, observed: np.ndarray, cuts=STAGE_CUTPOINTS, **kwargs):
-    """Observed ordinal ``Y`` in ``0..len(cuts)`` with ``P(Y > j) = sigmoid(scale (x - cuts_j))``.
+    with Gauss-Hermite nodes ``s_q = m_u + sqrt(2) tau_u x_q`` placed on a Gaussian proposal
+    ``N(m_u, tau_u)`` (importance-weighted, so any proposal gives the same integral; a good one
+    needs few nodes). The proposal combines the prior with a Gaussian reading of the ratings
+    (each ``y - severity_r`` with variance ``pi^2 / (3 d_r^2) + 1/12``, plus :data:`END_VAR` at
+    an end of the scale): ``1/tau^2 = 1/sigma^2 + P_u``, ``m = tau^2 (mu / sigma^2 + P_u yhat_u)``.
+    For a calm model (``sigma`` small) it is the prior, plain Gauss-Hermite; for an oscillating
+    one, whose raters pin each day more tightly than the noise does, it sits where the ratings
+    put the stage. Smooth in every parameter, so NUTS differentiates through it.
 
-    The same distribution as PyMC's ``OrderedLogistic(eta=scale x, cutpoints=scale cuts)``,
-    with the log-probability written out (:func:`_cumlogit_logp`): PyMC's version takes the
-    difference of two sigmoids, which loses all precision in the far tails (a rating 50 stages
-    away from the latent is ``-inf`` there, a ``-160.5`` here, the exact value), and builds the
-    full (n, K) probability matrix of a ``Categorical``. Elsewhere the two agree to 1e-9
-    (``tests/models/test_spec.py``); sampling speed is the same (rater model, paper_like,
-    4 x 1000: 24-28 s either way). Written by hand because PyMC's ordinal distributions have no
-    log-space form. Posterior predictive draws: ``Y = #{j : u < P(Y > j)}``, ``u ~ U(0, 1)``.
+    Each rating's term is ``log(sigmoid(a) - sigmoid(b))`` with ``a = d (s + sev - c_lo)``,
+    ``b = d (s + sev - c_hi)``, written ``-softplus(-a) - softplus(b) + log(1 - e^{-d (c_hi -
+    c_lo)})``; the last term does not depend on ``s`` (fixed unit gaps) and is added once per
+    rater (``n_interior``). Only the ``U x R x Q`` terms the data have are computed (dense
+    because every rater may rate every model-day); the (model, day) grid's unrated cells are
+    never touched.
+
+    ``nodes``: quadrature nodes (default :data:`GH_NODES` of the model).
+
+    ``level`` (disengagement): ``(beta, u, c1, c2)``; the model-day's adjudicated level
+    ``D`` with ``P(D >= j) = sigmoid(beta (s - 2.5) + u_m - c_j)`` joins the integrand.
+
+    Why by hand: PyMC marginalises discrete variables (pymc-extras), not a continuous latent;
+    this is the Laplace-free, fixed-node version of lme4's adaptive Gauss-Hermite (Pinheiro &
+    Bates 1995, J. Comput. Graph. Stat. 4), with the node centre taken from the data rather
+    than an inner optimisation so the graph stays small.
     """
     import pymc as pm
-    from scipy.special import expit
+    import pytensor.tensor as pt
 
-    cuts = np.asarray(cuts, float)
+    d = spec.data
+    x, w = np.polynomial.hermite.hermgauss(nodes or GH_NODES.get(spec.name, 16))
+    lw = pt.as_tensor_variable(np.log(w) + x**2 - 0.5 * np.log(np.pi))
+    xq = pt.as_tensor_variable(np.sqrt(2.0) * x)
+    lo, hi = d["md_lo"], d["md_hi"]
+    rated = (lo > -OPEN) | (hi < OPEN)
+    # proposal: precision-weighted prior and ratings
+    v_r = (np.pi**2 / 3.0) / disc**2 + 1.0 / 12.0
+    prec = pt.as_tensor_variable(rated.astype(float)) / (v_r[None, :] + END_VAR * d["md_end"])
+    p_u = prec.sum(axis=1)
+    yhat = (prec * (d["md_rating"] - severity[None, :])).sum(axis=1)
+    inv_s2 = 1.0 / sigma**2
+    prec_post = inv_s2 + p_u
+    centre = (mu * inv_s2 + yhat) / prec_post
+    tau = 1.0 / pt.sqrt(prec_post)
+    s = centre[:, None] + tau[:, None] * xq[None, :]  # (U, Q)
+    z = s[:, None, :] + severity[None, :, None]  # (U, R, Q)
+    dd = disc[None, :, None]
+    a = dd * (z - lo[:, :, None])
+    b = dd * (z - hi[:, :, None])
+    ll = (-pt.softplus(-a) - pt.softplus(b)).sum(axis=1)  # (U, Q)
+    if level is not None:
+        beta, u, c1, c2 = level
+        lv = d["md_level"]
+        eta = beta * (s - 2.5) + u[d["md_model"]][:, None]
+        big = pt.as_tensor_variable(np.full(lv.shape, OPEN))
+        c_lo = pt.switch(pt.eq(lv, 0) | pt.lt(lv, 0), -big, pt.switch(pt.eq(lv, 1), c1, c2))
+        c_hi = pt.switch(pt.eq(lv, 2) | pt.lt(lv, 0), big, pt.switch(pt.eq(lv, 0), c1, c2))
+        ll = ll - pt.softplus(-(eta - c_lo[:, None])) - pt.softplus(eta - c_hi[:, None])
+    prior = -0.5 * ((s - mu[:, None]) / sigma[:, None]) ** 2 + pt.log(tau / sigma)[:, None]
+    per_md = pt.logsumexp(lw[None, :] + ll + prior, axis=1)
+    const = (d["n_interior"] * pt.log1mexp(-disc)).sum()
+    if level is not None:
+        n1 = float(np.sum(d["md_level"] == 1))
+        const = const + n1 * pt.log1mexp(-(c2 - c1))
+    pm.Potential("ratings_marginal", per_md.sum() + const)
+    return per_md
 
-    def logp(value, x, scale):
-        return _cumlogit_logp(value, x, scale, cuts)
 
-    def random(x, scale, rng=None, size=None):
-        x, scale = np.broadcast_arrays(np.asarray(x, float), np.asarray(scale, float))
-        if size is not None:
-            x, scale = np.broadcast_to(x, size), np.broadcast_to(scale, size)
-        p_gt = expit(scale[..., None] * (x[..., None] - cuts))
-        u = rng.uniform(size=x.shape)
-        return (u[..., None] < p_gt).sum(axis=-1).astype(np.int64)
-
-    return pm.CustomDist(
-        name, x, scale, logp=logp, random=random, observed=observed, dtype="int64", **kwargs
-    )
-
-
-__all__ = ["onset_trajectory", "day_noise", "rater_effects", "ordinal_ratings", "CUT"]
+__all__ = ["onset_trajectory", "day_noise_scale", "rater_effects", "marginal_ratings", "CUT"]

@@ -16,15 +16,13 @@ MODEL_NAMES: tuple[str, ...] = ("joint", "onset", "rater", "disengagement")
 TRAJECTORIES: tuple[str, ...] = ("logistic", "linear", "step")
 #: ``rater``: severity shift and discrimination per rater; ``shared``: one set of cutpoints
 CUTPOINTS: tuple[str, ...] = ("rater", "shared")
-#: NUTS target acceptance per model when the sampler config leaves it ``null``. The onset model
-#: samples in ~10 s, and at 0.95 a small ``sigma_L`` (the never-turners' plateau is unidentified)
-#: left 2 divergences on paper_like with sampler seed 0 (seeds 1-6: none); at 0.99 seeds 0-2
-#: had none, for 14-17 s of sampling. The others: 0.95 (joint, 2 x 500: 0.9 left 1 divergence).
+#: NUTS target acceptance per model when the sampler config leaves it ``null`` (measured:
+#: docs/models.md).
 TARGET_ACCEPT: dict[str, float] = {
-    "joint": DEFAULT_TARGET_ACCEPT,
+    "joint": 0.9,
     "onset": 0.99,
     "rater": DEFAULT_TARGET_ACCEPT,
-    "disengagement": DEFAULT_TARGET_ACCEPT,
+    "disengagement": 0.9,
 }
 
 
@@ -56,7 +54,8 @@ class ModelConfig:
         ``rater`` (rater severity + discrimination) or ``shared``.
     variants
         Variants of the primary model fitted for ``az.compare`` (names from
-        ``delusion_bayes.models.VARIANTS``: ``shared_cutpoints``, ``linear``, ``step``).
+        ``delusion_bayes.models.VARIANTS``: ``shared_cutpoints``, ``linear``, ``step``); none by
+        default, as none passes the diagnostics gate on paper_like (``docs/models.md``).
     also_fit
         Further models fitted in the same stage with their default priors.
     """
@@ -66,5 +65,5 @@ class ModelConfig:
     group_terms: list[str] = field(default_factory=list)
     trajectory: str = "logistic"
     cutpoints: str = "rater"
-    variants: list[str] = field(default_factory=lambda: ["shared_cutpoints"])
+    variants: list[str] = field(default_factory=list)
     also_fit: list[str] = field(default_factory=lambda: ["onset", "rater", "disengagement"])

@@ -27,9 +27,9 @@ needed.
 from __future__ import annotations
 
 from ..data.schema import MODEL
-from .blocks import day_noise, onset_trajectory, ordinal_ratings
+from .blocks import day_noise_scale, marginal_ratings, onset_trajectory, rater_effects
 from .priors import make_rv
-from .spec import OBS_LEVEL, ModelSpec
+from .spec import ModelSpec
 
 
 def build_disengagement(spec: ModelSpec):
@@ -40,22 +40,25 @@ def build_disengagement(spec: ModelSpec):
     p = spec.priors
     with pm.Model(coords=spec.coords) as model:
         mu = onset_trajectory(spec)
-        stage = day_noise(spec, mu)
-        ordinal_ratings(spec, stage)
+        sigma_eps = day_noise_scale(spec)
+        severity, disc = rater_effects(spec)
         beta = make_rv("beta_level", p["beta_level"])
         sigma_u = make_rv("sigma_u", p["sigma_u"])
         z_u = pm.Normal("z_u", 0.0, 1.0, dims=MODEL)
         u = pm.Deterministic("u", sigma_u * z_u, dims=MODEL)
         c1 = make_rv("c_level_1", p["c_level_1"])
         gap = make_rv("log_gap_level", p["log_gap_level"])
-        cuts = pt.stack([c1, c1 + pt.exp(gap)])
+        c2 = c1 + pt.exp(gap)
         d = spec.data
-        m, t = d["level_model_idx"], d["level_day_idx"]
-        eta = beta * (stage[m, t] - 2.5) + u[m]
-        pm.OrderedLogistic(
-            "level", eta=eta, cutpoints=cuts, observed=d["level"], dims=OBS_LEVEL, compute_p=False
+        marginal_ratings(
+            spec,
+            mu[d["md_model"], d["md_day"]],
+            sigma_eps[d["md_model"]],
+            severity,
+            disc,
+            level=(beta, u, c1, c2),
         )
         eta4 = beta * 1.5 + u
-        pm.Deterministic("p_level_a_at_stage4", pm.math.sigmoid(eta4 - cuts[0]), dims=MODEL)
-        pm.Deterministic("p_level_b_at_stage4", pm.math.sigmoid(eta4 - cuts[1]), dims=MODEL)
+        pm.Deterministic("p_level_a_at_stage4", pm.math.sigmoid(eta4 - c1), dims=MODEL)
+        pm.Deterministic("p_level_b_at_stage4", pm.math.sigmoid(eta4 - c2), dims=MODEL)
     return model

@@ -21,9 +21,11 @@ log = logging.getLogger(__name__)
 
 #: posterior variables on (model, day) that must be NaN on a model-day nobody rated
 MASKED_VARS = ("stage",)
-#: models whose ``log_likelihood`` also holds ``y_model_day``, the ratings of a model-day with its
-#: latent integrated out (:mod:`delusion_bayes.models.marginal`); the ``onset`` model's
-#: likelihood is already one term per model-day
+#: models whose likelihood integrates each model-day's latent stage out
+#: (:func:`delusion_bayes.models.blocks.marginal_ratings`); their stage, ``observed_data``,
+#: ``log_likelihood`` (``y`` given the stage, ``y_model_day`` integrated) and posterior
+#: predictive are added after sampling (:mod:`delusion_bayes.models.latent`). The ``onset``
+#: model's likelihood is one term per model-day already
 MARGINAL_MODELS = ("joint", "rater", "disengagement")
 
 
@@ -104,7 +106,11 @@ def fit(
     >>> dt.posterior["t50"].mean(("chain", "draw"))  # doctest: +SKIP
     """
     from ..inference.cache import configure_pytensor_cache
+    from ..inference.config import check_sampler_settings
 
+    check_sampler_settings(
+        draws=draws, tune=tune, chains=chains, target_accept=target_accept, cores=cores
+    )
     configure_pytensor_cache(cache_dir)  # before PyTensor's first import
     import pymc as pm
 
@@ -149,21 +155,26 @@ def fit(
     )
     log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash())
-    if log_likelihood:
-        dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
-    if posterior_predictive:
-        dt = pm.sample_posterior_predictive(
-            dt, model=pm_model, random_seed=seed + 1, progressbar=False, extend_inferencedata=True
-        )
-    dt = _finish(dt, spec)
-    if log_likelihood and spec.name in MARGINAL_MODELS:
-        from .marginal import add_model_day_loglik
+    if spec.name in MARGINAL_MODELS:
+        from .latent import add_latent_groups
 
         t1 = time.perf_counter()
-        dt = add_model_day_loglik(dt)
-        log.info(
-            "model-day log-likelihood (latent integrated out): %.1f s", time.perf_counter() - t1
+        dt = add_latent_groups(
+            dt,
+            spec,
+            seed=seed,
+            log_likelihood=log_likelihood,
+            posterior_predictive=posterior_predictive,
         )
+        log.info("latent stage drawn, log-likelihood and PPC: %.1f s", time.perf_counter() - t1)
+    else:
+        if log_likelihood:
+            dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
+        if posterior_predictive:
+            from .latent import onset_predictive
+
+            dt = onset_predictive(dt, spec, seed=seed + 1)
+    dt = _finish(dt, spec)
     dt.attrs["fit_time"] = time.perf_counter() - t0
     dt.attrs["fit_reused"] = 0
     if key is not None:

@@ -112,72 +112,119 @@ def _derivs(a, b, alpha):
     return g, h
 
 
-@numba.njit(cache=True, parallel=True)
-def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, out):
-    n_draws, n_groups, n_terms = alpha.shape
+@numba.njit(cache=True, inline="always")
+def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
+    # mode e_hat of G(e) = sum_k l_k(m + sg e) - e^2 / 2 and the node scale tau there. G is
+    # strictly concave, but nearly linear in the logistic tails, where plain Newton overshoots
+    # and cycles: Newton safeguarded by bisection on the sign of G' (Numerical Recipes'
+    # rtsafe) in the bracket |e| <= sg sum_k alpha_k (|l_k'| <= alpha_k)
+    half = 1e-9
+    for k in range(n_terms):
+        half += sg * abs(alpha[i, j, k])
+    lo, hi, e = -half, half, 0.0
+    for _ in range(n_steps):
+        s = m + sg * e
+        g1, g2 = 0.0, 0.0
+        for k in range(n_terms):
+            al = alpha[i, j, k]
+            gk, hk = _derivs(al * s + a0[i, j, k], al * s + b0[i, j, k], al)
+            g1 += gk
+            g2 += hk
+        grad = sg * g1 - e
+        hess = sg * sg * g2 - 1.0
+        if grad > 0.0:
+            lo = e
+        else:
+            hi = e
+        new = e - grad / min(hess, -1e-12)
+        if not (lo <= new <= hi):
+            new = 0.5 * (lo + hi)
+        step = abs(new - e)
+        e = new
+        if step < 1e-10:
+            break
+    s = m + sg * e
+    g2 = 0.0
+    for k in range(n_terms):
+        al = alpha[i, j, k]
+        g2 += _derivs(al * s + a0[i, j, k], al * s + b0[i, j, k], al)[1]
+    return e, 1.0 / np.sqrt(1.0 - sg * sg * g2)
+
+
+@numba.njit(cache=True, inline="always")
+def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
+    # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u: spacing ~tau at the mode, growing
+    # outwards to e_hat +- 7 (G <= G(e_hat) - (e - e_hat)^2 / 2 as G'' <= -1: nothing lies
+    # beyond). Gauss-Hermite at the mode (lme4's nAGQ) misses the unit-scale tail of a latent
+    # cut off on one side (a floor day: every rater says stage 1 under a prior of sd 1.3):
+    # error 2e-3 with 15 nodes. Fills vals[q] with the log integrand times the node's weight;
+    # returns (u_min, du, max of vals)
     log_2pi = np.log(2.0 * np.pi)
+    umax = np.arcsinh(7.0 / tau)
+    du = 2.0 * umax / (n_nodes - 1)
+    best = -np.inf
+    for q in range(n_nodes):
+        u = -umax + q * du
+        eq = e + tau * np.sinh(u)
+        sq = m + sg * eq
+        v = np.log(tau * np.cosh(u) * du) - 0.5 * eq * eq - 0.5 * log_2pi
+        for k in range(n_terms):
+            al = alpha[i, j, k]
+            v += _log_cat(al * sq + a0[i, j, k], al * sq + b0[i, j, k])
+        vals[q] = v
+        best = max(best, v)
+    return -umax, du, best
+
+
+@numba.njit(cache=True, parallel=True)
+def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
+    # the integral per (draw, group) into out; with unif of shape (n_draws, n_groups, 2) also
+    # one draw of the latent from its conditional posterior into out_s: a node by inverse CDF
+    # of the quadrature weights, then uniform within its cell in u (one pass for both)
+    n_draws, n_groups, n_terms = alpha.shape
+    sample = unif.shape[0] == n_draws
     for i in numba.prange(n_draws):
+        vals = np.empty(n_nodes)
         for j in range(n_groups):
             m, sg = mu[i, j], sigma[i, j]
-            # mode of G(e) = sum_k l_k(m + sg e) - e^2 / 2 (strictly concave, but nearly
-            # linear in the logistic tails, where plain Newton overshoots and cycles):
-            # Newton safeguarded by bisection on the sign of G' (Numerical Recipes'
-            # rtsafe) in the bracket |e| <= sg sum_k alpha_k (|l_k'| <= alpha_k)
-            half = 1e-9
-            for k in range(n_terms):
-                half += sg * abs(alpha[i, j, k])
-            lo, hi, e = -half, half, 0.0
-            hess = -1.0
-            for _ in range(n_steps):
-                s = m + sg * e
-                g1, g2 = 0.0, 0.0
-                for k in range(n_terms):
-                    al = alpha[i, j, k]
-                    gk, hk = _derivs(al * s + a0[i, j, k], al * s + b0[i, j, k], al)
-                    g1 += gk
-                    g2 += hk
-                grad = sg * g1 - e
-                hess = sg * sg * g2 - 1.0
-                if grad > 0.0:
-                    lo = e
-                else:
-                    hi = e
-                new = e - grad / min(hess, -1e-12)
-                if not (lo <= new <= hi):
-                    new = 0.5 * (lo + hi)
-                step = abs(new - e)
-                e = new
-                if step < 1e-10:
-                    break
-            # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u: spacing ~tau at the mode,
-            # growing outwards to e_hat +- 7 (G <= G(e_hat) - (e - e_hat)^2 / 2 as G'' <= -1:
-            # nothing lies beyond). Gauss-Hermite at the mode (lme4's nAGQ) misses the
-            # unit-scale tail of a latent cut off on one side (a floor day: every rater says
-            # stage 1 under a prior of sd 1.3): error 2e-3 with 15 nodes
-            s = m + sg * e
-            g2 = 0.0
-            for k in range(n_terms):
-                al = alpha[i, j, k]
-                g2 += _derivs(al * s + a0[i, j, k], al * s + b0[i, j, k], al)[1]
-            tau = 1.0 / np.sqrt(1.0 - sg * sg * g2)
-            umax = np.arcsinh(7.0 / tau)
-            du = 2.0 * umax / (n_nodes - 1)
-            best = -np.inf
-            vals = np.empty(n_nodes)
+            e, tau = _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps)
+            u0, du, best = _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals)
+            total = 0.0
             for q in range(n_nodes):
-                u = -umax + q * du
-                eq = e + tau * np.sinh(u)
-                sq = m + sg * eq
-                v = np.log(tau * np.cosh(u) * du) - 0.5 * eq * eq - 0.5 * log_2pi
-                for k in range(n_terms):
-                    al = alpha[i, j, k]
-                    v += _log_cat(al * sq + a0[i, j, k], al * sq + b0[i, j, k])
-                vals[q] = v
-                best = max(best, v)
-            acc = 0.0
-            for q in range(n_nodes):
-                acc += np.exp(vals[q] - best)
-            out[i, j] = best + np.log(acc)
+                vals[q] = np.exp(vals[q] - best)
+                total += vals[q]
+            out[i, j] = best + np.log(total)
+            if sample:
+                target = unif[i, j, 0] * total
+                q, acc = 0, vals[0]
+                while acc < target and q < n_nodes - 1:
+                    q += 1
+                    acc += vals[q]
+                u = u0 + (q + unif[i, j, 1] - 0.5) * du
+                out_s[i, j] = m + sg * (e + tau * np.sinh(u))
+
+
+def _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng=None):
+    """Flatten to ``(n, 1, n_terms)``, run :func:`_kernel`; returns (log-lik, draws or None)."""
+    alpha, a0, b0 = np.broadcast_arrays(*(np.asarray(v, float) for v in (alpha, a0, b0)))
+    lead = alpha.shape[:-1]
+    mu, sigma = (np.broadcast_to(np.asarray(v, float), lead) for v in (mu, sigma))
+    n_terms = alpha.shape[-1]
+    flat = [np.ascontiguousarray(v.reshape(-1, 1, n_terms)) for v in (alpha, a0, b0)]
+    n = flat[0].shape[0]
+    out, out_s = np.empty((n, 1)), np.full((n, 1), np.nan)
+    unif = rng.uniform(size=(n, 1, 2)) if rng is not None else np.zeros((0, 1, 2))
+    _kernel(
+        *flat,
+        np.ascontiguousarray(mu.reshape(-1, 1)),
+        np.ascontiguousarray(sigma.reshape(-1, 1)),
+        int(n_nodes),
+        _NEWTON_STEPS,
+        unif,
+        out,
+        out_s,
+    )
+    return out.reshape(lead), (out_s.reshape(lead) if rng is not None else None)
 
 
 def marginal_loglik(
@@ -206,21 +253,29 @@ def marginal_loglik(
     numpy.ndarray
         ``(..., n_groups)`` log-likelihoods.
     """
-    alpha, a0, b0 = np.broadcast_arrays(*(np.asarray(v, float) for v in (alpha, a0, b0)))
-    lead = alpha.shape[:-1]
-    mu, sigma = (np.broadcast_to(np.asarray(v, float), lead) for v in (mu, sigma))
-    n_terms = alpha.shape[-1]
-    flat = [np.ascontiguousarray(v.reshape(-1, 1, n_terms)) for v in (alpha, a0, b0)]
-    out = np.empty((flat[0].shape[0], 1))
-    _kernel(
-        *flat,
-        np.ascontiguousarray(mu.reshape(-1, 1)),
-        np.ascontiguousarray(sigma.reshape(-1, 1)),
-        int(n_nodes),
-        _NEWTON_STEPS,
-        out,
-    )
-    return out.reshape(lead)
+    return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes)[0]
+
+
+def sample_latent(
+    alpha: np.ndarray,
+    a0: np.ndarray,
+    b0: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    rng: np.random.Generator,
+    n_nodes: int = DEFAULT_NODES,
+) -> np.ndarray:
+    """One draw of each latent ``s`` from its conditional posterior, proportional to
+    ``prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)] N(s; mu, sigma)``
+    (arguments as in :func:`marginal_loglik`).
+
+    The density is evaluated on the same adaptive nodes as the integral (``n_nodes`` of them);
+    a node is drawn by inverse CDF of their weights and the draw is uniform within its cell, so
+    the draws are exact up to the piecewise-constant interpolation between nodes (the mean and
+    the category probabilities of the stage agree with a 20,001-point grid to < 1e-3:
+    ``tests/models/test_marginal.py``).
+    """
+    return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng)[1]
 
 
 def _ordinal_terms(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray):
@@ -250,6 +305,24 @@ def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) ->
         For a fit without the variables the integral needs (``onset``: its likelihood is already
         one term per model-day, the consensus).
     """
+    return _integrate(dt, n_nodes, chunk, rng=None)[0]
+
+
+def loglik_and_stage(
+    dt: Any, rng: np.random.Generator, n_nodes: int = DEFAULT_NODES, chunk: int = 250
+) -> tuple[xr.DataArray, xr.DataArray]:
+    """:func:`model_day_loglik` and, from the same quadrature nodes, posterior draws of the
+    latent stage of every rated model-day (``(chain, draw, model_day)``): per posterior draw of
+    the parameters, one draw from the stage's conditional posterior given the model-day's
+    ratings (and level), as :func:`sample_latent`. Together with the parameter draws these are
+    draws from the joint posterior of the model with the stage as a parameter."""
+    ll, stage = _integrate(dt, n_nodes, chunk, rng=rng)
+    stage.name = "stage"
+    stage.attrs = {"description": "latent stage drawn from its conditional posterior"}
+    return ll, stage
+
+
+def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | None):
     post = dt["posterior"]
     obs = dt["observed_data"]
     model_name = str(dt.attrs.get("model", ""))
@@ -326,6 +399,7 @@ def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) ->
     n_s = n_chain * n_draw
     extra = 1 if level is not None else 0
     out = np.empty((n_s, n_md))
+    draws_s = np.full((n_s, n_md), np.nan)
     for lo in range(0, n_s, chunk):
         sl = slice(lo, min(lo + chunk, n_s))
         d, s_ = disc[sl][:, ri], sev[sl][:, ri]
@@ -343,17 +417,21 @@ def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) ->
             gam = np.broadcast_to(np.stack([c1[sl], c2[sl]], -1)[:, None, :], bt.shape + (2,))
             la, la0, lb0 = _ordinal_terms(lv, bt, -2.5 * bt + u[sl][:, md_model[lpos]], gam)
             A[:, lpos, -1], A0[:, lpos, -1], B0[:, lpos, -1] = la, la0, lb0
-        out[sl] = marginal_loglik(A, A0, B0, mu[sl], sigma[sl], n_nodes=n_nodes)
-    return xr.DataArray(
+        out[sl], s_draw = _run_kernel(A, A0, B0, mu[sl], sigma[sl], n_nodes, rng)
+        if s_draw is not None:
+            draws_s[sl] = s_draw
+    coords = {
+        "chain": post["chain"].values,
+        "draw": post["draw"].values,
+        MODEL_DAY: np.arange(n_md),
+        f"{MODEL_DAY}_model": (MODEL_DAY, np.asarray(models)[md_model]),
+        f"{MODEL_DAY}_day": (MODEL_DAY, np.asarray(days)[md_day]),
+    }
+    dims = ("chain", "draw", MODEL_DAY)
+    ll = xr.DataArray(
         out.reshape(n_chain, n_draw, n_md),
-        dims=("chain", "draw", MODEL_DAY),
-        coords={
-            "chain": post["chain"].values,
-            "draw": post["draw"].values,
-            MODEL_DAY: np.arange(n_md),
-            f"{MODEL_DAY}_model": (MODEL_DAY, np.asarray(models)[md_model]),
-            f"{MODEL_DAY}_day": (MODEL_DAY, np.asarray(days)[md_day]),
-        },
+        dims=dims,
+        coords=coords,
         name=MARGINAL_VAR,
         attrs={
             "description": "log p(all ratings of a model-day | parameters), the model-day's "
@@ -361,6 +439,8 @@ def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) ->
             "n_nodes": int(n_nodes),
         },
     )
+    stage = xr.DataArray(draws_s.reshape(n_chain, n_draw, n_md), dims=dims, coords=coords)
+    return ll, (stage if rng is not None else None)
 
 
 def add_model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES) -> Any:

@@ -24,6 +24,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "Exponential": ("lam",),
     "StudentT": ("nu", "mu", "sigma"),
     "HalfStudentT": ("nu", "sigma"),
+    "ZeroSumNormal": ("sigma",),
 }
 
 _ONSET_HYPER: dict[str, dict[str, Any]] = {
@@ -42,11 +43,12 @@ _ONSET_HYPER: dict[str, dict[str, Any]] = {
 }
 
 _RATERS: dict[str, dict[str, Any]] = {
-    # rater severity (shift on the stage scale): severity_r = sigma_severity * z_r
-    "sigma_severity": {"dist": "HalfNormal", "sigma": 0.5},
-    # rater discrimination: log disc_r = mu_log_disc + sigma_log_disc * z_r
-    "mu_log_disc": {"dist": "Normal", "mu": 1.0, "sigma": 0.75},
-    "sigma_log_disc": {"dist": "HalfNormal", "sigma": 0.5},
+    # rater severity (shift on the stage scale), zero-sum over raters: a fixed prior per rater,
+    # no population level (four raters cannot estimate its spread; models/blocks.rater_effects)
+    "severity": {"dist": "ZeroSumNormal", "sigma": 0.5},
+    # rater discrimination: log disc_r ~ N(mu, sigma) independently per rater (d = 3.3, 95%
+    # between 1.2 and 8.8: from raters who barely follow the latent to near-deterministic ones)
+    "log_disc": {"dist": "Normal", "mu": 1.2, "sigma": 0.5},
 }
 
 DEFAULT_PRIORS: dict[str, dict[str, dict[str, Any]]] = {

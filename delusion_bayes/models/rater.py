@@ -29,10 +29,7 @@ are justified in :mod:`delusion_bayes.models.joint`.
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..data.schema import DAY, MODEL, RATER
-from .blocks import ordinal_ratings
+from .blocks import marginal_ratings, rater_effects
 from .priors import make_rv
 from .spec import ModelSpec
 
@@ -46,17 +43,11 @@ def build_rater(spec: ModelSpec):
     with pm.Model(coords=spec.coords) as model:
         mu_theta = make_rv("mu_theta", p["mu_theta"])
         sigma_theta = make_rv("sigma_theta", p["sigma_theta"])
-        # centred: several raters pin each model-day's score (measurement sd ~0.4-0.8) while the
-        # scores spread over the whole 1-4 scale (sigma_theta ~1.3, identified by hundreds of
-        # model-days), the case where non-centring only ties theta to its hyper-parameters
-        theta = pm.Normal("stage", mu_theta, sigma_theta, dims=(MODEL, DAY))
-        severity, disc = ordinal_ratings(spec, theta)
-        # reliability over the observed model-days only
-        obs = ~spec.missing
-        v_theta = pt.var(theta[np.nonzero(obs)])
-        v_s = pt.var(severity)
-        v_e = pt.mean((np.pi**2 / 3.0) / disc**2)
-        k = len(spec.coords[RATER])
-        pm.Deterministic("reliability_single", v_theta / (v_theta + v_s + v_e))
-        pm.Deterministic("reliability_consensus", v_theta / (v_theta + (v_s + v_e) / k))
+        severity, disc = rater_effects(spec)
+        n_md = spec.data["md_model"].size
+        # theta integrated out of the likelihood (blocks.marginal_ratings); its posterior per
+        # model-day is drawn after sampling (delusion_bayes.models.marginal.sample_stage)
+        marginal_ratings(
+            spec, mu_theta * pt.ones(n_md), sigma_theta * pt.ones(n_md), severity, disc
+        )
     return model

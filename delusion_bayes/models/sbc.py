@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 
 #: what is ranked by default: derived onset parameters, then the hyper-parameters
 DEFAULT_VARS = ("L", "k", "t50", "mu_L", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
+#: the same for the models with a latent stage (joint): onset parameters, the day-noise scale
+#: per model and its population, rater severity and discrimination
+MARGINAL_VARS = (
+    "L", "k", "t50", "sigma_eps", "severity", "discrimination",
+    "mu_log_k", "mu_t50", "sigma_t50", "mu_log_eps",
+)  # fmt: skip
 
 
 def run_sbc(
@@ -86,11 +92,24 @@ def run_sbc(
 
     from ..data import simulate_study
     from .build import build_model
+    from .fit import MARGINAL_MODELS
     from .spec import build_spec
 
     if ds is None:
         ds = simulate_study(preset="small", seed=0)
-    pm_model = build_model(build_spec(ds, model))
+    if model in MARGINAL_MODELS:
+        if tuple(var_names) == DEFAULT_VARS:
+            var_names = MARGINAL_VARS
+        return _sbc_marginal(
+            ds, model, num_simulations=num_simulations, draws=draws, tune=tune, chains=chains,
+            seed=seed, sampler=sampler, target_accept=target_accept, var_names=var_names,
+            cache_dir=cache_dir, progressbar=progressbar,
+        )  # fmt: skip
+    spec = build_spec(ds, model)
+    # simuk draws the prior through the model: no never-turner coordinate (pm.Flat); every t50
+    # centred is the same model (blocks._t50)
+    spec.data["t50_centred"] = np.ones(len(spec.coords["model"]), bool)
+    pm_model = build_model(spec)
     unknown = [v for v in var_names if v not in pm_model.named_vars]
     if unknown:
         raise ValueError(
@@ -135,6 +154,97 @@ def run_sbc(
         seed=int(seed),
     )
     return dt
+
+
+def _simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Dataset:
+    """The study ``ds`` with its recognition ratings replaced by draws from the joint model's
+    generative process at prior draw ``i`` (missing ratings stay missing)."""
+    from scipy.special import expit
+
+    from ..data.schema import DAY, MODEL, RATER
+
+    def get(name):
+        return np.asarray(prior[name].isel(draw=i).values, float)
+
+    rec = ds["recognition"].transpose(RATER, MODEL, DAY)
+    days = np.asarray(rec[DAY].values, float)
+    L, k, t50, sig = get("L"), get("k"), get("t50"), get("sigma_eps")
+    traj = 1.0 + (L - 1.0)[:, None] * expit(k[:, None] * (days[None, :] - t50[:, None]))
+    stage = traj + sig[:, None] * rng.standard_normal(traj.shape)
+    sev, disc = get("severity"), get("discrimination")
+    eta = stage[None] + sev[:, None, None]
+    p_gt = expit(disc[:, None, None, None] * (eta[..., None] - np.array([1.5, 2.5, 3.5])))
+    y = 1.0 + (rng.uniform(size=eta.shape)[..., None] < p_gt).sum(-1)
+    y = np.where(np.isnan(rec.values), np.nan, y)
+    out = ds.copy()
+    out["recognition"] = rec.copy(data=y)
+    return out
+
+
+def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, sampler,
+                  target_accept, var_names, cache_dir, progressbar) -> xr.DataTree:  # fmt: skip
+    """Prior SBC of a model whose likelihood integrates the latent stage out (``joint``):
+    simuk simulates data through the model's observed variables, which this likelihood (a
+    ``pm.Potential``) does not have, so the loop is written here: prior draws of the
+    parameters (PyMC's prior sampling of the same model, every t50 centred so that nothing is
+    ``pm.Flat``), ratings from the generative process (:func:`_simulate_ratings`), a fit with
+    :func:`delusion_bayes.models.fit`, and the rank of each drawn value among the posterior
+    draws (thinned to every second draw per chain: ranks of autocorrelated draws are not
+    uniform even for a correct sampler, Talts et al. 2020, section 5)."""
+    import pymc as pm
+    from tqdm.auto import tqdm
+
+    from .build import build_model
+    from .fit import fit
+    from .spec import build_spec
+
+    if model != "joint":
+        raise ValueError(
+            f"SBC of {model!r} is not implemented (its levels/latent scale need their own "
+            "simulator); expected 'onset' or 'joint'"
+        )
+    spec = build_spec(ds, model)
+    spec.data["t50_centred"] = np.ones(len(spec.coords["model"]), bool)
+    pm_model = build_model(spec)
+    unknown = [v for v in var_names if v not in pm_model.named_vars]
+    if unknown:
+        raise ValueError(
+            f"var_names {unknown} are not variables of model {model!r}; "
+            f"free variables: {[v.name for v in pm_model.free_RVs]}, "
+            f"deterministics: {[v.name for v in pm_model.deterministics]}"
+        )
+    need = sorted(set(var_names) | {"L", "k", "t50", "sigma_eps", "severity", "discrimination"})
+    prior = pm.sample_prior_predictive(
+        draws=int(num_simulations), model=pm_model, var_names=need, random_seed=int(seed)
+    )["prior"].to_dataset().isel(chain=0)
+    rng = np.random.default_rng([int(seed), 11])
+    ranks: dict[str, list[np.ndarray]] = {v: [] for v in var_names}
+    for i in tqdm(range(int(num_simulations)), desc=f"SBC {model}", disable=not progressbar):
+        sim = _simulate_ratings(ds, prior, i, rng)
+        dt = fit(
+            sim, model, draws=draws, tune=tune, chains=chains, sampler=sampler,
+            seed=int(seed) + i, target_accept=target_accept, log_likelihood=False,
+            posterior_predictive=False, cache_dir=cache_dir,
+        )  # fmt: skip
+        post = dt["posterior"].to_dataset().isel(draw=slice(None, None, 2))
+        for v in var_names:
+            drawn = np.asarray(prior[v].isel(draw=i).values, float)
+            p = np.asarray(post[v].values, float).reshape(-1, *drawn.shape)
+            ranks[v].append((p < drawn).sum(axis=0))
+    data = {}
+    for v in var_names:
+        arr = np.stack(ranks[v])[None]  # (chain=1, draw=simulation, ...)
+        dims = ("chain", "draw", *[d for d in prior[v].dims if d not in ("draw",)])
+        data[v] = (dims, arr)
+    out = xr.DataTree.from_dict({"prior_sbc": xr.Dataset(data)})
+    out.attrs.update(
+        n_draws=int(chains) * len(range(0, int(draws), 2)),
+        num_simulations=int(num_simulations),
+        model=model,
+        sampler=sampler,
+        seed=int(seed),
+    )
+    return out
 
 
 def _ranks(dt: xr.DataTree) -> xr.Dataset:

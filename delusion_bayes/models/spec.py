@@ -39,6 +39,9 @@ T50_SHEAR: float = 2.0
 #: the ordinal disengagement outcome: 0 none, 1 Level A only, 2 Level B (B implies A)
 DISENGAGEMENT_LEVELS: tuple[str, ...] = ("none", "level_a", "level_b")
 
+#: stands in for the open end of an ordinal category (a cutpoint at -inf or +inf): the latent
+#: stays within a few units of the 1-4 scale, so ``d (s - OPEN)`` saturates the logistic exactly
+OPEN: float = 1.0e4
 OBS = "obs"
 OBS_LEVEL = "obs_level"
 CUT = "cut"
@@ -187,8 +190,6 @@ def build_spec(
             warnings.simplefilter("ignore", RuntimeWarning)
             peak = np.nanmax(np.nanmedian(rec.values, axis=0), axis=1)
     data["t50_centred"] = np.nan_to_num(peak, nan=0.0) >= 2.5
-    if model in ("joint", "disengagement"):
-        data["eps_lambda"] = noise_centring(rec)
 
     if model in ("joint", "rater", "disengagement"):
         r, m, t, y = _observed_ratings(rec)
@@ -207,6 +208,8 @@ def build_spec(
         m, t, lvl = _disengagement_levels(ds, rec)
         coords[OBS_LEVEL] = list(range(len(lvl)))
         data.update(level_model_idx=m, level_day_idx=t, level=lvl)
+    if model in ("joint", "rater", "disengagement"):
+        data.update(model_day_layout(data, n_raters=len(coords[RATER]), n_days=n_days))
 
     terms = list(group_terms)
     if model == "rater" and terms:
@@ -235,6 +238,54 @@ def build_spec(
         missing=missing,
         model_coords=model_coords,
     )
+
+
+def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int) -> dict:
+    """The ratings (and adjudicated levels) grouped by model-day, for the likelihood with the
+    model-day's latent stage integrated out (:func:`delusion_bayes.models.blocks.
+    marginal_ratings`).
+
+    The model-days ``u`` are those with at least one rating or level, in (model, day) order:
+    ``md_model``/``md_day`` (``(U,)``). Per model-day and rater (``(U, R)``, dense, as every rater
+    may rate every model-day): ``md_lo``/``md_hi``, the lower and upper cutpoint of the observed
+    category on the 1-4 stage scale (``-OPEN``/``+OPEN`` at an open end, both open where the rater
+    gave no rating, so the term is ``log 1 = 0``); ``md_rating`` (1-4, 0 if missing) and
+    ``md_end`` (1 for a rating at an end of the scale) feed the quadrature's proposal only.
+    ``md_level`` (``(U,)``, -1 if none) is the adjudicated level; ``n_interior`` (``(R,)``) counts
+    each rater's ratings in an interior category (their ``log(1 - e^{-d})`` term is constant
+    over the latent).
+    """
+    r, m, t, y = (np.asarray(data[k]) for k in ("rater_idx", "model_idx", "day_idx", "y"))
+    keys = m * n_days + t
+    lv_keys = np.empty(0, np.int64)
+    if "level" in data:
+        lv_keys = np.asarray(data["level_model_idx"]) * n_days + np.asarray(data["level_day_idx"])
+    md = np.unique(np.concatenate([keys, lv_keys]))
+    u = np.searchsorted(md, keys)
+    cuts = np.asarray(STAGE_CUTPOINTS, float)
+    n_cut = cuts.size
+    lo = np.full((md.size, n_raters), -OPEN)
+    hi = np.full((md.size, n_raters), OPEN)
+    rating = np.zeros((md.size, n_raters))
+    lo[u, r] = np.where(y > 0, cuts[np.clip(y - 1, 0, n_cut - 1)], -OPEN)
+    hi[u, r] = np.where(y < n_cut, cuts[np.clip(y, 0, n_cut - 1)], OPEN)
+    rating[u, r] = y + 1.0
+    end = np.zeros_like(rating)
+    end[u, r] = ((y == 0) | (y == n_cut)).astype(float)
+    level = np.full(md.size, -1, np.int64)
+    if "level" in data:
+        level[np.searchsorted(md, lv_keys)] = np.asarray(data["level"], np.int64)
+    interior = (y > 0) & (y < n_cut)
+    return {
+        "md_model": (md // n_days).astype(np.int64),
+        "md_day": (md % n_days).astype(np.int64),
+        "md_lo": lo,
+        "md_hi": hi,
+        "md_rating": rating,
+        "md_end": end,
+        "md_level": level,
+        "n_interior": np.bincount(r[interior], minlength=n_raters).astype(float),
+    }
 
 
 def _recognition(ds: xr.Dataset) -> xr.DataArray:
@@ -295,52 +346,3 @@ def _disengagement_levels(ds: xr.Dataset, rec: xr.DataArray):
     m, t = np.nonzero(ok)
     lvl = (a[m, t] + b[m, t]).astype(np.int64)
     return m.astype(np.int64), t.astype(np.int64), lvl
-
-
-def noise_centring(rec: xr.DataArray) -> np.ndarray:
-    """Per-model centring weight ``lambda_m`` in [0, 1] of the day noise (geometry only).
-
-    The day noise enters as ``stage = mu + sigma^(1 - lambda) (s - lambda mu)`` with
-    ``s ~ N(lambda mu, sigma^lambda)``: ``lambda = 0`` is the non-centred and ``lambda = 1`` the
-    centred parameterisation, and every ``lambda`` is the same model (Papaspiliopoulos, Roberts &
-    Skold 2007, Stat. Sci. 22:59; the "VIP" of Gorinova, Moore & Hoffman 2020, ICML). For a
-    Gaussian latent with prior variance ``s2`` measured with variance ``v``, ``lambda = s2 / (s2
-    + v)`` makes the free variable independent of the trajectory a posteriori. Both variances
-    are estimated from the ratings: ``s2 + v`` as the mean squared residual of the rater mean
-    around its least-squares logistic fit (:func:`delusion_bayes.baselines.logistic.
-    fit_logistic_batch`), ``v`` as the pooled between-rater variance of a model-day divided by
-    the raters per model-day. On ``paper_like`` (seeds 0-3) the oscillating Claude Opus 3 gets
-    0.71-0.83 and every other model 0 (seed 1: Opus 4.1 0.22 -> 0). Measured on
-    ``paper_like`` seed 0, joint, 2 x 500, sampler seeds 1-4: non-centred, Opus 3's t50 had
-    correlated 0.75 with its day-noise z at t50 and was the least mixed L/k/t50 (min ESS
-    185-282 of 1,000 draws); with these weights min ESS 376-500 (now a never-turner's t50),
-    max R-hat 1.005-1.015 (was 1.009-1.026), 63-94 leapfrog steps per draw (67-105).
-
-    Why by hand: PyMC has no automatic reparameterisation, and the estimate only has to be
-    rough (any ``lambda`` gives the same posterior; a poor one costs only efficiency).
-    """
-    import warnings
-
-    from ..baselines.logistic import fit_logistic_batch
-
-    vals = np.asarray(rec.transpose(RATER, MODEL, DAY).values, float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(vals, axis=0)
-        n = np.sum(~np.isnan(vals), axis=0).astype(float)
-        between = np.nanvar(vals, axis=0, ddof=1)
-        ok = (n >= 2) & np.isfinite(between)
-        v = float(np.mean(between[ok] / n[ok])) if ok.any() else 0.0
-        fit = fit_logistic_batch(np.asarray(rec[DAY].values, float), mean)
-        resid2 = np.asarray(fit["rss"], float) / np.maximum(np.asarray(fit["n_obs"], float), 1.0)
-        # s2 = resid2 - 2 v, not resid2 - v: the residual also holds the logistic's misfit to an
-        # ordinal mean (compressed at the floor and the top), ~v on paper_like's smooth models;
-        # erring low is the cheap side (lambda too high on a model whose noise is ~0 is the
-        # centred funnel: ESS 41 on such a sigma_eps)
-        s2 = np.maximum(resid2 - 2.0 * v, 0.0)
-        lam = s2 / (s2 + v) if v > 0 else np.where(s2 > 0, 1.0, 0.0)
-        # only where the day noise dominates the measurement: on the small study (3 raters, 12
-        # days) the oscillating model's lambda ~0.25 gave no gain and lower tail ESS in 2 of 8
-        # seeds (min ESS 33 and 51 vs >= 94 non-centred), so weights below 1/2 are set to 0
-        lam = np.where(lam >= 0.5, lam, 0.0)
-    return np.clip(np.nan_to_num(lam, nan=0.0), 0.0, 1.0)

@@ -195,137 +195,86 @@ def test_fit_bookkeeping_masks_a_missing_model_day(holey):
     assert dt.attrs["spec_hash"] == spec.hash()
 
 
-def test_day_noise_centred_only_for_the_oscillating_model(paper_like, study):
-    """``noise_centring``: the day-noise weight is large only where the day noise dominates the
-    raters' measurement error (paper_like's oscillating Claude Opus 3, true day noise 0.70 vs
-    <= 0.20 for the others); 0 elsewhere, and 0 on the small study (12 days, 3 raters)."""
-    from delusion_bayes.models.spec import noise_centring
-
-    lam = noise_centring(paper_like["recognition"])
-    names = paper_like["model"].values.tolist()
-    opus3 = names.index("Claude Opus 3")
-    assert 0.6 <= lam[opus3] <= 0.9, lam
-    assert np.all(np.delete(lam, opus3) == 0.0), lam
-    assert build_spec(paper_like, "joint").data["eps_lambda"][opus3] == lam[opus3]
-    assert np.all(build_spec(study, "joint").data["eps_lambda"] == 0.0)
-    assert "eps_lambda" not in build_spec(paper_like, "onset").data
-
-
-def test_partially_centred_day_noise_is_the_same_model(study):
-    """Any centring weight gives the same prior for the latent stage: with the onset parameters
-    drawn from the prior, stage - trajectory ~ Normal(0, sigma_eps) whether the day noise is
-    non-centred (lambda 0), partially (0.6) or fully centred (1). Checked by a two-sample KS
-    test on 4,000 prior draws of the standardised residual at one model-day (each must be
-    N(0, 1): KS p > 0.001 against the standard normal)."""
-    import pymc as pm
-    from scipy import stats
-
+def test_never_turner_t50_coordinate_keeps_the_normal_prior(study):
+    """Never-turners' t50 is sampled as ``w`` with ``t50 = T + c sinh(w) / k`` and the prior
+    ``t50 ~ N(loc, scale)`` added with its Jacobian (``t50_w_prior``). With one model made a
+    never-turner and its hyper-parameters fixed, ``exp(t50_w_prior)`` over a fine grid of w is
+    a density (integral 1 within 1e-6) whose t50 has mean ``loc`` and SD ``scale`` (1e-4) for
+    three values of k. Dropping the Jacobian ``log(c cosh(w) / k)`` fails all three."""
     from delusion_bayes.models.build import build_model
 
-    for lam in (0.0, 0.6, 1.0):
-        spec = build_spec(study, "joint")
-        spec.data["eps_lambda"] = np.full(len(spec.coords["model"]), lam)
-        model = build_model(spec)
-        draws = pm.draw(
-            [model["stage"], model["L"], model["k"], model["t50"], model["sigma_eps"]],
-            draws=4000,
-            random_seed=7,
-        )
-        stage, L, k, t50, sig = (np.asarray(d) for d in draws)
-        day = float(spec.data["day_values"][5])
-        traj = 1.0 + (L[:, 2] - 1.0) / (1.0 + np.exp(-k[:, 2] * (day - t50[:, 2])))
-        z = (stage[:, 2, 5] - traj) / sig[:, 2]
-        assert stats.kstest(z, "norm").pvalue > 0.001, (lam, z.mean(), z.std())
-
-
-def test_cumulative_logit_matches_pymc_ordered_logistic_and_is_exact_in_the_tails():
-    """``blocks.cumulative_logit`` (hand-written log-probability) against PyMC's
-    ``OrderedLogistic(eta=s x, cutpoints=s c)``: equal to 1e-9 where P(y) > e^-15 (2,000
-    random ratings); in the far tail PyMC loses precision (difference of two sigmoids near 1)
-    and ours matches the closed form log sigmoid(a) - ... e.g. x = -50, s = 3, y = 3 (top
-    category): log sigmoid(3 (-50 - 3.5)) = -160.5 exactly, where PyMC returns -inf."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from delusion_bayes.models.blocks import _cumlogit_logp
-
-    rng = np.random.default_rng(0)
-    n = 2000
-    x = rng.normal(2.5, 1.5, n)
-    s = np.exp(rng.normal(1.0, 0.5, n))
-    y = rng.integers(0, 4, n)
-    c = np.array([1.5, 2.5, 3.5])
-    ref = pm.logp(
-        pm.OrderedLogistic.dist(eta=s * x, cutpoints=s[:, None] * c[None, :], compute_p=False), y
-    ).eval()
-    ours = _cumlogit_logp(pt.as_tensor(y), pt.as_tensor(x), pt.as_tensor(s), c).eval()
-    ok = ref > -15
-    assert ok.sum() > 1900
-    np.testing.assert_allclose(ours[ok], ref[ok], atol=1e-9)
-    assert np.all(np.isfinite(ours))
-    tail = _cumlogit_logp(
-        pt.as_tensor(np.array([3, 0])), pt.as_tensor(np.array([-50.0, 50.0])),
-        pt.as_tensor(np.array([3.0, 3.0])), c,
-    ).eval()  # fmt: skip
-    np.testing.assert_allclose(tail, [-160.5, -145.5], rtol=1e-12)
-
-
-def test_cumulative_logit_draws_follow_its_probabilities():
-    """Posterior-predictive draws of ``cumulative_logit``: category frequencies of 40,000 draws
-    at x = 2.2, s = 2 within 0.01 of P(y) = sigmoid(s (x - c_{y-1})) - sigmoid(s (x - c_y))."""
-    import pymc as pm
-
-    from delusion_bayes.models.blocks import cumulative_logit
-
-    x, s = 2.2, 2.0
-    with pm.Model():
-        y = cumulative_logit("y", np.full(40_000, x), np.full(40_000, s), np.zeros(40_000, int))
-    draws = pm.draw(y, random_seed=3)
-    sig = lambda z: 1.0 / (1.0 + np.exp(-z))  # noqa: E731
-    gt = sig(s * (x - np.array([1.5, 2.5, 3.5])))
-    p = np.array([1 - gt[0], gt[0] - gt[1], gt[1] - gt[2], gt[2]])
-    freq = np.bincount(draws, minlength=4) / draws.size
-    np.testing.assert_allclose(freq, p, atol=0.01)
-
-
-@pytest.mark.parametrize("shear", [0.0, 2.0, 8.0])
-def test_sheared_never_turner_t50_is_the_same_model(study, monkeypatch, shear):
-    """The non-centred t50 coordinate sheared along 1/k (``t50 = loc + scale z + c/k`` with
-    ``z ~ N(-c/(k scale), 1)``, :data:`delusion_bayes.models.spec.T50_SHEAR`) leaves
-    ``t50 ~ N(T mu_t50, T sigma_t50)`` for every shear ``c``: 4,000 forward draws of the
-    standardised t50 of every model (all made non-centred) are N(0, 1) by a KS test
-    (p > 0.001). Dropping the prior mean ``-c/(k scale)`` of ``z`` shifts t50 by ``c/k``
-    (days) and fails this for c = 2 and 8."""
-    import pymc as pm
-    from scipy import stats
-
-    from delusion_bayes.models import blocks
-    from delusion_bayes.models.build import build_model
-
-    monkeypatch.setattr(blocks, "T50_SHEAR", shear)
     spec = build_spec(study, "joint")
-    spec.data["t50_centred"] = np.zeros(len(spec.coords["model"]), bool)
+    centred = np.ones(len(spec.coords["model"]), bool)
+    centred[3] = False
+    spec.data["t50_centred"] = centred
     model = build_model(spec)
-    assert "z_t50" in model.named_vars and "t50_centred" not in model.named_vars
-    t50, mu, sd = (
-        np.asarray(d)
-        for d in pm.draw([model["t50"], model["mu_t50"], model["sigma_t50"]], 4000, random_seed=3)
-    )
+    assert model["w_t50"].type.shape == (1,)
+    import pytensor
+
+    outs = model.replace_rvs_by_values([model["t50_w_prior"], model["t50"], model["k"]])
+    f = pytensor.function(model.value_vars, outs, on_unused_input="ignore")
+
+    def fn(point):
+        return f(*[point[v.name] for v in model.value_vars])
+
     T = float(spec.n_days)
-    z = (t50 - T * mu[:, None]) / (T * sd[:, None])
-    for m in range(z.shape[1]):
-        assert stats.kstest(z[:, m], "norm").pvalue > 0.001, (shear, m, z[:, m].mean())
+    w = np.linspace(-12.0, 12.0, 200_001)
+    for a in (-1.5, 0.0, 1.5):  # log k of the never-turner
+        point = model.initial_point()
+        point["z_log_k"] = np.array([a])
+        point["mu_t50"], point["sigma_t50_log__"] = np.array(0.6), np.log(0.4)
+        loc, scale = T * 0.6, T * 0.4
+        vals = []
+        for wi in w[::50]:
+            point["w_t50"] = np.array([wi])
+            pot, t50, k = fn(point)
+            vals.append((pot, t50[3]))
+        pot, t50 = (np.array(v) for v in zip(*vals, strict=True))
+        dens = np.exp(pot - 0.5 * np.log(2 * np.pi))  # the potential omits the constant
+        dw = w[50] - w[0]
+        mass = np.sum(dens) * dw
+        mean = np.sum(dens * t50) * dw / mass
+        sd = np.sqrt(np.sum(dens * (t50 - mean) ** 2) * dw / mass)
+        assert abs(mass - 1.0) < 1e-6, (a, mass)
+        assert abs(mean - loc) < 1e-4 * T and abs(sd - scale) < 1e-4 * T, (a, mean, sd)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"draws": -5}, r"sampler\.draws=-5"),
+        ({"chains": 0}, r"sampler\.chains=0"),
+        ({"tune": -1}, r"sampler\.tune=-1"),
+        ({"draws": 10.5}, r"sampler\.draws=10\.5"),
+        ({"target_accept": 1.0}, r"sampler\.target_accept=1\.0.*strictly between 0 and 1"),
+        ({"target_accept": 0}, r"sampler\.target_accept=0"),
+    ],
+)
+def test_bad_sampler_settings_fail_before_compiling(study, kwargs, match, monkeypatch):
+    """``draws=-5`` gave an OverflowError and ``chains=0`` a ``KeyError: 'mu_L'``, both after
+    ~45 s of compiling; now a ValueError naming the setting before any graph is built (the
+    builder is replaced by one that fails the test if reached)."""
+    from delusion_bayes.models import build, fit
+
+    def never(*_a, **_k):
+        raise AssertionError("the model was built before the settings were checked")
+
+    monkeypatch.setattr(build, "build_model", never)
+    with pytest.raises(ValueError, match=match):
+        fit(study, "joint", **kwargs)
 
 
 def test_target_accept_is_the_models_own_unless_the_config_names_one():
     """``sampler.target_accept: null`` (the shipped configs) gives each model its own: 0.99 for
-    the onset model (2 divergences at 0.95 on paper_like, sampler seed 0), 0.95 otherwise; a
-    number in the config applies to every model."""
+    the onset model (2 divergences at 0.95 on paper_like, sampler seed 0), 0.9 for the joint
+    and disengagement models (docs/models.md: half the leapfrog steps of 0.95, no divergence),
+    0.95 for the rater model; a number in the config applies to every model."""
     from delusion_bayes.inference.config import SamplerConfig
     from delusion_bayes.models.config import target_accept_for
 
     assert target_accept_for("onset") == 0.99
-    assert target_accept_for("joint") == target_accept_for("rater") == 0.95
+    assert target_accept_for("joint") == target_accept_for("disengagement") == 0.9
+    assert target_accept_for("rater") == 0.95
     assert target_accept_for("onset", 0.8) == 0.8
     assert SamplerConfig().target_accept is None
     for name in ("nutpie", "pymc", "numpyro"):

@@ -1,0 +1,175 @@
+"""The latent stage after sampling, for the models that integrate it out of their likelihood
+(``joint``, ``rater``, ``disengagement``: :func:`delusion_bayes.models.blocks.marginal_ratings`).
+
+NUTS sees only the ~70 population, model and rater parameters; the per-model-day stage is
+drawn afterwards from its conditional posterior given each parameter draw
+(:func:`delusion_bayes.models.marginal.sample_stage`), which together are draws from the joint
+posterior of the model with the stage as a parameter. From those draws this module adds what
+the sampler no longer produces:
+
+- ``observed_data``: the ratings ``y`` (dim ``obs``, 0-based categories) and the adjudicated
+  ``level`` (dim ``obs_level``), with their rater/model/day coords;
+- ``posterior["stage"]`` (``model, day``; NaN on model-days nobody rated);
+- ``log_likelihood``: ``y`` per rating given the drawn stage (the conditional unit) and
+  ``y_model_day`` with the stage integrated out (:mod:`delusion_bayes.models.marginal`);
+- ``posterior_predictive``: ``y`` (and ``level``) drawn around the stage draws, in numpy (no
+  numba object-mode fallback of a ``CustomDist``'s random function).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit, log_expit
+
+from ..data.schema import DAY, MODEL, RATER
+from .spec import OBS, OBS_LEVEL, STAGE_CUTPOINTS, ModelSpec
+
+#: posterior variables the latent stage feeds (an ordinal rating's cumulative logit)
+_CUTS = np.asarray(STAGE_CUTPOINTS, float)
+
+
+def observed_group(spec: ModelSpec) -> xr.Dataset:
+    """``y`` (and ``level``) as observed, with coords naming each observation's cell."""
+    d, c = spec.data, spec.coords
+    obs = xr.Dataset(
+        {"y": (OBS, np.asarray(d["y"], np.int64))},
+        coords={
+            OBS: np.arange(len(d["y"])),
+            "obs_rater": (OBS, np.asarray(c[RATER])[d["rater_idx"]]),
+            "obs_model": (OBS, np.asarray(c[MODEL])[d["model_idx"]]),
+            "obs_day": (OBS, np.asarray(c[DAY])[d["day_idx"]]),
+        },
+    )
+    if "level" in d:
+        obs["level"] = xr.DataArray(
+            np.asarray(d["level"], np.int64),
+            dims=OBS_LEVEL,
+            coords={
+                OBS_LEVEL: np.arange(len(d["level"])),
+                "obs_level_model": (OBS_LEVEL, np.asarray(c[MODEL])[d["level_model_idx"]]),
+                "obs_level_day": (OBS_LEVEL, np.asarray(c[DAY])[d["level_day_idx"]]),
+            },
+        )
+    return obs
+
+
+def _draws(post: xr.Dataset, name: str) -> np.ndarray:
+    return np.asarray(post[name].transpose("chain", "draw", ...).values, float)
+
+
+def _ordinal_logp(y: np.ndarray, eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray):
+    """``log P(Y = y)`` with ``P(Y > j) = sigmoid(scale (eta - cuts_j))`` (cuts may vary by
+    draw: shape ``(..., n_cuts)``); exact in the tails (log-space)."""
+    n_cut = cuts.shape[-1]
+    y = np.broadcast_to(y, eta.shape)
+    lo = np.take_along_axis(cuts, np.clip(y - 1, 0, n_cut - 1)[..., None], -1)[..., 0]
+    hi = np.take_along_axis(cuts, np.clip(y, 0, n_cut - 1)[..., None], -1)[..., 0]
+    a = np.where(y > 0, scale * (eta - lo), np.inf)
+    b = np.where(y < n_cut, scale * (eta - hi), -np.inf)
+    gap = np.where((y > 0) & (y < n_cut), scale * (hi - lo), np.inf)
+    # log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) + log sigmoid(-b) + log(1 - e^{-(a - b)})
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = log_expit(a) + log_expit(-b) + np.log1p(-np.exp(-gap))
+    return out
+
+
+def _ordinal_draw(eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray, rng) -> np.ndarray:
+    """``Y = #{j : u < P(Y > j)}``, ``u ~ U(0, 1)``."""
+    p_gt = expit(scale[..., None] * (eta[..., None] - cuts))
+    u = rng.uniform(size=eta.shape)
+    return (u[..., None] < p_gt).sum(axis=-1).astype(np.int64)
+
+
+def add_latent_groups(
+    dt: xr.DataTree,
+    spec: ModelSpec,
+    *,
+    seed: int,
+    log_likelihood: bool = True,
+    posterior_predictive: bool = True,
+) -> xr.DataTree:
+    """Add the groups listed in the module docstring to a fit of a marginal model (in place;
+    returns ``dt``). ``seed`` seeds the stage draws and the predictive draws."""
+    from .marginal import MARGINAL_VAR, MODEL_DAY, loglik_and_stage
+
+    rng = np.random.default_rng([int(seed), 7])
+    obs = observed_group(spec)
+    dt["observed_data"] = xr.DataTree(obs)
+    post = dt["posterior"].to_dataset()
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    md_ll, md = loglik_and_stage(dt, rng)
+    models, days = list(spec.coords[MODEL]), list(spec.coords[DAY])
+    mi = np.array([models.index(str(m)) for m in md[f"{MODEL_DAY}_model"].values])
+    di = np.array([days.index(int(t)) for t in md[f"{MODEL_DAY}_day"].values])
+    grid = np.full((n_chain, n_draw, len(models), len(days)), np.nan)
+    grid[:, :, mi, di] = md.values
+    post["stage"] = xr.DataArray(
+        grid,
+        dims=("chain", "draw", MODEL, DAY),
+        coords={MODEL: post[MODEL].values if MODEL in post.coords else models, DAY: days},
+        attrs={"description": "latent stage, drawn from its conditional posterior per draw"},
+    )
+    dt["posterior"] = xr.DataTree(post)
+
+    d = spec.data
+    stage_obs = grid[:, :, d["model_idx"], d["day_idx"]]  # (chain, draw, obs)
+    sev, disc = _draws(post, "severity"), _draws(post, "discrimination")
+    eta = stage_obs + sev[..., d["rater_idx"]]
+    scale = disc[..., d["rater_idx"]]
+    level_eta = None
+    if "level" in d:
+        beta, u = _draws(post, "beta_level"), _draws(post, "u")
+        c1 = _draws(post, "c_level_1")
+        c2 = c1 + np.exp(_draws(post, "log_gap_level"))
+        s_l = grid[:, :, d["level_model_idx"], d["level_day_idx"]]
+        level_eta = beta[..., None] * (s_l - 2.5) + u[..., d["level_model_idx"]]
+        level_cuts = np.stack([c1, c2], -1)[:, :, None, :]
+    coords = {k: v for k, v in obs.coords.items()}
+    if log_likelihood:
+        cuts = np.broadcast_to(_CUTS, eta.shape + (_CUTS.size,))
+        ll = xr.Dataset(
+            {"y": (("chain", "draw", OBS), _ordinal_logp(d["y"], eta, scale, cuts))},
+            coords={k: v for k, v in coords.items() if OBS in v.dims},
+        )
+        if level_eta is not None:
+            lc = np.broadcast_to(level_cuts, level_eta.shape + (2,))
+            lvl = _ordinal_logp(d["level"], level_eta, np.ones_like(level_eta), lc)
+            ll["level"] = xr.DataArray(
+                lvl,
+                dims=("chain", "draw", OBS_LEVEL),
+                coords={k: v for k, v in coords.items() if OBS_LEVEL in v.dims},
+            )
+        ll[MARGINAL_VAR] = md_ll
+        dt["log_likelihood"] = xr.DataTree(ll)
+    if posterior_predictive:
+        pp = xr.Dataset(
+            {"y": (("chain", "draw", OBS), _ordinal_draw(eta, scale, _CUTS, rng))},
+            coords={k: v for k, v in coords.items() if OBS in v.dims},
+        )
+        if level_eta is not None:
+            p_gt = expit(level_eta[..., None] - level_cuts)
+            uu = rng.uniform(size=level_eta.shape)
+            pp["level"] = xr.DataArray(
+                (uu[..., None] < p_gt).sum(-1).astype(np.int64),
+                dims=("chain", "draw", OBS_LEVEL),
+                coords={k: v for k, v in coords.items() if OBS_LEVEL in v.dims},
+            )
+        dt["posterior_predictive"] = xr.DataTree(pp)
+    return dt
+
+
+def onset_predictive(dt: xr.DataTree, spec: ModelSpec, seed: int) -> xr.DataTree:
+    """Posterior predictive consensus of the ``onset`` model, ``max(1, N(trajectory, sigma_y))``
+    (its likelihood: :mod:`delusion_bayes.models.onset`), drawn in numpy."""
+    from .onset import SCALE_MIN
+
+    rng = np.random.default_rng([int(seed), 8])
+    post = dt["posterior"].to_dataset()
+    d = spec.data
+    mu = _draws(post, "trajectory")[:, :, d["model_idx"], d["day_idx"]]
+    sigma = _draws(post, "sigma_y")[..., None]
+    y = np.maximum(SCALE_MIN, rng.normal(mu, sigma))
+    pp = xr.Dataset({"y": (("chain", "draw", OBS), y)}, coords={OBS: np.arange(mu.shape[-1])})
+    dt["posterior_predictive"] = xr.DataTree(pp)
+    return dt
