@@ -212,7 +212,26 @@ def load_data(data_cfg: Any) -> xr.Dataset:
 
             return load_study(path)
         return _load_replay_checked(path)
-    raise ValueError(f"data.source = {data_cfg.source!r}; expected 'simulate' or 'file'.")
+    if data_cfg.source == "delusioneval":
+        # the DelusionEval release's evaluation rows (a replay study): data.path is the
+        # eval_rows.parquet; data.overrides.cutoffs / .participants name optional CSV files
+        if kind != "replay":
+            raise ValueError(
+                "data.source = 'delusioneval' reads a replay study; set data.kind=replay "
+                "(experiment=replay does)"
+            )
+        if not data_cfg.path:
+            raise ValueError("data.source = 'delusioneval' needs data.path (eval_rows.parquet).")
+        from .data.delusioneval import load_delusioneval
+
+        return load_delusioneval(
+            Path(str(data_cfg.path)).expanduser(),
+            cutoffs=overrides.get("cutoffs"),
+            participants=overrides.get("participants"),
+        )
+    raise ValueError(
+        f"data.source = {data_cfg.source!r}; expected 'simulate', 'file' or 'delusioneval'."
+    )
 
 
 #: the files of a replay study directory this check reads (README, "Replay studies")

@@ -331,3 +331,23 @@ def test_real_rows_run_end_to_end_and_the_supplement_renders(tmp_path):
     check = check_html(html)
     assert check.errors == [] and check.console == [] and check.broken == []
     assert check.images >= 3 and check.body_text > 3000
+
+
+def test_the_config_source_delusioneval_loads_the_release_rows():
+    """``data.source=delusioneval data.path=<eval_rows.parquet>`` (``experiment=replay``) goes
+    through ``load_delusioneval``: the same dataset as the direct call; a trajectory ``kind``
+    or a missing path is refused by name."""
+    from omegaconf import OmegaConf
+
+    from delusion_bayes.data import load_delusioneval
+    from delusion_bayes.pipeline import load_data
+
+    cfg = OmegaConf.create({"kind": "replay", "source": "delusioneval", "path": str(ROWS)})
+    ds = load_data(cfg)
+    ref = load_delusioneval(ROWS)
+    assert ds.sizes == ref.sizes and ds["model"].values.tolist() == ref["model"].values.tolist()
+    assert int(ds["hit"].sum()) == int(ref["hit"].sum())
+    with pytest.raises(ValueError, match="data.kind=replay"):
+        load_data(OmegaConf.create({"kind": "trajectory", "source": "delusioneval", "path": "x"}))
+    with pytest.raises(ValueError, match="needs data.path"):
+        load_data(OmegaConf.create({"kind": "replay", "source": "delusioneval", "path": None}))
