@@ -119,10 +119,12 @@ def censored_normal(
     def logp(value, mu, sigma):
         return censored_normal_logp(value, mu, sigma, lower, upper)
 
-    def random(mu, sigma, rng=None, size=None):
-        return np.clip(rng.normal(mu, sigma, size=size), lower, upper)
+    def dist(mu, sigma, size):
+        # symbolic draws (a clipped normal), so prior/posterior predictive sampling compiles
+        # natively instead of numba's object-mode fallback for a Python ``random``
+        return pm.math.clip(pm.Normal.dist(mu, sigma, size=size), lower, upper)
 
-    return pm.CustomDist(name, mu, sigma, logp=logp, random=random, observed=observed, **kwargs)
+    return pm.CustomDist(name, mu, sigma, dist=dist, logp=logp, observed=observed, **kwargs)
 
 
 def build_onset(spec: ModelSpec):
