@@ -214,13 +214,15 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
             f"deterministics: {[v.name for v in pm_model.deterministics]}"
         )
     need = sorted(set(var_names) | {"L", "k", "t50", "sigma_eps", "severity", "discrimination"})
-    prior = (
-        pm.sample_prior_predictive(
+    import warnings
+
+    with warnings.catch_warnings():
+        # the only Potential is the likelihood, which the prior draws must ignore
+        warnings.filterwarnings("ignore", "The effect of Potentials", UserWarning)
+        prior = pm.sample_prior_predictive(
             draws=int(num_simulations), model=pm_model, var_names=need, random_seed=int(seed)
         )["prior"]
-        .to_dataset()
-        .isel(chain=0)
-    )
+    prior = prior.to_dataset().isel(chain=0)
     rng = np.random.default_rng([int(seed), 11])
     ranks: dict[str, list[np.ndarray]] = {v: [] for v in var_names}
     for i in tqdm(range(int(num_simulations)), desc=f"SBC {model}", disable=not progressbar):

@@ -1,7 +1,7 @@
 """Simulation-based calibration of the onset model (``delusion_bayes.models.sbc``, simuk).
 
 CI runs a few simulations at small size (slow-marked); the full study with its rank plot is
-``experiments/sbc_onset.py``. The uniformity statistic is checked on hand-made ranks so that the
+``experiments/sbc.py``. The uniformity statistic is checked on hand-made ranks so that the
 test of calibration can fail.
 """
 
@@ -65,6 +65,51 @@ def test_sbc_of_the_onset_model_runs_every_simulation_and_ranks_are_not_degenera
     fig = plot_sbc(dt, tmp_path / "sbc.png")
     assert (tmp_path / "sbc.png").stat().st_size > 10_000
     assert len([a for a in fig.axes if a.get_visible()]) == 8
+
+
+@pytest.mark.slow
+def test_sbc_of_the_joint_model_ranks_every_parameter_of_the_issue():
+    """The joint model's SBC loop (its likelihood integrates the stage out, so simuk cannot
+    simulate through it): 3 simulations x 2 chains x 100 draws (thinned to every second) on
+    the small design; ranks of L, k, t50, the day-noise scale per model (5 each), rater
+    severity and discrimination (3 each) and the hyper-parameters in 0..100, and the
+    simulated ratings follow the study's missingness."""
+    from delusion_bayes.data import simulate_study
+    from delusion_bayes.models.sbc import MARGINAL_VARS, _simulate_ratings, run_sbc
+
+    dt = run_sbc(model="joint", num_simulations=3, draws=100, tune=100, chains=2, seed=0,
+                 progressbar=False)  # fmt: skip
+    ranks = dt["prior_sbc"]
+    assert dt.attrs["n_draws"] == 100 and set(ranks.data_vars) == set(MARGINAL_VARS)
+    for v, n in (("L", 5), ("k", 5), ("t50", 5), ("sigma_eps", 5), ("severity", 3),
+                 ("discrimination", 3)):  # fmt: skip
+        assert ranks[v].shape == (1, 3, n), v
+    for v in ranks.data_vars:
+        x = ranks[v].values
+        assert x.min() >= 0 and x.max() <= 100, (v, x)
+    # the simulator keeps missing ratings missing and draws on the 1-4 scale
+    ds = simulate_study(preset="small", seed=0, missing_rate=0.1)
+    import xarray as xr
+
+    prior = xr.Dataset(
+        {
+            "L": (("draw", "model"), np.full((1, 5), 4.0)),
+            "k": (("draw", "model"), np.full((1, 5), 1.0)),
+            "t50": (("draw", "model"), np.full((1, 5), 6.0)),
+            "sigma_eps": (("draw", "model"), np.full((1, 5), 0.1)),
+            "severity": (("draw", "rater"), np.zeros((1, 3))),
+            "discrimination": (("draw", "rater"), np.full((1, 3), 50.0)),
+        }
+    )
+    sim = _simulate_ratings(ds, prior, 0, np.random.default_rng(0))
+    order = ("rater", "model", "day")
+    miss = np.isnan(ds["recognition"].transpose(*order).values)
+    got = sim["recognition"].transpose(*order).values
+    assert miss.any() and np.array_equal(np.isnan(got), miss)
+    vals = got[~miss]
+    assert set(np.unique(vals)) <= {1.0, 2.0, 3.0, 4.0}
+    # near-deterministic raters: day 1 (stage ~1.0) is rated 1, day 12 (stage ~4.0) 4
+    assert np.nanmax(got[:, :, 0]) == 1.0 and np.nanmin(got[:, :, -1]) == 4.0
 
 
 def test_unknown_variable_is_named():

@@ -1,16 +1,19 @@
-"""Simulation-based calibration of the ``onset`` model at small size (issue 4, Deliver 6).
+"""Simulation-based calibration of the ``onset`` or ``joint`` model at small size.
 
-    .venv/bin/python experiments/sbc_onset.py [--sims 100] [--draws 200] [--tune 200] [--out outputs/sbc]
+    .venv/bin/python experiments/sbc.py [--model onset|joint] [--sims 100] [--draws 200]
+        [--tune 200] [--out outputs/sbc]
 
-Prior SBC with ``simuk`` (:mod:`delusion_bayes.models.sbc`) on the design of
-``simulate_study("small", seed=0)`` (5 models x 12 days): each simulation draws the onset
-parameters from the prior, a consensus series from the prior predictive, fits the model with
-nutpie and ranks the drawn L, k, t50 and hyper-parameters among the posterior draws. Prints the
+Prior SBC (:mod:`delusion_bayes.models.sbc`) on the design of ``simulate_study("small",
+seed=0)`` (5 models x 12 days, 3 raters): each simulation draws the parameters from the prior
+and data from the model (the onset model through ``simuk``, the joint model's ratings through
+its generative process), fits the model with nutpie and ranks the drawn L, k, t50 and
+hyper-parameters (joint: also the day-noise scales and the rater effects) among the posterior
+draws. Prints the
 chi-square uniformity table (per variable, vector elements pooled; per element too with
 ``--per-element``), the wall time, and writes ``sbc_ranks.nc`` and ``sbc_ranks.png`` (rank
 histograms with the 99% band of uniform ranks) into ``--out``.
 
-Measured: see the "Measured" lines appended to the README's Bayesian-models section.
+Measured: docs/models.md ("Calibration").
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="onset", choices=["onset", "joint"])
     ap.add_argument("--sims", type=int, default=100)
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--tune", type=int, default=200)
@@ -37,6 +41,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     t0, c0 = time.perf_counter(), time.process_time()
     dt = run_sbc(
+        model=args.model,
         num_simulations=args.sims,
         draws=args.draws,
         tune=args.tune,
@@ -49,7 +54,9 @@ def main() -> None:
     table = sbc_uniformity(dt)
     if not args.per_element:
         table = table[table["index"].isin(["", "all"])]
-    print(f"SBC of onset: {args.sims} simulations x {args.chains} chains x {args.draws} draws")
+    print(
+        f"SBC of {args.model}: {args.sims} simulations x {args.chains} chains x {args.draws} draws"
+    )
     print(f"wall {wall:.0f} s, CPU {cpu:.0f} s ({wall / args.sims:.1f} s per simulation)")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"written: {out / 'sbc_ranks.nc'}, {out / 'sbc_ranks.png'}")
