@@ -19,7 +19,7 @@ class SamplerConfig:
 
     name: str = "nutpie"
     draws: int = 1000
-    tune: int = 1000
+    tune: int = 500
     chains: int = 4
     cores: int = 2
     #: ``None``: each model's own (``delusion_bayes.models.config.TARGET_ACCEPT``); a number

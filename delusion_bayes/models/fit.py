@@ -34,7 +34,7 @@ def fit(
     model: str = "joint",
     *,
     draws: int = 1000,
-    tune: int = 1000,
+    tune: int = 500,
     chains: int = 4,
     sampler: str = "nutpie",
     seed: int = 0,
