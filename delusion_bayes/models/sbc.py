@@ -110,13 +110,7 @@ def run_sbc(
     # centred is the same model (blocks._t50)
     spec.data["t50_centred"] = np.ones(len(spec.coords["model"]), bool)
     pm_model = build_model(spec)
-    unknown = [v for v in var_names if v not in pm_model.named_vars]
-    if unknown:
-        raise ValueError(
-            f"var_names {unknown} are not variables of model {model!r}; "
-            f"free variables: {[v.name for v in pm_model.free_RVs]}, "
-            f"deterministics: {[v.name for v in pm_model.deterministics]}"
-        )
+    _check_vars(pm_model, var_names, model)
     sample_kwargs: dict[str, Any] = {
         "draws": int(draws),
         "tune": int(tune),
@@ -154,6 +148,16 @@ def run_sbc(
         seed=int(seed),
     )
     return dt
+
+
+def _check_vars(pm_model, var_names: Sequence[str], model: str) -> None:
+    unknown = [v for v in var_names if v not in pm_model.named_vars]
+    if unknown:
+        raise ValueError(
+            f"var_names {unknown} are not variables of model {model!r}; "
+            f"free variables: {[v.name for v in pm_model.free_RVs]}, "
+            f"deterministics: {[v.name for v in pm_model.deterministics]}"
+        )
 
 
 def _simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Dataset:
@@ -206,13 +210,7 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
     spec = build_spec(ds, model)
     spec.data["t50_centred"] = np.ones(len(spec.coords["model"]), bool)
     pm_model = build_model(spec)
-    unknown = [v for v in var_names if v not in pm_model.named_vars]
-    if unknown:
-        raise ValueError(
-            f"var_names {unknown} are not variables of model {model!r}; "
-            f"free variables: {[v.name for v in pm_model.free_RVs]}, "
-            f"deterministics: {[v.name for v in pm_model.deterministics]}"
-        )
+    _check_vars(pm_model, var_names, model)
     need = sorted(set(var_names) | {"L", "k", "t50", "sigma_eps", "severity", "discrimination"})
     import warnings
 
