@@ -55,33 +55,44 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     import pytensor.tensor as pt
 
     T = float(spec.n_days)
-    centred = np.asarray(spec.data.get("t50_centred", np.ones(n_models, bool)), bool)
+    t_first = float(np.min(spec.data["day_values"])) if "day_values" in spec.data else 1.0
+    centred = _turned(spec, n_models)
+    early = np.asarray(spec.data.get("t50_early", np.zeros(n_models, bool)), bool) & ~centred
+    late = ~centred & ~early
     loc = T * (mu_t50 + _group_shift(spec, "t50")) * pt.ones(n_models)
     scale = T * sigma_t50
     t50 = pt.zeros(n_models)
-    ic, inc = np.flatnonzero(centred), np.flatnonzero(~centred)
+    ic = np.flatnonzero(centred)
     if ic.size:
         tc = pm.Normal("t50_centred", loc[ic], scale, shape=ic.size)
         t50 = pt.set_subtensor(t50[ic], tc)
-    if inc.size:
-        # t50 = T + c sinh(w) / k: h = k (t50 - T) = c sinh(w) is the logit distance of the last
-        # day from the midpoint, the one thing a never-turner's ratings bound (h > ~c); in w
-        # that wall sits at w ~ asinh(1) with a width that does not depend on k. The prior
-        # t50 ~ N(loc, scale) is kept exactly: its density in w is N(t50; loc, scale) |dt50/dw|
-        kk = k[inc]
-        w = pm.Flat("w_t50", shape=inc.size)
-        t50_nc = T + T50_SHEAR * pt.sinh(w) / kk
+    # t50 = T + c sinh(w) / k: h = k (t50 - T) = c sinh(w) is the logit distance of the last
+    # day from the midpoint, the one thing a never-turner's ratings bound (h > ~c); in w that
+    # wall sits at w ~ asinh(1) with a width that does not depend on k. The mirror for a model
+    # already turned on the first day: t50 = t_1 - c sinh(w) / k. The prior t50 ~ N(loc, scale)
+    # is kept exactly: its density in w is N(t50; loc, scale) |dt50/dw|
+    for name, idx, anchor, sign in (("w_t50", np.flatnonzero(late), T, 1.0),
+                                    ("w_t50_early", np.flatnonzero(early), t_first, -1.0)):  # fmt: skip
+        if not idx.size:
+            continue
+        kk = k[idx]
+        w = pm.Flat(name, shape=idx.size)
+        t_w = anchor + sign * T50_SHEAR * pt.sinh(w) / kk
         jac = pt.log(T50_SHEAR * pt.cosh(w) / kk)
-        z = (t50_nc - loc[inc]) / scale
-        pm.Potential("t50_w_prior", (-0.5 * z**2 - pt.log(scale) + jac).sum())
-        t50 = pt.set_subtensor(t50[inc], t50_nc)
+        z = (t_w - loc[idx]) / scale
+        pm.Potential(f"{name}_prior", (-0.5 * z**2 - pt.log(scale) + jac).sum())
+        t50 = pt.set_subtensor(t50[idx], t_w)
     return t50
 
 
 def _turned(spec: ModelSpec, n_models: int) -> np.ndarray:
-    """Models whose median rating reaches clinical framing (2.5) on some day (``t50_centred``
-    of the spec): the data pin their onset parameters; a never-turner's only from one side."""
-    return np.asarray(spec.data.get("t50_centred", np.ones(n_models, bool)), bool)
+    """Models whose median rating reaches clinical framing (2.5) within the study, but not on
+    its first day (``t50_centred`` and not ``t50_early`` of the spec): the data pin their onset
+    parameters. A never-turner's are bounded from below only, an already-turned model's
+    (2.5 on day 1) from above only."""
+    centred = np.asarray(spec.data.get("t50_centred", np.ones(n_models, bool)), bool)
+    early = np.asarray(spec.data.get("t50_early", np.zeros(n_models, bool)), bool)
+    return centred & ~early
 
 
 def _partially_centred(name: str, loc, scale, centred: np.ndarray):
@@ -121,18 +132,15 @@ def onset_trajectory(spec: ModelSpec):
 
     p = spec.priors
     n_models = len(spec.coords[MODEL])
-    mu_L = make_rv("mu_L", p["mu_L"])
-    sigma_L = make_rv("sigma_L", p["sigma_L"])
     turned = _turned(spec, n_models)
-    # log(L - 1), not logit((L - 1) / 3): L = 4 (the scale top, the truth of most turners) is
-    # then an interior point with a finite likelihood peak, not logit -> +inf with a flat tail
-    # non-centred for every model: the plateaus sit within ~0.1 of each other (sigma_L ~ 0.02 on
-    # paper_like), tighter than one model's data pin its own (centred for turners: ESS 18 on
-    # sigma_L, the centred funnel)
-    z_L = pm.Normal("z_L", 0.0, 1.0, dims=MODEL)
-    L = pm.Deterministic(
-        "L", 1.0 + pt.exp(mu_L + _group_shift(spec, "L") + sigma_L * z_L), dims=MODEL
-    )
+    # the plateau with a fixed prior per model, no population: log(L - 1) ~ N(log 3, 0.2), L = 4
+    # (the scale top, where turners plateau) with 95% in [3.0, 5.5]. A hierarchy over L had
+    # nothing to learn (paper_like's plateaus: all 4 but one, sigma_L ~ 0.02) and funnels to
+    # fall into: on null_effect seed 0 (every L = 4, three models still rising on day 30)
+    # sigma_L reached R-hat 1.034 in the joint and 1.338 in the onset model, with divergences.
+    # log(L - 1), not logit((L - 1) / 3): L = 4 is an interior point, not logit -> +inf
+    log_L1 = make_rv("log_L1", p["log_L1"], dims=MODEL) + _group_shift(spec, "L")
+    L = pm.Deterministic("L", 1.0 + pt.exp(log_L1), dims=MODEL)
     if spec.trajectory == "step":
         k = pm.Deterministic("k", pt.fill(pt.zeros(n_models), STEP_K), dims=MODEL)
     else:

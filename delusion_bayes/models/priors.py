@@ -25,16 +25,20 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "StudentT": ("nu", "mu", "sigma"),
     "HalfStudentT": ("nu", "sigma"),
     "ZeroSumNormal": ("sigma",),
+    "Gamma": ("alpha", "beta"),
 }
 
 _ONSET_HYPER: dict[str, dict[str, Any]] = {
-    # asymptote L = 1 + exp(l): l_m = mu_L + sigma_L * z_m (mu_L = log 3: L = 4, the scale top)
-    "mu_L": {"dist": "Normal", "mu": 1.1, "sigma": 0.5},
-    "sigma_L": {"dist": "HalfNormal", "sigma": 0.3},
+    # asymptote L = 1 + exp(l), l_m ~ N(log 3, 0.2) per model (L = 4, the scale top; 95% in
+    # [3.0, 5.5]); no population level (models/blocks.onset_trajectory says why)
+    "log_L1": {"dist": "Normal", "mu": 1.1, "sigma": 0.2},
     # steepness (per day): a_m = mu_log_k + sigma_log_k * z_m = log k_m for k_m << K_MAX
     # (k_m = K_MAX sigmoid(a_m - log K_MAX), K_MAX = 20, see delusion_bayes.models.spec)
     "mu_log_k": {"dist": "Normal", "mu": -0.5, "sigma": 1.0},
-    "sigma_log_k": {"dist": "HalfNormal", "sigma": 1.0},
+    # zero-avoiding (Chung et al. 2013, Psychometrika 78): the turners' log k are centred, and a
+    # HalfNormal(1) let sigma_log_k reach 0.03 (a centred funnel's neck: the onset model's
+    # divergence on null_effect seed 0); Gamma(2, 4): mean 0.5, P(sigma < 0.05) = 1.7%
+    "sigma_log_k": {"dist": "Gamma", "alpha": 2.0, "beta": 4.0},
     # midpoint in units of n_days: t50_m = n_days * (mu_t50 + sigma_t50 * z_m)
     "mu_t50": {"dist": "Normal", "mu": 0.6, "sigma": 0.4},
     "sigma_t50": {"dist": "HalfNormal", "sigma": 0.5},

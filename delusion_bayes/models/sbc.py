@@ -31,7 +31,7 @@ import xarray as xr
 log = logging.getLogger(__name__)
 
 #: what is ranked by default: derived onset parameters, then the hyper-parameters
-DEFAULT_VARS = ("L", "k", "t50", "mu_L", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
+DEFAULT_VARS = ("L", "k", "t50", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
 #: the same for the models with a latent stage (joint): onset parameters, the day-noise scale
 #: per model and its population, rater severity and discrimination
 MARGINAL_VARS = (

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,12 +185,17 @@ def build_spec(
     # partial centring of t50: centred where the median rating reaches clinical framing (2.5) on
     # some day (the data pin t50), non-centred where it never does (t50 only bounded below)
     with np.errstate(all="ignore"):
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             peak = np.nanmax(np.nanmedian(rec.values, axis=0), axis=1)
     data["t50_centred"] = np.nan_to_num(peak, nan=0.0) >= 2.5
+    # already turned on the first rated day: t50 only bounded from above by the data (the
+    # mirror of a never-turner; null_effect seed 0's Opus 4.1 has t50 = -0.8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(rec.values, axis=0)  # (model, day)
+    first = np.array([row[np.isfinite(row)][0] if np.isfinite(row).any() else 0.0 for row in med])
+    data["t50_early"] = first >= 2.5
     if model in ("joint", "disengagement"):
         data["eps_centred"] = noise_identified(rec)
 

@@ -53,7 +53,7 @@ def test_sbc_of_the_onset_model_runs_every_simulation_and_ranks_are_not_degenera
     assert dt.attrs["n_draws"] == 200 and dt.attrs["num_simulations"] == 4
     for v in ("L", "k", "t50"):
         assert ranks[v].shape == (1, 4, 5)
-    for v in ("mu_L", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y"):
+    for v in ("mu_log_k", "mu_t50", "sigma_t50", "sigma_y"):
         assert ranks[v].shape == (1, 4)
     for v in ranks.data_vars:
         x = ranks[v].values

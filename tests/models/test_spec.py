@@ -128,7 +128,7 @@ def test_off_scale_rating_is_named(study):
 def test_prior_overrides_are_validated():
     p = resolve_priors("joint", {"sigma_t50": {"sigma": 0.25}})
     assert p["sigma_t50"] == {"dist": "HalfNormal", "sigma": 0.25}
-    assert p["mu_L"] == default_priors("joint")["mu_L"]
+    assert p["log_L1"] == default_priors("joint")["log_L1"]
     p = resolve_priors("onset", {"mu_t50": {"dist": "StudentT", "nu": 4, "mu": 0.5, "sigma": 0.3}})
     assert p["mu_t50"]["dist"] == "StudentT"
     with pytest.raises(ValueError, match="not a parameter of model 'joint'"):
@@ -197,7 +197,7 @@ def test_fit_bookkeeping_masks_a_missing_model_day(holey):
 
 def test_never_turner_t50_coordinate_keeps_the_normal_prior(study):
     """Never-turners' t50 is sampled as ``w`` with ``t50 = T + c sinh(w) / k`` and the prior
-    ``t50 ~ N(loc, scale)`` added with its Jacobian (``t50_w_prior``). With one model made a
+    ``t50 ~ N(loc, scale)`` added with its Jacobian (``w_t50_prior``). With one model made a
     never-turner and its hyper-parameters fixed, ``exp(t50_w_prior)`` over a fine grid of w is
     a density (integral 1 within 1e-6) whose t50 has mean ``loc`` and SD ``scale`` (1e-4) for
     three values of k. Dropping the Jacobian ``log(c cosh(w) / k)`` fails all three."""
@@ -211,7 +211,7 @@ def test_never_turner_t50_coordinate_keeps_the_normal_prior(study):
     assert model["w_t50"].type.shape == (1,)
     import pytensor
 
-    outs = model.replace_rvs_by_values([model["t50_w_prior"], model["t50"], model["k"]])
+    outs = model.replace_rvs_by_values([model["w_t50_prior"], model["t50"], model["k"]])
     f = pytensor.function(model.value_vars, outs, on_unused_input="ignore")
 
     def fn(point):
