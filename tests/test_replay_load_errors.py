@@ -1,6 +1,7 @@
-"""Malformed replay studies given to a run (``data.kind=replay data.source=file``) raise the
-package's own errors naming the file (issue 18, item 3); the pipeline checks the files before
-the replay loader reads them and re-raises any library exception it still meets."""
+"""Malformed replay studies, given to a run (``data.kind=replay data.source=file``) or to
+``db.data.load_replay``, raise the package's own errors naming the file (issue 18, item 3): the
+loader checks the files before reading them and re-raises any library exception it still meets
+(``delusion_bayes.data.replay_check``)."""
 
 from __future__ import annotations
 
@@ -78,12 +79,17 @@ CASES = ["malformed csv", "latin-1 transcripts", "truncated jsonl", "empty judge
          "non-numeric cutoff"]  # fmt: skip
 
 
+@pytest.mark.parametrize("via", ["run", "load_replay"])
 @pytest.mark.parametrize("case", CASES)
-def test_corrupt_replay_files_raise_our_error_naming_the_file(tmp_path, case):
+def test_corrupt_replay_files_raise_our_error_naming_the_file(tmp_path, case, via):
+    """The same through a run's config and through ``db.data.load_replay`` called directly
+    (the loader itself checks the files and translates library errors)."""
+    from delusion_bayes.data.replay import load_replay
+
     d = _replay_dir(tmp_path)
     fname = _corrupt(d, case)
     with pytest.raises(OURS) as err:
-        _load(d)
+        _load(d) if via == "run" else load_replay(d)
     assert fname in str(err.value), str(err.value)
     assert "expected" in str(err.value)
 

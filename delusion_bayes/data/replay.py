@@ -357,6 +357,13 @@ def load_replay(path: str | Path) -> xr.Dataset:
     coords such as ``family``) and ``windows.json`` (``window``, ``context``, ``stride`` used to
     build the samples; defaults 20, 0, 10).
     """
+    from .replay_check import load_replay_checked
+
+    return load_replay_checked(Path(path), _load_replay)
+
+
+def _load_replay(path: Path) -> xr.Dataset:
+    """:func:`load_replay` without the file checks and error translation."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"replay study {path} does not exist")

@@ -1,0 +1,142 @@
+"""A replay study read with the package's own errors only: a directory's files are checked
+before the loader reads them, and any remaining library exception (pandas, json, h5py, a
+``TypeError``) from a malformed file becomes a :class:`~delusion_bayes.data.StudyFormatError`
+naming the file and what is expected (issue: nothing crashes with a raw traceback).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import xarray as xr
+
+#: the files of a replay study directory this check reads (README, "Replay studies")
+_REPLAY_TABLES = ("transcripts", "judge_scores", "codes", "models")
+_WINDOW_KEYS = ("window", "context", "stride")
+
+
+def check_replay_files(path: Path) -> None:
+    """Check the files of a replay study directory before the loader reads them, so that a
+    malformed one gets an error naming the file, the line and what is expected rather than a
+    pandas/json traceback: empty files, bytes that are not UTF-8, CSV rows with the wrong
+    number of fields or an open quote, a JSONL line that is not JSON, a ``windows.json`` that
+    is not an object of ``window``/``context``/``stride`` integers, a non-numeric ``cutoff`` in
+    ``codes.csv``."""
+    import csv
+    import io
+
+    from .io import StudyFormatError
+
+    def text_of(f: Path, expected: str) -> str:
+        raw = f.read_bytes()
+        if not raw.strip():
+            raise StudyFormatError(f"{f}: the file is empty; expected {expected}.")
+        try:
+            return raw.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            line = raw[: err.start].count(b"\n") + 1
+            raise StudyFormatError(
+                f"{f}, line {line}: byte {raw[err.start : err.start + 1]!r} is not UTF-8; "
+                "expected a UTF-8 text file (re-save it as UTF-8)."
+            ) from None
+
+    for stem in _REPLAY_TABLES:
+        for f in (path / f"{stem}.csv", path / f"{stem}.jsonl"):
+            if not f.is_file():
+                continue
+            text = text_of(f, "a header line and one row per record")
+            if f.suffix == ".jsonl":
+                for n, line in enumerate(text.splitlines(), start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as err:
+                        raise StudyFormatError(
+                            f"{f}, line {n}: not JSON ({err.msg} at column {err.colno}: "
+                            f"{line[:60]!r}); expected one JSON object per line."
+                        ) from None
+                    if not isinstance(row, dict):
+                        raise StudyFormatError(
+                            f"{f}, line {n}: a JSON {type(row).__name__}; expected one JSON "
+                            "object per line."
+                        )
+                continue
+            reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+            try:
+                header = next(reader)
+                cutoff = header.index("cutoff") if stem == "codes" and "cutoff" in header else None
+                for fields in reader:
+                    if not fields:
+                        continue
+                    if len(fields) != len(header):
+                        raise StudyFormatError(
+                            f"{f}, row {reader.line_num}: {len(fields)} field(s); expected "
+                            f"{len(header)}, one per column of the header {header}."
+                        )
+                    if cutoff is not None and fields[cutoff].strip():
+                        try:
+                            float(fields[cutoff])
+                        except ValueError:
+                            raise StudyFormatError(
+                                f"{f}, row {reader.line_num}, column 'cutoff': "
+                                f"{fields[cutoff]!r} is not a number; expected a judge-score "
+                                "cutoff 0-10 (empty = the default 7)."
+                            ) from None
+            except csv.Error as err:
+                raise StudyFormatError(
+                    f"{f}, row {reader.line_num}: cannot parse as CSV ({err}); expected "
+                    "comma-separated fields, text with commas or quotes in double quotes."
+                ) from None
+    wpath = path / "windows.json"
+    if wpath.is_file():
+        text = text_of(wpath, 'a JSON object such as {"window": 20, "context": 0}')
+        try:
+            opts = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise StudyFormatError(
+                f"{wpath}: invalid JSON ({err}); expected an object with the keys "
+                f"{list(_WINDOW_KEYS)}."
+            ) from None
+        if not isinstance(opts, dict):
+            raise StudyFormatError(
+                f"{wpath}: a JSON {type(opts).__name__}; expected an object with the keys "
+                f"{list(_WINDOW_KEYS)}."
+            )
+        unknown = sorted(set(opts) - set(_WINDOW_KEYS))
+        if unknown:
+            raise StudyFormatError(
+                f"{wpath}: unknown key(s) {unknown}; expected only {list(_WINDOW_KEYS)}."
+            )
+        for key, value in opts.items():
+            if not (value is None or (isinstance(value, int) and not isinstance(value, bool))):
+                raise StudyFormatError(
+                    f"{wpath}: {key} = {value!r}; expected an integer (or null for stride)."
+                )
+
+
+def load_replay_checked(path: Path, load) -> xr.Dataset:
+    """``load_replay(path)``, with any library exception (pandas, json, h5py, a TypeError) from
+    a malformed file turned into the package's :class:`~delusion_bayes.data.StudyFormatError`
+    naming the study path and what is expected (the replay loader's own errors pass through)."""
+    from .io import StudyFormatError
+    from .replay import ReplayValidationError
+    from .replay_windows import TranscriptError
+    from .validate import StudyValidationError
+
+    ours = (StudyFormatError, StudyValidationError, ReplayValidationError, TranscriptError,
+            FileNotFoundError)  # fmt: skip
+    if path.is_dir():
+        check_replay_files(path)
+    try:
+        return load(path)
+    except ours:
+        raise
+    except Exception as err:  # noqa: BLE001 - a raw library error: re-raised as ours
+        raise StudyFormatError(
+            f"{path}: cannot read the replay study ({type(err).__name__}: {err}); expected a "
+            "netCDF file or a directory with UTF-8 transcripts.{csv,parquet,jsonl}, "
+            "judge_scores.csv and optional codes.csv, models.csv, windows.json (see the README, "
+            "'Replay studies')."
+        ) from err
