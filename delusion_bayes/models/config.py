@@ -22,7 +22,7 @@ TARGET_ACCEPT: dict[str, float] = {
     "joint": 0.9,
     "onset": 0.99,
     "rater": DEFAULT_TARGET_ACCEPT,
-    "disengagement": 0.9,
+    "disengagement": DEFAULT_TARGET_ACCEPT,
 }
 
 
