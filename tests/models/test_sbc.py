@@ -64,7 +64,7 @@ def test_sbc_of_the_onset_model_runs_every_simulation_and_ranks_are_not_degenera
     assert (pooled["p_value"] > 1e-4).all(), pooled
     fig = plot_sbc(dt, tmp_path / "sbc.png")
     assert (tmp_path / "sbc.png").stat().st_size > 10_000
-    assert len([a for a in fig.axes if a.get_visible()]) == 8
+    assert len([a for a in fig.axes if a.get_visible()]) == 7
 
 
 @pytest.mark.slow
