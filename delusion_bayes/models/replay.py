@@ -361,10 +361,7 @@ def build_replay_model(spec: ReplayModelSpec):
     if spec.single_level:
         return _build_single_level(spec)
     d = _design(spec)
-    n_m, n_e, n_c = d["n_m"], d["n_e"], d["n_c"]
-    conv_part, conv_per_part, group_of_me = d["conv_part"], d["conv_per_part"], d["group_of_me"]
-    depth_bar, prior_bar, me, mg = d["depth_bar"], d["prior_bar"], d["me"], d["mg"]
-    depth, prior, n, y = d["depth"], d["prior"], d["n"], d["y"]
+    n_c, conv_part, conv_per_part = d["n_c"], d["conv_part"], d["conv_per_part"]
     with pm.Model(coords=spec.coords) as model:
         beta = _rv("beta_depth", spec.priors["beta_depth"], dims=(MODEL, "group"))
         gamma = _rv("gamma_prior", spec.priors["gamma_prior"], dims=(MODEL, "group"))
@@ -383,28 +380,42 @@ def build_replay_model(spec: ReplayModelSpec):
             "u_conversation_prior",
             pm.logp(pm.ZeroSumNormal.dist(sigma=sigma_c, support_shape=(n_c,)), u_c),
         )
-        beta_f, gamma_f = beta.reshape((-1,)), gamma.reshape((-1,))
-        theta_flat = (
-            theta_c.reshape((-1,))
-            - beta_f[group_of_me] * depth_bar
-            - gamma_f[group_of_me] * prior_bar
-            - shift
-        )
-        theta = pm.Deterministic("theta", theta_flat.reshape((n_m, n_e)), dims=(MODEL, "effect"))
-        pm.Potential("theta_prior", pm.logp(_dist(spec.priors["theta"]), theta).sum())
-        eta = (
-            theta_c.reshape((-1,))[me]
-            + total[d["conv"]]
-            + beta_f[mg] * (depth - depth_bar[me])
-            + gamma_f[mg] * (prior - prior_bar[me])
-        )
-        # Binomial(n, logit^-1 eta) log-likelihood in its exponential-family form (the binomial
-        # coefficients are one constant): half the gradient cost of pm.Binomial
-        pm.Potential(
-            "y_loglik",
-            pt.dot(y, eta) - pt.dot(n, pt.softplus(eta)) + _log_binomial_coefficients(n, y),
-        )
+        _theta_and_likelihood(spec, d, theta_c, beta, gamma, shift, total[d["conv"]])
     return model
+
+
+def _theta_and_likelihood(spec, d: dict, theta_c, beta, gamma, cluster_mean, cluster_dev):
+    """The tail both clusterings share: ``theta`` uncentred from the sampled ``theta_centred``
+    (minus the covariate means' effects and the clusters' mean, ``cluster_mean`` per
+    model-effect cell), its prior, and the binomial log-likelihood with each cell's cluster
+    deviation ``cluster_dev`` (per cell of the data)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    n_m, n_e = d["n_m"], d["n_e"]
+    group_of_me, depth_bar, prior_bar = d["group_of_me"], d["depth_bar"], d["prior_bar"]
+    me, mg, depth, prior, n, y = d["me"], d["mg"], d["depth"], d["prior"], d["n"], d["y"]
+    beta_f, gamma_f = beta.reshape((-1,)), gamma.reshape((-1,))
+    theta_flat = (
+        theta_c.reshape((-1,))
+        - beta_f[group_of_me] * depth_bar
+        - gamma_f[group_of_me] * prior_bar
+        - cluster_mean
+    )
+    theta = pm.Deterministic("theta", theta_flat.reshape((n_m, n_e)), dims=(MODEL, "effect"))
+    pm.Potential("theta_prior", pm.logp(_dist(spec.priors["theta"]), theta).sum())
+    eta = (
+        theta_c.reshape((-1,))[me]
+        + cluster_dev
+        + beta_f[mg] * (depth - depth_bar[me])
+        + gamma_f[mg] * (prior - prior_bar[me])
+    )
+    # Binomial(n, logit^-1 eta) log-likelihood in its exponential-family form (the binomial
+    # coefficients are one constant): half the gradient cost of pm.Binomial
+    pm.Potential(
+        "y_loglik",
+        pt.dot(y, eta) - pt.dot(n, pt.softplus(eta)) + _log_binomial_coefficients(n, y),
+    )
 
 
 def _single_level_groups(spec: ReplayModelSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -444,9 +455,7 @@ def _build_single_level(spec: ReplayModelSpec):
     import pytensor.tensor as pt
 
     d = _design(spec)
-    n_m, n_e, n_c = d["n_m"], d["n_e"], d["n_c"]
-    group_of_me, depth_bar, prior_bar = d["group_of_me"], d["depth_bar"], d["prior_bar"]
-    me, mg, depth, prior, n, y = d["me"], d["mg"], d["depth"], d["prior"], d["n"], d["y"]
+    n_m, n_c = d["n_m"], d["n_c"]
     grp_c, grp_e = _single_level_groups(spec)
     n_grp = int(grp_e.max()) + 1
     size = np.bincount(grp_c, minlength=n_grp).astype(float)
@@ -462,25 +471,7 @@ def _build_single_level(spec: ReplayModelSpec):
         dev = z - pt.dot(member, z)[grp_c]
         pm.Deterministic("u_conversation", ubar[grp_c] + dev, dims="conversation")
         theta_c = pm.Flat("theta_centred", dims=(MODEL, "effect"))
-        beta_f, gamma_f = beta.reshape((-1,)), gamma.reshape((-1,))
-        theta_flat = (
-            theta_c.reshape((-1,))
-            - beta_f[group_of_me] * depth_bar
-            - gamma_f[group_of_me] * prior_bar
-            - ubar[grp_of_me]
-        )
-        theta = pm.Deterministic("theta", theta_flat.reshape((n_m, n_e)), dims=(MODEL, "effect"))
-        pm.Potential("theta_prior", pm.logp(_dist(spec.priors["theta"]), theta).sum())
-        eta = (
-            theta_c.reshape((-1,))[me]
-            + dev[d["conv"]]
-            + beta_f[mg] * (depth - depth_bar[me])
-            + gamma_f[mg] * (prior - prior_bar[me])
-        )
-        pm.Potential(
-            "y_loglik",
-            pt.dot(y, eta) - pt.dot(n, pt.softplus(eta)) + _log_binomial_coefficients(n, y),
-        )
+        _theta_and_likelihood(spec, d, theta_c, beta, gamma, ubar[grp_of_me], dev[d["conv"]])
     return model
 
 
