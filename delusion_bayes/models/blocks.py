@@ -10,7 +10,7 @@ import numpy as np
 
 from ..data.schema import DAY, MODEL, RATER
 from .priors import make_rv
-from .spec import CUT, K_MAX, OPEN, STEP_K, T50_SHEAR, ModelSpec
+from .spec import CUT, K_MAX, K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
 
 #: onset parameters that group terms shift (on their unconstrained scale)
 _ONSET_PARAMS = ("L", "log_k", "t50")
@@ -76,7 +76,13 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
         if not idx.size:
             continue
         kk = k[idx]
-        w = pm.Flat(name, shape=idx.size)
+        # started on the side of the wall the data put the model (h = c sinh(w) = 2c, the curve
+        # at 98% of its rise away from the anchor), not at w = 0, the wall itself: an
+        # already-turned model started there could settle in a flat line (k ~ 0.01, L ~ 6.7:
+        # 1 + (L - 1) sigmoid(~0) ~ its plateau), a local mode ~15 nats below the turned one
+        # and separated from it by a misfit barrier (null_effect seed 0, onset model: 4 of 16
+        # chains over sampler seeds 0-3, R-hat 1.53)
+        w = pm.Flat(name, shape=idx.size, initval=np.full(idx.size, np.arcsinh(2.0)))
         t_w = anchor + sign * T50_SHEAR * pt.sinh(w) / kk
         jac = pt.log(T50_SHEAR * pt.cosh(w) / kk)
         z = (t_w - loc[idx]) / scale
@@ -146,11 +152,13 @@ def onset_trajectory(spec: ModelSpec):
     else:
         mu_log_k = make_rv("mu_log_k", p["mu_log_k"])
         sigma_log_k = make_rv("sigma_log_k", p["sigma_log_k"])
-        # soft upper bound: 1/k = exp(-a) + 1/K_MAX, i.e. k = K_MAX sigmoid(a - log K_MAX), ~exp(a)
-        # for k << K_MAX. An overnight switch leaves the likelihood flat in k; unbounded, log k
-        # drifts and t50 between two days becomes a ridge with walls of slope k
+        # soft bounds: k = K_MIN + (K_MAX - K_MIN) sigmoid(a - log(K_MAX - K_MIN)), ~K_MIN + exp(a)
+        # for k << K_MAX. Above: an overnight switch leaves the likelihood flat in k; unbounded,
+        # log k drifts and t50 between two days becomes a ridge with walls of slope k. Below:
+        # the flat-line mode of a model at its plateau from day 1 (spec.K_MIN says why)
         a = _partially_centred("log_k", mu_log_k + _group_shift(spec, "log_k"), sigma_log_k, turned)
-        k = pm.Deterministic("k", K_MAX * pm.math.sigmoid(a - np.log(K_MAX)), dims=MODEL)
+        span = K_MAX - K_MIN
+        k = pm.Deterministic("k", K_MIN + span * pm.math.sigmoid(a - np.log(span)), dims=MODEL)
     mu_t50 = make_rv("mu_t50", p["mu_t50"])
     sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
     t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models, k), dims=MODEL)
