@@ -78,7 +78,9 @@ def _ordinal_draw(eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray, rng) -> 
     """``Y = #{j : u < P(Y > j)}``, ``u ~ U(0, 1)``."""
     p_gt = expit(scale[..., None] * (eta[..., None] - cuts))
     u = rng.uniform(size=eta.shape)
-    return (u[..., None] < p_gt).sum(axis=-1).astype(np.int64)
+    # int8: categories 0-3; the predictive draws are the largest group of a fit (4,000 draws x
+    # 1,796 ratings on paper_like: 7 MB instead of 57 MB in posterior.nc)
+    return (u[..., None] < p_gt).sum(axis=-1).astype(np.int8)
 
 
 def add_latent_groups(
@@ -151,7 +153,7 @@ def add_latent_groups(
             p_gt = expit(level_eta[..., None] - level_cuts)
             uu = rng.uniform(size=level_eta.shape)
             pp["level"] = xr.DataArray(
-                (uu[..., None] < p_gt).sum(-1).astype(np.int64),
+                (uu[..., None] < p_gt).sum(-1).astype(np.int8),
                 dims=("chain", "draw", OBS_LEVEL),
                 coords={k: v for k, v in coords.items() if OBS_LEVEL in v.dims},
             )

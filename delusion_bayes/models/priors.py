@@ -32,9 +32,9 @@ _ONSET_HYPER: dict[str, dict[str, Any]] = {
     # asymptote L = 1 + exp(l), l_m ~ N(log 3, 0.2) per model (L = 4, the scale top; 95% in
     # [3.0, 5.5]); no population level (models/blocks.onset_trajectory says why)
     "log_L1": {"dist": "Normal", "mu": 1.1, "sigma": 0.2},
-    # steepness (per day): a_m = mu_log_k + sigma_log_k * z_m = log(k_m - K_MIN) for K_MIN < k_m << K_MAX
-    # (k_m = K_MIN + (K_MAX - K_MIN) sigmoid(a_m - log(K_MAX - K_MIN)), K_MIN = 0.03, K_MAX = 20:
-    # delusion_bayes.models.spec)
+    # steepness (per day): a_m = mu_log_k + sigma_log_k * z_m = log(k_m - k_min) for
+    # k_min < k_m << K_MAX (k_m = k_min + (K_MAX - k_min) sigmoid(a_m - log(K_MAX - k_min)),
+    # K_MAX = 20; k_min = 0.03 in the onset model, 0 in the others: delusion_bayes.models.spec)
     "mu_log_k": {"dist": "Normal", "mu": -0.5, "sigma": 1.0},
     # zero-avoiding (Chung et al. 2013, Psychometrika 78): the turners' log k are centred, and
     # near sigma_log_k = 0 they sit in a centred funnel's neck (HalfNormal(1): a divergence on

@@ -31,14 +31,16 @@ STAGE_CUTPOINTS: tuple[float, ...] = (1.5, 2.5, 3.5)
 #: ``k_max`` (``delusion_bayes.baselines.logistic``, default 20): on daily data a steeper curve
 #: is a step, and the likelihood cannot tell k = 20 from k = 200
 K_MAX: float = 20.0
-#: soft lower bound of ``k`` (per day): ``k = K_MIN + (K_MAX - K_MIN) sigmoid(a - log(K_MAX -
-#: K_MIN))``, ~``K_MIN + exp(a)``. A 10-90% rise over 146 days, flat over any study, so no
-#: trajectory the data can show is excluded. Without it, a model at its plateau from day 1 had a
-#: second posterior mode: k -> 0 makes the curve a flat line at 1 + (L - 1) sigmoid(h), and the
-#: t50 prior (days) holds h = k (t_1 - t50) near 0, so the line sits at half of an L ~ 6.7;
-#: ~16 nats below the turned mode, but no path between them fits the data (null_effect seed 0,
-#: onset model, sampler seeds 0-7: 2-3 of 4 chains in it in 3 fits, R-hat up to 1.74; with the
-#: floor 0.03: every fit R-hat <= 1.009, 0 divergences; 0.05: one fit 1.011)
+#: soft lower bound of the onset model's ``k`` (per day): ``k = K_MIN + (K_MAX - K_MIN)
+#: sigmoid(a - log(K_MAX - K_MIN))``, ~``K_MIN + exp(a)``. A 10-90% rise over 146 days, flat over
+#: any study, so no trajectory the data can show is excluded. Without it, a model at its plateau
+#: from day 1 had a second posterior mode: k -> 0 makes the curve a flat line at 1 + (L - 1)
+#: sigmoid(h), and the t50 prior (days) holds h = k (t_1 - t50) near 0, so the line sits at half
+#: of an L ~ 6.7; ~16 nats below the turned mode, but no path between them fits the data
+#: (null_effect seed 0, onset model, sampler seeds 0-7, chains started on the data's side of
+#: the wall: 2 of 8 fits with 1-2 chains in it, R-hat up to 1.74; with the floor 0.03 every fit
+#: R-hat <= 1.009, 0 divergences; 0.05: one fit 1.011). The joint models do not use it
+#: (``blocks.onset_trajectory`` says why)
 K_MIN: float = 0.03
 #: steepness of the ``step`` trajectory variant (per day; Claude Opus 4.1's k ~ 10 in the paper)
 STEP_K: float = 10.0
