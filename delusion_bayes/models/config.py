@@ -22,7 +22,9 @@ TARGET_ACCEPT: dict[str, float] = {
     "joint": 0.9,
     "onset": 0.99,
     "rater": DEFAULT_TARGET_ACCEPT,
-    "disengagement": DEFAULT_TARGET_ACCEPT,
+    # 0.9: 15-21 leapfrog steps per draw instead of 29 at 0.95, every gate passed with 0
+    # divergences (paper_like seeds 0-2, null_effect seed 0: R-hat <= 1.0085, ESS >= 980)
+    "disengagement": 0.9,
 }
 
 
