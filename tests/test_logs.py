@@ -1,0 +1,129 @@
+"""The quiet log: other libraries' INFO lines filtered, ours kept; sampling progress lines."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from delusion_bayes.inference.progress import SamplingProgress
+from delusion_bayes.logs import ThirdPartyFilter, quiet_third_party
+
+
+def _record(name: str, level: int = logging.INFO) -> logging.LogRecord:
+    return logging.LogRecord(name, level, __file__, 1, "message", None, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "level", "kept"),
+    [
+        ("delusion_bayes.pipeline", logging.INFO, True),
+        ("delusion_bayes", logging.DEBUG, True),
+        ("hydra.core", logging.INFO, True),
+        ("pytensor.configparser", logging.INFO, False),
+        ("pytensor.link.c.cmodule", logging.INFO, False),  # the g++ flag lines
+        ("/venv/lib/python3.12/site-packages/pytensor/link/c/lazylinker_c.py", logging.INFO, False),
+        ("arviz", logging.INFO, False),
+        ("matplotlib.font_manager", logging.INFO, False),
+        ("delusion_bayesian_other", logging.INFO, False),  # a prefix is not a package
+        ("pytensor.configparser", logging.WARNING, True),  # a warning always gets through
+        ("numba.core", logging.ERROR, True),
+    ],
+)
+def test_filter_keeps_ours_and_warnings(name, level, kept):
+    assert ThirdPartyFilter().filter(_record(name, level)) is kept
+
+
+def test_filter_lets_verbose_loggers_through():
+    f = ThirdPartyFilter(["pytensor"])
+    assert f.filter(_record("pytensor.configparser"))
+    assert not f.filter(_record("arviz"))
+
+
+@pytest.fixture
+def root_handler():
+    """A handler on the root logger (as Hydra's), removed afterwards with its filters."""
+    root = logging.getLogger()
+    handler = logging.NullHandler()
+    root.addHandler(handler)
+    levels = {n: logging.getLogger(n).level for n in ("pytensor", "arviz")}
+    yield handler
+    root.removeHandler(handler)
+    for n, lvl in levels.items():
+        logging.getLogger(n).setLevel(lvl)
+
+
+def test_quiet_third_party_filters_root_handlers(root_handler):
+    quiet_third_party(False)
+    assert any(isinstance(f, ThirdPartyFilter) for f in root_handler.filters)
+    assert logging.getLogger("pytensor").level == logging.WARNING
+    quiet_third_party(False)  # idempotent: one filter per handler
+    assert sum(isinstance(f, ThirdPartyFilter) for f in root_handler.filters) == 1
+
+
+def test_hydra_verbose_turns_the_filter_off(root_handler):
+    quiet_third_party(True)
+    assert not root_handler.filters
+
+
+def test_hydra_verbose_names_pass(root_handler):
+    quiet_third_party(["pytensor"])
+    (f,) = root_handler.filters
+    assert f.filter(_record("pytensor.configparser")) and not f.filter(_record("arviz"))
+    assert logging.getLogger("arviz").level == logging.WARNING
+
+
+def test_numba_object_mode_warning_is_silenced(recwarn):
+    import warnings
+
+    quiet_third_party(True)  # warnings are silenced whatever the verbosity
+    warnings.warn(
+        "Numba will use object mode to run Foo's perform method.", UserWarning, stacklevel=1
+    )
+    warnings.warn("a warning the user can act on", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in recwarn] == ["a warning the user can act on"]
+
+
+def test_sampling_progress_lines(caplog, monkeypatch):
+    """A line at each 10% (no rate limit here), with the time left, then one closing line."""
+    monkeypatch.setattr(SamplingProgress, "min_interval", 0.0)
+    caplog.set_level(logging.INFO, logger="delusion_bayes")
+    with SamplingProgress("toy", 1000, bar=True) as p:  # no terminal in tests: no bar
+        for done in range(0, 1001, 50):
+            p.update(done)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0] == "sampling toy: 1,000 draws over all chains, warm-up included"
+    steps = [ln for ln in lines if "% (" in ln]
+    assert len(steps) == 9, steps  # 10% .. 90%; 100% is the closing line
+    assert steps[0].startswith("sampling toy:  10% (100/1,000 draws incl. warm-up)")
+    assert all(" left" in ln and " elapsed" in ln for ln in steps)
+    assert lines[-1].startswith("sampling toy: done in ")
+
+
+def test_sampling_progress_rate_limit_and_callbacks(caplog):
+    """Sampling faster than ``min_interval``: only the first and the closing line. The
+    nutpie callback sums the chains' draws; PyMC's counts calls."""
+    caplog.set_level(logging.INFO, logger="delusion_bayes")
+
+    class Chain:
+        def __init__(self, n):
+            self.finished_draws = n
+
+    p = SamplingProgress("fast", 400, bar=False)
+    p.nutpie_callback([Chain(100), Chain(150)])
+    assert p.done == 250
+    p.nutpie_callback(["not a chain"])  # another nutpie version: ignored, never raised
+    for _ in range(150):
+        p.pymc_callback(trace=None, draw=None)
+    assert p.done == 400
+    p.close()
+    p.close()
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2 and lines[-1].startswith("sampling fast: done in ")
+
+
+def test_failed_sampling_logs_no_done_line(caplog):
+    caplog.set_level(logging.INFO, logger="delusion_bayes")
+    with pytest.raises(RuntimeError), SamplingProgress("boom", 10, bar=False):
+        raise RuntimeError("sampler failed")
+    assert not any("done in" in r.getMessage() for r in caplog.records)
