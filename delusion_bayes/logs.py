@@ -35,6 +35,8 @@ IGNORED_WARNINGS: tuple[tuple[str, type[Warning]], ...] = (
     # PyTensor runs an op without a numba kernel in object mode: slower, same result; the
     # package chose the ops, the user cannot change them
     (r"Numba will use object mode", UserWarning),
+    # numba's own NumbaWarning when a jitted helper is compiled in object mode: same
+    (r"[\s\S]*falling back to object mode", Warning),
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +128,32 @@ def test_failed_sampling_logs_no_done_line(caplog):
     with pytest.raises(RuntimeError), SamplingProgress("boom", 10, bar=False):
         raise RuntimeError("sampler failed")
     assert not any("done in" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize(("verbose", "filtered"), [(False, True), (True, False)])
+def test_hydra_callback_reads_hydra_verbose(root_handler, verbose, filtered):
+    """The callback in conf/config.yaml applies ``hydra.verbose`` of the job's config."""
+    from omegaconf import OmegaConf
+
+    from delusion_bayes.config import compose
+    from delusion_bayes.logs import QuietLogCallback
+
+    assert "quiet_log" in (Path(__file__).parents[1] / "conf" / "config.yaml").read_text()
+    QuietLogCallback().on_job_start(config=OmegaConf.create({"hydra": {"verbose": verbose}}))
+    assert bool(root_handler.filters) is filtered
+    assert compose([]) is not None  # the callback entry does not break composition
+
+
+def test_numba_fallback_warning_is_silenced(recwarn):
+    import warnings
+
+    class NumbaWarning(Warning):  # numba.core.errors.NumbaWarning derives from Warning
+        pass
+
+    quiet_third_party(True)
+    warnings.warn(
+        "\nCompilation is falling back to object mode WITH looplifting enabled because ...",
+        NumbaWarning,
+        stacklevel=1,
+    )
+    assert not recwarn.list
