@@ -157,3 +157,19 @@ def test_numba_fallback_warning_is_silenced(recwarn):
         stacklevel=1,
     )
     assert not recwarn.list
+
+
+def test_sampling_progress_bar_at_a_terminal(capsys, monkeypatch):
+    """At a terminal the bar shows the draws and the time left (tqdm's ``elapsed<left``)."""
+    import delusion_bayes.inference.progress as progress
+
+    monkeypatch.setattr(progress, "_is_terminal", lambda: True)
+    with SamplingProgress("toy", 100, bar=True) as p:
+        p.update(50)
+        p._bar.refresh()
+        p.update(100)
+    err = capsys.readouterr().err
+    assert "sampling toy" in err and "50/100" in err and "<" in err
+    with SamplingProgress("quiet", 100, bar=False) as p:
+        p.update(100)
+    assert "quiet" not in capsys.readouterr().err
