@@ -173,3 +173,25 @@ def test_sampling_progress_bar_at_a_terminal(capsys, monkeypatch):
     with SamplingProgress("quiet", 100, bar=False) as p:
         p.update(100)
     assert "quiet" not in capsys.readouterr().err
+
+
+def test_sampling_progress_early_and_off_step_lines(caplog, monkeypatch):
+    """Before 5% no time-left estimate (the first warm-up draws are the slowest); a line the
+    clock forced at 9.7% is not followed by another at 10-14%."""
+    monkeypatch.setattr(SamplingProgress, "min_interval", 0.0)
+    monkeypatch.setattr(SamplingProgress, "max_interval", 0.0)
+    caplog.set_level(logging.INFO, logger="delusion_bayes")
+    p = SamplingProgress("warm", 6000, bar=False)
+    p.update(45)
+    assert caplog.records[-1].getMessage().endswith("time left not yet known")
+    monkeypatch.setattr(SamplingProgress, "max_interval", 1e9)
+    p.update(579)  # 9.65%: no 10% mark yet, the clock is off now: no line
+    n = len(caplog.records)
+    monkeypatch.setattr(SamplingProgress, "max_interval", 0.0)
+    p.update(580)  # the clock forces one
+    monkeypatch.setattr(SamplingProgress, "max_interval", 1e9)
+    p.update(739)  # 12%: the 10% mark was skipped with the forced line
+    assert len(caplog.records) == n + 1
+    p.update(1206)  # 20%
+    assert caplog.records[-1].getMessage().startswith("sampling warm:  20%")
+    p.close()

@@ -11,8 +11,9 @@ included) by the sampler's callback (nutpie's ``progress_callback``, PyMC's ``ca
   ``<job>.log`` in a batch job shows how far a fit is;
 - logs one closing line with the sampling time.
 
-The time left is the elapsed time scaled by the draws still to do; warm-up draws are usually
-slower than the rest, so early estimates are pessimistic. Divergences are not counted here:
+The time left is the elapsed time scaled by the draws still to do (from 5% on; the first
+warm-up draws are the slowest); warm-up draws are usually slower than the rest, so estimates
+lean pessimistic. Divergences are not counted here:
 warm-up divergences are expected, and the diagnostics gate reports the ones that matter.
 """
 
@@ -105,7 +106,9 @@ class SamplingProgress:
                 or since >= self.max_interval
             ):
                 self._line(now, frac)
-                while self._next_step <= frac:
+                # the next 10% mark at least half a step away (a line at 9.7% by the clock
+                # is not followed by another at 10%)
+                while self._next_step <= frac + self.step / 2:
                     self._next_step += self.step
 
     def advance(self, n: int = 1) -> None:
@@ -127,7 +130,8 @@ class SamplingProgress:
     # -- output ---------------------------------------------------------------------------
     def _line(self, now: float, frac: float) -> None:
         elapsed = now - self._start
-        left = elapsed * (1 - frac) / frac if frac > 0 else None
+        # the first draws of the warm-up are the slowest: no estimate before 5%
+        left = elapsed * (1 - frac) / frac if frac >= 0.05 else None
         self.log.info(
             "sampling %s: %3.0f%% (%s/%s draws incl. warm-up), %s elapsed, %s",
             self.label,
@@ -135,7 +139,7 @@ class SamplingProgress:
             f"{self.done:,}",
             f"{self.total:,}",
             _clock(elapsed),
-            f"~{_clock(left)} left" if left is not None else "time left unknown",
+            f"~{_clock(left)} left" if left is not None else "time left not yet known",
         )
         self._last_line = now
 
