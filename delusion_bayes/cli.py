@@ -1,20 +1,120 @@
-"""``delusion-bayes``: a thin ``@hydra.main`` over :func:`delusion_bayes.pipeline.run`.
+"""``delusion-bayes``: a thin ``@hydra.main`` over :func:`delusion_bayes.pipeline.run`, plus
+``--help`` (the common commands) and ``init-study DIR`` (a template study to fill in).
 
 delusion-bayes                                   # default study (paper_like), all stages
 delusion-bayes experiment=smoke hydra.run.dir=/tmp/smoke
+delusion-bayes init-study my_study               # then: delusion-bayes data=file data.path=my_study
 delusion-bayes -m experiment=smoke baselines.stable_run=2,3 hydra/launcher=joblib
 delusion-bayes report.from_run=outputs/2026-11-29/12-00-00   # rebuild the supplement only
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 
 import hydra
 
 from .config import conf_dir, register_configs
 
 register_configs()
+
+#: what ``delusion-bayes --help`` prints before the config groups
+USAGE = """\
+delusion-bayes: Bayesian and baseline analyses of chatbot-trajectory (and replay) studies.
+Each run writes one folder (outputs/<date>/<time>/, or hydra.run.dir=...) ending in supplement.html.
+
+Common commands
+  delusion-bayes                                    the bundled default study (simulated), all stages
+  delusion-bayes experiment=smoke                   every stage at tiny size (about a minute)
+  delusion-bayes init-study DIR                     write a template study (CSV files) to fill in
+  delusion-bayes data=file data.path=DIR            analyse your own study (CSV folder or .nc file)
+  delusion-bayes "stages=[baselines,report]"        the papers' analyses only, no sampling
+  delusion-bayes model=onset sampler.draws=500      another model or sampler setting
+  delusion-bayes report.from_run=RUN_DIR            rebuild a run's supplement without refitting
+  delusion-bayes experiment=replay                  a (simulated) DelusionEval-style replay study
+
+Sweeps and methodology studies
+  delusion-bayes -m experiment=smoke baselines.stable_run=2,3 hydra.sweep.dir=SWEEP
+  delusion-bayes -m experiment=sensitivity hydra/launcher=local    the multiverse (324 jobs)
+  delusion-bayes-summarize SWEEP                    summary.csv, jobs.csv, multiverse.png
+  delusion-bayes-coverage -m experiment=coverage    interval coverage on simulated studies
+
+Options are Hydra overrides (key=value); `--cfg job` prints the composed config,
+`--hydra-help` Hydra's own flags, `hydra.verbose=true` lets other libraries' INFO lines into the log.
+Documentation: README.md, docs/tutorial.md.
+"""
+
+INIT_USAGE = """\
+usage: delusion-bayes init-study DIR [--force]
+
+Write a template trajectory study (tidy CSV files with simulated numbers, and a README.md
+explaining each column) into DIR, to replace with your own ratings. DIR must not exist or be
+empty unless --force is given. Then: delusion-bayes data=file data.path=DIR
+"""
+
+
+def template_dir() -> Path:
+    """The template study shipped in the package (``delusion_bayes/data/template``)."""
+    return Path(__file__).resolve().parent / "data" / "template"
+
+
+def init_study(target: str | Path, *, force: bool = False) -> Path:
+    """Copy the template study into ``target`` and return its path.
+
+    Raises
+    ------
+    FileExistsError
+        ``target`` holds files and ``force`` is false (nothing is overwritten silently).
+    """
+    target = Path(target).expanduser()
+    if target.exists() and not target.is_dir():
+        raise FileExistsError(f"{target} is a file; expected a new or empty folder.")
+    if target.is_dir() and any(target.iterdir()) and not force:
+        raise FileExistsError(
+            f"{target} is not empty; choose a new folder, or pass --force to overwrite the "
+            "template's files in it."
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    for src in sorted(template_dir().iterdir()):
+        if src.is_file() and src.suffix in (".csv", ".md"):
+            shutil.copyfile(src, target / src.name)
+    return target
+
+
+def _groups() -> str:
+    """``group: option | option`` lines for the help, from the config folder."""
+    lines = []
+    root = conf_dir()
+    for group in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "hydra"):
+        options = sorted(p.stem for p in group.glob("*.yaml"))
+        if options:
+            lines.append(f"  {group.name:<12}{' | '.join(options)}")
+    return "Config groups (group=option)\n" + "\n".join(lines) + "\n"
+
+
+def _init_study_main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(INIT_USAGE, end="")
+        return 0 if argv else 2
+    force = "--force" in argv
+    rest = [a for a in argv if a != "--force"]
+    if len(rest) != 1 or rest[0].startswith("-"):
+        print(INIT_USAGE, end="", file=sys.stderr)
+        return 2
+    try:
+        path = init_study(rest[0], force=force)
+    except FileExistsError as err:
+        print(f"delusion-bayes init-study: error: {err}", file=sys.stderr)
+        return 1
+    files = ", ".join(sorted(p.name for p in path.iterdir()))
+    print(
+        f"wrote a template study (simulated numbers) to {path}: {files}\n"
+        f"Replace the numbers with yours (README.md there lists the columns), then run\n"
+        f"  delusion-bayes data=file data.path={path}"
+    )
+    return 0
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
@@ -24,9 +124,22 @@ def _main(cfg) -> None:
     run(cfg)
 
 
-def main() -> None:
-    """Console-script entry point (``delusion-bayes`` and ``python -m delusion_bayes``)."""
+def main(argv: list[str] | None = None) -> int | None:
+    """Console-script entry point (``delusion-bayes`` and ``python -m delusion_bayes``).
+
+    ``--help``/``-h`` print the common commands and the config groups; ``init-study DIR``
+    writes the template study; anything else goes to Hydra (overrides, ``-m``, ``--cfg``, ...).
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] == "init-study":
+        return _init_study_main(args[1:])
+    if any(a in ("-h", "--help") for a in args):
+        print(USAGE + "\n" + _groups(), end="")
+        return 0
+    if argv is not None:
+        sys.argv = [sys.argv[0], *args]
     _main()
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

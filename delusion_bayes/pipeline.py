@@ -426,7 +426,7 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
         if failed and cfg.get("fail_fast", False) and name != "report":
             record["stages"][name] = {"status": "not run", "reason": f"after failure of {failed}"}
             continue
-        log.info("stage %s: running", name)
+        log.debug("stage %s: running", name)  # one INFO line per stage: the one with its time
         t0 = time.perf_counter()
         try:
             headline = module.run(ds, _sub_config(cfg, tuple(module.NEEDS)), run_dir)

@@ -152,6 +152,27 @@ def test_cli_smoke_run(tmp_path):
         "text",
         "report",
     }
+    # issue 20: a quiet, informative log. No other library's INFO lines (PyTensor's config
+    # parser, g++ flag probing, its C linker, ArviZ's backend discovery, matplotlib) ...
+    log = (run_dir / "cli.log").read_text()
+    for noise in (
+        "[pytensor",
+        "g++",
+        "Compiling new CVM",
+        "lazylinker",
+        "[arviz]",
+        "available, exposing its functions",
+        "[matplotlib",
+        "[sentence_transformers",
+    ):
+        assert noise not in log, (noise, log)
+    assert "object mode" not in out.stderr  # a numba warning the user cannot act on
+    # ... one line per stage with its time, and sampling progress (start, end)
+    for stage in ("baselines", "text", "models", "report"):
+        assert len(re.findall(rf"stage {stage}: done in [0-9.]+ s", log)) == 1, (stage, log)
+    assert re.search(r"sampling joint\S*: 600 draws over all chains", log), log
+    assert re.search(r"sampling joint\S*: done in [0-9.]+ s", log), log
+    assert len(log.splitlines()) <= 25, log
 
 
 def test_cli_refuses_a_used_run_dir_unless_overwrite(tmp_path):

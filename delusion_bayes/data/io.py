@@ -272,7 +272,8 @@ def load_study(path: str | Path, *, check: bool = True) -> xr.Dataset:
         except Exception as err:  # noqa: BLE001 - a case no check above foresaw: still ours
             raise StudyFormatError(
                 f"{path}: the study's files cannot be put together ({type(err).__name__}: "
-                f"{err}); expected the CSV study format of the README ('Study format on disk')."
+                f"{err}); expected the CSV study format of docs/reference.md ('Study format on "
+                "disk')."
             ) from err
     else:
         try:
@@ -412,7 +413,8 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
     if not ratings_path.exists():
         raise StudyFormatError(
             f"{path}: no ratings.csv; a CSV study directory needs ratings.csv with columns "
-            "rater, model, day, item, score (see the README, 'Study format')."
+            "rater, model, day, item, score (see docs/reference.md, 'Study format on disk', or "
+            "run `delusion-bayes init-study DIR` for a template)."
         )
     manifest = _read_manifest(path)
     mpath = path / "study.json"

@@ -137,6 +137,6 @@ def load_replay_checked(path: Path, load) -> xr.Dataset:
         raise StudyFormatError(
             f"{path}: cannot read the replay study ({type(err).__name__}: {err}); expected a "
             "netCDF file or a directory with UTF-8 transcripts.{csv,parquet,jsonl}, "
-            "judge_scores.csv and optional codes.csv, models.csv, windows.json (see the README, "
-            "'Replay studies')."
+            "judge_scores.csv and optional codes.csv, models.csv, windows.json (see "
+            "docs/reference.md, 'Replay studies')."
         ) from err

@@ -31,7 +31,9 @@ class SamplerConfig:
     #: reuse a fit from ``<cache_dir>/fits`` made with the same data, settings and code
     #: (:func:`delusion_bayes.models.fit`'s ``reuse``); the sensitivity sweep turns it on
     reuse_fits: bool = False
-    progressbar: bool = False
+    #: a progress bar with the time left, drawn only when stderr is a terminal (nutpie, pymc;
+    #: numpyro prints its own everywhere); the log gets progress lines either way
+    progressbar: bool = True
 
 
 def check_sampler_settings(

@@ -1,5 +1,9 @@
 """Run NUTS with the configured sampler (nutpie, PyMC or numpyro) and return a DataTree.
 
+nutpie and PyMC report their progress through :class:`~.progress.SamplingProgress`: a bar with
+the time left at a terminal (``sampler.progressbar``) and periodic lines in the log; numpyro
+shows its own bar (``sampler.progressbar``) and no log lines.
+
 The sampler falls back to PyMC's own NUTS, with a logged warning, when nutpie/numpyro is not
 importable. Compile caching: see :mod:`delusion_bayes.inference.cache`.
 """
@@ -13,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import DEFAULT_TARGET_ACCEPT, SAMPLERS, SamplerConfig
+from .progress import SamplingProgress
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +52,7 @@ def sample(
     *,
     cache_dir: str | Path | None = None,
     key: str | None = None,
+    label: str | None = None,
 ) -> Any:
     """Sample ``model`` (a ``pm.Model``) with the sampler of ``cfg``.
 
@@ -60,6 +66,8 @@ def sample(
         Root of the compile cache (``None``: no on-disk caching of the compiled nutpie model).
     key
         Cache key of the model graph (e.g. ``ModelSpec.hash()``); required for caching.
+    label
+        Name of the fit in the progress lines (default the model's name).
 
     Returns
     -------
@@ -75,6 +83,8 @@ def sample(
     target_accept = float(DEFAULT_TARGET_ACCEPT if cfg.target_accept is None else cfg.target_accept)
     t0 = time.perf_counter()
     compile_time = None
+    label = label or str(getattr(model, "name", "") or "model")
+    total = chains * (int(cfg.tune) + int(cfg.draws))
     if name == "nutpie":
         import nutpie
         from pymc.sampling.mcmc import patch_nutpie_idata
@@ -86,18 +96,24 @@ def sample(
             model, cache_dir=cache_dir if cfg.compile_cache else None, key=key
         )
         compile_time = time.perf_counter() - tc
+        log.info("compiled %s in %.1f s", label, compile_time)
         ts = time.perf_counter()
-        dt = nutpie.sample(
-            compiled,
-            draws=int(cfg.draws),
-            tune=int(cfg.tune),
-            chains=chains,
-            cores=cores,
-            seed=int(cfg.seed),
-            save_warmup=False,
-            progress_bar=bool(cfg.progressbar),
-            target_accept=target_accept,
-        )
+        # our own bar and log lines (nutpie's bar writes no log lines, and floods a
+        # non-terminal stderr)
+        with SamplingProgress(label, total, bar=bool(cfg.progressbar)) as progress:
+            dt = nutpie.sample(
+                compiled,
+                draws=int(cfg.draws),
+                tune=int(cfg.tune),
+                chains=chains,
+                cores=cores,
+                seed=int(cfg.seed),
+                save_warmup=False,
+                progress_bar=False,
+                progress_callback=progress.nutpie_callback,
+                progress_rate=500,
+                target_accept=target_accept,
+            )
         patch_nutpie_idata(dt, model, sampling_time=time.perf_counter() - ts)
     elif name == "numpyro":
         dt = pm.sample(
@@ -114,18 +130,20 @@ def sample(
             model=model,
         )
     else:
-        dt = pm.sample(
-            draws=int(cfg.draws),
-            tune=int(cfg.tune),
-            chains=chains,
-            cores=cores,
-            random_seed=int(cfg.seed),
-            nuts_sampler="pymc",
-            target_accept=target_accept,
-            progressbar=bool(cfg.progressbar),
-            compute_convergence_checks=False,
-            model=model,
-        )
+        with SamplingProgress(label, total, bar=bool(cfg.progressbar)) as progress:
+            dt = pm.sample(
+                draws=int(cfg.draws),
+                tune=int(cfg.tune),
+                chains=chains,
+                cores=cores,
+                random_seed=int(cfg.seed),
+                nuts_sampler="pymc",
+                target_accept=target_accept,
+                progressbar=False,
+                callback=progress.pymc_callback,
+                compute_convergence_checks=False,
+                model=model,
+            )
     dt.posterior.attrs["sampler"] = name
     dt.posterior.attrs["sampler_requested"] = cfg.name
     dt.posterior.attrs["target_accept"] = target_accept

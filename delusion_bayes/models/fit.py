@@ -154,7 +154,7 @@ def fit(
         progressbar=progressbar,
     )
     log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
-    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash())
+    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
     if spec.name in MARGINAL_MODELS:
         from .latent import add_latent_groups
 
