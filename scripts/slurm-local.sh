@@ -159,11 +159,16 @@ EOF
 }
 
 # --- start / stop ---------------------------------------------------------------------------
-alive() {  # alive PIDFILE: the process it names runs
-  local pid
+alive() {  # alive PIDFILE: the daemon it names runs (not a zombie, not a reused pid)
+  local pid comm state
   [ -s "$1" ] || return 1
   pid=$(cat "$1" 2>/dev/null) || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+  [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] || return 1
+  comm=$(cat "/proc/$pid/comm" 2>/dev/null) || return 1
+  state=$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  [ "$state" != Z ] || return 1
+  case "$comm" in munged|mariadbd|mysqld|slurmdbd|slurmctld|slurmd) return 0 ;; esac
+  return 1
 }
 
 wait_for() {  # wait_for SECONDS WHAT COMMAND...
@@ -248,8 +253,8 @@ stop_pidfile() {  # stop_pidfile NAME PIDFILE
   alive "$file" || return 0
   pid=$(cat "$file")
   kill "$pid" 2>/dev/null || true
-  for i in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-  if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
+  for i in $(seq 1 40); do alive "$file" || break; sleep 0.25; done
+  if alive "$file"; then kill -9 "$pid" 2>/dev/null || true; fi
   say "$name stopped"
 }
 

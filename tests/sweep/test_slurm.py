@@ -16,11 +16,12 @@ submitit polls job states with ``sacct``: the local SLURM has accounting (slurmd
 may print submitit's ``Bypassing sacct error`` warning.
 
 Which code the jobs run: submitit pickles Hydra's job callable and starts it on the node with
-the launching interpreter (``sys.executable``); the job imports ``delusion_bayes`` afresh. The
-sweeps are launched with ``PYTHONPATH=<this checkout>`` in their environment, which ``sbatch``
-hands to every job (its default ``--export=ALL``), so the jobs import this checkout's code even
-when the interpreter's environment has another copy installed (a worktree using the main
-checkout's venv); the failing job's traceback proves it (its file paths lie in this checkout).
+the launching interpreter (``sys.executable``, here the console scripts' own); the job imports
+``delusion_bayes`` afresh. The README's console scripts are launched with
+``PYTHONPATH=<this checkout>`` in their environment (ahead of any installed copy, so that a
+worktree using another checkout's venv runs its own code), and ``sbatch`` hands that
+environment to every job (its default ``--export=ALL``); the failing job's traceback proves it
+(its file paths lie in this checkout).
 
 Skipped, with the reason, where no SLURM answers; with ``DELUSION_BAYES_REQUIRE_SLURM=1`` (CI)
 it fails instead, so that CI cannot pass without running it.
@@ -42,6 +43,7 @@ import pytest
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
 SETUP = "sudo scripts/slurm-local.sh up"
 QUIET = "Bypassing sacct error"
 
@@ -93,8 +95,7 @@ def _env() -> dict[str, str]:
 
 
 def _launch_cmd(sweep_dir: Path, cache: Path, *overrides: str) -> list[str]:
-    # `python -m delusion_bayes` is the `delusion-bayes` console script
-    return [sys.executable, "-m", "delusion_bayes", "-m", "experiment=smoke", *overrides, *LAUNCHER,
+    return [str(BIN / "delusion-bayes"), "-m", "experiment=smoke", *overrides, *LAUNCHER,
             f"cache_dir={cache}", f"hydra.sweep.dir={sweep_dir}"]  # fmt: skip
 
 
@@ -107,8 +108,7 @@ def _launch(sweep_dir: Path, cache: Path, *overrides: str) -> subprocess.Complet
 
 
 def _summarize(sweep_dir: Path) -> subprocess.CompletedProcess:
-    # `python -m delusion_bayes.sweep` is the `delusion-bayes-summarize` console script
-    cmd = [sys.executable, "-m", "delusion_bayes.sweep", str(sweep_dir), "--no-plot"]
+    cmd = [str(BIN / "delusion-bayes-summarize"), str(sweep_dir), "--no-plot"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
