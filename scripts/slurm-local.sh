@@ -28,6 +28,7 @@ CONF_DIR=/etc/slurm
 LOG_DIR=/var/log/slurm
 STATE_DIR=/var/lib/slurm
 MARKER="# written by delusion_bayes scripts/slurm-local.sh"
+CHANGED=0
 
 say() { echo "slurm-local: $*"; }
 die() { echo "slurm-local: error: $*" >&2; exit 2; }
@@ -88,6 +89,7 @@ configures a throw-away single-node SLURM, not a real one)"
   if ! cmp -s "$tmp" "$file" 2>/dev/null; then
     install -m "$mode" -o root -g root "$tmp" "$file"
     say "wrote $file"
+    CHANGED=1  # daemons already running read the old one: up restarts them
   fi
   rm -f "$tmp"
 }
@@ -204,7 +206,12 @@ start_mariadb() {
   say "mariadb started"
 }
 
+restart_if_changed() {  # restart_if_changed NAME PIDFILE: a running daemon with an old config
+  if [ "$CHANGED" = 1 ] && alive "$2"; then stop_pidfile "$1" "$2"; fi
+}
+
 start_slurmdbd() {
+  restart_if_changed slurmdbd /run/slurmdbd.pid
   if ! alive /run/slurmdbd.pid; then
     /usr/sbin/slurmdbd
     say "slurmdbd started"
@@ -218,6 +225,8 @@ start_slurmdbd() {
 }
 
 start_slurm() {
+  restart_if_changed slurmd /run/slurmd.pid
+  restart_if_changed slurmctld /run/slurmctld.pid
   if ! alive /run/slurmctld.pid; then /usr/sbin/slurmctld; say "slurmctld started"; fi
   wait_for 30 slurmctld scontrol ping || die "slurmctld does not answer (see $LOG_DIR/slurmctld.log)"
   if ! alive /run/slurmd.pid; then /usr/sbin/slurmd; say "slurmd started"; fi
