@@ -107,8 +107,8 @@ def _launch(sweep_dir: Path, cache: Path, *overrides: str) -> subprocess.Complet
     return proc
 
 
-def _summarize(sweep_dir: Path) -> subprocess.CompletedProcess:
-    cmd = [str(BIN / "delusion-bayes-summarize"), str(sweep_dir), "--no-plot"]
+def _summarize(sweep_dir: Path, *, plot: bool = False) -> subprocess.CompletedProcess:
+    cmd = [str(BIN / "delusion-bayes-summarize"), str(sweep_dir), *([] if plot else ["--no-plot"])]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
@@ -157,8 +157,9 @@ def test_two_job_sweep_and_the_shared_compile_cache(slurm, cache):
     sweep = cache.parent / "ok"
     proc = _launch(sweep, cache, *MODELS, "model=rater")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = _summarize(sweep)
+    out = _summarize(sweep, plot=True)  # the README's summarize command, as it stands
     assert "2 jobs, 0 not ok" in out.stdout, out.stdout
+    assert (sweep / "multiverse.png").is_file()
     array = _array_id(sweep)
     assert _states(array) == {f"{array}_0": "COMPLETED", f"{array}_1": "COMPLETED"}
     jobs = pd.read_csv(sweep / "jobs.csv")
