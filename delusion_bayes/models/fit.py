@@ -141,6 +141,9 @@ def fit(
         if cached is not None:
             log.info("reusing the cached fit %s of %s", key, spec.variant)
             cached.attrs.update(fit_reused=1, fit_time=time.perf_counter() - t0)
+            # nothing compiled here (the stored attrs are those of the job that sampled it)
+            cached.attrs.update(compile_cache_found=len(compiled_kernels(compiledir)),
+                                compile_cache_written=0)  # fmt: skip
             return cached
     pm_model = build_model(spec)
     scfg = SamplerConfig(

@@ -235,6 +235,7 @@ def test_cancelled_job_is_incomplete_and_resume_redoes_only_it(slurm, cache):
     assert "nothing to do" in (sweep / "1" / "cli.log").read_text()
     assert "seconds" in json.loads(record.read_text())
     # ... and took job 1's fit of the same model, data and sampler settings from cache_dir
-    assert _attrs(sweep / "0", "onset")["fit_reused"] == 1
+    resumed = _attrs(sweep / "0", "onset")
+    assert resumed["fit_reused"] == 1 and resumed["compile_cache_written"] == 0
     out = _summarize(sweep)
     assert "2 jobs, 0 not ok" in out.stdout, out.stdout
