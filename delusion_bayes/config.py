@@ -50,6 +50,11 @@ class _Top:
     #: the folders of the stages this run reruns (others are kept only if made from the same
     #: data with the same settings); without it such a folder is refused
     overwrite: bool = False
+    #: rerun a sweep (or a run) into its folders: a folder holding a finished run with every
+    #: stage ok and the same settings is left as it is (nothing recomputed); any other folder
+    #: (a job killed, cancelled or failed, or made with other settings) is redone as with
+    #: ``overwrite=true``. Compiled models and cached fits come from ``cache_dir``.
+    resume: bool = False
 
 
 def _schema(group: str) -> type:

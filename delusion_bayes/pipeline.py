@@ -8,7 +8,8 @@ A run directory holds ``study.nc``, ``config.yaml`` (resolved), ``run.json`` (pr
 status and timings), one folder per stage, and ``supplement.html`` from the report stage.
 A run refuses a folder that already holds results (``overwrite=true`` replaces them, keeping
 only stage folders made from the same data with the same settings), so that a supplement never
-mixes two studies. A failing stage is logged with its traceback and recorded in ``run.json``; the other stages and the
+mixes two studies; ``resume=true`` (a rerun sweep) leaves a folder holding a finished, ok run with
+the same settings as it is and redoes any other in place (:func:`finished_run`). A failing stage is logged with its traceback and recorded in ``run.json``; the other stages and the
 report still run (the report shows the failure), then the run raises :class:`PipelineError` so that
 the exit status and a sweep's summary show it.
 """
@@ -87,6 +88,54 @@ def _check_run_dir(run_dir: Path, overwrite: bool) -> list[str]:
             "the same data with the same settings)."
         )
     return found
+
+
+#: top-level keys that do not change a run's results (ignored when ``resume`` compares settings);
+#: ``cache_dir`` is dropped at every depth (``text.cache_dir`` follows it)
+_NOT_RESULTS = ("cache_dir", "overwrite", "resume")
+
+
+def _results_settings(plain: Any, top: bool = True) -> Any:
+    """A plain config less :data:`_NOT_RESULTS` (the settings that make a run's results)."""
+    if not isinstance(plain, dict):
+        return plain
+    drop = _NOT_RESULTS if top else ("cache_dir",)
+    return {k: _results_settings(v, False) for k, v in plain.items() if k not in drop}
+
+
+def _settings(cfg: Any) -> dict[str, Any]:
+    """The resolved config as ``config.yaml`` holds it, less :data:`_NOT_RESULTS`."""
+    from omegaconf import OmegaConf
+
+    plain = OmegaConf.to_container(OmegaConf.create(OmegaConf.to_yaml(cfg, resolve=True)))
+    return _results_settings(plain)
+
+
+def finished_run(run_dir: str | Path, cfg: Any) -> dict[str, Any] | None:
+    """``resume=true``: the ``run.json`` record of ``run_dir`` when it holds a run that finished
+    (final record written) with every stage ok or skipped, and whose ``config.yaml`` equals
+    ``cfg`` (resolved; ``cache_dir``, ``overwrite`` and ``resume`` aside); otherwise None.
+
+    A job killed by the scheduler (cancelled, time or memory limit) never writes the final
+    record, so it is redone; so is a job with a failed stage, and one made with other settings.
+    """
+    from omegaconf import OmegaConf
+
+    run_dir = Path(run_dir)
+    try:
+        record = json.loads((run_dir / "run.json").read_text())
+        before = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
+    except Exception:  # noqa: BLE001 - nothing readable there: not finished
+        return None
+    if not isinstance(record, dict) or "seconds" not in record or record.get("failed"):
+        return None
+    stages = record.get("stages") or {}
+    if any(stages.get(n, {}).get("status") not in ("ok", "skipped") for n in cfg.stages):
+        return None
+    if _results_settings(before) != _settings(cfg):
+        log.info("resume: %s was made with other settings; redoing it", run_dir)
+        return None
+    return record
 
 
 def _stage_config(cfg: Any, name: str) -> Any:
@@ -313,6 +362,8 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         run's files and the folders of the stages this run reruns are removed; another stage's
         folder is kept only when the previous ``run.json`` shows it ran ok on the same data
         (data hash) with the same stage settings, and ``run.json`` then marks it ``kept_from``.
+        With ``cfg.resume`` a folder that holds a finished run with every stage ok and the same
+        settings is returned as it is (its ``run.json`` record); any other is redone in place.
     """
     run_dir = Path(run_dir) if run_dir is not None else _default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -342,6 +393,12 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
             cores=s.get("cores", 1),
         )
     overwrite = bool(cfg.get("overwrite", False))
+    if cfg.get("resume", False):
+        done = finished_run(run_dir, cfg)
+        if done is not None:
+            log.info("resume: %s already holds this run, finished ok; nothing to do", run_dir)
+            return done
+        overwrite = True  # killed, cancelled, failed or other settings: redo it in place
     found = _check_run_dir(run_dir, overwrite)
     cache_dir = cfg.get("cache_dir")
     if cache_dir and set(cfg.stages) & set(CACHE_STAGES):

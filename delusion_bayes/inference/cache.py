@@ -111,6 +111,36 @@ def configure_pytensor_cache(cache_dir: str | Path | None = None) -> Path | None
     return target
 
 
+def compiled_kernels(compiledir: str | Path | None) -> dict[str, int]:
+    """``{file name: mtime_ns}`` of the compiled kernels in PyTensor's numba cache
+    (``<compiledir>/numba/*.nbc``, one file per compiled kernel signature); ``{}`` if none.
+
+    Compared before and after a fit (:func:`kernels_written`) it tells whether the fit found
+    its model compiled in the cache (a sweep job after the first: nothing written) or compiled
+    it (a cold cache). Another job sharing the cache and compiling at the same time counts too.
+    """
+    if compiledir is None:
+        return {}
+    folder = Path(compiledir) / "numba"
+    out: dict[str, int] = {}
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.name.endswith(".nbc"):
+            try:
+                out[entry.name] = entry.stat().st_mtime_ns
+            except OSError:  # removed meanwhile
+                continue
+    return out
+
+
+def kernels_written(before: dict[str, int], after: dict[str, int]) -> int:
+    """How many kernel files of ``after`` are new or rewritten since ``before``."""
+    return sum(1 for name, mtime in after.items() if before.get(name) != mtime)
+
+
 def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str | None = None):
     """``nutpie.compile_pymc_model(model)``, memoised in-process by ``key``.
 

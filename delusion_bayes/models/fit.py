@@ -105,13 +105,13 @@ def fit(
     >>> dt = db.models.fit(db.data.simulate_study(preset="small"), draws=500, chains=2)  # doctest: +SKIP
     >>> dt.posterior["t50"].mean(("chain", "draw"))  # doctest: +SKIP
     """
-    from ..inference.cache import configure_pytensor_cache
+    from ..inference.cache import compiled_kernels, configure_pytensor_cache, kernels_written
     from ..inference.config import check_sampler_settings
 
     check_sampler_settings(
         draws=draws, tune=tune, chains=chains, target_accept=target_accept, cores=cores
     )
-    configure_pytensor_cache(cache_dir)  # before PyTensor's first import
+    compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
     import pymc as pm
 
     from ..inference.sampling import sample
@@ -141,6 +141,9 @@ def fit(
         if cached is not None:
             log.info("reusing the cached fit %s of %s", key, spec.variant)
             cached.attrs.update(fit_reused=1, fit_time=time.perf_counter() - t0)
+            # nothing compiled here (the stored attrs are those of the job that sampled it)
+            cached.attrs.update(compile_cache_found=len(compiled_kernels(compiledir)),
+                                compile_cache_written=0)  # fmt: skip
             return cached
     pm_model = build_model(spec)
     scfg = SamplerConfig(
@@ -154,6 +157,7 @@ def fit(
         progressbar=progressbar,
     )
     log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
+    kernels = compiled_kernels(compiledir)
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
     if spec.name in MARGINAL_MODELS:
         from .latent import add_latent_groups
@@ -174,8 +178,15 @@ def fit(
             from .latent import onset_predictive
 
             dt = onset_predictive(dt, spec, seed=seed + 1)
+    written = kernels_written(kernels, compiled_kernels(compiledir))
+    log.info("compile cache %s: %d kernel(s) found there, %d written by this fit%s",
+             compiledir, len(kernels), written,
+             " (the model was compiled already)" if kernels and not written else "")  # fmt: skip
     dt = _finish(dt, spec)
     dt.attrs["fit_time"] = time.perf_counter() - t0
+    # whether this fit found its model compiled in cache_dir (a sweep's later jobs: 0 written)
+    dt.attrs["compile_cache_found"] = len(kernels)
+    dt.attrs["compile_cache_written"] = written
     dt.attrs["fit_reused"] = 0
     if key is not None:
         from ..inference.cache import save_fit
