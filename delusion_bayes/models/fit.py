@@ -173,6 +173,10 @@ def fit(
         log.info("latent stage drawn, log-likelihood and PPC: %.1f s", time.perf_counter() - t1)
     else:
         if log_likelihood:
+            # PyMC's log-likelihood rebuilds the model as a graph, which refuses start values
+            # (blocks._t50 sets them on the wall coordinates); they served the sampler only
+            for rv in pm_model.rvs_to_initial_values:
+                pm_model.rvs_to_initial_values[rv] = None
             dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
         if posterior_predictive:
             from .latent import onset_predictive

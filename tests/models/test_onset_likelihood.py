@@ -128,3 +128,19 @@ def test_posterior_predictive_draws_pile_at_the_ends_of_the_scale():
     assert np.mean((draws[:, 2] == 1.0) | (draws[:, 2] == 4.0)) == pytest.approx(
         stats.norm.cdf(-3.0) * 2, abs=0.002
     )
+
+
+def test_onset_fit_with_wall_coordinates_gives_its_log_likelihood(small_study):
+    """The small study has a never-turner, whose t50 is sampled on the wall coordinate
+    ``w_t50`` with a start value (``blocks._t50``). PyMC's ``compute_log_likelihood`` refuses a
+    model with start values, which broke the main job's onset fit (``NotImplementedError:
+    Cannot convert models with non-default initial_values``); ``fit`` clears them after
+    sampling. The pointwise log-likelihood must cover every consensus day and be finite."""
+    from delusion_bayes.models import build_spec, fit
+
+    spec = build_spec(small_study, "onset")
+    assert not spec.data["t50_centred"].all()  # the case this test is about
+    dt = fit(small_study, "onset", draws=30, tune=30, chains=1, seed=0, posterior_predictive=False)
+    ll = dt["log_likelihood"]["y"]
+    assert ll.sizes["obs"] == len(spec.data["y"])
+    assert np.isfinite(ll.values).all()
