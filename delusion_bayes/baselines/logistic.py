@@ -30,8 +30,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import expit
 
 from ..data.schema import DAY, MODEL, RATER, RESAMPLE
+from ..intervals import eti
 from ._validate import as_float_array, check_dims
 from .consensus import consensus_np
 from .results import BaselineResult
@@ -44,11 +46,7 @@ PARAMS = ("L", "k", "t50")
 def logistic(t: Any, L: Any, k: Any, t50: Any, floor: float = 1.0) -> np.ndarray:
     """``floor + (L - floor) / (1 + exp(-k (t - t50)))`` (broadcasting)."""
     t = np.asarray(t, dtype=float)
-    return floor + (np.asarray(L) - floor) / (1.0 + np.exp(-np.asarray(k) * (t - np.asarray(t50))))
-
-
-def _expit(z: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * z))
+    return floor + (np.asarray(L) - floor) * expit(np.asarray(k) * (t - np.asarray(t50)))
 
 
 def _bounds(
@@ -64,14 +62,14 @@ def _bounds(
 
 def _model_f(t: np.ndarray, p: np.ndarray, floor: float) -> np.ndarray:
     """Model values (B, T) for parameters ``p`` (B, 3)."""
-    return floor + (p[:, 0:1] - floor) * _expit(p[:, 1:2] * (t[None, :] - p[:, 2:3]))
+    return floor + (p[:, 0:1] - floor) * expit(p[:, 1:2] * (t[None, :] - p[:, 2:3]))
 
 
 def _model_jac(t: np.ndarray, p: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """Model values (B, T) and Jacobian (B, T, 3) for parameters ``p`` (B, 3)."""
     L, k, t50 = p[:, 0:1], p[:, 1:2], p[:, 2:3]
     d = t[None, :] - t50
-    s = _expit(k * d)
+    s = expit(k * d)
     amp = L - floor
     ds = s * (1.0 - s)
     f = floor + amp * s
@@ -542,17 +540,9 @@ def logistic_bootstrap(
             for n in PARAMS:
                 reps[n][s:e] = res[n]
             conv[s:e], flat[s:e] = res["converged"], res["flat"]
-    q = (1 - ci) / 2
     use = conv & ~flat
     for n in PARAMS:
-        vals = np.where(use, reps[n], np.nan)
-        with np.errstate(all="ignore"):
-            lo = np.array(
-                [np.nanquantile(v, q) if np.isfinite(v).any() else np.nan for v in vals.T]
-            )
-            hi = np.array(
-                [np.nanquantile(v, 1 - q) if np.isfinite(v).any() else np.nan for v in vals.T]
-            )
+        lo, hi = eti(np.where(use, reps[n], np.nan), ci, axis=0)
         table[f"{n}_ci_low"] = lo
         table[f"{n}_ci_high"] = hi
     table["n_boot_used"] = use.sum(axis=0)

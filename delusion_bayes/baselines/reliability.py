@@ -33,6 +33,7 @@ import xarray as xr
 from scipy import stats
 
 from ..data.schema import ADJUDICATED_VARIABLES, INTERVENTION_TYPE, RATED_VARIABLES, RATER
+from ..intervals import eti
 from ._validate import as_float_array, check_option, check_values_in
 from .config import ALPHA_LEVELS
 from .results import BaselineResult
@@ -320,8 +321,7 @@ def alpha_bootstrap(
         w = rng.multinomial(n_units, p, size=stop - start).astype(float)
         o_b = (w @ o_pat).reshape(stop - start, dom.size, dom.size)
         reps[start:stop] = _alpha_from_coincidences(o_b, dom, level)
-    q = (1 - ci) / 2
-    lo, hi = np.nanquantile(reps, [q, 1 - q]) if np.isfinite(reps).any() else (np.nan, np.nan)
+    lo, hi = eti(reps, ci)
     return {
         "alpha": alpha,
         "ci_low": float(lo),

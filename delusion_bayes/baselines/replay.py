@@ -27,6 +27,7 @@ import xarray as xr
 from tqdm.auto import tqdm
 
 from ..data.replay_schema import CATEGORY, CODE, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
+from ..intervals import eti
 from .replay_config import CLUSTER_SCHEMES, DEFAULT_SUPPORT, SUPPORTS, UNSCORED_RULES
 
 __all__ = [
@@ -228,19 +229,6 @@ def _ratio(num, den):
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _interval(boot: np.ndarray, ci_prob: float) -> tuple[np.ndarray, np.ndarray]:
-    if not 0 < ci_prob < 1:
-        raise ValueError(f"ci_prob must be in (0, 1), got {ci_prob!r}")
-    a = (1 - ci_prob) / 2
-    with np.errstate(invalid="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            lo, hi = np.nanquantile(boot, [a, 1 - a], axis=0)
-    return lo, hi
-
-
 # ------------------------------------------------------------------------------------------
 # columns: which (model group, code group, split) each numerator/denominator column holds
 # ------------------------------------------------------------------------------------------
@@ -335,7 +323,7 @@ def _columns(
 
 def _table(labels, num_tot, den_tot, num_b, den_b, ci_prob, cluster, n_boot):
     est = _ratio(num_tot, den_tot)
-    lo, hi = _interval(_ratio(num_b, den_b), ci_prob)
+    lo, hi = eti(_ratio(num_b, den_b), ci_prob)
     out = labels.copy()
     out["estimate"] = est
     out["ci_low"] = lo
@@ -531,7 +519,7 @@ def replay_deltas(
         sl = slice(i * per_model, (i + 1) * per_model)
         d_est = est[sl] - est[bsl]
         d_boot = pairs[i][0] - pairs[i][1]
-        lo, hi = _interval(d_boot, ci_prob)
+        lo, hi = eti(d_boot, ci_prob)
         with np.errstate(invalid="ignore"):
             p = 2 * np.minimum(np.nanmean(d_boot <= 0, axis=0), np.nanmean(d_boot >= 0, axis=0))
         part = labels.iloc[sl].copy()
@@ -960,7 +948,7 @@ def replay_depth_lpm(
 
     full = solve(mom.sum(0))  # (M*G, 3)
     boot = solve(mom_b.reshape(n_boot, -1))  # (B, M*G, 3)
-    lo, hi = _interval(boot.reshape(n_boot, -1), ci_prob)
+    lo, hi = eti(boot.reshape(n_boot, -1), ci_prob)
     models = [str(x) for x in ds[MODEL].values]
     terms = ("intercept", "depth_per_10", "prior_content")
     n_tot = mom.sum(0).reshape(m * g, 9)[:, 0]

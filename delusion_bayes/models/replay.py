@@ -74,9 +74,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import expit
 
 from ..data.replay_prior import prior_content_array
 from ..data.replay_schema import CATEGORY, CODE, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
+from ..intervals import eti
 
 __all__ = [
     "REPLAY_PRIORS",
@@ -620,12 +622,12 @@ def replay_posterior_prevalence(
             + gamma[sl][:, m, g] * (prior - spec.prior_center)
         )
         if target == "sample":
-            p = 1.0 / (1.0 + np.exp(-(fixed + up[sl][:, pi] + uc[sl][:, ci])))
+            p = expit(fixed + up[sl][:, pi] + uc[sl][:, ci])
         else:
             scale = np.sqrt(2.0 * (sig_p[sl] ** 2 + sig_c[sl] ** 2))[:, None]
             p = np.zeros_like(fixed)
             for x, w in zip(nodes, weights, strict=True):
-                p += w / (1.0 + np.exp(-(fixed + scale * x)))
+                p += w * expit(fixed + scale * x)
         prev_e[sl] = np.asarray((a_e.T @ p.T).T) / np.where(den_e > 0, den_e, np.nan)
         prev_g[sl] = np.asarray((a_g.T @ p.T).T) / np.where(den_g > 0, den_g, np.nan)
     coords = {"chain": post["chain"].values, "draw": post["draw"].values, MODEL: spec.coords[MODEL]}
@@ -656,7 +658,6 @@ def replay_posterior_contrasts(
         prob_below_zero`` (``prob_below_zero`` only for deltas).
     """
     post = tree["posterior"]
-    a = (1 - ci_prob) / 2
     rows = []
     for var, level in (("category_prevalence", "category"), ("prevalence", None)):
         if var not in post:
@@ -677,8 +678,7 @@ def replay_posterior_contrasts(
                         **entry,
                         "quantity": "prevalence",
                         "mean": float(np.mean(x)),
-                        "ci_low": float(np.quantile(x, a)),
-                        "ci_high": float(np.quantile(x, 1 - a)),
+                        **dict(zip(("ci_low", "ci_high"), map(float, eti(x, ci_prob)))),
                         "prob_below_zero": np.nan,
                     }
                 )
@@ -689,8 +689,7 @@ def replay_posterior_contrasts(
                             **entry,
                             "quantity": "delta",
                             "mean": float(np.mean(d)),
-                            "ci_low": float(np.quantile(d, a)),
-                            "ci_high": float(np.quantile(d, 1 - a)),
+                            **dict(zip(("ci_low", "ci_high"), map(float, eti(d, ci_prob)))),
                             "prob_below_zero": float(np.mean(d < 0)),
                         }
                     )

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from delusion_bayes.data.schema import DAY, MODEL, RATER
+from delusion_bayes.plotting import BAND, GREYS, save_figure, series_style, style
 from delusion_bayes.report.frames import find_col, key_column, long_estimates, norm
 from delusion_bayes.report.rundir import RunDir
-from delusion_bayes.report.style import BAND, GREYS, save_figure, series_style, style
 from delusion_bayes.report.tables import (
     LATENCIES,
     MILESTONES,

@@ -6,78 +6,21 @@ the report looks up at report time; the latter are marked "(at report time)".
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import json
 import logging
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from delusion_bayes.provenance import file_sha256, git_sha
 from delusion_bayes.report.frames import find_col, norm
 from delusion_bayes.report.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
-#: distributions whose versions the provenance lists (when installed)
-DEPENDENCIES: tuple[str, ...] = (
-    "numpy",
-    "scipy",
-    "pandas",
-    "xarray",
-    "matplotlib",
-    "pymc",
-    "pytensor",
-    "arviz",
-    "arviz-base",
-    "arviz-stats",
-    "nutpie",
-    "numpyro",
-    "jax",
-    "hydra-core",
-    "omegaconf",
-    "h5netcdf",
-    "sentence-transformers",
-    "torch",
-    "spacy",
-    "krippendorff",
-)
 PROVENANCE_KEYS = ("git_sha", "data_hash", "seed", "config_hash", "package_version", "version")
-
-
-def versions(names: tuple[str, ...] = DEPENDENCIES) -> dict[str, str]:
-    """Installed versions of ``delusion_bayes`` and its dependencies (no module is imported)."""
-    out = {}
-    for n in ("delusion_bayes", *names):
-        try:
-            out[n] = importlib.metadata.version(n)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return out
-
-
-def git_sha(path: Path | None = None) -> str | None:
-    """``git rev-parse HEAD`` of the checkout holding this package (None outside a checkout)."""
-    path = path or Path(__file__).resolve().parent
-    try:
-        res = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    sha = res.stdout.strip()
-    return sha if res.returncode == 0 and sha else None
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def recorded_attrs(run: RunDir) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from delusion_bayes.provenance import versions
 from delusion_bayes.report import figures as F
 from delusion_bayes.report import tables as T
 from delusion_bayes.report.config import ReportConfig
@@ -47,7 +48,6 @@ from delusion_bayes.report.provenance import (
     diagnostics,
     headline_json,
     provenance_rows,
-    versions,
 )
 from delusion_bayes.report.rundir import SOURCE_STAGES, RunDir
 from delusion_bayes.report.table import ReportTable, display_frame

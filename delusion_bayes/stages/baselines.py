@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..plotting import save_figure
 from . import setting as _get
 
 NEEDS = ("baselines",)
@@ -73,11 +74,7 @@ def _figure2(table: Any, path: Path) -> list[Path]:
     ax.legend(fontsize=7, frameon=False)
     ax.set_title("Intervention intensity by recognition stage (descriptive)")
     fig.tight_layout()
-    out = [path.with_suffix(".png"), path.with_suffix(".pdf")]
-    for p in out:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path.with_suffix(""))
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..plotting import save_figure
 from . import setting as _get
 
 NEEDS = ("model", "sampler", "inference", "baselines")
@@ -72,7 +73,7 @@ def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
             prov = {}
     if not prov:
         try:
-            from ..pipeline import provenance
+            from ..provenance import provenance
 
             prov = provenance(cfg, ds)
         except Exception as err:  # noqa: BLE001 (provenance must not stop a fit)
@@ -180,8 +181,7 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) 
         )
     for fname, desc, fn in jobs:
         try:
-            pc = fn()
-            pc.savefig(out / fname, dpi=110)
+            save_figure(fn(), (out / fname).with_suffix(""), ("png",), dpi=110)
             files[fname] = desc
         except Exception as err:  # noqa: BLE001
             notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")

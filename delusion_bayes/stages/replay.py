@@ -83,7 +83,7 @@ def _with_truth(table: pd.DataFrame, ds: xr.Dataset) -> pd.DataFrame:
 def _figure_prevalence(table: pd.DataFrame, stem: Path, formats) -> list[Path]:
     import matplotlib.pyplot as plt
 
-    from ..report.style import save_figure, series_style, style
+    from ..plotting import save_figure, series_style, style
 
     cat = table[table["level"] == "category"]
     cats = list(dict.fromkeys(cat["category"]))
@@ -124,7 +124,7 @@ def _figure_prevalence(table: pd.DataFrame, stem: Path, formats) -> list[Path]:
 def _figure_heatmap(table: pd.DataFrame, stem: Path, formats) -> list[Path]:
     import matplotlib.pyplot as plt
 
-    from ..report.style import save_figure, style
+    from ..plotting import save_figure, style
 
     cat = table[table["level"] == "category"]
     grid = cat.pivot(index="model", columns="category", values="estimate")
@@ -147,7 +147,7 @@ def _figure_heatmap(table: pd.DataFrame, stem: Path, formats) -> list[Path]:
 def _figure_deltas(deltas: pd.DataFrame, stem: Path, formats) -> list[Path]:
     import matplotlib.pyplot as plt
 
-    from ..report.style import save_figure, style
+    from ..plotting import save_figure, style
 
     d = deltas[deltas["level"] == "category"].reset_index(drop=True)
     with style():
@@ -168,7 +168,7 @@ def _figure_deltas(deltas: pd.DataFrame, stem: Path, formats) -> list[Path]:
 def _figure_depth(curve: pd.DataFrame, stem: Path, formats) -> list[Path]:
     import matplotlib.pyplot as plt
 
-    from ..report.style import save_figure, series_style, style
+    from ..plotting import save_figure, series_style, style
 
     cats = list(dict.fromkeys(curve["category"]))
     models = list(dict.fromkeys(curve["model"]))
@@ -198,7 +198,7 @@ def _figure_depth(curve: pd.DataFrame, stem: Path, formats) -> list[Path]:
 def _figure_bayes(both: pd.DataFrame, stem: Path, formats) -> list[Path]:
     import matplotlib.pyplot as plt
 
-    from ..report.style import save_figure, style
+    from ..plotting import save_figure, style
 
     with style():
         fig, ax = plt.subplots(figsize=(4.2, 4.0))

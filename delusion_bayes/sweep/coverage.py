@@ -55,6 +55,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..intervals import eti
+from ..plotting import save_figure
+
 log = logging.getLogger(__name__)
 
 REPLICATE_DIR = "replicates"
@@ -132,18 +135,6 @@ def true_quantities(
 # ------------------------------------------------------------------------------------------
 # one replicate: baselines
 # ------------------------------------------------------------------------------------------
-def _percentile(reps: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval over axis 0 of ``reps`` (NaN replicates ignored; all NaN -> NaN)."""
-    q = (1 - level) / 2
-    lo = np.full(reps.shape[1:], np.nan)
-    hi = np.full(reps.shape[1:], np.nan)
-    ok = np.isfinite(reps).any(axis=0)
-    if ok.any():
-        lo[ok] = np.nanquantile(reps[:, ok], q, axis=0)
-        hi[ok] = np.nanquantile(reps[:, ok], 1 - q, axis=0)
-    return lo, hi
-
-
 def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: bool = False):
     """The baselines of one study: point estimates, 90/95% rater-bootstrap intervals, p-values.
 
@@ -188,7 +179,7 @@ def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: boo
         vals = np.where(use, reps[p].transpose(RESAMPLE, MODEL).values, np.nan)
         estimates[p] = (
             table[p].to_numpy(dtype=float),
-            {lv: _percentile(vals, lv) for lv in LEVELS},
+            {lv: eti(vals, lv) for lv in LEVELS},
         )
     ms_kw = dict(stable_run=stable_run, censor_day=cens, missing=str(get("missing", "skip")),
                  clinical_at=float(get("clinical_at", 3.0)), stable_at=float(get("stable_at", 4.0)))  # fmt: skip
@@ -204,7 +195,7 @@ def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: boo
     ms_boot = milestones(consensus(boot, rule, half, min_raters=min_raters), **ms_kw)
     for m in LATENCIES:
         vals = ms_boot[m].transpose(RESAMPLE, MODEL).values.astype(float)
-        estimates[m] = (ms[m].values.astype(float), {lv: _percentile(vals, lv) for lv in LEVELS})
+        estimates[m] = (ms[m].values.astype(float), {lv: eti(vals, lv) for lv in LEVELS})
     # contrasts on the quantities the baselines stage tests
     contrasts = list(get("contrasts", []) or [])
     con = pd.DataFrame()
@@ -728,12 +719,8 @@ def aggregate_coverage(
     if not fits.empty:
         fits.groupby(["preset", "method"])["seconds"].describe().to_csv(out / "fit_times.csv")
     if plot and not cov.empty:
-        import matplotlib.pyplot as plt
-
         fig = plot_coverage(cov, errors)
-        for fmt in formats:
-            fig.savefig(out / f"coverage.{fmt}", bbox_inches="tight", dpi=150)
-        plt.close(fig)
+        save_figure(fig, out / "coverage", formats)
     log.info("coverage of %d replicates -> %s", reps["seed"].nunique(), out / "coverage.csv")
     return cov
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..plotting import save_figure
 from .jobs import Job, collect_jobs, sweep_keys
 from .quantities import COLUMNS, run_quantities
 
@@ -136,11 +137,7 @@ def summarize(
         from .plot import plot_multiverse
 
         fig = plot_multiverse(summary, sweep_keys(jobs))
-        for fmt in formats:
-            fig.savefig(out / f"multiverse.{fmt}", bbox_inches="tight", dpi=150)
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
+        save_figure(fig, out / "multiverse", formats)
     if coverage_only:
         aggregate_coverage(sweep_dir / REPLICATE_DIR, out, plot=plot, formats=formats)
     return summary
