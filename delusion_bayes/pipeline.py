@@ -91,7 +91,7 @@ def _stage_config(cfg: Any, name: str) -> Any:
 
     try:
         module = _stage_module(name)
-        sub = OmegaConf.to_container(_sub_config(cfg, tuple(module.NEEDS)), resolve=True)
+        sub = OmegaConf.to_container(sub_config(cfg, tuple(module.NEEDS)), resolve=True)
     except Exception:  # noqa: BLE001 - an old config that no longer composes: not reusable
         return None
     sub.pop("cache_dir", None)  # where caches live does not change a result
@@ -168,7 +168,7 @@ def load_data(data_cfg: Any) -> xr.Dataset:
             from .data import load_study
 
             return load_study(path)
-        from .data.replay import load_replay
+        from .data import load_replay
 
         return load_replay(path)
     if data_cfg.source == "delusioneval":
@@ -199,7 +199,7 @@ def _stage_module(name: str):
     return importlib.import_module(f".stages.{name}", __package__)
 
 
-def _sub_config(cfg: Any, needs: tuple[str, ...]) -> Any:
+def sub_config(cfg: Any, needs: tuple[str, ...]) -> Any:
     from omegaconf import OmegaConf
 
     missing = [n for n in needs if n not in cfg]
@@ -358,7 +358,7 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
         log.info("stage %s: running", name)
         t0 = time.perf_counter()
         try:
-            headline = module.run(ds, _sub_config(cfg, tuple(module.NEEDS)), run_dir)
+            headline = module.run(ds, sub_config(cfg, tuple(module.NEEDS)), run_dir)
             status = {"status": "ok", "headline": headline or {}}
             log.info("stage %s: done in %.1f s", name, time.perf_counter() - t0)
         except Exception as err:  # noqa: BLE001 - recorded, shown in the report, re-raised below

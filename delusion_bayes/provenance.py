@@ -104,7 +104,7 @@ def provenance(cfg: Any, ds: Any | None = None) -> dict[str, Any]:
     """Versions, seed, git SHA, config hash and data hash of a run (written to ``run.json``)."""
     from omegaconf import OmegaConf
 
-    from . import __version__
+    from ._version import __version__
 
     resolved = OmegaConf.to_container(cfg, resolve=True)
     text = json.dumps(resolved, sort_keys=True, default=str)

@@ -49,7 +49,7 @@ def logistic(t: Any, L: Any, k: Any, t50: Any, floor: float = 1.0) -> np.ndarray
     return floor + (np.asarray(L) - floor) * expit(np.asarray(k) * (t - np.asarray(t50)))
 
 
-def _bounds(
+def param_bounds(
     t: np.ndarray, floor: float, upper: float | None, k_max: float
 ) -> tuple[np.ndarray, np.ndarray]:
     span = float(np.max(t) - np.min(t))
@@ -65,7 +65,7 @@ def _model_f(t: np.ndarray, p: np.ndarray, floor: float) -> np.ndarray:
     return floor + (p[:, 0:1] - floor) * expit(p[:, 1:2] * (t[None, :] - p[:, 2:3]))
 
 
-def _model_jac(t: np.ndarray, p: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+def model_jacobian(t: np.ndarray, p: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """Model values (B, T) and Jacobian (B, T, 3) for parameters ``p`` (B, 3)."""
     L, k, t50 = p[:, 0:1], p[:, 1:2], p[:, 2:3]
     d = t[None, :] - t50
@@ -121,7 +121,7 @@ def _lm(
         if idx.size == 0:
             break
         pi, mi, yi = p[idx], mask[idx], yz[idx]
-        f, jac = _model_jac(t, pi, floor)
+        f, jac = model_jacobian(t, pi, floor)
         r = (f - yi) * mi
         jac = jac * mi[..., None]
         jt = jac.transpose(0, 2, 1)
@@ -229,7 +229,7 @@ def fit_logistic_batch(
     yb = yarr.reshape(-1, t.size)
     mask = ~np.isnan(yb)
     n_obs = mask.sum(axis=1)
-    lower, up = _bounds(t, floor, upper, k_max)
+    lower, up = param_bounds(t, floor, upper, k_max)
     ymin = np.min(np.where(mask, yb, np.inf), axis=1)
     ymax = np.max(np.where(mask, yb, -np.inf), axis=1)
     flat = (n_obs < 4) | ~(ymax > ymin)
@@ -507,7 +507,7 @@ def logistic_bootstrap(
     table = _fit_table(base, models, turn_at)
     p0 = np.stack([base["L"], base["k"], base["t50"]], axis=-1)
     # flat originals have no curve to warm-start from: start those replicates mid-study
-    lower, up = _bounds(t, floor, upper, k_max)
+    lower, up = param_bounds(t, floor, upper, k_max)
     default = np.clip(
         [np.nanmax(x) if np.isfinite(x).any() else floor + 1, 1.0, t.mean()], lower, up
     )

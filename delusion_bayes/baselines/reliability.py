@@ -213,7 +213,7 @@ def krippendorff_alpha(
     if level == "interval" and domain is None:
         arr = as_float_array(data, "data (rater x unit)", ndim=2)
         if _observed_values(arr).size > _EQ_PASSES_MAX:
-            value = _interval_alpha_direct(arr)  # many distinct values: no V x V matrices
+            value = interval_alpha_direct(arr)  # many distinct values: no V x V matrices
             if not np.isfinite(value):
                 warnings.warn(_UNDEFINED, RuntimeWarning, stacklevel=2)
             return value
@@ -233,7 +233,7 @@ _UNDEFINED = (
 )
 
 
-def _interval_alpha_direct(arr: np.ndarray) -> float:
+def interval_alpha_direct(arr: np.ndarray) -> float:
     """Interval alpha from sums of squares, O(raters x units) for any number of distinct values.
 
     With ``delta^2 = (c - k)^2`` the coincidence sums reduce to moments: a unit with ``m_u``

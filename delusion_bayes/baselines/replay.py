@@ -75,7 +75,7 @@ def _check_support(support: str) -> str:
     return support
 
 
-def _units(ds: xr.Dataset, cluster: str, rows: str = "sample", window_codes=None) -> _Units:
+def cluster_units(ds: xr.Dataset, cluster: str, rows: str = "sample", window_codes=None) -> _Units:
     """Units for rows that are samples (default) or windows (``window_codes`` = row -> window)."""
     _check_scheme(cluster)
     part = pd.factorize(ds["participant"].values)[0]
@@ -142,7 +142,7 @@ def bootstrap_weights(
         yield w
 
 
-def _to_units(values: np.ndarray, units: _Units) -> np.ndarray:
+def to_units(values: np.ndarray, units: _Units) -> np.ndarray:
     """Sum rows into units: ``(n_rows, Q) -> (n_units, Q)`` via a sparse indicator matrix."""
     if units.scheme == "none" and units.of_row.size == units.n:
         return values
@@ -181,7 +181,7 @@ def _bootstrap(
     return num_b, den_b, extra_b
 
 
-def _bootstrap_support(
+def bootstrap_support(
     num: np.ndarray,
     den: np.ndarray,
     units: _Units,
@@ -283,7 +283,7 @@ def _code_groups(ds: xr.Dataset, levels: Sequence[str]) -> list[tuple[str, str, 
     return out
 
 
-def _columns(
+def count_columns(
     ds: xr.Dataset,
     by: str = MODEL,
     levels: Sequence[str] = ("category", "code"),
@@ -412,15 +412,15 @@ def replay_prevalence(
     if unscored not in UNSCORED_RULES:
         raise ValueError(f"unscored must be one of {list(UNSCORED_RULES)}, got {unscored!r}")
     _check_support(support)
-    units = _units(ds, cluster)
-    num, den, labels = _columns(ds, by=by, levels=levels)
-    num_u, den_u = _to_units(num, units), _to_units(den, units)
-    num_b, den_b = _bootstrap_support(num_u, den_u, units, n_boot, seed, support, progress=progress)
+    units = cluster_units(ds, cluster)
+    num, den, labels = count_columns(ds, by=by, levels=levels)
+    num_u, den_u = to_units(num, units), to_units(den, units)
+    num_b, den_b = bootstrap_support(num_u, den_u, units, n_boot, seed, support, progress=progress)
     den_tot = den.sum(0)
     n_unscored = np.zeros_like(den_tot)
     if "unscored" in ds:
         un = ds["unscored"].transpose(SAMPLE, MODEL, CODE).values.astype(float)
-        _, un_cols, _ = _columns(ds, by=by, levels=levels, values=(np.zeros_like(un), un))
+        _, un_cols, _ = count_columns(ds, by=by, levels=levels, values=(np.zeros_like(un), un))
         n_unscored = un_cols.sum(0)
     if unscored == "zero":
         den_tot = den_tot + n_unscored
@@ -470,9 +470,9 @@ def replay_deltas(
     if baseline not in models:
         raise ValueError(f"baseline model {baseline!r} not in the study's models {models}")
     _check_support(support)
-    units = _units(ds, cluster)
-    num, den, labels = _columns(ds, levels=levels)
-    num_u, den_u = _to_units(num, units), _to_units(den, units)
+    units = cluster_units(ds, cluster)
+    num, den, labels = count_columns(ds, levels=levels)
+    num_u, den_u = to_units(num, units), to_units(den, units)
     est = _ratio(num.sum(0), den.sum(0))
     per_model = len(labels) // len(models)
     b0 = models.index(baseline) * per_model
@@ -482,7 +482,7 @@ def replay_deltas(
         other = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
         boots = []
         for s_ in (seed, other):
-            nb, db = _bootstrap_support(num_u, den_u, units, n_boot, s_, support)
+            nb, db = bootstrap_support(num_u, den_u, units, n_boot, s_, support)
             boots.append(_ratio(nb, db))
         pairs = {
             i: (boots[0][:, i * per_model : (i + 1) * per_model], boots[1][:, bsl]) for i in others
@@ -501,7 +501,7 @@ def replay_deltas(
             m_den, b_den = den_u[:, i * per_model : (i + 1) * per_model], den_u[:, bsl]
             union = (m_den > 0) | (b_den > 0)
             masks.append(np.concatenate([union, union], axis=1))
-        num_b, den_b = _bootstrap_support(
+        num_b, den_b = bootstrap_support(
             n2, d2, units, n_boot, seed, support, masks=np.concatenate(masks, axis=1)
         )
         boot = _ratio(num_b, den_b)
@@ -581,10 +581,10 @@ def replay_leave_one_participant_out(
         single person can carry a code; this table shows who.
     """
     _check_replay(ds)
-    num, den, labels = _columns(ds, levels=levels)
+    num, den, labels = count_columns(ds, levels=levels)
     part_codes, part_names = pd.factorize(ds["participant"].values)
     units = _Units(part_codes, np.arange(len(part_names)), "participant")
-    num_p, den_p = _to_units(num, units), _to_units(den, units)
+    num_p, den_p = to_units(num, units), to_units(den, units)
     tot_n, tot_d = num.sum(0), den.sum(0)
     full = _ratio(tot_n, tot_d)
     models = [str(m) for m in ds[MODEL].values]
@@ -650,12 +650,12 @@ def replay_turn_profile(
     _check_replay(ds)
     turn = np.minimum(ds["turn"].values.astype(int), max_turn - 1)
     labels = [str(t + 1) if t < max_turn - 1 else f"{max_turn}+" for t in range(max_turn)]
-    units = _units(ds, cluster)
-    num, den, lab = _columns(
+    units = cluster_units(ds, cluster)
+    num, den, lab = count_columns(
         ds, levels=("category",), split=turn, split_labels=labels, split_name="turn"
     )
     num_b, den_b, _ = _bootstrap(
-        _to_units(num, units), _to_units(den, units), units, n_boot, seed, progress=progress
+        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
     )
     return _table(lab, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
 
@@ -796,9 +796,9 @@ def replay_onset_persistence(
             for cat in name_cat
         ]
     )
-    units = _units(ds, cluster, rows="window", window_codes=window)
+    units = cluster_units(ds, cluster, rows="window", window_codes=window)
     num_b, den_b, _ = _bootstrap(
-        _to_units(num, units), _to_units(den, units), units, n_boot, seed, progress=progress
+        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
     )
     out = _table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
     reps = len(quantities) * len(models)
@@ -851,12 +851,12 @@ def replay_depth_curve(
     _check_replay(ds)
     depth = ds["context_depth"].values.astype(float)
     idx, labels, _ = _depth_bins(depth, depth_bins)
-    units = _units(ds, cluster)
-    num, den, lab = _columns(
+    units = cluster_units(ds, cluster)
+    num, den, lab = count_columns(
         ds, levels=("category",), split=idx, split_labels=labels, split_name="depth_bin"
     )
     num_b, den_b, _ = _bootstrap(
-        _to_units(num, units), _to_units(den, units), units, n_boot, seed, progress=progress
+        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
     )
     out = _table(lab, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
     means = pd.Series(depth).groupby(idx).mean()
@@ -923,8 +923,8 @@ def replay_depth_lpm(
     mom = np.stack([n_, dd * n_, sp_, dd * dd * n_, dd * sp_, spp, sy, dd * sy, spy], axis=-1)
     g = len(names)
     mom = mom.reshape(s, m * g * 9)
-    units = _units(ds, cluster)
-    mom_u = _to_units(mom, units)
+    units = cluster_units(ds, cluster)
+    mom_u = to_units(mom, units)
     dummy = np.zeros((units.n, 1))
     _, _, (mom_b,) = _bootstrap(dummy, dummy, units, n_boot, seed, extra=[mom_u], progress=progress)
 

@@ -42,7 +42,7 @@ class ReplayConfig:
         Per-code judge-score cutoffs (hit = score >= cutoff) applied to loaded studies whose
         ``cutoff`` should be overridden; empty = keep the study's.
     (windowing is not an analysis setting: a study read from transcripts carries its own in
-    ``windows.json``; see :func:`delusion_bayes.data.replay.load_replay`)
+    ``windows.json``; see :func:`delusion_bayes.data.load_replay`)
     baseline
         Model the deltas are taken against (the original transcript's own replies).
     depth_bins

@@ -65,7 +65,7 @@ class StudyFormatError(ValueError):
 # helpers
 
 
-def _canonical(ds: xr.Dataset) -> xr.Dataset:
+def canonical(ds: xr.Dataset) -> xr.Dataset:
     """Store every string array as ``object`` (netCDF, CSV and simulation then agree exactly)."""
     out = ds.copy()
     for name, var in list(out.variables.items()):
@@ -282,7 +282,7 @@ def load_study(path: str | Path, *, check: bool = True) -> xr.Dataset:
                 f"{path}: cannot read as netCDF ({type(err).__name__}: {err}); expected a "
                 "complete netCDF-4 file as written by save_study (a truncated copy cannot be read)."
             ) from err
-        ds = _canonical(ds)
+        ds = canonical(ds)
     if check:
         try:
             validate(ds)
@@ -298,7 +298,7 @@ def save_study(ds: xr.Dataset, path: str | Path) -> Path:
     (missing ratings and missing answers included).
     """
     path = Path(path)
-    ds = _canonical(ds)
+    ds = canonical(ds)
     if path.suffix.lower() in NETCDF_SUFFIXES:
         path.parent.mkdir(parents=True, exist_ok=True)
         ds.to_netcdf(path, engine="h5netcdf")
@@ -633,7 +633,7 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
         ds = ds[names + [n for n in ds.data_vars if n not in order]]
         for n in names:
             ds[n] = ds[n].transpose(*order[n])
-    return _canonical(ds)
+    return canonical(ds)
 
 
 def _short(values, n: int = 10) -> str:

@@ -35,12 +35,19 @@ import xarray as xr
 from scipy.special import expit, logit
 
 from .replay_prior import prior_content_array
-from .replay_schema import CATEGORY, CODE, CODES, FAMILY, MODEL, ORIGINAL, SAMPLE, code_cutoff
+from .replay_schema import (
+    CATEGORY,
+    CODE,
+    CODES,
+    DEPTH_CENTER,
+    DEPTH_UNIT,
+    FAMILY,
+    MODEL,
+    ORIGINAL,
+    SAMPLE,
+    code_cutoff,
+)
 from .replay_windows import make_sample_id, plan_windows
-
-#: depth covariate: (context_depth - DEPTH_CENTER) / DEPTH_UNIT (per 10 messages, centred at 10)
-DEPTH_CENTER = 10.0
-DEPTH_UNIT = 10.0
 
 #: original-transcript prevalence per code: the real DelusionEval rows (``report/eval_rows.parquet``
 #: of the release, de-duplicated, unscored rows left out; ``load_delusioneval`` +

@@ -27,7 +27,7 @@ The generative model (one scripted conversation of ``n_days`` days sent to every
   The round-one rater flag ``disengagement`` is a noisy, poorly agreeing version of them
   (the paper's alpha = .17).
 * **Texts** (optional): the bundled synthetic user script and synthetic answers whose style follows
-  the latent stage (``delusion_bayes.text.corpus``), labelled synthetic.
+  the latent stage (``delusion_bayes.data.corpus``), labelled synthetic.
 
 Presets
 -------
@@ -331,7 +331,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
         "latent recognition stage m[model, day] on the 1-4 scale"
     )
     if texts:
-        from ..text.corpus import demo_prompts, synthesize_answers  # lazy: optional text stage
+        from .corpus import demo_prompts, synthesize_answers  # lazy: optional text stage
 
         prompts = demo_prompts()
         if n_days > len(prompts):

@@ -287,11 +287,11 @@ def posterior_contrasts(
         probability that A's mean exceeds B's), ``mean``, ``n_a``, ``n_b``, ``alternative``,
         ``note`` (why a row is NaN: a quantity this model does not give).
     """
-    from ..baselines.permutation import _as_contrast, contrast_groups
+    from ..baselines.permutation import as_contrast, contrast_groups
 
     rows = []
     for spec in contrasts:
-        c = _as_contrast(spec)
+        c = as_contrast(spec)
         mask_a, mask_b = contrast_groups(quantities, c)
         for q in c.quantities or []:
             row: dict[str, Any] = {

@@ -77,7 +77,16 @@ import xarray as xr
 from scipy.special import expit
 
 from ..data.replay_prior import prior_content_array
-from ..data.replay_schema import CATEGORY, CODE, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
+from ..data.replay_schema import (
+    CATEGORY,
+    CODE,
+    DEPTH_CENTER,
+    DEPTH_UNIT,
+    MODEL,
+    NO_CATEGORY,
+    ORIGINAL,
+    SAMPLE,
+)
 from ..intervals import eti
 
 __all__ = [
@@ -90,8 +99,6 @@ __all__ = [
     "replay_posterior_prevalence",
 ]
 
-DEPTH_CENTER = 10.0
-DEPTH_UNIT = 10.0
 UNCATEGORISED = "uncategorised"
 
 #: default priors (logit scale) in one table
@@ -325,7 +332,7 @@ def _design(spec: ReplayModelSpec) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _to_sampling_coordinates(
+def to_sampling_coordinates(
     spec: ReplayModelSpec,
     theta: np.ndarray,
     beta: np.ndarray,
@@ -420,7 +427,7 @@ def _theta_and_likelihood(spec, d: dict, theta_c, beta, gamma, cluster_mean, clu
     )
 
 
-def _single_level_groups(spec: ReplayModelSpec) -> tuple[np.ndarray, np.ndarray]:
+def single_level_groups(spec: ReplayModelSpec) -> tuple[np.ndarray, np.ndarray]:
     """``(group of each cluster, group of each effect)`` of the single-level graph.
 
     When every cluster holds cells of one effect only (the DelusionEval release: each window is
@@ -458,7 +465,7 @@ def _build_single_level(spec: ReplayModelSpec):
 
     d = _design(spec)
     n_m, n_c = d["n_m"], d["n_c"]
-    grp_c, grp_e = _single_level_groups(spec)
+    grp_c, grp_e = single_level_groups(spec)
     n_grp = int(grp_e.max()) + 1
     size = np.bincount(grp_c, minlength=n_grp).astype(float)
     member = np.zeros((n_grp, n_c))
@@ -477,7 +484,7 @@ def _build_single_level(spec: ReplayModelSpec):
     return model
 
 
-def _build_reference_model(spec: ReplayModelSpec):
+def build_reference_model(spec: ReplayModelSpec):
     """The docstring's parameterisation, sampled directly (``theta``, zero-sum ``u`` and ``v``,
     ``pm.Binomial``): the model before the change of variables, kept for the exactness test and
     the benchmark's before/after comparison."""

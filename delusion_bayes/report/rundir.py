@@ -207,7 +207,7 @@ class RunDir:
             return None
         try:
             if self.config_value("data.kind") == "replay":
-                from delusion_bayes.data.replay import load_replay
+                from delusion_bayes.data import load_replay
 
                 return load_replay(self.study_path)
             from delusion_bayes.data import load_study

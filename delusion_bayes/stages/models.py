@@ -89,7 +89,7 @@ def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
     return attrs
 
 
-def _fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
+def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
     from ..models import fit
 
     m, s = cfg.model, cfg.sampler
@@ -405,7 +405,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     fits: dict[str, Any] = {}
     results: dict[str, Any] = {}
     for name in names:
-        dt = _fit_one(ds, name, cfg, primary=name == primary)
+        dt = fit_one(ds, name, cfg, primary=name == primary)
         fits[name] = dt
         results[name] = _write_model(dt, ds, cfg, out / name, prov, contrasts)
         headline[name] = results[name]["headline"]
@@ -429,7 +429,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             if over.get("cutpoints") == "shared" and primary == "onset":
                 notes.append(f"variant {v!r} does not apply to the onset model")
                 continue
-            dt_v = _fit_one(ds, primary, cfg, primary=True, overrides=over)
+            dt_v = fit_one(ds, primary, cfg, primary=True, overrides=over)
             label = str(dt_v.attrs.get("variant", v))
             res = _write_model(dt_v, ds, cfg, out / f"{primary}_{v}", prov, [])
             headline[f"{primary}_{v}"] = res["headline"]

@@ -34,8 +34,8 @@ def test_stage_contract_names():
 
 def test_unknown_model_is_named(small_study, tmp_path):
     from delusion_bayes.config import compose
-    from delusion_bayes.pipeline import _sub_config
+    from delusion_bayes.pipeline import sub_config
 
-    cfg = _sub_config(compose(["experiment=smoke", "model.also_fit=[bogus]"]), stage.NEEDS)
+    cfg = sub_config(compose(["experiment=smoke", "model.also_fit=[bogus]"]), stage.NEEDS)
     with pytest.raises(ValueError, match=r"unknown models \['bogus'\]"):
         stage.run(small_study, cfg, tmp_path)
