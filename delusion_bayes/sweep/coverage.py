@@ -136,79 +136,34 @@ def true_quantities(
 # one replicate: baselines
 # ------------------------------------------------------------------------------------------
 def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: bool = False):
-    """The baselines of one study: point estimates, 90/95% rater-bootstrap intervals, p-values.
-
-    Uses :func:`delusion_bayes.baselines.logistic_bootstrap` (least squares + rater bootstrap) and
-    recomputes the consensus and milestones on the *same* rater resamples (the bootstrap draws
-    ``rng.integers(0, n_raters, (n_boot, n_raters))`` from ``default_rng(seed)``, as
-    ``logistic_bootstrap`` does) for the milestone intervals; contrasts with
-    :func:`delusion_bayes.baselines.permutation_contrasts` on the quantities the baselines stage
-    tests (t50 of a flat fit ranked as in :func:`delusion_bayes.stages.baselines.t50_for_ranking`).
+    """The baselines of one study, as the baselines stage computes them
+    (:func:`delusion_bayes.baselines.analyse_trajectory`): point estimates, 90/95% intervals
+    from the rater bootstrap (milestones on the same rater resamples), contrast p-values.
 
     Returns
     -------
     estimates : dict
         ``{quantity: (point[model], {level: (low[model], high[model])})}``.
     contrasts : pandas.DataFrame
-        ``permutation_contrasts(...).summary``.
+        ``permutation_contrasts(...).summary`` (empty without contrasts).
     """
-    from ..baselines import consensus, logistic_bootstrap, milestones, permutation_contrasts
-    from ..data.schema import DAY, MODEL, RATER, RESAMPLE, censor_day
-    from ..stages.baselines import t50_for_ranking
+    from ..baselines import analyse_trajectory
+    from ..data.schema import MODEL, RESAMPLE
 
-    def get(key: str, default: Any) -> Any:
-        value = bcfg.get(key, default) if hasattr(bcfg, "get") else getattr(bcfg, key, default)
-        return default if value is None else value
-
-    rule, half = str(get("consensus", "median")), str(get("half_rule", "keep"))
-    min_raters = int(get("min_raters", 1))
-    n_boot = int(get("n_boot", 200))
-    stable_run = int(get("stable_run", 3))
-    n_days = int(ds[DAY].max())
-    cens = int(get("censor_day", censor_day(n_days)))
-    rec = ds["recognition"].transpose(RATER, MODEL, DAY)
-    d1 = logistic_bootstrap(
-        rec, n_boot=n_boot, seed=seed, rule=rule, half_rule=half, min_raters=min_raters,
-        upper=4.0, k_max=float(get("k_max", 20.0)), progress=progress,
-    )  # fmt: skip
-    table = d1.summary.reindex(rec[MODEL].values)
-    reps = d1.extra["replicates"]
+    res = analyse_trajectory(ds, bcfg, seed=seed, progress=progress, milestone_replicates=True)
+    models = ds[MODEL].values
+    table = res.logistic.summary.reindex(models)
+    reps = res.logistic.extra["replicates"]
     use = (reps["converged"] & ~reps["flat"]).values
     estimates: dict[str, Any] = {}
     for p in LOGISTIC:
         vals = np.where(use, reps[p].transpose(RESAMPLE, MODEL).values, np.nan)
-        estimates[p] = (
-            table[p].to_numpy(dtype=float),
-            {lv: eti(vals, lv) for lv in LEVELS},
-        )
-    ms_kw = dict(stable_run=stable_run, censor_day=cens, missing=str(get("missing", "skip")),
-                 clinical_at=float(get("clinical_at", 3.0)), stable_at=float(get("stable_at", 4.0)))  # fmt: skip
-    cons = consensus(rec, rule, half, min_raters=min_raters)
-    level_b = ds["level_b"] if "level_b" in ds else None
-    ms = milestones(cons, level_b, level_a=ds.get("level_a"), **ms_kw)
-    # the rater resamples of logistic_bootstrap (same generator, same call)
-    idx = np.random.default_rng(seed).integers(0, rec.sizes[RATER], size=(n_boot, rec.sizes[RATER]))
-    boot = xr.DataArray(
-        rec.values[idx], dims=(RESAMPLE, RATER, MODEL, DAY),
-        coords={MODEL: rec[MODEL].values, DAY: rec[DAY].values},
-    )  # fmt: skip
-    ms_boot = milestones(consensus(boot, rule, half, min_raters=min_raters), **ms_kw)
+        estimates[p] = (table[p].to_numpy(dtype=float), {lv: eti(vals, lv) for lv in LEVELS})
     for m in LATENCIES:
-        vals = ms_boot[m].transpose(RESAMPLE, MODEL).values.astype(float)
-        estimates[m] = (ms[m].values.astype(float), {lv: eti(vals, lv) for lv in LEVELS})
-    # contrasts on the quantities the baselines stage tests
-    contrasts = list(get("contrasts", []) or [])
-    con = pd.DataFrame()
-    if contrasts:
-        model_coords = {k: ds.coords[k] for k in ds.coords if ds.coords[k].dims == (MODEL,)}
-        q = ms.assign_coords(model_coords)
-        for p in ("L", "k"):
-            q[p] = (MODEL, table[p].to_numpy(dtype=float))
-        q["t50"] = (MODEL, t50_for_ranking(table, ms["first_clinical"].values, cens))
-        con = permutation_contrasts(
-            q, contrasts, max_exact=int(get("max_exact", 1000)), n_mc=int(get("n_mc", 100_000)),
-            seed=seed,
-        ).summary  # fmt: skip
+        vals = res.milestone_replicates[m].transpose(RESAMPLE, MODEL).values.astype(float)
+        point = res.milestones[m].reindex({MODEL: models}).values.astype(float)
+        estimates[m] = (point, {lv: eti(vals, lv) for lv in LEVELS})
+    con = res.contrasts.summary if res.contrasts is not None else pd.DataFrame()
     return estimates, con
 
 
