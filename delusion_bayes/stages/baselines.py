@@ -15,6 +15,7 @@ from typing import Any
 
 import xarray as xr
 
+from .. import results
 from ..baselines.profiles import plot_intensity_by_stage
 from ..baselines.trajectory import analyse_trajectory
 from ..plotting import save_figure
@@ -42,35 +43,33 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     """
     b = cfg.baselines if "baselines" in cfg else cfg
     res = analyse_trajectory(ds, b, progress=True)
-    out = Path(run_dir) / "baselines"
-    out.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
 
-    res.consensus.to_netcdf(out / "consensus.nc", engine="h5netcdf")
+    def write(key: str, data: Any, desc: str) -> None:
+        results.write(run_dir, f"baselines/{key}", data)
+        files[key] = desc
+
     rule, half = res.consensus.attrs["consensus"], res.consensus.attrs["half_rule"]
-    files["consensus.nc"] = f"consensus ({rule}, half rule {half}) per model-day, rated variables"
-    res.reliability.to_csv(out / "tableC1_reliability.csv")
-    files["tableC1_reliability.csv"] = res.reliability.title
-    res.milestones.to_dataframe().to_csv(out / "table1_milestones.csv")
-    files["table1_milestones.csv"] = (
-        f"Table 1: milestone latencies (censored at {res.censor_day}) and day counts per model"
-    )
-    res.logistic.to_csv(out / "tableD1_logistic.csv")
-    files["tableD1_logistic.csv"] = res.logistic.title
-    res.logistic.extra["replicates"].to_netcdf(out / "logistic_bootstrap.nc", engine="h5netcdf")
-    files["logistic_bootstrap.nc"] = "rater-bootstrap replicates of L, k, t50 (resample x model)"
-    for result, name in (
+    write("consensus.nc", res.consensus,
+          f"consensus ({rule}, half rule {half}) per model-day, rated variables")  # fmt: skip
+    write("tableC1_reliability.csv", res.reliability.table, res.reliability.title)
+    write("table1_milestones.csv", res.milestones.to_dataframe().reset_index(),
+          f"Table 1: milestone latencies (censored at {res.censor_day}) and day counts per "
+          "model")  # fmt: skip
+    write("tableD1_logistic.csv", res.logistic.table, res.logistic.title)
+    write("logistic_bootstrap.nc", res.logistic.extra["replicates"],
+          "rater-bootstrap replicates of L, k, t50 (resample x model)")  # fmt: skip
+    for result, key in (
         (res.contrasts, "contrasts.csv"),
         (res.interventions, "table2_interventions.csv"),
         (res.intensity, "figure2_intensity_by_stage.csv"),
         (res.naive, "sectionF_naive_profiles.csv"),
     ):
         if result is not None:
-            result.to_csv(out / name)
-            files[name] = result.title
+            write(key, result.table, result.title)
     if res.intensity is not None:
         fig = plot_intensity_by_stage(res.intensity.summary)
-        for p in save_figure(fig, out / "figure2_intensity_by_stage"):
+        for p in save_figure(fig, Path(run_dir) / "baselines" / "figure2_intensity_by_stage"):
             files[p.name] = "Figure 2: mean intervention intensity by consensus stage"
 
     headline = res.headline
@@ -87,5 +86,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             "n_boot": int(res.settings["n_boot"]),
         },
     }
-    (out / "index.json").write_text(json.dumps(index, indent=2, default=str))
+    (Path(run_dir) / "baselines" / "index.json").write_text(
+        json.dumps(index, indent=2, default=str)
+    )
     return headline
