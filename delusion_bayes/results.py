@@ -101,6 +101,7 @@ def _f(stage, name, meaning, columns="", optional="", extra="", readers=("report
 
 
 _CI = "ci_low:float ci_high:float"
+# fmt: off
 _FILES = (
     # baselines ---------------------------------------------------------------------------
     _f("baselines", "table1_milestones.csv", "Table 1: milestone latencies (censored at the "
@@ -117,9 +118,10 @@ _FILES = (
     _f("baselines", "tableC1_reliability.csv", "Table C1: Krippendorff's alpha with bootstrap "
        "CI, quadratic-weighted kappa over rater pairs, % agreement, ICC(2,1)/ICC(2,k) per rated "
        "variable (and adjudication agreement rows when the study has re-coded codes)",
-       "variable:str alpha:float alpha_ci_low:float alpha_ci_high:float kappa_q_mean:float "
-       "kappa_q_min:float kappa_q_max:float pct_agreement:float icc2_1:float icc2_k:float "
-       "n_units:float n_raters:float", extra="adjudication columns (kappa, agreement)"),
+       "variable:str alpha:float kappa_q_mean:float kappa_q_min:float kappa_q_max:float "
+       "pct_agreement:float icc2_1:float icc2_k:float n_units:float n_raters:float",
+       optional="alpha_ci_low:float alpha_ci_high:float",
+       extra="adjudication columns (kappa, agreement)"),
     _f("baselines", "tableD1_logistic.csv", "Table D1: least-squares logistic fit of the "
        "consensus per model with rater-bootstrap percentile CIs",
        "model:str L:float k:float t50:float r2:float rss:float converged:bool status:str "
@@ -214,6 +216,9 @@ _FILES = (
        "model:str unit:str elpd:float se:float", extra="az.compare's or az.loo's columns"),
     _f("models", "comparison_by_rating.csv", "the same comparison per left-out rating",
        "model:str unit:str elpd:float se:float", extra="az.compare's columns"),
+    _f("models", "comparison_by_model_day.csv", "the same comparison per left-out model-day "
+       "(when inference.loo_unit is rating)", "model:str unit:str elpd:float se:float",
+       extra="az.compare's columns"),
     # replay ------------------------------------------------------------------------------
     _f("replay", "prevalence.csv", "prevalence per model x category (pooled over its codes) "
        "and per model x code, cluster-bootstrap percentile CIs",
@@ -256,6 +261,14 @@ _FILES = (
        "Bayesian prevalence model"),
 )
 
+_FILES += tuple(
+    _f(stage, "index.json", "what the stage wrote: {files: {name: description}, headline: "
+       "{...}, notes: [...]} (the baselines' also its settings: consensus rule, n_days, "
+       "censor_day, seed, n_boot)", readers=("report", "sweep"))
+    for stage in ("baselines", "text", "models", "replay", "report")
+) + (_f("models", "{fit}/index.json", "the files, headline and gate of one fit"),)
+# fmt: on
+
 #: every declared file by its key ``<stage>/<name>``
 FILES: dict[str, ResultFile] = {f.key: f for f in _FILES}
 
@@ -265,7 +278,9 @@ def spec(key: str) -> ResultFile:
     try:
         return FILES[key]
     except KeyError:
-        raise KeyError(f"{key!r} is not a declared results file; declared: {sorted(FILES)}") from None
+        raise KeyError(
+            f"{key!r} is not a declared results file; declared: {sorted(FILES)}"
+        ) from None
 
 
 def _check(f: ResultFile, columns: list[str], where: str) -> None:

@@ -26,9 +26,19 @@ import scipy.sparse as sp
 import xarray as xr
 from tqdm.auto import tqdm
 
-from ..data.replay_schema import CATEGORY, CODE, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
+from ..data.replay_schema import (
+    CATEGORY,
+    CLUSTER_SCHEMES,
+    CODE,
+    DEFAULT_SUPPORT,
+    MODEL,
+    NO_CATEGORY,
+    ORIGINAL,
+    SAMPLE,
+    SUPPORTS,
+    UNSCORED_RULES,
+)
 from ..intervals import eti
-from .replay_config import CLUSTER_SCHEMES, DEFAULT_SUPPORT, SUPPORTS, UNSCORED_RULES
 
 __all__ = [
     "bootstrap_weights",
@@ -385,7 +395,7 @@ def replay_prevalence(
           ``bootstrap_binary_ci``): with ``P_c`` supporting participants each resample draws
           ``P_c`` of them, then their supporting conversations; the support is held fixed.
 
-        The default (:data:`~.replay_config.DEFAULT_SUPPORT`) was chosen by the coverage
+        The default (:data:`~delusion_bayes.data.replay_schema.DEFAULT_SUPPORT`) was chosen by the coverage
         simulation in ``experiments/coverage_replay_support.py`` (numbers in
         ``docs/real_data.md``).
     unscored

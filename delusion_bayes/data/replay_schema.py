@@ -28,6 +28,10 @@ CODE = "code"
 #: the model coord dim is shared with trajectory studies
 __all__ = [
     "CATEGORIES",
+    "CLUSTER_SCHEMES",
+    "DEFAULT_SUPPORT",
+    "SUPPORTS",
+    "UNSCORED_RULES",
     "DEPTH_CENTER",
     "DEPTH_UNIT",
     "ReplayValidationError",
@@ -159,3 +163,13 @@ def first_row(df: Any, mask: Any) -> dict:
     error messages)."""
     row = df.loc[mask].iloc[0]
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+
+
+#: bootstrap schemes of :func:`delusion_bayes.baselines.replay.replay_prevalence`
+CLUSTER_SCHEMES: tuple[str, ...] = ("two-stage", "participant", "conversation", "none")
+#: which clusters a resample draws for a cell (see ``replay_prevalence``'s docstring)
+SUPPORTS: tuple[str, ...] = ("unconditional", "conditional")
+#: the default support, chosen by ``experiments/coverage_replay_support.py`` (docs/real_data.md)
+DEFAULT_SUPPORT = "unconditional"
+#: rules for rows held without a score (``ds.unscored``): left out, or 0 in the point estimate
+UNSCORED_RULES: tuple[str, ...] = ("exclude", "zero")

@@ -21,12 +21,14 @@ def build_model(spec: ModelSpec):
     from .joint import build_joint
     from .onset import build_onset
     from .rater import build_rater
+    from .replay import build_replay_model
 
     builders = {
         "joint": build_joint,
         "onset": build_onset,
         "rater": build_rater,
         "disengagement": build_disengagement,
+        "replay_prevalence": build_replay_model,
     }
     if spec.name not in builders:
         raise ValueError(f"no builder for model {spec.name!r}; expected one of {sorted(builders)}")

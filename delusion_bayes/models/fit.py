@@ -57,7 +57,9 @@ def fit(
     Parameters
     ----------
     ds
-        Trajectory study (``delusion_bayes.data`` schema).
+        Trajectory study (``delusion_bayes.data`` schema), or a replay study with a
+        ``spec`` from :func:`delusion_bayes.models.replay.replay_model_spec` (the replay
+        prevalence model: :func:`~delusion_bayes.models.replay.fit_replay_model`).
     model
         ``joint`` (default), ``onset``, ``rater`` or ``disengagement`` (math in each module's
         docstring: :mod:`delusion_bayes.models.joint`, ...).
@@ -155,7 +157,11 @@ def fit(
     )
     log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash())
-    if spec.name in MARGINAL_MODELS:
+    if spec.name == "replay_prevalence":
+        from .replay import finish_replay_fit
+
+        dt = finish_replay_fit(dt, spec, seed=seed)
+    elif spec.name in MARGINAL_MODELS:
         from .latent import add_latent_groups
 
         t1 = time.perf_counter()
@@ -174,7 +180,8 @@ def fit(
             from .latent import onset_predictive
 
             dt = onset_predictive(dt, spec, seed=seed + 1)
-    dt = _finish(dt, spec)
+    if spec.name != "replay_prevalence":
+        dt = _finish(dt, spec)
     dt.attrs["fit_time"] = time.perf_counter() - t0
     dt.attrs["fit_reused"] = 0
     if key is not None:

@@ -93,6 +93,7 @@ __all__ = [
     "REPLAY_PRIORS",
     "ReplayModelSpec",
     "build_replay_model",
+    "finish_replay_fit",
     "fit_replay_model",
     "replay_model_spec",
     "replay_posterior_contrasts",
@@ -125,6 +126,12 @@ class ReplayModelSpec:
     #: intercept (``u_conversation``, scale ``sigma_conversation``) and no participant level:
     #: two variance components for one unit are not identified (R-hat 1.79 on the scales)
     single_level: bool = False
+    #: the model's name (``models.fit`` dispatches on it; ``TARGET_ACCEPT`` is keyed by it)
+    name: str = "replay_prevalence"
+
+    @property
+    def variant(self) -> str:
+        return f"{self.name}[{self.level}]"
 
     @property
     def prior_center(self) -> float:
@@ -513,29 +520,9 @@ def build_reference_model(spec: ReplayModelSpec):
     return model
 
 
-def _diagnostics(tree, var_names: list[str]) -> pd.DataFrame:
-    """R-hat / ESS / divergences: the inference engineer's gate when present, else ArviZ."""
-    try:
-        from ..inference import diagnose  # type: ignore[attr-defined]
-
-        # the variables asked for only: without var_names the maximum R-hat was taken over
-        # every posterior variable, so the "prevalence R-hat" was not the prevalences' (issue 16)
-        out = diagnose(tree, var_names=var_names)
-        if isinstance(out, pd.DataFrame):
-            return out
-        if hasattr(out, "summary") and isinstance(out.summary, pd.DataFrame):
-            return out.summary
-    except Exception:  # noqa: BLE001 - optional dependency on a sibling module
-        pass
-    import arviz as az
-
-    summ = az.summary(tree, var_names=var_names, kind="diagnostics")
-    summ = pd.DataFrame(summ)
-    div = 0
-    if "sample_stats" in tree.children and "diverging" in tree["sample_stats"]:
-        div = int(tree["sample_stats"]["diverging"].sum())
-    summ.attrs["divergences"] = div
-    return summ
+def _bounds(x: np.ndarray, ci_prob: float) -> dict[str, float]:
+    lo, hi = eti(x, ci_prob)
+    return {"ci_low": float(lo), "ci_high": float(hi)}
 
 
 def _posterior_array(post: xr.Dataset, name: str) -> np.ndarray:
@@ -685,7 +672,7 @@ def replay_posterior_contrasts(
                         **entry,
                         "quantity": "prevalence",
                         "mean": float(np.mean(x)),
-                        **dict(zip(("ci_low", "ci_high"), map(float, eti(x, ci_prob)))),
+                        **_bounds(x, ci_prob),
                         "prob_below_zero": np.nan,
                     }
                 )
@@ -696,7 +683,7 @@ def replay_posterior_contrasts(
                             **entry,
                             "quantity": "delta",
                             "mean": float(np.mean(d)),
-                            **dict(zip(("ci_low", "ci_high"), map(float, eti(d, ci_prob)))),
+                            **_bounds(d, ci_prob),
                             "prob_below_zero": float(np.mean(d < 0)),
                         }
                     )
@@ -720,8 +707,14 @@ def fit_replay_model(
     baseline: str = ORIGINAL,
     priors: dict[str, dict[str, Any]] | None = None,
     cache_dir: str | Path | None = None,
+    reuse: bool = False,
+    progressbar: bool = False,
 ) -> xr.DataTree:
     """Fit the hierarchical prevalence model; return the posterior as an ``xarray.DataTree``.
+
+    The fit goes through :func:`delusion_bayes.models.fit` like every model of the package
+    (shared sampler settings, compile cache, fit cache with ``reuse``); this function builds the
+    spec (:func:`replay_model_spec`) and passes it on.
 
     Sampled with nutpie when installed (``sampler="nutpie"``), else PyMC's NUTS (``"pymc"``;
     ``"numpyro"`` also works), seeded. The posterior gains ``category_prevalence (model, category)``
@@ -734,20 +727,21 @@ def fit_replay_model(
     Sampling goes through :func:`delusion_bayes.inference.sampling.sample` (compile cache under
     ``cache_dir``, default ``$DELUSION_BAYES_CACHE``).
     """
-    from ..inference.cache import configure_pytensor_cache
-    from ..inference.config import SamplerConfig
-
-    configure_pytensor_cache(cache_dir)  # before PyTensor's first import
-    from ..inference.sampling import sample
+    from .fit import fit
 
     spec = replay_model_spec(ds, level, depth_bins, prior_bins, baseline, priors)
-    model = build_replay_model(spec)
-    # the package's sampler: the fallback to PyMC's NUTS when nutpie is missing, seeding, and
-    # the compile cache (a refit of the same spec in this process does not recompile, ~7 s)
-    scfg = SamplerConfig(name=sampler, draws=draws, tune=tune, chains=chains, cores=cores,
-                         target_accept=target_accept, seed=seed)  # fmt: skip
-    tree = sample(model, scfg, cache_dir=cache_dir, key=spec.hash())
-    used = str(tree["posterior"].attrs.get("sampler", sampler))
+    return fit(ds, spec=spec, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler,
+               target_accept=target_accept, cores=cores, cache_dir=cache_dir, reuse=reuse,
+               progressbar=progressbar)  # fmt: skip
+
+
+def finish_replay_fit(tree: xr.DataTree, spec: ReplayModelSpec, seed: int = 0) -> xr.DataTree:
+    """After sampling (:func:`delusion_bayes.models.fit`): the population prevalences as
+    posterior variables and the diagnostics of the parameters and of the prevalences in attrs."""
+    from ..inference.diagnostics import diagnose
+
+    level = spec.level
+    used = str(tree["posterior"].attrs.get("sampler", ""))
     if not isinstance(tree, xr.DataTree):  # pragma: no cover - older PyMC returned InferenceData
         raise TypeError(f"expected pm.sample to return an xarray.DataTree, got {type(tree)!r}")
     pe, pg = replay_posterior_prevalence(tree, spec, seed=seed)
@@ -762,7 +756,7 @@ def fit_replay_model(
     var_names = ["theta", "beta_depth", "gamma_prior", "sigma_conversation"]
     if not spec.single_level:
         var_names.insert(3, "sigma_participant")
-    diag = _diagnostics(tree, var_names)
+    diag = diagnose(tree, var_names=var_names)
     rhat = diag["r_hat"].max() if "r_hat" in diag else np.nan
     ess_bulk = diag["ess_bulk"].min() if "ess_bulk" in diag else np.nan
     ess_tail = diag["ess_tail"].min() if "ess_tail" in diag else np.nan
@@ -772,7 +766,7 @@ def fit_replay_model(
     # the reported quantities: with 2 chains x 500 draws the parameters' max R-hat over ~300
     # coordinates sits at 1.01-1.02 from noise alone (their bulk ESS exceeds the draws)
     prev_names = [v for v in ("category_prevalence", "prevalence") if v in post]
-    prev_diag = _diagnostics(tree, prev_names)
+    prev_diag = diagnose(tree, var_names=prev_names)
     tree.attrs.update(
         {
             "model": "replay_prevalence",

@@ -81,6 +81,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         "config": {
             "consensus": rule,
             "half_rule": half,
+            "n_days": int(ds["day"].max()),
             "censor_day": res.censor_day,
             "seed": res.settings["seed"],
             "n_boot": int(res.settings["n_boot"]),
