@@ -17,18 +17,18 @@ def build_model(spec: ModelSpec):
     -------
     pymc.Model
     """
+    if hasattr(spec, "build"):  # a spec that brings its own graph (the replay model)
+        return spec.build()
     from .disengagement import build_disengagement
     from .joint import build_joint
     from .onset import build_onset
     from .rater import build_rater
-    from .replay import build_replay_model
 
     builders = {
         "joint": build_joint,
         "onset": build_onset,
         "rater": build_rater,
         "disengagement": build_disengagement,
-        "replay_prevalence": build_replay_model,
     }
     if spec.name not in builders:
         raise ValueError(f"no builder for model {spec.name!r}; expected one of {sorted(builders)}")

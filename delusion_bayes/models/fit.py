@@ -157,10 +157,8 @@ def fit(
     )
     log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash())
-    if spec.name == "replay_prevalence":
-        from .replay import finish_replay_fit
-
-        dt = finish_replay_fit(dt, spec, seed=seed)
+    if hasattr(spec, "finish"):  # a spec with its own post-processing (the replay model)
+        dt = spec.finish(dt, seed=seed)
     elif spec.name in MARGINAL_MODELS:
         from .latent import add_latent_groups
 
@@ -180,7 +178,7 @@ def fit(
             from .latent import onset_predictive
 
             dt = onset_predictive(dt, spec, seed=seed + 1)
-    if spec.name != "replay_prevalence":
+    if not hasattr(spec, "finish"):
         dt = _finish(dt, spec)
     dt.attrs["fit_time"] = time.perf_counter() - t0
     dt.attrs["fit_reused"] = 0

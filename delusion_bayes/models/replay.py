@@ -133,6 +133,14 @@ class ReplayModelSpec:
     def variant(self) -> str:
         return f"{self.name}[{self.level}]"
 
+    def build(self):
+        """The PyMC model (:func:`build_replay_model`); ``models.fit`` calls it."""
+        return build_replay_model(self)
+
+    def finish(self, tree: xr.DataTree, seed: int = 0) -> xr.DataTree:
+        """After sampling (:func:`finish_replay_fit`); ``models.fit`` calls it."""
+        return finish_replay_fit(tree, self, seed=seed)
+
     @property
     def prior_center(self) -> float:
         """Sample-weighted mean prior content; the graph uses ``prior - prior_center``."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..plotting import apply_style, save_figure, series_style, style
 from .config import ReportConfig
-from .rundir import RunDir
+from .sources import RunDir
 from .supplement import Supplement, build_supplement
 from .table import ReportTable
 
