@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from delusion_bayes.baselines.config import MILESTONES
 from delusion_bayes.plotting import GREYS, save_figure, style
