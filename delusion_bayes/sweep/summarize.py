@@ -119,7 +119,8 @@ def summarize(
     sweep_dir = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep_dir
     out.mkdir(parents=True, exist_ok=True)
-    from .coverage import REPLICATE_DIR, aggregate_coverage, has_replicates
+    from .coverage import has_replicates
+    from .coverage_metrics import REPLICATE_DIR, aggregate_coverage
 
     coverage_only = has_replicates(sweep_dir)
     try:
