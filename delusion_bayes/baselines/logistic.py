@@ -7,7 +7,7 @@ model (floor 1 on the stage scale), with uncertainty from resampling raters (1,0
 Why by hand: ``scipy.optimize.curve_fit`` solves one problem per call; 1,000 replicates x 15
 models is 15,000 Python-level calls. Here a Levenberg-Marquardt iteration with box bounds runs on
 all problems at once (batched 3x3 normal equations in NumPy), warm-started from the original
-fits. ``experiments/bench_baselines.py`` measures it against a ``curve_fit`` loop.
+fits. ``experiments/bench/bench_baselines.py`` measures it against a ``curve_fit`` loop.
 
 Bounds (documented, configurable): ``floor <= L <= upper`` (``upper``: the scale top, e.g. 4;
 default unbounded), ``0 <= k <= k_max`` (default 20 per day: on daily data a steeper curve is a

@@ -99,7 +99,7 @@ def replay_prevalence(
           ``P_c`` of them, then their supporting conversations; the support is held fixed.
 
         The default (:data:`~delusion_bayes.data.replay_schema.DEFAULT_SUPPORT`) was chosen by the coverage
-        simulation in ``experiments/coverage_replay_support.py`` (numbers in
+        simulation in ``experiments/bench/coverage_replay_support.py`` (numbers in
         ``docs/real_data.md``).
     unscored
         Rows the study holds without a score (``ds.unscored``, e.g. the release's 188 original-

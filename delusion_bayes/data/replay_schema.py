@@ -169,7 +169,7 @@ def first_row(df: Any, mask: Any) -> dict:
 CLUSTER_SCHEMES: tuple[str, ...] = ("two-stage", "participant", "conversation", "none")
 #: which clusters a resample draws for a cell (see ``replay_prevalence``'s docstring)
 SUPPORTS: tuple[str, ...] = ("unconditional", "conditional")
-#: the default support, chosen by ``experiments/coverage_replay_support.py`` (docs/real_data.md)
+#: the default support, chosen by ``experiments/bench/coverage_replay_support.py`` (docs/real_data.md)
 DEFAULT_SUPPORT = "unconditional"
 #: rules for rows held without a score (``ds.unscored``): left out, or 0 in the point estimate
 UNSCORED_RULES: tuple[str, ...] = ("exclude", "zero")

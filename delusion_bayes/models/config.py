@@ -23,7 +23,7 @@ TARGET_ACCEPT: dict[str, float] = {
     "onset": 0.99,
     "rater": DEFAULT_TARGET_ACCEPT,
     "disengagement": DEFAULT_TARGET_ACCEPT,
-    # replay: no funnel at DelusionEval scale (0 divergences at 0.9; experiments/bench_replay_bayes.py)
+    # replay: no funnel at DelusionEval scale (0 divergences at 0.9; experiments/bench/bench_replay_bayes.py)
     "replay_prevalence": 0.9,
 }
 

@@ -23,7 +23,7 @@ The original transcript's verdict belongs to a transcript message, so its rows a
 per user turn (not once per window).
 
 Sampling coordinates (an exact change of variables: same joint density; |difference of the log
-densities| 2e-9 at DelusionEval scale in ``experiments/bench_replay_bayes.py``, tested in
+densities| 2e-9 at DelusionEval scale in ``experiments/bench/bench_replay_bayes.py``, tested in
 ``tests/replay/test_bayes.py``). Each conversation holds thousands of verdicts, so the data
 pin its total intercept ``u_p + v_c`` but not the split between participant and conversation
 (posterior correlation -0.97 between ``u_p`` and its conversations' ``v_c``), and ``theta`` is
@@ -57,7 +57,7 @@ the original transcript. The in-sample version (the study's own intercepts) is
 ``replay_posterior_prevalence(..., target="sample")``.
 
 Interval coverage of ``category_prevalence`` against ``simulate_replay``'s truth
-(``experiments/coverage_replay_bayes.py``; 20 studies of 18 participants at the small scale, 300
+(``experiments/bench/coverage_replay_bayes.py``; 20 studies of 18 participants at the small scale, 300
 intervals): 90% intervals 0.857, 95% intervals 0.923, beside the two-stage bootstrap's 0.927 and
 0.957. The posterior's spread is right (sd of (mean - truth) / (half-width / 1.96) = 1.01) and
 the shortfall is a small upward shift (+0.004 on the prevalence scale on average, a quarter of

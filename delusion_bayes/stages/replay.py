@@ -92,7 +92,7 @@ def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, 
     )
     # the gate is on what is reported (the prevalences), with the package's thresholds; the
     # max R-hat over all ~300 sampled parameters is recorded too (at 2 x 500 draws it sits at
-    # 1.01-1.02 even when every one has bulk ESS above the draws: experiments/rhat_floor.py)
+    # 1.01-1.02 even when every one has bulk ESS above the draws: experiments/bench/rhat_floor.py)
     inf = cfg.get("inference") if hasattr(cfg, "get") else None
     prev_vars = [v for v in ("category_prevalence", "prevalence") if v in tree["posterior"]]
     verdict = gate(tree, diagnose(tree, inf, var_names=prev_vars), inf)

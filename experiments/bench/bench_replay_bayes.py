@@ -1,6 +1,6 @@
 """Benchmark: the Bayesian replay prevalence fit at DelusionEval scale, with a timing breakdown.
 
-    nice -n 10 .venv/bin/python experiments/bench_replay_bayes.py [--draws 500] [--tune 300]
+    nice -n 10 .venv/bin/python experiments/bench/bench_replay_bayes.py [--draws 500] [--tune 300]
         [--chains 2] [--level code] [--reference]
 
 Study: ``simulate_replay(seed=0, scale="delusioneval")`` (18 participants, 123 conversations,
@@ -209,9 +209,12 @@ def main() -> None:
     ap.add_argument("--level", default="code")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reference", action="store_true", help="also sample the pre-change model")
+    ap.add_argument(
+        "--scale", default="delusioneval", help="simulated study size (small: a smoke test)"
+    )
     args = ap.parse_args()
 
-    ds = simulate_replay(seed=0, scale="delusioneval", truth_participants=0)
+    ds = simulate_replay(seed=0, scale=args.scale, truth_participants=0)
     print(f"study: {ds.sizes['sample']} samples, {ds.sizes['model']} models (incl. original), "
           f"{ds.sizes['code']} codes; {os.cpu_count()} CPUs")  # fmt: skip
     diff = exactness(replay_model_spec(ds, level=args.level))

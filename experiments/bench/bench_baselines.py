@@ -1,7 +1,7 @@
 """Benchmarks of the frequentist baselines (issue 3), printed as ratios from one run.
 
-    nice -n 10 .venv/bin/python experiments/bench_baselines.py            # about 1 minute
-    nice -n 10 .venv/bin/python experiments/bench_baselines.py --n-loop 1000   # full loop, slow
+    nice -n 10 .venv/bin/python experiments/bench/bench_baselines.py            # about 1 minute
+    nice -n 10 .venv/bin/python experiments/bench/bench_baselines.py --n-loop 1000   # full loop, slow
 
 1. Rater bootstrap of the logistic fits (Table D1), 1,000 replicates x 15 models of the
    ``paper_like`` study: the vectorised batch Levenberg-Marquardt (``logistic_bootstrap``) against
