@@ -68,3 +68,11 @@ def test_declarations_are_complete():
             assert f.columns, f.key
     table = results.contract_table()
     assert table.count("\n") == len(results.FILES) + 1
+
+
+def test_architecture_shows_the_contract_as_declared():
+    """ARCHITECTURE.md's "Files between stages" table is ``results.contract_table()``."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "ARCHITECTURE.md").read_text()
+    assert results.contract_table() in text
