@@ -43,6 +43,7 @@ from .replay import (
     replay_onset_persistence,
     replay_prevalence,
 )
+from .replay_study import ReplayAnalysis, analyse_replay
 from .results import BaselineResult
 from .trajectory import TrajectoryAnalysis, analyse_trajectory, recoded_codes, t50_for_ranking
 
@@ -52,10 +53,12 @@ __all__ = [
     "ContrastConfig",
     "LogisticFit",
     "RankSumResult",
+    "ReplayAnalysis",
     "SpearmanResult",
     "TrajectoryAnalysis",
     "adjudication_agreement",
     "alpha_bootstrap",
+    "analyse_replay",
     "analyse_trajectory",
     "cohen_kappa",
     "consensus",
