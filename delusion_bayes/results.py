@@ -339,9 +339,10 @@ def write(run_dir: str | Path, key: str, data: Any, fit: str | None = None) -> P
 
 
 def _json_default(v: Any) -> Any:
+    """numpy scalars as Python numbers, anything else as its text."""
     try:
-        return float(v)
-    except (TypeError, ValueError):
+        return v.item()
+    except (AttributeError, TypeError, ValueError):
         return str(v)
 
 

@@ -15,7 +15,6 @@ tables and figures, then the Bayesian models, the replay study, and provenance.
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from delusion_bayes import results
 from delusion_bayes.provenance import versions
 from delusion_bayes.report import interventions, milestones, reliability, trajectories
 from delusion_bayes.report.bayes import section_bayes
@@ -164,7 +164,7 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
     }
     if pdf_path:
         index["files"]["../supplement.pdf"] = "the supplement (PDF, printed by a headless browser)"
-    (b.out / "index.json").write_text(json.dumps(index, indent=2, default=str))
+    results.write(run.path, "report/index.json", index)
     log.info(
         "supplement written: %s (%d tables, %d figures)", html_path, b.n_tables, headline["figures"]
     )

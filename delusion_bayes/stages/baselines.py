@@ -9,7 +9,6 @@ same seed gives identical tables.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +86,5 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             "n_boot": int(res.settings["n_boot"]),
         },
     }
-    (Path(run_dir) / "baselines" / "index.json").write_text(
-        json.dumps(index, indent=2, default=str)
-    )
+    results.write(run_dir, "baselines/index.json", index)
     return headline

@@ -337,11 +337,8 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     if elpd is not None:
         head["elpd_loo"] = float(elpd.elpd)
         head["loo_unit"] = unit
-    (out / "index.json").write_text(
-        json.dumps(
-            {"files": files, "headline": head, "gate": g, "notes": notes}, indent=2, default=str
-        )
-    )
+    results.write(run_dir, "models/{fit}/index.json",
+                  {"files": files, "headline": head, "gate": g, "notes": notes}, fit=fit)  # fmt: skip
     return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": files, "notes": notes}
 
 
@@ -463,9 +460,6 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         failing = [k for k, v in headline.items() if isinstance(v, dict) and not v["passed"]]
         notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
     headline["seconds"] = time.perf_counter() - t0
-    (out / "index.json").write_text(
-        json.dumps(
-            {"files": index_files, "headline": headline, "notes": notes}, indent=2, default=str
-        )
-    )
+    results.write(run_dir, "models/index.json",
+                  {"files": index_files, "headline": headline, "notes": notes})  # fmt: skip
     return headline

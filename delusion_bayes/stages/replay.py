@@ -25,7 +25,6 @@ tables.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -205,7 +204,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             for p in plot(table, out / stem, formats):
                 files[p.name] = desc
     index = {"files": files, "headline": headline, "notes": notes}
-    (out / "index.json").write_text(json.dumps(index, indent=2, default=str))
+    results.write(run_dir, "replay/index.json", index)
     return headline
 
 

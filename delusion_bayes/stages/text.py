@@ -19,12 +19,10 @@ logs one line and writes only ``index.json`` saying it skipped.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -53,15 +51,8 @@ def _consensus(ds: xr.Dataset, b: Any, run_dir: Path) -> tuple[xr.DataArray, str
     return cons, f"{rule} over raters, half rule {half}"
 
 
-def _write_index(out: Path, files: dict[str, str], headline: dict[str, Any], **extra: Any) -> None:
-    doc = {"files": files, "headline": headline, **extra}
-    (out / "index.json").write_text(json.dumps(doc, indent=2, default=_jsonable))
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, np.generic):
-        return x.item()
-    return str(x)
+def _write_index(run_dir: Path, files: dict[str, str], headline: dict[str, Any], **extra) -> None:
+    results.write(run_dir, "text/index.json", {"files": files, "headline": headline, **extra})
 
 
 def _synthetic_label(ds: xr.Dataset) -> str | None:
@@ -101,12 +92,12 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
     if not bool(_get(t, "enabled", True)):
         log.info("stage text: skipped (text.enabled = false)")
-        _write_index(out, {}, {"skipped": True}, skipped="text.enabled = false")
+        _write_index(run_dir, {}, {"skipped": True}, skipped="text.enabled = false")
         return {"skipped": True}
     if not has_texts(ds):
         reason = "the study has no prompt/answer texts (simulate with texts=True or load texts)"
         log.info("stage text: skipped: %s", reason)
-        _write_index(out, {}, {"skipped": True}, skipped=reason)
+        _write_index(run_dir, {}, {"skipped": True}, skipped=reason)
         return {"skipped": True}
 
     cons, cons_source = _consensus(ds, b, run_dir)
@@ -170,7 +161,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
     headline = res.headline
     _write_index(
-        out,
+        run_dir,
         files,
         headline,
         consensus=cons_source,
