@@ -1,7 +1,8 @@
 """The typed root config (Hydra ConfigStore schema); YAML files in ``conf/`` hold values only.
 
 Each config group has its dataclass in the package that reads it (``delusion_bayes/<pkg>/config.py``,
-pure dataclasses, no heavy imports); this module puts them together under one root ``Config`` and
+pure dataclasses, no heavy imports); the ``replay`` group spans two packages (the bootstrap in
+``baselines``, the prevalence model in ``models``), so :class:`ReplayConfig` lives here; this module puts them together under one root ``Config`` and
 registers it as ``base_config``, the first entry of ``conf/config.yaml``'s defaults list. A YAML key
 that the schema does not know fails at composition time instead of being silently ignored.
 """
@@ -23,7 +24,7 @@ GROUP_SCHEMAS: dict[str, tuple[str, str]] = {
     "inference": ("delusion_bayes.inference.config", "InferenceConfig"),
     "text": ("delusion_bayes.text.config", "TextConfig"),
     "report": ("delusion_bayes.report.config", "ReportConfig"),
-    "replay": ("delusion_bayes.baselines.replay_config", "ReplayConfig"),
+    "replay": ("delusion_bayes.config", "ReplayConfig"),
 }
 
 DEFAULT_STAGES = ["baselines", "text", "models", "report"]
@@ -55,6 +56,72 @@ class _Top:
     #: (a job killed, cancelled or failed, or made with other settings) is redone as with
     #: ``overwrite=true``. Compiled models and cached fits come from ``cache_dir``.
     resume: bool = False
+
+
+@dataclass
+class ReplayConfig:
+    """Replay-study (DelusionEval) analysis settings.
+
+    Attributes
+    ----------
+    n_boot, seed, ci_prob
+        Percentile bootstrap: 10,000 resamples, seed 42, 95% intervals (DelusionEval release).
+    cluster
+        Headline bootstrap scheme: ``two-stage`` (participants, then conversations within
+        participant), ``participant``, ``conversation`` or ``none`` (samples i.i.d., as in the
+        public release's plain percentile bootstrap).
+    support
+        ``unconditional`` (every cluster in every cell) or ``conditional`` (only the clusters
+        with rows in the cell, as the DelusionEval release); see ``replay_prevalence``.
+    unscored
+        ``exclude`` rows without a score (default) or count them as 0 in the point estimate
+        (``zero``, the release's rule for its original-transcript rows).
+    also_iid
+        Also write the sample-level (``none``) bootstrap table for comparison.
+    cutoffs, default_cutoff
+        Per-code judge-score cutoffs (hit = score >= cutoff) applied to loaded studies whose
+        ``cutoff`` should be overridden; empty = keep the study's.
+    (windowing is not an analysis setting: a study read from transcripts carries its own in
+    ``windows.json``; see :func:`delusion_bayes.data.load_replay`)
+    baseline
+        Model the deltas are taken against (the original transcript's own replies).
+    depth_bins
+        Left edges of the context-depth bins of the depth curves (messages before the user turn).
+    max_turn
+        Turn-position profiles pool user turns >= ``max_turn`` into one bin.
+    onset_unit
+        Unit of ``onset.csv``'s onset: ``turn`` (1-based user-turn rank) or ``message`` (message
+        index in the window, the DelusionEval release's ``turn_index``).
+    bayes
+        Fit the hierarchical Bayesian prevalence model (:mod:`delusion_bayes.models.replay`).
+    bayes_level
+        ``code`` (model x code effects) or ``category``.
+    depth_bins_bayes, prior_bins_bayes
+        Quantile bins of context depth / prior content that form the model's binomial cells.
+    (the Bayesian model is sampled with the shared ``sampler`` group and checked by the shared
+    ``inference`` gate, like every other model: ``sampler.draws=...``)
+    figure_formats
+        File formats of the stage's figures.
+    """
+
+    n_boot: int = 10_000
+    seed: int = 42
+    ci_prob: float = 0.95
+    cluster: str = "two-stage"
+    support: str = "unconditional"
+    unscored: str = "exclude"
+    also_iid: bool = True
+    cutoffs: dict[str, float] = field(default_factory=dict)
+    default_cutoff: float = 7.0
+    baseline: str = "original"
+    depth_bins: list[int] = field(default_factory=lambda: [0, 4, 8, 12, 16, 20])
+    max_turn: int = 8
+    onset_unit: str = "turn"
+    bayes: bool = True
+    bayes_level: str = "code"
+    depth_bins_bayes: int = 4
+    prior_bins_bayes: int = 3
+    figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
 
 
 def _schema(group: str) -> type:

@@ -16,24 +16,20 @@ the exit status and a sweep's summary show it.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import logging
 import os
-import platform
 import shutil
-import subprocess
 import time
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
-from . import __version__
+from .provenance import dataset_hash, provenance
 from .stages import STAGES
 
 log = logging.getLogger(__name__)
@@ -144,7 +140,7 @@ def _stage_config(cfg: Any, name: str) -> Any:
 
     try:
         module = _stage_module(name)
-        sub = OmegaConf.to_container(_sub_config(cfg, tuple(module.NEEDS)), resolve=True)
+        sub = OmegaConf.to_container(sub_config(cfg, tuple(module.NEEDS)), resolve=True)
     except Exception:  # noqa: BLE001 - an old config that no longer composes: not reusable
         return None
     sub.pop("cache_dir", None)  # where caches live does not change a result
@@ -199,45 +195,6 @@ def _clear_previous(run_dir: Path, cfg: Any, data_hash: str) -> dict[str, Any]:
     return kept
 
 
-def dataset_hash(ds: xr.Dataset) -> str:
-    """A content hash of a study (names, dims, coords, values; not attrs): SHA-256, hex.
-
-    Independent of the file format, so the same study loaded from netCDF or CSV hashes the same.
-    """
-    h = hashlib.sha256()
-    for name in sorted(map(str, ds.variables)):
-        var = ds.variables[name]
-        h.update(f"{name}|{var.dims}|".encode())
-        values = np.asarray(var.values)
-        if values.dtype.kind in "OUS":
-            for v in values.ravel():
-                h.update(str(v).encode() + b"\x00")
-        else:
-            h.update(np.ascontiguousarray(values.astype(np.float64)).tobytes())
-    return h.hexdigest()
-
-
-def git_sha() -> str | None:
-    """The repository's HEAD commit (with ``-dirty``), or None outside a git checkout."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5
-        )
-        if sha.returncode != 0:
-            return None
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        ).stdout.strip()
-        return sha.stdout.strip() + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
 def load_data(data_cfg: Any) -> xr.Dataset:
     """Load or simulate the study described by the ``data`` config node, validated."""
     kind = data_cfg.kind
@@ -260,7 +217,7 @@ def load_data(data_cfg: Any) -> xr.Dataset:
             from .data import load_study
 
             return load_study(path)
-        from .data.replay import load_replay
+        from .data import load_replay
 
         return load_replay(path)
     if data_cfg.source == "delusioneval":
@@ -291,7 +248,7 @@ def _stage_module(name: str):
     return importlib.import_module(f".stages.{name}", __package__)
 
 
-def _sub_config(cfg: Any, needs: tuple[str, ...]) -> Any:
+def sub_config(cfg: Any, needs: tuple[str, ...]) -> Any:
     from omegaconf import OmegaConf
 
     missing = [n for n in needs if n not in cfg]
@@ -309,34 +266,6 @@ def _default_run_dir() -> Path:
         return Path(HydraConfig.get().runtime.output_dir)
     except (ImportError, ValueError):
         return Path.cwd()
-
-
-def provenance(cfg: Any, ds: xr.Dataset | None = None) -> dict[str, Any]:
-    """Versions, seed, git SHA, config hash and data hash of a run (written to ``run.json``)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from omegaconf import OmegaConf
-
-    resolved = OmegaConf.to_container(cfg, resolve=True)
-    text = json.dumps(resolved, sort_keys=True, default=str)
-    versions = {}
-    for pkg in ("numpy", "scipy", "pandas", "xarray", "pymc", "arviz", "hydra-core", "nutpie",
-                "numpyro", "sentence-transformers", "spacy", "matplotlib"):  # fmt: skip
-        try:
-            versions[pkg] = version(pkg)
-        except PackageNotFoundError:
-            versions[pkg] = None
-    return {
-        "package": "delusion_bayes",
-        "version": __version__,
-        "git_sha": git_sha(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "dependencies": versions,
-        "seed": int(cfg.get("seed", 0)),
-        "config_hash": hashlib.sha256(text.encode()).hexdigest(),
-        "data_hash": dataset_hash(ds) if ds is not None else None,
-    }
 
 
 def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
@@ -486,7 +415,7 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
         log.debug("stage %s: running", name)  # one INFO line per stage: the one with its time
         t0 = time.perf_counter()
         try:
-            headline = module.run(ds, _sub_config(cfg, tuple(module.NEEDS)), run_dir)
+            headline = module.run(ds, sub_config(cfg, tuple(module.NEEDS)), run_dir)
             status = {"status": "ok", "headline": headline or {}}
             log.info("stage %s: done in %.1f s", name, time.perf_counter() - t0)
         except Exception as err:  # noqa: BLE001 - recorded, shown in the report, re-raised below

@@ -1,7 +1,7 @@
 """Malformed replay studies, given to a run (``data.kind=replay data.source=file``) or to
 ``db.data.load_replay``, raise the package's own errors naming the file (issue 18, item 3): the
 loader checks the files before reading them and re-raises any library exception it still meets
-(``delusion_bayes.data.replay_check``)."""
+(``delusion_bayes.data.replay_load``)."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ CASES = ["malformed csv", "latin-1 transcripts", "truncated jsonl", "empty judge
 def test_corrupt_replay_files_raise_our_error_naming_the_file(tmp_path, case, via):
     """The same through a run's config and through ``db.data.load_replay`` called directly
     (the loader itself checks the files and translates library errors)."""
-    from delusion_bayes.data.replay import load_replay
+    from delusion_bayes.data import load_replay
 
     d = _replay_dir(tmp_path)
     fname = _corrupt(d, case)

@@ -142,7 +142,7 @@ def test_cache_dir_reaches_every_stage(tmp_path, monkeypatch):
 
 def test_models_stage_passes_cache_dir_to_fit(monkeypatch, tmp_path, small_study):
     import delusion_bayes.models as models_pkg
-    from delusion_bayes.pipeline import _sub_config
+    from delusion_bayes.pipeline import sub_config
     from delusion_bayes.stages import models as stage
 
     calls = {}
@@ -153,9 +153,9 @@ def test_models_stage_passes_cache_dir_to_fit(monkeypatch, tmp_path, small_study
 
     monkeypatch.setattr(models_pkg, "fit", fake_fit)
     cfg = compose([*BASE, f"cache_dir={tmp_path / 'B'}"])
-    sub = _sub_config(cfg, tuple(stage.NEEDS))
+    sub = sub_config(cfg, tuple(stage.NEEDS))
     with pytest.raises(RuntimeError, match="stop after the call"):
-        stage._fit_one(small_study, "joint", sub, primary=True)
+        stage.fit_one(small_study, "joint", sub, primary=True)
     assert calls["cache_dir"] == str(tmp_path / "B")
 
 

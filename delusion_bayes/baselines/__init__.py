@@ -2,7 +2,7 @@
 
 Trajectory studies (``papers/escalating-delusions-trajectories.txt``): reliability (Table C1),
 consensus, milestones (Table 1), logistic fits with a rater bootstrap (Table D1), exact rank-sum
-permutation contrasts, intervention profiles (Table 2, Figure 2, section F). Every study-level
+permutation contrasts, intervention profiles (Table 2, Figure 2, section F). The whole paper analysis of one study is :func:`analyse_trajectory`. Every study-level
 function returns a :class:`BaselineResult` with ``.summary`` and ``.to_latex()``.
 """
 
@@ -22,6 +22,7 @@ from .profiles import (
     intensity_by_stage,
     intervention_profiles,
     naive_profiles,
+    plot_intensity_by_stage,
     spearman,
 )
 from .reliability import (
@@ -42,7 +43,9 @@ from .replay import (
     replay_onset_persistence,
     replay_prevalence,
 )
+from .replay_study import ReplayAnalysis, analyse_replay
 from .results import BaselineResult
+from .trajectory import TrajectoryAnalysis, analyse_trajectory, recoded_codes, t50_for_ranking
 
 __all__ = [
     "BaselineResult",
@@ -50,9 +53,13 @@ __all__ = [
     "ContrastConfig",
     "LogisticFit",
     "RankSumResult",
+    "ReplayAnalysis",
     "SpearmanResult",
+    "TrajectoryAnalysis",
     "adjudication_agreement",
     "alpha_bootstrap",
+    "analyse_replay",
+    "analyse_trajectory",
     "cohen_kappa",
     "consensus",
     "consensus_np",
@@ -69,8 +76,10 @@ __all__ = [
     "naive_profiles",
     "percent_agreement",
     "permutation_contrasts",
+    "plot_intensity_by_stage",
     "rank_sum_distribution",
     "rank_sum_test",
+    "recoded_codes",
     "reliability_table",
     "replay_deltas",
     "replay_depth_curve",
@@ -79,5 +88,6 @@ __all__ = [
     "replay_onset_persistence",
     "replay_prevalence",
     "spearman",
+    "t50_for_ranking",
     "weighted_kappa",
 ]

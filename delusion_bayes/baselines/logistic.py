@@ -7,7 +7,7 @@ model (floor 1 on the stage scale), with uncertainty from resampling raters (1,0
 Why by hand: ``scipy.optimize.curve_fit`` solves one problem per call; 1,000 replicates x 15
 models is 15,000 Python-level calls. Here a Levenberg-Marquardt iteration with box bounds runs on
 all problems at once (batched 3x3 normal equations in NumPy), warm-started from the original
-fits. ``experiments/bench_baselines.py`` measures it against a ``curve_fit`` loop.
+fits. ``experiments/bench/bench_baselines.py`` measures it against a ``curve_fit`` loop.
 
 Bounds (documented, configurable): ``floor <= L <= upper`` (``upper``: the scale top, e.g. 4;
 default unbounded), ``0 <= k <= k_max`` (default 20 per day: on daily data a steeper curve is a
@@ -30,8 +30,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import expit
 
 from ..data.schema import DAY, MODEL, RATER, RESAMPLE
+from ..intervals import eti
 from ._validate import as_float_array, check_dims
 from .consensus import consensus_np
 from .results import BaselineResult
@@ -44,14 +46,10 @@ PARAMS = ("L", "k", "t50")
 def logistic(t: Any, L: Any, k: Any, t50: Any, floor: float = 1.0) -> np.ndarray:
     """``floor + (L - floor) / (1 + exp(-k (t - t50)))`` (broadcasting)."""
     t = np.asarray(t, dtype=float)
-    return floor + (np.asarray(L) - floor) / (1.0 + np.exp(-np.asarray(k) * (t - np.asarray(t50))))
+    return floor + (np.asarray(L) - floor) * expit(np.asarray(k) * (t - np.asarray(t50)))
 
 
-def _expit(z: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * z))
-
-
-def _bounds(
+def param_bounds(
     t: np.ndarray, floor: float, upper: float | None, k_max: float
 ) -> tuple[np.ndarray, np.ndarray]:
     span = float(np.max(t) - np.min(t))
@@ -64,14 +62,14 @@ def _bounds(
 
 def _model_f(t: np.ndarray, p: np.ndarray, floor: float) -> np.ndarray:
     """Model values (B, T) for parameters ``p`` (B, 3)."""
-    return floor + (p[:, 0:1] - floor) * _expit(p[:, 1:2] * (t[None, :] - p[:, 2:3]))
+    return floor + (p[:, 0:1] - floor) * expit(p[:, 1:2] * (t[None, :] - p[:, 2:3]))
 
 
-def _model_jac(t: np.ndarray, p: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+def model_jacobian(t: np.ndarray, p: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """Model values (B, T) and Jacobian (B, T, 3) for parameters ``p`` (B, 3)."""
     L, k, t50 = p[:, 0:1], p[:, 1:2], p[:, 2:3]
     d = t[None, :] - t50
-    s = _expit(k * d)
+    s = expit(k * d)
     amp = L - floor
     ds = s * (1.0 - s)
     f = floor + amp * s
@@ -123,7 +121,7 @@ def _lm(
         if idx.size == 0:
             break
         pi, mi, yi = p[idx], mask[idx], yz[idx]
-        f, jac = _model_jac(t, pi, floor)
+        f, jac = model_jacobian(t, pi, floor)
         r = (f - yi) * mi
         jac = jac * mi[..., None]
         jt = jac.transpose(0, 2, 1)
@@ -231,7 +229,7 @@ def fit_logistic_batch(
     yb = yarr.reshape(-1, t.size)
     mask = ~np.isnan(yb)
     n_obs = mask.sum(axis=1)
-    lower, up = _bounds(t, floor, upper, k_max)
+    lower, up = param_bounds(t, floor, upper, k_max)
     ymin = np.min(np.where(mask, yb, np.inf), axis=1)
     ymax = np.max(np.where(mask, yb, -np.inf), axis=1)
     flat = (n_obs < 4) | ~(ymax > ymin)
@@ -509,7 +507,7 @@ def logistic_bootstrap(
     table = _fit_table(base, models, turn_at)
     p0 = np.stack([base["L"], base["k"], base["t50"]], axis=-1)
     # flat originals have no curve to warm-start from: start those replicates mid-study
-    lower, up = _bounds(t, floor, upper, k_max)
+    lower, up = param_bounds(t, floor, upper, k_max)
     default = np.clip(
         [np.nanmax(x) if np.isfinite(x).any() else floor + 1, 1.0, t.mean()], lower, up
     )
@@ -542,17 +540,9 @@ def logistic_bootstrap(
             for n in PARAMS:
                 reps[n][s:e] = res[n]
             conv[s:e], flat[s:e] = res["converged"], res["flat"]
-    q = (1 - ci) / 2
     use = conv & ~flat
     for n in PARAMS:
-        vals = np.where(use, reps[n], np.nan)
-        with np.errstate(all="ignore"):
-            lo = np.array(
-                [np.nanquantile(v, q) if np.isfinite(v).any() else np.nan for v in vals.T]
-            )
-            hi = np.array(
-                [np.nanquantile(v, 1 - q) if np.isfinite(v).any() else np.nan for v in vals.T]
-            )
+        lo, hi = eti(np.where(use, reps[n], np.nan), ci, axis=0)
         table[f"{n}_ci_low"] = lo
         table[f"{n}_ci_high"] = hi
     table["n_boot_used"] = use.sum(axis=0)

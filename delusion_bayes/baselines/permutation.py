@@ -241,7 +241,7 @@ def rank_sum_test(
 # --------------------------------------------------------------------------------------------
 # contrasts
 # --------------------------------------------------------------------------------------------
-def _as_contrast(c: Any) -> ContrastConfig:
+def as_contrast(c: Any) -> ContrastConfig:
     if isinstance(c, ContrastConfig):
         return c
     if isinstance(c, Mapping) or hasattr(c, "keys"):
@@ -281,7 +281,7 @@ def contrast_groups(ds: xr.Dataset | xr.DataArray, contrast: Any) -> tuple[np.nd
     ValueError
         Unknown coordinate, a value matching no model, overlapping or empty groups.
     """
-    c = _as_contrast(contrast)
+    c = as_contrast(contrast)
     check_option(f"contrast {c.name!r} alternative", c.alternative, ALTERNATIVES)
     if MODEL not in ds.dims:
         raise ValueError(f"contrast {c.name!r}: the data have no {MODEL!r} dim")
@@ -353,7 +353,7 @@ def permutation_contrasts(
     rows = []
     models = np.asarray(quantities[MODEL].values)
     for raw in contrasts:
-        c = _as_contrast(raw)
+        c = as_contrast(raw)
         mask_a, mask_b = contrast_groups(quantities, c)
         for q in c.quantities:
             if q not in quantities.data_vars:

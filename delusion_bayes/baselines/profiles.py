@@ -246,3 +246,22 @@ def naive_profiles(
         "Section F: intervention trends with day in never-turning models",
         notes,
     )
+
+
+def plot_intensity_by_stage(table: pd.DataFrame) -> Any:
+    """Figure 2 (descriptive): mean intensity per intervention type by consensus stage, from
+    :func:`intensity_by_stage`'s summary. Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for t, g in table.groupby("intervention_type", sort=False):
+        rho = g["rho"].iloc[0]
+        ax.plot(g["stage"], g["mean"], marker="o", label=f"{t} (rho = {rho:.2f})")
+    ax.set_xlabel("consensus recognition stage")
+    ax.set_ylabel("mean intensity (1 absent - 3 frequent)")
+    ax.set_xticks([1, 2, 3, 4])
+    ax.set_ylim(1, 3)
+    ax.legend(fontsize=7, frameon=False)
+    ax.set_title("Intervention intensity by recognition stage (descriptive)")
+    fig.tight_layout()
+    return fig

@@ -47,6 +47,12 @@ class BaselineResult:
             f"\\caption{{{self.title}}}\n{body}{notes}\n\\end{{table}}\n"
         )
 
+    @property
+    def table(self) -> pd.DataFrame:
+        """The summary with a named index as a column (the layout of the results file)."""
+        named = any(n is not None for n in self.summary.index.names)
+        return self.summary.reset_index() if named else self.summary
+
     def to_csv(self, path: str | Path, **kwargs: Any) -> Path:
         """Write the summary to ``path`` (index included when it is named)."""
         path = Path(path)

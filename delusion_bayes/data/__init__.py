@@ -38,7 +38,12 @@ _DELUSIONEVAL = ("load_delusioneval",)
 
 
 __getattr__ = lazy_getattr(
-    __name__, {**dict.fromkeys(_REPLAY, ".replay"), **dict.fromkeys(_DELUSIONEVAL, ".delusioneval")}
+    __name__,
+    {
+        **dict.fromkeys(_REPLAY, ".replay"),
+        "load_replay": ".replay_load",
+        **dict.fromkeys(_DELUSIONEVAL, ".delusioneval"),
+    },
 )
 
 

@@ -48,8 +48,17 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .replay import ReplayValidationError
-from .replay_schema import CATEGORY, CODE, CODES, CUTOFFS, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
+from .replay_schema import (
+    CATEGORY,
+    CODE,
+    CODES,
+    CUTOFFS,
+    MODEL,
+    NO_CATEGORY,
+    ORIGINAL,
+    SAMPLE,
+    ReplayValidationError,
+)
 
 __all__ = [
     "DELUSIONEVAL_COLUMNS",

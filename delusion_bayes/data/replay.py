@@ -19,7 +19,6 @@ optionally ``codes.csv`` (``code, category, cutoff``), ``models.csv`` (``model``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,7 +38,9 @@ from .replay_schema import (
     ORIGINAL,
     SAMPLE,
     SAMPLE_COORDS,
+    ReplayValidationError,
     code_cutoff,
+    first_row,
 )
 from .replay_simulate import simulate_replay
 from .replay_windows import (
@@ -59,7 +60,6 @@ __all__ = [
     "build_samples",
     "export_samples_jsonl",
     "load_judge_scores",
-    "load_replay",
     "load_transcripts",
     "prior_content",
     "replay_dataset",
@@ -70,16 +70,6 @@ __all__ = [
 ]
 
 SCORE_COLUMNS = ("sample_id", "model", "code", "score")
-
-
-class ReplayValidationError(ValueError):
-    """A replay dataset or judge-score table that breaks the data model."""
-
-
-def _first_row(df: pd.DataFrame, mask) -> dict:
-    """The first row under ``mask`` with plain Python scalars (readable error messages)."""
-    row = df.loc[mask].iloc[0]
-    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -124,14 +114,14 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     score = pd.to_numeric(df["score"], errors="coerce")
     bad = score.isna() & df["score"].notna() & (df["score"].astype(str).str.strip() != "")
     if bad.any():
-        row = _first_row(df, bad)
+        row = first_row(df, bad)
         raise ReplayValidationError(
             f"{name}: non-numeric score {row['score']!r} for sample {row['sample_id']!r}, "
             f"model {row['model']!r}, code {row['code']!r}; scores are numbers 0-10 (or empty)"
         )
     out = (score < 0) | (score > 10)
     if out.any():
-        row = _first_row(df, out)
+        row = first_row(df, out)
         raise ReplayValidationError(
             f"{name}: score {row['score']!r} for sample {row['sample_id']!r}, model "
             f"{row['model']!r}, code {row['code']!r} is outside 0-10"
@@ -139,7 +129,7 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     df["score"] = score.astype(float)
     dup = df.duplicated(["sample_id", "model", "code"], keep=False)
     if dup.any():
-        row = _first_row(df, dup)
+        row = first_row(df, dup)
         raise ReplayValidationError(
             f"{name}: more than one score for sample {row['sample_id']!r}, model "
             f"{row['model']!r}, code {row['code']!r}; keep one row per sample, model and code"
@@ -337,79 +327,6 @@ def save_replay(ds: xr.Dataset, path: str | Path) -> Path:
             out = out.assign_coords({name: coord.astype(str)})
     out.to_netcdf(path, engine="h5netcdf")
     return path
-
-
-def _find(directory: Path, stem: str) -> Path | None:
-    for suffix in (".csv", ".parquet", ".jsonl"):
-        p = directory / f"{stem}{suffix}"
-        if p.exists():
-            return p
-    return None
-
-
-def load_replay(path: str | Path) -> xr.Dataset:
-    """Load a replay study: a netCDF file, a directory of transcripts + judge scores, or the
-    DelusionEval release's evaluation rows (one ``.parquet``/``.csv``/``.jsonl`` table, read by
-    :func:`~delusion_bayes.data.delusioneval.load_delusioneval` with its defaults).
-
-    The directory holds ``transcripts.{csv,parquet,jsonl}`` and ``judge_scores.{csv,parquet,
-    jsonl}``; optionally ``codes.csv`` (``code, category, cutoff``), ``models.csv`` (``model`` +
-    coords such as ``family``) and ``windows.json`` (``window``, ``context``, ``stride`` used to
-    build the samples; defaults 20, 0, 10).
-    """
-    from .replay_check import load_replay_checked
-
-    return load_replay_checked(Path(path), _load_replay)
-
-
-def _load_replay(path: Path) -> xr.Dataset:
-    """:func:`load_replay` without the file checks and error translation."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"replay study {path} does not exist")
-    if path.is_file() and path.suffix.lower() in (".parquet", ".pq", ".csv", ".jsonl"):
-        # one table: the DelusionEval release's evaluation rows
-        from .delusioneval import load_delusioneval
-
-        return load_delusioneval(path)
-    if path.is_file():
-        ds = xr.load_dataset(path, engine="h5netcdf")
-        return validate_replay(ds)
-    tpath = _find(path, "transcripts")
-    spath = _find(path, "judge_scores")
-    if tpath is None or spath is None:
-        raise FileNotFoundError(
-            f"{path}: a replay directory needs transcripts.(csv|parquet|jsonl) and "
-            "judge_scores.(csv|parquet|jsonl)"
-        )
-    opts = {"window": 20, "context": 0, "stride": None}
-    wpath = path / "windows.json"
-    if wpath.exists():
-        opts.update(json.loads(wpath.read_text()))
-    samples = build_samples(load_transcripts(tpath), **opts)
-    cutoffs, categories = None, None
-    cpath = path / "codes.csv"
-    if cpath.exists():
-        codes = pd.read_csv(cpath, keep_default_na=False)
-        if "category" in codes:
-            categories = dict(
-                zip(codes["code"].astype(str), codes["category"].astype(str), strict=True)
-            )
-        if "cutoff" in codes:
-            cutoffs = {
-                str(c): float(v)
-                for c, v in zip(codes["code"], codes["cutoff"], strict=True)
-                if str(v) != ""
-            }
-    mpath = path / "models.csv"
-    model_coords = pd.read_csv(mpath, keep_default_na=False) if mpath.exists() else None
-    return replay_dataset(
-        samples,
-        load_judge_scores(spath),
-        cutoffs=cutoffs,
-        categories=categories,
-        model_coords=model_coords,
-    )
 
 
 # re-exported for users who look here for the names

@@ -16,6 +16,10 @@ neither (their category is ``""``: they get code-level rows, no category row).
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from .schema import MODEL
 
 # dimension names ---------------------------------------------------------------------------
@@ -24,6 +28,14 @@ CODE = "code"
 #: the model coord dim is shared with trajectory studies
 __all__ = [
     "CATEGORIES",
+    "CLUSTER_SCHEMES",
+    "DEFAULT_SUPPORT",
+    "SUPPORTS",
+    "UNSCORED_RULES",
+    "DEPTH_CENTER",
+    "DEPTH_UNIT",
+    "ReplayValidationError",
+    "first_row",
     "CATEGORY",
     "CODE",
     "CODES",
@@ -134,3 +146,30 @@ def code_cutoff(code: str, default: float | None = None) -> float:
 ROLES: tuple[str, ...] = ("user", "assistant", "system")
 #: columns of the long transcript table
 TRANSCRIPT_COLUMNS: tuple[str, ...] = ("participant", "conversation", "index", "role", "content")
+
+
+#: the context-depth covariate of the simulator and the replay model:
+#: ``(context_depth - DEPTH_CENTER) / DEPTH_UNIT`` (per 10 messages, centred at 10)
+DEPTH_CENTER = 10.0
+DEPTH_UNIT = 10.0
+
+
+class ReplayValidationError(ValueError):
+    """A replay dataset or judge-score table that breaks the data model."""
+
+
+def first_row(df: Any, mask: Any) -> dict:
+    """The first row of DataFrame ``df`` under ``mask`` with plain Python scalars (for readable
+    error messages)."""
+    row = df.loc[mask].iloc[0]
+    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+
+
+#: bootstrap schemes of :func:`delusion_bayes.baselines.replay.replay_prevalence`
+CLUSTER_SCHEMES: tuple[str, ...] = ("two-stage", "participant", "conversation", "none")
+#: which clusters a resample draws for a cell (see ``replay_prevalence``'s docstring)
+SUPPORTS: tuple[str, ...] = ("unconditional", "conditional")
+#: the default support, chosen by ``experiments/bench/coverage_replay_support.py`` (docs/real_data.md)
+DEFAULT_SUPPORT = "unconditional"
+#: rules for rows held without a score (``ds.unscored``): left out, or 0 in the point estimate
+UNSCORED_RULES: tuple[str, ...] = ("exclude", "zero")

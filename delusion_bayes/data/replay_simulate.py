@@ -32,14 +32,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
+from scipy.special import expit, logit
 
 from .replay_prior import prior_content_array
-from .replay_schema import CATEGORY, CODE, CODES, FAMILY, MODEL, ORIGINAL, SAMPLE, code_cutoff
+from .replay_schema import (
+    CATEGORY,
+    CODE,
+    CODES,
+    DEPTH_CENTER,
+    DEPTH_UNIT,
+    FAMILY,
+    MODEL,
+    ORIGINAL,
+    SAMPLE,
+    code_cutoff,
+)
 from .replay_windows import make_sample_id, plan_windows
-
-#: depth covariate: (context_depth - DEPTH_CENTER) / DEPTH_UNIT (per 10 messages, centred at 10)
-DEPTH_CENTER = 10.0
-DEPTH_UNIT = 10.0
 
 #: original-transcript prevalence per code: the real DelusionEval rows (``report/eval_rows.parquet``
 #: of the release, de-duplicated, unscored rows left out; ``load_delusioneval`` +
@@ -103,14 +111,6 @@ def family_of(model: str) -> str:
     return model
 
 
-def _logit(p):
-    return np.log(p) - np.log1p(-p)
-
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np.ndarray]:
     codes = design.codes
     cats = np.array([CODES.get(c, "") for c in codes])
@@ -118,7 +118,7 @@ def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np
     theta = np.zeros((n_m, n_k))
     beta = np.zeros((n_m, n_k))
     gamma = np.zeros((n_m, n_k))
-    base = _logit(np.array([BASE_PREVALENCE.get(c, 0.05) for c in codes]))
+    base = logit(np.array([BASE_PREVALENCE.get(c, 0.05) for c in codes]))
     cat_names = sorted(set(cats))
     for i, model in enumerate(design.models):
         if model == ORIGINAL:
@@ -203,7 +203,7 @@ def _draw_outcomes(
     uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
     o = models.index(ORIGINAL) if ORIGINAL in models else None
     if o is not None:
-        p_o = _sigmoid(params["theta"][o][None, :] + re[first])
+        p_o = expit(params["theta"][o][None, :] + re[first])
         h_o = (rng.random(p_o.shape) < p_o).astype(float)
         h = h_o[inv]
         h[~d["reply"]] = np.nan
@@ -217,7 +217,7 @@ def _draw_outcomes(
         if m == o:
             continue
         eta = params["theta"][m] + re + params["beta"][m] * x + params["gamma"][m] * prior
-        p = _sigmoid(eta)
+        p = expit(eta)
         h = (rng.random(p.shape) < p).astype(float)
         missing = rng.random(n_s) < miss_rate
         h[missing] = np.nan

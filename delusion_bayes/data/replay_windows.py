@@ -26,17 +26,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .replay_schema import ROLES, SAMPLE_COORDS, TRANSCRIPT_COLUMNS
+from .replay_schema import ROLES, SAMPLE_COORDS, TRANSCRIPT_COLUMNS, first_row
 
 
 class TranscriptError(ValueError):
     """A transcript table that does not follow the documented format."""
-
-
-def _first_row(df: pd.DataFrame, mask) -> dict:
-    """The first row under ``mask`` with plain Python scalars (readable error messages)."""
-    row = df.loc[mask].iloc[0]
-    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
 
 
 def load_transcripts(path: str | Path) -> pd.DataFrame:
@@ -95,7 +89,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     index = pd.to_numeric(df["index"], errors="coerce")
     bad = index.isna() | (index != np.round(index))
     if bad.any():
-        row = _first_row(df, bad)
+        row = first_row(df, bad)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r} has a non-integer message index "
             f"{row['index']!r}; index must number messages 0, 1, 2, ..."
@@ -104,7 +98,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     role = df["role"].astype(str).str.strip().str.lower()
     unknown = ~role.isin(ROLES)
     if unknown.any():
-        row = _first_row(df, unknown)
+        row = first_row(df, unknown)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r}, message {row['index']}: unknown "
             f"role {row['role']!r}; expected one of {list(ROLES)}"
@@ -113,7 +107,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     content = df["content"]
     empty = content.isna() | (content.astype(str).str.strip() == "")
     if empty.any():
-        row = _first_row(df, empty)
+        row = first_row(df, empty)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r}, message {row['index']} "
             f"({row['role']}): empty content; every message needs text"
@@ -129,7 +123,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     df = df.sort_values(["participant", "conversation", "index"], kind="stable")
     dup = df.duplicated(["conversation", "index"], keep=False)
     if dup.any():
-        row = _first_row(df, dup)
+        row = first_row(df, dup)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r} has message index {row['index']} "
             "more than once; indices must be unique within a conversation"
@@ -137,7 +131,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     step = df.groupby("conversation", sort=False)["index"].diff()
     gap = step.notna() & (step != 1)
     if gap.any():
-        row = _first_row(df, gap)
+        row = first_row(df, gap)
         raise TranscriptError(
             f"{source}: conversation {row['conversation']!r} has a gap before message index "
             f"{row['index']} (previous index {row['index'] - int(step[gap].iloc[0])}); "

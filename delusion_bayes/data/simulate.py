@@ -27,7 +27,7 @@ The generative model (one scripted conversation of ``n_days`` days sent to every
   The round-one rater flag ``disengagement`` is a noisy, poorly agreeing version of them
   (the paper's alpha = .17).
 * **Texts** (optional): the bundled synthetic user script and synthetic answers whose style follows
-  the latent stage (``delusion_bayes.text.corpus``), labelled synthetic.
+  the latent stage (``delusion_bayes.data.corpus``), labelled synthetic.
 
 Presets
 -------
@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from scipy.special import expit
 
 from .schema import DAY, INTERVENTION_TYPE, INTERVENTION_TYPES, MODEL, RATER
 
@@ -136,11 +137,6 @@ def _null_models(rng: np.random.Generator) -> tuple[_ModelTruth, ...]:
     return tuple(out)
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
-
-
 def _ordinal(latent: np.ndarray, cuts: np.ndarray, scale: np.ndarray, low: int, rng) -> np.ndarray:
     """``low + sum_c [latent + e > c]`` with ``e ~ Logistic(0, scale)`` (cumulative logit)."""
     shape = np.broadcast_shapes(latent.shape, scale.shape)
@@ -217,7 +213,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
 
     # latent stage ------------------------------------------------------------------------
     eps = rng_truth.normal(0.0, 1.0, size=(n_models, n_days)) * col["day_noise"][:, None]
-    smooth = 1.0 + (col["L"][:, None] - 1.0) * _sigmoid(
+    smooth = 1.0 + (col["L"][:, None] - 1.0) * expit(
         col["k"][:, None] * (days[None, :] - col["t50"][:, None])
     )
     stage = smooth + eps
@@ -259,10 +255,10 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
     )
 
     # adjudicated Level A / B and the round-one flag ------------------------------------------
-    p_a = _sigmoid(col["a0"][:, None] + 3.0 * (stage - 2.5))
+    p_a = expit(col["a0"][:, None] + 3.0 * (stage - 2.5))
     with np.errstate(invalid="ignore"):
         p_b_given_a = np.where(
-            np.isneginf(col["b0"])[:, None], 0.0, _sigmoid(col["b0"][:, None] + 3.0 * (stage - 3.0))
+            np.isneginf(col["b0"])[:, None], 0.0, expit(col["b0"][:, None] + 3.0 * (stage - 3.0))
         )
     level_a = (rng_adj.random((n_models, n_days)) < p_a).astype(float)
     level_b = level_a * (rng_adj.random((n_models, n_days)) < p_b_given_a)
@@ -335,7 +331,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
         "latent recognition stage m[model, day] on the 1-4 scale"
     )
     if texts:
-        from ..text.corpus import demo_prompts, synthesize_answers  # lazy: optional text stage
+        from .corpus import demo_prompts, synthesize_answers  # lazy: optional text stage
 
         prompts = demo_prompts()
         if n_days > len(prompts):

@@ -17,6 +17,8 @@ def build_model(spec: ModelSpec):
     -------
     pymc.Model
     """
+    if hasattr(spec, "build"):  # a spec that brings its own graph (the replay model)
+        return spec.build()
     from .disengagement import build_disengagement
     from .joint import build_joint
     from .onset import build_onset

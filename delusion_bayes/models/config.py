@@ -25,6 +25,8 @@ TARGET_ACCEPT: dict[str, float] = {
     # 0.9: 15-21 leapfrog steps per draw instead of 29 at 0.95, every gate passed with 0
     # divergences (paper_like seeds 0-2, null_effect seed 0: R-hat <= 1.0085, ESS >= 980)
     "disengagement": 0.9,
+    # replay: no funnel at DelusionEval scale (0 divergences at 0.9; experiments/bench/bench_replay_bayes.py)
+    "replay_prevalence": 0.9,
 }
 
 

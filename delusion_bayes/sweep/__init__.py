@@ -20,9 +20,9 @@ _LAZY = {
     "run_coverage": ".coverage",
     "run_replicate": ".coverage",
     "analyse_replicate": ".coverage",
-    "aggregate_coverage": ".coverage",
-    "coverage_metrics": ".coverage",
-    "contrast_metrics": ".coverage",
+    "aggregate_coverage": ".coverage_metrics",
+    "coverage_metrics": ".coverage_metrics",
+    "contrast_metrics": ".coverage_metrics",
     "true_quantities": ".coverage",
 }
 

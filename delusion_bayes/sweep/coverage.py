@@ -55,30 +55,19 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..intervals import eti
+from .coverage_metrics import (
+    BASELINE,
+    LATENCIES,
+    LEVELS,
+    LOGISTIC,
+    REPLICATE_COLUMNS,
+    REPLICATE_DIR,
+    _level_tag,
+    aggregate_coverage,
+)
+
 log = logging.getLogger(__name__)
-
-REPLICATE_DIR = "replicates"
-LEVELS: tuple[float, ...] = (0.9, 0.95)
-#: quantities whose intervals are scored
-QUANTITIES: tuple[str, ...] = ("t50", "L", "k", "first_clinical", "first_stable")
-LOGISTIC: tuple[str, ...] = ("L", "k", "t50")
-LATENCIES: tuple[str, ...] = ("first_clinical", "first_stable")
-BASELINE = "baselines"
-#: parameter-space bounds of a quantity (the least-squares L is bounded to [1, 4]; the Bayesian
-#: L = 1 + exp(l) is not, but its prior keeps it near the scale top)
-BOUNDS: dict[str, tuple[float, float]] = {"L": (1.0, 4.0)}
-#: an interval end this close to a bound is closed at the bound when scoring coverage
-BOUND_TOL = 0.05
-#: columns of a replicate file
-REPLICATE_COLUMNS: tuple[str, ...] = (
-    "preset", "seed", "method", "kind", "quantity", "item", "regime", "truth", "estimate",
-    "low_90", "high_90", "low_95", "high_95", "alternative", "stat", "reject", "truth_diff",
-    "seconds", "note",
-)  # fmt: skip
-
-
-def _level_tag(level: float) -> str:
-    return f"{round(level * 100):d}"
 
 
 # ------------------------------------------------------------------------------------------
@@ -132,92 +121,35 @@ def true_quantities(
 # ------------------------------------------------------------------------------------------
 # one replicate: baselines
 # ------------------------------------------------------------------------------------------
-def _percentile(reps: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval over axis 0 of ``reps`` (NaN replicates ignored; all NaN -> NaN)."""
-    q = (1 - level) / 2
-    lo = np.full(reps.shape[1:], np.nan)
-    hi = np.full(reps.shape[1:], np.nan)
-    ok = np.isfinite(reps).any(axis=0)
-    if ok.any():
-        lo[ok] = np.nanquantile(reps[:, ok], q, axis=0)
-        hi[ok] = np.nanquantile(reps[:, ok], 1 - q, axis=0)
-    return lo, hi
-
-
 def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: bool = False):
-    """The baselines of one study: point estimates, 90/95% rater-bootstrap intervals, p-values.
-
-    Uses :func:`delusion_bayes.baselines.logistic_bootstrap` (least squares + rater bootstrap) and
-    recomputes the consensus and milestones on the *same* rater resamples (the bootstrap draws
-    ``rng.integers(0, n_raters, (n_boot, n_raters))`` from ``default_rng(seed)``, as
-    ``logistic_bootstrap`` does) for the milestone intervals; contrasts with
-    :func:`delusion_bayes.baselines.permutation_contrasts` on the quantities the baselines stage
-    tests (t50 of a flat fit ranked as in :func:`delusion_bayes.stages.baselines.t50_for_ranking`).
+    """The baselines of one study, as the baselines stage computes them
+    (:func:`delusion_bayes.baselines.analyse_trajectory`): point estimates, 90/95% intervals
+    from the rater bootstrap (milestones on the same rater resamples), contrast p-values.
 
     Returns
     -------
     estimates : dict
         ``{quantity: (point[model], {level: (low[model], high[model])})}``.
     contrasts : pandas.DataFrame
-        ``permutation_contrasts(...).summary``.
+        ``permutation_contrasts(...).summary`` (empty without contrasts).
     """
-    from ..baselines import consensus, logistic_bootstrap, milestones, permutation_contrasts
-    from ..data.schema import DAY, MODEL, RATER, RESAMPLE, censor_day
-    from ..stages.baselines import t50_for_ranking
+    from ..baselines import analyse_trajectory
+    from ..data.schema import MODEL, RESAMPLE
 
-    def get(key: str, default: Any) -> Any:
-        value = bcfg.get(key, default) if hasattr(bcfg, "get") else getattr(bcfg, key, default)
-        return default if value is None else value
-
-    rule, half = str(get("consensus", "median")), str(get("half_rule", "keep"))
-    min_raters = int(get("min_raters", 1))
-    n_boot = int(get("n_boot", 200))
-    stable_run = int(get("stable_run", 3))
-    n_days = int(ds[DAY].max())
-    cens = int(get("censor_day", censor_day(n_days)))
-    rec = ds["recognition"].transpose(RATER, MODEL, DAY)
-    d1 = logistic_bootstrap(
-        rec, n_boot=n_boot, seed=seed, rule=rule, half_rule=half, min_raters=min_raters,
-        upper=4.0, k_max=float(get("k_max", 20.0)), progress=progress,
-    )  # fmt: skip
-    table = d1.summary.reindex(rec[MODEL].values)
-    reps = d1.extra["replicates"]
+    res = analyse_trajectory(ds, bcfg, seed=seed, progress=progress, milestone_replicates=True)
+    models = ds[MODEL].values
+    table = res.logistic.summary.reindex(models)
+    reps = res.logistic.extra["replicates"]
     use = (reps["converged"] & ~reps["flat"]).values
     estimates: dict[str, Any] = {}
     for p in LOGISTIC:
         vals = np.where(use, reps[p].transpose(RESAMPLE, MODEL).values, np.nan)
-        estimates[p] = (
-            table[p].to_numpy(dtype=float),
-            {lv: _percentile(vals, lv) for lv in LEVELS},
-        )
-    ms_kw = dict(stable_run=stable_run, censor_day=cens, missing=str(get("missing", "skip")),
-                 clinical_at=float(get("clinical_at", 3.0)), stable_at=float(get("stable_at", 4.0)))  # fmt: skip
-    cons = consensus(rec, rule, half, min_raters=min_raters)
-    level_b = ds["level_b"] if "level_b" in ds else None
-    ms = milestones(cons, level_b, level_a=ds.get("level_a"), **ms_kw)
-    # the rater resamples of logistic_bootstrap (same generator, same call)
-    idx = np.random.default_rng(seed).integers(0, rec.sizes[RATER], size=(n_boot, rec.sizes[RATER]))
-    boot = xr.DataArray(
-        rec.values[idx], dims=(RESAMPLE, RATER, MODEL, DAY),
-        coords={MODEL: rec[MODEL].values, DAY: rec[DAY].values},
-    )  # fmt: skip
-    ms_boot = milestones(consensus(boot, rule, half, min_raters=min_raters), **ms_kw)
+        estimates[p] = (table[p].to_numpy(dtype=float), {lv: eti(vals, lv) for lv in LEVELS})
     for m in LATENCIES:
-        vals = ms_boot[m].transpose(RESAMPLE, MODEL).values.astype(float)
-        estimates[m] = (ms[m].values.astype(float), {lv: _percentile(vals, lv) for lv in LEVELS})
-    # contrasts on the quantities the baselines stage tests
-    contrasts = list(get("contrasts", []) or [])
-    con = pd.DataFrame()
-    if contrasts:
-        model_coords = {k: ds.coords[k] for k in ds.coords if ds.coords[k].dims == (MODEL,)}
-        q = ms.assign_coords(model_coords)
-        for p in ("L", "k"):
-            q[p] = (MODEL, table[p].to_numpy(dtype=float))
-        q["t50"] = (MODEL, t50_for_ranking(table, ms["first_clinical"].values, cens))
-        con = permutation_contrasts(
-            q, contrasts, max_exact=int(get("max_exact", 1000)), n_mc=int(get("n_mc", 100_000)),
-            seed=seed,
-        ).summary  # fmt: skip
+        vals = res.milestone_replicates[m].transpose(RESAMPLE, MODEL).values.astype(float)
+        point = res.milestones[m].reindex({MODEL: models}).values.astype(float)
+        estimates[m] = (point, {lv: eti(vals, lv) for lv in LEVELS})
+    con = res.contrasts.summary if res.contrasts is not None else pd.DataFrame()
     return estimates, con
 
 
@@ -512,239 +444,6 @@ def run_coverage(
         run_replicate(preset, seed, out_dir, baselines=baselines, methods=methods,
                       fit_kwargs=fit_kwargs, fit_fn=fit_fn)  # fmt: skip
     return aggregate_coverage(Path(out_dir) / REPLICATE_DIR, out_dir) if aggregate else None
-
-
-# ------------------------------------------------------------------------------------------
-# aggregation
-# ------------------------------------------------------------------------------------------
-def load_replicates(rep_dir: str | Path) -> pd.DataFrame:
-    """All replicate files of a directory, concatenated.
-
-    Raises
-    ------
-    ValueError
-        When the directory holds no replicate file.
-    """
-    files = sorted(Path(rep_dir).glob("*.csv"))
-    if not files:
-        raise ValueError(
-            f"{str(rep_dir)!r} holds no replicate file (*.csv); run the coverage study first "
-            "(python -m delusion_bayes.sweep.coverage -m experiment=coverage)"
-        )
-    # keep_default_na=False: the preset "null" must stay a string, not become NaN
-    read = {"keep_default_na": False, "na_values": ["", "nan", "NaN"]}
-    return pd.concat([pd.read_csv(f, **read) for f in files], ignore_index=True)
-
-
-def close_at_bounds(
-    quantity: str, low: np.ndarray, high: np.ndarray, tol: float = BOUND_TOL
-) -> tuple[np.ndarray, np.ndarray]:
-    """Close an interval at the parameter-space bound it approaches (within ``tol``).
-
-    A posterior on an open parameter space cannot put an interval end exactly on its bound:
-    the simulator's ``true_L = 4`` (a model that reaches stage 4) is the supremum of the onset
-    models' ``L = 1 + 3 sigmoid(l)``, so a 95% interval (3.68, 3.994) would "miss" it by 0.006
-    and every such model would count as not covered. An end within ``tol`` (0.05 on the 1-4
-    stage scale, a tenth of the rating resolution) of a bound of :data:`BOUNDS` is set to the
-    bound. Quantities without bounds are returned unchanged.
-    """
-    if quantity not in BOUNDS:
-        return low, high
-    lower, upper = BOUNDS[quantity]
-    low = np.where(low <= lower + tol, np.minimum(low, lower), low)
-    high = np.where(high >= upper - tol, np.maximum(high, upper), high)
-    return low, high
-
-
-def coverage_metrics(reps: pd.DataFrame, n_days: int = 30) -> pd.DataFrame:
-    """Coverage, width, bias and RMSE per preset x method x quantity x subset.
-
-    ``subset`` is ``all`` (every model) or ``turning`` (models whose true t50 lies within the
-    study, ``true_t50 <= n_days``): a never-turning model's t50 is beyond the data and would
-    dominate widths and RMSE. ``n`` counts model-replicates, ``defined`` the fraction with a
-    finite interval (a flat least-squares fit has none); coverage and width are over those.
-    Intervals of bounded quantities (``L``) are closed at the bound they approach
-    (:func:`close_at_bounds`) before coverage is scored; widths use the intervals as reported.
-    """
-    iv = reps[reps["kind"] == "interval"].copy()
-    if iv.empty:
-        return pd.DataFrame()
-    t50 = iv[iv["quantity"] == "t50"].set_index(["preset", "seed", "method", "item"])["truth"]
-    key = pd.MultiIndex.from_frame(iv[["preset", "seed", "method", "item"]])
-    iv["turning"] = t50.reindex(key).to_numpy() <= n_days
-    rows = []
-    for subset, frame in (("all", iv), ("turning", iv[iv["turning"]])):
-        for (preset, method, q), g in frame.groupby(["preset", "method", "quantity"], sort=False):
-            row: dict[str, Any] = {"preset": preset, "method": method, "quantity": q,
-                                   "subset": subset, "n": len(g)}  # fmt: skip
-            for lv in LEVELS:
-                tag = _level_tag(lv)
-                lo, hi = g[f"low_{tag}"].to_numpy(float), g[f"high_{tag}"].to_numpy(float)
-                width = hi - lo
-                lo, hi = close_at_bounds(q, lo, hi)
-                ok = np.isfinite(lo) & np.isfinite(hi)
-                tr = g["truth"].to_numpy(float)
-                cov = (lo[ok] <= tr[ok]) & (tr[ok] <= hi[ok])
-                row[f"coverage_{tag}"] = float(cov.mean()) if ok.any() else np.nan
-                row[f"width_{tag}"] = float(np.mean(width[ok])) if ok.any() else np.nan
-                row[f"defined_{tag}"] = float(ok.mean())
-            err = (g["estimate"] - g["truth"]).to_numpy(float)
-            err = err[np.isfinite(err)]
-            row["bias"] = float(err.mean()) if err.size else np.nan
-            row["rmse"] = float(np.sqrt(np.mean(err**2))) if err.size else np.nan
-            row["n_replicates"] = g["seed"].nunique()
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
-    """Rejection rates per preset x method x contrast x quantity.
-
-    ``what`` is ``type-I error`` where the truth has no group difference (every ``null``
-    contrast; ``paper_like`` contrasts whose true difference is 0) and ``power`` elsewhere.
-
-    The two families test different nulls. The permutation test asks whether the group labels
-    are exchangeable (no systematic difference between the populations the models come from);
-    the posterior contrast is about the difference of group means of *these* models' quantities,
-    which under ``null`` is still non-zero by chance (``truth_diff``; its mean absolute value is
-    ``mean_abs_truth_diff``). A precise posterior therefore "rejects" a null-preset contrast
-    whenever the realised models happen to differ: its rejection rate under ``null`` is the
-    type-I error against the population null, not a calibration failure of the posterior for
-    its own (finite-population) estimand. First measurement (2 replicates per preset): 0.60
-    for onset and joint vs 0.00 for the permutation tests.
-    """
-    c = reps[reps["kind"] == "contrast"].copy()
-    if c.empty:
-        return pd.DataFrame()
-    c["reject"] = c["reject"].astype(float)
-    rows = []
-    for (preset, method, item, q), g in c.groupby(
-        ["preset", "method", "item", "quantity"], sort=False
-    ):
-        null_true = preset == "null" or bool(np.all(np.abs(g["truth_diff"].to_numpy(float)) <= tol))
-        rows.append(
-            {"preset": preset, "method": method, "contrast": item, "quantity": q,
-             "what": "type-I error" if null_true else "power", "n": int(g["reject"].notna().sum()),
-             "rejection_rate": float(g["reject"].mean()), "mean_stat": float(g["stat"].mean()),
-             "truth_diff": float(g["truth_diff"].mean()),
-             "mean_abs_truth_diff": float(g["truth_diff"].abs().mean())}
-        )  # fmt: skip
-    return pd.DataFrame(rows)
-
-
-def coverage_table(cov: pd.DataFrame, level: float = 0.95, subset: str = "all") -> pd.DataFrame:
-    """Methods side by side: coverage and mean width of the ``level`` intervals per quantity."""
-    tag = _level_tag(level)
-    sub = cov[cov["subset"] == subset]
-    wide = sub.pivot_table(
-        index=["preset", "quantity"], columns="method", values=[f"coverage_{tag}", f"width_{tag}"]
-    )
-    wide.columns = [f"{m} {v.split('_')[0]} {tag}%" for v, m in wide.columns]
-    methods = list(dict.fromkeys(sub["method"]))
-    order = [f"{m} {w} {tag}%" for m in methods for w in ("coverage", "width")]
-    return wide[[c for c in order if c in wide.columns]].reset_index()
-
-
-def plot_coverage(cov: pd.DataFrame, errors: pd.DataFrame, subset: str = "all"):
-    """Coverage of 90/95% intervals and widths per method and quantity; rejection rates."""
-    import matplotlib.pyplot as plt
-
-    sub = cov[cov["subset"] == subset]
-    presets = list(dict.fromkeys(sub["preset"]))
-    methods = list(dict.fromkeys(sub["method"]))
-    fig, axes = plt.subplots(
-        len(presets) + 1, 2, figsize=(11, 3.0 * (len(presets) + 1)), squeeze=False
-    )
-    markers = {0.9: "o", 0.95: "s"}
-    for r, preset in enumerate(presets):
-        g = sub[sub["preset"] == preset]
-        qs = list(dict.fromkeys(g["quantity"]))
-        for j, m in enumerate(methods):
-            gm = g[g["method"] == m].set_index("quantity").reindex(qs)
-            x = np.arange(len(qs)) + (j - (len(methods) - 1) / 2) * 0.22
-            for lv in LEVELS:
-                tag = _level_tag(lv)
-                axes[r, 0].scatter(x, gm[f"coverage_{tag}"], marker=markers[lv], color=f"C{j}",
-                                   label=f"{m} {tag}%" if r == 0 else None, s=24)  # fmt: skip
-            axes[r, 1].bar(x, gm["width_95"], width=0.2, color=f"C{j}", label=m if r == 0 else None)
-        for lv in LEVELS:
-            axes[r, 0].axhline(lv, color="k", lw=0.6, ls="--")
-        for ax in axes[r]:
-            ax.set_xticks(range(len(qs)), qs, fontsize=8)
-        axes[r, 0].set_ylim(-0.03, 1.03)
-        axes[r, 0].set_title(
-            f"{preset}: interval coverage (dashed = nominal 90/95%)", fontsize=9, loc="left"
-        )
-        axes[r, 1].set_title(f"{preset}: mean width of 95% intervals", fontsize=9, loc="left")
-        axes[r, 1].set_yscale("log")
-    axes[0, 0].legend(fontsize=6, ncol=2)
-    axes[0, 1].legend(fontsize=6)
-    ax_t, ax_p = axes[-1]
-    if not errors.empty:
-        for ax, what in ((ax_t, "type-I error"), (ax_p, "power")):
-            e = errors[errors["what"] == what]
-            labels = list(dict.fromkeys(e["contrast"] + ": " + e["quantity"]))
-            for j, m in enumerate(methods):
-                em = e[e["method"] == m]
-                em = em.set_index(em["contrast"] + ": " + em["quantity"]).reindex(labels)
-                y = np.arange(len(labels)) + (j - (len(methods) - 1) / 2) * 0.22
-                ax.barh(y, em["rejection_rate"], height=0.2, color=f"C{j}", label=m)
-            ax.set_yticks(range(len(labels)), [lab[:45] for lab in labels], fontsize=6)
-            ax.set_xlim(0, 1)
-            ax.set_title(f"{what} (rejection rate at 5%)", fontsize=9, loc="left")
-            if what == "type-I error":
-                ax.axvline(0.05, color="k", lw=0.6, ls="--")
-        ax_t.legend(fontsize=6)
-    fig.tight_layout()
-    return fig
-
-
-def aggregate_coverage(
-    rep_dir: str | Path,
-    out_dir: str | Path | None = None,
-    *,
-    plot: bool = True,
-    formats: Sequence[str] = ("png", "pdf"),
-) -> pd.DataFrame:
-    """Aggregate replicate files into ``coverage.csv``, ``coverage_table.csv``/``.md``,
-    ``contrast_errors.csv``, ``fit_times.csv`` and the figure; returns the coverage frame."""
-    rep_dir = Path(rep_dir)
-    out = Path(out_dir) if out_dir is not None else rep_dir.parent
-    out.mkdir(parents=True, exist_ok=True)
-    reps = load_replicates(rep_dir)
-    cov = coverage_metrics(reps)
-    errors = contrast_metrics(reps)
-    cov.to_csv(out / "coverage.csv", index=False)
-    errors.to_csv(out / "contrast_errors.csv", index=False)
-    table = coverage_table(cov)
-    table.to_csv(out / "coverage_table.csv", index=False)
-    turning = coverage_table(cov, subset="turning") if not cov.empty else table
-    (out / "coverage_table.md").write_text(
-        "All models:\n\n" + _markdown(table)
-        + "\nModels whose true t50 lies within the study (a never-turning model's t50, L and k"
-        " are beyond the data):\n\n" + _markdown(turning)
-    )  # fmt: skip
-    fits = reps[reps["kind"] == "fit"]
-    if not fits.empty:
-        fits.groupby(["preset", "method"])["seconds"].describe().to_csv(out / "fit_times.csv")
-    if plot and not cov.empty:
-        import matplotlib.pyplot as plt
-
-        fig = plot_coverage(cov, errors)
-        for fmt in formats:
-            fig.savefig(out / f"coverage.{fmt}", bbox_inches="tight", dpi=150)
-        plt.close(fig)
-    log.info("coverage of %d replicates -> %s", reps["seed"].nunique(), out / "coverage.csv")
-    return cov
-
-
-def _markdown(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
-    for _, r in df.iterrows():
-        cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in r.values]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------------------------

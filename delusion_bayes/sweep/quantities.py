@@ -13,20 +13,20 @@ quantity               from
 ``posterior_prob:<m>`` ``models/<m>/contrasts_posterior.csv`` (P(A - B > 0) under fitted model m)
 ``posterior_<q>:<m>``  ``models/<m>/milestones_posterior.csv`` and ``models/<m>/t50_posterior.csv``
 ``gate_passed``        ``models/<m>/gate.json`` (1 = the fit passed the diagnostics gate; item m)
-``entrainment_level_b_rho``  the text stage's Spearman rho of entrainment vs Level-B day count
+``entrainment_level_b_rho``  ``text/correlations.csv`` (Spearman rho of entrainment vs Level-B days)
 ``headline:<key>``     every number in every stage's headline (``run.json``), flattened
 =====================  ==========================================================================
 
-Files that are absent (a stage not run or failed) give no rows; nothing raises, so a sweep is
-summarised however far each job got. Column names are matched case-insensitively with a few
-synonyms because the stages' tables are documented by their own modules.
+Every file is read through the results contract (:mod:`delusion_bayes.results`), so the
+columns are the ones the stages declare. Files that are absent (a stage not run or failed) give
+no rows, so a sweep is summarised however far each job got; a file that breaks its declaration
+is logged and skipped.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import results
 from ..baselines.config import MILESTONES as _BASELINE_MILESTONES
 
 log = logging.getLogger(__name__)
@@ -143,115 +144,58 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _read_csv(path: Path) -> pd.DataFrame | None:
-    if not path.is_file():
-        return None
-    try:
-        return pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        log.warning("cannot read %s: %s", path, err)
-        return None
-
-
-def _col(df: pd.DataFrame, *names: str) -> str | None:
-    """The first column of ``df`` matching one of ``names`` (case-insensitive), or None."""
-    lower = {str(c).lower(): c for c in df.columns}
-    for n in names:
-        if n.lower() in lower:
-            return lower[n.lower()]
-    return None
-
-
-def _model_col(df: pd.DataFrame) -> str:
-    return _col(df, "model", "Model") or str(df.columns[0])
+def _read(run_dir: Path, key: str, fit: str | None = None) -> pd.DataFrame | None:
+    """A declared results file (:mod:`delusion_bayes.results`), None when absent or empty."""
+    df = results.read(run_dir, key, fit=fit)
+    return None if df is None or (isinstance(df, pd.DataFrame) and df.empty) else df
 
 
 # ------------------------------------------------------------------------------------------
 # extractors: each returns a list of row dicts
 # ------------------------------------------------------------------------------------------
-def _n_days(run_dir: Path, run: Mapping[str, Any]) -> int:
-    sizes = run.get("data", {}).get("sizes", {}) if isinstance(run.get("data"), Mapping) else {}
-    if "day" in sizes:
-        return int(sizes["day"])
-    return 30
-
-
-def _censor(run_dir: Path, n_days: int) -> float:
-    """The run's censoring day: ``baselines.censor_day`` of its resolved config, else n+1."""
-    path = run_dir / "config.yaml"
-    if path.is_file():
-        try:
-            from omegaconf import OmegaConf
-
-            value = OmegaConf.load(path).get("baselines", {}).get("censor_day")
-            if value is not None:
-                return float(value)
-        except Exception:  # noqa: BLE001 - fall back to the default
-            pass
-    return float(n_days + 1)
+def study_length(run_dir: Path) -> tuple[int, float]:
+    """``(n_days, censor_day)`` the baselines stage used (its ``index.json`` config)."""
+    index = results.read(run_dir, "baselines/index.json") or {}
+    config = index.get("config", {})
+    if "n_days" not in config or "censor_day" not in config:
+        raise results.ResultFileError(
+            f"{run_dir}/baselines/index.json does not record n_days and censor_day"
+        )
+    return int(config["n_days"]), float(config["censor_day"])
 
 
 def milestone_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Milestones per model (``baselines/table1_milestones.csv``) and the regime of each model."""
-    rel = "baselines/table1_milestones.csv"
-    df = _read_csv(run_dir / rel)
-    if df is None or df.empty:
+    key = "baselines/table1_milestones.csv"
+    df = _read(run_dir, key)
+    if df is None:
         return []
-    mcol = _model_col(df)
-    rows = []
-    cols = {m: _col(df, m) for m in MILESTONES}
+    rows = [_rows("baselines", m, rec["model"], rec[m], key)
+            for _, rec in df.iterrows() for m in MILESTONES]  # fmt: skip
+    n_days, cens = study_length(run_dir)
     for _, rec in df.iterrows():
-        for m, c in cols.items():
-            if c is not None:
-                rows.append(_rows("baselines", m, rec[mcol], rec[c], rel))
-    if cols["first_clinical"] is not None:
-        n_days = _n_days(run_dir, run)
-        cens = _censor(run_dir, n_days)
-        for _, rec in df.iterrows():
-            fs = rec[cols["first_stable"]] if cols["first_stable"] is not None else np.nan
-            regime = classify_regime(
-                float(rec[cols["first_clinical"]]), float(fs), n_days=n_days, censor_day=cens
-            )
-            row = _rows("baselines", "regime", rec[mcol], regime, rel)
-            row["value"] = float(REGIMES.index(regime))
-            rows.append(row)
+        regime = classify_regime(
+            rec["first_clinical"], rec["first_stable"], n_days=n_days, censor_day=cens
+        )
+        row = _rows("baselines", "regime", rec["model"], regime, key)
+        row["value"] = float(REGIMES.index(regime))
+        rows.append(row)
     return rows
 
 
 def logistic_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """``L, k, t50`` per model (``baselines/tableD1_logistic.csv``) and the t50 ranks."""
-    rel = "baselines/tableD1_logistic.csv"
-    df = _read_csv(run_dir / rel)
-    if df is None or df.empty:
+    key = "baselines/tableD1_logistic.csv"
+    df = _read(run_dir, key)
+    if df is None:
         return []
-    mcol = _model_col(df)
-    rows = []
-    for p in LOGISTIC:
-        c = _col(df, p)
-        if c is None:
-            continue
-        for _, rec in df.iterrows():
-            rows.append(_rows("baselines", p, rec[mcol], rec[c], rel))
-    c = _col(df, "t50")
-    if c is not None:
-        # a flat trajectory has no t50 (NaN): it ranks last, after every model that turned
-        t50 = pd.to_numeric(df[c], errors="coerce").fillna(np.inf)
-        ranks = t50.rank(method="min")
-        for model, r in zip(df[mcol], ranks, strict=True):
-            rows.append(_rows("baselines", "t50_rank", model, r, rel))
+    rows = [_rows("baselines", p, rec["model"], rec[p], key)
+            for p in LOGISTIC for _, rec in df.iterrows()]  # fmt: skip
+    # a flat trajectory has no t50 (NaN): it ranks last, after every model that turned
+    ranks = df["t50"].fillna(np.inf).rank(method="min")
+    rows += [_rows("baselines", "t50_rank", m, r, key)
+             for m, r in zip(df["model"], ranks, strict=True)]  # fmt: skip
     return rows
-
-
-def _contrast_item(rec: Mapping[str, Any], df: pd.DataFrame) -> str:
-    name = rec[_col(df, "contrast", "name")] if _col(df, "contrast", "name") else ""
-    qcol = _col(df, "quantity", "milestone", "parameter")
-    return f"{name}:{rec[qcol]}" if qcol else str(name)
-
-
-def _fit_dirs(run_dir: Path) -> list[Path]:
-    """``models/<fit>/`` folders of the models stage (one per fitted model), sorted."""
-    root = run_dir / "models"
-    return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
 def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -260,28 +204,20 @@ def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
     (``models/<fit>/contrasts_posterior.csv``, column ``p_gt_0``; quantity
     ``posterior_prob:<fit>``)."""
     rows = []
-    rel = "baselines/contrasts.csv"
-    df = _read_csv(run_dir / rel)
-    if df is not None and not df.empty:
-        pcol = _col(df, "pvalue", "p_value", "p")
-        if pcol is not None:
-            for _, rec in df.iterrows():
-                rows.append(_rows("baselines", "perm_p", _contrast_item(rec, df), rec[pcol], rel))
-    for fit in _fit_dirs(run_dir):
-        df = _read_csv(fit / "contrasts_posterior.csv")
-        if df is None or df.empty:
+    key = "baselines/contrasts.csv"
+    df = _read(run_dir, key)
+    if df is not None:
+        rows += [_rows("baselines", "perm_p", f"{r['contrast']}:{r['quantity']}", r["pvalue"], key)
+                 for _, r in df.iterrows()]  # fmt: skip
+    key = "models/{fit}/contrasts_posterior.csv"
+    for fit in results.fits(run_dir):
+        df = _read(run_dir, key, fit)
+        if df is None:
             continue
-        rel = f"models/{fit.name}/contrasts_posterior.csv"
-        pcol = _col(df, "p_gt_0", "prob", "posterior_prob", "probability")
-        if pcol is None:
-            pcol = next((c for c in df.columns if "prob" in str(c).lower()), None)
-        if pcol is None:
-            continue
-        for _, rec in df.iterrows():
-            if pd.isna(rec[pcol]):  # a quantity the model does not have (note column says so)
-                continue
-            item = _contrast_item(rec, df)
-            rows.append(_rows("models", f"posterior_prob:{fit.name}", item, rec[pcol], rel))
+        src = key.format(fit=fit)
+        # a NaN row: a quantity the model does not have (its note says so)
+        rows += [_rows("models", f"posterior_prob:{fit}", f"{r['name']}:{r['quantity']}",
+                       r["p_gt_0"], src) for _, r in df.iterrows() if pd.notna(r["p_gt_0"])]  # fmt: skip
     return rows
 
 
@@ -290,90 +226,50 @@ def posterior_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]
     (``milestones_posterior.csv``, quantity ``posterior_<milestone>:<fit>``), of ``L, k, t50``
     (``t50_posterior.csv``, quantity ``posterior_<p>:<fit>``) and the diagnostics gate
     (``gate.json``: ``gate_passed`` 1/0 and ``max_rhat``, item = fit)."""
-    import json
-
     rows = []
-    for fit in _fit_dirs(run_dir):
-        name = fit.name
-        rel = f"models/{name}/milestones_posterior.csv"
-        df = _read_csv(fit / "milestones_posterior.csv")
-        if df is not None and not df.empty:
-            mcol, qcol = _model_col(df), _col(df, "milestone", "quantity")
-            vcol = _col(df, "median", "mean", "estimate")
-            if qcol is not None and vcol is not None:
-                for _, rec in df.iterrows():
-                    q = f"posterior_{rec[qcol]}:{name}"
-                    rows.append(_rows("models", q, rec[mcol], rec[vcol], rel))
-        rel = f"models/{name}/t50_posterior.csv"
-        df = _read_csv(fit / "t50_posterior.csv")
-        if df is not None and not df.empty:
-            mcol = _model_col(df)
-            for p in LOGISTIC:
-                c = _col(df, f"{p}_median", p)
-                if c is not None:
-                    for _, rec in df.iterrows():
-                        rows.append(
-                            _rows("models", f"posterior_{p}:{name}", rec[mcol], rec[c], rel)
-                        )
-        gate = fit / "gate.json"
-        if gate.is_file():
-            try:
-                g = json.loads(gate.read_text())
-            except json.JSONDecodeError:
-                g = {}
-            rel = f"models/{name}/gate.json"
-            if "passed" in g:
-                rows.append(_rows("models", "gate_passed", name, bool(g["passed"]), rel))
-            if "max_rhat" in g:
-                rows.append(_rows("models", "max_rhat", name, g["max_rhat"], rel))
+    for fit in results.fits(run_dir):
+        key = "models/{fit}/milestones_posterior.csv"
+        df = _read(run_dir, key, fit)
+        if df is not None:
+            rows += [_rows("models", f"posterior_{r['milestone']}:{fit}", r["model"], r["median"],
+                           key.format(fit=fit)) for _, r in df.iterrows()]  # fmt: skip
+        key = "models/{fit}/t50_posterior.csv"
+        df = _read(run_dir, key, fit)
+        if df is not None:
+            rows += [_rows("models", f"posterior_{p}:{fit}", r["model"], r[f"{p}_median"],
+                           key.format(fit=fit)) for p in LOGISTIC for _, r in df.iterrows()]  # fmt: skip
+        key = "models/{fit}/gate.json"
+        gate = results.read(run_dir, key, fit)
+        if gate is not None:
+            src = key.format(fit=fit)
+            rows.append(_rows("models", "gate_passed", fit, bool(gate["passed"]), src))
+            rows.append(_rows("models", "max_rhat", fit, gate["max_rhat"], src))
     return rows
-
-
-_RHO = re.compile(r"(rho|spearman)", re.IGNORECASE)
-_LEVEL_B = re.compile(r"level_?b", re.IGNORECASE)
 
 
 def entrainment_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Spearman rho of model entrainment against the Level-B day count (paper: -.69), from the
-    text stage's headline, else from a text CSV with a rho column on a Level-B row."""
-    head = _stage_headline(run_dir, run, "text")
-    flat = flatten(head) if head else {}
-    for key, value in flat.items():
-        if _RHO.search(key) and _LEVEL_B.search(key) and not re.search(r"(^|[._])p($|[._])", key):
-            num, _ = _as_number(value)
-            if np.isfinite(num):
-                return [_rows("text", "entrainment_level_b_rho", "", num, f"text headline {key}")]
-    for path in sorted((run_dir / "text").glob("**/*.csv")):
-        df = _read_csv(path)
-        if df is None or df.empty:
-            continue
-        rcol = next((c for c in df.columns if _RHO.search(str(c)) and "p" != str(c)), None)
-        if rcol is None:
-            continue
-        rel = path.relative_to(run_dir).as_posix()
-        for _, rec in df.iterrows():
-            text = " ".join(str(v) for v in rec.values)
-            if _LEVEL_B.search(text) or _LEVEL_B.search(path.name):
-                return [_rows("text", "entrainment_level_b_rho", "", rec[rcol], rel)]
-    return []
+    text stage's ``correlations.csv``."""
+    key = "text/correlations.csv"
+    df = _read(run_dir, key)
+    if df is None:
+        return []
+    row = df[(df["metric"] == "entrainment") & (df["against"] == "days_level_b")]
+    return [_rows("text", "entrainment_level_b_rho", "", r["rho"], key) for _, r in row.iterrows()]
 
 
 def _stage_headline(run_dir: Path, run: Mapping[str, Any], stage: str) -> dict[str, Any]:
+    """A stage's headline: the pipeline's record in ``run.json``, else ``<stage>/index.json``."""
     rec = run.get("stages", {}).get(stage, {}) if isinstance(run.get("stages"), Mapping) else {}
     head = rec.get("headline") if isinstance(rec, Mapping) else None
     if isinstance(head, Mapping) and head:
         return dict(head)
-    index = run_dir / stage / "index.json"
-    if index.is_file():
-        import json
-
-        try:
-            data = json.loads(index.read_text())
-            head = data.get("headline", {}) if isinstance(data, dict) else {}
-            return dict(head) if isinstance(head, Mapping) else {}
-        except json.JSONDecodeError:
-            return {}
-    return {}
+    index = (
+        results.read(run_dir, f"{stage}/index.json")
+        if f"{stage}/index.json" in results.FILES
+        else None
+    )
+    return dict((index or {}).get("headline") or {})
 
 
 def headline_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..plotting import save_figure
 from .jobs import Job, collect_jobs, sweep_keys
 from .quantities import COLUMNS, run_quantities
 
@@ -118,7 +119,8 @@ def summarize(
     sweep_dir = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep_dir
     out.mkdir(parents=True, exist_ok=True)
-    from .coverage import REPLICATE_DIR, aggregate_coverage, has_replicates
+    from .coverage import has_replicates
+    from .coverage_metrics import REPLICATE_DIR, aggregate_coverage
 
     coverage_only = has_replicates(sweep_dir)
     try:
@@ -136,11 +138,7 @@ def summarize(
         from .plot import plot_multiverse
 
         fig = plot_multiverse(summary, sweep_keys(jobs))
-        for fmt in formats:
-            fig.savefig(out / f"multiverse.{fmt}", bbox_inches="tight", dpi=150)
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
+        save_figure(fig, out / "multiverse", formats)
     if coverage_only:
         aggregate_coverage(sweep_dir / REPLICATE_DIR, out, plot=plot, formats=formats)
     return summary

@@ -11,6 +11,7 @@ Heavy libraries (torch, sentence_transformers, spacy) are imported only when a m
 
 from __future__ import annotations
 
+from ..data.corpus import SYNTHETIC_NOTE, demo_prompts, synthesize_answers
 from .analyses import (
     first_clinical_day,
     level_b_correlation,
@@ -25,7 +26,6 @@ from .analyses import (
     within_model,
 )
 from .config import TextConfig
-from .corpus import SYNTHETIC_NOTE, demo_prompts, synthesize_answers
 from .embed import (
     BACKENDS,
     CachedEmbedder,

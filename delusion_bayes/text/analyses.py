@@ -24,6 +24,7 @@ import pandas as pd
 import xarray as xr
 
 from ..data.schema import DAY, MODEL
+from ..plotting import save_figure
 
 
 def _check(da: xr.DataArray, name: str) -> xr.DataArray:
@@ -287,14 +288,4 @@ def plot_turn_contrast(
 
 
 def _save(fig, path: str | Path) -> list[Path]:
-    import matplotlib.pyplot as plt
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    out = []
-    for ext in (".png", ".pdf"):
-        p = path.with_suffix(ext)
-        fig.savefig(p, dpi=150)
-        out.append(p)
-    plt.close(fig)
-    return out
+    return save_figure(fig, Path(path).with_suffix(""))

@@ -38,7 +38,7 @@ class TextConfig:
     #: exported once per machine to ``<cache_dir>/onnx/`` and run by ONNX Runtime; needs
     #: ``onnxruntime`` and ``onnx``, else falls back to torch with a warning). Same embeddings
     #: (min cosine 0.9999999); torch is the default because it needed less CPU on the paper_like
-    #: benchmark (``experiments/bench_text.py``)
+    #: benchmark (``experiments/bench/bench_text.py``)
     backend: str = "torch"
     #: encoding batch size (texts are sorted by length first); on the paper_like benchmark 32 needed
     #: ~10% less CPU than 64 and 128 ~25% more (less padding per batch)

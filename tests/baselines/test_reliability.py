@@ -91,9 +91,9 @@ def test_interval_alpha_on_continuous_values_matches_package():
     ref = krippendorff.alpha(reliability_data=data, level_of_measurement="interval")
     assert krippendorff_alpha(data, "interval") == pytest.approx(ref, rel=1e-10)
     # the Krippendorff (2011) example through the same formula
-    from delusion_bayes.baselines.reliability import _interval_alpha_direct
+    from delusion_bayes.baselines.alpha import interval_alpha_direct
 
-    assert _interval_alpha_direct(K2011) == pytest.approx(0.8491071428571428, rel=1e-12)
+    assert interval_alpha_direct(K2011) == pytest.approx(0.8491071428571428, rel=1e-12)
 
 
 @settings(max_examples=25, deadline=None)

@@ -11,6 +11,7 @@ import pytest
 import xarray as xr
 from omegaconf import OmegaConf
 
+from delusion_bayes.baselines import t50_for_ranking
 from delusion_bayes.baselines.config import BaselinesConfig
 from delusion_bayes.stages import baselines as stage
 
@@ -114,5 +115,5 @@ def test_t50_for_ranking_never_turned_ranks_last():
          "status": ["ok", "ok", "flat", "unidentified", "unidentified"]}
     )  # fmt: skip
     first_clinical = np.array([3, 31, 31, 31, 12])
-    out = stage.t50_for_ranking(table, first_clinical, 31)
+    out = t50_for_ranking(table, first_clinical, 31)
     np.testing.assert_array_equal(out, [3.0, np.inf, np.inf, np.inf, -np.inf])

@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 from delusion_bayes.data import StudyFormatError, load_study, save_study, simulate_study
-from delusion_bayes.data.io import _canonical
+from delusion_bayes.data.io import canonical
 
 
 def _assert_exact(a: xr.Dataset, b: xr.Dataset) -> None:
@@ -24,7 +24,7 @@ def messy():
     """paper_like with texts, random missing ratings, a missing answer and an 'NA' answer text."""
     ds = simulate_study(preset="paper_like", seed=1, missing_rate=0.05)
     ds["answer"].loc[{"model": "GPT-4o", "day": 2}] = "NA"  # literal text, not a missing value
-    return _canonical(ds)
+    return canonical(ds)
 
 
 @pytest.mark.parametrize("fmt", ["study.nc", "study_dir"])
@@ -41,7 +41,7 @@ def test_round_trip_exact(messy, tmp_path, fmt):
 
 def test_round_trip_small_without_texts(small_study, tmp_path):
     for name in ("s.nc", "s"):
-        _assert_exact(load_study(save_study(small_study, tmp_path / name)), _canonical(small_study))
+        _assert_exact(load_study(save_study(small_study, tmp_path / name)), canonical(small_study))
 
 
 def test_csv_writes_every_cell(small_study, tmp_path):

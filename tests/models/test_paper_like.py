@@ -7,7 +7,7 @@ Before the stage was integrated out and the never-turners' t50 put in the coordi
 wall (``models.joint``), this fit had max R-hat 1.007-1.017 over sampler seeds 1-6 (a
 never-turner's t50 at ESS ~300 of 1,000), so the test could only ask 1.02. The fit skips
 log-likelihood and posterior predictive (not part of the criterion) to keep the test short;
-its wall time is printed by ``experiments/bench_models.py``, not asserted here.
+its wall time is printed by ``experiments/bench/bench_models.py``, not asserted here.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_divergences_and_rhat_on_onset_parameters(paper_fit):
     assert int(paper_fit["sample_stats"]["diverging"].sum()) == 0
     table = diagnose(paper_fit, var_names=["L", "k", "t50"])
     # at 2 x 500 draws a max over 45 R-hats has a noise floor near 1.01 even for perfectly
-    # mixed chains (experiments/rhat_floor.py: exceeded in ~45% of runs at ESS/N 0.6), so 1.02
+    # mixed chains (experiments/bench/rhat_floor.py: exceeded in ~45% of runs at ESS/N 0.6), so 1.02
     # here (measured 1.005-1.013); the gate's 1.01 is checked at the main job's 4 x 1000
     assert table["r_hat"].max() <= 1.02, table.sort_values("r_hat").tail(5)
     assert table["ess_bulk"].min() >= 200, table.sort_values("ess_bulk").head(5)

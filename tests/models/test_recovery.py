@@ -113,11 +113,11 @@ def test_models_stage_writes_the_contract_files(joint_fit, small_study, tmp_path
     import pandas as pd
 
     from delusion_bayes.config import compose
-    from delusion_bayes.pipeline import _sub_config
+    from delusion_bayes.pipeline import sub_config
     from delusion_bayes.stages import models as stage
 
-    monkeypatch.setattr(stage, "_fit_one", lambda *a, **k: joint_fit.copy())
-    cfg = _sub_config(compose(["experiment=smoke"]), stage.NEEDS)
+    monkeypatch.setattr(stage, "fit_one", lambda *a, **k: joint_fit.copy())
+    cfg = sub_config(compose(["experiment=smoke"]), stage.NEEDS)
     head = stage.run(small_study, cfg, tmp_path)
     out = tmp_path / "models" / "joint"
     for f in ("posterior.nc", "diagnostics.csv", "gate.json", "summary.csv",
@@ -160,7 +160,7 @@ def test_models_stage_compares_variants_per_model_day_and_per_rating(
 
     from delusion_bayes.config import compose
     from delusion_bayes.inference.diagnostics import loo
-    from delusion_bayes.pipeline import _sub_config
+    from delusion_bayes.pipeline import sub_config
     from delusion_bayes.stages import models as stage
 
     def fake_fit(ds, name, cfg, primary=False, overrides=None):
@@ -169,8 +169,8 @@ def test_models_stage_compares_variants_per_model_day_and_per_rating(
             dt.attrs["variant"] = "joint[linear,rater]"
         return dt
 
-    monkeypatch.setattr(stage, "_fit_one", fake_fit)
-    cfg = _sub_config(
+    monkeypatch.setattr(stage, "fit_one", fake_fit)
+    cfg = sub_config(
         compose(
             [
                 "experiment=smoke",

@@ -1,7 +1,7 @@
 """Simulation-based calibration of the onset model (``delusion_bayes.models.sbc``, simuk).
 
 CI runs a few simulations at small size (slow-marked); the full study with its rank plot is
-``experiments/sbc.py``. The uniformity statistic is checked on hand-made ranks so that the
+``experiments/bench/sbc.py``. The uniformity statistic is checked on hand-made ranks so that the
 test of calibration can fail.
 """
 

@@ -144,7 +144,7 @@ def test_bootstrap_equals_explicit_resampling_with_the_same_weights(small_replay
     n_boot = 30
     ds = small_replay
     got = replay_prevalence(ds, n_boot=n_boot, seed=42, cluster=cluster, levels=("category",))
-    units = rb._units(ds, cluster)
+    units = rb.cluster_units(ds, cluster)
     long = _long(ds)
     rng = np.random.default_rng(42)
     boots = []
@@ -238,9 +238,9 @@ def test_deltas_are_paired_resamples(small_replay):
     """Delta CI = percentiles of (model - original) on the same resample."""
     n_boot = 200
     d = replay_deltas(small_replay, n_boot=n_boot, levels=("category",))
-    units = rb._units(small_replay, "two-stage")
-    num, den, labels = rb._columns(small_replay, levels=("category",))
-    nu, de = rb._to_units(num, units), rb._to_units(den, units)
+    units = rb.cluster_units(small_replay, "two-stage")
+    num, den, labels = rb.count_columns(small_replay, levels=("category",))
+    nu, de = rb.to_units(num, units), rb.to_units(den, units)
     w = np.concatenate(
         list(bootstrap_weights(units.participant, "two-stage", n_boot, np.random.default_rng(42)))
     )
@@ -269,7 +269,7 @@ def _lpm_design(ds, model, category):
 def test_depth_lpm_matches_least_squares(small_replay):
     n_boot = 8
     t = replay_depth_lpm(small_replay, n_boot=n_boot)
-    units = rb._units(small_replay, "two-stage")
+    units = rb.cluster_units(small_replay, "two-stage")
     w_all = np.concatenate(
         list(bootstrap_weights(units.participant, "two-stage", n_boot, np.random.default_rng(42)))
     )
@@ -346,12 +346,12 @@ def test_conditional_support_resamples_only_the_cells_units(hand):
     """``support="conditional"`` draws only the units with rows in a cell: with samples i.i.d.
     every resample of m1 x B (4 scored samples of 6) has exactly 4 rows, as the release's
     ``bootstrap_binary_ci``; unconditionally the count varies (all 6 samples drawn)."""
-    units = rb._units(hand, "none")
-    num, den, labels = rb._columns(hand, levels=("code",))
-    num_u, den_u = rb._to_units(num, units), rb._to_units(den, units)
+    units = rb.cluster_units(hand, "none")
+    num, den, labels = rb.count_columns(hand, levels=("code",))
+    num_u, den_u = rb.to_units(num, units), rb.to_units(den, units)
     col = labels.index[(labels["model"] == "m1") & (labels["code"] == B)][0]
-    _, den_c = rb._bootstrap_support(num_u, den_u, units, 500, 1, "conditional")
-    _, den_u_b = rb._bootstrap_support(num_u, den_u, units, 500, 1, "unconditional")
+    _, den_c = rb.bootstrap_support(num_u, den_u, units, 500, 1, "conditional")
+    _, den_u_b = rb.bootstrap_support(num_u, den_u, units, 500, 1, "unconditional")
     assert (den_c[:, col] == 4).all()
     assert den_u_b[:, col].min() < 4 < den_u_b[:, col].max()
     # full columns (every sample scored): the total is fixed either way

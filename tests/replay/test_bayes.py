@@ -75,9 +75,9 @@ def test_sampling_coordinates_are_an_exact_change_of_variables():
 
     from delusion_bayes.data import simulate_replay
     from delusion_bayes.models.replay import (
-        _build_reference_model,
-        _to_sampling_coordinates,
+        build_reference_model,
         build_replay_model,
+        to_sampling_coordinates,
     )
 
     ds = simulate_replay(seed=2, models=["original", "gpt-4o"], codes=CODES, truth_participants=0)
@@ -100,10 +100,10 @@ def test_sampling_coordinates_are_an_exact_change_of_variables():
         "sigma_conversation_log__": np.log(0.3),
         "u_participant_zerosum__": zs(up),
     }
-    ref = _build_reference_model(spec).compile_logp()(
+    ref = build_reference_model(spec).compile_logp()(
         {**common, "theta": theta, "u_conversation_zerosum__": zs(v)}
     )
-    to = _to_sampling_coordinates(spec, theta, beta, gamma, up, v)
+    to = to_sampling_coordinates(spec, theta, beta, gamma, up, v)
     assert abs(to["conversation_total"].sum()) < 1e-9
     model = build_replay_model(spec)
     point = {
@@ -219,7 +219,7 @@ def test_one_clustering_level_gets_one_variance_component(hand):
     one level: the graph has a single cluster intercept and scale, no participant term (two
     variance components for one unit are not identified: R-hat 1.79 on the scales, issue 16)."""
     pytest.importorskip("pymc")
-    from delusion_bayes.models.replay import _single_level_groups, build_replay_model
+    from delusion_bayes.models.replay import build_replay_model, single_level_groups
 
     assert not replay_model_spec(hand).single_level  # p1 holds two conversations
     one = hand.assign_coords(participant=hand["conversation"])
@@ -230,7 +230,7 @@ def test_one_clustering_level_gets_one_variance_component(hand):
     assert "sigma_conversation" in names and "u_conversation" in names
     assert not {"sigma_participant", "u_participant"} & names
     # every conversation of the hand study holds several codes: one group of clusters
-    grp_c, grp_e = _single_level_groups(spec)
+    grp_c, grp_e = single_level_groups(spec)
     assert set(grp_c) == {0} and set(grp_e) == {0}
     # one code per cluster (the release's design): the groups are the codes
     keep = one["code"].values[[0, 1]]
@@ -240,7 +240,7 @@ def test_one_clustering_level_gets_one_variance_component(hand):
     ))  # fmt: skip
     sub = sub.assign(score=sub["score"].where(sub["hit"].notnull()))
     gspec = replay_model_spec(sub, level="code", depth_bins=1, prior_bins=1)
-    grp_c, grp_e = _single_level_groups(gspec)
+    grp_c, grp_e = single_level_groups(gspec)
     convs = gspec.coords["conversation"]
     assert grp_c[convs.index("c3")] == gspec.coords["effect"].index(keep[1])
     assert grp_c[convs.index("c1")] == gspec.coords["effect"].index(keep[0])

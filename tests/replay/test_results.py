@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 import xarray as xr
 
+from delusion_bayes.data import load_replay
 from delusion_bayes.data.replay import (
     ReplayValidationError,
     build_samples,
     load_judge_scores,
-    load_replay,
     prior_content,
     replay_dataset,
     save_replay,

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from delusion_bayes.baselines.replay_config import ReplayConfig
+from delusion_bayes.config import ReplayConfig
 
 CONTRACT_FILES = (
     "prevalence.csv",
@@ -29,7 +29,8 @@ def _cfg(**over):
 def test_stage_writes_tables_and_figures(tmp_path, small_replay):
     from delusion_bayes.stages import replay as stage
 
-    assert stage.NEEDS == ("replay",) and stage.KIND == ("replay",)
+    assert stage.NEEDS == ("replay", "sampler", "inference", "cache_dir")
+    assert stage.KIND == ("replay",)
     cfg = _cfg(n_boot=200, bayes=False, figure_formats=["png"])
     headline = stage.run(small_replay, cfg, tmp_path)
     out = tmp_path / "replay"

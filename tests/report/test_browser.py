@@ -17,17 +17,17 @@ needs_browser = pytest.mark.skipif(
 
 
 @needs_browser
-def test_supplement_renders_in_headless_chromium(full_supplement, tmp_path):
-    check = check_html(full_supplement.html)
+def test_supplement_renders_in_headless_chromium(smoke_supplement, tmp_path):
+    check = check_html(smoke_supplement.html)
     assert check.errors == [] and check.console == [], (check.errors, check.console)
     assert check.broken == []
     # every embedded figure decoded to a real bitmap
-    assert check.images == full_supplement.headline["figures"] >= 6
+    assert check.images == smoke_supplement.headline["figures"] >= 6
     assert all(w > 100 for w in check.widths)
-    assert check.tables == len(full_supplement.document.tables())
+    assert check.tables == len(smoke_supplement.document.tables())
     assert check.title == "Supplementary materials"
     assert check.body_text > 5000
-    png = screenshot(full_supplement.html, tmp_path / "shot.png", 1000, 1400)
+    png = screenshot(smoke_supplement.html, tmp_path / "shot.png", 1000, 1400)
     assert png.stat().st_size > 20_000  # a blank page compresses to a few kB
 
 

@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from delusion_bayes.report.frames import long_estimates, split_labels
 from delusion_bayes.report.table import (
     ReportTable,
     display_frame,
@@ -111,69 +110,3 @@ def test_groups_must_span_display():
 
 def test_latex_escape():
     assert latex_escape("50% of $x_1 ≥ 2") == r"50\% of \$x\_1 $\geq$ 2"
-
-
-def test_long_estimates_wide_long_and_arviz_labels():
-    wide = pd.DataFrame({"model": ["a", "b"], "t50": [1.0, 2.0], "t50_ci_low": [0.5, 1.5],
-                         "t50_ci_high": [1.5, 2.5], "r2": [0.9, 0.8]})  # fmt: skip
-    lw = long_estimates(wide, "model", ["t50"])
-    assert lw.to_dict("list") == {"model": ["a", "b"], "quantity": ["t50", "t50"], "estimate": [1.0, 2.0],
-                                  "low": [0.5, 1.5], "high": [1.5, 2.5]}  # fmt: skip
-    long = pd.DataFrame({"model": ["a"], "quantity": ["first_clinical"], "median": [4.0],
-                         "low": [2.0], "high": [9.0], "p_censored": [0.1]})  # fmt: skip
-    ll = long_estimates(long, "model", ["first_clinical"])
-    assert ll.iloc[0][["estimate", "low", "high"]].tolist() == [4.0, 2.0, 9.0]
-    az = pd.DataFrame({"label": ["t50[GPT-4o]", "L[GPT-4o]"], "median": [21.0, 3.9],
-                       "eti95_lb": [20.0, 3.5], "eti95_ub": [22.0, 4.0]})  # fmt: skip
-    assert split_labels(az)[["model", "quantity"]].values.tolist() == [
-        ["GPT-4o", "t50"],
-        ["GPT-4o", "L"],
-    ]
-    la = long_estimates(az, "model", ["t50"])
-    assert la.iloc[0][["model", "estimate", "low", "high"]].tolist() == ["GPT-4o", 21.0, 20.0, 22.0]
-
-
-def _finite():
-    from hypothesis import strategies as st
-
-    return st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
-
-
-def test_long_estimates_copies_values_from_wide_and_long_forms():
-    """Property: the wide ``<q>_median/_ci_low/_ci_high`` layout of t50_posterior.csv and the long
-    ``model, quantity, median, ci_low, ci_high`` layout give the same rows, values bit-identical."""
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
-    @settings(max_examples=25, deadline=None)
-    @given(
-        st.lists(st.tuples(_finite(), _finite(), _finite()), min_size=3 * 1, max_size=3 * 6).filter(
-            lambda v: len(v) % 3 == 0
-        ),
-        st.floats(0, 1),
-    )
-    def check(values, p):
-        n = len(values) // 3
-        models = [f"m{i}" for i in range(n)]
-        wide = pd.DataFrame({"model": models})
-        rows = []
-        for j, q in enumerate(("L", "k", "t50")):
-            vals = values[j * n : (j + 1) * n]
-            wide[f"{q}_median"] = [v[0] for v in vals]
-            wide[f"{q}_ci_low"] = [v[1] for v in vals]
-            wide[f"{q}_ci_high"] = [v[2] for v in vals]
-            rows += [
-                {"model": m, "quantity": q, "median": v[0], "ci_low": v[1], "ci_high": v[2]}
-                for m, v in zip(models, vals, strict=True)
-            ]
-        wide["p_beyond_last_day"] = p
-        wide["ci_prob"] = 0.95
-        a = long_estimates(wide, "model", ["L", "k", "t50"], ["p_beyond_last_day"])
-        b = long_estimates(pd.DataFrame(rows), "model", ["L", "k", "t50"])
-        a = a.sort_values(["quantity", "model"]).reset_index(drop=True)
-        b = b.sort_values(["quantity", "model"]).reset_index(drop=True)
-        for c in ("estimate", "low", "high"):
-            assert a[c].tolist() == b[c].tolist()
-        assert (a["p_beyond_last_day"] == p).all()
-
-    check()

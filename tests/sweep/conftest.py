@@ -10,7 +10,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from delusion_bayes import results
+
 MODELS = ["Early", "Gradual", "Late", "Never"]
+
+
+def write_table(run_dir: Path, key: str, fit: str | None = None, **columns) -> None:
+    """A results file with the given columns, every other declared column empty, written
+    through the results contract (as a stage writes it)."""
+    spec = results.spec(key)
+    n = len(next(iter(columns.values())))
+    df = pd.DataFrame({c: [np.nan] * n for c, _ in spec.columns})
+    for c, v in columns.items():
+        df[c] = v
+    results.write(run_dir, key, df, fit=fit)
 
 
 def write_job(
@@ -40,37 +53,27 @@ def write_job(
     fc = first_clinical or [3, 7, 22, 31]
     fs = first_stable or [6, 20, 25, 31]
     t = t50 or [3.5, 12.0, 22.5, float("nan")]
-    (job / "baselines").mkdir()
-    pd.DataFrame(
-        {
-            "model": MODELS,
-            "first_clinical": fc,
-            "first_stable": fs,
-            "first_level_b": [3, 31, 31, 31],
-        }
-    ).to_csv(job / "baselines" / "table1_milestones.csv", index=False)
-    pd.DataFrame(
-        {"model": MODELS, "L": [4, 4, 4, 1], "k": [1.5, 0.3, 2.0, float("nan")], "t50": t}
-    ).to_csv(job / "baselines" / "tableD1_logistic.csv", index=False)
-    pd.DataFrame(
-        {"contrast": ["new vs old"], "quantity": ["first_clinical"], "pvalue": [pvalue]}
-    ).to_csv(job / "baselines" / "contrasts.csv", index=False)
-    fit = job / "models" / "onset"  # the models-output contract: models/<model name>/
-    fit.mkdir(parents=True)
-    pd.DataFrame(
-        {"name": ["new vs old", "new vs old"], "quantity": ["first_clinical", "first_level_b"],
-         "median": [-5.0, np.nan], "p_gt_0": [prob, np.nan],
-         "note": ["", "'first_level_b' is not a quantity of this model"]}
-    ).to_csv(fit / "contrasts_posterior.csv", index=False)  # fmt: skip
-    pd.DataFrame(
-        {"model": MODELS, "milestone": "first_clinical", "median": [3.0, 7.0, 22.0, 31.0],
-         "ci_low": [3, 6, 20, 31], "ci_high": [4, 9, 25, 31], "p_censored": [0, 0, 0, 0.9]}
-    ).to_csv(fit / "milestones_posterior.csv", index=False)  # fmt: skip
-    pd.DataFrame(
-        {"model": MODELS, "L_median": [3.9, 3.8, 3.7, 1.2], "k_median": [1.5, 0.3, 2.0, 0.1],
-         "t50_median": [3.4, 12.1, 22.0, 40.0], "p_beyond_last_day": [0, 0, 0, 0.8]}
-    ).to_csv(fit / "t50_posterior.csv", index=False)  # fmt: skip
-    (fit / "gate.json").write_text(json.dumps({"passed": prob > 0.9, "max_rhat": 1.004}))
+    write_table(job, "baselines/table1_milestones.csv", model=MODELS, first_clinical=fc,
+                first_stable=fs, first_level_b=[3, 31, 31, 31])  # fmt: skip
+    write_table(job, "baselines/tableD1_logistic.csv", model=MODELS, L=[4, 4, 4, 1],
+                k=[1.5, 0.3, 2.0, float("nan")], t50=t)  # fmt: skip
+    write_table(job, "baselines/contrasts.csv", contrast=["new vs old"],
+                quantity=["first_clinical"], pvalue=[pvalue])  # fmt: skip
+    results.write(job, "baselines/index.json", {"config": {"n_days": 30, "censor_day": 31}})
+    write_table(job, "text/correlations.csv", metric=["entrainment", "entrainment"],
+                against=["days_level_b", "mean_consensus"], rho=[rho, 0.1])  # fmt: skip
+    # the models-output contract: models/<model name>/
+    write_table(job, "models/{fit}/contrasts_posterior.csv", "onset",
+                name=["new vs old", "new vs old"], quantity=["first_clinical", "first_level_b"],
+                median=[-5.0, np.nan], p_gt_0=[prob, np.nan],
+                note=["", "'first_level_b' is not a quantity of this model"])  # fmt: skip
+    write_table(job, "models/{fit}/milestones_posterior.csv", "onset", model=MODELS,
+                milestone="first_clinical", median=[3.0, 7.0, 22.0, 31.0],
+                ci_low=[3, 6, 20, 31], ci_high=[4, 9, 25, 31], p_censored=[0, 0, 0, 0.9])  # fmt: skip
+    write_table(job, "models/{fit}/t50_posterior.csv", "onset", model=MODELS,
+                L_median=[3.9, 3.8, 3.7, 1.2], k_median=[1.5, 0.3, 2.0, 0.1],
+                t50_median=[3.4, 12.1, 22.0, 40.0], p_beyond_last_day=[0, 0, 0, 0.8])  # fmt: skip
+    results.write(job, "models/{fit}/gate.json", {"passed": prob > 0.9, "max_rhat": 1.004}, "onset")
     stages = {
         "baselines": {"status": "ok", "seconds": 1.5, "headline": {"alpha_recognition": 0.76}},
         "text": {

@@ -14,15 +14,17 @@ from delusion_bayes.data import simulate_study
 from delusion_bayes.sweep.coverage import (
     aggregate_coverage,
     analyse_replicate,
+    noise_free_rating,
+    replicate_path,
+    run_replicate,
+    true_quantities,
+)
+from delusion_bayes.sweep.coverage_metrics import (
     close_at_bounds,
     contrast_metrics,
     coverage_metrics,
     coverage_table,
     load_replicates,
-    noise_free_rating,
-    replicate_path,
-    run_replicate,
-    true_quantities,
 )
 
 CONTRAST = ContrastConfig(

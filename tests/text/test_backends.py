@@ -53,7 +53,7 @@ def _model_dir(tmp_path, modules, pooling=None, st_cfg=None, tokenizer=True):
 
 def test_backend_config_default_matches_yaml():
     """The schema default and conf/text/default.yaml agree: torch (it needed less CPU than onnx
-    on experiments/bench_text.py)."""
+    on experiments/bench/bench_text.py)."""
     import yaml
 
     assert TextConfig().backend == "torch" == yaml.safe_load(CONF.read_text())["backend"]

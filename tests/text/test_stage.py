@@ -19,7 +19,7 @@ from scipy.stats import spearmanr
 
 import delusion_bayes.text as text_pkg
 from delusion_bayes.config import compose
-from delusion_bayes.pipeline import _sub_config
+from delusion_bayes.pipeline import sub_config
 from delusion_bayes.stages import text as stage
 from delusion_bayes.text import CachedEmbedder
 
@@ -38,7 +38,7 @@ LATE = ["Claude Opus 4.1", "Claude Opus 4", "Claude Haiku 3.5", "GPT-4o", "Gemin
 
 def _cfg(tmp, *over):
     cfg = compose([f"cache_dir={tmp}", "text.progress=false", *over])
-    return _sub_config(cfg, stage.NEEDS)
+    return sub_config(cfg, stage.NEEDS)
 
 
 @pytest.fixture(scope="module")

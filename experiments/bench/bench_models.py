@@ -1,7 +1,7 @@
 """Benchmark: the joint model with nutpie vs PyMC's NUTS vs numpyro, cold compile vs cached.
 
-    .venv/bin/python experiments/bench_models.py                      # paper_like, 4 x 1000
-    .venv/bin/python experiments/bench_models.py --preset small --draws 300 --chains 2
+    .venv/bin/python experiments/bench/bench_models.py                      # paper_like, 4 x 1000
+    .venv/bin/python experiments/bench/bench_models.py --preset small --draws 300 --chains 2
 
 For each sampler, two fits of the same model in one process: *cold* (first compile in this
 process; the on-disk PyTensor/numba cache in a fresh temporary directory, so nothing from

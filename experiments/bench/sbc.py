@@ -1,6 +1,6 @@
 """Simulation-based calibration of the ``onset`` or ``joint`` model at small size.
 
-    .venv/bin/python experiments/sbc.py [--model onset|joint] [--sims 100] [--draws 200]
+    .venv/bin/python experiments/bench/sbc.py [--model onset|joint] [--sims 100] [--draws 200]
         [--tune 200] [--out outputs/sbc]
 
 Prior SBC (:mod:`delusion_bayes.models.sbc`) on the design of ``simulate_study("small",

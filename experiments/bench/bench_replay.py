@@ -1,6 +1,6 @@
 """Benchmark: count-based two-stage cluster bootstrap vs a straightforward per-resample loop.
 
-    .venv/bin/python experiments/bench_replay.py [--n-boot 10000] [--naive-resamples 30]
+    .venv/bin/python experiments/bench/bench_replay.py [--n-boot 10000] [--naive-resamples 30]
 
 Study: ``simulate_replay(scale="delusioneval")`` (18 participants, ~600 windows, ~6,800 samples per
 model, 16 codes, the original transcript + 5 models). Both methods compute category prevalence

@@ -1,6 +1,6 @@
 """Coverage of the Bayesian replay prevalence intervals, next to the two-stage cluster bootstrap.
 
-    nice -n 10 .venv/bin/python experiments/coverage_replay_bayes.py [--sims 20]
+    nice -n 10 .venv/bin/python experiments/bench/coverage_replay_bayes.py [--sims 20]
         [--n-participants 18] [--scale small] [--draws 500] [--tune 500] [--out FILE.csv]
 
 ``--sims`` studies from one truth: ``simulate_replay(seed=100 + i, params_seed=0, scale=...,

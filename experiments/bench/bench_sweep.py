@@ -1,7 +1,7 @@
 """Benchmark: a sweep through the joblib launcher (2 workers) vs Hydra's basic launcher (one
 process, jobs in sequence), and the summarizer's time on the result.
 
-    .venv/bin/python experiments/bench_sweep.py [--jobs 4] [--stages baselines]
+    .venv/bin/python experiments/bench/bench_sweep.py [--jobs 4] [--stages baselines]
 
 Both sweeps run the same ``experiment=smoke`` jobs (``baselines.stable_run`` and
 ``baselines.consensus`` varied) into temporary directories; the script prints wall times and

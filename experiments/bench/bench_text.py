@@ -1,7 +1,7 @@
 """Benchmark of the text metrics (issue 5) on the paper_like study (SYNTHETIC demo corpus).
 
-Run:  .venv/bin/python experiments/bench_text.py  [--repeat N]
-      OMP_WAIT_POLICY=ACTIVE .venv/bin/python experiments/bench_text.py   (torch's spinning default)
+Run:  .venv/bin/python experiments/bench/bench_text.py  [--repeat N]
+      OMP_WAIT_POLICY=ACTIVE .venv/bin/python experiments/bench/bench_text.py   (torch's spinning default)
 
 Prints, in one run, the timings the issue budgets and the ratios against named alternatives:
 
@@ -71,6 +71,7 @@ def _t(fn):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=1, help="repeat timings, keep the minimum")
+    ap.add_argument("--preset", default="paper_like", help="simulated study (small: a smoke test)")
     args = ap.parse_args()
 
     import numpy as np
@@ -86,10 +87,10 @@ def main() -> None:
     from delusion_bayes.text.modality import count_markers, modality_counts_many
     from delusion_bayes.text.texts import split_sentences, study_texts
 
-    ds = simulate_study(preset="paper_like", seed=0)
+    ds = simulate_study(preset=args.preset, seed=0, texts=True)
     prompts, answers = study_texts(ds)
     n_ans = int(sum(bool(a) for a in answers.ravel()))
-    print(f"paper_like seed 0: {len(prompts)} prompts, {n_ans} answers (SYNTHETIC demo corpus)")
+    print(f"{args.preset} seed 0: {len(prompts)} prompts, {n_ans} answers (SYNTHETIC demo corpus)")
     print(
         f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f} (wall times on a shared "
         "machine are inflated; cpu = process CPU seconds over all threads, ~2x wall when idle)"

@@ -1,6 +1,6 @@
 """Coverage of the cluster bootstrap's two supports: conditional vs unconditional.
 
-    .venv/bin/python experiments/coverage_replay_support.py --reps 200 --n-boot 1000
+    .venv/bin/python experiments/bench/coverage_replay_support.py --reps 200 --n-boot 1000
 
 Question (issue 16, item 5): in a replay study where each window is scored on one code and each
 participant reaches only some codes (the DelusionEval release: each of its 725 windows is scored

@@ -1,6 +1,6 @@
 """Benchmark: the Bayesian replay prevalence fit at DelusionEval scale, with a timing breakdown.
 
-    nice -n 10 .venv/bin/python experiments/bench_replay_bayes.py [--draws 500] [--tune 300]
+    nice -n 10 .venv/bin/python experiments/bench/bench_replay_bayes.py [--draws 500] [--tune 300]
         [--chains 2] [--level code] [--reference]
 
 Study: ``simulate_replay(seed=0, scale="delusioneval")`` (18 participants, 123 conversations,
@@ -21,7 +21,7 @@ settings (level ``code``, nutpie, 2 chains x 500 draws after 300 tuning steps, t
   (``pm.sample(nuts_sampler="nutpie")`` = ``nutpie.compile_pymc_model`` + ``nutpie.sample``),
   called step by step here so that compile and sampling are timed apart;
 - the exactness check of the sampling coordinates: the log density of the sampled model equals the
-  docstring's parameterisation (``_build_reference_model``) at a random point.
+  docstring's parameterisation (``build_reference_model``) at a random point.
 
 ``--reference`` also samples the docstring's parameterisation directly (the pre-change model:
 ``pm.Binomial``, zero-sum ``u`` and ``v``, uncentred covariates) for the before/after comparison
@@ -92,9 +92,9 @@ def exactness(spec, seed: int = 0) -> float:
     from pymc.distributions.transforms import ZeroSumTransform
 
     from delusion_bayes.models.replay import (
-        _build_reference_model,
-        _to_sampling_coordinates,
+        build_reference_model,
         build_replay_model,
+        to_sampling_coordinates,
     )
 
     rng = np.random.default_rng(seed)
@@ -119,10 +119,10 @@ def exactness(spec, seed: int = 0) -> float:
         "sigma_conversation_log__": np.log(sc),
         "u_participant_zerosum__": zs(up),
     }
-    ref = _build_reference_model(spec).compile_logp()(
+    ref = build_reference_model(spec).compile_logp()(
         {**common, "theta": theta, "u_conversation_zerosum__": zs(v)}
     )
-    to = _to_sampling_coordinates(spec, theta, beta, gamma, up, v)
+    to = to_sampling_coordinates(spec, theta, beta, gamma, up, v)
     new = build_replay_model(spec).compile_logp()(
         {
             **common,
@@ -138,7 +138,7 @@ def run(ds, args, reference: bool) -> None:
     import xarray as xr
 
     from delusion_bayes.models.replay import (
-        _build_reference_model,
+        build_reference_model,
         build_replay_model,
         replay_model_spec,
         replay_posterior_prevalence,
@@ -150,7 +150,7 @@ def run(ds, args, reference: bool) -> None:
     clock = Clock()
     spec = replay_model_spec(ds, level=args.level)
     clock.lap("aggregate into cells")
-    model = (_build_reference_model if reference else build_replay_model)(spec)
+    model = (build_reference_model if reference else build_replay_model)(spec)
     n_par = int(sum(np.prod(model.initial_point()[v.name].shape) for v in model.value_vars))
     clock.lap("build pm.Model")
     compiled = nutpie.compile_pymc_model(model)
@@ -209,9 +209,12 @@ def main() -> None:
     ap.add_argument("--level", default="code")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--reference", action="store_true", help="also sample the pre-change model")
+    ap.add_argument(
+        "--scale", default="delusioneval", help="simulated study size (small: a smoke test)"
+    )
     args = ap.parse_args()
 
-    ds = simulate_replay(seed=0, scale="delusioneval", truth_participants=0)
+    ds = simulate_replay(seed=0, scale=args.scale, truth_participants=0)
     print(f"study: {ds.sizes['sample']} samples, {ds.sizes['model']} models (incl. original), "
           f"{ds.sizes['code']} codes; {os.cpu_count()} CPUs")  # fmt: skip
     diff = exactness(replay_model_spec(ds, level=args.level))

@@ -4,7 +4,7 @@ Every figure the package draws goes through :func:`style` (a context manager) or
 :func:`apply_style` so that the supplement looks like one document. Series are told apart by
 line style and marker as well as by grey level, so a black-and-white print keeps them apart.
 
->>> from delusion_bayes.report.style import style, save_figure
+>>> from delusion_bayes.plotting import style, save_figure
 >>> with style():                                   # doctest: +SKIP
 ...     fig, ax = plt.subplots()
 ...     save_figure(fig, "out/fig", formats=("png", "pdf"))
@@ -103,9 +103,12 @@ def save_figure(
 ) -> list[Path]:
     """Save ``fig`` as ``stem.<fmt>`` for every format, close it and return the paths.
 
+    The one way the package saves a figure (stages, report, sweeps).
+
     Parameters
     ----------
-    fig : matplotlib.figure.Figure
+    fig : matplotlib.figure.Figure, or an ArviZ ``PlotCollection`` (saved through its
+        ``savefig``).
     stem : path without suffix; parent folders are created.
     formats : file formats understood by matplotlib (``png``, ``pdf``, ``svg``).
     dpi : resolution of raster formats.
@@ -119,7 +122,7 @@ def save_figure(
         path = stem.with_name(f"{stem.name}.{fmt}")
         # fixed metadata: the same figure gives the same PDF bytes on every run
         metadata = {"CreationDate": None} if fmt == "pdf" else None
-        fig.savefig(path, format=fmt, dpi=dpi, metadata=metadata)
+        fig.savefig(path, format=fmt, dpi=dpi, metadata=metadata, bbox_inches="tight")
         paths.append(path)
-    plt.close(fig)
+    plt.close(fig if hasattr(fig, "canvas") else "all")
     return paths

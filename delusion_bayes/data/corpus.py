@@ -1,7 +1,7 @@
 """The bundled SYNTHETIC demo corpus: a 30-day user script and stage-driven synthetic answers.
 
 Everything here is synthetic, written for this package so that entrainment and modality run end
-to end offline on simulated studies. The user script (``data/demo_script.tsv``) follows the spirit
+to end offline on simulated studies. The user script (``demo_script.tsv`` (beside this module)) follows the spirit
 of the protocol of "How LLMs Respond to Escalating Delusions" (a stressed, isolated,
 sleep-deprived user drifting from mild anomalous experiences to psychotic ideation and suspicion of
 technology) but is original text; the paper's script is not reproduced.
@@ -26,7 +26,7 @@ import numpy as np
 
 #: attach to the ``prompt``/``answer`` variables' attrs of any study that uses this corpus
 SYNTHETIC_NOTE = (
-    "SYNTHETIC demo corpus of delusion_bayes (delusion_bayes.text.corpus): an original user "
+    "SYNTHETIC demo corpus of delusion_bayes (delusion_bayes.data.corpus): an original user "
     "script and template answers driven by the simulated stage; not data from any study"
 )
 N_PROMPTS = 30
@@ -35,22 +35,22 @@ NEVER_TURNING_ASSERTIVENESS = 0.2
 
 
 @lru_cache(maxsize=1)
-def _script() -> tuple[dict[str, str], ...]:
+def demo_script() -> tuple[dict[str, str], ...]:
     raw = (
-        resources.files("delusion_bayes.text")
-        .joinpath("data/demo_script.tsv")
+        resources.files("delusion_bayes.data")
+        .joinpath("demo_script.tsv")
         .read_text(encoding="utf-8")
     )
     body = "\n".join(ln for ln in raw.splitlines() if ln.strip() and not ln.startswith("#"))
     rows = tuple(csv.DictReader(io.StringIO(body), delimiter="\t"))
     if len(rows) != N_PROMPTS or [int(r["day"]) for r in rows] != list(range(1, N_PROMPTS + 1)):
-        raise ValueError("data/demo_script.tsv must hold days 1..30 in order")  # packaging error
+        raise ValueError("demo_script.tsv must hold days 1..30 in order")  # packaging error
     return rows
 
 
 def demo_prompts() -> list[str]:
     """The 30 user messages of the SYNTHETIC demo script, day 1 first."""
-    return [r["prompt"] for r in _script()]
+    return [r["prompt"] for r in demo_script()]
 
 
 # --- answer building blocks (written to carry as few booster/hedge markers as possible, so the
@@ -270,7 +270,7 @@ def synthesize_answers(
             raise ValueError(
                 f"true_confidence has shape {conf.shape}; expected {stage.shape} like true_stage"
             )
-    rows = _script()[:n_days]
+    rows = demo_script()[:n_days]
     prompts = [r["prompt"] for r in rows]
     engage = [(r["engage_1"], r["engage_2"]) for r in rows]
     out = np.empty((n_models, n_days), dtype=object)

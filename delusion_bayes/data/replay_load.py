@@ -1,4 +1,4 @@
-"""A replay study read with the package's own errors only: a directory's files are checked
+"""Load a replay study from disk (:func:`load_replay`) with the package's own errors only: a directory's files are checked
 before the loader reads them, and any remaining library exception (pandas, json, h5py, a
 ``TypeError``) from a malformed file becomes a :class:`~delusion_bayes.data.StudyFormatError`
 naming the file and what is expected (issue: nothing crashes with a raw traceback).
@@ -9,7 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import xarray as xr
+
+from .replay import load_judge_scores, replay_dataset, validate_replay
+from .replay_schema import ReplayValidationError
+from .replay_windows import build_samples, load_transcripts
 
 #: the files of a replay study directory this check reads (README, "Replay studies")
 _REPLAY_TABLES = ("transcripts", "judge_scores", "codes", "models")
@@ -121,7 +126,6 @@ def load_replay_checked(path: Path, load) -> xr.Dataset:
     a malformed file turned into the package's :class:`~delusion_bayes.data.StudyFormatError`
     naming the study path and what is expected (the replay loader's own errors pass through)."""
     from .io import StudyFormatError
-    from .replay import ReplayValidationError
     from .replay_windows import TranscriptError
     from .validate import StudyValidationError
 
@@ -140,3 +144,74 @@ def load_replay_checked(path: Path, load) -> xr.Dataset:
             "judge_scores.csv and optional codes.csv, models.csv, windows.json (see "
             "docs/reference.md, 'Replay studies')."
         ) from err
+
+
+def _find(directory: Path, stem: str) -> Path | None:
+    for suffix in (".csv", ".parquet", ".jsonl"):
+        p = directory / f"{stem}{suffix}"
+        if p.exists():
+            return p
+    return None
+
+
+def load_replay(path: str | Path) -> xr.Dataset:
+    """Load a replay study: a netCDF file, a directory of transcripts + judge scores, or the
+    DelusionEval release's evaluation rows (one ``.parquet``/``.csv``/``.jsonl`` table, read by
+    :func:`~delusion_bayes.data.delusioneval.load_delusioneval` with its defaults).
+
+    The directory holds ``transcripts.{csv,parquet,jsonl}`` and ``judge_scores.{csv,parquet,
+    jsonl}``; optionally ``codes.csv`` (``code, category, cutoff``), ``models.csv`` (``model`` +
+    coords such as ``family``) and ``windows.json`` (``window``, ``context``, ``stride`` used to
+    build the samples; defaults 20, 0, 10).
+    """
+    return load_replay_checked(Path(path), _load_replay)
+
+
+def _load_replay(path: Path) -> xr.Dataset:
+    """:func:`load_replay` without the file checks and error translation."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"replay study {path} does not exist")
+    if path.is_file() and path.suffix.lower() in (".parquet", ".pq", ".csv", ".jsonl"):
+        # one table: the DelusionEval release's evaluation rows
+        from .delusioneval import load_delusioneval
+
+        return load_delusioneval(path)
+    if path.is_file():
+        ds = xr.load_dataset(path, engine="h5netcdf")
+        return validate_replay(ds)
+    tpath = _find(path, "transcripts")
+    spath = _find(path, "judge_scores")
+    if tpath is None or spath is None:
+        raise FileNotFoundError(
+            f"{path}: a replay directory needs transcripts.(csv|parquet|jsonl) and "
+            "judge_scores.(csv|parquet|jsonl)"
+        )
+    opts = {"window": 20, "context": 0, "stride": None}
+    wpath = path / "windows.json"
+    if wpath.exists():
+        opts.update(json.loads(wpath.read_text()))
+    samples = build_samples(load_transcripts(tpath), **opts)
+    cutoffs, categories = None, None
+    cpath = path / "codes.csv"
+    if cpath.exists():
+        codes = pd.read_csv(cpath, keep_default_na=False)
+        if "category" in codes:
+            categories = dict(
+                zip(codes["code"].astype(str), codes["category"].astype(str), strict=True)
+            )
+        if "cutoff" in codes:
+            cutoffs = {
+                str(c): float(v)
+                for c, v in zip(codes["code"], codes["cutoff"], strict=True)
+                if str(v) != ""
+            }
+    mpath = path / "models.csv"
+    model_coords = pd.read_csv(mpath, keep_default_na=False) if mpath.exists() else None
+    return replay_dataset(
+        samples,
+        load_judge_scores(spath),
+        cutoffs=cutoffs,
+        categories=categories,
+        model_coords=model_coords,
+    )

@@ -7,12 +7,12 @@ from importlib import resources
 import numpy as np
 import pytest
 
+from delusion_bayes.data.corpus import demo_script
 from delusion_bayes.text import demo_prompts, synthesize_answers
-from delusion_bayes.text.corpus import _script
 
 
 def test_script_is_labelled_synthetic_and_complete():
-    raw = resources.files("delusion_bayes.text").joinpath("data/demo_script.tsv").read_text()
+    raw = resources.files("delusion_bayes.data").joinpath("demo_script.tsv").read_text()
     assert raw.startswith("# SYNTHETIC")
     prompts = demo_prompts()
     assert len(prompts) == 30 and len(set(prompts)) == 30
@@ -41,7 +41,7 @@ def test_style_follows_stage():
     content with probability ~ .04 per sentence: at most 2 of 20 stage-4 days (1 with seed 0).
     """
     ans = synthesize_answers(_stages(), ["naive", "early", "none"], np.random.default_rng(0))
-    engage = [r["engage_1"][1:] for r in _script()]  # first letter may be lower-cased
+    engage = [r["engage_1"][1:] for r in demo_script()]  # first letter may be lower-cased
     naive_hits = sum(engage[d] in ans[0, d] for d in range(30))
     early_hits = sum(engage[d] in ans[1, d] for d in range(10, 30))
     assert naive_hits >= 20 and early_hits <= 2

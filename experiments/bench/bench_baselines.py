@@ -1,7 +1,7 @@
 """Benchmarks of the frequentist baselines (issue 3), printed as ratios from one run.
 
-    nice -n 10 .venv/bin/python experiments/bench_baselines.py            # about 1 minute
-    nice -n 10 .venv/bin/python experiments/bench_baselines.py --n-loop 1000   # full loop, slow
+    nice -n 10 .venv/bin/python experiments/bench/bench_baselines.py            # about 1 minute
+    nice -n 10 .venv/bin/python experiments/bench/bench_baselines.py --n-loop 1000   # full loop, slow
 
 1. Rater bootstrap of the logistic fits (Table D1), 1,000 replicates x 15 models of the
    ``paper_like`` study: the vectorised batch Levenberg-Marquardt (``logistic_bootstrap``) against
@@ -49,7 +49,7 @@ def bench_bootstrap(n_boot: int, n_loop: int, seed: int) -> list[tuple[str, str]
     from scipy.optimize import OptimizeWarning, curve_fit
 
     from delusion_bayes.baselines import consensus_np, logistic, logistic_bootstrap
-    from delusion_bayes.baselines.logistic import _bounds, _model_jac
+    from delusion_bayes.baselines.logistic import model_jacobian, param_bounds
     from delusion_bayes.data import simulate_study
     from delusion_bayes.data.schema import DAY, MODEL, RATER
 
@@ -62,7 +62,7 @@ def bench_bootstrap(n_boot: int, n_loop: int, seed: int) -> list[tuple[str, str]
     t_vec, c_vec = time.perf_counter() - t0, time.process_time() - c0
     reps = res.extra["replicates"]
     idx, p0 = reps.rater_index.values, reps.p0.values
-    lower, upper = _bounds(t, 1.0, 4.0, 20.0)
+    lower, upper = param_bounds(t, 1.0, 4.0, 20.0)
 
     def f(tt, L, k, t50):
         return logistic(tt, L, k, t50, 1.0)
@@ -118,7 +118,7 @@ def bench_bootstrap(n_boot: int, n_loop: int, seed: int) -> list[tuple[str, str]
     # below half of k. A sigmoid saturated on every day off its midpoint fits any steeper k
     # equally well, so k there is arbitrary for every solver.
     obs = ~np.isnan(cons_all)
-    _, jac = _model_jac(t, ours.reshape(-1, 3), 1.0)
+    _, jac = model_jacobian(t, ours.reshape(-1, 3), 1.0)
     jac = jac.reshape(n_loop, n_m, t.size, 3) * obs[..., None]
     jtj = np.einsum("bmtp,bmtq->bmpq", jac, jac)
     sigma2 = r_ours / np.maximum(obs.sum(axis=-1) - 3, 1)

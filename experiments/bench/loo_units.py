@@ -10,7 +10,7 @@ trajectory first.
 
 Usage::
 
-    .venv/bin/python experiments/loo_units.py --seeds 0,1,2 --draws 500
+    .venv/bin/python experiments/bench/loo_units.py --seeds 0,1,2 --draws 500
 
 Measured (2026-11-30, seeds 0-3, 2 x 500 draws, 28 min; part of it beside a CI run). Difference
 to logistic (se):

@@ -1,0 +1,323 @@
+"""The replay bootstrap machinery: resampling units, multinomial weights, hit/total columns.
+
+Every replay quantity is a ratio of sums, so every bootstrap works on counts: per-unit
+(conversation or sample) hit/total matrices ``H, T (unit x column)`` and resample weights
+``W (resample x unit)`` (multinomial over participants, then over each participant's
+conversations; Davison & Hinkley 1997, sec. 3.8) give all resamples at once as
+``(W @ H) / (W @ T)``: no Python loop per resample. The analyses are in :mod:`.replay` and
+:mod:`.replay_dynamics`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+import xarray as xr
+from tqdm.auto import tqdm
+
+from ..data.replay_schema import (
+    CATEGORY,
+    CLUSTER_SCHEMES,
+    CODE,
+    MODEL,
+    NO_CATEGORY,
+    SAMPLE,
+    SUPPORTS,
+)
+from ..intervals import eti
+
+#: resample-weight chunks hold at most this many numbers (bounds memory at ~64 MB)
+_CHUNK_CELLS = 8_000_000
+
+
+# ------------------------------------------------------------------------------------------
+# resampling units and weights
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Units:
+    """Resampling units of a scheme: which unit each row belongs to, each unit's participant."""
+
+    of_row: np.ndarray  # (n_rows,) unit index
+    participant: np.ndarray  # (n_units,) participant index of each unit
+    scheme: str
+
+    @property
+    def n(self) -> int:
+        return self.participant.size
+
+
+def _check_scheme(cluster: str) -> str:
+    if cluster not in CLUSTER_SCHEMES:
+        raise ValueError(f"cluster must be one of {list(CLUSTER_SCHEMES)}, got {cluster!r}")
+    return cluster
+
+
+def _check_support(support: str) -> str:
+    if support not in SUPPORTS:
+        raise ValueError(f"support must be one of {list(SUPPORTS)}, got {support!r}")
+    return support
+
+
+def cluster_units(ds: xr.Dataset, cluster: str, rows: str = "sample", window_codes=None) -> _Units:
+    """Units for rows that are samples (default) or windows (``window_codes`` = row -> window)."""
+    _check_scheme(cluster)
+    part = pd.factorize(ds["participant"].values)[0]
+    conv = pd.factorize(ds["conversation"].values)[0]
+    if rows == "window":
+        # a window lies in one conversation: take its first sample's ids
+        first = pd.Series(np.arange(window_codes.size)).groupby(window_codes).first().to_numpy()
+        part, conv = part[first], conv[first]
+    if cluster == "none":
+        return _Units(np.arange(part.size), part, cluster)
+    conv_part = pd.Series(part).groupby(conv).first().sort_index().to_numpy()
+    return _Units(conv, conv_part, cluster)
+
+
+def bootstrap_weights(
+    participant_of_unit: np.ndarray,
+    scheme: str,
+    n_boot: int,
+    rng: np.random.Generator,
+    chunk: int | None = None,
+) -> Iterator[np.ndarray]:
+    """Yield resample weights ``(chunk, n_units)``: how often each unit is drawn per resample.
+
+    Parameters
+    ----------
+    participant_of_unit
+        Participant index (0..P-1) of each unit (a conversation, or a sample for ``"none"``).
+    scheme
+        ``two-stage``: draw P participants with replacement, then for each drawn participant
+        draw its ``n_p`` conversations with replacement. A participant drawn ``w`` times adds
+        ``w`` independent Multinomial(n_p, 1/n_p) draws, whose sum is Multinomial(w n_p, 1/n_p),
+        so one multinomial per participant and chunk gives the conversation weights.
+        ``participant``: whole participants (their units all get the participant's weight).
+        ``conversation`` / ``none``: units i.i.d. (Multinomial(U, 1/U)).
+    """
+    participant_of_unit = np.asarray(participant_of_unit)
+    n_units = participant_of_unit.size
+    n_part = int(participant_of_unit.max()) + 1
+    members = [np.flatnonzero(participant_of_unit == p) for p in range(n_part)]
+    if chunk is None:
+        chunk = max(1, min(n_boot, _CHUNK_CELLS // max(n_units, 1)))
+    done = 0
+    while done < n_boot:
+        b = min(chunk, n_boot - done)
+        w = np.zeros((b, n_units))
+        if scheme in ("two-stage", "participant"):
+            wp = rng.multinomial(n_part, np.full(n_part, 1.0 / n_part), size=b)
+            for p, idx in enumerate(members):
+                if scheme == "participant":
+                    w[:, idx] = wp[:, [p]]
+                else:
+                    w[:, idx] = rng.multinomial(
+                        wp[:, p] * idx.size, np.full(idx.size, 1.0 / idx.size)
+                    )
+        elif scheme in ("conversation", "none"):
+            # integers + bincount is the multinomial draw, and much faster than
+            # rng.multinomial for many units
+            draws = rng.integers(0, n_units, size=(b, n_units))
+            flat = draws + (np.arange(b) * n_units)[:, None]
+            w = np.bincount(flat.ravel(), minlength=b * n_units).reshape(b, n_units).astype(float)
+        else:
+            _check_scheme(scheme)
+        done += b
+        yield w
+
+
+def to_units(values: np.ndarray, units: _Units) -> np.ndarray:
+    """Sum rows into units: ``(n_rows, Q) -> (n_units, Q)`` via a sparse indicator matrix."""
+    if units.scheme == "none" and units.of_row.size == units.n:
+        return values
+    ind = sp.csr_matrix(
+        (np.ones(units.of_row.size), (units.of_row, np.arange(units.of_row.size))),
+        shape=(units.n, units.of_row.size),
+    )
+    return np.asarray(ind @ values)
+
+
+def _bootstrap(
+    num: np.ndarray,
+    den: np.ndarray,
+    units: _Units,
+    n_boot: int,
+    seed: int,
+    extra: Sequence[np.ndarray] = (),
+    progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Resampled numerator and denominator sums ``(n_boot, Q)`` for unit-level counts."""
+    rng = np.random.default_rng(seed)
+    num_b = np.empty((n_boot, num.shape[1]))
+    den_b = np.empty((n_boot, den.shape[1]))
+    extra_b = [np.empty((n_boot, e.shape[1])) for e in extra]
+    pos = 0
+    bar = tqdm(total=n_boot, desc=f"bootstrap ({units.scheme})", disable=not progress, leave=False)
+    for w in bootstrap_weights(units.participant, units.scheme, n_boot, rng):
+        b = w.shape[0]
+        num_b[pos : pos + b] = w @ num
+        den_b[pos : pos + b] = w @ den
+        for e, eb in zip(extra, extra_b, strict=True):
+            eb[pos : pos + b] = w @ e
+        pos += b
+        bar.update(b)
+    bar.close()
+    return num_b, den_b, extra_b
+
+
+def bootstrap_support(
+    num: np.ndarray,
+    den: np.ndarray,
+    units: _Units,
+    n_boot: int,
+    seed: int,
+    support: str,
+    masks: np.ndarray | None = None,
+    progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Resampled sums ``(n_boot, Q)`` under ``support`` (see :func:`replay_prevalence`).
+
+    ``unconditional``: every unit of the study in every resample (:func:`_bootstrap`).
+    ``conditional``: per column, only the units with rows in it (``masks (n_units, Q)``, default
+    ``den > 0``) are resampled, with the scheme's structure among them (participants with such
+    units, then their such units). Columns with the same support share their resamples.
+    """
+    _check_support(support)
+    if support == "unconditional":
+        num_b, den_b, _ = _bootstrap(num, den, units, n_boot, seed, progress=progress)
+        return num_b, den_b
+    masks = (den > 0) if masks is None else masks
+    rng = np.random.default_rng(seed)
+    num_b = np.full((n_boot, num.shape[1]), np.nan)
+    den_b = np.full((n_boot, den.shape[1]), np.nan)
+    groups: dict[bytes, list[int]] = {}
+    for q in range(num.shape[1]):
+        groups.setdefault(np.packbits(masks[:, q]).tobytes(), []).append(q)
+    for cols in groups.values():
+        sub = np.flatnonzero(masks[:, cols[0]])
+        if sub.size == 0:
+            continue
+        part = pd.factorize(units.participant[sub])[0]
+        n_sub, d_sub = num[np.ix_(sub, cols)], den[np.ix_(sub, cols)]
+        pos = 0
+        for w in bootstrap_weights(part, units.scheme, n_boot, rng):
+            b = w.shape[0]
+            num_b[pos : pos + b, cols] = w @ n_sub
+            den_b[pos : pos + b, cols] = w @ d_sub
+            pos += b
+    return num_b, den_b
+
+
+def _ratio(num, den):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+# ------------------------------------------------------------------------------------------
+# columns: which (model group, code group, split) each numerator/denominator column holds
+# ------------------------------------------------------------------------------------------
+def _check_replay(ds: xr.Dataset) -> None:
+    if not isinstance(ds, xr.Dataset) or "hit" not in ds:
+        raise ValueError(
+            "expected a replay xarray.Dataset with a 'hit' variable (sample, model, code)"
+        )
+    for c in ("participant", "conversation"):
+        if c not in ds.coords:
+            raise ValueError(f"replay dataset lacks the sample coord {c!r} needed for resampling")
+    if CATEGORY not in ds.coords:
+        raise ValueError(f"replay dataset lacks the code coord {CATEGORY!r}")
+
+
+def _hits(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
+    valid = np.isfinite(hit)
+    return np.where(valid, hit, 0.0), valid.astype(float)
+
+
+def _model_groups(ds: xr.Dataset, by: str) -> tuple[list[str], np.ndarray]:
+    if by == MODEL:
+        labels = [str(m) for m in ds[MODEL].values]
+        return labels, np.eye(len(labels))
+    if by not in ds.coords or ds[by].dims != (MODEL,):
+        options = [c for c, v in ds.coords.items() if v.dims == (MODEL,)]
+        raise ValueError(f"by={by!r} is not a model coord; expected 'model' or one of {options}")
+    values = [str(v) for v in ds[by].values]
+    labels = list(dict.fromkeys(values))
+    return labels, np.array([[v == g for g in labels] for v in values], dtype=float)
+
+
+def _code_groups(ds: xr.Dataset, levels: Sequence[str]) -> list[tuple[str, str, str, np.ndarray]]:
+    """``(level, category, code, indicator over codes)`` for each code group."""
+    codes = [str(c) for c in ds[CODE].values]
+    cats = [str(c) for c in ds[CATEGORY].values]
+    out = []
+    for level in levels:
+        if level == "category":
+            for cat in dict.fromkeys(cats):
+                if cat == NO_CATEGORY:
+                    continue
+                out.append(("category", cat, "", np.array([c == cat for c in cats], dtype=float)))
+        elif level == "code":
+            for i, (code, cat) in enumerate(zip(codes, cats, strict=True)):
+                ind = np.zeros(len(codes))
+                ind[i] = 1
+                out.append(("code", cat, code, ind))
+        else:
+            raise ValueError(f"level must be 'category' or 'code', got {level!r}")
+    return out
+
+
+def count_columns(
+    ds: xr.Dataset,
+    by: str = MODEL,
+    levels: Sequence[str] = ("category", "code"),
+    split: np.ndarray | None = None,
+    split_labels: Sequence | None = None,
+    split_name: str = "split",
+    values: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """Per-sample numerator/denominator columns ``(sample, Q)`` and their labels."""
+    h, v = values if values is not None else _hits(ds)
+    mlabels, mind = _model_groups(ds, by)
+    groups = _code_groups(ds, levels)
+    cind = np.stack([g[3] for g in groups], axis=1)  # (code, G)
+    # (S, M, K) -> (S, Mg, G)
+    num = np.einsum("smk,mn,kg->sng", h, mind, cind, optimize=True)
+    den = np.einsum("smk,mn,kg->sng", v, mind, cind, optimize=True)
+    labels = pd.DataFrame(
+        [
+            {by: m, "level": lvl, "category": cat, "code": code}
+            for m in mlabels
+            for (lvl, cat, code, _) in groups
+        ]
+    )
+    num = num.reshape(num.shape[0], -1)
+    den = den.reshape(den.shape[0], -1)
+    if split is not None:
+        n_split = len(split_labels)
+        onehot = np.zeros((split.size, n_split))
+        ok = split >= 0
+        onehot[np.flatnonzero(ok), split[ok]] = 1.0
+        num = (num[:, :, None] * onehot[:, None, :]).reshape(num.shape[0], -1)
+        den = (den[:, :, None] * onehot[:, None, :]).reshape(den.shape[0], -1)
+        labels = labels.loc[labels.index.repeat(n_split)].reset_index(drop=True)
+        labels[split_name] = np.tile(np.asarray(split_labels, dtype=object), len(labels) // n_split)
+    return num, den, labels
+
+
+def _table(labels, num_tot, den_tot, num_b, den_b, ci_prob, cluster, n_boot):
+    est = _ratio(num_tot, den_tot)
+    lo, hi = eti(_ratio(num_b, den_b), ci_prob)
+    out = labels.copy()
+    out["estimate"] = est
+    out["ci_low"] = lo
+    out["ci_high"] = hi
+    out["n_hits"] = num_tot
+    out["n"] = den_tot
+    out["cluster"] = cluster
+    out["n_boot"] = n_boot
+    out["ci_prob"] = ci_prob
+    return out

@@ -1,0 +1,368 @@
+"""Replay dynamics: prevalence by user-turn position, onset and persistence within a window,
+context-depth curves and the linear probability model of depth over prior assistant content
+(DelusionEval, Moore et al. 2026; the turn-position analyses are added here)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..data.replay_schema import (
+    CATEGORY,
+    CODE,
+    MODEL,
+    NO_CATEGORY,
+    ORIGINAL,
+    SAMPLE,
+)
+from ..intervals import eti
+from .replay_bootstrap import (
+    _bootstrap,
+    _check_replay,
+    _table,
+    cluster_units,
+    count_columns,
+    to_units,
+)
+
+
+# ------------------------------------------------------------------------------------------
+# turn position: profile, onset, persistence
+# ------------------------------------------------------------------------------------------
+def replay_turn_profile(
+    ds: xr.Dataset,
+    max_turn: int = 8,
+    n_boot: int = 10_000,
+    seed: int = 42,
+    cluster: str = "two-stage",
+    ci_prob: float = 0.95,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Category prevalence by user-turn position within the window (1-based; ``max_turn``+ pooled)."""
+    _check_replay(ds)
+    turn = np.minimum(ds["turn"].values.astype(int), max_turn - 1)
+    labels = [str(t + 1) if t < max_turn - 1 else f"{max_turn}+" for t in range(max_turn)]
+    units = cluster_units(ds, cluster)
+    num, den, lab = count_columns(
+        ds, levels=("category",), split=turn, split_labels=labels, split_name="turn"
+    )
+    num_b, den_b, _ = _bootstrap(
+        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
+    )
+    return _table(lab, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+
+
+def _category_any(ds: xr.Dataset) -> tuple[np.ndarray, list[str]]:
+    """Per-sample category hit ``(sample, model, category)``: any of its codes hit; NaN if none scored."""
+    hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
+    cats = [str(c) for c in ds[CATEGORY].values]
+    names = [c for c in dict.fromkeys(cats) if c != NO_CATEGORY]
+    out = np.full(hit.shape[:2] + (len(names),), np.nan)
+    for g, cat in enumerate(names):
+        sel = np.array([c == cat for c in cats])
+        sub = hit[:, :, sel]
+        scored = np.isfinite(sub).any(axis=2)
+        anyhit = np.nanmax(np.where(np.isfinite(sub), sub, -1.0), axis=2)
+        out[:, :, g] = np.where(scored, (anyhit >= 1).astype(float), np.nan)
+    return out, names
+
+
+def replay_onset_persistence(
+    ds: xr.Dataset,
+    n_boot: int = 10_000,
+    seed: int = 42,
+    cluster: str = "two-stage",
+    ci_prob: float = 0.95,
+    progress: bool = False,
+    levels: Sequence[str] = ("category",),
+    unit: str = "turn",
+) -> pd.DataFrame:
+    """Onset and persistence of each category (and/or code) across the user turns of a window.
+
+    At ``level="category"`` a sample shows a category when any of its codes is a hit; at
+    ``level="code"`` each code on its own. Per model x category/code:
+
+    - ``windows_with_hit``: share of windows with at least one such sample;
+    - ``onset_turn``: mean onset over windows with one, in ``unit``: ``"turn"`` (default) the
+      1-based rank of the first such user turn in the window; ``"message"`` its message index in
+      the window (0, 2, 4, ... when user and assistant alternate: the DelusionEval release's
+      ``turn_index``; ``index - window_start``);
+    - ``persistence``: P(hit at user turn t+1 | hit at turn t), consecutive user turns (ranks) of
+      a window;
+    - ``emergence``: P(hit at turn t+1 | not at turn t).
+
+    All four are ratios of sums over windows, bootstrapped like :func:`replay_prevalence`
+    (``cluster="none"`` resamples windows).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, category, quantity, estimate, ci_low, ci_high, n_hits (numerator), n
+        (denominator), ..., level, code, unit`` (``code`` is ``""`` on category rows).
+    """
+    _check_replay(ds)
+    if unit not in ("turn", "message"):
+        raise ValueError(f"unit must be 'turn' (user-turn rank) or 'message', got {unit!r}")
+    if "window" not in ds.coords or "turn" not in ds.coords:
+        raise ValueError("onset/persistence needs the sample coords 'window' and 'turn'")
+    if unit == "message" and "index" not in ds.coords:
+        raise ValueError("unit='message' needs the sample coord 'index'")
+    parts, names, name_cat, name_level = [], [], [], []
+    for level in levels:
+        if level == "category":
+            h, cats = _category_any(ds)
+            parts.append(h)
+            names += cats
+            name_cat += cats
+            name_level += ["category"] * len(cats)
+        elif level == "code":
+            h = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
+            parts.append(h)
+            names += [str(c) for c in ds[CODE].values]
+            name_cat += [str(c) for c in ds[CATEGORY].values]
+            name_level += ["code"] * ds.sizes[CODE]
+        else:
+            raise ValueError(f"level must be 'category' or 'code', got {level!r}")
+    cat_hit = np.concatenate(parts, axis=2)  # (S, M, G)
+    s, m, g = cat_hit.shape
+    window = pd.factorize(ds["window"].values)[0]
+    turn = ds["turn"].values.astype(int)
+    order = np.lexsort((turn, window))
+    w_sorted, t_sorted = window[order], turn[order]
+    h = cat_hit[order]
+    n_w = window.max() + 1
+    valid = np.isfinite(h)
+    hit1 = np.where(valid, h, 0.0)
+    # window level: any hit, scored, onset turn (1-based) of the first hit
+    any_hit = np.zeros((n_w, m, g))
+    np.maximum.at(any_hit, w_sorted, hit1)
+    scored = np.zeros((n_w, m, g))
+    np.maximum.at(scored, w_sorted, valid.astype(float))
+    big = np.iinfo(np.int64).max
+    first = np.full((n_w, m, g), big)
+    tt = np.broadcast_to(t_sorted[:, None, None], h.shape)
+    np.minimum.at(first, w_sorted, np.where(hit1 == 1, tt, big))
+    if unit == "turn":
+        onset = np.where(any_hit == 1, first + 1, 0).astype(float)
+    else:
+        # message index in the window of the first hit: the turn rank maps to its message
+        msg = ds["index"].values.astype(np.int64)
+        if "window_start" in ds.coords:
+            msg = msg - ds["window_start"].values.astype(np.int64)
+        lookup = pd.Series(msg[order], index=pd.MultiIndex.from_arrays([w_sorted, t_sorted]))
+        lookup = lookup[~lookup.index.duplicated()]
+        w_idx = np.broadcast_to(np.arange(n_w)[:, None, None], first.shape)
+        safe = np.where(any_hit == 1, first, t_sorted.min())
+        keys = pd.MultiIndex.from_arrays([w_idx.ravel(), safe.ravel()])
+        first_msg = lookup.reindex(keys).to_numpy(dtype=float).reshape(first.shape)
+        onset = np.where(any_hit == 1, first_msg, 0.0)
+    # consecutive pairs (t, t+1) inside a window
+    nxt = (w_sorted[1:] == w_sorted[:-1]) & (t_sorted[1:] == t_sorted[:-1] + 1)
+    a, b = h[:-1][nxt], h[1:][nxt]
+    both = np.isfinite(a) & np.isfinite(b)
+    pair_w = w_sorted[:-1][nxt]
+
+    def wsum(x):
+        out = np.zeros((n_w, m, g))
+        np.add.at(out, pair_w, x)
+        return out
+
+    p11 = wsum((both & (a == 1) & (b == 1)).astype(float))
+    p1x = wsum((both & (a == 1)).astype(float))
+    p01 = wsum((both & (a == 0) & (b == 1)).astype(float))
+    p0x = wsum((both & (a == 0)).astype(float))
+    quantities = {
+        "windows_with_hit": (any_hit, scored),
+        "onset_turn": (onset, any_hit),
+        "persistence": (p11, p1x),
+        "emergence": (p01, p0x),
+    }
+    num = np.concatenate([q[0].reshape(n_w, -1) for q in quantities.values()], axis=1)
+    den = np.concatenate([q[1].reshape(n_w, -1) for q in quantities.values()], axis=1)
+    models = [str(x) for x in ds[MODEL].values]
+    labels = pd.DataFrame(
+        [
+            {"model": mm, "category": cat, "quantity": q}
+            for q in quantities
+            for mm in models
+            for cat in name_cat
+        ]
+    )
+    units = cluster_units(ds, cluster, rows="window", window_codes=window)
+    num_b, den_b, _ = _bootstrap(
+        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
+    )
+    out = _table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    reps = len(quantities) * len(models)
+    out["level"] = np.tile(np.asarray(name_level, dtype=object), reps)
+    out["code"] = np.tile(
+        np.array([n if lv == "code" else "" for n, lv in zip(names, name_level, strict=True)],
+                 dtype=object),
+        reps,
+    )  # fmt: skip
+    out["unit"] = unit
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# context depth: curves and the linear-probability model
+# ------------------------------------------------------------------------------------------
+def _depth_bins(
+    depth: np.ndarray, edges: Sequence[int]
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    edges = np.asarray(sorted(edges), dtype=float)
+    if edges.size < 1:
+        raise ValueError("depth_bins needs at least one edge")
+    idx = np.searchsorted(edges, depth, side="right") - 1
+    labels = [
+        f"{int(edges[i])}-{int(edges[i + 1]) - 1}" if i + 1 < edges.size else f"{int(edges[i])}+"
+        for i in range(edges.size)
+    ]
+    return idx, labels, edges
+
+
+def replay_depth_curve(
+    ds: xr.Dataset,
+    depth_bins: Sequence[int] = (0, 4, 8, 12, 16, 20),
+    n_boot: int = 10_000,
+    seed: int = 42,
+    cluster: str = "two-stage",
+    ci_prob: float = 0.95,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Category prevalence versus context depth (messages before the user turn), with CIs.
+
+    DelusionEval, "Context length effects": prevalence versus requested context with 95%
+    bootstrap intervals. ``depth_bins`` are left bin edges; the last bin is open.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, level, category, code, depth_bin, depth_mean, estimate, ci_low, ci_high, ...``.
+    """
+    _check_replay(ds)
+    depth = ds["context_depth"].values.astype(float)
+    idx, labels, _ = _depth_bins(depth, depth_bins)
+    units = cluster_units(ds, cluster)
+    num, den, lab = count_columns(
+        ds, levels=("category",), split=idx, split_labels=labels, split_name="depth_bin"
+    )
+    num_b, den_b, _ = _bootstrap(
+        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
+    )
+    out = _table(lab, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    means = pd.Series(depth).groupby(idx).mean()
+    out["depth_mean"] = [means.get(labels.index(b), np.nan) for b in out["depth_bin"]]
+    return out
+
+
+def replay_depth_lpm(
+    ds: xr.Dataset,
+    n_boot: int = 10_000,
+    seed: int = 42,
+    cluster: str = "two-stage",
+    ci_prob: float = 0.95,
+    baseline: str = ORIGINAL,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Linear-probability model of a category hit on context depth and prior assistant content.
+
+    Per model x category, over all (sample, code) pairs of the category's codes::
+
+        hit[s, k] = b0 + b_depth * context_depth[s] / 10 + b_prior * prior_content[s, k] + e
+
+    where ``prior_content`` is the share of the original's earlier assistant turns in the prompt
+    that hit the same code (:func:`delusion_bayes.data.replay.prior_content`). ``b_depth`` is the
+    change in hit probability per 10 messages of context over and above accumulated assistant
+    content (DelusionEval, "Context length effects"). OLS by the normal equations; intervals from
+    the cluster bootstrap of the per-unit moment sums ``X'X`` and ``X'y`` (one batched solve per
+    resample, no refitting loop).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, category, term (intercept | depth_per_10 | prior_content), estimate, ci_low,
+        ci_high, n, ...``; terms without variation in the data are NaN.
+    """
+    _check_replay(ds)
+    from ..data.replay_prior import prior_content_array
+
+    hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
+    s, m, k = hit.shape
+    if baseline in [str(x) for x in ds[MODEL].values]:
+        base = hit[:, [str(x) for x in ds[MODEL].values].index(baseline), :]
+        prior = prior_content_array(
+            base, ds["conversation"].values, ds["index"].values, ds["context_depth"].values
+        )
+    else:
+        prior = np.zeros((s, k))
+    d = ds["context_depth"].values.astype(float) / 10.0
+    valid = np.isfinite(hit)
+    y = np.where(valid, hit, 0.0)
+    v = valid.astype(float)
+    cats = [str(c) for c in ds[CATEGORY].values]
+    names = [c for c in dict.fromkeys(cats) if c != NO_CATEGORY]
+    cind = np.array([[c == g for g in names] for c in cats], dtype=float)  # (K, G)
+    # moment sums per sample and (model, category): X = [1, d, prior]
+    pk = prior[:, None, :] * v  # (S, M, K)
+    n_ = np.einsum("smk,kg->smg", v, cind)
+    sp_ = np.einsum("smk,kg->smg", pk, cind)
+    spp = np.einsum("smk,kg->smg", pk * prior[:, None, :], cind)
+    sy = np.einsum("smk,kg->smg", y, cind)
+    spy = np.einsum("smk,kg->smg", pk * y, cind)
+    dd = d[:, None, None]
+    # entries of X'X (xx00, xx01, xx02, xx11, xx12, xx22) and X'y (0, 1, 2)
+    mom = np.stack([n_, dd * n_, sp_, dd * dd * n_, dd * sp_, spp, sy, dd * sy, spy], axis=-1)
+    g = len(names)
+    mom = mom.reshape(s, m * g * 9)
+    units = cluster_units(ds, cluster)
+    mom_u = to_units(mom, units)
+    dummy = np.zeros((units.n, 1))
+    _, _, (mom_b,) = _bootstrap(dummy, dummy, units, n_boot, seed, extra=[mom_u], progress=progress)
+
+    def solve(mm: np.ndarray) -> np.ndarray:
+        mm = mm.reshape(mm.shape[:-1] + (m * g, 9)) if mm.ndim > 1 else mm.reshape(m * g, 9)
+        xx = np.stack(
+            [
+                np.stack([mm[..., 0], mm[..., 1], mm[..., 2]], -1),
+                np.stack([mm[..., 1], mm[..., 3], mm[..., 4]], -1),
+                np.stack([mm[..., 2], mm[..., 4], mm[..., 5]], -1),
+            ],
+            -2,
+        )
+        xy = mm[..., 6:9]
+        # drop terms without variation (e.g. no prior content at all) by pinning them to 0
+        det_ok = np.abs(np.linalg.det(xx)) > 1e-9 * np.maximum(mm[..., 0], 1.0) ** 3
+        eye = np.eye(3)
+        xx_safe = np.where(det_ok[..., None, None], xx, xx + eye)
+        beta = np.linalg.solve(xx_safe, xy[..., None])[..., 0]
+        return np.where(det_ok[..., None], beta, np.nan)
+
+    full = solve(mom.sum(0))  # (M*G, 3)
+    boot = solve(mom_b.reshape(n_boot, -1))  # (B, M*G, 3)
+    lo, hi = eti(boot.reshape(n_boot, -1), ci_prob)
+    models = [str(x) for x in ds[MODEL].values]
+    terms = ("intercept", "depth_per_10", "prior_content")
+    n_tot = mom.sum(0).reshape(m * g, 9)[:, 0]
+    rows = []
+    for i, (mm_, cc) in enumerate((a, b) for a in models for b in names):
+        for j, term in enumerate(terms):
+            rows.append(
+                {
+                    "model": mm_,
+                    "category": cc,
+                    "term": term,
+                    "estimate": full[i, j],
+                    "ci_low": lo.reshape(m * g, 3)[i, j],
+                    "ci_high": hi.reshape(m * g, 3)[i, j],
+                    "n": n_tot[i],
+                }
+            )
+    out = pd.DataFrame(rows)
+    out["cluster"] = cluster
+    out["n_boot"] = n_boot
+    out["ci_prob"] = ci_prob
+    return out

@@ -1,0 +1,205 @@
+"""The trajectory paper's whole analysis as one library function: :func:`analyse_trajectory`.
+
+The ``baselines`` stage, the coverage study and users call the same function; the stage only
+writes its result (``stages/baselines.py``), the coverage study scores it against the truth.
+
+>>> import delusion_bayes as db                                         # doctest: +SKIP
+>>> res = db.baselines.analyse_trajectory(db.data.simulate_study(preset="small"))
+>>> res.logistic.summary                                                # Table D1
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..data.schema import ADJUDICATED_VARIABLES, DAY, MODEL, RATED_VARIABLES, RATER, RESAMPLE
+from ..data.schema import censor_day as default_censor_day
+from .config import BaselinesConfig
+from .consensus import consensus
+from .logistic import logistic_bootstrap
+from .milestones import milestones
+from .permutation import permutation_contrasts
+from .profiles import intensity_by_stage, intervention_profiles, naive_profiles
+from .reliability import reliability_table
+from .results import BaselineResult
+
+#: suffix of a second coder's re-coding of an adjudicated variable, e.g. ``level_b_recoded``
+#: (model x day, 0/1, NaN outside the re-coded subsample); optional user variables
+RECODED_SUFFIX = "_recoded"
+
+
+def recoded_codes(ds: xr.Dataset) -> xr.Dataset | None:
+    """A second coder's ``level_a``/``level_b`` from ``<name>_recoded`` variables, if any.
+
+    The paper re-coded a random 20% subsample (two coders) and reports agreement (Level B 95.3%,
+    kappa .90); a study carrying ``level_a_recoded`` / ``level_b_recoded`` gets those rows in
+    Table C1. ``None`` when the study has none.
+    """
+    found = {v: ds[v + RECODED_SUFFIX] for v in ADJUDICATED_VARIABLES if v + RECODED_SUFFIX in ds}
+    return xr.Dataset(found) if found else None
+
+
+def t50_for_ranking(table: Any, first_clinical: np.ndarray, censor: int) -> np.ndarray:
+    """t50 as it enters rank tests: a model that never turned ranks last, like its milestone.
+
+    A model whose consensus never reached clinical framing (first clinical framing censored)
+    enters as ``+inf`` (tied last, like a censored latency) whatever its fit says: a curve fitted
+    inside the naive range (e.g. a small step at a bump, ``k`` on its bound) has a midpoint, but
+    it is not a turn to clinical framing. A model that did turn but whose fit has no located
+    transition (``flat`` or ``unidentified`` with NaN t50) enters as ``-inf``; otherwise the
+    fitted value (possibly a bound) is kept.
+    """
+    t50 = table["t50"].to_numpy(dtype=float).copy()
+    weak = table["status"].isin(["flat", "unidentified", "no_turn"]).to_numpy()
+    never = np.asarray(first_clinical, dtype=float) >= censor
+    t50[never] = np.inf
+    t50[weak & ~never & np.isnan(t50)] = -np.inf
+    return t50
+
+
+@dataclass
+class TrajectoryAnalysis:
+    """Every result of :func:`analyse_trajectory` (the paper's tables, one object each)."""
+
+    consensus: xr.Dataset  #: consensus per model-day of the rated variables, model coords kept
+    reliability: BaselineResult  #: Table C1
+    milestones: xr.Dataset  #: Table 1 (per model, censored latencies and day counts)
+    logistic: BaselineResult  #: Table D1, ``extra["replicates"]`` the rater bootstrap
+    censor_day: int
+    contrasts: BaselineResult | None = None  #: rank-sum permutation contrasts
+    interventions: BaselineResult | None = None  #: Table 2
+    intensity: BaselineResult | None = None  #: Figure 2 data
+    naive: BaselineResult | None = None  #: section F
+    #: milestones recomputed on the rater bootstrap's own resamples (resample, model)
+    milestone_replicates: xr.Dataset | None = None
+    notes: list[str] = field(default_factory=list)
+    #: the settings used (the config's values, defaults filled in, the seed actually used)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def headline(self) -> dict[str, Any]:
+        rec = self.reliability.summary.loc["recognition"]
+        ms, d1 = self.milestones, self.logistic.summary
+        head: dict[str, Any] = {
+            "alpha_recognition": float(rec["alpha"]),
+            "icc2k_recognition": float(rec["icc2_k"]),
+            "n_models": int(ms.sizes[MODEL]),
+            "n_never_clinical": int((ms["first_clinical"] >= self.censor_day).sum()),
+            "median_first_clinical": float(ms["first_clinical"].median()),
+            "n_fits_ok": int((d1["status"] == "ok").sum()),
+        }
+        con = self.contrasts
+        if con is not None and len(con.summary):
+            best = con.summary.loc[con.summary["pvalue"].idxmin()]
+            head["min_contrast_p"] = float(best["pvalue"])
+            head["min_contrast"] = f"{best['contrast']}: {best['quantity']}"
+        return head
+
+
+def _settings(cfg: Any) -> dict[str, Any]:
+    """The baselines config (BaselinesConfig, DictConfig, dict or None) as plain values, unset
+    keys at :class:`BaselinesConfig`'s defaults."""
+    out = asdict(BaselinesConfig())
+    for key in out:
+        value = None
+        if cfg is not None:
+            value = cfg.get(key, None) if hasattr(cfg, "get") else getattr(cfg, key, None)
+        if value is not None:
+            out[key] = value
+    out["contrasts"] = list(out["contrasts"] or [])
+    return out
+
+
+def analyse_trajectory(
+    ds: xr.Dataset,
+    cfg: Any = None,
+    *,
+    seed: int | None = None,
+    progress: bool = False,
+    milestone_replicates: bool = False,
+) -> TrajectoryAnalysis:
+    """The trajectory paper's analysis of one study: consensus, reliability (Table C1),
+    milestones (Table 1), logistic fits with a rater bootstrap (Table D1), permutation contrasts,
+    intervention profiles (Table 2, Figure 2, section F).
+
+    Parameters
+    ----------
+    ds : a validated trajectory study.
+    cfg : the ``baselines`` config (:class:`~delusion_bayes.baselines.BaselinesConfig`, a
+        DictConfig or dict); ``None`` for the defaults.
+    seed : overrides ``cfg.seed`` (every resampling is seeded from it).
+    progress : show the rater bootstrap's progress bar.
+    milestone_replicates : also recompute the milestones on each of the rater bootstrap's
+        resamples (the same draws, ``logistic.extra["replicates"]["rater_index"]``), for
+        milestone intervals (the coverage study uses them).
+    """
+    b = _settings(cfg)
+    seed = int(b["seed"] if seed is None else seed)
+    rule, half, min_raters = str(b["consensus"]), str(b["half_rule"]), int(b["min_raters"])
+    n_days = int(ds[DAY].max())
+    cens = default_censor_day(n_days) if b["censor_day"] is None else int(b["censor_day"])
+    notes: list[str] = []
+    model_coords = {k: ds.coords[k] for k in ds.coords if ds.coords[k].dims == (MODEL,)}
+
+    rated = [v for v in RATED_VARIABLES if v in ds.data_vars]
+    cons = consensus(ds[rated], rule, half, min_raters=min_raters).assign_coords(model_coords)
+    cons.attrs.update(consensus=rule, half_rule=half, min_raters=min_raters)
+    rel = reliability_table(
+        ds, level=str(b["alpha_level"]), n_boot=int(b["alpha_boot"]), ci=float(b["ci"]),
+        seed=seed, recoded=recoded_codes(ds),
+    )  # fmt: skip
+
+    level_a, level_b = ds.get("level_a"), ds.get("level_b")
+    if level_b is None:
+        notes.append("no level_b in the study: first_level_b / days_level_b not computed")
+    ms_kw = dict(stable_run=int(b["stable_run"]), censor_day=cens, missing=str(b["missing"]),
+                 clinical_at=float(b["clinical_at"]), stable_at=float(b["stable_at"]))  # fmt: skip
+    ms = milestones(cons["recognition"], level_b, level_a=level_a, **ms_kw)
+    ms = ms.assign_coords(model_coords)
+
+    d1 = logistic_bootstrap(
+        ds["recognition"], n_boot=int(b["n_boot"]), seed=seed, rule=rule, half_rule=half,
+        min_raters=min_raters, floor=float(b["logistic_floor"]),
+        upper=float(RATED_VARIABLES["recognition"].scale.high), k_max=float(b["k_max"]),
+        ci=float(b["ci"]), turn_at=float(b["clinical_at"]), progress=progress,
+    )  # fmt: skip
+    res = TrajectoryAnalysis(cons, rel, ms, d1, cens, notes=notes, settings={**b, "seed": seed})
+    if milestone_replicates:
+        rec = ds["recognition"].transpose(RATER, MODEL, DAY)
+        idx = d1.extra["replicates"]["rater_index"].values
+        boot = xr.DataArray(
+            rec.values[idx], dims=(RESAMPLE, RATER, MODEL, DAY),
+            coords={MODEL: rec[MODEL].values, DAY: rec[DAY].values},
+        )  # fmt: skip
+        res.milestone_replicates = milestones(
+            consensus(boot, rule, half, min_raters=min_raters), **ms_kw
+        )
+
+    if b["contrasts"]:
+        table = d1.summary.reindex(ms[MODEL].values)
+        quantities = ms.copy()
+        for p in ("L", "k"):
+            quantities[p] = (MODEL, table[p].to_numpy(dtype=float))
+        quantities["t50"] = (MODEL, t50_for_ranking(table, ms["first_clinical"].values, cens))
+        res.contrasts = permutation_contrasts(
+            quantities, b["contrasts"], max_exact=int(b["max_exact"]), n_mc=int(b["n_mc"]),
+            seed=seed,
+        )  # fmt: skip
+        res.contrasts.notes.append(t50_for_ranking.__doc__.split("\n\n")[0].strip())
+    else:
+        notes.append("no contrasts configured (baselines.contrasts is empty)")
+
+    if "intervention" in cons.data_vars:
+        stage, interv = cons["recognition"], cons["intervention"]
+        res.interventions = intervention_profiles(
+            stage, interv, stable_at=float(b["stable_at"]), level_b=level_b
+        )
+        res.intensity = intensity_by_stage(stage, interv)
+        res.naive = naive_profiles(stage, interv, clinical_at=float(b["clinical_at"]))
+    else:
+        notes.append("no intervention ratings in the study: Table 2, Figure 2, section F skipped")
+    return res

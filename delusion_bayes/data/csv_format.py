@@ -1,0 +1,199 @@
+"""The CSV-directory study format: its constants, its error, and the checked readers every
+file of it goes through (a malformed file raises :class:`StudyFormatError` naming the file, row,
+column and value). The format itself is documented in :mod:`delusion_bayes.data.io`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+FORMAT_NAME = "delusion_bayes.csv-study"
+FORMAT_VERSION = 1
+NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".h5")
+
+
+class StudyFormatError(ValueError):
+    """A study file cannot be read: names the file, row and column and what was expected."""
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+
+
+def canonical(ds: xr.Dataset) -> xr.Dataset:
+    """Store every string array as ``object`` (netCDF, CSV and simulation then agree exactly)."""
+    out = ds.copy()
+    for name, var in list(out.variables.items()):
+        if var.dtype.kind in "US":
+            values = var.values.astype(str).astype(object)
+            if name in out.coords:
+                out = out.assign_coords({name: (var.dims, values, var.attrs)})
+            else:
+                out[name] = (var.dims, values, var.attrs)
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
+
+
+def _read_csv(path: Path, required: list[str], text_cols: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Read a CSV keeping every cell as text (no silent NA guessing) and check its columns.
+
+    Read with the :mod:`csv` module rather than pandas so that a row with too few or too many
+    fields is an error naming its line (pandas pads short rows and, with a longer row, can
+    silently turn the first column into an index). ``df.attrs["lines"]`` holds the file line of
+    every data row, for messages.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        raise StudyFormatError(
+            f"{path}, line {line}: byte {path.read_bytes()[err.start : err.start + 1]!r} is not "
+            "UTF-8; expected a UTF-8 text file (re-save it as UTF-8)."
+        ) from None
+    except OSError as err:
+        raise StudyFormatError(f"{path}: cannot read the file ({err}).") from err
+    if not text.strip():
+        raise StudyFormatError(
+            f"{path}: the file is empty; expected a header line with the columns {required} "
+            "followed by one row per record."
+        )
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    try:
+        header = next(reader)
+        for fields in reader:
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue  # a blank line
+            if len(fields) != len(header):
+                raise StudyFormatError(
+                    f"{path}, row {reader.line_num}: {len(fields)} field(s) {fields[:8]}; "
+                    f"expected {len(header)}, one per column of the header {header}."
+                )
+            rows.append(fields)
+            lines.append(reader.line_num)
+    except csv.Error as err:
+        raise StudyFormatError(
+            f"{path}, row {reader.line_num}: cannot parse as CSV ({err}); expected "
+            "comma-separated fields, text with commas or quotes in double quotes."
+        ) from None
+    header = [h.strip() if h.strip() in required else h for h in header]
+    dup = sorted({h for h in header if header.count(h) > 1})
+    if dup:
+        raise StudyFormatError(f"{path}: the header repeats the column(s) {dup}; each once.")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise StudyFormatError(
+            f"{path}: missing column(s) {missing}; the file has {header} and must have {required}."
+        )
+    df = pd.DataFrame(rows, columns=header, dtype=object)
+    if not rows:
+        df = pd.DataFrame({c: pd.Series([], dtype=object) for c in header})
+    df.attrs["lines"] = lines
+    df.attrs["path"] = str(path)
+    return df
+
+
+def _row(df: pd.DataFrame, i: int) -> int:
+    """File line of data row ``i`` (0-based) of ``df`` (the header is line 1)."""
+    lines = df.attrs.get("lines")
+    return int(lines[i]) if lines is not None and i < len(lines) else i + 2
+
+
+#: score/value cells read as missing, in every column parsed as numbers (case-insensitive):
+#: the same words pandas' own reader and R write for a missing number
+MISSING_TOKENS = ("", "na", "nan", "n/a", "null", "none")
+
+
+def _parse_numbers(path: Path, df: pd.DataFrame, column: str, kind: str = "float") -> np.ndarray:
+    """Parse a text column to numbers: empty/NA/nan = NaN; anything else unparsable is an error."""
+    out = np.full(len(df), np.nan)
+    for i, text in enumerate(df[column].to_numpy()):
+        text = text.strip()
+        if text.lower() in MISSING_TOKENS:
+            if kind == "int":
+                raise StudyFormatError(
+                    f"{path}, row {_row(df, i)}, column {column!r}: {text!r} is missing; expected "
+                    "an integer."
+                )
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: cannot parse {text!r} as a number"
+                + (" (an integer day)" if kind == "int" else " (empty, NA or nan = missing)")
+                + "."
+            ) from None
+        if not math.isfinite(value):
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: {text!r} is not a finite number; "
+                "expected a number (empty, NA or nan = missing)."
+            )
+        if kind == "int" and value != int(value):
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: {text!r} is not an integer."
+            )
+        out[i] = value
+    return out
+
+
+def _check_names(path: Path, df: pd.DataFrame, column: str) -> None:
+    """Every cell of a name column (rater, model) is a non-empty name without padding: a
+    trailing space or an empty cell would otherwise become a phantom rater or model."""
+    for i, name in enumerate(df[column].to_numpy()):
+        if not name.strip():
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: the {column} name is empty "
+                f"({name!r}); expected the name of a {column} on every row."
+            )
+        if name != name.strip():
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: the {column} name {name!r} has "
+                f"leading or trailing whitespace; expected a name written exactly the same in "
+                f"every row and file (did you mean {name.strip()!r}?)."
+            )
+
+
+def _check_duplicates(path: Path, df: pd.DataFrame, keys: list[str]) -> None:
+    dup = df.duplicated(subset=keys, keep=False)
+    if dup.any():
+        rows = [_row(df, int(i)) for i in np.flatnonzero(dup.to_numpy())[:6]]
+        raise StudyFormatError(
+            f"{path}: rows {rows} repeat the same ({', '.join(keys)}); each must appear once "
+            "(nothing is overwritten silently)."
+        )
+
+
+def _ordered_unique(values) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def _index_of(
+    path: Path, df: pd.DataFrame, column: str, values, coords: list, source: str | None = None
+) -> np.ndarray:
+    pos = {v: i for i, v in enumerate(coords)}
+    out = np.empty(len(values), dtype=int)
+    for i, v in enumerate(values):
+        if v not in pos:
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: {v!r} is not among the "
+                f"{column}s {coords[:10]}{' ...' if len(coords) > 10 else ''} (declared in "
+                f"{source or f'{column}s.csv / study.json'})."
+            )
+        out[i] = pos[v]
+    return out

@@ -1,0 +1,522 @@
+"""Read and write a trajectory study as a directory of tidy CSV files (the format:
+:mod:`delusion_bayes.data.io`)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .csv_format import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    StudyFormatError,
+    _check_duplicates,
+    _check_names,
+    _index_of,
+    _json_safe,
+    _ordered_unique,
+    _parse_numbers,
+    _read_csv,
+    _row,
+    canonical,
+)
+from .schema import (
+    ADJUDICATED_VARIABLES,
+    DAY,
+    INTERVENTION_TYPE,
+    INTERVENTION_TYPES,
+    ITEMS,
+    MODEL,
+    RATED_VARIABLES,
+    RATER,
+)
+
+# ------------------------------------------------------------------------------------------
+# CSV directory
+
+
+def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    written: set[str] = set()
+
+    # ratings: every cell, missing ones as empty score
+    frames = []
+    for name, (var, itype) in ITEMS.items():
+        if var not in ds:
+            continue
+        da = ds[var]
+        if itype is not None:
+            if itype not in ds[INTERVENTION_TYPE].values:
+                continue
+            da = da.sel({INTERVENTION_TYPE: itype}, drop=True)
+        da = da.transpose(RATER, MODEL, DAY)
+        idx = pd.MultiIndex.from_product(
+            [da[RATER].values, da[MODEL].values, da[DAY].values], names=[RATER, MODEL, DAY]
+        )
+        frames.append(
+            pd.DataFrame({"item": name, "score": da.values.ravel()}, index=idx).reset_index()
+        )
+        written.add(var)
+    ratings = pd.concat(frames, ignore_index=True)[[RATER, MODEL, DAY, "item", "score"]]
+    ratings.to_csv(path / "ratings.csv", index=False)
+
+    adj = [v for v in ADJUDICATED_VARIABLES if v in ds]
+    if adj:
+        df = ds[adj].reset_coords(drop=True).to_dataframe()[adj].reset_index()
+        df[[MODEL, DAY, *adj]].to_csv(path / "adjudication.csv", index=False)
+        written.update(adj)
+    if "prompt" in ds:
+        pd.DataFrame({DAY: ds[DAY].values, "text": _texts(ds["prompt"].values)}).to_csv(
+            path / "prompts.csv", index=False, quoting=csv.QUOTE_NONNUMERIC
+        )
+        written.add("prompt")
+    if "answer" in ds:
+        da = ds["answer"].transpose(MODEL, DAY)
+        idx = pd.MultiIndex.from_product([da[MODEL].values, da[DAY].values], names=[MODEL, DAY])
+        pd.DataFrame({"text": _texts(da.values.ravel())}, index=idx).reset_index().to_csv(
+            path / "answers.csv", index=False, quoting=csv.QUOTE_NONNUMERIC
+        )
+        written.add("answer")
+
+    for dim, fname in ((MODEL, "models.csv"), (RATER, "raters.csv")):
+        if dim not in ds.coords:
+            continue
+        meta = {str(c): ds[c].values for c in ds.coords if ds[c].dims == (dim,) and str(c) != dim}
+        pd.DataFrame({dim: ds[dim].values, **meta}).to_csv(path / fname, index=False)
+
+    extra = {}
+    for name, da in ds.data_vars.items():
+        if name in written:
+            continue
+        (path / "extra").mkdir(exist_ok=True)
+        rel = f"extra/{name}.csv"
+        if da.dims:
+            df = da.reset_coords(drop=True).to_dataframe(name="value").reset_index()
+        else:
+            df = pd.DataFrame({"value": [da.values.item()]})
+        df.to_csv(path / rel, index=False)
+        extra[str(name)] = {"dims": list(da.dims), "file": rel, "dtype": str(da.dtype)}
+
+    manifest = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "attrs": {k: _json_safe(v) for k, v in ds.attrs.items()},
+        "coords": {
+            str(d): [_json_safe(v) for v in ds[d].values] for d in ds.dims if d in ds.coords
+        },
+        "coord_dtypes": {str(d): str(ds[d].dtype) for d in ds.dims if d in ds.coords},
+        "variable_attrs": {
+            str(k): {a: _json_safe(b) for a, b in v.attrs.items()} for k, v in ds.variables.items()
+        },
+        "variable_dims": {str(k): list(v.dims) for k, v in ds.data_vars.items()},
+        "extra": extra,
+    }
+    (path / "study.json").write_text(json.dumps(manifest, indent=2, allow_nan=True))
+
+
+def _texts(values) -> list[str]:
+    out = []
+    for v in values:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            out.append("")
+        else:
+            out.append(str(v))
+    return out
+
+
+def _load_csv_dir(path: Path) -> xr.Dataset:
+    """Read a CSV study directory (see the module docstring) into a Dataset.
+
+    Nothing is invented: the raters and models are the names written in the files (a padded or
+    empty name is an error, not a new rater), the days are those of ``ratings.csv`` and must run
+    from 1 with no gap (prompts, answers and adjudication cannot add a day), and every
+    ``study.json`` entry is checked against the files it describes.
+    """
+    ratings_path = path / "ratings.csv"
+    if not ratings_path.exists():
+        raise StudyFormatError(
+            f"{path}: no ratings.csv; a CSV study directory needs ratings.csv with columns "
+            "rater, model, day, item, score (see docs/reference.md, 'Study format on disk', or "
+            "run `delusion-bayes init-study DIR` for a template)."
+        )
+    manifest = _read_manifest(path)
+    mpath = path / "study.json"
+    coords_m: dict[str, list] = manifest.get("coords", {})
+
+    ratings = _read_csv(ratings_path, [RATER, MODEL, DAY, "item", "score"])
+    if len(ratings) == 0:
+        raise StudyFormatError(
+            f"{ratings_path}: the header is there but no rows follow; expected one row per "
+            "rating (rater, model, day, item, score), recognition scores at least."
+        )
+    for column in (RATER, MODEL):
+        _check_names(ratings_path, ratings, column)
+    unknown = ~ratings["item"].isin(list(ITEMS))
+    if unknown.any():
+        i = int(np.flatnonzero(unknown.to_numpy())[0])
+        raise StudyFormatError(
+            f"{ratings_path}, row {_row(ratings, i)}, column 'item': unknown item "
+            f"{ratings['item'].iloc[i]!r}; allowed items are {list(ITEMS)}."
+        )
+    r_day = _parse_numbers(ratings_path, ratings, DAY, kind="int")
+    r_score = _parse_numbers(ratings_path, ratings, "score")
+    _check_duplicates(ratings_path, ratings, [RATER, MODEL, DAY, "item"])
+    is_rec = ratings["item"].to_numpy() == "recognition"
+    if not is_rec.any():
+        raise StudyFormatError(
+            f"{ratings_path}: no row has item 'recognition'; expected recognition scores "
+            "(1-4), the one required item."
+        )
+    if np.isnan(r_score[is_rec]).all():
+        raise StudyFormatError(
+            f"{ratings_path}: all {int(is_rec.sum())} recognition scores are empty (missing); "
+            "expected at least one recognition score 1-4."
+        )
+    days = _days_of_ratings(ratings_path, ratings, r_day)
+    if DAY in coords_m:
+        try:
+            declared = [int(d) for d in coords_m[DAY]]
+        except (TypeError, ValueError):
+            declared = None
+        if declared != days:
+            raise StudyFormatError(
+                f"{mpath}: coords.day = {_short(coords_m[DAY])}, but {ratings_path.name} has "
+                f"the days 1..{len(days)}; expected the same days in both."
+            )
+
+    # metadata files
+    meta: dict[str, pd.DataFrame] = {}
+    for dim, fname in ((MODEL, "models.csv"), (RATER, "raters.csv")):
+        if (path / fname).exists():
+            df = _read_csv(path / fname, [dim])
+            if len(df) == 0:
+                raise StudyFormatError(
+                    f"{path / fname}: the header is there but no rows follow; expected one row "
+                    f"per {dim} (or no {fname} at all)."
+                )
+            _check_names(path / fname, df, dim)
+            _check_duplicates(path / fname, df, [dim])
+            meta[dim] = df
+
+    others: dict[str, pd.DataFrame] = {}
+    for name, required in (
+        ("adjudication.csv", [MODEL, DAY]),
+        ("prompts.csv", [DAY, "text"]),
+        ("answers.csv", [MODEL, DAY, "text"]),
+    ):
+        if (path / name).exists():
+            df = _read_csv(path / name, required)
+            if MODEL in required:
+                _check_names(path / name, df, MODEL)
+            others[name] = df
+    adj, prompts, answers = (others.get(n) for n in ("adjudication.csv", "prompts.csv",
+                                                        "answers.csv"))  # fmt: skip
+
+    # coordinates: manifest order, else metadata files, else order of appearance
+    raters = coords_m.get(RATER) or (
+        list(meta[RATER][RATER]) if RATER in meta else _ordered_unique(ratings[RATER])
+    )
+    models = coords_m.get(MODEL) or (
+        list(meta[MODEL][MODEL]) if MODEL in meta else _ordered_unique(ratings[MODEL])
+    )
+    # the day range comes from the ratings alone: another file naming a day outside it is an
+    # error (a prompt for day 13 of a 12-day study would move every never-turner's censoring day)
+    parsed: dict[str, np.ndarray] = {}
+    for name, df in others.items():
+        parsed[name] = _parse_numbers(path / name, df, DAY, kind="int")
+        outside = ~np.isin(parsed[name], days)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise StudyFormatError(
+                f"{path / name}, row {_row(df, i)}, column 'day': day {int(parsed[name][i])} is "
+                f"outside the days of ratings.csv (1..{len(days)}); the day range comes from the "
+                "ratings alone, so a row for another day is an error, not a new day."
+            )
+    present_types = [t for t in INTERVENTION_TYPES if (ratings["item"] == t).any()]
+    itypes = coords_m.get(INTERVENTION_TYPE) or present_types
+
+    ri = _index_of(ratings_path, ratings, RATER, ratings[RATER].to_numpy(), raters)
+    mi = _index_of(ratings_path, ratings, MODEL, ratings[MODEL].to_numpy(), models)
+    # a rater or model declared in raters.csv / models.csv / study.json but absent from
+    # ratings.csv would be a phantom (all missing): declared ones need rows, empty scores allowed
+    for dim, declared in ((RATER, raters), (MODEL, models)):
+        rated = set(ratings[dim])
+        absent = [v for v in declared if v not in rated]
+        if absent:
+            if dim in coords_m:
+                where = f"{mpath} (coords.{dim})"
+            else:
+                df = meta[dim]
+                i = int(np.flatnonzero(df[dim].to_numpy() == absent[0])[0])
+                where = f"{path / f'{dim}s.csv'}, row {_row(df, i)}"
+            raise StudyFormatError(
+                f"{where}: the {dim}(s) {_short(absent)} have no row in ratings.csv; expected "
+                f"rows for every declared {dim} (a {dim} without scores is declared by rows "
+                f"whose score is empty), so that no all-missing {dim} is added."
+            )
+    di = r_day.astype(int) - 1
+    shape = (len(raters), len(models), len(days))
+    data_vars: dict[str, Any] = {}
+    items = ratings["item"].to_numpy()
+    for var in RATED_VARIABLES:
+        if var == "intervention":
+            mask = np.isin(items, list(INTERVENTION_TYPES))
+            if not mask.any() and "intervention" not in manifest.get("variable_dims", {}):
+                continue
+            arr = np.full((*shape, len(itypes)), np.nan)
+            tpos = {t: k for k, t in enumerate(itypes)}
+            undeclared = sorted(set(items[mask]) - set(tpos))
+            if undeclared:
+                raise StudyFormatError(
+                    f"{ratings_path}: items {undeclared} are not among the intervention types "
+                    f"{list(itypes)} of study.json coords.intervention_type; expected them "
+                    "declared there too."
+                )
+            ti = np.array([tpos[t] for t in items[mask]], dtype=int)
+            arr[ri[mask], mi[mask], di[mask], ti] = r_score[mask]
+            data_vars[var] = ((RATER, MODEL, DAY, INTERVENTION_TYPE), arr)
+        else:
+            mask = items == var
+            if not mask.any() and var not in manifest.get("variable_dims", {}):
+                continue
+            arr = np.full(shape, np.nan)
+            arr[ri[mask], mi[mask], di[mask]] = r_score[mask]
+            data_vars[var] = ((RATER, MODEL, DAY), arr)
+
+    if adj is not None:
+        apath = path / "adjudication.csv"
+        _check_duplicates(apath, adj, [MODEL, DAY])
+        ami = _index_of(apath, adj, MODEL, adj[MODEL].to_numpy(), models)
+        adi = parsed["adjudication.csv"].astype(int) - 1
+        for var in ADJUDICATED_VARIABLES:
+            if var in adj.columns:
+                arr = np.full((len(models), len(days)), np.nan)
+                arr[ami, adi] = _parse_numbers(apath, adj, var)
+                data_vars[var] = ((MODEL, DAY), arr)
+    if prompts is not None:
+        ppath = path / "prompts.csv"
+        _check_duplicates(ppath, prompts, [DAY])
+        arr = np.full(len(days), "", dtype=object)
+        arr[parsed["prompts.csv"].astype(int) - 1] = prompts["text"].to_numpy()
+        data_vars["prompt"] = ((DAY,), arr)
+    if answers is not None:
+        apath = path / "answers.csv"
+        _check_duplicates(apath, answers, [MODEL, DAY])
+        arr = np.full((len(models), len(days)), "", dtype=object)
+        ami = _index_of(apath, answers, MODEL, answers[MODEL].to_numpy(), models)
+        arr[ami, parsed["answers.csv"].astype(int) - 1] = answers["text"].to_numpy()
+        data_vars["answer"] = ((MODEL, DAY), arr)
+
+    coords: dict[str, Any] = {
+        RATER: np.array(raters, dtype=object),
+        MODEL: np.array(models, dtype=object),
+        DAY: np.array(days, dtype=np.int64),
+    }
+    if INTERVENTION_TYPE in {d for v in data_vars.values() for d in v[0]} or itypes:
+        if "intervention" in data_vars or INTERVENTION_TYPE in coords_m:
+            coords[INTERVENTION_TYPE] = np.array(itypes, dtype=object)
+    for dim, df in meta.items():
+        fpath = path / f"{dim}s.csv"
+        listed = {v: i for i, v in enumerate(df[dim].tolist())}
+        absent = [v for v in coords[dim].tolist() if v not in listed]
+        if absent:
+            raise StudyFormatError(
+                f"{fpath}: no row for the {dim}(s) {_short(absent)} named in ratings.csv / "
+                f"study.json; expected one row per {dim}."
+            )
+        order = np.array([listed[v] for v in coords[dim].tolist()], dtype=int)
+        for c in df.columns:
+            if c != dim:
+                coords[c] = (dim, df[c].to_numpy()[order].astype(object))
+    for dim, values in coords_m.items():
+        if dim not in coords:
+            dtype = manifest.get("coord_dtypes", {}).get(dim, "")
+            try:
+                coords[dim] = np.array(values, dtype=dtype if dtype and dtype != "object" else None)
+            except (TypeError, ValueError) as err:
+                raise StudyFormatError(
+                    f"{mpath}: coords.{dim} = {_short(values)} cannot be read as "
+                    f"coord_dtypes.{dim} = {dtype!r} ({err}); expected a numpy dtype name."
+                ) from None
+
+    ds = xr.Dataset(data_vars, coords=coords)
+    for name, info in manifest.get("extra", {}).items():
+        ds[name] = _read_extra(path, name, info, ds)
+    ds.attrs.update(manifest.get("attrs", {}))
+    for name, attrs in manifest.get("variable_attrs", {}).items():
+        if name in ds.variables:
+            ds[name].attrs.update(attrs)
+    order = manifest.get("variable_dims")
+    if order:  # restore the original variable order and dim order
+        names = [n for n in order if n in ds.data_vars]
+        for n in names:
+            if sorted(map(str, order[n])) != sorted(map(str, ds[n].dims)):
+                raise StudyFormatError(
+                    f"{mpath}: variable_dims.{n} = {order[n]}, but the files give {n!r} the dims "
+                    f"{list(ds[n].dims)}; expected the same dims."
+                )
+        ds = ds[names + [n for n in ds.data_vars if n not in order]]
+        for n in names:
+            ds[n] = ds[n].transpose(*order[n])
+    return canonical(ds)
+
+
+def _short(values, n: int = 10) -> str:
+    values = list(values) if isinstance(values, (list, tuple)) else values
+    if isinstance(values, list) and len(values) > n:
+        return f"{values[:n]} ... ({len(values)} in all)"
+    return repr(values)
+
+
+def _days_of_ratings(path: Path, ratings: pd.DataFrame, r_day: np.ndarray) -> list[int]:
+    """The study's days: those of ``ratings.csv``, which must be 1..n with no gap."""
+    low = np.flatnonzero(r_day < 1)
+    if low.size:
+        i = int(low[0])
+        raise StudyFormatError(
+            f"{path}, row {_row(ratings, i)}, column 'day': day {int(r_day[i])}; expected days "
+            "1, 2, ... (day is 1-based)."
+        )
+    present = set(r_day.astype(int).tolist())
+    n = max(present)
+    gap = sorted(set(range(1, n + 1)) - present)
+    if gap:
+        raise StudyFormatError(
+            f"{path}, column 'day': no row for day(s) {_short(gap)} while the ratings run to day "
+            f"{n}; expected every day from 1 to {n} (nothing is inserted silently). A day that "
+            f"really has no rating is declared with rows whose score is empty, e.g. "
+            f"'R1,<model>,{gap[0]},recognition,'."
+        )
+    return list(range(1, n + 1))
+
+
+#: study.json keys and the JSON type each must have
+_MANIFEST_TYPES: dict[str, type] = {
+    "attrs": dict,
+    "coords": dict,
+    "coord_dtypes": dict,
+    "variable_attrs": dict,
+    "variable_dims": dict,
+    "extra": dict,
+}
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    """``study.json``, checked: the right JSON types, and every ``extra`` file inside ``path``."""
+    mpath = path / "study.json"
+    if not mpath.exists():
+        return {}
+    try:
+        manifest = json.loads(mpath.read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise StudyFormatError(
+            f"{mpath}: invalid JSON ({err}); expected the JSON object written by save_study."
+        ) from None
+    if not isinstance(manifest, dict):
+        raise StudyFormatError(
+            f"{mpath}: the file holds a JSON {type(manifest).__name__}; expected an object "
+            f"with the keys {list(_MANIFEST_TYPES)}."
+        )
+    for key, kind in _MANIFEST_TYPES.items():
+        if key in manifest and not isinstance(manifest[key], kind):
+            raise StudyFormatError(
+                f"{mpath}: {key!r} is a JSON {type(manifest[key]).__name__}; expected an object."
+            )
+    for key in ("coords", "variable_dims"):
+        for name, values in manifest.get(key, {}).items():
+            if not isinstance(values, list):
+                raise StudyFormatError(f"{mpath}: {key}.{name} = {values!r}; expected a list.")
+    for name, attrs in manifest.get("variable_attrs", {}).items():
+        if not isinstance(attrs, dict):
+            raise StudyFormatError(
+                f"{mpath}: variable_attrs.{name} = {attrs!r}; expected an object."
+            )
+    root = path.resolve()
+    for name, info in manifest.get("extra", {}).items():
+        if not isinstance(info, dict) or not isinstance(info.get("file"), str):
+            raise StudyFormatError(
+                f"{mpath}: extra.{name} = {info!r}; expected an object with 'file' (a path inside "
+                "the study folder), 'dims' (a list) and 'dtype'."
+            )
+        dims = info.get("dims", [])
+        if not isinstance(dims, list) or not all(isinstance(d, str) for d in dims):
+            raise StudyFormatError(
+                f"{mpath}: extra.{name}.dims = {dims!r}; expected a list of dim names."
+            )
+        rel = Path(info["file"])
+        if rel.is_absolute() or not (path / rel).resolve().is_relative_to(root):
+            raise StudyFormatError(
+                f"{mpath}: extra.{name}.file = {info['file']!r} points outside the study folder "
+                f"{path}; expected a path inside it, such as 'extra/{name}.csv'."
+            )
+    return manifest
+
+
+def _read_extra(path: Path, name: str, info: dict, ds: xr.Dataset) -> xr.DataArray:
+    mpath = path / "study.json"
+    fpath = path / info["file"]
+    dims = list(info.get("dims", []))
+    unknown = [d for d in dims if d not in ds.dims]
+    if unknown:
+        raise StudyFormatError(
+            f"{mpath}: extra.{name}.dims = {dims} names the dim(s) {unknown} that the study "
+            f"does not have (its dims are {[str(d) for d in ds.dims]}); expected dims of the study."
+        )
+    if not fpath.is_file():
+        raise StudyFormatError(
+            f"{mpath}: extra.{name}.file = {info['file']!r} does not exist in {path}; expected "
+            f"the CSV file of the variable {name!r}."
+        )
+    df = _read_csv(fpath, ["value"])
+    if sorted(df.columns) != sorted([*dims, "value"]):
+        raise StudyFormatError(
+            f"{fpath}: columns {list(df.columns)}, but {mpath} gives {name!r} the dims "
+            f"{dims}; expected exactly the columns {[*dims, 'value']} (the file and "
+            "study.json must agree)."
+        )
+    dtype_name = str(info.get("dtype", "float64"))
+    try:
+        dtype = np.dtype(dtype_name)
+    except TypeError:
+        raise StudyFormatError(
+            f"{mpath}: extra.{name}.dtype = {dtype_name!r} is not a numpy dtype; expected e.g. "
+            "'float64', 'int64' or 'object'."
+        ) from None
+    if dtype.kind in "OUS":
+        values = df["value"].to_numpy().astype(object)
+    else:
+        values = _parse_numbers(fpath, df, "value")
+        if dtype.kind in "iub" and np.isnan(values).any():
+            i = int(np.flatnonzero(np.isnan(values))[0])
+            raise StudyFormatError(
+                f"{fpath}, row {_row(df, i)}, column 'value': missing, but {name!r} is "
+                f"{dtype_name}; expected a number on every row."
+            )
+        values = values.astype(dtype)
+    if not dims:
+        if len(values) != 1:
+            raise StudyFormatError(
+                f"{fpath}: {len(values)} rows; {name!r} is a scalar, expected exactly one row."
+            )
+        return xr.DataArray(values[0])
+    _check_duplicates(fpath, df, dims)
+    shape = tuple(ds.sizes[d] for d in dims)
+    arr = np.empty(shape, dtype=values.dtype)
+    if values.dtype.kind == "f":
+        arr[...] = np.nan
+    idx = []
+    for d in dims:
+        coord = ds[d].values.tolist()
+        raw = df[d].to_numpy()
+        if ds[d].dtype.kind in "iuf":
+            raw = _parse_numbers(fpath, df, d).astype(ds[d].dtype)
+        idx.append(_index_of(fpath, df, d, list(raw), coord, source="the study's coords"))
+    arr[tuple(idx)] = values
+    return xr.DataArray(arr, dims=dims)

@@ -1,0 +1,181 @@
+"""The Bayesian models' section: diagnostics verdicts, the PSIS-LOO comparison, then one
+subsection per fitted model (its gate, failing parameters, tables not shown beside the
+baselines, its diagnostic plots).
+
+Sources: ``models/<fit>/gate.json``, ``models/<fit>/diagnostics.csv`` and the other declared
+``models/<fit>/*`` tables, ``models/comparison*.csv``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from delusion_bayes import results
+from delusion_bayes.plotting import save_figure, style
+from delusion_bayes.report.builder import Builder, MissingInput
+from delusion_bayes.report.document import Note, Paragraph, Section
+from delusion_bayes.report.table import ReportTable, display_frame
+
+COMPARISONS = ("models/comparison.csv", "models/comparison_by_rating.csv",
+               "models/comparison_by_model_day.csv")  # fmt: skip
+#: what one left-out point of a PSIS-LOO comparison is, by its ``unit`` column
+LOO_UNIT_TITLES = {
+    "model_day": "per left-out model-day, its latent stage integrated out",
+    "rating": "per left-out rating, given the model-day's latent stage",
+}
+#: titles of the per-fit tables, by file name
+MODEL_TABLES = {
+    "summary.csv": "Posterior summary of `{name}`",
+    "t50_posterior.csv": "Posterior of L, k and t50 per model (`{name}`)",
+    "milestones_posterior.csv": "Posterior milestone latencies (`{name}`)",
+    "contrasts_posterior.csv": "Posterior contrasts (`{name}`)",
+    "consensus_posterior.csv": "Posterior consensus stage per model-day (`{name}`)",
+    "reliability_posterior.csv": "Posterior reliability (`{name}`)",
+    "raters_posterior.csv": "Posterior rater severity and discrimination (`{name}`)",
+    "level_b_posterior.csv": "Posterior probability of Level-B disengagement (`{name}`)",
+    "loo.csv": "PSIS-LOO of `{name}`",
+}
+#: failing parameters listed in the document (all of them are in ``diagnostics.csv``)
+WORST_PARAMETERS = 15
+
+
+def comparison_title(df: pd.DataFrame) -> str:
+    """``Model comparison (PSIS-LOO ...)`` naming the unit the table's ``unit`` column holds."""
+    units = set(df["unit"])
+    unit = units.pop() if len(units) == 1 else None
+    return f"Model comparison (PSIS-LOO {LOO_UNIT_TITLES.get(unit, 'per ' + str(unit))})"
+
+
+def comparison_plot(b: Builder) -> tuple[list[Path], list[str]]:
+    """ELPD (PSIS-LOO) of the compared models with standard errors, from ``comparison.csv``."""
+    import matplotlib.pyplot as plt
+
+    df = b.run.table(COMPARISONS[0])
+    if df is None:
+        raise MissingInput(f"{COMPARISONS[0]} is missing")
+    d = df.sort_values("elpd")
+    with style():
+        fig, ax = plt.subplots(figsize=(5.0, 0.45 * len(d) + 1.2))
+        yy = np.arange(len(d))
+        ax.errorbar(d["elpd"], yy, xerr=d["se"], ls="none", marker="o", color="#000000", capsize=3)
+        ax.set_yticks(yy, d["model"].tolist())
+        ax.set_xlabel("ELPD (PSIS-LOO), ± SE")
+        ax.set_title("Model comparison")
+        fig.tight_layout()
+        stem = b.fig_dir / "figure_model_comparison"
+        return save_figure(fig, stem, b.cfg.figure_formats, b.cfg.dpi), [COMPARISONS[0]]
+
+
+def verdict_table(b: Builder) -> list[Any]:
+    """The gate verdict of every fit as a table, with a warning per failed fit."""
+    diag = b.diag
+    if not diag.verdicts:
+        return [Note("notrun", "No `models/<fit>/gate.json` found: no diagnostics verdict.")]
+    vt = pd.DataFrame([{"model": v.model, "passed": v.passed, "details": v.details,
+                        "source": v.source} for v in diag.verdicts])  # fmt: skip
+    disp = display_frame(vt)
+    disp["passed"] = ["PASS" if v is True else "FAIL" if v is False else "unknown"
+                      for v in vt["passed"]]  # fmt: skip
+    sources = sorted({v.source for v in diag.verdicts})
+    out: list[Any] = [b.table(ReportTable("diagnostics_verdicts",
+                                          "Sampling diagnostics per fitted model", vt, disp, sources))]  # fmt: skip
+    out += [Note("warning", f"`{v.model}` FAILED its diagnostics: {v.details}. Do not interpret "
+                 "its posterior summaries.", "Diagnostics failed") for v in diag.failed]  # fmt: skip
+    if not diag.failed and not diag.unknown:
+        out.append(Note("ok", "Every fitted model passed its sampling diagnostics."))
+    return out
+
+
+def section_bayes(b: Builder) -> list[Section]:
+    """The Bayesian section and one subsection per fitted model."""
+    s = Section("bayes", "Bayesian models")
+    models = b.run.stage("models")
+    if not models.ran:
+        return [s.add(b.not_run("models", "the Bayesian results"))]
+    if b.post:
+        s.add(Paragraph(f"The posterior columns beside the baselines (Tables 1, C1, D1, the "
+                        f"contrasts, Figures 1 and E1) are those of model `{b.post}` "
+                        f"(`models/{b.post}/`)."))  # fmt: skip
+    s.add(*verdict_table(b))
+    for key in COMPARISONS:
+        df = b.run.table(key)
+        if df is not None:
+            s.add(
+                *b.attempt(key, lambda key=key, df=df: b.generic(key, title=comparison_title(df)))
+            )
+    if b.run.table(COMPARISONS[0]) is not None:
+        s.add(
+            *b.draw("Model comparison.", "ELPD of the compared models", lambda: comparison_plot(b))
+        )
+    if b.cfg.include_stage_figures:
+        for rel in models.glob("*.png"):
+            s.add(b.stage_figure("models", rel))
+    verdicts = {v.model: v for v in b.diag.verdicts}
+    return [s] + [fit_section(b, name, verdicts.get(name)) for name in b.run.fits]
+
+
+def fit_section(b: Builder, name: str, verdict) -> Section:
+    """Subsection of one fitted model ``models/<name>/``."""
+    s = Section(f"bayes-{name}", f"Model `{name}`", level=3)
+    if verdict is not None and verdict.passed is False:
+        s.add(Note("warning", f"`{name}` FAILED its diagnostics: {verdict.details}.",
+                   "Diagnostics failed"))  # fmt: skip
+    elif verdict is not None and verdict.passed:
+        s.add(Note("ok", f"`{name}` passed its diagnostics: {verdict.details}."))
+    s.add(*b.attempt(f"models/{name}/diagnostics.csv", lambda: failing_parameters(b, name)))
+    shown = []
+    for key, f in results.FILES.items():
+        if f.stage != "models" or "{fit}" not in key or f.kind != "csv":
+            continue
+        src = b.run.source(key, name)
+        if key.endswith("/diagnostics.csv") or not (b.run.path / src).is_file():
+            continue
+        if src in b.used:
+            shown.append(src)
+            continue
+        title = MODEL_TABLES.get(f.name.split("/")[-1], src).format(name=name)
+        s.add(*b.attempt(src, lambda key=key, title=title: b.generic(key, name, title)))
+    if shown:
+        s.add(
+            Paragraph(
+                "Shown beside the baselines above: " + ", ".join(f"`{x}`" for x in shown) + "."
+            )
+        )
+    pngs = [
+        p for p in b.run.stage("models").glob(f"{name}/**/*.png") if f"models/{p}" not in b.used
+    ]
+    if b.cfg.include_stage_figures and pngs:
+        s.add(Paragraph("Diagnostic plots as the models stage drew them (rank plots, posterior "
+                        "predictive checks, LOO Pareto-k):"))  # fmt: skip
+        s.add(*[b.stage_figure("models", rel) for rel in pngs])
+    if not s.blocks:
+        s.add(Note("notrun", f"`models/{name}/` holds no table or figure the report can show."))
+    return s
+
+
+def failing_parameters(b: Builder, name: str) -> list[Any]:
+    """Per-parameter diagnostics: the failing rows as a table (all rows when short), the file
+    linked otherwise."""
+    key = "models/{fit}/diagnostics.csv"
+    df, src = b.run.table(key, name), b.run.source(key, name)
+    if df is None:
+        return [b.missing(src, "Diagnostics")]
+    if len(df) <= b.cfg.max_inline_rows:
+        return b.generic(key, name, f"Per-parameter diagnostics of `{name}`")
+    b.used.add(src)
+    bad = df[~df["pass"].astype(bool)]
+    out: list[Any] = [Paragraph(f"`{src}`: {len(df)} parameters, {len(bad)} failing the gate "
+                                "(open the CSV for all rows).")]  # fmt: skip
+    if len(bad):
+        worst = bad.sort_values(["r_hat", "ess_bulk"], ascending=[False, True]).head(
+            WORST_PARAMETERS
+        )
+        more = f" (the {len(worst)} worst of {len(bad)})" if len(bad) > len(worst) else ""
+        title = f"Parameters of `{name}` failing the diagnostics gate{more}"
+        out.append(b.table(ReportTable(f"models_{name}_diagnostics_failing", title, worst,
+                                       display_frame(worst, 3), [src])))  # fmt: skip
+    return out

