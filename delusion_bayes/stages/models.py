@@ -122,17 +122,41 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
     )
 
 
+#: panels of the rank plot: the parameters with the highest R-hat among ``inference.plot_vars``
+RANK_PANELS = 12
+
+
 def _rank_plot(az, tree):
-    """``az.plot_rank`` with room for every panel: 3 onset parameters x 15 models is 45 panels,
-    above ArviZ's default ``plot.max_subplots`` of 40 (which would drop the plot)."""
-    post = tree["posterior"].to_dataset()
-    panels = sum(int(np.prod([post.sizes[d] for d in v.dims if d not in ("chain", "draw")]))
-                 for v in post.data_vars.values())  # fmt: skip
-    with az.rc_context(rc={"plot.max_subplots": max(40, panels)}):
+    """``az.plot_rank`` with room for every panel (ArviZ's default ``plot.max_subplots`` is 40)."""
+    n = len(tree["posterior"].data_vars)
+    with az.rc_context(rc={"plot.max_subplots": max(40, n)}):
         return az.plot_rank(tree, backend="matplotlib")
 
 
-def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) -> None:
+def _worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Dataset:
+    """The ``n`` parameters of ``plot_vars`` with the highest R-hat (the diagnostics table's
+    ``var[coord,...]`` labels), one variable each. Why not every element: the rank plot of L, k
+    and t50 for 15 models (45 panels) cost ~13 s CPU per fit, most of the main job's time
+    after sampling, and a reader looks for the chains that disagree, which these are."""
+    post = dt["posterior"].to_dataset().reset_coords(drop=True)
+    rows = table[table["variable"].isin(plot_vars) & ~table["constant"].astype(bool)]
+    rows = rows.sort_values("r_hat", ascending=False).head(n)
+    out = {}
+    for label, var in zip(rows.index, rows["variable"], strict=True):
+        da = post[var]
+        extra = [d for d in da.dims if d not in ("chain", "draw")]
+        if extra:
+            stacked = da.stack(__p__=extra)
+            names = [",".join(str(x) for x in (i if isinstance(i, tuple) else (i,)))
+                     for i in stacked["__p__"].values]  # fmt: skip
+            da = stacked.isel(__p__=names.index(label[len(var) + 1 : -1])).drop_vars(
+                ["__p__", *extra], errors="ignore"
+            )
+        out[label] = da
+    return xr.Dataset(out)
+
+
+def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, table=None) -> None:
     """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG; a plotting failure is
     a note, never a failed stage."""
     import arviz as az
@@ -144,13 +168,18 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list) 
     post_vars = [v for v in plot_vars if v in dt["posterior"].data_vars]
     jobs = []
     if post_vars:
-        clean = xr.DataTree.from_dict(
-            {"posterior": dt["posterior"].to_dataset().reset_coords(drop=True)[post_vars]}
-        )
+        if table is not None:
+            worst = _worst_mixing(dt, table, post_vars)
+            what = (f"the {len(worst.data_vars)} parameters of {', '.join(post_vars)} with the "
+                    "highest R-hat")  # fmt: skip
+        else:
+            worst = dt["posterior"].to_dataset().reset_coords(drop=True)[post_vars]
+            what = ", ".join(post_vars)
+        clean = xr.DataTree.from_dict({"posterior": worst})
         jobs.append(
             (
                 "rank.png",
-                "rank plot (ECDF difference) of " + ", ".join(post_vars),
+                "rank plot (ECDF difference) of " + what,
                 lambda: _rank_plot(az, clean),
             )
         )
@@ -318,7 +347,7 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
             "loo.csv",
             "PSIS-LOO with Pareto k, per left-out model-day and per left-out rating",
         )
-    _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), files, notes)
+    _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), files, notes, table)
 
     # posterior ------------------------------------------------------------------------------
     dt.attrs.update(prov)
