@@ -199,17 +199,21 @@ nav.toc { background: var(--soft); border:1px solid var(--rule); padding: 10px 1
   font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: .9em; columns: 2; }
 nav.toc ul { margin: 0; padding-left: 1.1em; } nav.toc li.l3 { margin-left: 1.2em; list-style: circle; }
 a { color: #1f3f77; }
-.table-wrap { overflow-x: auto; margin: 1em 0 .3em; }
-table { border-collapse: collapse; font: 13px/1.35 "DejaVu Sans", Helvetica, Arial, sans-serif; }
+/* tables fit the column: headers wrap (after "_" too), an interval stays on one line but may go
+   below its estimate; a table that still cannot fit scrolls inside its wrapper, never the page */
+.table-wrap { overflow-x: auto; max-width: 100%; margin: 1em 0 .3em; }
+table { border-collapse: collapse; font: 12.5px/1.35 "DejaVu Sans", Helvetica, Arial, sans-serif; }
+th { overflow-wrap: break-word; hyphens: manual; }
+td { overflow-wrap: break-word; }
 caption { caption-side: top; text-align: left; font-weight: bold; padding: 0 0 .5em;
   font-family: "DejaVu Serif", Georgia, serif; font-size: 14px; }
 thead tr:first-child th { border-top: 2px solid var(--ink); }
 thead tr:last-child th { border-bottom: 1px solid var(--ink); }
 th.group { border-bottom: 1px solid var(--muted); }
 tbody tr:last-child td { border-bottom: 2px solid var(--ink); }
-th, td { padding: 3px 10px; vertical-align: top; }
+th, td { padding: 3px 6px; vertical-align: top; }
 th { text-align: left; font-weight: 600; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
 tbody tr:nth-child(even) td { background: #fafafa; }
 .tnote, .files { font-size: .85em; color: var(--muted); margin: .2em 0 1.4em; }
 figure { margin: 1.4em 0 2em; }
