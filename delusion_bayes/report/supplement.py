@@ -32,6 +32,7 @@ from delusion_bayes.report.document import (
     Bullets,
     Code,
     Document,
+    Embed,
     FileList,
     KeyValues,
     Note,
@@ -141,7 +142,7 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
     md_path = run.path / "supplement.md"
     html_path = run.path / "supplement.html"
     md_path.write_text(to_markdown(doc))
-    html_path.write_text(to_html(doc))
+    html_path.write_text(to_html(doc, Embed(cfg.embed_colors, cfg.embed_max_dpi)))
     pdf_path = _pdf(html_path, cfg)
 
     headline = {

@@ -361,3 +361,44 @@ def test_overview_opens_with_findings_then_diagnostics(smoke_supplement, smoke_r
     # the subtitle keeps saying so too
     assert "Simulated data" in smoke_supplement.document.subtitle
 
+
+def test_supplement_html_is_small(smoke_supplement, smoke_run):
+    """Issue 20: figures are embedded as palette PNGs (the files keep full colour), so the
+    bundled study's HTML stays under ~3 MB; the smoke run's has the same figures for fewer
+    models and no replay."""
+    from PIL import Image
+
+    size = smoke_supplement.html.stat().st_size
+    assert size < 600_000, size  # 309 kB with palette figures, 713 kB without
+    # the figure files themselves are untouched: full colour at report.dpi
+    fig = smoke_run / "report" / "figures" / "figure1_trajectories.png"
+    with Image.open(fig) as im:
+        assert im.mode in ("RGB", "RGBA") and round(im.info["dpi"][0]) == 150
+
+
+def test_embedded_png_is_a_smaller_palette_copy_of_the_same_size(smoke_run):
+    import io
+
+    from PIL import Image
+
+    from delusion_bayes.report.document import Embed, embedded_png, png_css_width
+
+    fig = smoke_run / "report" / "figures" / "figure1_trajectories.png"
+    raw = fig.read_bytes()
+    assert embedded_png(fig) == raw  # no reduction asked: as written
+    small = embedded_png(fig, Embed(colors=256))
+    assert len(small) < 0.7 * len(raw)
+    with Image.open(io.BytesIO(small)) as a, Image.open(fig) as b:
+        assert a.mode == "P" and a.size == b.size
+    # shown at the same physical size (same pixels and dpi recorded)
+    tmp = smoke_run / "report" / ".embed_check.png"
+    try:
+        tmp.write_bytes(small)
+        assert png_css_width(tmp) == png_css_width(fig)
+        half = embedded_png(fig, Embed(max_dpi=75))
+        tmp.write_bytes(half)
+        with Image.open(tmp) as a, Image.open(fig) as b:
+            assert abs(a.size[0] - b.size[0] / 2) <= 1
+        assert abs(png_css_width(tmp) - png_css_width(fig)) <= 1
+    finally:
+        tmp.unlink(missing_ok=True)
