@@ -124,6 +124,10 @@ def simulated(run: RunDir) -> str | None:
 
 
 def _gate_numbers(gate: dict[str, Any]) -> str:
+    gate = dict(gate)
+    if _num(gate.get("min_ess")) is None:  # the replay gate records bulk and tail ESS
+        both = [v for k in ("min_ess_bulk", "min_ess_tail") if (v := _num(gate.get(k))) is not None]
+        gate["min_ess"] = min(both) if both else None
     parts = []
     for key, fmt in (("max_rhat", "max R-hat {:.3f}"), ("min_ess", "min ESS {:.0f}"),
                      ("divergences", "{:.0f} divergences")):  # fmt: skip
@@ -167,9 +171,15 @@ def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
     if isinstance(rg, dict) and "passed" in rg:
         ok = bool(rg["passed"])
         failed |= not ok
+        thresholds = thresholds or _thresholds(rg.get("thresholds") or {})
+        reasons = "" if ok else "; ".join(map(str, rg.get("reasons") or []))
+        # the gate judges the prevalences (``*_prevalence``) when the file records them
+        judged = {k: rg.get(f"{k}_prevalence", rg.get(k))
+                  for k in ("max_rhat", "min_ess_bulk", "min_ess_tail")}  # fmt: skip
+        judged["divergences"] = rg.get("divergences")
         lines.append(f"replay prevalence model: {'passed' if ok else 'FAILED'} — "
-                     f"{_gate_numbers(rg)}" + ("" if ok else "; `bayes_prevalence.csv` is "
-                                               "provisional"))  # fmt: skip
+                     f"{_gate_numbers(judged)}" + (f" ({reasons})" if reasons else "")
+                     + ("" if ok else "; `replay/bayes_prevalence.csv` is provisional"))  # fmt: skip
     if not lines:
         return None
     head = f"Gate: {thresholds}." if thresholds else ""

@@ -310,6 +310,12 @@ def test_replay_section(replay_run):
     gate = results.read(replay_run, "replay/bayes_diagnostics.json")
     kind = "warning" if not gate["passed"] else "ok"
     assert any("prevalence model" in n for n in _notes(sup, kind))
+    # the overview opens with the replay's headline numbers, then the gate in one line
+    first = sup.document.sections[0].blocks
+    n = results.read(replay_run, "replay/index.json")["headline"]["n_samples"]
+    assert "SIMULATED" in first[0].text and f"Replay study: {n} samples" in first[1].items[0]
+    verdict = "passed" if gate["passed"] else "FAILED"
+    assert f"replay prevalence model: {verdict} — max R-hat" in first[2].text
     # model x category tables: the category rows of the stage table, unchanged
     src = results.read(replay_run, "replay/prevalence.csv")
     src = src[src["level"] == "category"].reset_index(drop=True)
