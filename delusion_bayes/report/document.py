@@ -235,7 +235,10 @@ dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; font-family: "DejaVu Sans M
   font-size: .9em; word-break: break-all; }
 ul.files li code { font-size: .9em; }
 @media print { main { max-width: none; padding: 0; } nav.toc { display: none; }
-  figure, .table-wrap, .note { break-inside: avoid; } h2 { break-before: auto; } }
+  figure, .table-wrap, .note { break-inside: avoid; } h2 { break-before: auto; }
+  /* paper cannot scroll: the tables are set smaller to fit the A4 text width (~718 px) */
+  table { font-size: 9.5px; } .dense table { font-size: 8.5px; }
+  th, td { padding: 2px 4px; } .dense th, .dense td { padding: 2px 3px; } }
 """
 
 #: no outside resource of any kind: images only as data: URIs, CSS only inline, no scripts
