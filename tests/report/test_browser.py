@@ -80,3 +80,16 @@ def test_probe_reports_a_wide_table_and_page_overflow(tmp_path):
     check = check_html(page, width=1280)
     assert [t["id"] for t in check.wide_tables] == ["wide"]
     assert check.overflows_page and check.page_width >= 3000
+
+
+@needs_browser
+def test_tables_fit_the_printed_page(smoke_supplement, tmp_path):
+    """Paper cannot scroll: with the page's print rules applied at the A4 text width Chromium
+    prints at (210 mm minus its ~1 cm margins: 718 px) every table fits."""
+    html = smoke_supplement.html.read_text()
+    assert "@media print {" in html
+    page = tmp_path / "print.html"
+    page.write_text(html.replace("@media print {", "@media all {", 1))
+    check = check_html(page, width=718)
+    assert check.wide_tables == [], check.wide_tables
+    assert not check.overflows_page
