@@ -162,6 +162,22 @@ _PROBE = """<script>
       title: document.title,
       bodyText: document.body.innerText.length,
       scrollHeight: document.body.scrollHeight,
+      // horizontal fit: the page against the viewport, every table against its wrapper and
+      // every wrapper against <main>'s content box
+      viewportWidth: document.documentElement.clientWidth,
+      pageWidth: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth),
+      tableFits: Array.prototype.slice.call(document.querySelectorAll('table')).map(function (t) {
+        var wrap = t.closest('.table-wrap') || t.parentElement;
+        var main = t.closest('main') || document.body;
+        var ms = getComputedStyle(main);
+        var mr = main.getBoundingClientRect(), wr = wrap.getBoundingClientRect();
+        return {id: t.id || (t.caption ? t.caption.textContent.slice(0, 40) : ''),
+                table: Math.ceil(t.getBoundingClientRect().width),
+                wrap: Math.floor(wrap.clientWidth), wrapScroll: wrap.scrollWidth,
+                wrapLeft: Math.floor(wr.left), wrapRight: Math.ceil(wr.right),
+                mainLeft: Math.floor(mr.left + parseFloat(ms.paddingLeft)),
+                mainRight: Math.ceil(mr.right - parseFloat(ms.paddingRight))};
+      }),
       errors: errs
     };
     var pre = document.createElement('pre');
@@ -186,14 +202,40 @@ class RenderCheck:
     errors: list[str] = field(default_factory=list)
     console: list[str] = field(default_factory=list)  # error lines from the browser's log
     body_text: int = 0
+    #: layout width of the viewport and of the whole page (``scrollWidth``), CSS px
+    viewport_width: int = 0
+    page_width: int = 0
+    #: per table: its width, its ``.table-wrap``'s width/scrollWidth/edges and ``<main>``'s
+    #: content edges (CSS px)
+    table_fits: list[dict] = field(default_factory=list)
+
+    @property
+    def overflows_page(self) -> bool:
+        """The page is wider than the viewport (a horizontal scrollbar on the whole page)."""
+        return self.page_width > self.viewport_width
+
+    @property
+    def wide_tables(self) -> list[dict]:
+        """Tables wider than their container, or containers sticking out of ``<main>``."""
+        return [
+            t
+            for t in self.table_fits
+            if t["table"] > t["wrap"] + 1
+            or t["wrapScroll"] > t["wrap"] + 1
+            or t["wrapLeft"] < t["mainLeft"] - 1
+            or t["wrapRight"] > t["mainRight"] + 1
+        ]
 
     @property
     def ok(self) -> bool:
         return self.images > 0 and not self.broken and not self.errors and not self.console
 
 
-def check_html(html: str | Path, timeout: float = 120) -> RenderCheck:
-    """Load ``html`` in headless Chromium and report images, tables and errors.
+def check_html(
+    html: str | Path, timeout: float = 120, width: int = 1280, height: int = 2000
+) -> RenderCheck:
+    """Load ``html`` in headless Chromium at a ``width`` x ``height`` viewport and report
+    images, tables (and whether each fits its container and the page its viewport) and errors.
 
     The probe script is injected into a temporary copy (beside the original so relative links
     resolve); the page's Content-Security-Policy is kept, with only the probe's inline script
@@ -220,6 +262,7 @@ def check_html(html: str | Path, timeout: float = 120) -> RenderCheck:
                 "--enable-logging=stderr",
                 "--v=0",
                 "--virtual-time-budget=10000",
+                f"--window-size={width},{height}",
                 probe_path.as_uri(),
             ],
             timeout=timeout,
@@ -249,4 +292,7 @@ def check_html(html: str | Path, timeout: float = 120) -> RenderCheck:
         errors=data["errors"],
         console=console,
         body_text=data["bodyText"],
+        viewport_width=data["viewportWidth"],
+        page_width=data["pageWidth"],
+        table_fits=data["tableFits"],
     )

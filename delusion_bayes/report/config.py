@@ -16,6 +16,11 @@ class ReportConfig:
     figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
     #: resolution of the PNG figures
     dpi: int = 150
+    #: the HTML embeds a copy of each PNG with a palette of at most this many colours (0: the
+    #: PNG as written); the files under ``report/`` keep their full colour and resolution
+    embed_colors: int = 256
+    #: the embedded copy of a PNG above this resolution is scaled down to it (0: never)
+    embed_max_dpi: int = 150
     #: which fitted Bayesian model (``models/<name>/``) the side-by-side tables and Figure 1 use;
     #: the first one present in this list wins
     posterior_models: list[str] = field(default_factory=lambda: ["joint", "onset", "rater"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,7 +139,8 @@ def _md_block(b: Block) -> str:
         label = md_text(b.title or NOTE_LABELS.get(b.kind, b.kind))
         mark = "⚠ " if b.kind in ("warning", "error") else ""
         body = f"{mark}**{label}.** {md_text(b.text)}"
-        return "\n".join(f"> {line}" for line in body.splitlines())
+        # a line break of the note stays one (two trailing spaces) in the rendered Markdown
+        return "  \n".join(f"> {line}" for line in body.splitlines())
     if isinstance(b, TableBlock):
         t = b.table
         text = f"**{md_text(t.title)}**\n\n{t.to_markdown()}"
@@ -189,7 +191,7 @@ CSS = """
 * { box-sizing: border-box; }
 body { margin:0; background:var(--bg); color:var(--ink);
   font: 15px/1.55 "DejaVu Serif", Georgia, "Times New Roman", serif; }
-main { max-width: 1060px; margin: 0 auto; padding: 28px 32px 64px; }
+main { max-width: 1120px; margin: 0 auto; padding: 28px 32px 64px; }
 h1 { font-size: 1.9em; margin: .2em 0 .1em; line-height:1.2; }
 .subtitle { color: var(--muted); margin: 0 0 1.2em; }
 h2 { font-size: 1.35em; margin: 2.2em 0 .6em; padding-bottom:.2em; border-bottom: 2px solid var(--ink); }
@@ -199,17 +201,22 @@ nav.toc { background: var(--soft); border:1px solid var(--rule); padding: 10px 1
   font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; font-size: .9em; columns: 2; }
 nav.toc ul { margin: 0; padding-left: 1.1em; } nav.toc li.l3 { margin-left: 1.2em; list-style: circle; }
 a { color: #1f3f77; }
-.table-wrap { overflow-x: auto; margin: 1em 0 .3em; }
-table { border-collapse: collapse; font: 13px/1.35 "DejaVu Sans", Helvetica, Arial, sans-serif; }
+/* tables fit the column: headers wrap (after "_" too), an interval stays on one line but may go
+   below its estimate; a table that still cannot fit scrolls inside its wrapper, never the page */
+.table-wrap { overflow-x: auto; max-width: 100%; margin: 1em 0 .3em; }
+table { border-collapse: collapse; font: 12.5px/1.35 "DejaVu Sans", Helvetica, Arial, sans-serif; }
+th { overflow-wrap: break-word; hyphens: manual; }
+td { overflow-wrap: break-word; }
 caption { caption-side: top; text-align: left; font-weight: bold; padding: 0 0 .5em;
   font-family: "DejaVu Serif", Georgia, serif; font-size: 14px; }
 thead tr:first-child th { border-top: 2px solid var(--ink); }
 thead tr:last-child th { border-bottom: 1px solid var(--ink); }
 th.group { border-bottom: 1px solid var(--muted); }
 tbody tr:last-child td { border-bottom: 2px solid var(--ink); }
-th, td { padding: 3px 10px; vertical-align: top; }
+th, td { padding: 3px 6px; vertical-align: top; }
+.dense table { font-size: 12px; } .dense th, .dense td { padding: 3px 5px; }
 th { text-align: left; font-weight: 600; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; overflow-wrap: normal; }
 tbody tr:nth-child(even) td { background: #fafafa; }
 .tnote, .files { font-size: .85em; color: var(--muted); margin: .2em 0 1.4em; }
 figure { margin: 1.4em 0 2em; }
@@ -228,15 +235,18 @@ dl.kv dt { font-weight: 600; } dl.kv dd { margin: 0; font-family: "DejaVu Sans M
   font-size: .9em; word-break: break-all; }
 ul.files li code { font-size: .9em; }
 @media print { main { max-width: none; padding: 0; } nav.toc { display: none; }
-  figure, .table-wrap, .note { break-inside: avoid; } h2 { break-before: auto; } }
+  figure, .table-wrap, .note { break-inside: avoid; } h2 { break-before: auto; }
+  /* paper cannot scroll: the tables are set smaller to fit the A4 text width (~718 px) */
+  table { font-size: 9.5px; } .dense table { font-size: 8.5px; }
+  th, td { padding: 2px 4px; } .dense th, .dense td { padding: 2px 3px; } }
 """
 
 #: no outside resource of any kind: images only as data: URIs, CSS only inline, no scripts
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
-def png_css_width(path: Path, default_dpi: float = 150.0) -> int | None:
-    """Width in CSS pixels (96 per inch) at which a PNG shows at its physical size.
+def png_size_dpi(path: Path, default_dpi: float = 150.0) -> tuple[int, float] | None:
+    """Pixel width and resolution (dots per inch) of a PNG, None when it is not a PNG.
 
     Reads the ``IHDR`` width and the ``pHYs`` resolution matplotlib writes (``savefig(dpi=)``)
     straight from the file: a few bytes, no imaging library needed.
@@ -258,15 +268,74 @@ def png_css_width(path: Path, default_dpi: float = 150.0) -> int | None:
         if ctype in (b"IDAT", b"IEND"):
             break
         pos += 12 + length
+    return width, dpi
+
+
+def png_css_width(path: Path, default_dpi: float = 150.0) -> int | None:
+    """Width in CSS pixels (96 per inch) at which a PNG shows at its physical size."""
+    found = png_size_dpi(path, default_dpi)
+    if found is None:
+        return None
+    width, dpi = found
     return round(width * 96 / dpi)
 
 
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+@dataclass(frozen=True)
+class Embed:
+    """How figures are embedded in the HTML (the PNG/PDF files on disk are never changed).
+
+    ``colors``: the embedded copy is reduced to a palette of at most this many colours (0: the
+    PNG as written). Matplotlib figures have few distinct colours apart from anti-aliasing, so a
+    256-colour palette looks the same and is 2.5-3x smaller; lowering the resolution instead
+    does not help (a 100 dpi RGB copy of the bundled run's figures is larger than the 150 dpi
+    palette one, the resampling adds colours). ``max_dpi``: a PNG written at a higher
+    resolution is scaled down to it (0: never). The figure keeps its physical size on the page.
+    """
+
+    colors: int = 0
+    max_dpi: float = 0
 
 
-def to_html(doc: Document) -> str:
-    """The document as one self-contained HTML page (figures embedded as base64 PNG)."""
+def embedded_png(path: Path, embed: Embed = Embed()) -> bytes:
+    """The bytes of ``path`` as embedded in the HTML: reduced as ``embed`` says, or as written
+    when that is not smaller (or the image cannot be read)."""
+    raw = Path(path).read_bytes()
+    if not (embed.colors or embed.max_dpi):
+        return raw
+    try:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(raw)) as im:
+            im.load()
+            dpi = (png_size_dpi(path) or (0, 150.0))[1]
+            img = im.convert("RGBA")
+            if img.getextrema()[3][0] < 255:  # transparency: flatten onto the white page
+                white = Image.new("RGBA", img.size, (255, 255, 255, 255))
+                img = Image.alpha_composite(white, img)
+            img = img.convert("RGB")
+            if embed.max_dpi and dpi > embed.max_dpi * 1.01:
+                f = embed.max_dpi / dpi
+                img = img.resize((max(1, round(img.width * f)), max(1, round(img.height * f))),
+                                 Image.Resampling.LANCZOS)  # fmt: skip
+                dpi = embed.max_dpi
+            if embed.colors:
+                img = img.quantize(min(embed.colors, 256), method=Image.Quantize.MEDIANCUT,
+                                   dither=Image.Dither.NONE)  # fmt: skip
+            buf = io.BytesIO()
+            img.save(buf, "PNG", optimize=True, dpi=(dpi, dpi))
+            out = buf.getvalue()
+    except Exception:  # noqa: BLE001 - an unreadable PNG is embedded as it is
+        return raw
+    return out if len(out) < len(raw) else raw
+
+
+def _data_uri(path: Path, embed: Embed = Embed()) -> str:
+    return "data:image/png;base64," + base64.b64encode(embedded_png(path, embed)).decode("ascii")
+
+
+def to_html(doc: Document, embed: Embed = Embed()) -> str:
+    """The document as one self-contained HTML page (figures embedded as base64 PNG, reduced as
+    ``embed`` says)."""
     esc = html.escape
     parts = [
         "<!DOCTYPE html>",
@@ -286,7 +355,7 @@ def to_html(doc: Document) -> str:
     parts.append("</ul></nav>")
     for s in doc.sections:
         parts.append(f'<section id="{esc(s.id)}"><h{s.level}>{esc(s.title)}</h{s.level}>')
-        parts += [_html_block(b) for b in s.blocks]
+        parts += [_html_block(b, embed) for b in s.blocks]
         parts.append("</section>")
     parts.append("</main></body></html>")
     return "\n".join(parts) + "\n"
@@ -304,7 +373,7 @@ def _links(links: dict[str, str]) -> str:
     return ", ".join(f'<a href="{html.escape(v)}">{html.escape(k)}</a>' for k, v in links.items())
 
 
-def _html_block(b: Block) -> str:
+def _html_block(b: Block, embed: Embed = Embed()) -> str:
     esc = html.escape
     if isinstance(b, Paragraph):
         return "".join(f"<p>{_inline(p)}</p>" for p in b.text.split("\n\n"))
@@ -333,7 +402,7 @@ def _html_block(b: Block) -> str:
         width = png_css_width(b.png)
         size = f' style="width:{width}px"' if width else ""
         return (
-            f'<figure><img src="{_data_uri(b.png)}" alt="{esc(b.title)}"{size}>'
+            f'<figure><img src="{_data_uri(b.png, embed)}" alt="{esc(b.title)}"{size}>'
             f"<figcaption><strong>{esc(b.title)}</strong> {_inline(b.caption)}{links}"
             "</figcaption></figure>"
         )

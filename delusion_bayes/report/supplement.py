@@ -24,7 +24,7 @@ from typing import Any
 
 from delusion_bayes import results
 from delusion_bayes.provenance import versions
-from delusion_bayes.report import interventions, milestones, reliability, trajectories
+from delusion_bayes.report import interventions, milestones, overview, reliability, trajectories
 from delusion_bayes.report.bayes import section_bayes
 from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.config import ReportConfig
@@ -32,6 +32,7 @@ from delusion_bayes.report.document import (
     Bullets,
     Code,
     Document,
+    Embed,
     FileList,
     KeyValues,
     Note,
@@ -46,7 +47,7 @@ from delusion_bayes.report.provenance import (
     headline_json,
     provenance_rows,
 )
-from delusion_bayes.report.replay import gate_note, section_replay
+from delusion_bayes.report.replay import section_replay
 from delusion_bayes.report.sources import SOURCE_STAGES, RunDir
 from delusion_bayes.report.text import section_text
 
@@ -141,7 +142,7 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
     md_path = run.path / "supplement.md"
     html_path = run.path / "supplement.html"
     md_path.write_text(to_markdown(doc))
-    html_path.write_text(to_html(doc))
+    html_path.write_text(to_html(doc, Embed(cfg.embed_colors, cfg.embed_max_dpi)))
     pdf_path = _pdf(html_path, cfg)
 
     headline = {
@@ -195,19 +196,8 @@ def _subtitle(run: RunDir) -> str:
 def _overview(b: Builder, diag) -> Section:
     run = b.run
     s = Section("overview", "Overview")
-    for v in diag.failed:
-        s.add(
-            Note(
-                "warning",
-                f"The Bayesian model `{v.model}` FAILED its sampling diagnostics "
-                f"({v.details}). Its posterior results below are not trustworthy; see "
-                f"`{v.source}`.",
-                "Diagnostics failed",
-            )
-        )
-    replay_gate = b.attempt("replay gate", lambda: [gate_note(b)])[0]
-    if replay_gate is not None and replay_gate.kind == "warning":
-        s.add(replay_gate)
+    # what the study found, then the diagnostics state (a warning when a fit failed)
+    s.add(*b.attempt("overview findings", lambda: overview.opening(run, diag)))
     for name in SOURCE_STAGES:
         status = run.stage_status(name)
         if status.get("status") == "failed":
@@ -218,13 +208,10 @@ def _overview(b: Builder, diag) -> Section:
         st = run.stage(name)
         status = run.stage_status(name).get("status")
         if st.ran:
-            head = ", ".join(
-                f"{k} = {_short(v)}"
-                for k, v in list(st.headline.items())[:6]
-                if isinstance(v, int | float | str | bool)
-            )
+            secs = run.stage_status(name).get("seconds")
+            took = f" in {_short(float(secs))} s" if isinstance(secs, int | float) else ""
             state = "FAILED, partial output" if status == "failed" else "ran"
-            rows.append((name, f"{state}: {len(st.files)} files" + (f"; {head}" if head else "")))
+            rows.append((name, f"{state}{took}: {len(st.files)} files"))
         else:
             rows.append((name, "FAILED" if status == "failed" else status or "not run"))
     s.add(
@@ -234,6 +221,7 @@ def _overview(b: Builder, diag) -> Section:
             'each table). Missing stages are marked "Not run".'
         )
     )
+    s.add(Paragraph("Stages (their full headline results are under Provenance):"))
     s.add(KeyValues(rows))
     notes = [(name, n) for name in SOURCE_STAGES for n in run.stage(name).notes]
     if notes:

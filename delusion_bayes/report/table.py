@@ -143,6 +143,24 @@ def md_escape(text: Any) -> str:
     return md_text(text).replace("|", r"\|").replace("\n", " ")
 
 
+#: tables with at least this many columns are set in denser type (``.table-wrap.dense`` in the CSS)
+DENSE_COLUMNS = 11
+
+_INTERVAL = re.compile(r"\[[^\]]*\]")
+
+
+def _breakable(text: str) -> str:
+    """A header escaped for HTML with a line-break opportunity after each ``_``: column names
+    like ``p_level_b_at_stage4_median`` then wrap instead of widening the table."""
+    return html.escape(text).replace("_", "_<wbr>")
+
+
+def _num_cell(text: str) -> str:
+    """A numeric cell that may wrap only between an estimate and its ``[low, high]`` interval
+    (the interval's own spaces are non-breaking), so wide posterior tables fit the page."""
+    return html.escape(_INTERVAL.sub(lambda m: m.group(0).replace(" ", "\u00a0"), text))
+
+
 @dataclass
 class ReportTable:
     """One table of the supplement.
@@ -239,7 +257,9 @@ class ReportTable:
         header, rows = self._cells()
         numeric = self._numeric_columns(rows)
         esc = html.escape
-        parts = [f'<div class="table-wrap"><table id="{esc(self.name)}">']
+        # many columns: a denser type so that the table still fits the page at 1,280 px
+        wrap = "table-wrap dense" if len(header) >= DENSE_COLUMNS else "table-wrap"
+        parts = [f'<div class="{wrap}"><table id="{esc(self.name)}">']
         parts.append(f"<caption>{esc(self.title)}</caption><thead>")
         if self.groups:
             parts.append("<tr>")
@@ -247,11 +267,13 @@ class ReportTable:
                 cls = ' class="group"' if g else ""
                 parts.append(f'<th colspan="{n}"{cls}>{esc(g)}</th>')
             parts.append("</tr>")
-        parts.append("<tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead>")
+        parts.append(
+            "<tr>" + "".join(f"<th>{_breakable(h)}</th>" for h in header) + "</tr></thead>"
+        )
         parts.append("<tbody>")
         for r in rows:
             tds = "".join(
-                f'<td class="num">{esc(c)}</td>' if n else f"<td>{esc(c)}</td>"
+                f'<td class="num">{_num_cell(c)}</td>' if n else f"<td>{esc(c)}</td>"
                 for c, n in zip(r, numeric, strict=True)
             )
             parts.append(f"<tr>{tds}</tr>")

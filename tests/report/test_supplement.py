@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from delusion_bayes import results
 from delusion_bayes.report import ReportConfig, build_supplement
 from delusion_bayes.report.document import Note
-from delusion_bayes.report.table import fmt_interval
+from delusion_bayes.report.table import _num_cell, fmt_interval
 
 from .conftest import FAST, copy_run
 
@@ -94,7 +94,10 @@ def test_numbers_come_unchanged_from_stage_tables(smoke_supplement, smoke_run):
     m = base.index[0]
     ls = fmt_interval(base.loc[m, "L"], base.loc[m, "L_ci_low"], base.loc[m, "L_ci_high"])
     pl = fmt_interval(post.loc[m, "L_median"], post.loc[m, "L_ci_low"], post.loc[m, "L_ci_high"])
-    assert f'<td>{m}</td><td class="num">{ls}</td><td class="num">{pl}' in html
+    # (the interval's own spaces are non-breaking in the HTML: it wraps only before the "[")
+    assert (
+        f'<td>{m}</td><td class="num">{_num_cell(ls)}</td><td class="num">{_num_cell(pl)}' in html
+    )
 
     t1 = pd.read_csv(tables / "table1_milestones.csv").set_index("model")
     src1 = results.read(smoke_run, "baselines/table1_milestones.csv").set_index("model")
@@ -118,9 +121,8 @@ def test_numbers_come_unchanged_from_stage_tables(smoke_supplement, smoke_run):
     for c in ("p_gt_0", "median", "ci_low", "ci_high"):  # NaN: a quantity the model lacks
         np.testing.assert_array_equal(con[c].to_numpy(), keyed[c].to_numpy())
     r = pc.iloc[0]
-    assert fmt_interval(r["median"], r["ci_low"], r["ci_high"]).replace("−", "-") in html.replace(
-        "−", "-"
-    )
+    cell = _num_cell(fmt_interval(r["median"], r["ci_low"], r["ci_high"]))
+    assert cell.replace("−", "-") in html.replace("−", "-")
 
     # reliability: alpha / ICC from Table C1 beside the joint model's posterior
     rel = pd.read_csv(tables / "tableC1_posterior_reliability.csv").set_index("level")
@@ -308,6 +310,12 @@ def test_replay_section(replay_run):
     gate = results.read(replay_run, "replay/bayes_diagnostics.json")
     kind = "warning" if not gate["passed"] else "ok"
     assert any("prevalence model" in n for n in _notes(sup, kind))
+    # the overview opens with the replay's headline numbers, then the gate in one line
+    first = sup.document.sections[0].blocks
+    n = results.read(replay_run, "replay/index.json")["headline"]["n_samples"]
+    assert "SIMULATED" in first[0].text and f"Replay study: {n} samples" in first[1].items[0]
+    verdict = "passed" if gate["passed"] else "FAILED"
+    assert f"replay prevalence model: {verdict} — max R-hat" in first[2].text
     # model x category tables: the category rows of the stage table, unchanged
     src = results.read(replay_run, "replay/prevalence.csv")
     src = src[src["level"] == "category"].reset_index(drop=True)
@@ -316,7 +324,7 @@ def test_replay_section(replay_run):
         assert prev[c].tolist() == src[c].tolist()
     r = src.iloc[0]
     cell = fmt_interval(r["estimate"], r["ci_low"], r["ci_high"], 3)
-    assert f'<td>{r["model"]}</td><td class="num">{cell}</td>' in html
+    assert f'<td>{r["model"]}</td><td class="num">{_num_cell(cell)}</td>' in html
     bayes = pd.read_csv(replay_run / "report" / "tables" / "replay_bayes_vs_bootstrap.csv")
     post = results.read(replay_run, "replay/bayes_prevalence.csv")
     post = post[(post["quantity"] == "prevalence") & (post["level"] == "category")]
@@ -330,3 +338,73 @@ def test_replay_section_without_optional_files(replay_run, tmp_path):
     sup = build_supplement(run, FAST)
     assert sup.headline["errors"] == []
     assert "replay/onset.csv" in " ".join(_notes(sup, "notrun"))  # absent file: named, no crash
+
+
+def test_overview_opens_with_findings_then_diagnostics(smoke_supplement, smoke_run):
+    """Issue 20: the first screen says what the study found (the stages' headline numbers in
+    run.json), labelled as simulated, then one line per fit with its diagnostics."""
+    from delusion_bayes.report.document import Bullets, Paragraph
+
+    overview = smoke_supplement.document.sections[0]
+    lead, found, diag = overview.blocks[:3]
+    assert isinstance(lead, Paragraph) and "SIMULATED data, preset `small`" in lead.text
+    assert isinstance(found, Bullets)
+    head = json.loads((smoke_run / "run.json").read_text())["stages"]["baselines"]["headline"]
+    text = " ".join(found.items)
+    assert f"α = {head['alpha_recognition']:.2f}" in text
+    assert f"ICC(2,k) = {head['icc2k_recognition']:.2f}" in text
+    assert f"day {head['median_first_clinical']:g}" in text
+    assert f"{head['n_never_clinical']} of {head['n_models']} models never" in text
+    assert "Smallest p of the pre-specified group contrasts" in text
+    # the compact diagnostics block: one line per fit after the thresholds
+    assert isinstance(diag, Note) and diag.kind == "warning"  # the smoke joint fit fails
+    lines = diag.text.splitlines()
+    assert lines[0].startswith("Gate: R-hat ≤")
+    fits = [f.name for f in sorted((smoke_run / "models").iterdir()) if f.is_dir()]
+    assert [ln.split("`")[1] for ln in lines[1:]] == fits
+    assert all(re.search(r"max R-hat [\d.]+, min ESS \d+, \d+ divergences", ln) for ln in lines[1:])
+    assert "`joint`: FAILED" in diag.text
+    # the subtitle keeps saying so too
+    assert "Simulated data" in smoke_supplement.document.subtitle
+
+
+def test_supplement_html_is_small(smoke_supplement, smoke_run):
+    """Issue 20: figures are embedded as palette PNGs (the files keep full colour), so the
+    bundled study's HTML stays under ~3 MB; the smoke run's has the same figures for fewer
+    models and no replay."""
+    from PIL import Image
+
+    size = smoke_supplement.html.stat().st_size
+    assert size < 600_000, size  # 309 kB with palette figures, 713 kB without
+    # the figure files themselves are untouched: full colour at report.dpi
+    fig = smoke_run / "report" / "figures" / "figure1_trajectories.png"
+    with Image.open(fig) as im:
+        assert im.mode in ("RGB", "RGBA") and round(im.info["dpi"][0]) == 150
+
+
+def test_embedded_png_is_a_smaller_palette_copy_of_the_same_size(smoke_run):
+    import io
+
+    from PIL import Image
+
+    from delusion_bayes.report.document import Embed, embedded_png, png_css_width
+
+    fig = smoke_run / "report" / "figures" / "figure1_trajectories.png"
+    raw = fig.read_bytes()
+    assert embedded_png(fig) == raw  # no reduction asked: as written
+    small = embedded_png(fig, Embed(colors=256))
+    assert len(small) < 0.7 * len(raw)
+    with Image.open(io.BytesIO(small)) as a, Image.open(fig) as b:
+        assert a.mode == "P" and a.size == b.size
+    # shown at the same physical size (same pixels and dpi recorded)
+    tmp = smoke_run / "report" / ".embed_check.png"
+    try:
+        tmp.write_bytes(small)
+        assert png_css_width(tmp) == png_css_width(fig)
+        half = embedded_png(fig, Embed(max_dpi=75))
+        tmp.write_bytes(half)
+        with Image.open(tmp) as a, Image.open(fig) as b:
+            assert abs(a.size[0] - b.size[0] / 2) <= 1
+        assert abs(png_css_width(tmp) - png_css_width(fig)) <= 1
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,207 @@
+"""The first screen of the supplement: what the study found, then the diagnostics state.
+
+Both come from what the stages recorded, never recomputed: the findings from each stage's
+``headline`` (``run.json``, the same dict as ``<stage>/index.json``), the diagnostics from each
+fit's ``models/<fit>/gate.json`` and the replay stage's ``replay/bayes_diagnostics.json``. A
+headline key a stage did not write is left out; an unknown key is not shown here (the full
+headlines are in the provenance section).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from delusion_bayes.report.document import Bullets, Note, Paragraph
+from delusion_bayes.report.provenance import Diagnostics
+from delusion_bayes.report.sources import RunDir
+
+REPLAY_GATE = "replay/bayes_diagnostics.json"
+
+
+def headline(run: RunDir, stage: str) -> dict[str, Any]:
+    """The stage's headline as ``run.json`` recorded it (else its ``index.json``'s)."""
+    return dict(run.stage_status(stage).get("headline") or run.stage(stage).headline or {})
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return None if math.isnan(v) else float(v)
+
+
+def _g(v: float, digits: int = 2) -> str:
+    return f"{v:.{digits}f}"
+
+
+def _p(p: float) -> str:
+    return f"p = {p:.1g}" if p < 0.001 else f"p = {p:.3f}"
+
+
+def _rho(v: float) -> str:
+    return f"{v:.2f}".replace("-", "−")
+
+
+def _trajectory_findings(run: RunDir) -> list[str]:
+    out: list[str] = []
+    h = headline(run, "baselines")
+    alpha, icc = _num(h.get("alpha_recognition")), _num(h.get("icc2k_recognition"))
+    if alpha is not None or icc is not None:
+        parts = ([f"Krippendorff's α = {_g(alpha)}"] if alpha is not None else []) + (
+            [f"ICC(2,k) = {_g(icc)}"] if icc is not None else []
+        )
+        out.append("Reliability of the raters' recognition codes: " + ", ".join(parts)
+                   + " (Table C1).")  # fmt: skip
+    n_models, never = _num(h.get("n_models")), _num(h.get("n_never_clinical"))
+    med = _num(h.get("median_first_clinical"))
+    if med is not None or never is not None:
+        text = []
+        if med is not None:
+            text.append(f"Median first clinical framing (consensus): day {med:g}")
+        if never is not None:
+            of = f" of {n_models:g}" if n_models is not None else ""
+            text.append(f"{never:g}{of} models never framed the user clinically within the "
+                        "observation window")  # fmt: skip
+        out.append("; ".join(text) + " (Table 1).")
+    ok = _num(h.get("n_fits_ok"))
+    if ok is not None:
+        of = f" of {n_models:g}" if n_models is not None else ""
+        out.append(f"The least-squares logistic fit converged for {ok:g}{of} models (Table D1).")
+    p = _num(h.get("min_contrast_p"))
+    if p is not None:
+        what = h.get("min_contrast")
+        out.append("Smallest p of the pre-specified group contrasts (rank-sum permutation tests, "
+                   f"section E): {_p(p)}" + (f", {what}" if what else "") + ".")  # fmt: skip
+    t = headline(run, "text")
+    rho, rp = _num(t.get("entrainment_level_b_rho")), _num(t.get("entrainment_level_b_p"))
+    if rho is not None:
+        out.append(f"Entrainment against Level-B days across models: Spearman ρ = {_rho(rho)}"
+                   + (f", {_p(rp)}" if rp is not None else "") + " (Figure 3).")  # fmt: skip
+    lo, hi = _num(t.get("entrainment_at_lowest_stage")), _num(t.get("entrainment_at_highest_stage"))
+    if lo is not None and hi is not None:
+        within = _num(t.get("entrainment_within_median_rho"))
+        out.append(f"Mean entrainment {_g(lo, 3)} at the lowest consensus stage and {_g(hi, 3)} at "
+                   "the highest" + (f"; median within-model ρ with the consensus {_rho(within)}"
+                                    if within is not None else "") + ".")  # fmt: skip
+    return out
+
+
+def _replay_findings(run: RunDir) -> list[str]:
+    h = headline(run, "replay")
+    out = []
+    sizes = [(h.get(k), w) for k, w in (("n_samples", "samples"), ("n_models", "models"),
+                                         ("n_codes", "codes"), ("n_participants", "participants"))
+             if _num(h.get(k)) is not None]  # fmt: skip
+    if sizes:
+        out.append("Replay study: " + ", ".join(f"{v:g} {w}" for v, w in sizes) + ".")
+    below = _num(h.get("share_of_model_category_deltas_below_0"))
+    if below is not None:
+        out.append(f"{below:.0%} of the model-by-category differences from the original "
+                   "transcript (every category but 'discourages harm') have a 95% interval "
+                   "entirely below 0.")  # fmt: skip
+    covered = _num(h.get("truth_covered_share"))
+    if covered is not None:
+        out.append(f"The bootstrap intervals cover the simulated true prevalence in {covered:.0%} "
+                   "of the categories.")  # fmt: skip
+    return out
+
+
+def findings(run: RunDir) -> list[str]:
+    """One sentence per headline number the stages recorded (empty when none ran)."""
+    out = _trajectory_findings(run) if run.kind == "trajectory" else []
+    if run.stage("replay").ran:
+        out += _replay_findings(run)
+    return out
+
+
+def simulated(run: RunDir) -> str | None:
+    """How the data were simulated (``preset `x``` / ``seed n``), None for a real study."""
+    if run.config_value("data.source") != "simulate":
+        return None
+    if run.kind == "trajectory":
+        return f"preset `{run.config_value('data.preset')}`"
+    return f"seed {run.config_value('data.seed')}"
+
+
+def _gate_numbers(gate: dict[str, Any]) -> str:
+    gate = dict(gate)
+    if _num(gate.get("min_ess")) is None:  # the replay gate records bulk and tail ESS
+        both = [v for k in ("min_ess_bulk", "min_ess_tail") if (v := _num(gate.get(k))) is not None]
+        gate["min_ess"] = min(both) if both else None
+    parts = []
+    for key, fmt in (("max_rhat", "max R-hat {:.3f}"), ("min_ess", "min ESS {:.0f}"),
+                     ("divergences", "{:.0f} divergences")):  # fmt: skip
+        v = _num(gate.get(key))
+        if v is not None:
+            parts.append(fmt.format(v))
+    return ", ".join(parts)
+
+
+def _thresholds(t: dict[str, Any]) -> str:
+    parts = []
+    for key, fmt in (("rhat_max", "R-hat ≤ {:g}"), ("ess_min", "ESS ≥ {:g}"),
+                     ("max_divergences", "divergences ≤ {:g}"), ("ebfmi_min", "E-BFMI ≥ {:g}")):  # fmt: skip
+        v = _num(t.get(key))
+        if v is not None:
+            parts.append("no divergences" if key == "max_divergences" and v == 0
+                         else fmt.format(v))  # fmt: skip
+    return ", ".join(parts)
+
+
+def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
+    """One line per Bayesian fit (passed/FAILED, max R-hat, min ESS, divergences): a warning
+    when any failed, ``ok`` when all passed, None when nothing was fitted."""
+    lines, thresholds, failed, unknown = [], "", False, False
+    for v in diag.verdicts:
+        gate = run.table("models/{fit}/gate.json", v.model) if v.passed is not None else None
+        if gate is None:
+            unknown = True
+            lines.append(f"`{v.model}`: no verdict ({v.details})")
+            continue
+        thresholds = thresholds or _thresholds(gate.get("thresholds") or {})
+        if v.passed:
+            lines.append(f"`{v.model}`: passed — {_gate_numbers(gate)}")
+        else:
+            failed = True
+            reasons = "; ".join(map(str, gate.get("reasons") or []))
+            lines.append(f"`{v.model}`: FAILED — {_gate_numbers(gate)}"
+                         + (f" ({reasons})" if reasons else "")
+                         + f"; its posterior results are not trustworthy, see `{v.source}`")  # fmt: skip
+    rg = run.table(REPLAY_GATE) if run.stage("replay").ran else None
+    if isinstance(rg, dict) and "passed" in rg:
+        ok = bool(rg["passed"])
+        failed |= not ok
+        thresholds = thresholds or _thresholds(rg.get("thresholds") or {})
+        reasons = "" if ok else "; ".join(map(str, rg.get("reasons") or []))
+        # the gate judges the prevalences (``*_prevalence``) when the file records them
+        judged = {k: rg.get(f"{k}_prevalence", rg.get(k))
+                  for k in ("max_rhat", "min_ess_bulk", "min_ess_tail")}  # fmt: skip
+        judged["divergences"] = rg.get("divergences")
+        lines.append(f"replay prevalence model: {'passed' if ok else 'FAILED'} — "
+                     f"{_gate_numbers(judged)}" + (f" ({reasons})" if reasons else "")
+                     + ("" if ok else "; `replay/bayes_prevalence.csv` is provisional"))  # fmt: skip
+    if not lines:
+        return None
+    head = f"Gate: {thresholds}." if thresholds else ""
+    text = "\n".join(([head] if head else []) + lines)
+    if failed:
+        return Note("warning", text, "Diagnostics failed")
+    return Note("notrun" if unknown else "ok", text, "Diagnostics")
+
+
+def opening(run: RunDir, diag: Diagnostics) -> list[Any]:
+    """The blocks the overview opens with: the findings, then the diagnostics block."""
+    blocks: list[Any] = []
+    sim = simulated(run)
+    found = findings(run)
+    if found:
+        lead = "What this run found"
+        lead += (f" (SIMULATED data, {sim}: the numbers describe the simulation, not real "
+                 "chatbots):") if sim else ":"  # fmt: skip
+        blocks += [Paragraph(lead), Bullets(found)]
+    elif sim:
+        blocks.append(Paragraph(f"SIMULATED data ({sim})."))
+    note = diagnostics_note(run, diag)
+    if note is not None:
+        blocks.append(note)
+    return blocks
