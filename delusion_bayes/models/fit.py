@@ -191,7 +191,7 @@ def fit(
              compiledir, len(kernels), written,
              " (the model was compiled already)" if kernels and not written else "")  # fmt: skip
     if not hasattr(spec, "finish"):
-        dt = _finish(dt, spec)
+        dt = finish_fit(dt, spec)
     dt.attrs["fit_time"] = time.perf_counter() - t0
     # whether this fit found its model compiled in cache_dir (a sweep's later jobs: 0 written)
     dt.attrs["compile_cache_found"] = len(kernels)
@@ -204,7 +204,7 @@ def fit(
     return dt
 
 
-def _finish(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
+def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
     """Mask missing model-days, attach obs/model coords and spec attrs."""
     post = dt["posterior"].to_dataset()
     missing = xr.DataArray(

@@ -278,7 +278,7 @@ def sample_latent(
     return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng)[1]
 
 
-def _ordinal_terms(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray):
+def ordinal_terms(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, gamma: np.ndarray):
     """``(alpha, a0, b0)`` of ``P(Y > j) = sigmoid(alpha s + beta - gamma_j)`` at category y
     (``gamma``: ``(..., n_obs, n_cuts)``)."""
     n_cut = gamma.shape[-1]
@@ -404,7 +404,7 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
         sl = slice(lo, min(lo + chunk, n_s))
         d, s_ = disc[sl][:, ri], sev[sl][:, ri]
         # P(y > j) = sigmoid(d (s + sev - c_j)): alpha = d, beta = d sev, gamma_j = d c_j
-        al, a0, b0 = _ordinal_terms(y, d, d * s_, d[..., None] * cuts)
+        al, a0, b0 = ordinal_terms(y, d, d * s_, d[..., None] * cuts)
         n = al.shape[0]
         A = np.zeros((n, n_md, n_terms + extra))
         A0 = np.full(A.shape, _OPEN)
@@ -415,7 +415,7 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
             bt = np.repeat(beta[sl][:, None], lv.size, 1)
             # eta = beta (s - 2.5) + u_m; P(D > j) = sigmoid(eta - c_j)
             gam = np.broadcast_to(np.stack([c1[sl], c2[sl]], -1)[:, None, :], bt.shape + (2,))
-            la, la0, lb0 = _ordinal_terms(lv, bt, -2.5 * bt + u[sl][:, md_model[lpos]], gam)
+            la, la0, lb0 = ordinal_terms(lv, bt, -2.5 * bt + u[sl][:, md_model[lpos]], gam)
             A[:, lpos, -1], A0[:, lpos, -1], B0[:, lpos, -1] = la, la0, lb0
         out[sl], s_draw = _run_kernel(A, A0, B0, mu[sl], sigma[sl], n_nodes, rng)
         if s_draw is not None:

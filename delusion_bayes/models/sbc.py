@@ -160,7 +160,7 @@ def _check_vars(pm_model, var_names: Sequence[str], model: str) -> None:
         )
 
 
-def _simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Dataset:
+def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Dataset:
     """The study ``ds`` with its recognition ratings replaced by draws from the joint model's
     generative process at prior draw ``i`` (missing ratings stay missing)."""
     from scipy.special import expit
@@ -191,7 +191,7 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
     simuk simulates data through the model's observed variables, which this likelihood (a
     ``pm.Potential``) does not have, so the loop is written here: prior draws of the
     parameters (PyMC's prior sampling of the same model, every t50 centred so that nothing is
-    ``pm.Flat``), ratings from the generative process (:func:`_simulate_ratings`), a fit with
+    ``pm.Flat``), ratings from the generative process (:func:`simulate_ratings`), a fit with
     :func:`delusion_bayes.models.fit`, and the rank of each drawn value among the posterior
     draws (thinned to every second draw per chain: ranks of autocorrelated draws are not
     uniform even for a correct sampler, Talts et al. 2020, section 5)."""
@@ -224,7 +224,7 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
     rng = np.random.default_rng([int(seed), 11])
     ranks: dict[str, list[np.ndarray]] = {v: [] for v in var_names}
     for i in tqdm(range(int(num_simulations)), desc=f"SBC {model}", disable=not progressbar):
-        sim = _simulate_ratings(ds, prior, i, rng)
+        sim = simulate_ratings(ds, prior, i, rng)
         dt = fit(
             sim, model, draws=draws, tune=tune, chains=chains, sampler=sampler,
             seed=int(seed) + i, target_accept=target_accept, log_likelihood=False,

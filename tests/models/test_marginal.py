@@ -17,7 +17,7 @@ from scipy.special import expit
 from delusion_bayes.models.marginal import (
     MARGINAL_VAR,
     MODEL_DAY,
-    _ordinal_terms,
+    ordinal_terms,
     add_model_day_loglik,
     marginal_loglik,
     model_day_loglik,
@@ -39,7 +39,7 @@ def _random_case(rng):
 
 
 def _module(y, d, sev, mu, sigma, **kw):
-    al, a0, b0 = _ordinal_terms(y, d, d * sev, d[:, None] * CUTS)
+    al, a0, b0 = ordinal_terms(y, d, d * sev, d[:, None] * CUTS)
     return marginal_loglik(al[None], a0[None], b0[None], np.array([mu]), np.array([sigma]), **kw)[0]
 
 
@@ -233,7 +233,7 @@ def _reference(spec, mu, sigma, sev, disc):
     rated = (d["md_lo"] > -1e4) | (d["md_hi"] < 1e4)
     y = np.clip(d["md_rating"] - 1, 0, 3).astype(int)
     n_md, n_r = rated.shape
-    al, a0, b0 = _ordinal_terms(
+    al, a0, b0 = ordinal_terms(
         y,
         np.broadcast_to(disc, (n_md, n_r)),
         np.broadcast_to(disc * sev, (n_md, n_r)),
@@ -290,7 +290,7 @@ def test_stage_draws_follow_the_conditional_posterior():
 
     y, d, sev = np.array([1, 2, 2]), np.array([3.0, 2.5, 4.0]), np.array([0.2, -0.1, -0.1])
     mu, sigma, n = 2.2, 1.2, 40_000
-    al, a0, b0 = _ordinal_terms(y, d, d * sev, d[:, None] * CUTS)
+    al, a0, b0 = ordinal_terms(y, d, d * sev, d[:, None] * CUTS)
     draws = sample_latent(
         np.broadcast_to(al, (n, 1, 3)), np.broadcast_to(a0, (n, 1, 3)),
         np.broadcast_to(b0, (n, 1, 3)), np.full((n, 1), mu), np.full((n, 1), sigma),

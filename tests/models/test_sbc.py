@@ -75,7 +75,7 @@ def test_sbc_of_the_joint_model_ranks_every_parameter_of_the_issue():
     severity and discrimination (3 each) and the hyper-parameters in 0..100, and the
     simulated ratings follow the study's missingness."""
     from delusion_bayes.data import simulate_study
-    from delusion_bayes.models.sbc import MARGINAL_VARS, _simulate_ratings, run_sbc
+    from delusion_bayes.models.sbc import MARGINAL_VARS, simulate_ratings, run_sbc
 
     dt = run_sbc(model="joint", num_simulations=3, draws=100, tune=100, chains=2, seed=0,
                  progressbar=False)  # fmt: skip
@@ -101,7 +101,7 @@ def test_sbc_of_the_joint_model_ranks_every_parameter_of_the_issue():
             "discrimination": (("draw", "rater"), np.full((1, 3), 50.0)),
         }
     )
-    sim = _simulate_ratings(ds, prior, 0, np.random.default_rng(0))
+    sim = simulate_ratings(ds, prior, 0, np.random.default_rng(0))
     order = ("rater", "model", "day")
     miss = np.isnan(ds["recognition"].transpose(*order).values)
     got = sim["recognition"].transpose(*order).values

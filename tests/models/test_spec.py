@@ -173,7 +173,7 @@ def test_fit_bookkeeping_masks_a_missing_model_day(holey):
     every draw, observations carry their rater/model/day labels."""
     import xarray as xr
 
-    from delusion_bayes.models.fit import _finish
+    from delusion_bayes.models.fit import finish_fit
 
     spec = build_spec(holey, "joint")
     rng = np.random.default_rng(0)
@@ -185,7 +185,7 @@ def test_fit_bookkeeping_masks_a_missing_model_day(holey):
         coords={"model": spec.coords["model"], "day": spec.coords["day"]},
     )
     obs = xr.Dataset({"y": ("obs", spec.data["y"])}, coords={"obs": spec.coords["obs"]})
-    dt = _finish(xr.DataTree.from_dict({"posterior": post, "observed_data": obs}), spec)
+    dt = finish_fit(xr.DataTree.from_dict({"posterior": post, "observed_data": obs}), spec)
     stage = dt["posterior"]["stage"]
     assert stage.isel(model=2, day=5).isnull().all()
     assert int(stage.isnull().sum()) == 2 * 3
@@ -295,7 +295,7 @@ def test_models_fit_is_the_function_even_after_importing_its_module():
 
     code = (
         "import sys\n"
-        "from delusion_bayes.models.fit import _finish\n"
+        "from delusion_bayes.models.fit import finish_fit\n"
         "import delusion_bayes as db\n"
         "from delusion_bayes.models import fit\n"
         "assert callable(db.models.fit) and fit is db.models.fit, db.models.fit\n"
