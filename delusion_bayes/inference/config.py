@@ -26,6 +26,10 @@ class SamplerConfig:
     #: applies to every model
     target_accept: float | None = None
     seed: int = 0
+    #: nutpie's mass-matrix adaptation: ``diag`` or ``low_rank`` (a diagonal plus the few
+    #: directions where draws and gradients disagree most; docs/models.md "Speed" measures it);
+    #: the pymc and numpyro samplers adapt a diagonal only and ignore it
+    adaptation: str = "diag"
     #: cache compiled models under ``<cache_dir>/models`` (nutpie) and ``<cache_dir>/pytensor``
     compile_cache: bool = True
     #: reuse a fit from ``<cache_dir>/fits`` made with the same data, settings and code
@@ -36,8 +40,18 @@ class SamplerConfig:
     progressbar: bool = True
 
 
+#: nutpie's mass-matrix adaptations that :func:`check_sampler_settings` accepts
+ADAPTATIONS: tuple[str, ...] = ("diag", "low_rank")
+
+
 def check_sampler_settings(
-    *, draws: Any, tune: Any, chains: Any, target_accept: Any = None, cores: Any = 1
+    *,
+    draws: Any,
+    tune: Any,
+    chains: Any,
+    target_accept: Any = None,
+    cores: Any = 1,
+    adaptation: Any = "diag",
 ) -> None:
     """Reject impossible NUTS settings before anything compiles.
 
@@ -46,8 +60,14 @@ def check_sampler_settings(
     ValueError
         Naming the setting (``sampler.draws`` ...), its value and what is allowed: ``draws``,
         ``chains`` and ``cores`` whole numbers >= 1, ``tune`` a whole number >= 0 (0: no
-        adaptation), ``target_accept`` ``null`` or a number strictly between 0 and 1.
+        adaptation), ``target_accept`` ``null`` or a number strictly between 0 and 1,
+        ``adaptation`` one of :data:`ADAPTATIONS`.
     """
+    if adaptation not in ADAPTATIONS:
+        raise ValueError(
+            f"sampler.adaptation={adaptation!r}: expected one of {list(ADAPTATIONS)} "
+            "(nutpie's mass-matrix adaptation)"
+        )
     for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1),
                              ("cores", cores, 1)):  # fmt: skip
         ok = isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= low

@@ -113,6 +113,7 @@ def sample(
                 progress_callback=progress.nutpie_callback,
                 progress_rate=500,
                 target_accept=target_accept,
+                adaptation=str(cfg.adaptation),
             )
         patch_nutpie_idata(dt, model, sampling_time=time.perf_counter() - ts)
     elif name == "numpyro":

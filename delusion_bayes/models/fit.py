@@ -41,6 +41,7 @@ def fit(
     priors: Mapping[str, Any] | None = None,
     cores: int = 2,
     target_accept: float | None = None,
+    adaptation: str = "diag",
     trajectory: str = "logistic",
     cutpoints: str = "rater",
     group_terms: Sequence[str] = (),
@@ -68,6 +69,9 @@ def fit(
         back to ``pymc`` with a warning when not installed). ``target_accept=None``: the
         model's own (:data:`delusion_bayes.models.config.TARGET_ACCEPT`: 0.99 for ``onset``,
         0.95 for the others; on paper_like, joint 2 x 500, 0.9 left 1 divergence).
+    adaptation
+        nutpie's mass-matrix adaptation, ``diag`` or ``low_rank`` (the main job's default,
+        ``conf/sampler/nutpie.yaml``); ignored by the pymc and numpyro samplers.
     priors
         Overrides of the default prior table (:data:`delusion_bayes.models.priors.DEFAULT_PRIORS`).
     trajectory, cutpoints, group_terms, consensus
@@ -111,7 +115,8 @@ def fit(
     from ..inference.config import check_sampler_settings
 
     check_sampler_settings(
-        draws=draws, tune=tune, chains=chains, target_accept=target_accept, cores=cores
+        draws=draws, tune=tune, chains=chains, target_accept=target_accept, cores=cores,
+        adaptation=adaptation,
     )
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
     import pymc as pm
@@ -136,7 +141,8 @@ def fit(
         from ..inference.cache import fit_key, load_fit
 
         settings = dict(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed,
-                        target_accept=target_accept, log_likelihood=log_likelihood,
+                        target_accept=target_accept, adaptation=adaptation,
+                        log_likelihood=log_likelihood,
                         posterior_predictive=posterior_predictive)  # fmt: skip
         key = fit_key(spec.hash(), settings)
         cached = load_fit(key, cache_dir)
@@ -155,6 +161,7 @@ def fit(
         chains=chains,
         cores=cores,
         target_accept=target_accept,
+        adaptation=adaptation,
         seed=seed,
         progressbar=progressbar,
     )

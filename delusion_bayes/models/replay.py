@@ -543,6 +543,7 @@ def fit_replay_model(
     cache_dir: str | Path | None = None,
     reuse: bool = False,
     progressbar: bool = False,
+    adaptation: str = "diag",
 ) -> xr.DataTree:
     """Fit the hierarchical prevalence model; return the posterior as an ``xarray.DataTree``.
 
@@ -562,7 +563,7 @@ def fit_replay_model(
     spec = replay_model_spec(ds, level, depth_bins, prior_bins, baseline, priors)
     return fit(ds, spec=spec, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler,
                target_accept=target_accept, cores=cores, cache_dir=cache_dir, reuse=reuse,
-               progressbar=progressbar)  # fmt: skip
+               progressbar=progressbar, adaptation=adaptation)  # fmt: skip
 
 
 def finish_replay_fit(tree: xr.DataTree, spec: ReplayModelSpec, seed: int = 0) -> xr.DataTree:

@@ -116,6 +116,7 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
         target_accept=_opt_float(_get(s, "target_accept", None)),
         progressbar=bool(_get(s, "progressbar", False)),
         reuse=bool(_get(s, "reuse_fits", False)),
+        adaptation=str(_get(s, "adaptation", "diag")),
         cache_dir=_get(cfg, "cache_dir", None),
         posterior_predictive=bool(_get(cfg.inference, "ppc", True)) or name == "disengagement",
         **kw,

@@ -85,6 +85,7 @@ def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, 
         baseline=baseline,
         cache_dir=_get(cfg, "cache_dir", None),
         reuse=bool(_get(s, "reuse_fits", False)),
+        adaptation=str(_get(s, "adaptation", "diag")),
     )
     post = replay_posterior_contrasts(
         tree, baseline=baseline, ci_prob=float(_get(r, "ci_prob", 0.95))

@@ -474,6 +474,7 @@ def replicate_job(cfg: Any) -> str:
     fit_kwargs = {
         "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),
         "cores": int(s.cores), "seed": int(s.seed), "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
+        "adaptation": str(s.get("adaptation", "diag")),
         "cache_dir": cfg.get("cache_dir"), "log_likelihood": False, "posterior_predictive": False,
     }  # fmt: skip
     path = run_replicate(
