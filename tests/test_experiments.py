@@ -18,6 +18,8 @@ BENCH = ROOT / "experiments" / "bench"
 
 #: script -> arguments that make it a smoke test (seconds, not minutes)
 SMOKE_ARGS: dict[str, list[str]] = {
+    "bench_adaptation.py": ["--preset", "small", "--model", "onset", "--draws", "50", "--tune", "50",
+                            "--chains", "1"],
     "bench_baselines.py": ["--n-boot", "20", "--n-loop", "2", "--repeat", "1"],
     "bench_models.py": ["--preset", "small", "--model", "onset", "--draws", "100", "--tune", "100",
                         "--chains", "1", "--samplers", "nutpie"],
