@@ -83,7 +83,7 @@ def fit(
     log_prior
         Add the ``log_prior`` group: one ``(chain, draw)`` variable per top-level prior term
         (the model's prior table), the input of the power-scaling sensitivity
-        (:mod:`delusion_bayes.models.sensitivity`; ~1 s per fit).
+        (:mod:`delusion_bayes.models.sensitivity`; a few seconds per fit).
     cache_dir
         Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``).
     spec

@@ -156,3 +156,16 @@ def test_a_fit_without_log_prior_is_refused_with_the_reason():
     post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((2, 10)))})
     with pytest.raises(ValueError, match="needs a log_prior group"):
         sensitivity_table(xr.DataTree.from_dict({"posterior": post}))
+
+
+def test_noise_floor_shuffles_away_the_sensitivity():
+    """With the log prior and likelihood shuffled against the draws the conflict of the first
+    test is gone: what remains is Monte Carlo noise, far below the real sensitivity."""
+    from delusion_bayes.models.sensitivity import noise_floor
+
+    dt = _normal_mean_tree(_data(20, 3.0), prior_sd=0.3)
+    real = _row(sensitivity_table(dt), "mu")
+    noise = _row(noise_floor(dt, seed=0), "mu")
+    assert noise["prior"] < 0.05 and noise["likelihood"] < 0.05, noise
+    assert noise["verdict"] == "-"
+    assert real["prior"] > 5 * noise["prior"] and real["likelihood"] > 5 * noise["likelihood"]
