@@ -59,6 +59,9 @@ VERDICTS: dict[str, str] = {
 #: ``k``, ``t50_centred``/``w_t50`` -> ``t50``) or per model-day: not in the default table
 _COORDINATE_PREFIXES = ("z_", "w_")
 _COORDINATE_SUFFIXES = ("_centred", "_zerosum", "_raw")
+#: free variables whose reported transform is in the posterior too (``L = 1 + exp(log_L1)``):
+#: one row, the reported one
+_REPORTED_AS = {"log_L1": "L", "log_disc": "discrimination", "log_disc_shared": "discrimination"}
 
 
 def prior_terms(pm_model: Any, prior_keys: Collection[str]) -> list[str]:
@@ -173,7 +176,8 @@ def reported_vars(dt: xr.DataTree, var_names: Sequence[str] | None = None) -> li
     """The posterior variables of the sensitivity table: ``var_names`` when given, else every
     parameter the fit reports (L, k, t50, hyper-parameters, rater severity and
     discrimination, ...): not per model-day (``trajectory``, ``stage``), not a sampling
-    coordinate of another one (``z_*``, ``w_*``, ``*_centred``), never NaN."""
+    coordinate of another one (``z_*``, ``w_*``, ``*_centred``; ``log_L1`` when ``L`` is
+    there), never NaN."""
     post = dt["posterior"].to_dataset()
     if var_names is not None:
         missing = [v for v in var_names if v not in post.data_vars]
@@ -187,6 +191,8 @@ def reported_vars(dt: xr.DataTree, var_names: Sequence[str] | None = None) -> li
         if "day" in da.dims or name in ("trajectory", "stage"):
             continue
         if name.startswith(_COORDINATE_PREFIXES) or name.endswith(_COORDINATE_SUFFIXES):
+            continue
+        if _REPORTED_AS.get(str(name)) in post.data_vars:
             continue
         if not np.isfinite(da.values).all():
             continue
@@ -318,16 +324,18 @@ __all__ = [
 ]
 
 
-#: labels drawn next to their point in :func:`plot_sensitivity` (the most prior-sensitive
-#: flagged parameters; every value is in ``sensitivity.csv``)
-MAX_LABELS = 12
+#: labels drawn next to their point in :func:`plot_sensitivity` (the flagged parameters, the
+#: prior-dominated first; every value is in ``sensitivity.csv``)
+MAX_LABELS = 10
 
 
 def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
     """Prior against likelihood sensitivity, one point per parameter (log axes, the threshold
     as dotted lines): the lower-right quadrant is "weak likelihood", the upper right
-    "prior-data conflict". The most prior-sensitive flagged parameters are labelled."""
+    "prior-data conflict". Up to MAX_LABELS flagged parameters are labelled, the prior-dominated
+    first."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     from ..plotting import ACCENT, style
 
@@ -347,9 +355,18 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
                            label=f"{verdict} ({int(sel.sum())})")  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xlim(left=min(x.min(), thr) / 1.3)
+        ax.set_ylim(bottom=min(y.min(), thr) / 1.3)
+        # plain numbers: the package style turns mathtext off, and log ticks are mathtext
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(NullFormatter())
         ax.axvline(thr, ls=":", color="#333333", lw=0.8)
         ax.axhline(thr, ls=":", color="#333333", lw=0.8)
-        flagged_rows = df[~ok].assign(_x=x[~ok]).sort_values("_x", ascending=False)
+        # the prior-dominated first (what a reader looks for), then the most prior-sensitive
+        flagged_rows = df[~ok].assign(_x=x[~ok], _w=df["verdict"] != "weak likelihood")
+        flagged_rows = flagged_rows.sort_values(["_w", "_x"], ascending=[True, False])
         for _, r in flagged_rows.head(MAX_LABELS).iterrows():
             ax.annotate(str(r["parameter"]), (max(r["prior"], floor), max(r["likelihood"], floor)),
                         fontsize=6, xytext=(3, 2), textcoords="offset points")  # fmt: skip
