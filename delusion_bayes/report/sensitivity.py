@@ -28,6 +28,19 @@ CONFLICT, WEAK = "prior-data conflict", "weak likelihood"
 NEVER_TURNER_P = 0.5
 #: parameters named in a sentence before "and N more"
 MAX_NAMED = 12
+#: fewer posterior draws (chains x draws) than the default 4 x 1000: a note says the
+#: sensitivities are mostly Monte Carlo noise at that size (``models.sensitivity.noise_floor``:
+#: at the smoke run's 2 x 150 draws, draws shuffled against their log prior and likelihood,
+#: i.e. no sensitivity at all, gave median 0.04 (prior) and 0.09 (likelihood))
+MIN_DRAWS = 4000
+
+
+def n_draws(b: Builder) -> int | None:
+    """Posterior draws per fit (``sampler.chains x sampler.draws`` of the run's config)."""
+    chains, draws = b.run.config_value("sampler.chains"), b.run.config_value("sampler.draws")
+    if isinstance(chains, int) and isinstance(draws, int):
+        return chains * draws
+    return None
 
 
 def _names(params: list[str]) -> str:
@@ -122,6 +135,15 @@ def section_sensitivity(b: Builder) -> Section:
         "likelihood both at or above it is a potential prior-data conflict; prior above and "
         "likelihood below is a weak likelihood (the prior dominates); anything else is not "
         "flagged (-)."))  # fmt: skip
+    n = n_draws(b)
+    if n is not None and n < MIN_DRAWS:
+        s.add(Note("info", f"This run drew {n} posterior draws per fit (the default is "
+                   f"{MIN_DRAWS}). At that size the sensitivities carry Monte Carlo noise of the "
+                   "order of the threshold (on 2 x 150 draws, draws that are sensitive to "
+                   "nothing score a median 0.04 for the prior and 0.09 for the likelihood: "
+                   "`delusion_bayes.models.sensitivity.noise_floor`), so most flags below are "
+                   "noise; rerun at the default settings before reading them.",
+                   "Few draws"))  # fmt: skip
     verdicts = {v.model: v for v in b.diag.verdicts}
     any_conflict = []
     for fit in fits:

@@ -422,6 +422,9 @@ def test_sensitivity_section_says_in_words_what_sensitivity_csv_holds(smoke_supp
     assert sec.title == "Prior and likelihood sensitivity"
     text = " ".join(b.text for b in sec.blocks if isinstance(b, Paragraph))
     assert "SIMULATED data (preset `small`)" in text
+    # 2 x 150 draws: the note that the flags are mostly Monte Carlo noise at that size
+    few = [b for b in sec.blocks if isinstance(b, Note) and b.title == "Few draws"]
+    assert len(few) == 1 and "drew 300 posterior draws per fit" in few[0].text
     assert "threshold 0.05" in text.lower()
     weak = df.loc[df["verdict"] == "weak likelihood", "parameter"].tolist()
     conflict = df.loc[df["verdict"] == "prior-data conflict", "parameter"].tolist()
