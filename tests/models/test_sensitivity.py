@@ -107,11 +107,12 @@ def test_parameters_the_likelihood_does_not_identify_are_a_weak_likelihood():
 
 
 def test_log_prior_is_pymcs_log_prior_summed_per_variable():
-    """On the constrained values, without the transform's Jacobian (``pm.compute_log_prior``)."""
+    """On the constrained values, without the transform's Jacobian (``pm.compute_log_prior``);
+    a start value (``blocks._t50`` sets them on the wall coordinates) does not get in the way."""
     import pymc as pm
 
     with pm.Model() as model:
-        sigma = pm.HalfNormal("sigma", 1.0)
+        sigma = pm.HalfNormal("sigma", 1.0, initval=0.5)
         pm.Normal("x", 0.0, sigma, shape=3)
     rng = np.random.default_rng(3)
     post = xr.Dataset({"sigma": (("chain", "draw"), rng.gamma(2.0, 0.5, (2, 50))),
