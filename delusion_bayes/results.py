@@ -44,6 +44,9 @@ COLUMN_MEANINGS: dict[str, str] = {
     "L": "plateau of the logistic trajectory (1-4 scale)",
     "k": "steepness of the logistic trajectory (per day)",
     "t50": "day of the logistic midpoint",
+    "prior": "power-scaling sensitivity (CJS distance per log2 of the power) to the prior",
+    "likelihood": "power-scaling sensitivity (CJS distance per log2 of the power) to the "
+    "likelihood",
 }
 
 
@@ -211,6 +214,11 @@ _FILES = (
     _f("models", "{fit}/loo.csv", "PSIS-LOO per left-out model-day and per left-out rating",
        "model:str unit:str elpd_loo:float se:float p_loo:float n_data_points:int "
        "k_threshold:float n_k_good:int n_k_bad:int n_k_very_bad:int max_k:float"),
+    _f("models", "{fit}/sensitivity.csv", "power-scaling prior and likelihood sensitivity "
+       "(CJS, Kallioinen et al. 2024) per parameter and priorsense's verdict at the threshold: "
+       "prior-data conflict, weak likelihood or -",
+       "parameter:str variable:str prior:float likelihood:float diagnosis:str verdict:str "
+       "threshold:float"),
     _f("models", "comparison.csv", "PSIS-LOO comparison (az.compare of the primary's variants, "
        "or the PSIS-LOO of each fit when inference.compare is false), per inference.loo_unit",
        "model:str unit:str elpd:float se:float", extra="az.compare's or az.loo's columns"),

@@ -47,6 +47,7 @@ def fit(
     group_terms: Sequence[str] = (),
     consensus: str = "median",
     log_likelihood: bool = True,
+    log_prior: bool = True,
     posterior_predictive: bool = True,
     cache_dir: str | Path | None = None,
     progressbar: bool = False,
@@ -83,6 +84,10 @@ def fit(
         ``rater`` and ``disengagement`` models ``y_model_day``: all ratings (and the level) of
         a model-day with its latent integrated out, the unit for comparing trajectories
         (:mod:`delusion_bayes.models.marginal`).
+    log_prior
+        Add the ``log_prior`` group: one ``(chain, draw)`` variable per top-level prior term
+        (the model's prior table), the input of the power-scaling sensitivity
+        (:mod:`delusion_bayes.models.sensitivity`; a few seconds per fit).
     cache_dir
         Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``).
     spec
@@ -101,6 +106,7 @@ def fit(
     xarray.DataTree
         Groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model`` for the onset models, with
         the study's model names and model coords), ``sample_stats``, ``log_likelihood``,
+        ``log_prior``,
         ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs`` with
         coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
         NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
@@ -142,7 +148,7 @@ def fit(
 
         settings = dict(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed,
                         target_accept=target_accept, adaptation=adaptation,
-                        log_likelihood=log_likelihood,
+                        log_likelihood=log_likelihood, log_prior=log_prior,
                         posterior_predictive=posterior_predictive)  # fmt: skip
         key = fit_key(spec.hash(), settings)
         cached = load_fit(key, cache_dir)
@@ -168,6 +174,7 @@ def fit(
     log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
     kernels = compiled_kernels(compiledir)
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
+    prior_group = _log_prior(dt, pm_model, spec) if log_prior else None
     if hasattr(spec, "finish"):  # a spec with its own post-processing (the replay model)
         dt = spec.finish(dt, seed=seed)
     elif spec.name in MARGINAL_MODELS:
@@ -193,6 +200,8 @@ def fit(
             from .latent import onset_predictive
 
             dt = onset_predictive(dt, spec, seed=seed + 1)
+    if prior_group is not None:
+        dt["log_prior"] = xr.DataTree(prior_group)
     written = kernels_written(kernels, compiled_kernels(compiledir))
     log.info("compile cache %s: %d kernel(s) found there, %d written by this fit%s",
              compiledir, len(kernels), written,
@@ -209,6 +218,22 @@ def fit(
 
         save_fit(dt, key, cache_dir)
     return dt
+
+
+def _log_prior(dt: xr.DataTree, pm_model: Any, spec: Any) -> xr.Dataset | None:
+    """The ``log_prior`` group (:func:`delusion_bayes.models.sensitivity.log_prior_dataset`
+    over the spec's top-level prior terms); a failure is a warning, never a lost fit."""
+    from .sensitivity import log_prior_dataset, prior_terms
+
+    t1 = time.perf_counter()
+    try:
+        ds = log_prior_dataset(dt, pm_model, prior_terms(pm_model, spec.priors))
+    except Exception as err:  # noqa: BLE001 - a diagnostic's input must not cost the fit
+        log.warning("log prior of %s not computed (no sensitivity check): %s: %s",
+                    getattr(spec, "variant", spec.name), type(err).__name__, err)  # fmt: skip
+        return None
+    log.info("log prior (%d terms): %.1f s", len(ds.data_vars), time.perf_counter() - t1)
+    return ds
 
 
 def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:

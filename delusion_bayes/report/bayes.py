@@ -1,6 +1,7 @@
 """The Bayesian models' section: diagnostics verdicts, the PSIS-LOO comparison, then one
 subsection per fitted model (its gate, failing parameters, tables not shown beside the
-baselines, its diagnostic plots).
+baselines, its diagnostic plots). Its ``sensitivity.csv``/``.png`` are shown in their own section
+(:mod:`delusion_bayes.report.sensitivity`).
 
 Sources: ``models/<fit>/gate.json``, ``models/<fit>/diagnostics.csv`` and the other declared
 ``models/<fit>/*`` tables, ``models/comparison*.csv``.
@@ -18,6 +19,7 @@ from delusion_bayes import results
 from delusion_bayes.plotting import save_figure, style
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Note, Paragraph, Section
+from delusion_bayes.report.sensitivity import FILES as SENSITIVITY_FILES
 from delusion_bayes.report.table import ReportTable, display_frame
 
 COMPARISONS = ("models/comparison.csv", "models/comparison_by_rating.csv",
@@ -134,6 +136,8 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
         src = b.run.source(key, name)
         if key.endswith("/diagnostics.csv") or not (b.run.path / src).is_file():
             continue
+        if f.name.split("/")[-1] in SENSITIVITY_FILES:  # their own section
+            continue
         if src in b.used:
             shown.append(src)
             continue
@@ -146,8 +150,9 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
             )
         )
     pngs = [
-        p for p in b.run.stage("models").glob(f"{name}/**/*.png") if f"models/{p}" not in b.used
-    ]
+        p for p in b.run.stage("models").glob(f"{name}/**/*.png")
+        if f"models/{p}" not in b.used and p.split("/")[-1] not in SENSITIVITY_FILES
+    ]  # fmt: skip
     if b.cfg.include_stage_figures and pngs:
         s.add(Paragraph("Diagnostic plots as the models stage drew them (rank plots, posterior "
                         "predictive checks, LOO Pareto-k):"))  # fmt: skip

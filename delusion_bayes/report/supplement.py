@@ -10,7 +10,8 @@ Every section is built from whatever results exist; a stage that did not run, or
 write, becomes a marked "Not run" note, and a file the report cannot parse becomes an "Error" note
 naming the file (the rest of the document is still written). Sections follow the paper's
 supplement (C reliability, D logistic fits, E milestones, F naive-stage profiles) after the main
-tables and figures, then the Bayesian models, the replay study, and provenance.
+tables and figures, then the Bayesian models and their prior and likelihood sensitivity, the
+replay study, and provenance.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from delusion_bayes.report.provenance import (
     provenance_rows,
 )
 from delusion_bayes.report.replay import section_replay
+from delusion_bayes.report.sensitivity import section_sensitivity
 from delusion_bayes.report.sources import SOURCE_STAGES, RunDir
 from delusion_bayes.report.text import section_text
 
@@ -132,6 +134,7 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
             milestones.section_e(b),
             interventions.section_f(b),
             *section_bayes(b),
+            section_sensitivity(b),
         ]
     if run.kind == "replay" or run.stage("replay").ran:
         sections.append(section_replay(b))

@@ -12,6 +12,8 @@ For the primary model (``model.name``) and every model in ``model.also_fit``, wr
   ``contrasts_posterior.csv``, ``consensus_posterior.csv`` and ``raters_posterior.csv`` /
   ``reliability_posterior.csv`` (models with a latent stage and raters),
   ``level_b_posterior.csv`` (disengagement),
+- ``sensitivity.csv`` (power-scaling prior and likelihood sensitivity per parameter with
+  priorsense's verdict, :mod:`delusion_bayes.models.sensitivity`) and ``sensitivity.png``,
 - ``loo.csv`` (PSIS-LOO leaving out a model-day, its latent integrated out, and leaving out
   one rating) and figures ``rank.png``, ``ppc.png`` (ordinal rootogram), ``loo_khat.png``
   (Pareto k per left-out unit, ``inference.loo_unit``).
@@ -350,6 +352,9 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
         )
     _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), files, notes, table)
 
+    # prior and likelihood sensitivity (power-scaling) ------------------------------------------
+    sens_seconds = _sensitivity(dt, out, files, notes, _csv)
+
     # posterior ------------------------------------------------------------------------------
     dt.attrs.update(prov)
     dt.attrs["seed"] = int(_get(cfg.sampler, "seed", 0))
@@ -364,12 +369,49 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
         "fit_seconds": float(dt.attrs.get("fit_time", np.nan)),
         "sampler": str(dt.attrs.get("sampler", "")),
     }
+    if sens_seconds is not None:
+        head["sensitivity_seconds"] = sens_seconds
     if elpd is not None:
         head["elpd_loo"] = float(elpd.elpd)
         head["loo_unit"] = unit
     results.write(run_dir, "models/{fit}/index.json",
                   {"files": files, "headline": head, "gate": g, "notes": notes}, fit=fit)  # fmt: skip
     return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": files, "notes": notes}
+
+
+def _sensitivity(dt, out: Path, files: dict, notes: list, write_csv) -> float | None:
+    """``sensitivity.csv`` (prior and likelihood power-scaling sensitivity per parameter,
+    priorsense's verdict) and ``sensitivity.png``; returns the seconds taken, None when the fit
+    has no ``log_prior``/``log_likelihood`` (a note says so) or the check failed (a note)."""
+    import matplotlib.pyplot as plt
+
+    from ..models.sensitivity import THRESHOLD, plot_sensitivity, sensitivity_table
+
+    t0 = time.perf_counter()
+    try:
+        df = sensitivity_table(dt)
+    except Exception as err:  # noqa: BLE001 - a diagnostic must not fail the stage
+        notes.append(f"sensitivity.csv not written: {type(err).__name__}: {err}")
+        log.warning("power-scaling sensitivity not computed: %s", err)
+        return None
+    seconds = time.perf_counter() - t0
+    write_csv(df, "sensitivity.csv",
+              f"power-scaling sensitivity (CJS) of the prior and of the likelihood "
+              f"({df.attrs['likelihood']}) per parameter, priorsense's verdict at "
+              f"{THRESHOLD:g}")  # fmt: skip
+    n = df["verdict"].value_counts()
+    log.info("power-scaling sensitivity of %s: %.1f s, %d prior-data conflict, %d weak "
+             "likelihood of %d parameters", out.name, seconds, n.get("prior-data conflict", 0),
+             n.get("weak likelihood", 0), len(df))  # fmt: skip
+    try:
+        fig = plot_sensitivity(df, f"Power-scaling sensitivity of {out.name}")
+        save_figure(fig, out / "sensitivity", ("png",), dpi=110)
+        files["sensitivity.png"] = "prior against likelihood sensitivity per parameter"
+    except Exception as err:  # noqa: BLE001
+        notes.append(f"sensitivity.png not drawn: {type(err).__name__}: {err}")
+    finally:
+        plt.close("all")
+    return seconds
 
 
 def attach_icc(rel, run_dir: Path, notes: list) -> None:

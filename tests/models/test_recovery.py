@@ -123,7 +123,8 @@ def test_models_stage_writes_the_contract_files(joint_fit, small_study, tmp_path
     for f in ("posterior.nc", "diagnostics.csv", "gate.json", "summary.csv",
               "milestones_posterior.csv", "t50_posterior.csv", "contrasts_posterior.csv",
               "consensus_posterior.csv", "reliability_posterior.csv", "raters_posterior.csv",
-              "rank.png", "ppc.png", "loo_khat.png", "index.json"):  # fmt: skip
+              "rank.png", "ppc.png", "loo_khat.png", "sensitivity.csv", "sensitivity.png",
+              "index.json"):  # fmt: skip
         assert (out / f).is_file(), f
     # smoke: inference.compare is false, so comparison.csv lists the primary's own PSIS-LOO
     cmp = pd.read_csv(tmp_path / "models" / "comparison.csv")
@@ -190,3 +191,56 @@ def test_models_stage_compares_variants_per_model_day_and_per_rating(
         assert set(table.index) == {"joint[logistic,rater]", "joint[linear,rater]"}
         assert np.allclose(table["elpd_diff"], 0.0)
         np.testing.assert_allclose(table["elpd"], loo(joint_fit, var_name=var).elpd, rtol=1e-9)
+
+
+def test_fit_stores_the_log_prior_psense_scales(joint_fit):
+    """``log_prior``: one (chain, draw) sum per top-level prior term, the prior table's."""
+    lp = joint_fit["log_prior"]
+    assert set(lp.data_vars) == {"log_L1", "mu_log_k", "sigma_log_k", "mu_t50", "sigma_t50",
+                                 "mu_log_eps", "sigma_log_eps", "severity", "log_disc"}  # fmt: skip
+    for v in lp.data_vars:
+        assert lp[v].dims == ("chain", "draw") and np.isfinite(lp[v].values).all(), v
+    # mu_t50 ~ N(0.6, 0.4) at the draws, as written
+    from scipy import stats
+
+    mu = joint_fit["posterior"]["mu_t50"].values
+    np.testing.assert_allclose(lp["mu_t50"].values, stats.norm.logpdf(mu, 0.6, 0.4), rtol=1e-10)
+
+
+def test_models_stage_writes_sensitivity_csv_into_every_fit_folder(
+    joint_fit, small_study, tmp_path, monkeypatch
+):
+    """Two fit folders (the joint fit, and the same draws standing in for the rater model):
+    each gets ``sensitivity.csv`` (through the contract) and ``sensitivity.png``, with a
+    verdict for every reported parameter and the seconds it took in the headline."""
+    from delusion_bayes import results
+    from delusion_bayes.config import compose
+    from delusion_bayes.models.sensitivity import VERDICTS
+    from delusion_bayes.pipeline import sub_config
+    from delusion_bayes.stages import models as stage
+
+    monkeypatch.setattr(stage, "fit_one", lambda *a, **k: joint_fit.copy())
+    cfg = sub_config(compose(["experiment=smoke", "model.also_fit=[rater]"]), stage.NEEDS)
+    head = stage.run(small_study, cfg, tmp_path)
+    models = [str(m) for m in small_study["model"].values]
+    for fit in ("joint", "rater"):
+        df = results.read(tmp_path, "models/{fit}/sensitivity.csv", fit=fit)
+        assert df is not None, fit
+        assert (tmp_path / "models" / fit / "sensitivity.png").is_file()
+        for var in ("L", "k", "t50"):
+            assert df.loc[df["variable"] == var, "parameter"].tolist() == [
+                f"{var}[{m}]" for m in models
+            ]
+        assert {"mu_log_k", "sigma_t50", "severity", "discrimination"} <= set(df["variable"])
+        # sampling coordinates of reported parameters are not rows of their own
+        assert not df["variable"].str.startswith(("z_", "w_")).any()
+        assert not df["variable"].str.endswith("_centred").any()
+        assert set(df["verdict"]) <= set(VERDICTS.values())
+        assert (df["threshold"] == 0.05).all()
+        assert (df[["prior", "likelihood"]] >= 0).all().all()
+        # the verdict follows priorsense's rule from the two columns
+        both = (df["prior"] >= 0.05) & (df["likelihood"] >= 0.05)
+        assert (df.loc[both, "verdict"] == "prior-data conflict").all()
+        assert (df.loc[~both & (df["prior"] > 0.05), "verdict"] == "weak likelihood").all()
+        assert (df.loc[df["prior"] < 0.05, "verdict"] == "-").all()
+        assert 0 < head[fit]["sensitivity_seconds"] < 60

@@ -64,7 +64,7 @@ def test_supplement_has_paper_tables_and_figures(smoke_supplement, smoke_run):
     # the sections of the paper's supplement, in order
     ids = [s.id for s in sup.document.sections]
     assert ids == ["overview", "main", "text", "C", "D", "E", "F", "bayes", "bayes-joint",
-                   "files", "provenance"]  # fmt: skip
+                   "sensitivity", "files", "provenance"]  # fmt: skip
     # the PSIS-LOO table captioned with what it leaves out
     assert (
         "<caption>Model comparison (PSIS-LOO per left-out model-day, its latent stage integrated "
@@ -408,3 +408,54 @@ def test_embedded_png_is_a_smaller_palette_copy_of_the_same_size(smoke_run):
         assert abs(png_css_width(tmp) - png_css_width(fig)) <= 1
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def test_sensitivity_section_says_in_words_what_sensitivity_csv_holds(smoke_supplement, smoke_run):
+    """The section "Prior and likelihood sensitivity": says the data are simulated, names the
+    prior-dominated parameters and the conflicts of ``models/joint/sensitivity.csv``, shows its
+    table and figure; the fit's own subsection does not repeat them."""
+    from delusion_bayes.report.document import FigureBlock, Paragraph, TableBlock
+
+    df = results.read(smoke_run, "models/{fit}/sensitivity.csv", fit="joint")
+    assert df is not None and len(df) > 0
+    sec = next(s for s in smoke_supplement.document.sections if s.id == "sensitivity")
+    assert sec.title == "Prior and likelihood sensitivity"
+    text = " ".join(b.text for b in sec.blocks if isinstance(b, Paragraph))
+    assert "SIMULATED data (preset `small`)" in text
+    # 2 x 150 draws: the note that the flags are mostly Monte Carlo noise at that size
+    few = [b for b in sec.blocks if isinstance(b, Note) and b.title == "Few draws"]
+    assert len(few) == 1 and "drew 300 posterior draws per fit" in few[0].text
+    assert "threshold 0.05" in text.lower()
+    weak = df.loc[df["verdict"] == "weak likelihood", "parameter"].tolist()
+    conflict = df.loc[df["verdict"] == "prior-data conflict", "parameter"].tolist()
+    if weak:
+        assert f"{len(weak)} prior-dominated (weak likelihood): `{weak[0]}`" in text
+    else:
+        assert "none prior-dominated" in text
+    if conflict:
+        assert f"{len(conflict)} with a potential prior-data conflict: `{conflict[0]}`" in text
+        assert "A potential prior-data conflict was flagged in `joint`" in text
+    else:
+        assert "No prior-data conflict was flagged in any fit." in text
+    # the never-turners (P(t50 beyond the last day) >= 0.5) are named with their t50 verdict
+    t50 = results.read(smoke_run, "models/{fit}/t50_posterior.csv", fit="joint")
+    never = t50.loc[t50["p_beyond_last_day"] >= 0.5, "model"].tolist()
+    assert never, "the small study has a never-turner"
+    for m in never:
+        row = df.set_index("parameter").loc[f"t50[{m}]"]
+        said = row["verdict"] if row["verdict"] != "-" else "not flagged"
+        assert f"`{m}`: {said} (prior {row['prior']:.3f}" in text
+    tables = [b.table for b in sec.blocks if isinstance(b, TableBlock)]
+    assert [t.name for t in tables] == ["models_joint_sensitivity"]
+    shown = tables[0].data
+    assert shown["verdict"].tolist() == (
+        df["verdict"].tolist() if len(df) <= 40 else [v for v in df["verdict"] if v != "-"]
+    )
+    assert (smoke_run / "report" / "tables" / "models_joint_sensitivity.csv").is_file()
+    assert [b.rel_png for b in sec.blocks if isinstance(b, FigureBlock)] == [
+        "models/joint/sensitivity.png"
+    ]
+    joint = next(s for s in smoke_supplement.document.sections if s.id == "bayes-joint")
+    assert not any("sensitivity" in getattr(getattr(b, "table", None), "name", "")
+                   for b in joint.blocks)  # fmt: skip
+    assert not any("sensitivity" in getattr(b, "rel_png", "") for b in joint.blocks)

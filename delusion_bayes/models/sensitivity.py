@@ -1,0 +1,381 @@
+"""Power-scaling prior and likelihood sensitivity of a fit (Kallioinen et al. 2024).
+
+Raising the prior (or the likelihood) to a power ``alpha`` near 1 and reweighting the existing
+draws by Pareto-smoothed importance sampling shows, without refitting, how much each marginal
+posterior moves; the sensitivity is the derivative of the cumulative Jensen-Shannon distance
+between the base and the power-scaled posterior with respect to ``log2(alpha)``
+(``arviz_stats.psense``). Two pieces are needed in the fit's ``DataTree``:
+
+``log_prior`` (:func:`log_prior_dataset`, added by :func:`delusion_bayes.models.fit`)
+    one ``(chain, draw)`` variable per top-level prior term (:func:`prior_terms`: the entries
+    of the model's prior table, ``mu_log_k``, ``sigma_t50``, ``severity``, ...), each summed
+    over its elements: the prior density at the draw's constrained value, without the
+    transforms' Jacobians (as ``pm.compute_log_prior``; priorsense's ``lprior``). Not the
+    population terms of the hierarchy (``t50_centred``, ``z_log_k``, the never-turners'
+    ``w_t50_prior``, ...): scaling ``p(theta_m | mu, sigma)`` changes the hierarchical model,
+    not a prior choice, and priorsense (brms' ``lprior``) leaves them out too. ``psense`` sums
+    the whole group, so everything stored is what it scales (``az.psense_summary(dt,
+    likelihood_var_names=["y_model_day"])`` works on a saved ``posterior.nc``). One sum per
+    term and draw (~10 x 8 bytes per draw, ~0.3 MB at 4 x 1000) keeps a selective scaling
+    (``prior_var_names``) possible; the per-element log prior ``pm.compute_log_prior`` stores
+    is not kept: psense never uses it.
+``log_likelihood``
+    ``psense`` sums every variable of the group, which would count the ratings twice in the
+    models whose latent stage is integrated out (``y`` given the drawn stage *and*
+    ``y_model_day``). :func:`likelihood_var` picks the likelihood NUTS sampled:
+    ``y_model_day`` (joint, rater, disengagement: all ratings and the level of a model-day,
+    the stage integrated out; ``y`` given a *drawn* stage is not a function of the parameters
+    alone), ``y`` for the onset model (one term per model-day already).
+
+:func:`sensitivity_table` then calls ``arviz_stats.psense_summary`` and keeps its diagnosis
+(priorsense's rule, threshold 0.05: both sensitivities >= 0.05 is a potential prior-data
+conflict; prior > 0.05 > likelihood is a strong prior / weak likelihood), relabelled
+:data:`VERDICTS`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+log = logging.getLogger(__name__)
+
+#: priorsense's threshold on the CJS-based sensitivity (Kallioinen et al. 2024;
+#: ``arviz_stats.psense_summary(threshold=0.05)``)
+THRESHOLD = 0.05
+#: ``psense_summary``'s diagnosis -> the verdict written to ``sensitivity.csv``
+VERDICTS: dict[str, str] = {
+    "potential prior-data conflict": "prior-data conflict",
+    "potential strong prior / weak likelihood": "weak likelihood",
+    "✓": "-",
+}
+#: posterior variables that are sampling coordinates of a reported parameter (``z_log_k`` ->
+#: ``k``, ``t50_centred``/``w_t50`` -> ``t50``) or per model-day: not in the default table
+_COORDINATE_PREFIXES = ("z_", "w_")
+_COORDINATE_SUFFIXES = ("_centred", "_zerosum", "_raw")
+#: free variables whose reported transform is in the posterior too (``L = 1 + exp(log_L1)``):
+#: one row, the reported one
+_REPORTED_AS = {"log_L1": "L", "log_disc": "discrimination", "log_disc_shared": "discrimination"}
+
+
+def prior_terms(pm_model: Any, prior_keys: Collection[str]) -> list[str]:
+    """The top-level prior terms of a package model: its free variables and ``*_prior``
+    Potentials named after an entry of its prior table (``spec.priors``: ``mu_log_k``,
+    ``severity``, the replay model's ``theta_prior``; ``sd_*`` for ``group_sd``,
+    ``log_disc_shared`` for ``log_disc``).
+
+    Not the population terms of the hierarchy (``log_k_centred``, ``z_log_k``, ``w_t50_prior``,
+    ``u``, ...): power-scaling ``p(theta_m | mu, sigma)`` would change the hierarchical model
+    itself, not a prior choice, and priorsense's brms
+    interface (``lprior``) scale the top-level priors only."""
+    keys = set(prior_keys)
+    out = []
+    for rv in pm_model.free_RVs:
+        n = str(rv.name)
+        if (
+            n in keys
+            or (n == "log_disc_shared" and "log_disc" in keys)
+            or (n.startswith("sd_") and "group_sd" in keys)
+        ):
+            out.append(n)
+    out += [str(p.name) for p in pm_model.potentials
+            if str(p.name).endswith("_prior") and str(p.name).removesuffix("_prior") in keys]  # fmt: skip
+    return out
+
+
+def log_prior_dataset(
+    dt: xr.DataTree, pm_model: Any, var_names: Sequence[str] | None = None
+) -> xr.Dataset:
+    """The ``log_prior`` group of a fit (module docstring): one ``(chain, draw)`` variable per
+    prior term of ``pm_model`` (each summed over its elements), at the posterior draws of
+    ``dt``.
+
+    ``var_names``: the terms (free variables, ``*_prior`` Potentials); default every free
+    variable but a ``pm.Flat`` coordinate (density 0) and every ``*_prior`` Potential, i.e.
+    the whole joint prior, as ``pm.compute_log_prior``. :func:`delusion_bayes.models.fit` passes
+    :func:`prior_terms`. One vectorised evaluation over all draws (PyTensor's
+    ``vectorize_graph``, compiled in ``FAST_COMPILE`` mode: 1.1 s for the joint model at
+    2 x 200 draws, where ``pm.compute_log_prior``'s loop over draws took 5 s).
+
+    The model's start values are cleared first: PyMC rebuilds the model without its value
+    transforms, which refuses them (``blocks._t50`` sets them on the wall coordinates; they
+    served the sampler only), as before ``pm.compute_log_likelihood``.
+    """
+    import pytensor
+    import pytensor.tensor as pt
+    from pymc.distributions.continuous import FlatRV
+    from pymc.model.transform.conditioning import remove_value_transforms
+    from pytensor.graph.replace import vectorize_graph
+    from pytensor.graph.traversal import graph_inputs
+
+    for rv in pm_model.rvs_to_initial_values:
+        pm_model.rvs_to_initial_values[rv] = None
+    umodel = remove_value_transforms(pm_model)
+    pots = {str(p.name): p for p in umodel.potentials}
+    if var_names is None:
+        rvs = [rv for rv in umodel.free_RVs if not isinstance(rv.owner.op, FlatRV)]
+        pot_names = [n for n in pots if n.endswith("_prior")]
+    else:
+        unknown = [n for n in var_names if n not in umodel.named_vars and n not in pots]
+        if unknown:
+            raise ValueError(f"log_prior_dataset: {unknown} are neither free variables nor "
+                             f"Potentials of the model")  # fmt: skip
+        rvs = [umodel.named_vars[n] for n in var_names if n not in pots]
+        pot_names = [n for n in var_names if n in pots]
+    names = [str(rv.name) for rv in rvs] + pot_names
+    terms = [t.sum() for t in umodel.logp(vars=rvs, sum=False)] if rvs else []
+    # a Potential is written in terms of the random variables: evaluate it at their values
+    terms += umodel.replace_rvs_by_values([pots[n] for n in pot_names])
+    values = set(umodel.value_vars)
+    inputs = [v for v in graph_inputs(terms) if v in values]
+    inputs = list(dict.fromkeys(inputs))
+    batched = [pt.tensor(name=v.name, dtype=v.type.dtype, shape=(None, *v.type.shape))
+               for v in inputs]  # fmt: skip
+    vec = vectorize_graph(terms, replace=dict(zip(inputs, batched, strict=True)))
+    fn = pytensor.function(batched, vec, mode="FAST_COMPILE", on_unused_input="ignore")
+    post = dt["posterior"].to_dataset()
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    args = []
+    for v in inputs:
+        da = post[v.name].transpose("chain", "draw", ...)
+        args.append(da.values.reshape((n_chain * n_draw, *da.shape[2:])).astype(v.type.dtype))
+    out = fn(*args) if terms else []
+    coords = {"chain": post["chain"].values, "draw": post["draw"].values}
+    ds = xr.Dataset(
+        {n: (("chain", "draw"), np.broadcast_to(np.asarray(o, float), (n_chain * n_draw,))
+             .reshape(n_chain, n_draw)) for n, o in zip(names, out, strict=True)},
+        coords=coords,
+    )  # fmt: skip
+    ds.attrs["description"] = (
+        "log prior per term (free variables at their constrained values, no transform "
+        "Jacobian), each summed over its elements; the terms power-scaling scales "
+        "(delusion_bayes.models.sensitivity)"
+    )
+    return ds
+
+
+def likelihood_var(dt: xr.DataTree) -> str | None:
+    """The ``log_likelihood`` variable that power-scaling scales (module docstring), None when
+    the fit has none."""
+    if "log_likelihood" not in dt.children:
+        return None
+    names = list(dt["log_likelihood"].data_vars)
+    for name in ("y_model_day", "y"):
+        if name in names:
+            return name
+    return names[0] if len(names) == 1 else None
+
+
+def reported_vars(dt: xr.DataTree, var_names: Sequence[str] | None = None) -> list[str]:
+    """The posterior variables of the sensitivity table: ``var_names`` when given, else every
+    parameter the fit reports (L, k, t50, hyper-parameters, rater severity and
+    discrimination, ...): not per model-day (``trajectory``, ``stage``), not a sampling
+    coordinate of another one (``z_*``, ``w_*``, ``*_centred``; ``log_L1`` when ``L`` is
+    there), never NaN."""
+    post = dt["posterior"].to_dataset()
+    if var_names is not None:
+        missing = [v for v in var_names if v not in post.data_vars]
+        if missing:
+            raise ValueError(
+                f"sensitivity_table: {missing} not in the posterior (has {sorted(post.data_vars)})"
+            )
+        return list(var_names)
+    out = []
+    for name, da in post.data_vars.items():
+        if "day" in da.dims or name in ("trajectory", "stage"):
+            continue
+        if name.startswith(_COORDINATE_PREFIXES) or name.endswith(_COORDINATE_SUFFIXES):
+            continue
+        if _REPORTED_AS.get(str(name)) in post.data_vars:
+            continue
+        if not np.isfinite(da.values).all():
+            continue
+        out.append(str(name))
+    return out
+
+
+def sensitivity_table(
+    dt: xr.DataTree,
+    var_names: Sequence[str] | None = None,
+    *,
+    threshold: float = THRESHOLD,
+    likelihood: str | None = None,
+) -> pd.DataFrame:
+    """Prior and likelihood power-scaling sensitivity per parameter, with priorsense's verdict.
+
+    Parameters
+    ----------
+    dt
+        A fit with ``posterior``, ``log_prior`` and ``log_likelihood`` groups
+        (:func:`delusion_bayes.models.fit` adds both).
+    var_names
+        Posterior variables (default: :func:`reported_vars`).
+    threshold
+        Sensitivity threshold (0.05, priorsense's and the paper's).
+    likelihood
+        The ``log_likelihood`` variable to scale (default: :func:`likelihood_var`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per scalar parameter: ``parameter`` (``t50[Late]``), ``variable``, ``prior``
+        and ``likelihood`` (CJS-based sensitivity), ``diagnosis`` (``psense_summary``'s own
+        text), ``verdict`` (:data:`VERDICTS`: ``prior-data conflict`` when both are at or
+        above ``threshold``, ``weak likelihood`` when the prior's is above it and the
+        likelihood's below, ``-`` otherwise) and ``threshold``. ``attrs``: the likelihood
+        variable, prior terms and seconds taken.
+
+    Raises
+    ------
+    ValueError
+        When the fit has no ``log_prior`` group or no log-likelihood variable to scale.
+    """
+    from arviz_stats import psense_summary
+
+    t0 = time.perf_counter()
+    if "log_prior" not in dt.children:
+        raise ValueError(
+            "sensitivity_table needs a log_prior group (models.fit adds it; "
+            "models.sensitivity.log_prior_dataset computes it for a PyMC model)"
+        )
+    like = likelihood or likelihood_var(dt)
+    if like is None or "log_likelihood" not in dt.children:
+        raise ValueError("sensitivity_table needs a log_likelihood group with one variable "
+                         f"to scale; the fit has {sorted(dt.children)}")  # fmt: skip
+    names = reported_vars(dt, var_names)
+    post = dt["posterior"].to_dataset().reset_coords(drop=True)[names]
+    tree = xr.DataTree.from_dict({
+        "posterior": post,
+        "log_prior": dt["log_prior"].to_dataset(),
+        "log_likelihood": dt["log_likelihood"].to_dataset()[[like]].reset_coords(drop=True),
+    })  # fmt: skip
+    # psense_summary logs a WARNING with a link whenever it flags anything; a never-turner's
+    # t50 is always flagged, so the verdict column carries the news instead
+    alog = logging.getLogger("arviz_stats.psense")
+    level = alog.level
+    alog.setLevel(logging.ERROR)
+    try:
+        df = psense_summary(tree, var_names=names, threshold=threshold, round_to=4)
+    finally:
+        alog.setLevel(level)
+    df = df.reset_index().rename(columns={"index": "parameter"})
+    df["parameter"] = [_label(p) for p in df["parameter"]]
+    df.insert(1, "variable", [p.split("[")[0] for p in df["parameter"]])
+    df["verdict"] = df["diagnosis"].map(VERDICTS).fillna("-")
+    df["threshold"] = float(threshold)
+    df = df[["parameter", "variable", "prior", "likelihood", "diagnosis", "verdict", "threshold"]]
+    df.attrs.update(likelihood=like, prior_terms=list(dt["log_prior"].data_vars),
+                    seconds=time.perf_counter() - t0)  # fmt: skip
+    return df
+
+
+def noise_floor(dt: xr.DataTree, seed: int = 0, **kwargs: Any) -> pd.DataFrame:
+    """:func:`sensitivity_table` of ``dt`` with its ``log_prior`` and ``log_likelihood`` draws
+    shuffled against the posterior draws: no parameter is then sensitive to either, so what
+    the table shows is the Monte Carlo noise of the estimate at this number of draws (the
+    sensitivity is a difference of weighted and unweighted ECDFs divided by
+    ``log2(1.01)``, so small random weight differences are amplified ~70 times). Measured on
+    the smoke run (2 x 150 draws of the joint model, small study): median 0.04 (prior) and 0.09
+    (likelihood), i.e. at that size most flags are noise; ``docs/models.md`` has the default
+    study's."""
+    rng = np.random.default_rng(seed)
+    post = dt["posterior"].to_dataset()
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    perm = rng.permutation(n_chain * n_draw)
+    groups = {"posterior": post}
+    for g in ("log_prior", "log_likelihood"):
+        ds = dt[g].to_dataset()
+        groups[g] = ds.map(lambda da: _shuffle_draws(da, perm, n_chain, n_draw))
+    return sensitivity_table(xr.DataTree.from_dict(groups), **kwargs)
+
+
+def _shuffle_draws(da: xr.DataArray, perm: np.ndarray, n_chain: int, n_draw: int):
+    da = da.transpose("chain", "draw", ...)
+    flat = da.values.reshape((n_chain * n_draw, *da.shape[2:]))[perm]
+    return da.copy(data=flat.reshape(da.shape))
+
+
+def _label(p: Any) -> str:
+    """ArviZ's ``var[a, b]`` as the diagnostics table's ``var[a,b]``."""
+    return str(p).replace(", ", ",")
+
+
+def flagged(df: pd.DataFrame, verdict: str) -> list[str]:
+    """The parameters of ``df`` (a :func:`sensitivity_table`) with ``verdict``."""
+    return df.loc[df["verdict"] == verdict, "parameter"].astype(str).tolist()
+
+
+__all__ = [
+    "THRESHOLD",
+    "VERDICTS",
+    "flagged",
+    "likelihood_var",
+    "log_prior_dataset",
+    "noise_floor",
+    "prior_terms",
+    "reported_vars",
+    "sensitivity_table",
+]
+
+
+#: labels drawn next to their point in :func:`plot_sensitivity` (the flagged parameters, the
+#: prior-dominated first; every value is in ``sensitivity.csv``)
+MAX_LABELS = 10
+
+
+def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
+    """Prior against likelihood sensitivity, one point per parameter (log axes, the threshold
+    as dotted lines): the lower-right quadrant is "weak likelihood", the upper right
+    "prior-data conflict". Up to MAX_LABELS flagged parameters are labelled, the prior-dominated
+    first."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    from ..plotting import ACCENT, style
+
+    floor = 1e-3
+    x = df["prior"].astype(float).clip(lower=floor)
+    y = df["likelihood"].astype(float).clip(lower=floor)
+    thr = float(df["threshold"].iloc[0]) if len(df) else THRESHOLD
+    with style():
+        fig, ax = plt.subplots(figsize=(5.2, 4.2))
+        ok = df["verdict"] == "-"
+        ax.scatter(x[ok], y[ok], s=14, color="#9a9a9a", marker="o", label="-", zorder=2)
+        for verdict, marker, color in (("weak likelihood", "v", "#000000"),
+                                       ("prior-data conflict", "D", ACCENT)):  # fmt: skip
+            sel = df["verdict"] == verdict
+            if sel.any():
+                ax.scatter(x[sel], y[sel], s=22, marker=marker, color=color, zorder=3,
+                           label=f"{verdict} ({int(sel.sum())})")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(left=min(x.min(), thr) / 1.3)
+        ax.set_ylim(bottom=min(y.min(), thr) / 1.3)
+        # plain numbers: the package style turns mathtext off, and log ticks are mathtext
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(NullFormatter())
+        ax.axvline(thr, ls=":", color="#333333", lw=0.8)
+        ax.axhline(thr, ls=":", color="#333333", lw=0.8)
+        # the prior-dominated first (what a reader looks for), then the most prior-sensitive
+        flagged_rows = df[~ok].assign(_x=x[~ok], _w=df["verdict"] != "weak likelihood")
+        flagged_rows = flagged_rows.sort_values(["_w", "_x"], ascending=[True, False])
+        for _, r in flagged_rows.head(MAX_LABELS).iterrows():
+            ax.annotate(str(r["parameter"]), (max(r["prior"], floor), max(r["likelihood"], floor)),
+                        fontsize=6, xytext=(3, 2), textcoords="offset points")  # fmt: skip
+        ax.set_xlabel(f"prior sensitivity (CJS; threshold {thr:g})")
+        ax.set_ylabel("likelihood sensitivity (CJS)")
+        ax.set_title(title or "Power-scaling sensitivity")
+        ax.legend(loc="lower left")
+        fig.tight_layout()
+    return fig
+
+
+__all__ += ["MAX_LABELS", "plot_sensitivity"]

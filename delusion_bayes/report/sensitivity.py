@@ -1,0 +1,180 @@
+"""Prior and likelihood sensitivity: per fit, which parameters the prior dominates ("weak
+likelihood") and whether any prior fights the data ("prior-data conflict"), in words, a table
+and the models stage's figure.
+
+Sources: ``models/<fit>/sensitivity.csv`` (power-scaling sensitivity per parameter with
+priorsense's verdict, :mod:`delusion_bayes.models.sensitivity`), ``models/<fit>/sensitivity.png``
+and, to name the never-turners, ``models/<fit>/t50_posterior.csv``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from delusion_bayes.report.builder import Builder
+from delusion_bayes.report.document import Note, Paragraph, Section
+from delusion_bayes.report.overview import simulated
+from delusion_bayes.report.table import ReportTable, display_frame
+
+KEY = "models/{fit}/sensitivity.csv"
+T50 = "models/{fit}/t50_posterior.csv"
+#: the files of a fit folder this section shows (the per-fit subsections leave them out)
+FILES = ("sensitivity.csv", "sensitivity.png")
+CONFLICT, WEAK = "prior-data conflict", "weak likelihood"
+#: a model whose posterior puts t50 beyond the last day with at least this probability is
+#: called a never-turner here
+NEVER_TURNER_P = 0.5
+#: parameters named in a sentence before "and N more"
+MAX_NAMED = 12
+#: fewer posterior draws (chains x draws) than the default 4 x 1000: a note says the
+#: sensitivities are mostly Monte Carlo noise at that size (``models.sensitivity.noise_floor``:
+#: at the smoke run's 2 x 150 draws, draws shuffled against their log prior and likelihood,
+#: i.e. no sensitivity at all, gave median 0.04 (prior) and 0.09 (likelihood))
+MIN_DRAWS = 4000
+
+
+def n_draws(b: Builder) -> int | None:
+    """Posterior draws per fit (``sampler.chains x sampler.draws`` of the run's config)."""
+    chains, draws = b.run.config_value("sampler.chains"), b.run.config_value("sampler.draws")
+    if isinstance(chains, int) and isinstance(draws, int):
+        return chains * draws
+    return None
+
+
+def _names(params: list[str]) -> str:
+    shown = [f"`{p}`" for p in params[:MAX_NAMED]]
+    more = len(params) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def never_turners(b: Builder, fit: str) -> list[str]:
+    """The models of ``fit`` whose P(t50 beyond the last day) >= :data:`NEVER_TURNER_P`
+    (``t50_posterior.csv``), empty when the fit has no t50."""
+    df = b.run.table(T50, fit)
+    if df is None:
+        return []
+    return df.loc[df["p_beyond_last_day"] >= NEVER_TURNER_P, "model"].astype(str).tolist()
+
+
+def fit_sentences(b: Builder, fit: str, df: pd.DataFrame) -> list[str]:
+    """What ``sensitivity.csv`` of one fit says, in words."""
+    weak = df.loc[df["verdict"] == WEAK, "parameter"].astype(str).tolist()
+    conflict = df.loc[df["verdict"] == CONFLICT, "parameter"].astype(str).tolist()
+    out = [f"`{fit}`: {len(df)} parameters; "
+           + (f"{len(weak)} prior-dominated (weak likelihood): {_names(weak)}" if weak
+              else "none prior-dominated (weak likelihood)")
+           + "; "
+           + (f"{len(conflict)} with a potential prior-data conflict: {_names(conflict)}"
+              if conflict else "no prior-data conflict")
+           + "."]  # fmt: skip
+    never = never_turners(b, fit)
+    if never:
+        t50 = df[df["variable"] == "t50"].set_index("parameter")
+        parts = []
+        for m in never:
+            row = t50.loc[f"t50[{m}]"] if f"t50[{m}]" in t50.index else None
+            if row is None:
+                continue
+            parts.append(f"`{m}`: {row['verdict'] if row['verdict'] != '-' else 'not flagged'} "
+                         f"(prior {row['prior']:.3f}, likelihood {row['likelihood']:.3f})")  # fmt: skip
+        if parts:
+            seen = [t50.loc[f"t50[{m}]", "verdict"] for m in never if f"t50[{m}]" in t50.index]
+            n_weak = sum(v == WEAK for v in seen)
+            text = (f"A never-turner's t50 is expected to be prior-dominated: its ratings say only "
+                    f"that the curve has not risen by the last day, so the prior on t50 fills in "
+                    f"how far beyond it the midpoint lies. Never-turners of `{fit}` (P(t50 beyond "
+                    f"the last day) >= {NEVER_TURNER_P:g}): " + "; ".join(parts) + ". "
+                    + ("As expected." if n_weak == len(seen)
+                       else f"The expectation holds for {n_weak} of {len(seen)}."))  # fmt: skip
+            if CONFLICT in seen:
+                text += (" Where the likelihood sensitivity is at or above the threshold too, the "
+                         "ratings still move t50 (they push its lower bound), so the verdict is a "
+                         "conflict rather than a weak likelihood.")  # fmt: skip
+            if "-" in seen:
+                text += (" Not flagged: the prior sensitivity is below the threshold, i.e. the "
+                         "t50 prior is wide enough that scaling it barely moves the posterior.")  # fmt: skip
+            out.append(text)
+    return out
+
+
+def fit_table(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
+    """All rows when short, else the flagged rows (the CSV linked for the rest)."""
+    src = b.run.source(KEY, fit)
+    shown = df if len(df) <= b.cfg.max_inline_rows else df[df["verdict"] != "-"]
+    cols = ["parameter", "prior", "likelihood", "verdict"]
+    rows = shown[cols].reset_index(drop=True)
+    title = f"Power-scaling sensitivity of `{fit}`" + (
+        "" if len(shown) == len(df) else f" (the {len(shown)} flagged of {len(df)} parameters)"
+    )
+    thr = float(df["threshold"].iloc[0]) if len(df) else float("nan")
+    note = (f"prior, likelihood: CJS-based power-scaling sensitivity; flagged at {thr:g}. "
+            f"All {len(df)} rows: `{src}`.")  # fmt: skip
+    name = f"models_{fit}_sensitivity"
+    return [b.table(ReportTable(name, title, rows, display_frame(rows, 3), [src], [note]))]
+
+
+def section_sensitivity(b: Builder) -> Section:
+    """The section "Prior and likelihood sensitivity": one paragraph, table and figure per fit."""
+    s = Section("sensitivity", "Prior and likelihood sensitivity")
+    if not b.run.stage("models").ran:
+        return s.add(b.not_run("models", "the prior and likelihood sensitivity"))
+    fits = [f for f in b.run.fits if (b.run.path / b.run.source(KEY, f)).is_file()]
+    if not fits:
+        return s.add(Note("notrun", "No `models/<fit>/sensitivity.csv` in this run: the models "
+                          "stage predates the sensitivity check or could not compute it (its "
+                          "notes say why)."))  # fmt: skip
+    sim = simulated(b.run)
+    if sim:
+        s.add(Paragraph(f"SIMULATED data ({sim}): these sensitivities describe the models "
+                        "fitted to a simulated study, not real chatbots."))  # fmt: skip
+    s.add(Paragraph(
+        "Power-scaling sensitivity (Kallioinen et al. 2024; ArviZ's `psense`, as R's "
+        "priorsense): the prior, or the likelihood, is raised to a power near 1 and the draws "
+        "are reweighted by Pareto-smoothed importance sampling, without refitting; the "
+        "sensitivity is how fast each parameter's marginal posterior moves (cumulative "
+        "Jensen-Shannon distance per log2 of the power). The prior scaled is the models' "
+        "top-level priors (the prior table, not the population distributions of the "
+        "hierarchy); the likelihood is the one the sampler used (per model-day, the latent "
+        "stage integrated out; the onset model's consensus). Threshold 0.05: prior and "
+        "likelihood both at or above it is a potential prior-data conflict; prior above and "
+        "likelihood below is a weak likelihood (the prior dominates); anything else is not "
+        "flagged (-). The estimates carry Monte Carlo noise: at the default 4 x 1,000 draws, "
+        "draws sensitive to nothing score a median 0.013 (prior) and 0.031 (likelihood) on the "
+        "default study (`docs/models.md`), so a verdict decided within a few hundredths of the "
+        "threshold is not firm."))  # fmt: skip
+    n = n_draws(b)
+    if n is not None and n < MIN_DRAWS:
+        s.add(Note("info", f"This run drew {n} posterior draws per fit (the default is "
+                   f"{MIN_DRAWS}). At that size the sensitivities carry Monte Carlo noise of the "
+                   "order of the threshold (on 2 x 150 draws, draws that are sensitive to "
+                   "nothing score a median 0.04 for the prior and 0.09 for the likelihood: "
+                   "`delusion_bayes.models.sensitivity.noise_floor`), so most flags below are "
+                   "noise; rerun at the default settings before reading them.",
+                   "Few draws"))  # fmt: skip
+    verdicts = {v.model: v for v in b.diag.verdicts}
+    any_conflict = []
+    for fit in fits:
+        df = b.run.table(KEY, fit)
+        v = verdicts.get(fit)
+        if v is not None and v.passed is False:
+            s.add(Note("warning", f"`{fit}` FAILED its sampling diagnostics ({v.details}); its "
+                       "sensitivities are computed from unreliable draws.",
+                       "Diagnostics failed"))  # fmt: skip
+        s.add(*b.attempt(f"sensitivity of {fit}",
+                         lambda fit=fit, df=df: [Paragraph(" ".join(fit_sentences(b, fit, df)))]))  # fmt: skip
+        s.add(*b.attempt(b.run.source(KEY, fit), lambda fit=fit, df=df: fit_table(b, fit, df)))
+        png = f"{fit}/sensitivity.png"
+        if b.cfg.include_stage_figures and b.run.stage("models").has(png):
+            s.add(b.stage_figure("models", png, f"Sensitivity of {fit}"))
+        if (df["verdict"] == CONFLICT).any():
+            any_conflict.append(fit)
+    s.add(Paragraph(
+        ("A potential prior-data conflict was flagged in " + ", ".join(f"`{f}`" for f in any_conflict)
+         + ": for those parameters the prior is informative next to the data (both "
+         "sensitivities at or above the threshold), which is what a prior that disagrees with "
+         "the data looks like; compare the prior (the prior table, "
+         "`delusion_bayes/models/priors.py`) with the posterior before relying on them.")
+        if any_conflict else "No prior-data conflict was flagged in any fit."))  # fmt: skip
+    return s
