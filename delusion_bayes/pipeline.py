@@ -46,7 +46,7 @@ class RunDirError(RuntimeError):
 
 
 #: stages that read or write the shared cache (compiled models, fits, embeddings)
-CACHE_STAGES = ("text", "models", "replay")
+CACHE_STAGES = ("text", "models", "replay", "design")
 
 #: what a run writes at the top of its folder, besides one folder per stage
 RUN_FILES = (
