@@ -310,7 +310,7 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         raise ValueError(
             f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
         )
-    if "models" in cfg.stages and "sampler" in cfg:  # bad NUTS settings: before any work
+    if {"models", "design"} & set(cfg.stages) and "sampler" in cfg:  # bad NUTS settings: first
         from .inference.config import check_sampler_settings
 
         s = cfg.sampler
