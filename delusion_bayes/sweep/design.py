@@ -513,8 +513,11 @@ def summarize_design(
             "or < .025.")  # fmt: skip
     text = headline(cells)
     (out / "design_table.md").write_text(
-        "# Study design (simulated)\n\n" + note + "\n\n" + text + "\n\n"
-        + _markdown(table) + "\n"
+        "# Study design (SIMULATED studies)\n\n" + note + "\n\n" + text + "\n\n"
+        + "## Power (rejection rate +/- binomial SE)\n\n" + _markdown(_pm(cells, power=True))
+        + "\n\n## Precision and classification (mean +/- SE over studies)\n\n"
+        + _markdown(_pm(cells, power=False)) + "\n\nEvery column with its SE: "
+        "design_table.csv; tidy: design_cells.csv.\n"
     )  # fmt: skip
     (out / "design_headline.md").write_text(text + "\n")
     print(text)
@@ -527,13 +530,36 @@ def summarize_design(
     return table
 
 
+#: the precision columns of the Markdown table, in order
+PRECISION = ("t50_width", "t50_coverage", "alpha_ci_width", "icc2k_ci_width", "never_correct",
+             "never_false", "seconds")  # fmt: skip
+
+
+def _pm(cells: pd.DataFrame, *, power: bool) -> pd.DataFrame:
+    """One row per cell x method, ``value +/- se`` per power item (or precision metric)."""
+    sub = cells[cells["metric"] == "power"] if power else cells[cells["metric"].isin(PRECISION)]
+    if sub.empty:
+        return pd.DataFrame()
+    sub = sub.assign(
+        column=sub["item"] if power else sub["metric"],
+        text=[f"{v:.3g} +/- {e:.2g}" if np.isfinite(e) else f"{v:.3g}"
+              for v, e in zip(sub["value"], sub["se"], strict=True)],
+    )  # fmt: skip
+    idx = [*CELL, "method", "n_sims"]
+    wide = sub.pivot_table(index=idx, columns="column", values="text", aggfunc="first")
+    cols = [c for c in PRECISION if c in wide.columns] if not power else sorted(wide.columns)
+    wide = wide[cols].reset_index()
+    return wide.rename(columns={"n_raters": "raters", "n_models": "models", "n_days": "days",
+                                "discrimination_mean": "discrimination"})  # fmt: skip
+
+
 def _markdown(df: pd.DataFrame) -> str:
     cols = [str(c) for c in df.columns]
 
     def fmt(v: Any) -> str:
         if isinstance(v, float | np.floating):
-            return "" if not np.isfinite(v) else f"{v:.3g}"
-        return str(v)
+            return "" if not np.isfinite(v) else f"{v:g}"
+        return "" if v is None or (isinstance(v, float) and v != v) else str(v)
 
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
