@@ -40,6 +40,7 @@ Sweeps and methodology studies
   delusion-bayes -m experiment=sensitivity hydra/launcher=local    the multiverse (324 jobs)
   delusion-bayes-summarize SWEEP                    summary.csv, jobs.csv, multiverse.png
   delusion-bayes-coverage -m experiment=coverage    interval coverage on simulated studies
+  delusion-bayes -m experiment=design               how to size a study: power per design cell (simulated)
 
 Options are Hydra overrides (key=value); `--cfg job` prints the composed config,
 `--hydra-help` Hydra's own flags, `hydra.verbose=true` lets other libraries' INFO lines into the log.

@@ -25,6 +25,7 @@ GROUP_SCHEMAS: dict[str, tuple[str, str]] = {
     "text": ("delusion_bayes.text.config", "TextConfig"),
     "report": ("delusion_bayes.report.config", "ReportConfig"),
     "replay": ("delusion_bayes.config", "ReplayConfig"),
+    "design": ("delusion_bayes.sweep.config", "DesignConfig"),
 }
 
 DEFAULT_STAGES = ["baselines", "text", "models", "report"]
@@ -41,7 +42,7 @@ class _Top:
     name: str = "default"
     #: global seed (stages have their own seeds in their groups; this one seeds the rest)
     seed: int = 0
-    #: stages to run in order: baselines, text, models, replay, report
+    #: stages to run in order: baselines, text, models, replay, design, report
     stages: list[str] = field(default_factory=lambda: list(DEFAULT_STAGES))
     #: shared on-disk cache for compiled models and embeddings (shared across sweep jobs)
     cache_dir: str = field(default_factory=default_cache_dir)

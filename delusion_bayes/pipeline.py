@@ -46,7 +46,7 @@ class RunDirError(RuntimeError):
 
 
 #: stages that read or write the shared cache (compiled models, fits, embeddings)
-CACHE_STAGES = ("text", "models", "replay")
+CACHE_STAGES = ("text", "models", "replay", "design")
 
 #: what a run writes at the top of its folder, besides one folder per stage
 RUN_FILES = (
@@ -310,7 +310,7 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         raise ValueError(
             f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
         )
-    if "models" in cfg.stages and "sampler" in cfg:  # bad NUTS settings: before any work
+    if {"models", "design"} & set(cfg.stages) and "sampler" in cfg:  # bad NUTS settings: first
         from .inference.config import check_sampler_settings
 
         s = cfg.sampler

@@ -267,13 +267,26 @@ _FILES = (
        optional="truth:float"),
     _f("replay", "bayes_diagnostics.json", "sampler diagnostics and gate verdict of the "
        "Bayesian prevalence model"),
+    # design (experiment=design: simulated studies only) -----------------------------------
+    _f("design", "replicates.csv", "study design, SIMULATED: one row per simulated study x "
+       "method x quantity (intervals, contrasts, reliability, never-turner classification, "
+       "seconds), the coverage study's rows plus the cell",
+       "n_raters:int n_models:int n_days:int discrimination_mean:float replicate:int "
+       "preset:str seed:int method:str kind:str quantity:str item:str regime:str truth:float "
+       "estimate:float low_90:float high_90:float low_95:float high_95:float alternative:str "
+       "stat:float reject:float truth_diff:float seconds:float note:str", readers=("sweep",)),
+    _f("design", "cell.csv", "study design, SIMULATED: per method the power of each contrast "
+       "(binomial SE), t50 interval width and coverage, alpha and ICC(2,k) CI widths, "
+       "never-turner classification, seconds per study, with Monte Carlo SEs",
+       "data:str n_raters:int n_models:int n_days:int discrimination_mean:float method:str "
+       "metric:str item:str value:float se:float n:int n_sims:int", readers=("sweep",)),
 )
 
 _FILES += tuple(
     _f(stage, "index.json", "what the stage wrote: {files: {name: description}, headline: "
        "{...}, notes: [...]} (the baselines' also its settings: consensus rule, n_days, "
        "censor_day, seed, n_boot)", readers=("report", "sweep"))
-    for stage in ("baselines", "text", "models", "replay", "report")
+    for stage in ("baselines", "text", "models", "replay", "design", "report")
 ) + (_f("models", "{fit}/index.json", "the files, headline and gate of one fit"),)
 # fmt: on
 

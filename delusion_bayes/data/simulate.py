@@ -40,6 +40,23 @@ Presets
     common distribution: no difference between any pre-specified groups (for type-I error).
 ``small``
     5 models, 3 raters, 12 days; for tests.
+
+Scaling the roster (``n_models``)
+---------------------------------
+``n_models`` (the study-design experiment, :mod:`delusion_bayes.sweep.design`) scales a preset's
+roster while keeping the proportions of the groups the pre-specified contrasts compare (cohort,
+vendor, the 4.5 generation) and of the regimes. The roster is put in a *stratified order*
+(:func:`stratified_order`): greedily, each next model is the one that keeps the counts of every
+cohort, vendor, regime and of the 4.5 generation closest (least squares) to their shares in the
+whole roster times the number chosen so far (ties: roster order). ``n_models = q * R + r`` (``R``
+models in the roster) takes ``q`` full copies of the roster plus the first ``r`` models of that
+order, in roster order. Copy ``c >= 2`` of a model is named ``"<name> #c"`` and has the same
+truth (regime, L, k, t50, day noise, propensities, coords); its day noise and ratings are
+independent draws (the paper's one missing answer stays with the original Opus 4.1). On ``paper_like`` 8 models are Opus 4.1, GPT-5.1 Instant, Sonnet 4, Sonnet
+4.5, Gemini 2.5 Flash, Opus 4, Gemini 3.1 Pro, Opus 3 (late-2025 cohort 3/8 vs 6/15,
+anthropic 5/8 vs 8/15, generation 4.5 1/8 vs 3/15, never-turners 2/8 vs 4/15); 30 models are
+the 15 twice. Under ``null`` each scaled model draws its own exchangeable truth. Without
+``n_models`` (or with the roster's own size) a preset is exactly what it was.
 """
 
 from __future__ import annotations
@@ -108,6 +125,7 @@ _SMALL_MODELS: tuple[_ModelTruth, ...] = tuple(
 )  # fmt: skip
 
 PRESETS = ("paper_like", "null", "small")
+_FIELDS = tuple(_ModelTruth.__dataclass_fields__)
 
 #: overrides ``simulate_study`` accepts, with their meaning
 OVERRIDES = {
@@ -118,13 +136,83 @@ OVERRIDES = {
     "missing": "list of [model, day] whose answer is missing (whole model-day; default per preset)",
     "severity_sd": "sd of rater severities (default 0.3)",
     "discrimination_mean": "typical rater discrimination (default 3.5: recognition alpha near the paper's .76)",
+    "n_models": "number of chatbot models: the preset's roster repeated or subsampled in its "
+    "stratified order, keeping the contrast groups' and regimes' shares (module docstring)",
 }
 
+#: model attributes whose shares a scaled roster keeps (the contrasts' groups and the regimes)
+_STRATA = ("cohort", "vendor", "regime", "generation_4.5")
 
-def _null_models(rng: np.random.Generator) -> tuple[_ModelTruth, ...]:
-    """The paper's models and coords with exchangeable truth (no group differences)."""
+
+def _stratum(m: _ModelTruth, attr: str) -> Any:
+    return m.generation == "4.5" if attr == "generation_4.5" else getattr(m, attr)
+
+
+def stratified_order(models: tuple[_ModelTruth, ...] | None = None) -> list[int]:
+    """Indices of ``models`` (default the paper's 15) in the order a scaled roster takes them.
+
+    Greedy: the next model is the one after which the count of every level of every
+    :data:`_STRATA` attribute is closest (sum of squared differences) to that level's share of
+    the whole roster times the number of models chosen; ties go to the earlier roster position.
+    Every prefix of the order therefore keeps the groups' proportions as well as a greedy
+    choice can (module docstring).
+    """
+    models = _PAPER_MODELS if models is None else tuple(models)
+    n = len(models)
+    shares = {a: {} for a in _STRATA}
+    for m in models:
+        for a in _STRATA:
+            shares[a][_stratum(m, a)] = shares[a].get(_stratum(m, a), 0.0) + 1.0 / n
+    counts: dict[str, dict[Any, int]] = {a: {} for a in _STRATA}
+    order: list[int] = []
+    while len(order) < n:
+        size = len(order) + 1
+        best: tuple[float, int] | None = None
+        for i, m in enumerate(models):
+            if i in order:
+                continue
+            loss = 0.0
+            for a in _STRATA:
+                c = dict(counts[a])
+                c[_stratum(m, a)] = c.get(_stratum(m, a), 0) + 1
+                loss += sum((c.get(level, 0) - size * p) ** 2 for level, p in shares[a].items())
+            if best is None or loss < best[0] - 1e-12:
+                best = (loss, i)
+        assert best is not None
+        order.append(best[1])
+        for a in _STRATA:
+            key = _stratum(models[best[1]], a)
+            counts[a][key] = counts[a].get(key, 0) + 1
+    return order
+
+
+def scale_roster(models: tuple[_ModelTruth, ...], n_models: int) -> tuple[_ModelTruth, ...]:
+    """``n_models`` models from ``models``: full copies plus a stratified prefix (module
+    docstring); copy ``c >= 2`` of a model is named ``"<name> #c"``."""
+    n_models = int(n_models)
+    if n_models < 2:
+        raise ValueError(f"n_models = {n_models}; expected at least 2 models.")
+    size = len(models)
+    if n_models == size:
+        return tuple(models)
+    copies, rest = divmod(n_models, size)
+    extra = sorted(stratified_order(models)[:rest])
+    out: list[_ModelTruth] = []
+    for c in range(copies + (1 if rest else 0)):
+        for i, m in enumerate(models):
+            if c < copies or i in extra:
+                name = m.name if c == 0 else f"{m.name} #{c + 1}"
+                out.append(_ModelTruth(name, *[getattr(m, f) for f in _FIELDS[1:]]))
+    return tuple(out)
+
+
+def _null_models(
+    rng: np.random.Generator, roster: tuple[_ModelTruth, ...] = _PAPER_MODELS
+) -> tuple[_ModelTruth, ...]:
+    """The paper's models and coords (or a scaled roster's) with exchangeable truth (no group
+    differences)."""
     out = []
-    for m in _PAPER_MODELS:
+    for m in roster:
         t50 = float(rng.normal(16.0, 8.0))
         k = float(np.exp(rng.normal(np.log(1.0), 0.6)))
         out.append(
@@ -154,8 +242,8 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
     seed
         Seed of every random draw: the same seed gives an identical dataset.
     **overrides
-        See :data:`OVERRIDES` (``n_raters``, ``n_days``, ``texts``, ``missing_rate``, ``missing``,
-        ``severity_sd``, ``discrimination_mean``).
+        See :data:`OVERRIDES` (``n_raters``, ``n_days``, ``n_models``, ``texts``,
+        ``missing_rate``, ``missing``, ``severity_sd``, ``discrimination_mean``).
 
     Returns
     -------
@@ -187,13 +275,17 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
         np.random.default_rng(s) for s in streams
     )
 
+    roster = _SMALL_MODELS if preset == "small" else _PAPER_MODELS
+    if overrides.get("n_models") is not None:
+        roster = scale_roster(roster, int(overrides["n_models"]))
     if preset == "small":
-        models, n_raters, n_days, missing = _SMALL_MODELS, 3, 12, []
+        models, n_raters, n_days, missing = roster, 3, 12, []
     elif preset == "null":
-        models, n_raters, n_days, missing = _null_models(rng_truth), 4, 30, []
+        models, n_raters, n_days, missing = _null_models(rng_truth, roster), 4, 30, []
     else:
-        models, n_raters, n_days = _PAPER_MODELS, 4, 30
-        missing = [("Claude Opus 4.1", 30)]
+        models, n_raters, n_days = roster, 4, 30
+        # the paper's one missing answer, where that model is in the (scaled) roster
+        missing = [m for m in [("Claude Opus 4.1", 30)] if m[0] in {x.name for x in roster}]
     n_raters = int(overrides.get("n_raters", n_raters))
     n_days = int(overrides.get("n_days", n_days))
     missing = [tuple(x) for x in overrides.get("missing", missing) if int(x[1]) <= n_days]

@@ -5,7 +5,7 @@ never the whole config) and ``KIND``: the study kinds it applies to. ``run`` wri
 ``run_dir / <stage name>/`` and returns a small dict of headline results (for logs and sweeps).
 """
 
-STAGES: tuple[str, ...] = ("baselines", "text", "models", "replay", "report")
+STAGES: tuple[str, ...] = ("baselines", "text", "models", "replay", "design", "report")
 
 
 def setting(node, key: str, default):

@@ -134,9 +134,17 @@ def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: boo
         ``permutation_contrasts(...).summary`` (empty without contrasts).
     """
     from ..baselines import analyse_trajectory
-    from ..data.schema import MODEL, RESAMPLE
 
     res = analyse_trajectory(ds, bcfg, seed=seed, progress=progress, milestone_replicates=True)
+    return baseline_estimates(res, ds)
+
+
+def baseline_estimates(res: Any, ds: xr.Dataset) -> tuple[dict[str, Any], pd.DataFrame]:
+    """:func:`analyse_baselines`'s estimates and contrasts from an ``analyse_trajectory``
+    result made with ``milestone_replicates=True`` (for callers that also need the rest of
+    that result, e.g. its reliability table: :mod:`delusion_bayes.sweep.design`)."""
+    from ..data.schema import MODEL, RESAMPLE
+
     models = ds[MODEL].values
     table = res.logistic.summary.reindex(models)
     reps = res.logistic.extra["replicates"]
@@ -283,6 +291,62 @@ def _by_name(contrasts: Sequence[Any], name: str) -> Any:
     raise KeyError(name)
 
 
+def baseline_rows(
+    est: Mapping[str, Any],
+    con: pd.DataFrame,
+    ds: xr.Dataset,
+    truth: xr.Dataset,
+    contrasts: Sequence[Any],
+    base: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """The baselines' replicate rows: one interval row per quantity and model, one contrast
+    row per contrast and quantity (``stat`` = the permutation p, ``reject`` = p < .05)."""
+    from ..data.schema import MODEL
+
+    rows = _interval_rows(BASELINE, est, truth, ds[MODEL].values, base)
+    for _, r in con.iterrows():
+        c = _by_name(contrasts, r["contrast"])
+        rows.append({**base, "method": BASELINE, "kind": "contrast", "quantity": r["quantity"],
+                     "item": r["contrast"], "alternative": r["alternative"], "stat": r["pvalue"],
+                     "reject": bool(r["pvalue"] < 0.05) if np.isfinite(r["pvalue"]) else np.nan,
+                     "truth_diff": _true_diff(truth, ds, c, r["quantity"])})  # fmt: skip
+    return rows
+
+
+def posterior_rows(
+    method: str,
+    dt: Any,
+    ds: xr.Dataset,
+    truth: xr.Dataset,
+    contrasts: Sequence[Any],
+    base: Mapping[str, Any],
+    *,
+    stable_run: int = 3,
+    censor_day: int | None = None,
+    started: float | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One fitted model's replicate rows (intervals, contrasts, a ``fit`` row with its seconds
+    since ``started`` (a ``time.perf_counter()`` before the fit) and diagnostics) and its
+    estimates (:func:`analyse_posterior`)."""
+    from ..data.schema import MODEL
+
+    post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt.posterior
+    est, pcon = analyse_posterior(
+        post, ds, stable_run=stable_run, censor_day=censor_day, contrasts=contrasts
+    )
+    rows = _interval_rows(method, est, truth, ds[MODEL].values, base)
+    for _, r in pcon.iterrows():
+        c = _by_name(contrasts, r["contrast"])
+        rows.append({**base, "method": method, "kind": "contrast", "quantity": r["quantity"],
+                     "item": r["contrast"], "alternative": r["alternative"], "stat": r["stat"],
+                     "reject": r["reject"], "truth_diff": _true_diff(truth, ds, c, r["quantity"])})  # fmt: skip
+    diag = _diagnostics(dt)
+    rows.append({**base, "method": method, "kind": "fit", "quantity": "seconds",
+                 "seconds": np.nan if started is None else time.perf_counter() - started,
+                 "note": f"max_rhat={diag['max_rhat']:.3f} divergences={diag['divergences']:.0f}"})  # fmt: skip
+    return rows, est
+
+
 def analyse_replicate(
     ds: xr.Dataset,
     *,
@@ -317,7 +381,7 @@ def analyse_replicate(
     pandas.DataFrame
         Tidy rows with :data:`REPLICATE_COLUMNS`.
     """
-    from ..data.schema import DAY, MODEL
+    from ..data.schema import DAY
 
     bget = (
         baselines.get if hasattr(baselines, "get") else (lambda k, d=None: getattr(baselines, k, d))
@@ -327,7 +391,6 @@ def analyse_replicate(
     cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
     contrasts = list(bget("contrasts", []) or [])
     truth = true_quantities(ds, stable_run=stable_run, censor_day=cens)
-    models = ds[MODEL].values
     base = {"preset": str(ds.attrs.get("preset", "")), "seed": int(ds.attrs.get("seed", seed))}
     rows: list[dict[str, Any]] = []
 
@@ -335,13 +398,7 @@ def analyse_replicate(
     est, con = analyse_baselines(
         ds, baselines, seed=int(bget("seed", 0) or 0) + seed, progress=progress
     )
-    rows += _interval_rows(BASELINE, est, truth, models, base)
-    for _, r in con.iterrows():
-        c = _by_name(contrasts, r["contrast"])
-        rows.append({**base, "method": BASELINE, "kind": "contrast", "quantity": r["quantity"],
-                     "item": r["contrast"], "alternative": r["alternative"], "stat": r["pvalue"],
-                     "reject": bool(r["pvalue"] < 0.05) if np.isfinite(r["pvalue"]) else np.nan,
-                     "truth_diff": _true_diff(truth, ds, c, r["quantity"])})  # fmt: skip
+    rows += baseline_rows(est, con, ds, truth, contrasts, base)
     rows.append({**base, "method": BASELINE, "kind": "fit", "quantity": "seconds",
                  "seconds": time.perf_counter() - t0})  # fmt: skip
 
@@ -353,20 +410,11 @@ def analyse_replicate(
         for method in methods:
             t0 = time.perf_counter()
             dt = fit_fn(ds, model=method, **kwargs)
-            post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt.posterior
-            est, pcon = analyse_posterior(
-                post, ds, stable_run=stable_run, censor_day=cens, contrasts=contrasts
-            )
-            rows += _interval_rows(method, est, truth, models, base)
-            for _, r in pcon.iterrows():
-                c = _by_name(contrasts, r["contrast"])
-                rows.append({**base, "method": method, "kind": "contrast", "quantity": r["quantity"],
-                             "item": r["contrast"], "alternative": r["alternative"], "stat": r["stat"],
-                             "reject": r["reject"], "truth_diff": _true_diff(truth, ds, c, r["quantity"])})  # fmt: skip
-            diag = _diagnostics(dt)
-            rows.append({**base, "method": method, "kind": "fit", "quantity": "seconds",
-                         "seconds": time.perf_counter() - t0,
-                         "note": f"max_rhat={diag['max_rhat']:.3f} divergences={diag['divergences']:.0f}"})  # fmt: skip
+            new, _ = posterior_rows(
+                method, dt, ds, truth, contrasts, base, stable_run=stable_run, censor_day=cens,
+                started=t0,
+            )  # fmt: skip
+            rows += new
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
 
 

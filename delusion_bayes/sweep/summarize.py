@@ -16,7 +16,10 @@ multirun directory (or ``--out``):
 
 A directory holding coverage replicates (``replicates/*.csv`` from ``experiment=coverage``) is
 also aggregated into ``coverage.csv`` and ``coverage.png``/``.pdf``
-(:mod:`delusion_bayes.sweep.coverage`).
+(:mod:`delusion_bayes.sweep.coverage`). A study-design sweep (``experiment=design``: jobs with
+``design/cell.csv``) also gets ``design_cells.csv``, ``design_table.csv``/``.md``,
+``power.png``/``.pdf`` and ``design_headline.md`` (:mod:`delusion_bayes.sweep.design`; every one
+says that its numbers are from simulated studies), and the headline is printed.
 
 References
 ----------
@@ -134,13 +137,18 @@ def summarize(
     jobs_table(jobs).to_csv(out / "jobs.csv", index=False)
     n_bad = sum(not j.ok for j in jobs)
     log.info("%d jobs (%d not ok) -> %s", len(jobs), n_bad, out / "summary.csv")
-    if plot and any(j.run for j in jobs):  # coverage jobs write replicates, not run dirs
+    from .design import has_design, summarize_design
+
+    design = has_design(sweep_dir)
+    if plot and any(j.run for j in jobs) and not design:  # coverage: replicates, not run dirs
         from .plot import plot_multiverse
 
         fig = plot_multiverse(summary, sweep_keys(jobs))
         save_figure(fig, out / "multiverse", formats)
     if coverage_only:
         aggregate_coverage(sweep_dir / REPLICATE_DIR, out, plot=plot, formats=formats)
+    if design:
+        summarize_design(sweep_dir, out, plot=plot, formats=formats)
     return summary
 
 
@@ -156,7 +164,8 @@ def summarize_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="delusion-bayes-summarize",
         description="Gather a delusion-bayes multirun into summary.csv, jobs.csv and a "
-        "multiverse (specification-curve) plot; a coverage study also into coverage.csv.",
+        "multiverse (specification-curve) plot; a coverage study also into coverage.csv; a "
+        "study-design sweep (experiment=design) into design_table.csv/.md and power.png/.pdf.",
     )
     parser.add_argument("sweep_dir", help="the multirun directory (hydra.sweep.dir)")
     parser.add_argument("--out", default=None, help="output directory (default: sweep_dir)")

@@ -123,3 +123,60 @@ def test_overrides_and_errors():
         simulate_study(preset="small", n_rater=3)
     with pytest.raises(ValueError, match=r"unknown preset 'paper'"):
         simulate_study(preset="paper")
+
+
+# ------------------------------------------------------------------------------------------
+# n_models: the roster scaled for the study-design experiment
+# ------------------------------------------------------------------------------------------
+def _shares(ds, coord, value):
+    return float((ds[coord].values == value).mean())
+
+
+@pytest.mark.parametrize("n", [8, 15, 20, 30, 45])
+def test_n_models_sizes_and_group_shares(n):
+    """The scaled roster has n distinct models and keeps the contrasts' group shares: exact
+    for whole copies (30, 45), within one model of the roster's share otherwise."""
+    base = simulate_study(preset="paper_like", seed=0, texts=False)
+    ds = simulate_study(preset="paper_like", seed=0, texts=False, n_models=n)
+    assert ds.sizes["model"] == n and len(set(ds["model"].values)) == n
+    for coord, value in (("cohort", "late-2025"), ("vendor", "anthropic"), ("generation", "4.5")):
+        tol = 1e-12 if n % 15 == 0 else 1.0 / n + 1e-12
+        assert abs(_shares(ds, coord, value) - _shares(base, coord, value)) <= tol, (coord, n)
+    never = float((ds["true_regime"].values == "never").mean())
+    assert abs(never - 4 / 15) <= (1e-12 if n % 15 == 0 else 1.0 / n + 1e-12)
+    # every contrast group keeps at least one model on each side
+    for coord, value in (("cohort", "late-2025"), ("vendor", "anthropic"), ("generation", "4.5")):
+        assert 0 < (ds[coord].values == value).sum() < n
+
+
+def test_n_models_copies_share_the_truth_not_the_noise():
+    ds = simulate_study(preset="paper_like", seed=0, texts=False, n_models=30)
+    a, b = ds.sel(model="GPT-4o"), ds.sel(model="GPT-4o #2")
+    for v in ("true_L", "true_k", "true_t50", "true_regime", "cohort", "vendor", "generation"):
+        assert a[v].item() == b[v].item(), v
+    assert not np.array_equal(a["true_stage"].values, b["true_stage"].values)
+    # the paper's one missing answer stays with the original model only
+    observed = ds["recognition"].notnull().any("rater")
+    assert int(observed.sum()) == 30 * 30 - 1
+
+
+def test_n_models_is_reproducible_and_leaves_the_presets_alone():
+    a = simulate_study(preset="paper_like", seed=4, n_models=8, texts=False)
+    b = simulate_study(preset="paper_like", seed=4, n_models=8, texts=False)
+    xr.testing.assert_identical(a, b)
+    # the roster's own size is the preset itself, value for value (tests pin those values)
+    for preset in ("paper_like", "null", "small"):
+        size = simulate_study(preset=preset, seed=3).sizes["model"]
+        xr.testing.assert_identical(
+            simulate_study(preset=preset, seed=3),
+            simulate_study(preset=preset, seed=3, n_models=size),
+        )
+    # 8 models: the first 8 of the stratified order, in roster order
+    assert list(a["model"].values) == [
+        "Claude Sonnet 4.5", "GPT-5.1 Instant", "Claude Opus 4.1", "Claude Opus 4",
+        "Claude Opus 3", "Gemini 3.1 Pro", "Claude Sonnet 4", "Gemini 2.5 Flash",
+    ]  # fmt: skip
+    null = simulate_study(preset="null", seed=0, n_models=30, texts=False)
+    assert null.sizes["model"] == 30 and set(null["true_regime"].values) == {"exchangeable"}
+    with pytest.raises(ValueError, match="n_models = 1"):
+        simulate_study(preset="small", n_models=1)

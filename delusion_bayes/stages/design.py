@@ -1,0 +1,103 @@
+"""Pipeline stage ``design``: one cell of the study-design experiment (``experiment=design``).
+
+The analysis is :func:`delusion_bayes.sweep.design.run_cell` (simulate ``design.n_sims``
+studies of the cell from ``data.preset``, analyse each with the baselines and the first
+``design.n_sims_bayes`` also with ``design.model``); this module writes its replicate rows and
+per-cell metrics into ``run_dir/design/`` through the results contract. Every number is from
+simulated studies (the files say so). Seeds: study ``i`` is ``simulate_study(seed=data.seed +
+i)``, its bootstrap ``baselines.seed + i``, its MCMC ``sampler.seed + i``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+
+from .. import results
+from . import setting
+
+log = logging.getLogger(__name__)
+
+NEEDS = ("design", "data", "baselines", "sampler")
+KIND = ("trajectory",)
+
+
+def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
+    """Simulate and analyse the cell's studies; write ``design/replicates.csv``,
+    ``design/cell.csv`` and ``design/index.json``; return the headline (power per contrast of
+    the permutation test and of the posterior, seconds per study)."""
+    from omegaconf import OmegaConf
+
+    from ..sweep.config import DESIGN_MODELS
+    from ..sweep.design import cell_metrics, cell_of, run_cell
+
+    d, data, s = cfg.design, cfg.data, cfg.sampler
+    if data.source != "simulate" or data.kind != "trajectory":
+        raise ValueError(
+            "the design stage simulates trajectory studies; got data.source="
+            f"{data.source!r}, data.kind={data.kind!r} (use data=paper_like, as experiment=design)"
+        )
+    model = str(setting(d, "model", "onset"))
+    n_bayes = int(setting(d, "n_sims_bayes", 0))
+    if n_bayes and model not in DESIGN_MODELS:
+        raise ValueError(f"design.model = {model!r}; expected one of {list(DESIGN_MODELS)}")
+    cell = cell_of(d)
+    overrides = OmegaConf.to_container(data.overrides, resolve=True) if data.overrides else {}
+    overrides = {k: v for k, v in overrides.items() if k not in cell}  # the cell is design.*
+    fit_kwargs = {
+        "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains),
+        "sampler": str(s.name), "cores": int(s.cores), "seed": int(s.seed),
+        "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
+        "cache_dir": cfg.get("cache_dir"), "log_likelihood": False,
+        "posterior_predictive": False,
+    }  # fmt: skip
+    n_sims = int(setting(d, "n_sims", 1))
+    preset = str(data.preset)
+    label = ", ".join(f"{k}={v:g}" for k, v in cell.items())
+
+    def progress(i: int, seconds: float) -> None:
+        kind = f"baselines + {model}" if i < n_bayes else "baselines"
+        log.info("design %s: study %d/%d (%s) %.1f s", label, i + 1, n_sims, kind, seconds)
+
+    baselines = OmegaConf.to_container(cfg.baselines, resolve=True)
+    reps = run_cell(
+        cell, baselines=baselines, n_sims=n_sims, n_sims_bayes=n_bayes, method=model,
+        fit_kwargs=fit_kwargs, preset=preset, seed=int(data.seed), overrides=overrides,
+        progress=progress,
+    )  # fmt: skip
+    reps["reject"] = reps["reject"].map(lambda v: float(v) if v == v and v is not None else v)
+    source = f"simulated {preset}"
+    metrics = cell_metrics(reps, data=source)
+    results.write(run_dir, "design/replicates.csv", reps)
+    results.write(run_dir, "design/cell.csv", metrics)
+
+    power = metrics[metrics["metric"] == "power"]
+    headline: dict[str, Any] = {
+        f"power:{r['method']}:{r['item']}": round(float(r["value"]), 4) for _, r in power.iterrows()
+    }
+    for _, r in metrics[metrics["metric"] == "seconds"].iterrows():
+        headline[f"seconds_per_study:{r['method']}"] = round(float(r["value"]), 2)
+    index = {
+        "files": {
+            "replicates.csv": f"one row per simulated study x method x quantity ({source})",
+            "cell.csv": f"power and precision of this design cell ({source}), with MC SEs",
+        },
+        "headline": headline,
+        "notes": [
+            f"SIMULATED: {n_sims} studies from preset {preset} (seeds {int(data.seed)}.."
+            f"{int(data.seed) + n_sims - 1}); the first {n_bayes} also fitted with {model}",
+        ],
+        "config": {
+            **cell,
+            "n_sims": n_sims,
+            "n_sims_bayes": n_bayes,
+            "model": model,
+            "preset": preset,
+            "seed": int(data.seed),
+        },  # fmt: skip
+    }
+    results.write(run_dir, "design/index.json", index)
+    return headline

@@ -1,0 +1,566 @@
+"""How should I size my next study? Power and precision of one study design, on simulated studies.
+
+A *cell* of the design is a number of raters, chatbot models and days and a rater noise level
+(the typical rater discrimination: lower = noisier ratings). S studies are simulated for a cell
+from a generative preset (``paper_like``: four regimes and real group differences; the roster
+scaled to ``n_models`` as :func:`delusion_bayes.data.simulate_study` documents) and each is
+analysed with the same code as the coverage study (:mod:`delusion_bayes.sweep.coverage`):
+
+``baselines`` (every one of the ``n_sims`` studies; cheap)
+    the paper's analysis (:func:`delusion_bayes.baselines.analyse_trajectory`): exact rank-sum
+    permutation tests of the pre-specified contrasts (``baselines.contrasts``), least-squares t50
+    with its rater-bootstrap percentile interval, Krippendorff's alpha of the recognition
+    ratings with its unit-bootstrap CI (``baselines.alpha_boot``), ICC(2,k) with its F-based
+    (McGraw & Wong) CI as :func:`delusion_bayes.baselines.icc` computes it, and the regime of
+    each model from the consensus milestones (:func:`delusion_bayes.sweep.quantities.classify_regime`);
+the Bayesian model (``design.model``, the first ``n_sims_bayes`` studies)
+    posterior contrasts (difference of group means per draw; reject when P(diff > 0) > .975 or
+    < .025), the posterior t50 interval, the regime from the posterior medians of the milestones.
+
+Per cell and method it reports (:func:`cell_metrics`):
+
+* ``power``: the rejection rate of each contrast x quantity (under ``paper_like`` the groups
+  differ, so it is power; under ``null`` it is the type-I error), binomial SE;
+* ``t50_width`` / ``t50_coverage``: mean width and coverage of the 95% t50 interval of the
+  turning models (true t50 within the study), SE over studies (the models of one study are not
+  independent);
+* ``alpha_ci_width``, ``icc2k_ci_width`` (and the point values ``alpha``, ``icc2k``): the
+  precision of the reliability estimates, SE over studies;
+* ``never_correct``: the share of true never-turners (``true_regime == "never"``) classified
+  ``never``; ``never_false``: the share of the other models classified ``never`` (at 20 days
+  the late turners have not turned yet, so they look like never-turners);
+* ``seconds``: the time per study.
+
+Every number here is from simulated studies: ``data`` says so in every table.
+
+Run as a multirun of the main CLI (one job per cell; ``experiments/design.yaml``)::
+
+    delusion-bayes -m experiment=design
+    delusion-bayes-summarize multirun/design   # design_table.csv/.md, power.png/.pdf, headline
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .config import DesignConfig
+from .coverage import (
+    baseline_estimates,
+    baseline_rows,
+    posterior_rows,
+    true_quantities,
+)
+from .coverage_metrics import BASELINE, REPLICATE_COLUMNS
+
+log = logging.getLogger(__name__)
+
+#: what makes a cell of the design (the sweep's factors)
+CELL: tuple[str, ...] = ("n_raters", "n_models", "n_days", "discrimination_mean")
+#: columns of a design replicate row: the cell, the replicate number, the coverage row columns
+DESIGN_COLUMNS: tuple[str, ...] = (*CELL, "replicate", *REPLICATE_COLUMNS)
+#: columns of the per-cell metrics
+METRIC_COLUMNS: tuple[str, ...] = (
+    "data", *CELL, "method", "metric", "item", "value", "se", "n", "n_sims",
+)  # fmt: skip
+#: the regime whose classification is scored
+NEVER = "never"
+#: rated variables the design study does not score (dropped before the baselines run)
+UNSCORED: tuple[str, ...] = ("confidence", "intervention", "disengagement")
+
+
+def _get(node: Any, key: str, default: Any = None) -> Any:
+    if node is None:
+        return default
+    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
+    return default if value is None else value
+
+
+def cell_of(design: Any) -> dict[str, Any]:
+    """``{n_raters, n_models, n_days, discrimination_mean}`` of a ``design`` node."""
+    d = DesignConfig()
+    return {
+        "n_raters": int(_get(design, "n_raters", d.n_raters)),
+        "n_models": int(_get(design, "n_models", d.n_models)),
+        "n_days": int(_get(design, "n_days", d.n_days)),
+        "discrimination_mean": float(_get(design, "discrimination_mean", d.discrimination_mean)),
+    }
+
+
+def simulate_cell(
+    cell: Mapping[str, Any],
+    seed: int,
+    *,
+    preset: str = "paper_like",
+    overrides: Mapping[str, Any] | None = None,
+) -> xr.Dataset:
+    """One simulated study of ``cell`` (``overrides``: further ``simulate_study`` overrides,
+    below the cell's; no texts)."""
+    from ..data import simulate_study
+
+    kw = {**dict(overrides or {}), "texts": False, **{k: cell[k] for k in CELL}}
+    return simulate_study(preset=preset, seed=int(seed), **kw)
+
+
+# ------------------------------------------------------------------------------------------
+# one study
+# ------------------------------------------------------------------------------------------
+def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list[dict]:
+    """Krippendorff's alpha (unit-bootstrap CI, when ``alpha_boot`` > 0) and ICC(2,k) (its
+    F-based CI) of the recognition ratings."""
+    from ..baselines import icc
+    from ..data.schema import RATER
+
+    rows = []
+    table = res.reliability.summary
+    if "recognition" in table.index:
+        r = table.loc["recognition"]
+        rows.append({**base, "method": BASELINE, "kind": "reliability", "quantity": "alpha",
+                     "item": "recognition", "estimate": float(r["alpha"]),
+                     "low_95": float(r.get("alpha_ci_low", np.nan)),
+                     "high_95": float(r.get("alpha_ci_high", np.nan)),
+                     "note": "unit bootstrap"})  # fmt: skip
+    rec = ds["recognition"].transpose(RATER, ...).values.reshape(ds.sizes[RATER], -1)
+    try:
+        with np.errstate(all="ignore"):
+            t = icc(rec.T).loc["ICC2k"]
+        est, lo, hi = float(t["icc"]), float(t["ci_low"]), float(t["ci_high"])
+    except ValueError:
+        est = lo = hi = np.nan
+    rows.append({**base, "method": BASELINE, "kind": "reliability", "quantity": "icc2k",
+                 "item": "recognition", "estimate": est, "low_95": lo, "high_95": hi,
+                 "note": "F-based CI (McGraw & Wong)"})  # fmt: skip
+    return rows
+
+
+def _classify_rows(
+    method: str,
+    first_clinical: np.ndarray,
+    first_stable: np.ndarray,
+    ds: xr.Dataset,
+    censor_day: int,
+    base: Mapping[str, Any],
+) -> list[dict]:
+    """One row per model: ``truth`` = 1 for a true never-turner (``true_regime``), ``estimate``
+    = 1 when :func:`classify_regime` says ``never``; ``note`` = the regime it gave."""
+    from ..data.schema import DAY, MODEL
+    from .quantities import classify_regime
+
+    n_days = int(ds[DAY].max())
+    regime = ds["true_regime"].values if "true_regime" in ds else [""] * ds.sizes[MODEL]
+    rows = []
+    for i, m in enumerate(ds[MODEL].values):
+        got = classify_regime(float(first_clinical[i]), float(first_stable[i]), n_days=n_days,
+                              censor_day=censor_day)  # fmt: skip
+        rows.append({**base, "method": method, "kind": "classify", "quantity": "never",
+                     "item": str(m), "regime": str(regime[i]),
+                     "truth": float(str(regime[i]) == NEVER), "estimate": float(got == NEVER),
+                     "note": got})  # fmt: skip
+    return rows
+
+
+def analyse_study(
+    ds: xr.Dataset,
+    *,
+    baselines: Any,
+    method: str | None = None,
+    fit_kwargs: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    fit_fn: Callable[..., Any] | None = None,
+) -> pd.DataFrame:
+    """Analyse one simulated study: the baselines, and ``method`` (``onset``/``joint``) when
+    given. Tidy rows with :data:`REPLICATE_COLUMNS` (the coverage study's rows, plus
+    ``kind = reliability`` and ``kind = classify`` rows).
+
+    ``seed`` is added to ``baselines.seed`` (bootstrap) and to ``fit_kwargs["seed"]``.
+    """
+    from ..baselines import analyse_trajectory
+    from ..data.schema import DAY, MODEL
+
+    stable_run = int(_get(baselines, "stable_run", 3))
+    cens = _get(baselines, "censor_day", None)
+    cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
+    contrasts = list(_get(baselines, "contrasts", []) or [])
+    truth = true_quantities(ds, stable_run=stable_run, censor_day=cens)
+    base = {"preset": str(ds.attrs.get("preset", "")), "seed": int(ds.attrs.get("seed", seed))}
+
+    t0 = time.perf_counter()
+    # what is scored comes from the recognition ratings and the adjudicated Level A/B codes:
+    # the other rated variables (their reliability rows, Table 2, Figure 2, section F) are
+    # dropped before the baselines run, which more than halves their time and changes nothing
+    # scored here (every resampling of a variable is seeded on its own)
+    unscored = [v for v in UNSCORED if v in ds.data_vars]
+    res = analyse_trajectory(
+        ds.drop_vars(unscored), baselines, seed=int(_get(baselines, "seed", 0)) + seed,
+        milestone_replicates=True,
+    )  # fmt: skip
+    est, con = baseline_estimates(res, ds)
+    rows = baseline_rows(est, con, ds, truth, contrasts, base)
+    rows += _reliability_rows(res, ds, base)
+    ms = res.milestones.reindex({MODEL: ds[MODEL].values})
+    rows += _classify_rows(BASELINE, ms["first_clinical"].values, ms["first_stable"].values,
+                           ds, cens, base)  # fmt: skip
+    rows.append({**base, "method": BASELINE, "kind": "fit", "quantity": "seconds",
+                 "seconds": time.perf_counter() - t0})  # fmt: skip
+
+    if method:
+        if fit_fn is None:
+            from ..models import fit as fit_fn
+        kwargs = dict(fit_kwargs or {})
+        kwargs["seed"] = int(kwargs.get("seed", 0)) + seed
+        t0 = time.perf_counter()
+        dt = fit_fn(ds, model=method, **kwargs)
+        new, pest = posterior_rows(method, dt, ds, truth, contrasts, base,
+                                   stable_run=stable_run, censor_day=cens, started=t0)  # fmt: skip
+        rows += new
+        rows += _classify_rows(method, pest["first_clinical"][0], pest["first_stable"][0],
+                               ds, cens, base)  # fmt: skip
+    return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
+
+
+def run_cell(
+    cell: Mapping[str, Any],
+    *,
+    baselines: Any,
+    n_sims: int,
+    n_sims_bayes: int = 0,
+    method: str | None = "onset",
+    fit_kwargs: Mapping[str, Any] | None = None,
+    preset: str = "paper_like",
+    seed: int = 0,
+    overrides: Mapping[str, Any] | None = None,
+    fit_fn: Callable[..., Any] | None = None,
+    progress: Callable[[int, float], None] | None = None,
+) -> pd.DataFrame:
+    """Simulate and analyse ``n_sims`` studies of ``cell`` (seeds ``seed, seed + 1, ...``); the
+    first ``n_sims_bayes`` also with ``method``. Rows with :data:`DESIGN_COLUMNS`."""
+    if n_sims < 1 or not 0 <= n_sims_bayes <= n_sims:
+        raise ValueError(
+            f"design: n_sims = {n_sims}, n_sims_bayes = {n_sims_bayes}; expected n_sims >= 1 "
+            "and 0 <= n_sims_bayes <= n_sims"
+        )
+    frames = []
+    for i in range(int(n_sims)):
+        t0 = time.perf_counter()
+        ds = simulate_cell(cell, seed + i, preset=preset, overrides=overrides)
+        rows = analyse_study(
+            ds, baselines=baselines, method=method if (method and i < n_sims_bayes) else None,
+            fit_kwargs=fit_kwargs, seed=i, fit_fn=fit_fn,
+        )  # fmt: skip
+        rows.insert(0, "replicate", i)
+        for j, k in enumerate(CELL):
+            rows.insert(j, k, cell[k])
+        frames.append(rows)
+        if progress is not None:
+            progress(i, time.perf_counter() - t0)
+    return pd.concat(frames, ignore_index=True).reindex(columns=list(DESIGN_COLUMNS))
+
+
+# ------------------------------------------------------------------------------------------
+# per-cell metrics
+# ------------------------------------------------------------------------------------------
+def binomial_se(p: float, n: int) -> float:
+    """``sqrt(p (1 - p) / n)`` (NaN for n = 0)."""
+    return math.sqrt(p * (1.0 - p) / n) if n > 0 and np.isfinite(p) else np.nan
+
+
+def _over_studies(values: pd.Series, by: pd.Series) -> tuple[float, float, int]:
+    """Mean of the per-study means and its SE (sd over studies / sqrt(n studies))."""
+    per = values.groupby(by).mean().dropna()
+    n = len(per)
+    if n == 0:
+        return np.nan, np.nan, 0
+    se = float(per.std(ddof=1) / math.sqrt(n)) if n > 1 else np.nan
+    return float(per.mean()), se, n
+
+
+def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame:
+    """Per cell x method: power per contrast, t50 interval width and coverage (turning models),
+    alpha and ICC(2,k) CI widths, never-turner classification, seconds (module docstring).
+
+    ``value`` is the estimate, ``se`` its Monte Carlo standard error (binomial for power, over
+    studies otherwise), ``n`` what it is over (studies, or model-studies for the t50
+    coverage), ``n_sims`` the studies of the cell analysed by that method.
+    """
+    out: list[dict[str, Any]] = []
+    if reps.empty:
+        return pd.DataFrame(columns=list(METRIC_COLUMNS))
+    for key, g in reps.groupby(list(CELL), sort=True):
+        cell = dict(zip(CELL, key, strict=True))
+        n_days = int(cell["n_days"])
+        for method, gm in g.groupby("method", sort=False):
+            n_sims = int(gm["replicate"].nunique())
+
+            def add(metric, item, value, se, n, _cell=cell, _method=method, _n=n_sims):
+                out.append({"data": data, **_cell, "method": _method, "metric": metric,
+                            "item": item, "value": value, "se": se, "n": n, "n_sims": _n})  # fmt: skip
+
+            con = gm[gm["kind"] == "contrast"]
+            for (item, q), gc in con.groupby(["item", "quantity"], sort=False):
+                rej = pd.to_numeric(gc["reject"].astype(object), errors="coerce").dropna()
+                p = float(rej.mean()) if len(rej) else np.nan
+                add("power", f"{item}: {q}", p, binomial_se(p, len(rej)), len(rej))
+            iv = gm[(gm["kind"] == "interval") & (gm["quantity"] == "t50")]
+            iv = iv[iv["truth"].astype(float) <= n_days]
+            if not iv.empty:
+                lo, hi = iv["low_95"].astype(float), iv["high_95"].astype(float)
+                ok = np.isfinite(lo) & np.isfinite(hi)
+                width = (hi - lo).where(ok)
+                cover = ((lo <= iv["truth"]) & (iv["truth"] <= hi)).astype(float).where(ok)
+                v, se, n = _over_studies(width, iv["replicate"])
+                add("t50_width", "t50 (turning models)", v, se, n)
+                v, se, _ = _over_studies(cover, iv["replicate"])
+                add("t50_coverage", "t50 (turning models)", v, se, int(ok.sum()))
+            rel = gm[gm["kind"] == "reliability"]
+            for q, gr in rel.groupby("quantity", sort=False):
+                w = gr["high_95"].astype(float) - gr["low_95"].astype(float)
+                v, se, n = _over_studies(w, gr["replicate"])
+                add(f"{q}_ci_width", "recognition", v, se, n)
+                v, se, n = _over_studies(gr["estimate"].astype(float), gr["replicate"])
+                add(q, "recognition", v, se, n)
+            cl = gm[gm["kind"] == "classify"]
+            if not cl.empty:
+                never = cl["truth"].astype(float) == 1.0
+                for metric, sub in (("never_correct", cl[never]), ("never_false", cl[~never])):
+                    if sub.empty:
+                        continue
+                    v, se, n = _over_studies(sub["estimate"].astype(float), sub["replicate"])
+                    add(metric, "regime = never", v, se, n)
+            fit = gm[gm["kind"] == "fit"]
+            if not fit.empty:
+                v, se, n = _over_studies(fit["seconds"].astype(float), fit["replicate"])
+                add("seconds", "per study", v, se, n)
+    return pd.DataFrame(out).reindex(columns=list(METRIC_COLUMNS))
+
+
+# ------------------------------------------------------------------------------------------
+# the table, the power curves and the headline over cells (delusion-bayes-summarize)
+# ------------------------------------------------------------------------------------------
+#: methods as the table and figure name them
+METHOD_LABELS = {BASELINE: "permutation test", "onset": "onset (posterior)",
+                 "joint": "joint (posterior)"}  # fmt: skip
+#: the contrast the headline sentence is about (cohort contrast on first stable framing)
+HEADLINE_ITEM = "late-2025 vs earlier cohort: first_stable"
+TARGET_POWER = 0.8
+
+
+def design_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell x method: power of each contrast and the precision metrics as columns
+    (``<metric>`` and ``<metric>_se``)."""
+    if cells.empty:
+        return pd.DataFrame()
+    idx = ["data", *CELL, "method", "n_sims"]
+    c = cells.copy()
+    c["column"] = np.where(c["metric"] == "power", "power: " + c["item"], c["metric"])
+    wide = c.pivot_table(index=idx, columns="column", values="value", aggfunc="first")
+    se = c.pivot_table(index=idx, columns="column", values="se", aggfunc="first")
+    se.columns = [f"{col} (se)" for col in se.columns]
+    order = [x for col in wide.columns for x in (col, f"{col} (se)")]
+    return wide.join(se)[order].reset_index()
+
+
+def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TARGET_POWER,
+             method: str = BASELINE) -> str:  # fmt: skip
+    """The sentence "to detect <item> with 80% power you need >= N models (...)" per setting."""
+    sub = cells[
+        (cells["metric"] == "power") & (cells["item"] == item) & (cells["method"] == method)
+    ]
+    what = item.replace(": ", " contrast on ").replace("first_stable", "first stable framing")
+    how = ("permutation test, p < .05" if method == BASELINE
+           else f"{method} posterior, 95% interval of the difference excludes 0")  # fmt: skip
+    source = str(cells["data"].iloc[0]) if "data" in cells and len(cells) else "simulated"
+    if sub.empty:
+        return f"Simulated design study: no cell scored {item!r} ({how})."
+    parts = []
+    others = [k for k in ("n_raters", "n_days", "discrimination_mean") if sub[k].nunique() > 1]
+    groups = sub.groupby(others, sort=True) if others else [((), sub)]
+    for _, g in groups:
+        g = g.sort_values("n_models")
+        hit = g[g["value"] >= target]
+        fixed = {k: g[k].iloc[0] for k in ("n_raters", "n_days", "discrimination_mean")}
+        setting = (f"{fixed['n_raters']:g} raters, {fixed['n_days']:g} days, rater "
+                   f"discrimination {fixed['discrimination_mean']:g}")  # fmt: skip
+        tag = setting
+        if hit.empty:
+            best = g.loc[g["value"].idxmax()]
+            parts.append(
+                f"with {tag}, {target:.0%} power is not reached with up to "
+                f"{int(g['n_models'].max())} models (best: {best['value']:.2f} +/- "
+                f"{best['se']:.2f} at {int(best['n_models'])})"
+            )
+            continue
+        first = hit.iloc[0]
+        got = (f"power {first['value']:.2f} +/- {first['se']:.2f}, {int(first['n'])} simulated "
+               "studies")  # fmt: skip
+        below = g[g["n_models"] < first["n_models"]]
+        if below.empty:
+            parts.append(
+                f"with {tag} the fewest models tried, {int(first['n_models'])}, already suffice "
+                f"({got})"
+            )
+        else:
+            prev = below.iloc[-1]
+            parts.append(
+                f"with {tag} you need >= {int(first['n_models'])} models ({got}; "
+                f"{int(prev['n_models'])} models: {prev['value']:.2f} +/- {prev['se']:.2f})"
+            )
+    return (f"{source.capitalize()} studies: to detect the {what} with {target:.0%} power "
+            f"({how}): " + "; ".join(parts) + ".")  # fmt: skip
+
+
+def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
+    """Power vs number of models: one panel per contrast x quantity, one line per design
+    setting (raters, days, rater noise; colour) and method (line style: solid = permutation
+    test, dashed = posterior), error bars = binomial SE; titled as simulated."""
+    import matplotlib.pyplot as plt
+
+    pw = cells[cells["metric"] == "power"].copy()
+    if items is not None:
+        pw = pw[pw["item"].isin(items)]
+    keys = ["n_raters", "n_days", "discrimination_mean"]
+    settings = sorted({tuple(r) for r in pw[keys].itertuples(index=False)})
+    cmap = plt.get_cmap("viridis" if len(settings) > 10 else "tab10")
+    color = {
+        st: cmap(i / max(len(settings) - 1, 1) if len(settings) > 10 else i)
+        for i, st in enumerate(settings)
+    }
+    styles = {BASELINE: "-", "onset": "--", "joint": ":"}
+    panels = list(pw.groupby("item", sort=True))
+    n = max(len(panels), 1)
+    ncol = min(n, 4)
+    nrow = math.ceil(n / ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.3 * ncol, 2.7 * nrow + 1.2), squeeze=False,
+                             sharey=True)  # fmt: skip
+    for ax, (item, g) in zip(axes.flat, panels, strict=False):
+        for (method, *st), gl in g.groupby(["method", *keys], sort=True):
+            gl = gl.sort_values("n_models")
+            label = (f"{st[0]:g} raters, {st[1]:g} days, discr. {st[2]:g} "
+                     f"[{METHOD_LABELS.get(method, method)}]")  # fmt: skip
+            ax.errorbar(gl["n_models"], gl["value"], yerr=gl["se"], marker="o", ms=3, capsize=2,
+                        ls=styles.get(method, "-."), color=color[tuple(st)], lw=1.1,
+                        label=label)  # fmt: skip
+        ax.axhline(TARGET_POWER, color="grey", lw=0.8, ls=":")
+        contrast, _, quantity = str(item).partition(": ")
+        ax.set_title(f"{contrast}\n{quantity}", fontsize=8)
+        ax.set_xticks(sorted(pw["n_models"].unique()))
+        ax.tick_params(labelsize=7)
+        ax.set_ylim(-0.03, 1.03)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("number of chatbot models", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("power", fontsize=8)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    seen: dict[str, Any] = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(lab, h)
+    fig.legend(list(seen.values()), list(seen), loc="lower center", fontsize=6.5, ncol=2,
+               frameon=False)  # fmt: skip
+    fig.suptitle("Power of the pre-specified contrasts on SIMULATED studies (paper_like "
+                 "scaled); p < .05 or posterior 95% interval excluding 0; bars: binomial SE",
+                 fontsize=9)  # fmt: skip
+    legend_rows = math.ceil(len(seen) / 2)
+    bottom = min(0.5, (0.16 * legend_rows + 0.1) / (2.7 * nrow + 1.2))
+    fig.tight_layout(rect=(0, bottom, 1, 0.96))
+    return fig
+
+
+def has_design(sweep_dir: str | Path) -> bool:
+    """True when a multirun directory holds design jobs (``*/design/cell.csv``)."""
+    return any(Path(sweep_dir).glob("**/design/cell.csv"))
+
+
+def summarize_design(
+    sweep_dir: str | Path,
+    out_dir: str | Path | None = None,
+    *,
+    plot: bool = True,
+    formats: Sequence[str] = ("png", "pdf"),
+) -> pd.DataFrame:
+    """Gather every design job's ``design/cell.csv`` (through the results contract) into
+    ``design_cells.csv`` (tidy), ``design_table.csv``/``.md`` (wide, one row per cell x
+    method), ``power.png``/``.pdf`` and ``design_headline.md``; print the headline."""
+    from .. import results
+    from ..plotting import save_figure
+    from .jobs import find_job_dirs
+
+    sweep_dir = Path(sweep_dir)
+    out = Path(out_dir) if out_dir is not None else sweep_dir
+    out.mkdir(parents=True, exist_ok=True)
+    frames = []
+    for job in find_job_dirs(sweep_dir):
+        df = results.read(job, "design/cell.csv")
+        if df is not None and not df.empty:
+            frames.append(df)
+    if not frames:
+        raise ValueError(f"{sweep_dir} holds no design/cell.csv (run experiment=design first)")
+    cells = pd.concat(frames, ignore_index=True)
+    cells.to_csv(out / "design_cells.csv", index=False)
+    table = design_table(cells)
+    table.to_csv(out / "design_table.csv", index=False)
+    note = ("SIMULATED studies (generative preset paper_like, roster scaled to n_models); "
+            "values are Monte Carlo estimates, `(se)` their standard errors (binomial for "
+            "power). Power: permutation p < .05 (baselines) or posterior P(diff > 0) > .975 "
+            "or < .025.")  # fmt: skip
+    text = headline(cells)
+    (out / "design_table.md").write_text(
+        "# Study design (SIMULATED studies)\n\n" + note + "\n\n" + text + "\n\n"
+        + "## Power (rejection rate +/- binomial SE)\n\n" + _markdown(_pm(cells, power=True))
+        + "\n\n## Precision and classification (mean +/- SE over studies)\n\n"
+        + _markdown(_pm(cells, power=False)) + "\n\nEvery column with its SE: "
+        "design_table.csv; tidy: design_cells.csv.\n"
+    )  # fmt: skip
+    (out / "design_headline.md").write_text(text + "\n")
+    print(text)
+    if plot:
+        import matplotlib.pyplot as plt
+
+        fig = plot_power(cells)
+        save_figure(fig, out / "power", tuple(formats))
+        plt.close(fig)
+    return table
+
+
+#: the precision columns of the Markdown table, in order
+PRECISION = ("t50_width", "t50_coverage", "alpha_ci_width", "icc2k_ci_width", "never_correct",
+             "never_false", "seconds")  # fmt: skip
+
+
+def _pm(cells: pd.DataFrame, *, power: bool) -> pd.DataFrame:
+    """One row per cell x method, ``value +/- se`` per power item (or precision metric)."""
+    sub = cells[cells["metric"] == "power"] if power else cells[cells["metric"].isin(PRECISION)]
+    if sub.empty:
+        return pd.DataFrame()
+    sub = sub.assign(
+        column=sub["item"] if power else sub["metric"],
+        text=[f"{v:.3g} +/- {e:.2g}" if np.isfinite(e) else f"{v:.3g}"
+              for v, e in zip(sub["value"], sub["se"], strict=True)],
+    )  # fmt: skip
+    idx = [*CELL, "method", "n_sims"]
+    wide = sub.pivot_table(index=idx, columns="column", values="text", aggfunc="first")
+    cols = [c for c in PRECISION if c in wide.columns] if not power else sorted(wide.columns)
+    wide = wide[cols].reset_index()
+    return wide.rename(columns={"n_raters": "raters", "n_models": "models", "n_days": "days",
+                                "discrimination_mean": "discrimination"})  # fmt: skip
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    cols = [str(c) for c in df.columns]
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float | np.floating):
+            return "" if not np.isfinite(v) else f"{v:g}"
+        return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)
