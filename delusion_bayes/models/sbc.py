@@ -228,7 +228,7 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
         dt = fit(
             sim, model, draws=draws, tune=tune, chains=chains, sampler=sampler,
             seed=int(seed) + i, target_accept=target_accept, log_likelihood=False,
-            posterior_predictive=False, cache_dir=cache_dir,
+            log_prior=False, posterior_predictive=False, cache_dir=cache_dir,
         )  # fmt: skip
         post = dt["posterior"].to_dataset().isel(draw=slice(None, None, 2))
         for v in var_names:

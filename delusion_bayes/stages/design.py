@@ -52,7 +52,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         "sampler": str(s.name), "cores": int(s.cores), "seed": int(s.seed),
         "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
         "cache_dir": cfg.get("cache_dir"), "log_likelihood": False,
-        "posterior_predictive": False,
+        "log_prior": False, "posterior_predictive": False,
     }  # fmt: skip
     n_sims = int(setting(d, "n_sims", 1))
     preset = str(data.preset)

@@ -523,7 +523,7 @@ def replicate_job(cfg: Any) -> str:
         "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),
         "cores": int(s.cores), "seed": int(s.seed), "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
         "adaptation": str(s.get("adaptation", "diag")),
-        "cache_dir": cfg.get("cache_dir"), "log_likelihood": False, "posterior_predictive": False,
+        "cache_dir": cfg.get("cache_dir"), "log_likelihood": False, "log_prior": False, "posterior_predictive": False,
     }  # fmt: skip
     path = run_replicate(
         str(cfg.data.preset), int(cfg.data.seed), root,
