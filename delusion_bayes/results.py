@@ -267,6 +267,10 @@ _FILES = (
        optional="truth:float"),
     _f("replay", "bayes_diagnostics.json", "sampler diagnostics and gate verdict of the "
        "Bayesian prevalence model"),
+    _f("replay", "sensitivity.csv", "power-scaling prior and likelihood sensitivity of the "
+       "Bayesian prevalence model's parameters and prevalences, priorsense's verdict",
+       "parameter:str variable:str prior:float likelihood:float diagnosis:str verdict:str "
+       "threshold:float"),
     # design (experiment=design: simulated studies only) -----------------------------------
     _f("design", "replicates.csv", "study design, SIMULATED: one row per simulated study x "
        "method x quantity (intervals, contrasts, reliability, never-turner classification, "

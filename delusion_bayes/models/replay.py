@@ -97,6 +97,7 @@ __all__ = [
     "replay_model_spec",
     "replay_posterior_contrasts",
     "replay_posterior_prevalence",
+    "reported_replay_vars",
 ]
 
 
@@ -126,6 +127,9 @@ class ReplayModelSpec:
     single_level: bool = False
     #: the model's name (``models.fit`` dispatches on it; ``TARGET_ACCEPT`` is keyed by it)
     name: str = "replay_prevalence"
+    #: the Potential holding the likelihood (``models.fit`` stores it per draw as
+    #: ``log_likelihood.y``, the input of the power-scaling sensitivity)
+    likelihood_potential: str = "y_loglik"
 
     @property
     def variant(self) -> str:
@@ -566,6 +570,18 @@ def fit_replay_model(
                progressbar=progressbar, adaptation=adaptation)  # fmt: skip
 
 
+def reported_replay_vars(tree: xr.DataTree) -> tuple[list[str], list[str]]:
+    """``(parameters, prevalences)``: the posterior variables the replay fit reports (its
+    diagnostics and sensitivity table), not the per-cluster effects. With 2 chains x 500 draws
+    the parameters' max R-hat over ~300 coordinates sits at 1.01-1.02 from noise alone (their
+    bulk ESS exceeds the draws), so the gate is on the prevalences."""
+    post = tree["posterior"]
+    params = [v for v in ("theta", "beta_depth", "gamma_prior", "sigma_conversation",
+                          "sigma_participant") if v in post.data_vars]  # fmt: skip
+    prevalences = [v for v in ("category_prevalence", "prevalence") if v in post.data_vars]
+    return params, prevalences
+
+
 def finish_replay_fit(tree: xr.DataTree, spec: ReplayModelSpec, seed: int = 0) -> xr.DataTree:
     """After sampling (:func:`delusion_bayes.models.fit`): the population prevalences as
     posterior variables and the diagnostics of the parameters and of the prevalences in attrs."""
@@ -579,11 +595,7 @@ def finish_replay_fit(tree: xr.DataTree, spec: ReplayModelSpec, seed: int = 0) -
         category_prevalence=pg, **({} if spec.level == "category" else {"prevalence": pe})
     )
     tree["posterior"] = xr.DataTree(post)
-    params = ["theta", "beta_depth", "gamma_prior", "sigma_conversation"]
-    params += [] if spec.single_level else ["sigma_participant"]
-    # the reported quantities: with 2 chains x 500 draws the parameters' max R-hat over ~300
-    # coordinates sits at 1.01-1.02 from noise alone (their bulk ESS exceeds the draws)
-    prevalences = [v for v in ("category_prevalence", "prevalence") if v in post]
+    params, prevalences = reported_replay_vars(tree)
     tree.attrs.update(
         model="replay_prevalence", level=spec.level, seed=int(seed), n_cells=int(spec.n_cells),
         sampler=str(tree["posterior"].attrs.get("sampler", "")),

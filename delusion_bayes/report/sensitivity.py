@@ -4,7 +4,8 @@ and the models stage's figure.
 
 Sources: ``models/<fit>/sensitivity.csv`` (power-scaling sensitivity per parameter with
 priorsense's verdict, :mod:`delusion_bayes.models.sensitivity`), ``models/<fit>/sensitivity.png``
-and, to name the never-turners, ``models/<fit>/t50_posterior.csv``.
+and, to name the never-turners, ``models/<fit>/t50_posterior.csv``; the replay prevalence
+model's ``replay/sensitivity.csv``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from delusion_bayes.report.overview import simulated
 from delusion_bayes.report.table import ReportTable, display_frame
 
 KEY = "models/{fit}/sensitivity.csv"
+REPLAY = "replay/sensitivity.csv"
 T50 = "models/{fit}/t50_posterior.csv"
 #: the files of a fit folder this section shows (the per-fit subsections leave them out)
 FILES = ("sensitivity.csv", "sensitivity.png")
@@ -118,9 +120,14 @@ def fit_table(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
 def section_sensitivity(b: Builder) -> Section:
     """The section "Prior and likelihood sensitivity": one paragraph, table and figure per fit."""
     s = Section("sensitivity", "Prior and likelihood sensitivity")
+    replay = b.run.table(REPLAY)
     if not b.run.stage("models").ran:
+        if replay is not None:
+            return s.add(*replay_part(b, replay))
         return s.add(b.not_run("models", "the prior and likelihood sensitivity"))
     fits = [f for f in b.run.fits if (b.run.path / b.run.source(KEY, f)).is_file()]
+    if not fits and replay is not None:
+        return s.add(*replay_part(b, replay))
     if not fits:
         return s.add(Note("notrun", "No `models/<fit>/sensitivity.csv` in this run: the models "
                           "stage predates the sensitivity check or could not compute it (its "
@@ -177,4 +184,29 @@ def section_sensitivity(b: Builder) -> Section:
          "the data looks like; compare the prior (the prior table, "
          "`delusion_bayes/models/priors.py`) with the posterior before relying on them.")
         if any_conflict else "No prior-data conflict was flagged in any fit."))  # fmt: skip
+    if replay is not None:
+        s.add(*replay_part(b, replay))
     return s
+
+
+def replay_part(b: Builder, df: pd.DataFrame) -> list[Any]:
+    """The replay prevalence model's sensitivity (``replay/sensitivity.csv``): a sentence and
+    the flagged rows (the likelihood is all scored cells' binomial, summed per draw)."""
+    weak = df.loc[df["verdict"] == WEAK, "parameter"].astype(str).tolist()
+    conflict = df.loc[df["verdict"] == CONFLICT, "parameter"].astype(str).tolist()
+    src = b.run.source(REPLAY)
+    text = (f"Replay prevalence model (`{src}`): {len(df)} parameters and prevalences; "
+            + (f"{len(weak)} prior-dominated (weak likelihood): {_names(weak)}" if weak
+               else "none prior-dominated")
+            + "; " + (f"{len(conflict)} with a potential prior-data conflict: {_names(conflict)}"
+                      if conflict else "no prior-data conflict")
+            + ". A code that no sample of a model hits leaves that model's logit to the prior's "
+            "lower tail, so such cells are expected among the prior-dominated.")  # fmt: skip
+    shown = df[df["verdict"] != "-"]
+    out: list[Any] = [Paragraph(text)]
+    if len(shown):
+        rows = shown[["parameter", "prior", "likelihood", "verdict"]].reset_index(drop=True)
+        title = f"Power-scaling sensitivity of the replay model (the {len(shown)} flagged of {len(df)})"
+        out.append(b.table(ReportTable("replay_sensitivity", title, rows,
+                                       display_frame(rows, 3), [src], [f"All rows: `{src}`."])))  # fmt: skip
+    return out

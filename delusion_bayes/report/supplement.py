@@ -138,6 +138,8 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
         ]
     if run.kind == "replay" or run.stage("replay").ran:
         sections.append(section_replay(b))
+        if run.kind == "replay":
+            sections.append(section_sensitivity(b))
     sections.append(_other_files(b))
     sections.append(_provenance(b, diag))
 

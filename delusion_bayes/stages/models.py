@@ -353,7 +353,7 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), files, notes, table)
 
     # prior and likelihood sensitivity (power-scaling) ------------------------------------------
-    sens_seconds = _sensitivity(dt, out, files, notes, _csv)
+    sens_seconds = sensitivity_outputs(dt, out, files, notes, _csv)
 
     # posterior ------------------------------------------------------------------------------
     dt.attrs.update(prov)
@@ -379,17 +379,21 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": files, "notes": notes}
 
 
-def _sensitivity(dt, out: Path, files: dict, notes: list, write_csv) -> float | None:
+def sensitivity_outputs(
+    dt, out: Path, files: dict, notes: list, write_csv, var_names=None
+) -> float | None:
     """``sensitivity.csv`` (prior and likelihood power-scaling sensitivity per parameter,
-    priorsense's verdict) and ``sensitivity.png``; returns the seconds taken, None when the fit
-    has no ``log_prior``/``log_likelihood`` (a note says so) or the check failed (a note)."""
+    priorsense's verdict; ``var_names`` default every reported parameter) and
+    ``sensitivity.png`` into ``out`` (``write_csv(df, name, description)`` writes through the
+    results contract; the replay stage calls this too); returns the seconds taken, None when
+    the fit has no ``log_prior``/``log_likelihood`` (a note says so) or the check failed."""
     import matplotlib.pyplot as plt
 
     from ..models.sensitivity import THRESHOLD, plot_sensitivity, sensitivity_table
 
     t0 = time.perf_counter()
     try:
-        df = sensitivity_table(dt)
+        df = sensitivity_table(dt, var_names)
     except Exception as err:  # noqa: BLE001 - a diagnostic must not fail the stage
         notes.append(f"sensitivity.csv not written: {type(err).__name__}: {err}")
         log.warning("power-scaling sensitivity not computed: %s", err)

@@ -14,7 +14,9 @@ Writes into ``run_dir/replay/`` (team contract, "Replay outputs"):
   probability model of depth over and above prior assistant content);
 - ``onset.csv``: onset and persistence over the user turns of a window; ``turn_profile.csv``;
 - ``bayes_prevalence.csv`` (posterior prevalence and contrasts vs the original, beside the
-  bootstrap CIs) and ``bayes_diagnostics.json`` when ``replay.bayes``;
+  bootstrap CIs), ``bayes_diagnostics.json`` and ``sensitivity.csv``/``.png`` (power-scaling
+  prior and likelihood sensitivity, :mod:`delusion_bayes.models.sensitivity`) when
+  ``replay.bayes``;
 - figures: ``prevalence`` (points and CIs per model x category), ``prevalence_heatmap``,
   ``deltas_forest``, ``context_depth`` (curves with CIs), ``bayes_vs_bootstrap``;
 - ``index.json``: ``{"files": {name: description}, "headline": {...}, "notes": [...]}``.
@@ -107,6 +109,21 @@ def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, 
     return bayes_table(post, boot), diag, tree
 
 
+def _sensitivity(tree: Any, run_dir: Path, files: dict, notes: list) -> None:
+    """``replay/sensitivity.csv`` and ``.png``: the power-scaling sensitivity of the replay
+    model's reported parameters and prevalences (as every fit of the models stage)."""
+    from ..models.replay import reported_replay_vars
+    from .models import sensitivity_outputs
+
+    def write_csv(df: pd.DataFrame, fname: str, desc: str) -> None:
+        results.write(run_dir, f"replay/{fname}", df)
+        files[fname] = desc
+
+    params, prevalences = reported_replay_vars(tree)
+    sensitivity_outputs(tree, Path(run_dir) / "replay", files, notes, write_csv,
+                        var_names=params + prevalences)  # fmt: skip
+
+
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     """Run the replay analysis and write the tables and figures listed in the module docstring.
 
@@ -183,8 +200,9 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     ]  # fmt: skip
     headline = dict(res.headline)
     if bool(st["bayes"]):
-        table, diag, _ = _bayes(res.study, cfg, res.prevalence)
+        table, diag, tree = _bayes(res.study, cfg, res.prevalence)
         write("bayes_prevalence.csv", table, _bayes_description(st, diag))
+        _sensitivity(tree, run_dir, files, notes)
         results.write(run_dir, "replay/bayes_diagnostics.json", diag)
         files["bayes_diagnostics.json"] = "sampler diagnostics of the Bayesian prevalence model"
         if not diag["passed"]:

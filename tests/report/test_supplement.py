@@ -330,6 +330,12 @@ def test_replay_section(replay_run):
     post = post[(post["quantity"] == "prevalence") & (post["level"] == "category")]
     assert bayes["mean"].tolist() == post["mean"].tolist()
     assert '<table id="replay_deltas_by_category">' in html
+    # the replay fit's power-scaling sensitivity (issue 19: every fit has its table), in words
+    sens = results.read(replay_run, "replay/sensitivity.csv")
+    assert len(sens) and set(sens["variable"]) >= {"theta", "category_prevalence"}
+    assert "sensitivity" in ids
+    md = (replay_run / "supplement.md").read_text()
+    assert f"Replay prevalence model (`replay/sensitivity.csv`): {len(sens)} parameters" in md
 
 
 def test_replay_section_without_optional_files(replay_run, tmp_path):
