@@ -114,9 +114,9 @@ def _make_op():
     """Build the Op class (PyTensor imported here: ``delusion_bayes.models`` imports no PyTensor
     at import time)."""
     import pytensor.tensor as pt
+    from pytensor.gradient import DisconnectedType
     from pytensor.graph.basic import Apply
     from pytensor.graph.op import Op
-    from pytensor.gradient import DisconnectedType
 
     class RatingTerms(Op):
         """Fused rating terms with their partial derivatives (module docstring)."""

@@ -86,7 +86,13 @@ from ..data.replay_schema import (
     ORIGINAL,
     SAMPLE,
 )
-from .replay_posterior import UNCATEGORISED, replay_posterior_contrasts, replay_posterior_prevalence
+from .replay_posterior import (
+    UNCATEGORISED,
+    finish_replay_fit,
+    replay_posterior_contrasts,
+    replay_posterior_prevalence,
+    reported_replay_vars,
+)
 
 __all__ = [
     "REPLAY_PRIORS",
@@ -568,44 +574,3 @@ def fit_replay_model(
     return fit(ds, spec=spec, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler,
                target_accept=target_accept, cores=cores, cache_dir=cache_dir, reuse=reuse,
                progressbar=progressbar, adaptation=adaptation)  # fmt: skip
-
-
-def reported_replay_vars(tree: xr.DataTree) -> tuple[list[str], list[str]]:
-    """``(parameters, prevalences)``: the posterior variables the replay fit reports (its
-    diagnostics and sensitivity table), not the per-cluster effects. With 2 chains x 500 draws
-    the parameters' max R-hat over ~300 coordinates sits at 1.01-1.02 from noise alone (their
-    bulk ESS exceeds the draws), so the gate is on the prevalences."""
-    post = tree["posterior"]
-    params = [v for v in ("theta", "beta_depth", "gamma_prior", "sigma_conversation",
-                          "sigma_participant") if v in post.data_vars]  # fmt: skip
-    prevalences = [v for v in ("category_prevalence", "prevalence") if v in post.data_vars]
-    return params, prevalences
-
-
-def finish_replay_fit(tree: xr.DataTree, spec: ReplayModelSpec, seed: int = 0) -> xr.DataTree:
-    """After sampling (:func:`delusion_bayes.models.fit`): the population prevalences as
-    posterior variables and the diagnostics of the parameters and of the prevalences in attrs."""
-    from ..inference.diagnostics import diagnose
-
-    pe, pg = replay_posterior_prevalence(tree, spec, seed=seed)
-    post = tree["posterior"].to_dataset()
-    # at category level pe and pg share a dim name with other coords (pe also has the
-    # uncategorised group): keep pg only, else xarray would outer-join them into NaN rows
-    post = post.assign(
-        category_prevalence=pg, **({} if spec.level == "category" else {"prevalence": pe})
-    )
-    tree["posterior"] = xr.DataTree(post)
-    params, prevalences = reported_replay_vars(tree)
-    tree.attrs.update(
-        model="replay_prevalence", level=spec.level, seed=int(seed), n_cells=int(spec.n_cells),
-        sampler=str(tree["posterior"].attrs.get("sampler", "")),
-        n_rows=int(spec.cells["n"].sum()), depth_center=DEPTH_CENTER, depth_unit=DEPTH_UNIT,
-        clustering_levels="cluster" if spec.single_level else "participant/conversation",
-        divergences=int(tree["sample_stats"]["diverging"].sum()),
-    )  # fmt: skip
-    for suffix, names in (("", params), ("_prevalence", prevalences)):
-        diag = diagnose(tree, var_names=names)
-        tree.attrs[f"max_rhat{suffix}"] = float(diag["r_hat"].max())
-        tree.attrs[f"min_ess_bulk{suffix}"] = float(diag["ess_bulk"].min())
-        tree.attrs[f"min_ess_tail{suffix}"] = float(diag["ess_tail"].min())
-    return tree

@@ -149,13 +149,13 @@ DENSE_COLUMNS = 11
 _INTERVAL = re.compile(r"\[[^\]]*\]")
 
 
-def _breakable(text: str) -> str:
+def breakable(text: str) -> str:
     """A header escaped for HTML with a line-break opportunity after each ``_``: column names
     like ``p_level_b_at_stage4_median`` then wrap instead of widening the table."""
     return html.escape(text).replace("_", "_<wbr>")
 
 
-def _num_cell(text: str) -> str:
+def num_cell(text: str) -> str:
     """A numeric cell that may wrap only between an estimate and its ``[low, high]`` interval
     (the interval's own spaces are non-breaking), so wide posterior tables fit the page."""
     return html.escape(_INTERVAL.sub(lambda m: m.group(0).replace(" ", "\u00a0"), text))
@@ -268,12 +268,12 @@ class ReportTable:
                 parts.append(f'<th colspan="{n}"{cls}>{esc(g)}</th>')
             parts.append("</tr>")
         parts.append(
-            "<tr>" + "".join(f"<th>{_breakable(h)}</th>" for h in header) + "</tr></thead>"
+            "<tr>" + "".join(f"<th>{breakable(h)}</th>" for h in header) + "</tr></thead>"
         )
         parts.append("<tbody>")
         for r in rows:
             tds = "".join(
-                f'<td class="num">{_num_cell(c)}</td>' if n else f"<td>{esc(c)}</td>"
+                f'<td class="num">{num_cell(c)}</td>' if n else f"<td>{esc(c)}</td>"
                 for c, n in zip(r, numeric, strict=True)
             )
             parts.append(f"<tr>{tds}</tr>")

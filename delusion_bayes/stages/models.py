@@ -136,7 +136,7 @@ def _rank_plot(az, tree):
         return az.plot_rank(tree, backend="matplotlib")
 
 
-def _worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Dataset:
+def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Dataset:
     """The ``n`` parameters of ``plot_vars`` with the highest R-hat (the diagnostics table's
     ``var[coord,...]`` labels), one variable each. Why not every element: the rank plot of L, k
     and t50 for 15 models (45 panels) cost ~13 s CPU per fit, most of the main job's time
@@ -172,7 +172,7 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, 
     jobs = []
     if post_vars:
         if table is not None:
-            worst = _worst_mixing(dt, table, post_vars)
+            worst = worst_mixing(dt, table, post_vars)
             what = (f"the {len(worst.data_vars)} parameters of {', '.join(post_vars)} with the "
                     "highest R-hat")  # fmt: skip
         else:

@@ -17,10 +17,10 @@ from scipy.special import expit
 from delusion_bayes.models.marginal import (
     MARGINAL_VAR,
     MODEL_DAY,
-    ordinal_terms,
     add_model_day_loglik,
     marginal_loglik,
     model_day_loglik,
+    ordinal_terms,
 )
 
 from ._checks import cat_prob, grid_log_integral, log_cat_prob_sum

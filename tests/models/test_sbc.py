@@ -75,7 +75,7 @@ def test_sbc_of_the_joint_model_ranks_every_parameter_of_the_issue():
     severity and discrimination (3 each) and the hyper-parameters in 0..100, and the
     simulated ratings follow the study's missingness."""
     from delusion_bayes.data import simulate_study
-    from delusion_bayes.models.sbc import MARGINAL_VARS, simulate_ratings, run_sbc
+    from delusion_bayes.models.sbc import MARGINAL_VARS, run_sbc, simulate_ratings
 
     dt = run_sbc(model="joint", num_simulations=3, draws=100, tune=100, chains=2, seed=0,
                  progressbar=False)  # fmt: skip

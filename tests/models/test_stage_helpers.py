@@ -40,14 +40,14 @@ def test_unknown_model_is_named(small_study, tmp_path):
 
 
 def test_rank_plot_panels_are_the_worst_mixing_parameters():
-    """``stages.models._worst_mixing`` picks the parameters of ``plot_vars`` with the highest
+    """``stages.models.worst_mixing`` picks the parameters of ``plot_vars`` with the highest
     R-hat from the diagnostics table (constants never), each as its own variable holding that
     element's draws."""
     import numpy as np
     import pandas as pd
     import xarray as xr
 
-    from delusion_bayes.stages.models import _worst_mixing
+    from delusion_bayes.stages.models import worst_mixing
 
     rng = np.random.default_rng(0)
     models = ["A", "B", "C"]
@@ -67,7 +67,7 @@ def test_rank_plot_panels_are_the_worst_mixing_parameters():
         },
         index=pd.Index(["k[A]", "k[B]", "k[C]", "mu"], name="parameter"),
     )
-    out = _worst_mixing(dt, table, ["k"], n=2)
+    out = worst_mixing(dt, table, ["k"], n=2)
     assert list(out.data_vars) == ["k[C]", "k[A]"]  # B is constant, mu is not in plot_vars
     np.testing.assert_array_equal(out["k[C]"].values, post["k"].sel(model="C").values)
     assert out["k[C]"].dims == ("chain", "draw")

@@ -173,8 +173,8 @@ def test_log_likelihood_is_the_binomial_of_every_cell_at_each_draw(bayes_fit):
     from scipy.special import expit
     from scipy.stats import binom
 
-    from delusion_bayes.models.sensitivity import sensitivity_table
     from delusion_bayes.models.replay import reported_replay_vars
+    from delusion_bayes.models.sensitivity import sensitivity_table
 
     ds, tree = bayes_fit
     spec = replay_model_spec(ds, level="category")

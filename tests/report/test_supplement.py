@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from delusion_bayes import results
 from delusion_bayes.report import ReportConfig, build_supplement
 from delusion_bayes.report.document import Note
-from delusion_bayes.report.table import _num_cell, fmt_interval
+from delusion_bayes.report.table import fmt_interval, num_cell
 
 from .conftest import FAST, copy_run
 
@@ -96,7 +96,7 @@ def test_numbers_come_unchanged_from_stage_tables(smoke_supplement, smoke_run):
     pl = fmt_interval(post.loc[m, "L_median"], post.loc[m, "L_ci_low"], post.loc[m, "L_ci_high"])
     # (the interval's own spaces are non-breaking in the HTML: it wraps only before the "[")
     assert (
-        f'<td>{m}</td><td class="num">{_num_cell(ls)}</td><td class="num">{_num_cell(pl)}' in html
+        f'<td>{m}</td><td class="num">{num_cell(ls)}</td><td class="num">{num_cell(pl)}' in html
     )
 
     t1 = pd.read_csv(tables / "table1_milestones.csv").set_index("model")
@@ -121,7 +121,7 @@ def test_numbers_come_unchanged_from_stage_tables(smoke_supplement, smoke_run):
     for c in ("p_gt_0", "median", "ci_low", "ci_high"):  # NaN: a quantity the model lacks
         np.testing.assert_array_equal(con[c].to_numpy(), keyed[c].to_numpy())
     r = pc.iloc[0]
-    cell = _num_cell(fmt_interval(r["median"], r["ci_low"], r["ci_high"]))
+    cell = num_cell(fmt_interval(r["median"], r["ci_low"], r["ci_high"]))
     assert cell.replace("−", "-") in html.replace("−", "-")
 
     # reliability: alpha / ICC from Table C1 beside the joint model's posterior
@@ -324,7 +324,7 @@ def test_replay_section(replay_run):
         assert prev[c].tolist() == src[c].tolist()
     r = src.iloc[0]
     cell = fmt_interval(r["estimate"], r["ci_low"], r["ci_high"], 3)
-    assert f'<td>{r["model"]}</td><td class="num">{_num_cell(cell)}</td>' in html
+    assert f'<td>{r["model"]}</td><td class="num">{num_cell(cell)}</td>' in html
     bayes = pd.read_csv(replay_run / "report" / "tables" / "replay_bayes_vs_bootstrap.csv")
     post = results.read(replay_run, "replay/bayes_prevalence.csv")
     post = post[(post["quantity"] == "prevalence") & (post["level"] == "category")]

@@ -8,7 +8,7 @@ import pytest
 
 from delusion_bayes.report.table import (
     ReportTable,
-    _breakable,
+    breakable,
     display_frame,
     fmt_interval,
     fmt_num,
@@ -94,7 +94,7 @@ def test_html_table_has_group_header_and_numeric_cells():
     assert '<td class="num">21.50 [20.00,\u00a023.00]</td>' in h
     assert "A_b &amp; c" in h
     # a header breaks after "_" (column names like p_level_b_at_stage4_median)
-    assert _breakable("p_level_b") == "p_<wbr>level_<wbr>b"
+    assert breakable("p_level_b") == "p_<wbr>level_<wbr>b"
 
 
 def test_write_keeps_unrounded_numbers(tmp_path):
