@@ -176,8 +176,8 @@ def fit(
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
     prior_group = _log_prior(dt, pm_model, spec) if log_prior else None
     if hasattr(spec, "finish"):  # a spec with its own post-processing (the replay model)
-        if log_likelihood and getattr(spec, "likelihood_potential", None):
-            dt["log_likelihood"] = xr.DataTree(_potential_loglik(dt, pm_model, spec))
+        if log_likelihood and hasattr(spec, "log_likelihood_draws"):
+            dt["log_likelihood"] = xr.DataTree(spec.log_likelihood_draws(dt))
         dt = spec.finish(dt, seed=seed)
     elif spec.name in MARGINAL_MODELS:
         from .latent import add_latent_groups
@@ -235,24 +235,6 @@ def _log_prior(dt: xr.DataTree, pm_model: Any, spec: Any) -> xr.Dataset | None:
                     getattr(spec, "variant", spec.name), type(err).__name__, err)  # fmt: skip
         return None
     log.info("log prior (%d terms): %.1f s", len(ds.data_vars), time.perf_counter() - t1)
-    return ds
-
-
-def _potential_loglik(dt: xr.DataTree, pm_model: Any, spec: Any) -> xr.Dataset:
-    """The ``log_likelihood`` group of a model whose likelihood is a ``pm.Potential`` (the
-    replay model's binomial in exponential-family form: ``spec.likelihood_potential``), as one
-    ``(chain, draw)`` variable ``y`` = the Potential at each draw (all cells summed).
-
-    PyMC's ``compute_log_likelihood`` sees observed variables only; the Potential is evaluated
-    at the draws by the same vectorised graph as the log prior. One total per draw is what
-    power-scaling the likelihood needs (``psense`` sums the group); PSIS-LOO would need one
-    term per cell and is not computed for the replay model."""
-    from .sensitivity import log_prior_dataset
-
-    name = spec.likelihood_potential
-    ds = log_prior_dataset(dt, pm_model, [name]).rename({name: "y"})
-    ds.attrs["description"] = (f"log-likelihood of the draws (the Potential {name}, all cells "
-                               "summed): the input of the likelihood power-scaling")  # fmt: skip
     return ds
 
 

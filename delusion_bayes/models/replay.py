@@ -89,6 +89,8 @@ from ..data.replay_schema import (
 from .replay_posterior import (
     UNCATEGORISED,
     finish_replay_fit,
+    log_binomial_coefficients,
+    replay_loglik,
     replay_posterior_contrasts,
     replay_posterior_prevalence,
     reported_replay_vars,
@@ -102,6 +104,7 @@ __all__ = [
     "fit_replay_model",
     "replay_model_spec",
     "replay_posterior_contrasts",
+    "replay_loglik",
     "replay_posterior_prevalence",
     "reported_replay_vars",
 ]
@@ -133,9 +136,6 @@ class ReplayModelSpec:
     single_level: bool = False
     #: the model's name (``models.fit`` dispatches on it; ``TARGET_ACCEPT`` is keyed by it)
     name: str = "replay_prevalence"
-    #: the Potential holding the likelihood (``models.fit`` stores it per draw as
-    #: ``log_likelihood.y``, the input of the power-scaling sensitivity)
-    likelihood_potential: str = "y_loglik"
 
     @property
     def variant(self) -> str:
@@ -148,6 +148,10 @@ class ReplayModelSpec:
     def finish(self, tree: xr.DataTree, seed: int = 0) -> xr.DataTree:
         """After sampling (:func:`finish_replay_fit`); ``models.fit`` calls it."""
         return finish_replay_fit(tree, self, seed=seed)
+
+    def log_likelihood_draws(self, tree: xr.DataTree) -> xr.Dataset:
+        """The log-likelihood per draw (:func:`replay_loglik`); ``models.fit`` stores it."""
+        return replay_loglik(tree, self)
 
     @property
     def prior_center(self) -> float:
@@ -315,12 +319,6 @@ def _dist(spec: dict[str, Any], **kwargs):
     return getattr(pm, spec["dist"]).dist(**params, **kwargs)
 
 
-def _log_binomial_coefficients(n: np.ndarray, y: np.ndarray) -> float:
-    from scipy.special import gammaln
-
-    return float((gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1)).sum())
-
-
 def _design(spec: ReplayModelSpec) -> dict[str, Any]:
     """Index arrays and centred covariates of the cells (shared by the graph and the mapping)."""
     c = spec.cells
@@ -446,7 +444,7 @@ def _theta_and_likelihood(spec, d: dict, theta_c, beta, gamma, cluster_mean, clu
     # coefficients are one constant): half the gradient cost of pm.Binomial
     pm.Potential(
         "y_loglik",
-        pt.dot(y, eta) - pt.dot(n, pt.softplus(eta)) + _log_binomial_coefficients(n, y),
+        pt.dot(y, eta) - pt.dot(n, pt.softplus(eta)) + log_binomial_coefficients(n, y),
     )
 
 

@@ -190,6 +190,51 @@ def replay_posterior_contrasts(
     return out
 
 
+def log_binomial_coefficients(n: np.ndarray, y: np.ndarray) -> float:
+    """``sum_i log C(n_i, y_i)``: the binomial likelihood's constant."""
+    from scipy.special import gammaln
+
+    return float((gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1)).sum())
+
+
+def replay_loglik(tree: xr.DataTree, spec: Any) -> xr.Dataset:
+    """The ``log_likelihood`` group of a replay fit: ``y (chain, draw)``, the binomial
+    log-likelihood of all cells at each draw, ``sum_i log Binomial(y_i | n_i, logit^-1 eta_i)``
+    with ``eta`` from the module's parameters (``theta``, the clusters' intercepts, the slopes).
+
+    One total per draw is what power-scaling the likelihood needs (``psense`` sums the group);
+    PyMC's ``compute_log_likelihood`` sees observed variables only, and the graph's likelihood
+    is a Potential. Evaluated in numpy in chunks of draws: the Potential's vectorised graph in
+    PyTensor's Python mode took minutes at DelusionEval size."""
+    post = tree["posterior"].to_dataset()
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    theta, uc = _posterior_array(post, "theta"), _posterior_array(post, "u_conversation")
+    beta, gamma = _posterior_array(post, "beta_depth"), _posterior_array(post, "gamma_prior")
+    up = _posterior_array(post, "u_participant") if "u_participant" in post else None
+    c = spec.cells
+    m, e = c["model"].to_numpy(), c["effect"].to_numpy()
+    g = spec.effect_group[e]
+    y, n = c["y"].to_numpy().astype(float), c["n"].to_numpy().astype(float)
+    depth, prior = c["depth"].to_numpy(), c["prior"].to_numpy() - spec.prior_center
+    pi, ci = c["participant"].to_numpy(), c["conversation"].to_numpy()
+    const = log_binomial_coefficients(n, y)
+    total = n_chain * n_draw
+    out = np.empty(total)
+    chunk = max(1, 20_000_000 // max(len(c), 1))
+    for lo in range(0, total, chunk):
+        sl = slice(lo, min(lo + chunk, total))
+        eta = (theta[sl][:, m, e] + uc[sl][:, ci] + beta[sl][:, m, g] * depth
+               + gamma[sl][:, m, g] * prior + (0.0 if up is None else up[sl][:, pi]))  # fmt: skip
+        out[sl] = eta @ y - np.logaddexp(0.0, eta) @ n + const
+    ds = xr.Dataset(
+        {"y": (("chain", "draw"), out.reshape(n_chain, n_draw))},
+        coords={"chain": post["chain"].values, "draw": post["draw"].values},
+    )
+    ds.attrs["description"] = ("binomial log-likelihood of all cells per draw: the input of "
+                               "the likelihood power-scaling")  # fmt: skip
+    return ds
+
+
 def reported_replay_vars(tree: xr.DataTree) -> tuple[list[str], list[str]]:
     """``(parameters, prevalences)``: the posterior variables the replay fit reports (its
     diagnostics and sensitivity table), not the per-cluster effects. With 2 chains x 500 draws

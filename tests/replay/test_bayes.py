@@ -168,13 +168,14 @@ def test_log_likelihood_is_the_binomial_of_every_cell_at_each_draw(bayes_fit):
     """``log_likelihood.y`` (issue 19: the replay fit's likelihood is a Potential, so PyMC's
     ``compute_log_likelihood`` does not see it) is, at each draw, sum over cells of
     ``scipy.stats.binom.logpmf(y, n, expit(eta))`` with ``eta`` rebuilt from the docstring's
-    parameters (theta, the participant and conversation effects, the slopes): the exact
-    likelihood, not the sampler's centred form."""
+    parameters (theta, the participant and conversation effects, the slopes), and equals the
+    sampled graph's own ``y_loglik`` Potential (in the sampling coordinates) at those draws."""
+    import xarray as xr
     from scipy.special import expit
     from scipy.stats import binom
 
     from delusion_bayes.models.replay import reported_replay_vars
-    from delusion_bayes.models.sensitivity import sensitivity_table
+    from delusion_bayes.models.sensitivity import log_prior_dataset, sensitivity_table
 
     ds, tree = bayes_fit
     spec = replay_model_spec(ds, level="category")
@@ -195,6 +196,12 @@ def test_log_likelihood_is_the_binomial_of_every_cell_at_each_draw(bayes_fit):
                * (c["prior"].to_numpy() - spec.prior_center))  # fmt: skip
         expected = binom.logpmf(c["y"].to_numpy(), c["n"].to_numpy(), expit(eta)).sum()
         np.testing.assert_allclose(float(ll.isel(chain=chain, draw=draw)), expected, rtol=1e-9)
+    # the graph's Potential, evaluated at three draws (sampling coordinates, not rebuilt eta)
+    few = xr.DataTree.from_dict(
+        {"posterior": post.to_dataset().isel(chain=[0], draw=[0, 137, 299])}
+    )
+    graph = log_prior_dataset(few, spec.build(), ["y_loglik"])["y_loglik"].values.ravel()
+    np.testing.assert_allclose(graph, ll.isel(chain=0, draw=[0, 137, 299]).values, rtol=1e-9)
     # ... and it feeds the power-scaling table of the reported parameters and prevalences
     params, prevalences = reported_replay_vars(tree)
     assert prevalences == ["category_prevalence"]
