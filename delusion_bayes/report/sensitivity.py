@@ -117,26 +117,9 @@ def fit_table(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
     return [b.table(ReportTable(name, title, rows, display_frame(rows, 3), [src], [note]))]
 
 
-def section_sensitivity(b: Builder) -> Section:
-    """The section "Prior and likelihood sensitivity": one paragraph, table and figure per fit."""
-    s = Section("sensitivity", "Prior and likelihood sensitivity")
-    replay = b.run.table(REPLAY)
-    if not b.run.stage("models").ran:
-        if replay is not None:
-            return s.add(*replay_part(b, replay))
-        return s.add(b.not_run("models", "the prior and likelihood sensitivity"))
-    fits = [f for f in b.run.fits if (b.run.path / b.run.source(KEY, f)).is_file()]
-    if not fits and replay is not None:
-        return s.add(*replay_part(b, replay))
-    if not fits:
-        return s.add(Note("notrun", "No `models/<fit>/sensitivity.csv` in this run: the models "
-                          "stage predates the sensitivity check or could not compute it (its "
-                          "notes say why)."))  # fmt: skip
-    sim = simulated(b.run)
-    if sim:
-        s.add(Paragraph(f"SIMULATED data ({sim}): these sensitivities describe the models "
-                        "fitted to a simulated study, not real chatbots."))  # fmt: skip
-    s.add(Paragraph(
+def method_paragraph() -> Paragraph:
+    """What power-scaling sensitivity is and how to read the verdicts."""
+    return Paragraph(
         "Power-scaling sensitivity (Kallioinen et al. 2024; ArviZ's `psense`, as R's "
         "priorsense): the prior, or the likelihood, is raised to a power near 1 and the draws "
         "are reweighted by Pareto-smoothed importance sampling, without refitting; the "
@@ -150,7 +133,31 @@ def section_sensitivity(b: Builder) -> Section:
         "flagged (-). The estimates carry Monte Carlo noise: at the default 4 x 1,000 draws, "
         "draws sensitive to nothing score a median 0.013 (prior) and 0.031 (likelihood) on the "
         "default study (`docs/models.md`), so a verdict decided within a few hundredths of the "
-        "threshold is not firm."))  # fmt: skip
+        "threshold is not firm.")  # fmt: skip
+
+
+def section_sensitivity(b: Builder) -> Section:
+    """The section "Prior and likelihood sensitivity": one paragraph, table and figure per fit."""
+    s = Section("sensitivity", "Prior and likelihood sensitivity")
+    replay = b.run.table(REPLAY)
+    fits = [f for f in b.run.fits if (b.run.path / b.run.source(KEY, f)).is_file()]
+    if not fits and replay is not None:  # a replay study: its prevalence model only
+        sim = simulated(b.run)
+        if sim:
+            s.add(Paragraph(f"SIMULATED data ({sim}): these sensitivities describe the model "
+                            "fitted to a simulated study, not real chatbots."))  # fmt: skip
+        return s.add(method_paragraph(), *replay_part(b, replay))
+    if not b.run.stage("models").ran:
+        return s.add(b.not_run("models", "the prior and likelihood sensitivity"))
+    if not fits:
+        return s.add(Note("notrun", "No `models/<fit>/sensitivity.csv` in this run: the models "
+                          "stage predates the sensitivity check or could not compute it (its "
+                          "notes say why)."))  # fmt: skip
+    sim = simulated(b.run)
+    if sim:
+        s.add(Paragraph(f"SIMULATED data ({sim}): these sensitivities describe the models "
+                        "fitted to a simulated study, not real chatbots."))  # fmt: skip
+    s.add(method_paragraph())
     n = n_draws(b)
     if n is not None and n < MIN_DRAWS:
         s.add(Note("info", f"This run drew {n} posterior draws per fit (the default is "
@@ -191,22 +198,28 @@ def section_sensitivity(b: Builder) -> Section:
 
 def replay_part(b: Builder, df: pd.DataFrame) -> list[Any]:
     """The replay prevalence model's sensitivity (``replay/sensitivity.csv``): a sentence and
-    the flagged rows (the likelihood is all scored cells' binomial, summed per draw)."""
-    weak = df.loc[df["verdict"] == WEAK, "parameter"].astype(str).tolist()
-    conflict = df.loc[df["verdict"] == CONFLICT, "parameter"].astype(str).tolist()
+    one row per variable (how many of its elements are flagged, median sensitivities); the
+    likelihood is all scored cells' binomial, summed per draw."""
+    n_conflict = int((df["verdict"] == CONFLICT).sum())
+    n_weak = int((df["verdict"] == WEAK).sum())
     src = b.run.source(REPLAY)
     text = (f"Replay prevalence model (`{src}`): {len(df)} parameters and prevalences; "
-            + (f"{len(weak)} prior-dominated (weak likelihood): {_names(weak)}" if weak
-               else "none prior-dominated")
-            + "; " + (f"{len(conflict)} with a potential prior-data conflict: {_names(conflict)}"
-                      if conflict else "no prior-data conflict")
-            + ". A code that no sample of a model hits leaves that model's logit to the prior's "
-            "lower tail, so such cells are expected among the prior-dominated.")  # fmt: skip
-    shown = df[df["verdict"] != "-"]
-    out: list[Any] = [Paragraph(text)]
-    if len(shown):
-        rows = shown[["parameter", "prior", "likelihood", "verdict"]].reset_index(drop=True)
-        title = f"Power-scaling sensitivity of the replay model (the {len(shown)} flagged of {len(df)})"
-        out.append(b.table(ReportTable("replay_sensitivity", title, rows,
-                                       display_frame(rows, 3), [src], [f"All rows: `{src}`."])))  # fmt: skip
-    return out
+            f"{n_weak} prior-dominated (weak likelihood), {n_conflict} with a potential "
+            "prior-data conflict. Here a flag says that the prior on a cell's logit (`theta`) or "
+            "on the cluster scale is informative next to the clusters (windows, conversations) "
+            "that inform the cell, most for rare and very common codes (a logit far from the "
+            "prior's centre); compare the posterior with the bootstrap column of "
+            "`replay/bayes_prevalence.csv`, which has no prior, and refit with wider priors "
+            "before relying on a flagged cell.")  # fmt: skip
+    rows = (
+        df.groupby("variable", sort=False)
+        .agg(n=("parameter", "size"),
+             prior_data_conflict=("verdict", lambda v: int((v == CONFLICT).sum())),
+             weak_likelihood=("verdict", lambda v: int((v == WEAK).sum())),
+             median_prior=("prior", "median"), median_likelihood=("likelihood", "median"))
+        .reset_index()
+    )  # fmt: skip
+    title = "Power-scaling sensitivity of the replay model, per variable"
+    table = ReportTable("replay_sensitivity", title, rows, display_frame(rows, 3), [src],
+                        [f"One row per parameter: `{src}`."])  # fmt: skip
+    return [Paragraph(text), b.table(table)]

@@ -333,7 +333,7 @@ def test_replay_section(replay_run):
     # the replay fit's power-scaling sensitivity (issue 19: every fit has its table), in words
     sens = results.read(replay_run, "replay/sensitivity.csv")
     assert len(sens) and set(sens["variable"]) >= {"theta", "category_prevalence"}
-    assert "sensitivity" in ids
+    assert "sensitivity" in ids and '<table id="replay_sensitivity">' in html
     md = (replay_run / "supplement.md").read_text()
     assert f"Replay prevalence model (`replay/sensitivity.csv`): {len(sens)} parameters" in md
 
