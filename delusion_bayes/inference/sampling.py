@@ -10,6 +10,7 @@ importable. Compile caching: see :mod:`delusion_bayes.inference.cache`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import time
@@ -44,6 +45,35 @@ def resolve_sampler(name: str) -> str:
         )
         return "pymc"
     return name
+
+
+@contextlib.contextmanager
+def compile_lock():
+    """Hold ``<PyTensor's compile dir>/.compile.lock`` (an exclusive ``flock``) while compiling,
+    so that processes sharing one compile cache compile one at a time. PyTensor locks its C
+    cache but not the numba kernels nutpie compiles: two sweep workers compiling into the same
+    empty cache once failed with a numba typing error (``specify_shape`` compiled for an int16
+    shape constant, called with an int8 one; docs/design.md). No lock where ``fcntl`` does not
+    exist (Windows)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    import pytensor
+
+    path = Path(pytensor.config.base_compiledir) / ".compile.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        t0 = time.perf_counter()
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        waited = time.perf_counter() - t0
+        if waited > 1.0:
+            log.info("waited %.0f s for another process compiling into %s", waited, path.parent)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def sample(
@@ -92,9 +122,10 @@ def sample(
         from .cache import compiled_nutpie
 
         tc = time.perf_counter()
-        compiled = compiled_nutpie(
-            model, cache_dir=cache_dir if cfg.compile_cache else None, key=key
-        )
+        with compile_lock():
+            compiled = compiled_nutpie(
+                model, cache_dir=cache_dir if cfg.compile_cache else None, key=key
+            )
         compile_time = time.perf_counter() - tc
         log.info("compiled %s in %.1f s", label, compile_time)
         ts = time.perf_counter()
