@@ -68,8 +68,7 @@ def fit(
     draws, tune, chains, sampler, seed, cores, target_accept
         NUTS settings; ``sampler`` is ``nutpie`` (default), ``pymc`` or ``numpyro`` (falls
         back to ``pymc`` with a warning when not installed). ``target_accept=None``: the
-        model's own (:data:`delusion_bayes.models.config.TARGET_ACCEPT`: 0.99 for ``onset``,
-        0.95 for the others; on paper_like, joint 2 x 500, 0.9 left 1 divergence).
+        model's own (:data:`delusion_bayes.models.config.TARGET_ACCEPT`).
     adaptation
         nutpie's mass-matrix adaptation, ``diag`` or ``low_rank`` (the main job's default,
         ``conf/sampler/nutpie.yaml``); ignored by the pymc and numpyro samplers.

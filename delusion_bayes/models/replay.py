@@ -22,13 +22,10 @@ non-empty cell instead of per sample x code, which is what lets it scale to Delu
 The original transcript's verdict belongs to a transcript message, so its rows are counted once
 per user turn (not once per window).
 
-Sampling coordinates (an exact change of variables: same joint density; |difference of the log
-densities| 2e-9 at DelusionEval scale in ``experiments/bench/bench_replay_bayes.py``, tested in
-``tests/replay/test_bayes.py``). Each conversation holds thousands of verdicts, so the data
-pin its total intercept ``u_p + v_c`` but not the split between participant and conversation
-(posterior correlation -0.97 between ``u_p`` and its conversations' ``v_c``), and ``theta`` is
-correlated with the slopes (-0.7) because the covariates are not centred per effect. NUTS needed
-31 leapfrog steps per draw (tree depth 5) at DelusionEval scale. It therefore moves in
+Sampling coordinates (an exact change of variables: same joint density, tested in
+``tests/replay/test_bayes.py``). The data pin each conversation's total intercept ``u_p + v_c``
+but not its split, and ``theta`` is correlated with the uncentred slopes
+(``docs/design-notes.md#modelsreplaypy``), so NUTS moves in
 
 .. math::
 
@@ -45,8 +42,7 @@ priors are evaluated on ``theta = theta_centred - beta xbar - gamma xbar - s`` a
 ``v = a + s - u_{p(c)}`` (both deterministic, in the posterior). The map is linear and
 unit-triangular, so no Jacobian term. The binomial likelihood is written
 ``y eta - n softplus(eta) + log C(n, y)`` (the same numbers as ``pm.Binomial``, half its gradient
-cost). The condition number of the posterior correlation matrix at the mode (what a diagonal mass
-matrix leaves) falls from 1,739 to 7.6, and NUTS needs 15 steps per draw (depth 4).
+cost).
 
 Derived quantities, from the posterior (not inside the graph, so sampling stays cheap):
 ``prevalence (model, effect)`` and ``category_prevalence (model, category)`` are the
@@ -55,14 +51,6 @@ conversation intercepts integrated out (the population prevalence, the target of
 bootstrap's interval and of ``simulate_replay``'s ``true_prevalence``), and their contrasts against
 the original transcript. The in-sample version (the study's own intercepts) is
 ``replay_posterior_prevalence(..., target="sample")``.
-
-Interval coverage of ``category_prevalence`` against ``simulate_replay``'s truth
-(``experiments/bench/coverage_replay_bayes.py``; 20 studies of 18 participants at the small scale, 300
-intervals): 90% intervals 0.857, 95% intervals 0.923, beside the two-stage bootstrap's 0.927 and
-0.957. The posterior's spread is right (sd of (mean - truth) / (half-width / 1.96) = 1.01) and
-the shortfall is a small upward shift (+0.004 on the prevalence scale on average, a quarter of
-a posterior sd; the bootstrap's point estimate +0.002). At DelusionEval scale (3 studies, 90
-intervals, so only indicative) both methods cover every truth (bootstrap 89 of 90 at 90%).
 """
 
 from __future__ import annotations
@@ -129,7 +117,7 @@ class ReplayModelSpec:
     #: one clustering level: every participant holds exactly one conversation (e.g. the
     #: DelusionEval release's rows, where both are the window). Then the model has one cluster
     #: intercept (``u_conversation``, scale ``sigma_conversation``) and no participant level:
-    #: two variance components for one unit are not identified (R-hat 1.79 on the scales)
+    #: two variance components for one unit are not identified
     single_level: bool = False
     #: the model's name (``models.fit`` dispatches on it; ``TARGET_ACCEPT`` is keyed by it)
     name: str = "replay_prevalence"
@@ -470,10 +458,8 @@ def _build_single_level(spec: ReplayModelSpec):
     logit at ``u = 0``, the population location (no zero-sum correction).
 
     Sampling coordinates. When each cluster holds one effect only (the DelusionEval rows: one
-    code per window), an effect's 19 model intercepts and the mean intercept of its clusters
-    are confounded (shift one up, the other down: same likelihood). Sampled as they are, all of
-    a code's ``theta`` moved together and mixed badly (R-hat 1.13, bulk ESS 12 on the real rows).
-    So, with ``g`` the group (effect) of a cluster and ``n_g`` its number of clusters::
+    code per window), an effect's model intercepts and the mean intercept of its clusters
+    are confounded (shift one up, the other down: same likelihood). So, with ``g`` the group (effect) of a cluster and ``n_g`` its number of clusters::
 
         u_c = ubar_g + z_c - zbar_g,   ubar_g ~ Normal(0, sigma / sqrt(n_g)),  z ~ Normal(0, sigma)
         theta_centred[m, e] = theta[m, e] + ubar_e + beta xbar^depth + gamma xbar^prior
@@ -565,8 +551,7 @@ def fit_replay_model(
     ``prevalence (model, code)`` (population prevalence: :func:`replay_posterior_prevalence`);
     ``tree.attrs`` hold the sampler, level, cells and diagnostics (``max_rhat``,
     ``min_ess_bulk``, ``min_ess_tail`` over the parameters, the same with suffix ``_prevalence``
-    over the prevalences, ``divergences``). ``tune=300``: nutpie has adapted by then at
-    DelusionEval scale (0 divergences, prevalence R-hat 1.002; 500 costs 25% more).
+    over the prevalences, ``divergences``).
     """
     from .fit import fit
 
