@@ -29,14 +29,9 @@ log-integrand and its curvature, and the nodes are placed there, here on a sinh-
 (trapezoid rule in ``u`` for ``e = e_hat + tau sinh(u)``) that also reaches the unit-scale tail
 of a latent cut off on one side, which Gauss-Hermite nodes at the mode miss. Written by hand
 because neither PyMC nor ArviZ integrates latent variables out of a log-likelihood (numba
-loops over draws and model-days; paper_like, 1,000 draws x 449 model-days: ~3 s).
-
-Measured on ``simulate_study("paper_like", seed=0)`` (joint, 2 x 500): both units rank the
-variants alike (logistic > linear > step > shared cutpoints); per model-day ``p_loo`` is 30
-instead of 74 (the 449 latents no longer count as parameters), logistic - linear is 5.0 (se 2.7)
-instead of 8.0 (2.6). Pareto k exceeds 0.7 on 11 of 449 model-days (max 1.3: days where a model
-switches, influential for its own k and t50) against 4 of 1,796 ratings, so look at
-``loo_khat.png`` before trusting a close comparison.
+loops over draws and model-days). Pareto k is high more often per model-day than per rating
+(``docs/design-notes.md#modelsmarginalpy``), so look at ``loo_khat.png`` before trusting a close
+comparison.
 """
 
 from __future__ import annotations
@@ -57,17 +52,9 @@ MARGINAL_VAR = "y_model_day"
 #: stands in for an open end of an ordinal category (``+-inf`` cutpoint); ``alpha s`` stays far
 #: below it for any latent on the 1-4 scale
 _OPEN = 1.0e4
-#: quadrature nodes; 31 kept the error below 1e-5 on the log scale over 300 random model-days
-#: (1-5 ratings, latent SD 0.01-3) against a 200,001-point trapezoid (21 nodes: 6e-4, 41: 6e-7);
-#: tests/models/test_marginal.py checks 150 of them at 2e-5
+#: quadrature nodes (error below 1e-5 on the log scale: tests/models/test_marginal.py)
 DEFAULT_NODES = 31
 _NEWTON_STEPS = 40
-
-
-# The integral as numba-compiled scalar loops over (draw, model-day) rather than numpy array
-# expressions: the safeguarded Newton iterations and the 31 nodes per model-day made ~20
-# temporaries of size draws x model-days x ratings x nodes (paper_like, 1,000 draws: 13 s in
-# numpy, ~3 s here). numba is a dependency of PyTensor, so nothing new is installed.
 
 
 @numba.njit(cache=True, inline="always")
@@ -156,8 +143,8 @@ def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
     # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u: spacing ~tau at the mode, growing
     # outwards to e_hat +- 7 (G <= G(e_hat) - (e - e_hat)^2 / 2 as G'' <= -1: nothing lies
     # beyond). Gauss-Hermite at the mode (lme4's nAGQ) misses the unit-scale tail of a latent
-    # cut off on one side (a floor day: every rater says stage 1 under a prior of sd 1.3):
-    # error 2e-3 with 15 nodes. Fills vals[q] with the log integrand times the node's weight;
+    # cut off on one side (a floor day: every rater says stage 1 under a prior of sd 1.3).
+    # Fills vals[q] with the log integrand times the node's weight;
     # returns (u_min, du, max of vals)
     log_2pi = np.log(2.0 * np.pi)
     umax = np.arcsinh(7.0 / tau)
