@@ -23,6 +23,7 @@ import xarray as xr
 from scipy.special import expit, log_expit
 
 from ..data.schema import DAY, MODEL, RATER
+from .marginal import MARGINAL_VAR, MODEL_DAY, _draws, loglik_and_stage
 from .spec import OBS, OBS_LEVEL, STAGE_CUTPOINTS, ModelSpec
 
 #: posterior variables the latent stage feeds (an ordinal rating's cumulative logit)
@@ -52,10 +53,6 @@ def observed_group(spec: ModelSpec) -> xr.Dataset:
             },
         )
     return obs
-
-
-def _draws(post: xr.Dataset, name: str) -> np.ndarray:
-    return np.asarray(post[name].transpose("chain", "draw", ...).values, float)
 
 
 def _ordinal_logp(y: np.ndarray, eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray):
@@ -92,8 +89,6 @@ def add_latent_groups(
 ) -> xr.DataTree:
     """Add the groups listed in the module docstring to a fit of a marginal model (in place;
     returns ``dt``). ``seed`` seeds the stage draws and the predictive draws."""
-    from .marginal import MARGINAL_VAR, MODEL_DAY, loglik_and_stage
-
     rng = np.random.default_rng([int(seed), 7])
     obs = observed_group(spec)
     dt["observed_data"] = xr.DataTree(obs)

@@ -43,15 +43,12 @@ import numpy as np
 import xarray as xr
 
 from ..data.schema import DAY, MODEL, RATER
-from .spec import STAGE_CUTPOINTS
+from .spec import OPEN, STAGE_CUTPOINTS
 
 #: dimension of the per-model-day log-likelihood (observed model-days only)
 MODEL_DAY = "model_day"
 #: name of the marginal log-likelihood variable in the ``log_likelihood`` group
 MARGINAL_VAR = "y_model_day"
-#: stands in for an open end of an ordinal category (``+-inf`` cutpoint); ``alpha s`` stays far
-#: below it for any latent on the 1-4 scale
-_OPEN = 1.0e4
 #: quadrature nodes (error below 1e-5 on the log scale: tests/models/test_marginal.py)
 DEFAULT_NODES = 31
 _NEWTON_STEPS = 40
@@ -228,7 +225,7 @@ def marginal_loglik(
     ----------
     alpha, a0, b0
         ``(..., n_groups, n_terms)``: each term is one ordinal observation of the group's latent
-        (``a0 = +_OPEN`` for the lowest category, ``b0 = -_OPEN`` for the highest; a padding
+        (``a0 = +OPEN`` for the lowest category, ``b0 = -OPEN`` for the highest; a padding
         term has both, contributing ``log 1 = 0``).
     mu, sigma
         ``(..., n_groups)``: the latent's normal prior, ``sigma > 0``.
@@ -273,8 +270,8 @@ def ordinal_terms(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, gamma: np.
     hi = np.clip(y, 0, n_cut - 1)
     g_lo = np.take_along_axis(gamma, np.broadcast_to(lo[..., None], gamma.shape[:-1] + (1,)), -1)
     g_hi = np.take_along_axis(gamma, np.broadcast_to(hi[..., None], gamma.shape[:-1] + (1,)), -1)
-    a0 = np.where(y == 0, _OPEN, beta - g_lo[..., 0])
-    b0 = np.where(y == n_cut, -_OPEN, beta - g_hi[..., 0])
+    a0 = np.where(y == 0, OPEN, beta - g_lo[..., 0])
+    b0 = np.where(y == n_cut, -OPEN, beta - g_hi[..., 0])
     return alpha, a0, b0
 
 
@@ -307,6 +304,10 @@ def loglik_and_stage(
     stage.name = "stage"
     stage.attrs = {"description": "latent stage drawn from its conditional posterior"}
     return ll, stage
+
+
+def _draws(post: xr.Dataset, name: str) -> np.ndarray:
+    return np.asarray(post[name].transpose("chain", "draw", ...).values, float)
 
 
 def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | None):
@@ -355,32 +356,28 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
             )
         level = (lv, lpos)
 
-    def draws(name: str) -> np.ndarray:
-        v = post[name]
-        return np.asarray(v.transpose("chain", "draw", ...).values, float)
-
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-    sev = draws("severity").reshape(n_chain * n_draw, -1)
-    disc = draws("discrimination").reshape(n_chain * n_draw, -1)
+    sev = _draws(post, "severity").reshape(n_chain * n_draw, -1)
+    disc = _draws(post, "discrimination").reshape(n_chain * n_draw, -1)
     md_model, md_day = keys // len(days), keys % len(days)
     if "trajectory" in post:
-        mu = draws("trajectory").reshape(n_chain * n_draw, len(models), len(days))[
+        mu = _draws(post, "trajectory").reshape(n_chain * n_draw, len(models), len(days))[
             :, md_model, md_day
         ]
-        sigma = draws("sigma_eps").reshape(n_chain * n_draw, -1)[:, md_model]
+        sigma = _draws(post, "sigma_eps").reshape(n_chain * n_draw, -1)[:, md_model]
     elif "mu_theta" in post:
-        mu = np.repeat(draws("mu_theta").reshape(-1, 1), n_md, axis=1)
-        sigma = np.repeat(draws("sigma_theta").reshape(-1, 1), n_md, axis=1)
+        mu = np.repeat(_draws(post, "mu_theta").reshape(-1, 1), n_md, axis=1)
+        sigma = np.repeat(_draws(post, "sigma_theta").reshape(-1, 1), n_md, axis=1)
     else:
         raise ValueError(
             f"model_day_loglik: the {model_name or 'given'} fit has neither 'trajectory' and "
             "'sigma_eps' (joint) nor 'mu_theta' and 'sigma_theta' (rater) in its posterior"
         )
     if level is not None:
-        beta = draws("beta_level").reshape(-1)
-        u = draws("u").reshape(n_chain * n_draw, -1)
-        c1 = draws("c_level_1").reshape(-1)
-        c2 = c1 + np.exp(draws("log_gap_level").reshape(-1))
+        beta = _draws(post, "beta_level").reshape(-1)
+        u = _draws(post, "u").reshape(n_chain * n_draw, -1)
+        c1 = _draws(post, "c_level_1").reshape(-1)
+        c2 = c1 + np.exp(_draws(post, "log_gap_level").reshape(-1))
     cuts = np.asarray(STAGE_CUTPOINTS, float)
 
     n_s = n_chain * n_draw
@@ -394,8 +391,8 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
         al, a0, b0 = ordinal_terms(y, d, d * s_, d[..., None] * cuts)
         n = al.shape[0]
         A = np.zeros((n, n_md, n_terms + extra))
-        A0 = np.full(A.shape, _OPEN)
-        B0 = np.full(A.shape, -_OPEN)
+        A0 = np.full(A.shape, OPEN)
+        B0 = np.full(A.shape, -OPEN)
         A[:, md_of_obs, slot], A0[:, md_of_obs, slot], B0[:, md_of_obs, slot] = al, a0, b0
         if level is not None:
             lv, lpos = level

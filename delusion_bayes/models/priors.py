@@ -160,3 +160,11 @@ def make_rv(name: str, spec: Mapping[str, Any], **kwargs):
 
     args = {k: float(v) for k, v in spec.items() if k != "dist"}
     return getattr(pm, spec["dist"])(name, **args, **kwargs)
+
+
+def make_dist(spec: Mapping[str, Any], **kwargs):
+    """The unnamed PyMC distribution (``.dist``) of a prior entry, e.g. for ``pm.logp``."""
+    import pymc as pm
+
+    args = {k: float(v) for k, v in spec.items() if k != "dist"}
+    return getattr(pm, spec["dist"]).dist(**args, **kwargs)

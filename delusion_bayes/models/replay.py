@@ -74,6 +74,7 @@ from ..data.replay_schema import (
     ORIGINAL,
     SAMPLE,
 )
+from .priors import make_dist, make_rv
 from .replay_posterior import (
     UNCATEGORISED,
     finish_replay_fit,
@@ -289,18 +290,14 @@ def replay_model_spec(
     return ReplayModelSpec(level, coords, cells, effect_group, merged, single_level=bool(single))
 
 
-def _rv(name: str, spec: dict[str, Any], **kwargs):
-    import pymc as pm
-
-    params = {k: v for k, v in spec.items() if k != "dist"}
-    return getattr(pm, spec["dist"])(name, **params, **kwargs)
-
-
-def _dist(spec: dict[str, Any], **kwargs):
-    import pymc as pm
-
-    params = {k: v for k, v in spec.items() if k != "dist"}
-    return getattr(pm, spec["dist"]).dist(**params, **kwargs)
+def _slopes_and_scales(spec: ReplayModelSpec, participant: bool = True) -> tuple:
+    """``(beta_depth, gamma_prior, sigma_participant, sigma_conversation)``, created in this
+    order (``sigma_participant`` None without the participant level)."""
+    p = spec.priors
+    beta = make_rv("beta_depth", p["beta_depth"], dims=(MODEL, "group"))
+    gamma = make_rv("gamma_prior", p["gamma_prior"], dims=(MODEL, "group"))
+    sigma_p = make_rv("sigma_participant", p["sigma_participant"]) if participant else None
+    return beta, gamma, sigma_p, make_rv("sigma_conversation", p["sigma_conversation"])
 
 
 def _log_binomial_coefficients(n: np.ndarray, y: np.ndarray) -> float:
@@ -383,10 +380,7 @@ def build_replay_model(spec: ReplayModelSpec):
     d = _design(spec)
     n_c, conv_part, conv_per_part = d["n_c"], d["conv_part"], d["conv_per_part"]
     with pm.Model(coords=spec.coords) as model:
-        beta = _rv("beta_depth", spec.priors["beta_depth"], dims=(MODEL, "group"))
-        gamma = _rv("gamma_prior", spec.priors["gamma_prior"], dims=(MODEL, "group"))
-        sigma_p = _rv("sigma_participant", spec.priors["sigma_participant"])
-        sigma_c = _rv("sigma_conversation", spec.priors["sigma_conversation"])
+        beta, gamma, sigma_p, sigma_c = _slopes_and_scales(spec)
         u_p = pm.ZeroSumNormal("u_participant", sigma=sigma_p, dims="participant")
         # the data pin these two; their priors enter through theta and u_conversation below
         theta_c = pm.Flat("theta_centred", dims=(MODEL, "effect"))
@@ -423,7 +417,7 @@ def _theta_and_likelihood(spec, d: dict, theta_c, beta, gamma, cluster_mean, clu
         - cluster_mean
     )
     theta = pm.Deterministic("theta", theta_flat.reshape((n_m, n_e)), dims=(MODEL, "effect"))
-    pm.Potential("theta_prior", pm.logp(_dist(spec.priors["theta"]), theta).sum())
+    pm.Potential("theta_prior", pm.logp(make_dist(spec.priors["theta"]), theta).sum())
     eta = (
         theta_c.reshape((-1,))[me]
         + cluster_dev
@@ -481,9 +475,7 @@ def _build_single_level(spec: ReplayModelSpec):
     member[grp_c, np.arange(n_c)] = 1.0 / size[grp_c]
     grp_of_me = np.tile(grp_e, n_m)
     with pm.Model(coords=spec.coords) as model:
-        beta = _rv("beta_depth", spec.priors["beta_depth"], dims=(MODEL, "group"))
-        gamma = _rv("gamma_prior", spec.priors["gamma_prior"], dims=(MODEL, "group"))
-        sigma_c = _rv("sigma_conversation", spec.priors["sigma_conversation"])
+        beta, gamma, _, sigma_c = _slopes_and_scales(spec, participant=False)
         z = pm.Normal("conversation_z", 0.0, sigma_c, dims="conversation")
         ubar = pm.Normal("cluster_group_mean", 0.0, sigma_c / np.sqrt(size), shape=n_grp)
         dev = z - pt.dot(member, z)[grp_c]
@@ -504,11 +496,8 @@ def build_reference_model(spec: ReplayModelSpec):
     m, e = c["model"].to_numpy(), c["effect"].to_numpy()
     mg = m * n_g + spec.effect_group[e]
     with pm.Model(coords=spec.coords) as model:
-        theta = _rv("theta", spec.priors["theta"], dims=(MODEL, "effect"))
-        beta = _rv("beta_depth", spec.priors["beta_depth"], dims=(MODEL, "group"))
-        gamma = _rv("gamma_prior", spec.priors["gamma_prior"], dims=(MODEL, "group"))
-        sigma_p = _rv("sigma_participant", spec.priors["sigma_participant"])
-        sigma_c = _rv("sigma_conversation", spec.priors["sigma_conversation"])
+        theta = make_rv("theta", spec.priors["theta"], dims=(MODEL, "effect"))
+        beta, gamma, sigma_p, sigma_c = _slopes_and_scales(spec)
         u_p = pm.ZeroSumNormal("u_participant", sigma=sigma_p, dims="participant")
         u_c = pm.ZeroSumNormal("u_conversation", sigma=sigma_c, dims="conversation")
         eta = (

@@ -140,13 +140,8 @@ def run_sbc(
             "(the traceback above is simuk's); nothing is reported from a partial run"
         )
     dt = sbc.simulations
-    dt.attrs.update(
-        n_draws=int(draws) * int(chains),
-        num_simulations=int(num_simulations),
-        model=model,
-        sampler=sampler,
-        seed=int(seed),
-    )
+    dt.attrs.update(n_draws=int(draws) * int(chains), num_simulations=int(num_simulations),
+                    model=model, sampler=sampler, seed=int(seed))  # fmt: skip
     return dt
 
 
@@ -241,13 +236,9 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
         dims = ("chain", "draw", *[d for d in prior[v].dims if d not in ("draw",)])
         data[v] = (dims, arr)
     out = xr.DataTree.from_dict({"prior_sbc": xr.Dataset(data)})
-    out.attrs.update(
-        n_draws=int(chains) * len(range(0, int(draws), 2)),
-        num_simulations=int(num_simulations),
-        model=model,
-        sampler=sampler,
-        seed=int(seed),
-    )
+    out.attrs.update(n_draws=int(chains) * len(range(0, int(draws), 2)),
+                     num_simulations=int(num_simulations), model=model, sampler=sampler,
+                     seed=int(seed))  # fmt: skip
     return out
 
 
@@ -289,31 +280,12 @@ def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
         arr = np.asarray(da.values, float).reshape(da.sizes["chain"] * da.sizes["draw"], -1)
         n_sims = arr.shape[0]
         edges = _rank_edges(n_sims, n_draws, n_bins)
-
-        for j in range(arr.shape[1]):
-            chi2, p = _chisq(arr[:, j], edges)
-            rows.append(
-                {
-                    "variable": name,
-                    "index": str(j) if arr.shape[1] > 1 else "",
-                    "n": n_sims,
-                    "chi2": chi2,
-                    "p_value": p,
-                    "mean_rank": float(arr[:, j].mean()),
-                }
-            )
-        if arr.shape[1] > 1:
-            chi2, p = _chisq(arr.ravel(), edges)
-            rows.append(
-                {
-                    "variable": name,
-                    "index": "all",
-                    "n": arr.size,
-                    "chi2": chi2,
-                    "p_value": p,
-                    "mean_rank": float(arr.mean()),
-                }
-            )
+        vector = arr.shape[1] > 1
+        tests = [(str(j) if vector else "", arr[:, j]) for j in range(arr.shape[1])]
+        for index, x in tests + ([("all", arr.ravel())] if vector else []):
+            chi2, p = _chisq(x, edges)
+            rows.append({"variable": name, "index": index, "n": x.size, "chi2": chi2,
+                         "p_value": p, "mean_rank": float(x.mean())})  # fmt: skip
     out = pd.DataFrame(rows)
     out.attrs["n_draws"] = n_draws
     return out

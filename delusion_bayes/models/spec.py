@@ -101,21 +101,11 @@ class ModelSpec:
     def hash(self) -> str:
         """Hash of everything that shapes the compiled graph (data values, priors, variant)."""
         h = hashlib.sha256()
-        h.update(
-            json.dumps(
-                {
-                    "name": self.name,
-                    "trajectory": self.trajectory,
-                    "cutpoints": self.cutpoints,
-                    "group_terms": list(self.group_terms),
-                    "priors": self.priors,
-                    "coords": {k: [str(x) for x in v] for k, v in self.coords.items()},
-                    "n_days": self.n_days,
-                },
-                sort_keys=True,
-                default=str,
-            ).encode()
-        )
+        meta = {"name": self.name, "trajectory": self.trajectory, "cutpoints": self.cutpoints,
+                "group_terms": list(self.group_terms), "priors": self.priors,
+                "coords": {k: [str(x) for x in v] for k, v in self.coords.items()},
+                "n_days": self.n_days}  # fmt: skip
+        h.update(json.dumps(meta, sort_keys=True, default=str).encode())
         for k in sorted(self.data):
             h.update(k.encode())
             h.update(np.ascontiguousarray(self.data[k]).tobytes())
@@ -238,18 +228,9 @@ def build_spec(
         coords[f"group_{term}"] = [str(v) for v in levels]
         data[f"group_{term}_idx"] = idx.astype(np.int64)
 
-    return ModelSpec(
-        name=model,
-        coords=coords,
-        data=data,
-        priors=resolve_priors(model, priors),
-        trajectory=trajectory,
-        cutpoints=cutpoints,
-        group_terms=terms,
-        n_days=n_days,
-        missing=missing,
-        model_coords=model_coords,
-    )
+    return ModelSpec(name=model, coords=coords, data=data, priors=resolve_priors(model, priors),
+                     trajectory=trajectory, cutpoints=cutpoints, group_terms=terms, n_days=n_days,
+                     missing=missing, model_coords=model_coords)  # fmt: skip
 
 
 def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int) -> dict:
@@ -376,8 +357,6 @@ def noise_identified(rec: xr.DataArray) -> np.ndarray:
     Why by hand: PyMC has no automatic reparameterisation, and the estimate only has to be
     rough (either coordinate gives the same posterior; a poor choice costs only efficiency).
     """
-    import warnings
-
     from ..baselines.logistic import fit_logistic_batch
 
     vals = np.asarray(rec.transpose(RATER, MODEL, DAY).values, float)

@@ -167,15 +167,9 @@ def baseline_estimates(res: Any, ds: xr.Dataset) -> tuple[dict[str, Any], pd.Dat
 def posterior_stage(post: xr.Dataset, days: np.ndarray) -> xr.DataArray:
     """The latent stage draws (chain, draw, model, day): ``stage`` when the model has one (joint),
     else the fitted curve ``1 + (L - 1) sigmoid(k (t - t50))`` (onset)."""
-    from ..data.schema import DAY
+    from ..models.derived import trajectory_stage
 
-    if "stage" in post:
-        return post["stage"]
-    from scipy.special import expit
-
-    t = xr.DataArray(np.asarray(days, dtype=float), dims=(DAY,), coords={DAY: days})
-    # expit, not 1 / (1 + exp(-x)): the same values without overflow warnings far from t50
-    return 1.0 + (post["L"] - 1.0) * expit(post["k"] * (t - post["t50"]))
+    return post["stage"] if "stage" in post else trajectory_stage(post, days)
 
 
 def analyse_posterior(
