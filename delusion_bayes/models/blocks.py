@@ -13,9 +13,6 @@ from .priors import make_rv
 from .rating_terms import rating_terms
 from .spec import CUT, K_MAX, K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
 
-#: onset parameters that group terms shift (on their unconstrained scale)
-_ONSET_PARAMS = ("L", "log_k", "t50")
-
 
 def _group_shift(spec: ModelSpec, param: str):
     """Sum over group terms of the level effect of each model: ``sum_g b_{param,g}[group_g(m)]``.
@@ -42,9 +39,8 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     non-centred z would sit on a narrow ridge along (mu_t50, sigma_t50).
 
     For the others (never-turners), whose ratings say only "the curve has not risen by day T",
-    i.e. ``h = k (t50 - T) > c`` (``c ~ 2``: the 1% quantile of ``k (t50 - T)`` is 1.6-2.2 on
-    paper_like), the free variable is ``w`` with ``t50 = T + c sinh(w) / k``
-    (``c = T50_SHEAR``), and the prior density of t50 enters with its Jacobian
+    i.e. ``h = k (t50 - T) > c`` (``c ~ 2``), the free variable is ``w`` with
+    ``t50 = T + c sinh(w) / k`` (``c = T50_SHEAR``), and the prior density of t50 enters with its Jacobian
     (``pm.Flat`` + ``pm.Potential``). In ``w`` that wall is flat in ``k`` and of unit width;
     in ``z = (t50 - loc) / scale`` (non-centred, sheared or not) its width is
     ``1 / (k T sigma_t50)``, so NUTS had to take steps of the thinnest wall everywhere

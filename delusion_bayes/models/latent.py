@@ -121,36 +121,24 @@ def add_latent_groups(
         s_l = grid[:, :, d["level_model_idx"], d["level_day_idx"]]
         level_eta = beta[..., None] * (s_l - 2.5) + u[..., d["level_model_idx"]]
         level_cuts = np.stack([c1, c2], -1)[:, :, None, :]
-    coords = {k: v for k, v in obs.coords.items()}
+    obs_coords = {k: v for k, v in obs.coords.items() if OBS in v.dims}
+    lvl_coords = {k: v for k, v in obs.coords.items() if OBS_LEVEL in v.dims}
+    y_dims, lvl_dims = ("chain", "draw", OBS), ("chain", "draw", OBS_LEVEL)
     if log_likelihood:
         cuts = np.broadcast_to(_CUTS, eta.shape + (_CUTS.size,))
-        ll = xr.Dataset(
-            {"y": (("chain", "draw", OBS), _ordinal_logp(d["y"], eta, scale, cuts))},
-            coords={k: v for k, v in coords.items() if OBS in v.dims},
-        )
+        y_ll = _ordinal_logp(d["y"], eta, scale, cuts)
+        ll = xr.Dataset({"y": (y_dims, y_ll)}, coords=obs_coords)
         if level_eta is not None:
             lc = np.broadcast_to(level_cuts, level_eta.shape + (2,))
             lvl = _ordinal_logp(d["level"], level_eta, np.ones_like(level_eta), lc)
-            ll["level"] = xr.DataArray(
-                lvl,
-                dims=("chain", "draw", OBS_LEVEL),
-                coords={k: v for k, v in coords.items() if OBS_LEVEL in v.dims},
-            )
+            ll["level"] = xr.DataArray(lvl, dims=lvl_dims, coords=lvl_coords)
         ll[MARGINAL_VAR] = md_ll
         dt["log_likelihood"] = xr.DataTree(ll)
     if posterior_predictive:
-        pp = xr.Dataset(
-            {"y": (("chain", "draw", OBS), _ordinal_draw(eta, scale, _CUTS, rng))},
-            coords={k: v for k, v in coords.items() if OBS in v.dims},
-        )
+        pp = xr.Dataset({"y": (y_dims, _ordinal_draw(eta, scale, _CUTS, rng))}, coords=obs_coords)
         if level_eta is not None:
-            p_gt = expit(level_eta[..., None] - level_cuts)
-            uu = rng.uniform(size=level_eta.shape)
-            pp["level"] = xr.DataArray(
-                (uu[..., None] < p_gt).sum(-1).astype(np.int8),
-                dims=("chain", "draw", OBS_LEVEL),
-                coords={k: v for k, v in coords.items() if OBS_LEVEL in v.dims},
-            )
+            lvl = _ordinal_draw(level_eta, np.ones_like(level_eta), level_cuts, rng)
+            pp["level"] = xr.DataArray(lvl, dims=lvl_dims, coords=lvl_coords)
         dt["posterior_predictive"] = xr.DataTree(pp)
     return dt
 

@@ -224,8 +224,8 @@ def replay_model_spec(
     s_i, m_i, k_i = np.nonzero(np.isfinite(hit))
     if baseline in models:
         # the original's verdict is per transcript message and code: keep its first sample per
-        # (user turn, code). Without the code, two windows scoring the same user turn on
-        # different codes lost one code's verdict (issue 16, item 4).
+        # (user turn, code), so two windows scoring the same user turn on different codes keep
+        # both codes' verdicts
         b = models.index(baseline)
         turn_key = pd.factorize(
             pd.Series(ds["conversation"].values.astype(str))

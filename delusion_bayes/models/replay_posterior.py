@@ -164,26 +164,12 @@ def replay_posterior_contrasts(
             for j, lab in enumerate(da[dim].values):
                 x = stacked[:, i, j]
                 entry = {"model": mname, "level": level, "label": str(lab)}
-                rows.append(
-                    {
-                        **entry,
-                        "quantity": "prevalence",
-                        "mean": float(np.mean(x)),
-                        **_bounds(x, ci_prob),
-                        "prob_below_zero": np.nan,
-                    }
-                )
+                rows.append({**entry, "quantity": "prevalence", "mean": float(np.mean(x)),
+                             **_bounds(x, ci_prob), "prob_below_zero": np.nan})  # fmt: skip
                 if baseline in models and mname != baseline:
                     d = x - stacked[:, models.index(baseline), j]
-                    rows.append(
-                        {
-                            **entry,
-                            "quantity": "delta",
-                            "mean": float(np.mean(d)),
-                            **_bounds(d, ci_prob),
-                            "prob_below_zero": float(np.mean(d < 0)),
-                        }
-                    )
+                    rows.append({**entry, "quantity": "delta", "mean": float(np.mean(d)),
+                                 **_bounds(d, ci_prob), "prob_below_zero": float(np.mean(d < 0))})  # fmt: skip
     out = pd.DataFrame(rows)
     out["ci_prob"] = ci_prob
     return out

@@ -178,16 +178,13 @@ def build_spec(
     data: dict[str, np.ndarray] = {"day_values": days.astype(float)}
     # partial centring of t50: centred where the median rating reaches clinical framing (2.5) on
     # some day (the data pin t50), non-centred where it never does (t50 only bounded below)
-    with np.errstate(all="ignore"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            peak = np.nanmax(np.nanmedian(rec.values, axis=0), axis=1)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(rec.values, axis=0)  # (model, day)
+        peak = np.nanmax(med, axis=1)
     data["t50_centred"] = np.nan_to_num(peak, nan=0.0) >= 2.5
     # already turned on the first rated day: t50 only bounded from above by the data (the
     # mirror of a never-turner)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(rec.values, axis=0)  # (model, day)
     first = np.array([row[np.isfinite(row)][0] if np.isfinite(row).any() else 0.0 for row in med])
     data["t50_early"] = first >= 2.5
     if model in ("joint", "disengagement"):
@@ -347,9 +344,9 @@ def noise_identified(rec: xr.DataArray) -> np.ndarray:
 
     A model's weight ``lambda_m`` in [0, 1] below is the share of its rater mean's variance
     around the trajectory that is day noise rather than measurement; ``lambda >= 1/2`` marks
-    the noise as identified (paper_like: only the oscillating Claude Opus 3). With a Gaussian latent of prior variance ``s2``
-    measured with variance ``v``, ``lambda = s2 / (s2 + v)`` (Papaspiliopoulos, Roberts &
-    Skold 2007, Stat. Sci. 22:59). Both are estimated from the ratings: ``s2 + v`` as the mean
+    the noise as identified (paper_like: only the oscillating Claude Opus 3). With a Gaussian
+    latent of prior variance ``s2`` measured with variance ``v``, ``lambda = s2 / (s2 + v)``
+    (Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59). Both are estimated from the ratings: ``s2 + v`` as the mean
     squared residual of the rater mean around its least-squares logistic fit
     (:func:`delusion_bayes.baselines.logistic.fit_logistic_batch`), ``v`` as the pooled
     between-rater variance of a model-day divided by the raters per model-day.

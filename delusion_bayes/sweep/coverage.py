@@ -512,19 +512,31 @@ def replicate_job(cfg: Any) -> str:
         )
     names = [str(cfg.model.name), *[str(m) for m in cfg.model.get("also_fit", [])]]
     methods = [m for m in dict.fromkeys(names) if m in ("onset", "joint")]
-    s = cfg.sampler
-    fit_kwargs = {
-        "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),
-        "cores": int(s.cores), "seed": int(s.seed), "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
-        "adaptation": str(s.get("adaptation", "diag")),
-        "cache_dir": cfg.get("cache_dir"), "log_likelihood": False, "log_prior": False, "posterior_predictive": False,
-    }  # fmt: skip
+    fit_kwargs = replicate_fit_kwargs(cfg)
     path = run_replicate(
         str(cfg.data.preset), int(cfg.data.seed), root,
         baselines=OmegaConf.to_container(cfg.baselines, resolve=True), methods=methods,
         fit_kwargs=fit_kwargs, simulate_overrides=OmegaConf.to_container(cfg.data.overrides),
     )  # fmt: skip
     return str(path)
+
+
+def replicate_fit_kwargs(cfg: Any, *, adaptation: bool = True) -> dict[str, Any]:
+    """The :func:`delusion_bayes.models.fit` settings of a simulated replicate: ``cfg.sampler``
+    and ``cfg.cache_dir``, without the groups nothing scores (log-likelihood, log prior,
+    posterior predictive); ``adaptation=False`` leaves ``sampler.adaptation`` out (the design
+    stage's fits use ``models.fit``'s default)."""
+    s = cfg.sampler
+    out = {
+        "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),
+        "cores": int(s.cores), "seed": int(s.seed),
+        "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
+        "cache_dir": cfg.get("cache_dir"), "log_likelihood": False, "log_prior": False,
+        "posterior_predictive": False,
+    }  # fmt: skip
+    if adaptation:
+        out["adaptation"] = str(s.get("adaptation", "diag"))
+    return out
 
 
 def main() -> None:
