@@ -74,7 +74,7 @@ from ..data.replay_schema import (
     ORIGINAL,
     SAMPLE,
 )
-from .priors import make_dist, make_rv
+from .priors import make_dist, make_rv, prior_table
 from .replay_posterior import (
     UNCATEGORISED,
     finish_replay_fit,
@@ -149,9 +149,7 @@ class ReplayModelSpec:
         return len(self.cells)
 
     def prior_table(self) -> pd.DataFrame:
-        return pd.DataFrame([{"parameter": k, **v} for k, v in self.priors.items()]).set_index(
-            "parameter"
-        )
+        return prior_table(self.priors)
 
     def hash(self) -> str:
         """Hash of everything that shapes the compiled graph (the compile cache's key)."""
