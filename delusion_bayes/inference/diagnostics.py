@@ -25,6 +25,7 @@ from .config import InferenceConfig
 
 log = logging.getLogger(__name__)
 
+
 class BadFitError(RuntimeError):
     """A fit failed the diagnostics gate and ``fail_on_bad_fit`` is set."""
 
