@@ -3,8 +3,8 @@
 nutpie's compiled model cannot be pickled, so the on-disk cache is PyTensor's own: its numba
 backend caches every compiled kernel under ``<base_compiledir>/numba``, and ``base_compiledir``
 is pointed at ``<cache_dir>/pytensor`` (via ``PYTENSOR_FLAGS`` before PyTensor is imported;
-timings: ``docs/design-notes.md#inferencecachepy``). Within one process compiled models are also memoised by the spec hash, so
-refitting the same spec (tests, variants, SBC) does not compile at all.
+timings: ``docs/design-notes.md#inferencecachepy``). Within one process compiled models are also
+memoised by the spec hash, so refitting the same spec (tests, variants, SBC) does not compile.
 
 Both caches are trusted with what they return, so both are checked: cache folders are created
 ``0o700`` and refused when others can write to them (:func:`private_dir`), and a cached fit

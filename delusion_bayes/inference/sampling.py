@@ -37,7 +37,8 @@ def resolve_sampler(name: str) -> str:
     if missing:
         log.warning(
             "sampler %r is not importable here (missing %s); falling back to PyMC's NUTS. "
-            "Install it with `pip install %s` to use it.", name, ", ".join(missing), " ".join(missing)
+            "Install it with `pip install %s` to use it.",
+            name, ", ".join(missing), " ".join(missing),
         )  # fmt: skip
         return "pymc"
     return name

@@ -40,9 +40,9 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
 
     For the others (never-turners), whose ratings say only "the curve has not risen by day T",
     i.e. ``h = k (t50 - T) > c`` (``c ~ 2``), the free variable is ``w`` with
-    ``t50 = T + c sinh(w) / k`` (``c = T50_SHEAR``), and the prior density of t50 enters with its Jacobian
-    (``pm.Flat`` + ``pm.Potential``). In ``w`` that wall is flat in ``k`` and of unit width;
-    in ``z = (t50 - loc) / scale`` (non-centred, sheared or not) its width is
+    ``t50 = T + c sinh(w) / k`` (``c = T50_SHEAR``), and the prior density of t50 enters with
+    its Jacobian (``pm.Flat`` + ``pm.Potential``). In ``w`` that wall is flat in ``k`` and of
+    unit width; in ``z = (t50 - loc) / scale`` (non-centred, sheared or not) its width is
     ``1 / (k T sigma_t50)``, so NUTS had to take steps of the thinnest wall everywhere
     (``docs/design-notes.md#modelsblockspy``).
     """
@@ -172,8 +172,9 @@ def day_noise_scale(spec: ModelSpec):
     Partially centred (:func:`_partially_centred`): centred for a model whose ratings identify
     its day noise (``eps_centred``: :func:`delusion_bayes.models.spec.noise_identified`, the
     oscillating Claude Opus 3 of paper_like), non-centred for a calm model, whose noise is
-    below what four raters resolve and follows the population. An oscillating model gets a large one instead of distorting the shared fit. The noise
-    itself is integrated out of the likelihood (:func:`marginal_ratings`).
+    below what four raters resolve and follows the population. An oscillating model gets a
+    large one instead of distorting the shared fit. The noise itself is integrated out of the
+    likelihood (:func:`marginal_ratings`).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -192,8 +193,9 @@ def rater_effects(spec: ModelSpec):
 
     ``severity ~ ZeroSumNormal(sigma)`` (the mean rater defines the stage scale, as in the
     simulator) and ``log discrimination_r ~ N(mu, sigma)`` independently. No population level:
-    a hierarchy over four raters cannot estimate its own spread, and with hundreds of ratings per rater the fixed weakly-informative priors are overwhelmed by
-    the data anyway. ``shared`` fixes severity to 0 and uses one discrimination for all raters.
+    a hierarchy over four raters cannot estimate its own spread, and with hundreds of ratings
+    per rater the fixed weakly-informative priors are overwhelmed by the data anyway.
+    ``shared`` fixes severity to 0 and uses one discrimination for all raters.
     """
     import pymc as pm
     import pytensor.tensor as pt

@@ -219,9 +219,10 @@ def milestones_table(ms: xr.Dataset, ci_prob: float = 0.95, ci_kind: str = "eti"
             else xr.full_like(mean, np.nan)
         )
         for i, m in enumerate(da[MODEL].values):
-            rows.append({MODEL: str(m), "milestone": name,
-                         **{k: float(s[k].values[i]) for k in ("median", "ci_low", "ci_high")},
-                         "p_censored": float(pc.values[i]), "mean": float(mean.values[i])})  # fmt: skip
+            summary = {k: float(s[k].values[i]) for k in ("median", "ci_low", "ci_high")}
+            rows.append({MODEL: str(m), "milestone": name, **summary,
+                         "p_censored": float(pc.values[i]),
+                         "mean": float(mean.values[i])})  # fmt: skip
     df = pd.DataFrame(rows)
     df["ci_prob"], df["ci_kind"], df["censor_day"] = ci_prob, ci_kind, cens
     return df
@@ -275,7 +276,8 @@ def posterior_contrasts(
         mask_a, mask_b = contrast_groups(quantities, c)
         for q in c.quantities or []:
             row: dict[str, Any] = {"name": c.name, "quantity": q, "n_a": int(mask_a.sum()),
-                                   "n_b": int(mask_b.sum()), "alternative": c.alternative}  # fmt: skip
+                                   "n_b": int(mask_b.sum()),
+                                   "alternative": c.alternative}  # fmt: skip
             if q not in quantities:
                 row.update(dict.fromkeys(("median", "ci_low", "ci_high", "p_gt_0", "mean"), np.nan))
                 rows.append({**row, "note": f"{q!r} is not a quantity of this model"})
@@ -286,7 +288,8 @@ def posterior_contrasts(
             lo, hi = interval(diff, ci_prob, ci_kind)
             dims = _sample_dims(diff)
             row.update(median=float(diff.median(dims)), ci_low=float(lo), ci_high=float(hi),
-                       p_gt_0=float((diff > 0).mean(dims)), mean=float(diff.mean(dims)), note="")  # fmt: skip
+                       p_gt_0=float((diff > 0).mean(dims)), mean=float(diff.mean(dims)),
+                       note="")  # fmt: skip
             rows.append(row)
     cols = ["name", "quantity", "median", "ci_low", "ci_high", "p_gt_0", "mean", "n_a", "n_b"]
     df = pd.DataFrame(rows, columns=[*cols, "alternative", "note"])

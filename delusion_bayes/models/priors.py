@@ -37,8 +37,8 @@ _ONSET_HYPER: dict[str, dict[str, Any]] = {
     # K_MAX = 20; k_min = 0.03 in the onset model, 0 in the others: delusion_bayes.models.spec)
     "mu_log_k": {"dist": "Normal", "mu": -0.5, "sigma": 1.0},
     # zero-avoiding (Chung et al. 2013, Psychometrika 78): the turners' log k are centred, and
-    # near sigma_log_k = 0 they sit in a centred funnel's neck (docs/design-notes.md#modelspriorspy).
-    # Mean 0.75, 95% in [0.15, 1.8]
+    # near sigma_log_k = 0 they sit in a centred funnel's neck
+    # (docs/design-notes.md#modelspriorspy). Mean 0.75, 95% in [0.15, 1.8]
     "sigma_log_k": {"dist": "Gamma", "alpha": 3.0, "beta": 4.0},
     # midpoint in units of n_days: t50_m = n_days * (mu_t50 + sigma_t50 * z_m)
     "mu_t50": {"dist": "Normal", "mu": 0.6, "sigma": 0.4},

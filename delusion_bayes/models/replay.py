@@ -451,7 +451,8 @@ def _build_single_level(spec: ReplayModelSpec):
 
     Sampling coordinates. When each cluster holds one effect only (the DelusionEval rows: one
     code per window), an effect's model intercepts and the mean intercept of its clusters
-    are confounded (shift one up, the other down: same likelihood). So, with ``g`` the group (effect) of a cluster and ``n_g`` its number of clusters::
+    are confounded (shift one up, the other down: same likelihood). So, with ``g`` the group
+    (effect) of a cluster and ``n_g`` its number of clusters::
 
         u_c = ubar_g + z_c - zbar_g,   ubar_g ~ Normal(0, sigma / sqrt(n_g)),  z ~ Normal(0, sigma)
         theta_centred[m, e] = theta[m, e] + ubar_e + beta xbar^depth + gamma xbar^prior

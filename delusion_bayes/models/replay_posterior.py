@@ -169,7 +169,8 @@ def replay_posterior_contrasts(
                 if baseline in models and mname != baseline:
                     d = x - stacked[:, models.index(baseline), j]
                     rows.append({**entry, "quantity": "delta", "mean": float(np.mean(d)),
-                                 **_bounds(d, ci_prob), "prob_below_zero": float(np.mean(d < 0))})  # fmt: skip
+                                 **_bounds(d, ci_prob),
+                                 "prob_below_zero": float(np.mean(d < 0))})  # fmt: skip
     out = pd.DataFrame(rows)
     out["ci_prob"] = ci_prob
     return out

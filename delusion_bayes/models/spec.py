@@ -346,10 +346,10 @@ def noise_identified(rec: xr.DataArray) -> np.ndarray:
     around the trajectory that is day noise rather than measurement; ``lambda >= 1/2`` marks
     the noise as identified (paper_like: only the oscillating Claude Opus 3). With a Gaussian
     latent of prior variance ``s2`` measured with variance ``v``, ``lambda = s2 / (s2 + v)``
-    (Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59). Both are estimated from the ratings: ``s2 + v`` as the mean
-    squared residual of the rater mean around its least-squares logistic fit
-    (:func:`delusion_bayes.baselines.logistic.fit_logistic_batch`), ``v`` as the pooled
-    between-rater variance of a model-day divided by the raters per model-day.
+    (Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59). Both are estimated from the
+    ratings: ``s2 + v`` as the mean squared residual of the rater mean around its least-squares
+    logistic fit (:func:`delusion_bayes.baselines.logistic.fit_logistic_batch`), ``v`` as the
+    pooled between-rater variance of a model-day divided by the raters per model-day.
 
     Why by hand: PyMC has no automatic reparameterisation, and the estimate only has to be
     rough (either coordinate gives the same posterior; a poor choice costs only efficiency).

@@ -112,7 +112,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
     write("metrics_by_model_day.csv", res.by_model_day,
           f"entrainment (config {res.config} canonical; others as entrainment_configN), modality "
-          "and its marker counts, consensus stage per model-day (NaN = missing answer)")  # fmt: skip
+          "and its marker counts, consensus stage per model-day "
+          "(NaN = missing answer)")  # fmt: skip
     write("model_means.csv", res.model_means,
           "per-model mean/sd/n_days of every metric over available days")  # fmt: skip
     write("correlations.csv", res.correlations,
@@ -124,7 +125,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
           f"within-model Spearman rho with consensus (descriptive), mean on naive "
           f"(< {clinical_at:g}) vs clinical days")  # fmt: skip
     write("turn_contrast.csv", res.turn_contrast,
-          "metric means before vs from each model's first clinical framing day (Figure 4 data)")  # fmt: skip
+          "metric means before vs from each model's first clinical framing day "
+          "(Figure 4 data)")  # fmt: skip
 
     if bool(_get(t, "figures", True)):
         if "level_b" in ds:
@@ -139,8 +141,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             files[p.name] = "Figure 4: modality before vs from the clinical turn"
 
     headline = res.headline
-    _write_index(run_dir, files, headline, consensus=cons_source, synthetic=synthetic,
-                 note="descriptive statistics (model-days are serially dependent), as in the paper")  # fmt: skip
+    note = "descriptive statistics (model-days are serially dependent), as in the paper"
+    _write_index(run_dir, files, headline, consensus=cons_source, synthetic=synthetic, note=note)
     log.info("stage text: entrainment (config %d, %s) and modality for %d models x %d days%s",
              res.config, res.embedding_model, ds.sizes[MODEL], ds.sizes[DAY],
              " (SYNTHETIC texts)" if synthetic else "")  # fmt: skip
