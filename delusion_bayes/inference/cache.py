@@ -1,12 +1,10 @@
 """Compile caching, so that a second run does not recompile the model.
 
-What was measured here (joint model, paper_like, 2 shared cores): nutpie's compiled model cannot
-be pickled (``TypeError: cannot pickle 'generator' object``), so the on-disk cache is PyTensor's
-own: its numba backend caches every compiled kernel under ``<base_compiledir>/numba``. Pointing
-``base_compiledir`` at ``<cache_dir>/pytensor`` (via ``PYTENSOR_FLAGS`` before PyTensor is
-imported) cut nutpie's compile step from 49 s cold to 15 s warm in a new process; the rest is
-graph rewriting. Within one process compiled models are also memoised by the spec hash, so
-refitting the same spec (tests, variants, SBC) does not compile at all.
+nutpie's compiled model cannot be pickled, so the on-disk cache is PyTensor's own: its numba
+backend caches every compiled kernel under ``<base_compiledir>/numba``, and ``base_compiledir``
+is pointed at ``<cache_dir>/pytensor`` (via ``PYTENSOR_FLAGS`` before PyTensor is imported;
+timings: ``docs/design-notes.md#inferencecachepy``). Within one process compiled models are also
+memoised by the spec hash, so refitting the same spec (tests, variants, SBC) does not compile.
 
 Both caches are trusted with what they return, so both are checked: cache folders are created
 ``0o700`` and refused when others can write to them (:func:`private_dir`), and a cached fit
@@ -100,11 +98,8 @@ def configure_pytensor_cache(cache_dir: str | Path | None = None) -> Path | None
         extra.append(f"base_compiledir={target}")
     if "numba__fastmath" not in flags:
         # bit-for-bit the same draws from the same seed whether the kernels were just compiled
-        # or loaded from this cache: with fastmath (PyTensor's default) LLVM contracts and
-        # reorders floating point differently when kernels are inlined (cold) than when
-        # cached ones are linked (warm), the joint model's gradient differed by 1e-14, and
-        # after 1,000 chaotic NUTS trajectories the same seed gave 0 or 1 divergences and
-        # max R-hat 1.007 or 1.018 (paper_like, 2 x 500). Sampling time unchanged (25-34 s).
+        # or loaded from this cache: with fastmath (PyTensor's default) LLVM reorders floating
+        # point differently in cold and warm kernels (docs/design-notes.md#inferencecachepy)
         extra.append("numba__fastmath=False")
     if extra:
         os.environ["PYTENSOR_FLAGS"] = ",".join([f for f in (flags, *extra) if f])
@@ -156,11 +151,6 @@ def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str
     if key is not None:
         _MEMO[key] = compiled
     return compiled
-
-
-def clear_memo() -> None:
-    """Forget the in-process compiled models."""
-    _MEMO.clear()
 
 
 # ------------------------------------------------------------------------------------------

@@ -77,9 +77,8 @@ def check_sampler_settings(
                 f"(e.g. sampler.{name}={max(low, 1000 if name in ('draws', 'tune') else 2)})"
             )
     if target_accept is not None:
-        ok = isinstance(target_accept, int | float | np.floating) and not isinstance(
-            target_accept, bool
-        )
+        number = isinstance(target_accept, int | float | np.floating)
+        ok = number and not isinstance(target_accept, bool)
         if not ok or not 0.0 < float(target_accept) < 1.0:
             raise ValueError(
                 f"sampler.target_accept={target_accept!r}: expected null (each model's own) or "

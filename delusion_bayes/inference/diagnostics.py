@@ -25,10 +25,6 @@ from .config import InferenceConfig
 
 log = logging.getLogger(__name__)
 
-#: posterior variables never gated: the masked latent stage (NaN on missing model-days) is a
-#: deterministic of gated parameters, and the PPC/derived variables are not parameters
-UNGATED: tuple[str, ...] = ()
-
 
 class BadFitError(RuntimeError):
     """A fit failed the diagnostics gate and ``fail_on_bad_fit`` is set."""
@@ -217,12 +213,8 @@ def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[st
         if c.fail_on_bad_fit:
             raise BadFitError(f"{label} failed the diagnostics gate: " + "; ".join(reasons))
     else:
-        log.info(
-            "diagnostics gate passed for %s (max R-hat %.3f, min ESS %.0f)",
-            label,
-            max_rhat,
-            min_ess,
-        )
+        log.info("diagnostics gate passed for %s (max R-hat %.3f, min ESS %.0f)", label, max_rhat,
+                 min_ess)  # fmt: skip
     return result
 
 
@@ -325,14 +317,9 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
 
     if len(fits) < 2:
         raise ValueError(f"compare_fits needs at least two fits; got {list(fits)}")
-    shapes = {
-        k: tuple(
-            (d, n)
-            for d, n in v["log_likelihood"][var_name].sizes.items()
-            if d not in ("chain", "draw")
-        )
-        for k, v in fits.items()
-    }
+    sizes = {k: v["log_likelihood"][var_name].sizes for k, v in fits.items()}
+    shapes = {k: tuple((d, n) for d, n in s.items() if d not in ("chain", "draw"))
+              for k, s in sizes.items()}  # fmt: skip
     if len(set(shapes.values())) > 1:
         raise ValueError(f"fits do not share the observations of {var_name!r}: {shapes}")
     with warnings.catch_warnings():

@@ -39,10 +39,8 @@ def resolve_sampler(name: str) -> str:
         log.warning(
             "sampler %r is not importable here (missing %s); falling back to PyMC's NUTS. "
             "Install it with `pip install %s` to use it.",
-            name,
-            ", ".join(missing),
-            " ".join(missing),
-        )
+            name, ", ".join(missing), " ".join(missing),
+        )  # fmt: skip
         return "pymc"
     return name
 
@@ -115,6 +113,7 @@ def sample(
     compile_time = None
     label = label or str(getattr(model, "name", "") or "model")
     total = chains * (int(cfg.tune) + int(cfg.draws))
+    common = {"draws": int(cfg.draws), "tune": int(cfg.tune), "chains": chains}
     if name == "nutpie":
         import nutpie
         from pymc.sampling.mcmc import patch_nutpie_idata
@@ -134,9 +133,7 @@ def sample(
         with SamplingProgress(label, total, bar=bool(cfg.progressbar)) as progress:
             dt = nutpie.sample(
                 compiled,
-                draws=int(cfg.draws),
-                tune=int(cfg.tune),
-                chains=chains,
+                **common,
                 cores=cores,
                 seed=int(cfg.seed),
                 save_warmup=False,
@@ -149,9 +146,7 @@ def sample(
         patch_nutpie_idata(dt, model, sampling_time=time.perf_counter() - ts)
     elif name == "numpyro":
         dt = pm.sample(
-            draws=int(cfg.draws),
-            tune=int(cfg.tune),
-            chains=chains,
+            **common,
             random_seed=int(cfg.seed),
             nuts_sampler="numpyro",
             nuts_sampler_kwargs={
@@ -164,9 +159,7 @@ def sample(
     else:
         with SamplingProgress(label, total, bar=bool(cfg.progressbar)) as progress:
             dt = pm.sample(
-                draws=int(cfg.draws),
-                tune=int(cfg.tune),
-                chains=chains,
+                **common,
                 cores=cores,
                 random_seed=int(cfg.seed),
                 nuts_sampler="pymc",
@@ -176,10 +169,8 @@ def sample(
                 compute_convergence_checks=False,
                 model=model,
             )
-    dt.posterior.attrs["sampler"] = name
-    dt.posterior.attrs["sampler_requested"] = cfg.name
-    dt.posterior.attrs["target_accept"] = target_accept
-    dt.posterior.attrs["total_time"] = time.perf_counter() - t0
+    dt.posterior.attrs.update(sampler=name, sampler_requested=cfg.name, target_accept=target_accept,
+                              total_time=time.perf_counter() - t0)  # fmt: skip
     if compile_time is not None:
         dt.posterior.attrs["compile_time"] = compile_time
     return dt

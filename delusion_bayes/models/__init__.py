@@ -14,9 +14,7 @@ from .._lazy import lazy_getattr
 from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES, ModelConfig
 
 # bound eagerly (fit.py imports PyMC only inside ``fit``): as a lazy name, importing the
-# submodule ``delusion_bayes.models.fit`` first (``from delusion_bayes.models.fit import ...``)
-# made the package attribute ``fit`` that module, and ``db.models.fit(...)`` then raised
-# "'module' object is not callable"
+# submodule ``delusion_bayes.models.fit`` first would make ``db.models.fit`` that module
 from .fit import fit
 from .priors import DEFAULT_PRIORS, default_priors, prior_table, resolve_priors
 from .spec import ModelSpec, build_spec

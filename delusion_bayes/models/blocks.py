@@ -13,9 +13,6 @@ from .priors import make_rv
 from .rating_terms import rating_terms
 from .spec import CUT, K_MAX, K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
 
-#: onset parameters that group terms shift (on their unconstrained scale)
-_ONSET_PARAMS = ("L", "log_k", "t50")
-
 
 def _group_shift(spec: ModelSpec, param: str):
     """Sum over group terms of the level effect of each model: ``sum_g b_{param,g}[group_g(m)]``.
@@ -42,15 +39,12 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     non-centred z would sit on a narrow ridge along (mu_t50, sigma_t50).
 
     For the others (never-turners), whose ratings say only "the curve has not risen by day T",
-    i.e. ``h = k (t50 - T) > c`` (``c ~ 2``: the 1% quantile of ``k (t50 - T)`` is 1.6-2.2 on
-    paper_like), the free variable is ``w`` with ``t50 = T + c sinh(w) / k``
-    (``c = T50_SHEAR``), and the prior density of t50 enters with its Jacobian
-    (``pm.Flat`` + ``pm.Potential``). In ``w`` that wall is flat in ``k`` and of unit width;
-    in ``z = (t50 - loc) / scale`` (non-centred, sheared or not) its width is
-    ``1 / (k T sigma_t50)``, 0.01-0.3 over the never-turners' k, so NUTS had to take steps of
-    the thinnest wall everywhere. Measured on paper_like seed 0, joint, 2 x 300 after 300
-    tuning: step size 0.07 -> 0.25, 62 -> 15 leapfrog steps per draw (the same study without
-    its four never-turners: 15), 0 divergences.
+    i.e. ``h = k (t50 - T) > c`` (``c ~ 2``), the free variable is ``w`` with
+    ``t50 = T + c sinh(w) / k`` (``c = T50_SHEAR``), and the prior density of t50 enters with
+    its Jacobian (``pm.Flat`` + ``pm.Potential``). In ``w`` that wall is flat in ``k`` and of
+    unit width; in ``z = (t50 - loc) / scale`` (non-centred, sheared or not) its width is
+    ``1 / (k T sigma_t50)``, so NUTS had to take steps of the thinnest wall everywhere
+    (``docs/design-notes.md#modelsblockspy``).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -79,10 +73,7 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
         kk = k[idx]
         # started on the side of the wall the data put the model (h = c sinh(w) = 2c, the curve
         # at 98% of its rise away from the anchor), not at w = 0, the wall itself: an
-        # already-turned model started there could settle in a flat line (k ~ 0.01, L ~ 6.7:
-        # 1 + (L - 1) sigmoid(~0) ~ its plateau), a local mode ~15 nats below the turned one
-        # and separated from it by a misfit barrier (null_effect seed 0, onset model: 4 of 16
-        # chains over sampler seeds 0-3, R-hat 1.53)
+        # already-turned model started there could settle in a flat-line local mode
         w = pm.Flat(name, shape=idx.size, initval=np.full(idx.size, np.arcsinh(2.0)))
         t_w = anchor + sign * T50_SHEAR * pt.sinh(w) / kk
         jac = pt.log(T50_SHEAR * pt.cosh(w) / kk)
@@ -108,9 +99,8 @@ def _partially_centred(name: str, loc, scale, centred: np.ndarray):
 
     Centred for models whose data pin ``x`` (a turner's log k and t50: the population spread
     is wide next to the posterior, and a non-centred ``z = (x - loc) / scale`` is then tied to
-    the hyper-parameters: on paper_like, non-centred turners' ``z_log_k`` made ``mu_log_k`` the
-    slowest parameter, ESS 90 of 600 at 2 x 300, R-hat 1.018 at 4 x 1000); non-centred for
-    never-turners, whose ``x`` follows the population (the funnel non-centring is for).
+    the hyper-parameters); non-centred for never-turners, whose ``x`` follows the population
+    (the funnel non-centring is for).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -142,9 +132,7 @@ def onset_trajectory(spec: ModelSpec):
     turned = _turned(spec, n_models)
     # the plateau with a fixed prior per model, no population: log(L - 1) ~ N(log 3, 0.2), L = 4
     # (the scale top, where turners plateau) with 95% in [3.0, 5.5]. A hierarchy over L had
-    # nothing to learn (paper_like's plateaus: all 4 but one, sigma_L ~ 0.02) and funnels to
-    # fall into: on null_effect seed 0 (every L = 4, three models still rising on day 30)
-    # sigma_L reached R-hat 1.034 in the joint and 1.338 in the onset model, with divergences.
+    # nothing to learn and funnels to fall into (docs/design-notes.md#modelsblockspy).
     # log(L - 1), not logit((L - 1) / 3): L = 4 is an interior point, not logit -> +inf
     log_L1 = make_rv("log_L1", p["log_L1"], dims=MODEL) + _group_shift(spec, "L")
     L = pm.Deterministic("L", 1.0 + pt.exp(log_L1), dims=MODEL)
@@ -158,8 +146,7 @@ def onset_trajectory(spec: ModelSpec):
         # log k drifts and t50 between two days becomes a ridge with walls of slope k. Below,
         # in the onset model only: the flat-line mode of a model at its plateau from day 1
         # (spec.K_MIN says why). The joint models pass their gate without it and mix worse with
-        # it on the small study (2 x 300, sampler seeds 1-10: 42 divergences in all, one fit 30,
-        # against 7 without), so they keep k_min = 0
+        # it, so they keep k_min = 0
         a = _partially_centred("log_k", mu_log_k + _group_shift(spec, "log_k"), sigma_log_k, turned)
         k_min = K_MIN if spec.name == "onset" else 0.0
         span = K_MAX - k_min
@@ -185,10 +172,9 @@ def day_noise_scale(spec: ModelSpec):
     Partially centred (:func:`_partially_centred`): centred for a model whose ratings identify
     its day noise (``eps_centred``: :func:`delusion_bayes.models.spec.noise_identified`, the
     oscillating Claude Opus 3 of paper_like), non-centred for a calm model, whose noise is
-    below what four raters resolve and follows the population (non-centred for Opus 3 too,
-    its ``z_log_eps`` was the worst parameter of the joint model at 4 x 1000: R-hat 1.010).
-    An oscillating model gets a large one instead of distorting the shared fit. The noise
-    itself is integrated out of the likelihood (:func:`marginal_ratings`).
+    below what four raters resolve and follows the population. An oscillating model gets a
+    large one instead of distorting the shared fit. The noise itself is integrated out of the
+    likelihood (:func:`marginal_ratings`).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -207,10 +193,9 @@ def rater_effects(spec: ModelSpec):
 
     ``severity ~ ZeroSumNormal(sigma)`` (the mean rater defines the stage scale, as in the
     simulator) and ``log discrimination_r ~ N(mu, sigma)`` independently. No population level:
-    a hierarchy over four raters cannot estimate its own spread (``sigma_log_disc`` and
-    ``sigma_severity`` were the slowest parameters of the joint model, R-hat up to 1.022), and
-    with hundreds of ratings per rater the fixed weakly-informative priors are overwhelmed by
-    the data anyway. ``shared`` fixes severity to 0 and uses one discrimination for all raters.
+    a hierarchy over four raters cannot estimate its own spread, and with hundreds of ratings
+    per rater the fixed weakly-informative priors are overwhelmed by the data anyway.
+    ``shared`` fixes severity to 0 and uses one discrimination for all raters.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -230,11 +215,8 @@ def rater_effects(spec: ModelSpec):
 
 #: Gauss-Hermite nodes of the latent-stage integral per model (:func:`marginal_ratings`), the
 #: fewest that keep the summed model-day log-likelihood of paper_like within ~1e-3 of the
-#: adaptive reference (:mod:`delusion_bayes.models.marginal`) where the posterior lies: 12 for
-#: the day noise of the joint models (at the truth max 8e-5 per model-day, sum 5e-4; 16 nodes:
-#: 2e-5, 1e-4), 16 for the rater model's wide latent N(2.4, 1.3) (sum 2e-2; 12 nodes: 0.14).
-#: The cost of a gradient is proportional (paper_like, 449 model-days x 4 raters: ~0.1 ms per
-#: node). Checked in tests/models/test_marginal.py.
+#: adaptive reference (:mod:`delusion_bayes.models.marginal`) where the posterior lies (checked
+#: in tests/models/test_marginal.py; docs/design-notes.md#modelsblockspy)
 GH_NODES: dict[str, int] = {"joint": 12, "disengagement": 12, "rater": 16}
 #: extra variance (stage units) the quadrature's proposal gives a rating at an end of the
 #: scale (1 or 4 says only "at or beyond"): it widens the nodes on a floor or plateau day
@@ -300,7 +282,7 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     tau = 1.0 / pt.sqrt(prec_post)
     s = centre[:, None] + tau[:, None] * xq[None, :]  # (U, Q)
     # sum over raters of the s-dependent rating terms, (U, Q), one fused numba pass with its
-    # partial derivatives (models/rating_terms.py: 2x faster gradients than the PyTensor graph)
+    # partial derivatives (models/rating_terms.py)
     ll = rating_terms(s, severity, disc, lo, hi)
     if level is not None:
         beta, u, c1, c2 = level

@@ -17,15 +17,12 @@ TRAJECTORIES: tuple[str, ...] = ("logistic", "linear", "step")
 #: ``rater``: severity shift and discrimination per rater; ``shared``: one set of cutpoints
 CUTPOINTS: tuple[str, ...] = ("rater", "shared")
 #: NUTS target acceptance per model when the sampler config leaves it ``null`` (measured:
-#: docs/models.md).
+#: docs/models.md, docs/design-notes.md#modelsconfigpy).
 TARGET_ACCEPT: dict[str, float] = {
     "joint": 0.9,
     "onset": 0.99,
     "rater": DEFAULT_TARGET_ACCEPT,
-    # 0.9: 15-21 leapfrog steps per draw instead of 29 at 0.95, every gate passed with 0
-    # divergences (paper_like seeds 0-2, null_effect seed 0: R-hat <= 1.0085, ESS >= 980)
     "disengagement": 0.9,
-    # replay: no funnel at DelusionEval scale (0 divergences at 0.9; experiments/bench/bench_replay_bayes.py)
     "replay_prevalence": 0.9,
 }
 

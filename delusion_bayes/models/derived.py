@@ -198,22 +198,10 @@ def posterior_milestones(
     stage = post["stage"] if "stage" in post else trajectory_stage(dt)
     n_days = _n_days(dt, post)
     cens = censor_day(n_days) if censor is None else int(censor)
-    cat = stage_category(stage)
-    if levels is None:
-        levels = predicted_levels(dt)
-    kw: dict[str, Any] = {}
-    if levels is not None:
-        kw = {"level_b": levels["level_b"], "level_a": levels["level_a"]}
-    ms = milestones(
-        cat,
-        stable_run=stable_run,
-        censor_day=cens,
-        clinical_at=3,
-        stable_at=4,
-        missing=missing,
-        **kw,
-    )
-    return ms
+    levels = predicted_levels(dt) if levels is None else levels
+    kw = {} if levels is None else {"level_b": levels["level_b"], "level_a": levels["level_a"]}
+    return milestones(stage_category(stage), stable_run=stable_run, censor_day=cens, clinical_at=3,
+                      stable_at=4, missing=missing, **kw)  # fmt: skip
 
 
 def milestones_table(ms: xr.Dataset, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
@@ -231,17 +219,10 @@ def milestones_table(ms: xr.Dataset, ci_prob: float = 0.95, ci_kind: str = "eti"
             else xr.full_like(mean, np.nan)
         )
         for i, m in enumerate(da[MODEL].values):
-            rows.append(
-                {
-                    MODEL: str(m),
-                    "milestone": name,
-                    "median": float(s["median"].values[i]),
-                    "ci_low": float(s["ci_low"].values[i]),
-                    "ci_high": float(s["ci_high"].values[i]),
-                    "p_censored": float(pc.values[i]),
-                    "mean": float(mean.values[i]),
-                }
-            )
+            summary = {k: float(s[k].values[i]) for k in ("median", "ci_low", "ci_high")}
+            rows.append({MODEL: str(m), "milestone": name, **summary,
+                         "p_censored": float(pc.values[i]),
+                         "mean": float(mean.values[i])})  # fmt: skip
     df = pd.DataFrame(rows)
     df["ci_prob"], df["ci_kind"], df["censor_day"] = ci_prob, ci_kind, cens
     return df
@@ -294,38 +275,21 @@ def posterior_contrasts(
         c = as_contrast(spec)
         mask_a, mask_b = contrast_groups(quantities, c)
         for q in c.quantities or []:
-            row: dict[str, Any] = {
-                "name": c.name,
-                "quantity": q,
-                "n_a": int(mask_a.sum()),
-                "n_b": int(mask_b.sum()),
-                "alternative": c.alternative,
-            }
+            row: dict[str, Any] = {"name": c.name, "quantity": q, "n_a": int(mask_a.sum()),
+                                   "n_b": int(mask_b.sum()),
+                                   "alternative": c.alternative}  # fmt: skip
             if q not in quantities:
-                row.update(
-                    median=np.nan,
-                    ci_low=np.nan,
-                    ci_high=np.nan,
-                    p_gt_0=np.nan,
-                    mean=np.nan,
-                    note=f"{q!r} is not a quantity of this model",
-                )
-                rows.append(row)
+                row.update(dict.fromkeys(("median", "ci_low", "ci_high", "p_gt_0", "mean"), np.nan))
+                rows.append({**row, "note": f"{q!r} is not a quantity of this model"})
                 continue
             da = quantities[q]
-            diff = da.isel({MODEL: mask_a}).mean(MODEL, skipna=True) - da.isel(
-                {MODEL: mask_b}
-            ).mean(MODEL, skipna=True)
+            mean_a = da.isel({MODEL: mask_a}).mean(MODEL, skipna=True)
+            diff = mean_a - da.isel({MODEL: mask_b}).mean(MODEL, skipna=True)
             lo, hi = interval(diff, ci_prob, ci_kind)
             dims = _sample_dims(diff)
-            row.update(
-                median=float(diff.median(dims)),
-                ci_low=float(lo),
-                ci_high=float(hi),
-                p_gt_0=float((diff > 0).mean(dims)),
-                mean=float(diff.mean(dims)),
-                note="",
-            )
+            row.update(median=float(diff.median(dims)), ci_low=float(lo), ci_high=float(hi),
+                       p_gt_0=float((diff > 0).mean(dims)), mean=float(diff.mean(dims)),
+                       note="")  # fmt: skip
             rows.append(row)
     cols = ["name", "quantity", "median", "ci_low", "ci_high", "p_gt_0", "mean", "n_a", "n_b"]
     df = pd.DataFrame(rows, columns=[*cols, "alternative", "note"])
@@ -353,15 +317,11 @@ def consensus_posterior(dt: Any) -> pd.DataFrame:
     missing = stage.isnull().any(dims)
     probs = xr.concat([(cat == s).mean(dims) for s in (1, 2, 3, 4)], dim="stage_cat")
     modal = probs.argmax("stage_cat") + 1
-    out = xr.Dataset(
-        {
-            "modal_stage": modal.astype(float),
-            "p_ge3": (cat >= 3).mean(dims),
-            "p_ge4": (cat >= 4).mean(dims),
-            "mean": stage.mean(dims),
-            **{f"p{s}": probs.isel(stage_cat=s - 1, drop=True) for s in (1, 2, 3, 4)},
-        }
-    ).where(~missing)
+    out = xr.Dataset({
+        "modal_stage": modal.astype(float), "p_ge3": (cat >= 3).mean(dims),
+        "p_ge4": (cat >= 4).mean(dims), "mean": stage.mean(dims),
+        **{f"p{s}": probs.isel(stage_cat=s - 1, drop=True) for s in (1, 2, 3, 4)},
+    }).where(~missing)  # fmt: skip
     out = out.reset_coords(drop=True).transpose(MODEL, DAY)
     df = out.to_dataframe().reset_index()
     df[MODEL] = df[MODEL].astype(str)
@@ -416,17 +376,9 @@ def reliability_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") 
     analogue = {"reliability_single": "ICC2", "reliability_consensus": "ICC2k"}
     rows = []
     for q, da in rel.data_vars.items():
-        s = _summ(da, ci_prob, ci_kind)
-        rows.append(
-            {
-                "quantity": q,
-                "median": float(s["median"]),
-                "ci_low": float(s["ci_low"]),
-                "ci_high": float(s["ci_high"]),
-                "mean": float(da.mean(_sample_dims(da))),
-                "analogue": analogue[q],
-            }
-        )
+        s = {k: float(v) for k, v in _summ(da, ci_prob, ci_kind).items()}
+        rows.append({"quantity": q, **s, "mean": float(da.mean(_sample_dims(da))),
+                     "analogue": analogue[q]})  # fmt: skip
     df = pd.DataFrame(rows)
     df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
     return df

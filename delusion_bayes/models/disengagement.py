@@ -45,8 +45,8 @@ def build_disengagement(spec: ModelSpec):
         beta = make_rv("beta_level", p["beta_level"])
         sigma_u = make_rv("sigma_u", p["sigma_u"])
         # zero-sum: with free means the first cutpoint and the mean model effect trade off
-        # (paper_like seed 1, 4 x 1000: R-hat 1.015 on c_level_1, ESS 399); the cutpoint is
-        # the average model's, u_m the departure from it
+        # (docs/design-notes.md#modelsdisengagementpy); the cutpoint is the average model's, u_m
+        # the departure from it
         z_u = pm.ZeroSumNormal("z_u", sigma=1.0, dims=MODEL)
         u = pm.Deterministic("u", sigma_u * z_u, dims=MODEL)
         c1 = make_rv("c_level_1", p["c_level_1"])

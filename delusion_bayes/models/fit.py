@@ -68,8 +68,7 @@ def fit(
     draws, tune, chains, sampler, seed, cores, target_accept
         NUTS settings; ``sampler`` is ``nutpie`` (default), ``pymc`` or ``numpyro`` (falls
         back to ``pymc`` with a warning when not installed). ``target_accept=None``: the
-        model's own (:data:`delusion_bayes.models.config.TARGET_ACCEPT`: 0.99 for ``onset``,
-        0.95 for the others; on paper_like, joint 2 x 500, 0.9 left 1 divergence).
+        model's own (:data:`delusion_bayes.models.config.TARGET_ACCEPT`).
     adaptation
         nutpie's mass-matrix adaptation, ``diag`` or ``low_rank`` (the main job's default,
         ``conf/sampler/nutpie.yaml``); ignored by the pymc and numpyro samplers.
@@ -133,15 +132,8 @@ def fit(
     t0 = time.perf_counter()
     target_accept = target_accept_for(spec.name if spec is not None else model, target_accept)
     if spec is None:
-        spec = build_spec(
-            ds,
-            model,
-            priors,
-            trajectory=trajectory,
-            cutpoints=cutpoints,
-            group_terms=group_terms,
-            consensus=consensus,
-        )
+        spec = build_spec(ds, model, priors, trajectory=trajectory, cutpoints=cutpoints,
+                          group_terms=group_terms, consensus=consensus)  # fmt: skip
     key = None
     if reuse:
         from ..inference.cache import fit_key, load_fit
@@ -160,17 +152,9 @@ def fit(
                                 compile_cache_written=0)  # fmt: skip
             return cached
     pm_model = build_model(spec)
-    scfg = SamplerConfig(
-        name=sampler,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        target_accept=target_accept,
-        adaptation=adaptation,
-        seed=seed,
-        progressbar=progressbar,
-    )
+    scfg = SamplerConfig(name=sampler, draws=draws, tune=tune, chains=chains, cores=cores,
+                         target_accept=target_accept, adaptation=adaptation, seed=seed,
+                         progressbar=progressbar)  # fmt: skip
     log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
     kernels = compiled_kernels(compiledir)
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
@@ -183,13 +167,8 @@ def fit(
         from .latent import add_latent_groups
 
         t1 = time.perf_counter()
-        dt = add_latent_groups(
-            dt,
-            spec,
-            seed=seed,
-            log_likelihood=log_likelihood,
-            posterior_predictive=posterior_predictive,
-        )
+        dt = add_latent_groups(dt, spec, seed=seed, log_likelihood=log_likelihood,
+                               posterior_predictive=posterior_predictive)  # fmt: skip
         log.info("latent stage drawn, log-likelihood and PPC: %.1f s", time.perf_counter() - t1)
     else:
         if log_likelihood:
@@ -249,20 +228,17 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
             post[v] = post[v].where(~missing)
     post = _model_coords(post, spec)
     dt["posterior"] = xr.DataTree(post)
-    d = spec.data
+    d, c = spec.data, {k: np.asarray(spec.coords[k]) for k in (RATER, MODEL, DAY)}
     obs_coords: dict[str, Any] = {}
     if "rater_idx" in d:
-        obs_coords["obs_rater"] = (OBS, np.asarray(spec.coords[RATER])[d["rater_idx"]])
+        obs_coords["obs_rater"] = (OBS, c[RATER][d["rater_idx"]])
     if "model_idx" in d:
-        obs_coords["obs_model"] = (OBS, np.asarray(spec.coords[MODEL])[d["model_idx"]])
-        obs_coords["obs_day"] = (OBS, np.asarray(spec.coords[DAY])[d["day_idx"]])
+        obs_coords["obs_model"] = (OBS, c[MODEL][d["model_idx"]])
+        obs_coords["obs_day"] = (OBS, c[DAY][d["day_idx"]])
     lvl_coords: dict[str, Any] = {}
     if "level_model_idx" in d:
-        lvl_coords["obs_level_model"] = (
-            OBS_LEVEL,
-            np.asarray(spec.coords[MODEL])[d["level_model_idx"]],
-        )
-        lvl_coords["obs_level_day"] = (OBS_LEVEL, np.asarray(spec.coords[DAY])[d["level_day_idx"]])
+        lvl_coords["obs_level_model"] = (OBS_LEVEL, c[MODEL][d["level_model_idx"]])
+        lvl_coords["obs_level_day"] = (OBS_LEVEL, c[DAY][d["level_day_idx"]])
     for group in ("observed_data", "posterior_predictive", "log_likelihood"):
         if group not in dt.children:
             continue
@@ -272,16 +248,10 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
         if OBS_LEVEL in g.dims:
             g = g.assign_coords(lvl_coords)
         dt[group] = xr.DataTree(g)
-    dt.attrs.update(
-        model=spec.name,
-        variant=spec.variant,
-        trajectory=spec.trajectory,
-        cutpoints=spec.cutpoints,
-        group_terms=",".join(spec.group_terms),
-        spec_hash=spec.hash(),
-        n_days=int(spec.n_days),
-        sampler=str(post.attrs.get("sampler", "")),
-    )
+    dt.attrs.update(model=spec.name, variant=spec.variant, trajectory=spec.trajectory,
+                    cutpoints=spec.cutpoints, group_terms=",".join(spec.group_terms),
+                    spec_hash=spec.hash(), n_days=int(spec.n_days),
+                    sampler=str(post.attrs.get("sampler", "")))  # fmt: skip
     return dt
 
 

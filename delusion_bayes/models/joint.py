@@ -30,27 +30,22 @@ as before. Optional group terms (``group_terms=["vendor", ...]``) add ``b_{p,g}[
 to the hyper-means of ``p`` in (log(L - 1), a = log k, t50/T). Hyper-priors:
 :mod:`delusion_bayes.models.priors`.
 
-Why this structure (measured on ``simulate_study("paper_like", seed=0)``; history in
+Why this structure (measurements: ``docs/design-notes.md#modelsjointpy``; history in
 ``docs/models.md``):
 
-* **The day noise is integrated out.** Sampled, the 450 model-day stages (non-centred or
-  partially centred) made a funnel with the noise scales; NUTS now sees 75 parameters.
+* **The day noise is integrated out**: sampled, the model-day stages made a funnel with the
+  noise scales.
 * **Never-turners' t50 in the coordinate of their wall** (:func:`delusion_bayes.models.
   blocks._t50`): their ratings bound only ``k (t50 - T) > ~2``, a wall whose width in any
-  whitened t50 coordinate shrinks with k. That wall alone set the step size: 62 leapfrog steps
-  per draw with it, 15 without the four never-turners, 15 in the new coordinate.
+  whitened t50 coordinate shrinks with k.
 * **Partial centring of log k and t50**: centred for models whose median rating reaches 2.5
-  (the data pin them: non-centred, their ``z`` was tied to ``mu_log_k``, the slowest
-  parameter, R-hat 1.018), non-centred for never-turners (they follow the population).
-  ``L`` is non-centred for every model: the plateaus agree more closely (``sigma_L`` ~ 0.02)
-  than one model's data pin its own (centred: ESS 18 on ``sigma_L``).
-* **Rater effects with fixed priors, no hierarchy over four raters** (``sigma_log_disc`` and
-  ``mu_log_disc`` failed R-hat at 4 x 1000: a population spread from four values).
+  (the data pin them), non-centred for never-turners (they follow the population).
+* **Rater effects with fixed priors, no hierarchy over four raters** (a population spread from
+  four values is not estimable).
 * ``k`` has a soft upper bound ``K_max = 20`` per day, the least-squares fits' ``k_max``
   (:mod:`delusion_bayes.baselines.logistic`): a model that switches overnight leaves the
-  likelihood flat in k above ~5. ``L - 1`` is log-normal: most turners plateau at the scale
-  top, ``L = 4``, an interior point on the log scale; the tight ``sigma_L ~ HalfNormal(0.3)``
-  makes "never turns" mean "t50 beyond T" rather than "L ~ 1".
+  likelihood flat in k. ``L - 1`` is log-normal: most turners plateau at the scale top,
+  ``L = 4``, an interior point on the log scale.
 
 Why fixed cutpoints: the latent stage is *defined* on the paper's 1-4 recognition scale
 (Statistical Analysis: ``m(t) = 1 + (L-1)/(1+e^{-k(t-t50)})``), so L, k and t50 keep the meaning

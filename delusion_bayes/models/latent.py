@@ -23,6 +23,7 @@ import xarray as xr
 from scipy.special import expit, log_expit
 
 from ..data.schema import DAY, MODEL, RATER
+from .marginal import MARGINAL_VAR, MODEL_DAY, _draws, loglik_and_stage
 from .spec import OBS, OBS_LEVEL, STAGE_CUTPOINTS, ModelSpec
 
 #: posterior variables the latent stage feeds (an ordinal rating's cumulative logit)
@@ -54,10 +55,6 @@ def observed_group(spec: ModelSpec) -> xr.Dataset:
     return obs
 
 
-def _draws(post: xr.Dataset, name: str) -> np.ndarray:
-    return np.asarray(post[name].transpose("chain", "draw", ...).values, float)
-
-
 def _ordinal_logp(y: np.ndarray, eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray):
     """``log P(Y = y)`` with ``P(Y > j) = sigmoid(scale (eta - cuts_j))`` (cuts may vary by
     draw: shape ``(..., n_cuts)``); exact in the tails (log-space)."""
@@ -78,8 +75,7 @@ def _ordinal_draw(eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray, rng) -> 
     """``Y = #{j : u < P(Y > j)}``, ``u ~ U(0, 1)``."""
     p_gt = expit(scale[..., None] * (eta[..., None] - cuts))
     u = rng.uniform(size=eta.shape)
-    # int8: categories 0-3; the predictive draws are the largest group of a fit (4,000 draws x
-    # 1,796 ratings on paper_like: 7 MB instead of 57 MB in posterior.nc)
+    # int8: categories 0-3; the predictive draws are the largest group of a fit
     return (u[..., None] < p_gt).sum(axis=-1).astype(np.int8)
 
 
@@ -93,8 +89,6 @@ def add_latent_groups(
 ) -> xr.DataTree:
     """Add the groups listed in the module docstring to a fit of a marginal model (in place;
     returns ``dt``). ``seed`` seeds the stage draws and the predictive draws."""
-    from .marginal import MARGINAL_VAR, MODEL_DAY, loglik_and_stage
-
     rng = np.random.default_rng([int(seed), 7])
     obs = observed_group(spec)
     dt["observed_data"] = xr.DataTree(obs)
@@ -127,36 +121,24 @@ def add_latent_groups(
         s_l = grid[:, :, d["level_model_idx"], d["level_day_idx"]]
         level_eta = beta[..., None] * (s_l - 2.5) + u[..., d["level_model_idx"]]
         level_cuts = np.stack([c1, c2], -1)[:, :, None, :]
-    coords = {k: v for k, v in obs.coords.items()}
+    obs_coords = {k: v for k, v in obs.coords.items() if OBS in v.dims}
+    lvl_coords = {k: v for k, v in obs.coords.items() if OBS_LEVEL in v.dims}
+    y_dims, lvl_dims = ("chain", "draw", OBS), ("chain", "draw", OBS_LEVEL)
     if log_likelihood:
         cuts = np.broadcast_to(_CUTS, eta.shape + (_CUTS.size,))
-        ll = xr.Dataset(
-            {"y": (("chain", "draw", OBS), _ordinal_logp(d["y"], eta, scale, cuts))},
-            coords={k: v for k, v in coords.items() if OBS in v.dims},
-        )
+        y_ll = _ordinal_logp(d["y"], eta, scale, cuts)
+        ll = xr.Dataset({"y": (y_dims, y_ll)}, coords=obs_coords)
         if level_eta is not None:
             lc = np.broadcast_to(level_cuts, level_eta.shape + (2,))
             lvl = _ordinal_logp(d["level"], level_eta, np.ones_like(level_eta), lc)
-            ll["level"] = xr.DataArray(
-                lvl,
-                dims=("chain", "draw", OBS_LEVEL),
-                coords={k: v for k, v in coords.items() if OBS_LEVEL in v.dims},
-            )
+            ll["level"] = xr.DataArray(lvl, dims=lvl_dims, coords=lvl_coords)
         ll[MARGINAL_VAR] = md_ll
         dt["log_likelihood"] = xr.DataTree(ll)
     if posterior_predictive:
-        pp = xr.Dataset(
-            {"y": (("chain", "draw", OBS), _ordinal_draw(eta, scale, _CUTS, rng))},
-            coords={k: v for k, v in coords.items() if OBS in v.dims},
-        )
+        pp = xr.Dataset({"y": (y_dims, _ordinal_draw(eta, scale, _CUTS, rng))}, coords=obs_coords)
         if level_eta is not None:
-            p_gt = expit(level_eta[..., None] - level_cuts)
-            uu = rng.uniform(size=level_eta.shape)
-            pp["level"] = xr.DataArray(
-                (uu[..., None] < p_gt).sum(-1).astype(np.int8),
-                dims=("chain", "draw", OBS_LEVEL),
-                coords={k: v for k, v in coords.items() if OBS_LEVEL in v.dims},
-            )
+            lvl = _ordinal_draw(level_eta, np.ones_like(level_eta), level_cuts, rng)
+            pp["level"] = xr.DataArray(lvl, dims=lvl_dims, coords=lvl_coords)
         dt["posterior_predictive"] = xr.DataTree(pp)
     return dt
 

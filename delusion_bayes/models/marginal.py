@@ -29,14 +29,9 @@ log-integrand and its curvature, and the nodes are placed there, here on a sinh-
 (trapezoid rule in ``u`` for ``e = e_hat + tau sinh(u)``) that also reaches the unit-scale tail
 of a latent cut off on one side, which Gauss-Hermite nodes at the mode miss. Written by hand
 because neither PyMC nor ArviZ integrates latent variables out of a log-likelihood (numba
-loops over draws and model-days; paper_like, 1,000 draws x 449 model-days: ~3 s).
-
-Measured on ``simulate_study("paper_like", seed=0)`` (joint, 2 x 500): both units rank the
-variants alike (logistic > linear > step > shared cutpoints); per model-day ``p_loo`` is 30
-instead of 74 (the 449 latents no longer count as parameters), logistic - linear is 5.0 (se 2.7)
-instead of 8.0 (2.6). Pareto k exceeds 0.7 on 11 of 449 model-days (max 1.3: days where a model
-switches, influential for its own k and t50) against 4 of 1,796 ratings, so look at
-``loo_khat.png`` before trusting a close comparison.
+loops over draws and model-days). Pareto k is high more often per model-day than per rating
+(``docs/design-notes.md#modelsmarginalpy``), so look at ``loo_khat.png`` before trusting a close
+comparison.
 """
 
 from __future__ import annotations
@@ -48,26 +43,15 @@ import numpy as np
 import xarray as xr
 
 from ..data.schema import DAY, MODEL, RATER
-from .spec import STAGE_CUTPOINTS
+from .spec import OPEN, STAGE_CUTPOINTS
 
 #: dimension of the per-model-day log-likelihood (observed model-days only)
 MODEL_DAY = "model_day"
 #: name of the marginal log-likelihood variable in the ``log_likelihood`` group
 MARGINAL_VAR = "y_model_day"
-#: stands in for an open end of an ordinal category (``+-inf`` cutpoint); ``alpha s`` stays far
-#: below it for any latent on the 1-4 scale
-_OPEN = 1.0e4
-#: quadrature nodes; 31 kept the error below 1e-5 on the log scale over 300 random model-days
-#: (1-5 ratings, latent SD 0.01-3) against a 200,001-point trapezoid (21 nodes: 6e-4, 41: 6e-7);
-#: tests/models/test_marginal.py checks 150 of them at 2e-5
+#: quadrature nodes (error below 1e-5 on the log scale: tests/models/test_marginal.py)
 DEFAULT_NODES = 31
 _NEWTON_STEPS = 40
-
-
-# The integral as numba-compiled scalar loops over (draw, model-day) rather than numpy array
-# expressions: the safeguarded Newton iterations and the 31 nodes per model-day made ~20
-# temporaries of size draws x model-days x ratings x nodes (paper_like, 1,000 draws: 13 s in
-# numpy, ~3 s here). numba is a dependency of PyTensor, so nothing new is installed.
 
 
 @numba.njit(cache=True, inline="always")
@@ -156,8 +140,8 @@ def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
     # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u: spacing ~tau at the mode, growing
     # outwards to e_hat +- 7 (G <= G(e_hat) - (e - e_hat)^2 / 2 as G'' <= -1: nothing lies
     # beyond). Gauss-Hermite at the mode (lme4's nAGQ) misses the unit-scale tail of a latent
-    # cut off on one side (a floor day: every rater says stage 1 under a prior of sd 1.3):
-    # error 2e-3 with 15 nodes. Fills vals[q] with the log integrand times the node's weight;
+    # cut off on one side (a floor day: every rater says stage 1 under a prior of sd 1.3).
+    # Fills vals[q] with the log integrand times the node's weight;
     # returns (u_min, du, max of vals)
     log_2pi = np.log(2.0 * np.pi)
     umax = np.arcsinh(7.0 / tau)
@@ -241,7 +225,7 @@ def marginal_loglik(
     ----------
     alpha, a0, b0
         ``(..., n_groups, n_terms)``: each term is one ordinal observation of the group's latent
-        (``a0 = +_OPEN`` for the lowest category, ``b0 = -_OPEN`` for the highest; a padding
+        (``a0 = +OPEN`` for the lowest category, ``b0 = -OPEN`` for the highest; a padding
         term has both, contributing ``log 1 = 0``).
     mu, sigma
         ``(..., n_groups)``: the latent's normal prior, ``sigma > 0``.
@@ -286,8 +270,8 @@ def ordinal_terms(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, gamma: np.
     hi = np.clip(y, 0, n_cut - 1)
     g_lo = np.take_along_axis(gamma, np.broadcast_to(lo[..., None], gamma.shape[:-1] + (1,)), -1)
     g_hi = np.take_along_axis(gamma, np.broadcast_to(hi[..., None], gamma.shape[:-1] + (1,)), -1)
-    a0 = np.where(y == 0, _OPEN, beta - g_lo[..., 0])
-    b0 = np.where(y == n_cut, -_OPEN, beta - g_hi[..., 0])
+    a0 = np.where(y == 0, OPEN, beta - g_lo[..., 0])
+    b0 = np.where(y == n_cut, -OPEN, beta - g_hi[..., 0])
     return alpha, a0, b0
 
 
@@ -320,6 +304,10 @@ def loglik_and_stage(
     stage.name = "stage"
     stage.attrs = {"description": "latent stage drawn from its conditional posterior"}
     return ll, stage
+
+
+def _draws(post: xr.Dataset, name: str) -> np.ndarray:
+    return np.asarray(post[name].transpose("chain", "draw", ...).values, float)
 
 
 def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | None):
@@ -368,32 +356,28 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
             )
         level = (lv, lpos)
 
-    def draws(name: str) -> np.ndarray:
-        v = post[name]
-        return np.asarray(v.transpose("chain", "draw", ...).values, float)
-
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-    sev = draws("severity").reshape(n_chain * n_draw, -1)
-    disc = draws("discrimination").reshape(n_chain * n_draw, -1)
+    sev = _draws(post, "severity").reshape(n_chain * n_draw, -1)
+    disc = _draws(post, "discrimination").reshape(n_chain * n_draw, -1)
     md_model, md_day = keys // len(days), keys % len(days)
     if "trajectory" in post:
-        mu = draws("trajectory").reshape(n_chain * n_draw, len(models), len(days))[
+        mu = _draws(post, "trajectory").reshape(n_chain * n_draw, len(models), len(days))[
             :, md_model, md_day
         ]
-        sigma = draws("sigma_eps").reshape(n_chain * n_draw, -1)[:, md_model]
+        sigma = _draws(post, "sigma_eps").reshape(n_chain * n_draw, -1)[:, md_model]
     elif "mu_theta" in post:
-        mu = np.repeat(draws("mu_theta").reshape(-1, 1), n_md, axis=1)
-        sigma = np.repeat(draws("sigma_theta").reshape(-1, 1), n_md, axis=1)
+        mu = np.repeat(_draws(post, "mu_theta").reshape(-1, 1), n_md, axis=1)
+        sigma = np.repeat(_draws(post, "sigma_theta").reshape(-1, 1), n_md, axis=1)
     else:
         raise ValueError(
             f"model_day_loglik: the {model_name or 'given'} fit has neither 'trajectory' and "
             "'sigma_eps' (joint) nor 'mu_theta' and 'sigma_theta' (rater) in its posterior"
         )
     if level is not None:
-        beta = draws("beta_level").reshape(-1)
-        u = draws("u").reshape(n_chain * n_draw, -1)
-        c1 = draws("c_level_1").reshape(-1)
-        c2 = c1 + np.exp(draws("log_gap_level").reshape(-1))
+        beta = _draws(post, "beta_level").reshape(-1)
+        u = _draws(post, "u").reshape(n_chain * n_draw, -1)
+        c1 = _draws(post, "c_level_1").reshape(-1)
+        c2 = c1 + np.exp(_draws(post, "log_gap_level").reshape(-1))
     cuts = np.asarray(STAGE_CUTPOINTS, float)
 
     n_s = n_chain * n_draw
@@ -407,8 +391,8 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
         al, a0, b0 = ordinal_terms(y, d, d * s_, d[..., None] * cuts)
         n = al.shape[0]
         A = np.zeros((n, n_md, n_terms + extra))
-        A0 = np.full(A.shape, _OPEN)
-        B0 = np.full(A.shape, -_OPEN)
+        A0 = np.full(A.shape, OPEN)
+        B0 = np.full(A.shape, -OPEN)
         A[:, md_of_obs, slot], A0[:, md_of_obs, slot], B0[:, md_of_obs, slot] = al, a0, b0
         if level is not None:
             lv, lpos = level

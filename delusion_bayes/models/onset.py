@@ -17,23 +17,12 @@ rule="median")`` (x.5 values allowed). Model-days without a consensus are left o
 
 The consensus is censored at the floor of the 1-4 scale (a Tobit likelihood): a consensus of 1
 says "stage 1 or below", whose probability is ``Phi((1 - mu) / sigma_y)``, not a density at 1.
-Why: the trajectory's floor is fixed at 1, and a never-turning model's consensus sits on it
-with rating noise above it only (paper_like: 1.0 on ~60% of its days, 1.5 on the rest). Read
-as Gaussian, that mean of ~1.2 above the floor is evidence of a rise, and the posterior gained
-a second mode, a slow far-off curve (k ~ 0.05/day, t50 ~ 50-80) whose tail lifts every day by
-0.2. Chains switched between the modes: never-turners' k had ESS 150-300 of 4,000 with R-hat
-up to 1.03 and 3-6 divergences per fit (4 x 1000, sampler seeds 1-4); censored, the mode is
-gone (<= 0.4% of draws in that region at 2 x 500, k's ESS ~1,000 of 1,000).
-
-Not at the top: the plateau ``L`` is free, so the noise around a plateau of 4 is absorbed by
-``L`` as the least-squares fit absorbs it. Censored at 4 as well, a plateau day at 4 says only
-"4 or above", and L drifted above the truth: in the coverage study (S = 20, 2 x 500) the 95%
-intervals of L covered 18% of turning models on paper_like and 8% on null, against 83% read
-as Gaussian and 86% (null: 94%) censored at the floor only. Floor-only censoring also raised
-the coverage of t50 from 81% to 93%, k from 74% to 85% and the first clinical framing from 92%
-to 96% (paper_like, turning models; the intervals are wider: t50 1.1 -> 1.5 days). The
-least-squares fit it twins reads the consensus as Gaussian everywhere; on
-floor days the two differ by design.
+Why: the trajectory's floor is fixed at 1, and a never-turning model's consensus sits on it with
+rating noise above it only; read as Gaussian, that noise is evidence of a rise and gave the
+posterior a second mode. Not at the top: the plateau ``L`` is free and absorbs the noise around
+a plateau of 4, as the least-squares fit does; censored at 4 as well, L drifted above the truth.
+The least-squares fit it twins reads the consensus as Gaussian everywhere; on floor days the two
+differ by design. Measurements: ``docs/design-notes.md#modelsonsetpy``.
 """
 
 from __future__ import annotations
@@ -56,8 +45,7 @@ def log_ndtr(z):
     For ``z < -30`` (where ``erfc`` nears underflow) the Mills-ratio series ``-z^2/2 - log(-z)
     - log(2 pi)/2 + log(1 - 1/z^2 + 3/z^4)``, error < 1e-8 there (next term 15/z^6). Each branch
     is evaluated on clipped arguments, so the unused one never puts NaN into the gradient.
-    Measured against ``scipy.special.log_ndtr``: < 1e-9 relative from z = -1e4 to 40; PyMC's
-    ``normal_lcdf`` (through PyTensor's ``erfcx``) is 2.6e-7 off at z = -15.
+    Within 1e-9 (relative) of ``scipy.special.log_ndtr`` from z = -1e4 to 40.
     """
     import pytensor.tensor as pt
 
@@ -84,8 +72,7 @@ def censored_normal_logp(value, mu, sigma, lower: float = SCALE_MIN, upper: floa
 
     Written out instead of ``pm.Censored`` for speed: that evaluates the density and both tail
     probabilities for every value and picks one; here the tails are computed only for the values
-    at a bound (paper_like, both ends censored, 4 x 1000 at target_accept 0.95: sampling 8.6 s
-    against 19.4 s with ``pm.Censored``; 3.9 s for the plain Gaussian)."""
+    at a bound."""
     import pytensor.tensor as pt
 
     # float64 throughout: PyTensor would keep a Python float such as 0.5 in float32
@@ -94,8 +81,7 @@ def censored_normal_logp(value, mu, sigma, lower: float = SCALE_MIN, upper: floa
     sigma = pt.broadcast_to(sigma, value.shape)
     z = (value - mu) / sigma
     out = -0.5 * z**2 - pt.log(sigma) - 0.5 * np.log(2 * np.pi)
-    # the tail probabilities only where the value is at a bound (the onset model on paper_like:
-    # 162 floor days of 449; each log Phi and its gradient cost erfc, exp and log)
+    # the tail probabilities only where the value is at a bound
     lo = pt.nonzero(pt.le(value, lower))[0]
     hi = pt.nonzero(pt.ge(value, upper))[0]
     out = pt.set_subtensor(out[lo], log_ndtr((lower - mu[lo]) / sigma[lo]))

@@ -37,9 +37,8 @@ _ONSET_HYPER: dict[str, dict[str, Any]] = {
     # K_MAX = 20; k_min = 0.03 in the onset model, 0 in the others: delusion_bayes.models.spec)
     "mu_log_k": {"dist": "Normal", "mu": -0.5, "sigma": 1.0},
     # zero-avoiding (Chung et al. 2013, Psychometrika 78): the turners' log k are centred, and
-    # near sigma_log_k = 0 they sit in a centred funnel's neck (HalfNormal(1): a divergence on
-    # null_effect seed 0 at 0.03; the small study, 2 x 300: 29-31 divergences at 0.06-0.1;
-    # Gamma(3, 4): none). Mean 0.75, 95% in [0.15, 1.8]
+    # near sigma_log_k = 0 they sit in a centred funnel's neck
+    # (docs/design-notes.md#modelspriorspy). Mean 0.75, 95% in [0.15, 1.8]
     "sigma_log_k": {"dist": "Gamma", "alpha": 3.0, "beta": 4.0},
     # midpoint in units of n_days: t50_m = n_days * (mu_t50 + sigma_t50 * z_m)
     "mu_t50": {"dist": "Normal", "mu": 0.6, "sigma": 0.4},
@@ -161,3 +160,11 @@ def make_rv(name: str, spec: Mapping[str, Any], **kwargs):
 
     args = {k: float(v) for k, v in spec.items() if k != "dist"}
     return getattr(pm, spec["dist"])(name, **args, **kwargs)
+
+
+def make_dist(spec: Mapping[str, Any], **kwargs):
+    """The unnamed PyMC distribution (``.dist``) of a prior entry, e.g. for ``pm.logp``."""
+    import pymc as pm
+
+    args = {k: float(v) for k, v in spec.items() if k != "dist"}
+    return getattr(pm, spec["dist"]).dist(**args, **kwargs)

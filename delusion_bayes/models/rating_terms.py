@@ -10,16 +10,13 @@ rater ``r`` and quadrature node ``q``,
 
 summed over raters, ``ll[u, q] = sum_r l[u, r, q]`` (the ``s``-dependent part of ``log(sigmoid(a)
 - sigmoid(b))``, the rating's category probability). This is the only ``U x R x Q`` part of the
-model (paper_like: 449 x 4 x 12 = 21,552 terms); everything else is ``U x Q`` or smaller.
+model; everything else is ``U x Q`` or smaller.
 
 Why by hand: written as a PyTensor graph, each term costs four transcendental functions forward
-and as many again in the gradient, spread over several array passes (~0.1 ms per node per
-gradient on paper_like). Here one numba loop computes the value and every partial derivative
-in the same pass (one ``exp`` and one ``log1p`` per finite category bound; a rating at an end of
-the scale has one), and the gradient is a contraction of the stored partials with the upstream
-gradient (no transcendental). Measured (CPU time, paper_like seed 0, one log-density and
-gradient of the whole model): joint 0.90 -> 0.45 ms. Neither
-PyMC nor PyTensor fuses a reduction with its elementwise derivative like this.
+and as many again in the gradient. Here one numba loop computes the value and every partial
+derivative in the same pass (one ``exp`` and one ``log1p`` per finite category bound), and the
+gradient is a contraction of the stored partials with the upstream gradient (half the cost:
+``docs/design-notes.md#modelsrating_termspy``).
 
 Outputs of :class:`RatingTerms` (``s``: ``(U, Q)``, ``severity``, ``disc``: ``(R,)``, ``lo``,
 ``hi``: ``(U, R)`` constants):

@@ -22,13 +22,10 @@ non-empty cell instead of per sample x code, which is what lets it scale to Delu
 The original transcript's verdict belongs to a transcript message, so its rows are counted once
 per user turn (not once per window).
 
-Sampling coordinates (an exact change of variables: same joint density; |difference of the log
-densities| 2e-9 at DelusionEval scale in ``experiments/bench/bench_replay_bayes.py``, tested in
-``tests/replay/test_bayes.py``). Each conversation holds thousands of verdicts, so the data
-pin its total intercept ``u_p + v_c`` but not the split between participant and conversation
-(posterior correlation -0.97 between ``u_p`` and its conversations' ``v_c``), and ``theta`` is
-correlated with the slopes (-0.7) because the covariates are not centred per effect. NUTS needed
-31 leapfrog steps per draw (tree depth 5) at DelusionEval scale. It therefore moves in
+Sampling coordinates (an exact change of variables: same joint density, tested in
+``tests/replay/test_bayes.py``). The data pin each conversation's total intercept ``u_p + v_c``
+but not its split, and ``theta`` is correlated with the uncentred slopes
+(``docs/design-notes.md#modelsreplaypy``), so NUTS moves in
 
 .. math::
 
@@ -45,8 +42,7 @@ priors are evaluated on ``theta = theta_centred - beta xbar - gamma xbar - s`` a
 ``v = a + s - u_{p(c)}`` (both deterministic, in the posterior). The map is linear and
 unit-triangular, so no Jacobian term. The binomial likelihood is written
 ``y eta - n softplus(eta) + log C(n, y)`` (the same numbers as ``pm.Binomial``, half its gradient
-cost). The condition number of the posterior correlation matrix at the mode (what a diagonal mass
-matrix leaves) falls from 1,739 to 7.6, and NUTS needs 15 steps per draw (depth 4).
+cost).
 
 Derived quantities, from the posterior (not inside the graph, so sampling stays cheap):
 ``prevalence (model, effect)`` and ``category_prevalence (model, category)`` are the
@@ -55,14 +51,6 @@ conversation intercepts integrated out (the population prevalence, the target of
 bootstrap's interval and of ``simulate_replay``'s ``true_prevalence``), and their contrasts against
 the original transcript. The in-sample version (the study's own intercepts) is
 ``replay_posterior_prevalence(..., target="sample")``.
-
-Interval coverage of ``category_prevalence`` against ``simulate_replay``'s truth
-(``experiments/bench/coverage_replay_bayes.py``; 20 studies of 18 participants at the small scale, 300
-intervals): 90% intervals 0.857, 95% intervals 0.923, beside the two-stage bootstrap's 0.927 and
-0.957. The posterior's spread is right (sd of (mean - truth) / (half-width / 1.96) = 1.01) and
-the shortfall is a small upward shift (+0.004 on the prevalence scale on average, a quarter of
-a posterior sd; the bootstrap's point estimate +0.002). At DelusionEval scale (3 studies, 90
-intervals, so only indicative) both methods cover every truth (bootstrap 89 of 90 at 90%).
 """
 
 from __future__ import annotations
@@ -86,6 +74,7 @@ from ..data.replay_schema import (
     ORIGINAL,
     SAMPLE,
 )
+from .priors import make_dist, make_rv, prior_table
 from .replay_posterior import (
     UNCATEGORISED,
     finish_replay_fit,
@@ -132,7 +121,7 @@ class ReplayModelSpec:
     #: one clustering level: every participant holds exactly one conversation (e.g. the
     #: DelusionEval release's rows, where both are the window). Then the model has one cluster
     #: intercept (``u_conversation``, scale ``sigma_conversation``) and no participant level:
-    #: two variance components for one unit are not identified (R-hat 1.79 on the scales)
+    #: two variance components for one unit are not identified
     single_level: bool = False
     #: the model's name (``models.fit`` dispatches on it; ``TARGET_ACCEPT`` is keyed by it)
     name: str = "replay_prevalence"
@@ -164,9 +153,7 @@ class ReplayModelSpec:
         return len(self.cells)
 
     def prior_table(self) -> pd.DataFrame:
-        return pd.DataFrame([{"parameter": k, **v} for k, v in self.priors.items()]).set_index(
-            "parameter"
-        )
+        return prior_table(self.priors)
 
     def hash(self) -> str:
         """Hash of everything that shapes the compiled graph (the compile cache's key)."""
@@ -239,8 +226,8 @@ def replay_model_spec(
     s_i, m_i, k_i = np.nonzero(np.isfinite(hit))
     if baseline in models:
         # the original's verdict is per transcript message and code: keep its first sample per
-        # (user turn, code). Without the code, two windows scoring the same user turn on
-        # different codes lost one code's verdict (issue 16, item 4).
+        # (user turn, code), so two windows scoring the same user turn on different codes keep
+        # both codes' verdicts
         b = models.index(baseline)
         turn_key = pd.factorize(
             pd.Series(ds["conversation"].values.astype(str))
@@ -305,18 +292,14 @@ def replay_model_spec(
     return ReplayModelSpec(level, coords, cells, effect_group, merged, single_level=bool(single))
 
 
-def _rv(name: str, spec: dict[str, Any], **kwargs):
-    import pymc as pm
-
-    params = {k: v for k, v in spec.items() if k != "dist"}
-    return getattr(pm, spec["dist"])(name, **params, **kwargs)
-
-
-def _dist(spec: dict[str, Any], **kwargs):
-    import pymc as pm
-
-    params = {k: v for k, v in spec.items() if k != "dist"}
-    return getattr(pm, spec["dist"]).dist(**params, **kwargs)
+def _slopes_and_scales(spec: ReplayModelSpec, participant: bool = True) -> tuple:
+    """``(beta_depth, gamma_prior, sigma_participant, sigma_conversation)``, created in this
+    order (``sigma_participant`` None without the participant level)."""
+    p = spec.priors
+    beta = make_rv("beta_depth", p["beta_depth"], dims=(MODEL, "group"))
+    gamma = make_rv("gamma_prior", p["gamma_prior"], dims=(MODEL, "group"))
+    sigma_p = make_rv("sigma_participant", p["sigma_participant"]) if participant else None
+    return beta, gamma, sigma_p, make_rv("sigma_conversation", p["sigma_conversation"])
 
 
 def _design(spec: ReplayModelSpec) -> dict[str, Any]:
@@ -393,10 +376,7 @@ def build_replay_model(spec: ReplayModelSpec):
     d = _design(spec)
     n_c, conv_part, conv_per_part = d["n_c"], d["conv_part"], d["conv_per_part"]
     with pm.Model(coords=spec.coords) as model:
-        beta = _rv("beta_depth", spec.priors["beta_depth"], dims=(MODEL, "group"))
-        gamma = _rv("gamma_prior", spec.priors["gamma_prior"], dims=(MODEL, "group"))
-        sigma_p = _rv("sigma_participant", spec.priors["sigma_participant"])
-        sigma_c = _rv("sigma_conversation", spec.priors["sigma_conversation"])
+        beta, gamma, sigma_p, sigma_c = _slopes_and_scales(spec)
         u_p = pm.ZeroSumNormal("u_participant", sigma=sigma_p, dims="participant")
         # the data pin these two; their priors enter through theta and u_conversation below
         theta_c = pm.Flat("theta_centred", dims=(MODEL, "effect"))
@@ -433,7 +413,7 @@ def _theta_and_likelihood(spec, d: dict, theta_c, beta, gamma, cluster_mean, clu
         - cluster_mean
     )
     theta = pm.Deterministic("theta", theta_flat.reshape((n_m, n_e)), dims=(MODEL, "effect"))
-    pm.Potential("theta_prior", pm.logp(_dist(spec.priors["theta"]), theta).sum())
+    pm.Potential("theta_prior", pm.logp(make_dist(spec.priors["theta"]), theta).sum())
     eta = (
         theta_c.reshape((-1,))[me]
         + cluster_dev
@@ -468,10 +448,9 @@ def _build_single_level(spec: ReplayModelSpec):
     logit at ``u = 0``, the population location (no zero-sum correction).
 
     Sampling coordinates. When each cluster holds one effect only (the DelusionEval rows: one
-    code per window), an effect's 19 model intercepts and the mean intercept of its clusters
-    are confounded (shift one up, the other down: same likelihood). Sampled as they are, all of
-    a code's ``theta`` moved together and mixed badly (R-hat 1.13, bulk ESS 12 on the real rows).
-    So, with ``g`` the group (effect) of a cluster and ``n_g`` its number of clusters::
+    code per window), an effect's model intercepts and the mean intercept of its clusters
+    are confounded (shift one up, the other down: same likelihood). So, with ``g`` the group
+    (effect) of a cluster and ``n_g`` its number of clusters::
 
         u_c = ubar_g + z_c - zbar_g,   ubar_g ~ Normal(0, sigma / sqrt(n_g)),  z ~ Normal(0, sigma)
         theta_centred[m, e] = theta[m, e] + ubar_e + beta xbar^depth + gamma xbar^prior
@@ -493,9 +472,7 @@ def _build_single_level(spec: ReplayModelSpec):
     member[grp_c, np.arange(n_c)] = 1.0 / size[grp_c]
     grp_of_me = np.tile(grp_e, n_m)
     with pm.Model(coords=spec.coords) as model:
-        beta = _rv("beta_depth", spec.priors["beta_depth"], dims=(MODEL, "group"))
-        gamma = _rv("gamma_prior", spec.priors["gamma_prior"], dims=(MODEL, "group"))
-        sigma_c = _rv("sigma_conversation", spec.priors["sigma_conversation"])
+        beta, gamma, _, sigma_c = _slopes_and_scales(spec, participant=False)
         z = pm.Normal("conversation_z", 0.0, sigma_c, dims="conversation")
         ubar = pm.Normal("cluster_group_mean", 0.0, sigma_c / np.sqrt(size), shape=n_grp)
         dev = z - pt.dot(member, z)[grp_c]
@@ -516,11 +493,8 @@ def build_reference_model(spec: ReplayModelSpec):
     m, e = c["model"].to_numpy(), c["effect"].to_numpy()
     mg = m * n_g + spec.effect_group[e]
     with pm.Model(coords=spec.coords) as model:
-        theta = _rv("theta", spec.priors["theta"], dims=(MODEL, "effect"))
-        beta = _rv("beta_depth", spec.priors["beta_depth"], dims=(MODEL, "group"))
-        gamma = _rv("gamma_prior", spec.priors["gamma_prior"], dims=(MODEL, "group"))
-        sigma_p = _rv("sigma_participant", spec.priors["sigma_participant"])
-        sigma_c = _rv("sigma_conversation", spec.priors["sigma_conversation"])
+        theta = make_rv("theta", spec.priors["theta"], dims=(MODEL, "effect"))
+        beta, gamma, sigma_p, sigma_c = _slopes_and_scales(spec)
         u_p = pm.ZeroSumNormal("u_participant", sigma=sigma_p, dims="participant")
         u_c = pm.ZeroSumNormal("u_conversation", sigma=sigma_c, dims="conversation")
         eta = (
@@ -563,8 +537,7 @@ def fit_replay_model(
     ``prevalence (model, code)`` (population prevalence: :func:`replay_posterior_prevalence`);
     ``tree.attrs`` hold the sampler, level, cells and diagnostics (``max_rhat``,
     ``min_ess_bulk``, ``min_ess_tail`` over the parameters, the same with suffix ``_prevalence``
-    over the prevalences, ``divergences``). ``tune=300``: nutpie has adapted by then at
-    DelusionEval scale (0 divergences, prevalence R-hat 1.002; 500 costs 25% more).
+    over the prevalences, ``divergences``).
     """
     from .fit import fit
 

@@ -41,8 +41,7 @@ def replay_posterior_prevalence(
 
     ``target="population"`` (default): the participant and conversation intercepts are integrated
     out, ``E[logit^-1(eta_fixed + u + v)]`` with ``u + v ~ Normal(0, sigma_p^2 + sigma_c^2)``
-    (Gauss-Hermite, ``n_nodes`` nodes: 16 are within 2e-5 of the exact
-    integral for any location and a total intercept SD up to 2): the prevalence among new participants with this study's
+    (Gauss-Hermite, ``n_nodes`` nodes): the prevalence among new participants with this study's
     design, the superpopulation quantity the cluster bootstrap's interval is about (and
     ``simulate_replay``'s ``true_prevalence``). The intercepts are zero-sum, so the population
     mean is ``theta`` minus the intercepts' unconstrained mean, drawn (``seed``) from its
@@ -165,26 +164,13 @@ def replay_posterior_contrasts(
             for j, lab in enumerate(da[dim].values):
                 x = stacked[:, i, j]
                 entry = {"model": mname, "level": level, "label": str(lab)}
-                rows.append(
-                    {
-                        **entry,
-                        "quantity": "prevalence",
-                        "mean": float(np.mean(x)),
-                        **_bounds(x, ci_prob),
-                        "prob_below_zero": np.nan,
-                    }
-                )
+                rows.append({**entry, "quantity": "prevalence", "mean": float(np.mean(x)),
+                             **_bounds(x, ci_prob), "prob_below_zero": np.nan})  # fmt: skip
                 if baseline in models and mname != baseline:
                     d = x - stacked[:, models.index(baseline), j]
-                    rows.append(
-                        {
-                            **entry,
-                            "quantity": "delta",
-                            "mean": float(np.mean(d)),
-                            **_bounds(d, ci_prob),
-                            "prob_below_zero": float(np.mean(d < 0)),
-                        }
-                    )
+                    rows.append({**entry, "quantity": "delta", "mean": float(np.mean(d)),
+                                 **_bounds(d, ci_prob),
+                                 "prob_below_zero": float(np.mean(d < 0))})  # fmt: skip
     out = pd.DataFrame(rows)
     out["ci_prob"] = ci_prob
     return out
@@ -250,9 +236,8 @@ def replay_loglik(tree: xr.DataTree, spec: Any) -> xr.Dataset:
 
 def reported_replay_vars(tree: xr.DataTree) -> tuple[list[str], list[str]]:
     """``(parameters, prevalences)``: the posterior variables the replay fit reports (its
-    diagnostics and sensitivity table), not the per-cluster effects. With 2 chains x 500 draws
-    the parameters' max R-hat over ~300 coordinates sits at 1.01-1.02 from noise alone (their
-    bulk ESS exceeds the draws), so the gate is on the prevalences."""
+    diagnostics and sensitivity table), not the per-cluster effects; the gate is on the
+    prevalences (``docs/design-notes.md#modelsreplay_posteriorpy``)."""
     post = tree["posterior"]
     params = [v for v in ("theta", "beta_depth", "gamma_prior", "sigma_conversation",
                           "sigma_participant") if v in post.data_vars]  # fmt: skip

@@ -91,9 +91,7 @@ def run_sbc(
     import simuk
 
     from ..data import simulate_study
-    from .build import build_model
     from .fit import MARGINAL_MODELS
-    from .spec import build_spec
 
     if ds is None:
         ds = simulate_study(preset="small", seed=0)
@@ -105,12 +103,7 @@ def run_sbc(
             seed=seed, sampler=sampler, target_accept=target_accept, var_names=var_names,
             cache_dir=cache_dir, progressbar=progressbar,
         )  # fmt: skip
-    spec = build_spec(ds, model)
-    # simuk draws the prior through the model: no never-turner coordinate (pm.Flat); every t50
-    # centred is the same model (blocks._t50)
-    spec.data["t50_centred"] = np.ones(len(spec.coords["model"]), bool)
-    pm_model = build_model(spec)
-    _check_vars(pm_model, var_names, model)
+    pm_model = _prior_model(ds, model, var_names)
     sample_kwargs: dict[str, Any] = {
         "draws": int(draws),
         "tune": int(tune),
@@ -140,17 +133,21 @@ def run_sbc(
             "(the traceback above is simuk's); nothing is reported from a partial run"
         )
     dt = sbc.simulations
-    dt.attrs.update(
-        n_draws=int(draws) * int(chains),
-        num_simulations=int(num_simulations),
-        model=model,
-        sampler=sampler,
-        seed=int(seed),
-    )
+    dt.attrs.update(n_draws=int(draws) * int(chains), num_simulations=int(num_simulations),
+                    model=model, sampler=sampler, seed=int(seed))  # fmt: skip
     return dt
 
 
-def _check_vars(pm_model, var_names: Sequence[str], model: str) -> None:
+def _prior_model(ds: xr.Dataset, model: str, var_names: Sequence[str]):
+    """The ``pm.Model`` of ``model`` on ``ds`` with every t50 centred, so that its prior can be
+    drawn through it (no never-turner coordinate, a ``pm.Flat``; the same model:
+    ``blocks._t50``); ``var_names`` checked against its variables."""
+    from .build import build_model
+    from .spec import build_spec
+
+    spec = build_spec(ds, model)
+    spec.data["t50_centred"] = np.ones(len(spec.coords["model"]), bool)
+    pm_model = build_model(spec)
     unknown = [v for v in var_names if v not in pm_model.named_vars]
     if unknown:
         raise ValueError(
@@ -158,6 +155,7 @@ def _check_vars(pm_model, var_names: Sequence[str], model: str) -> None:
             f"free variables: {[v.name for v in pm_model.free_RVs]}, "
             f"deterministics: {[v.name for v in pm_model.deterministics]}"
         )
+    return pm_model
 
 
 def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Dataset:
@@ -198,19 +196,14 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
     import pymc as pm
     from tqdm.auto import tqdm
 
-    from .build import build_model
     from .fit import fit
-    from .spec import build_spec
 
     if model != "joint":
         raise ValueError(
             f"SBC of {model!r} is not implemented (its levels/latent scale need their own "
             "simulator); expected 'onset' or 'joint'"
         )
-    spec = build_spec(ds, model)
-    spec.data["t50_centred"] = np.ones(len(spec.coords["model"]), bool)
-    pm_model = build_model(spec)
-    _check_vars(pm_model, var_names, model)
+    pm_model = _prior_model(ds, model, var_names)
     need = sorted(set(var_names) | {"L", "k", "t50", "sigma_eps", "severity", "discrimination"})
     import warnings
 
@@ -241,13 +234,9 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
         dims = ("chain", "draw", *[d for d in prior[v].dims if d not in ("draw",)])
         data[v] = (dims, arr)
     out = xr.DataTree.from_dict({"prior_sbc": xr.Dataset(data)})
-    out.attrs.update(
-        n_draws=int(chains) * len(range(0, int(draws), 2)),
-        num_simulations=int(num_simulations),
-        model=model,
-        sampler=sampler,
-        seed=int(seed),
-    )
+    out.attrs.update(n_draws=int(chains) * len(range(0, int(draws), 2)),
+                     num_simulations=int(num_simulations), model=model, sampler=sampler,
+                     seed=int(seed))  # fmt: skip
     return out
 
 
@@ -289,31 +278,12 @@ def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
         arr = np.asarray(da.values, float).reshape(da.sizes["chain"] * da.sizes["draw"], -1)
         n_sims = arr.shape[0]
         edges = _rank_edges(n_sims, n_draws, n_bins)
-
-        for j in range(arr.shape[1]):
-            chi2, p = _chisq(arr[:, j], edges)
-            rows.append(
-                {
-                    "variable": name,
-                    "index": str(j) if arr.shape[1] > 1 else "",
-                    "n": n_sims,
-                    "chi2": chi2,
-                    "p_value": p,
-                    "mean_rank": float(arr[:, j].mean()),
-                }
-            )
-        if arr.shape[1] > 1:
-            chi2, p = _chisq(arr.ravel(), edges)
-            rows.append(
-                {
-                    "variable": name,
-                    "index": "all",
-                    "n": arr.size,
-                    "chi2": chi2,
-                    "p_value": p,
-                    "mean_rank": float(arr.mean()),
-                }
-            )
+        vector = arr.shape[1] > 1
+        tests = [(str(j) if vector else "", arr[:, j]) for j in range(arr.shape[1])]
+        for index, x in tests + ([("all", arr.ravel())] if vector else []):
+            chi2, p = _chisq(x, edges)
+            rows.append({"variable": name, "index": index, "n": x.size, "chi2": chi2,
+                         "p_value": p, "mean_rank": float(x.mean())})  # fmt: skip
     out = pd.DataFrame(rows)
     out.attrs["n_draws"] = n_draws
     return out

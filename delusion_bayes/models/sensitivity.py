@@ -10,15 +10,10 @@ between the base and the power-scaled posterior with respect to ``log2(alpha)``
     one ``(chain, draw)`` variable per top-level prior term (:func:`prior_terms`: the entries
     of the model's prior table, ``mu_log_k``, ``sigma_t50``, ``severity``, ...), each summed
     over its elements: the prior density at the draw's constrained value, without the
-    transforms' Jacobians (as ``pm.compute_log_prior``; priorsense's ``lprior``). Not the
-    population terms of the hierarchy (``t50_centred``, ``z_log_k``, the never-turners'
-    ``w_t50_prior``, ...): scaling ``p(theta_m | mu, sigma)`` changes the hierarchical model,
-    not a prior choice, and priorsense (brms' ``lprior``) leaves them out too. ``psense`` sums
-    the whole group, so everything stored is what it scales (``az.psense_summary(dt,
-    likelihood_var_names=["y_model_day"])`` works on a saved ``posterior.nc``). One sum per
-    term and draw (~10 x 8 bytes per draw, ~0.3 MB at 4 x 1000) keeps a selective scaling
-    (``prior_var_names``) possible; the per-element log prior ``pm.compute_log_prior`` stores
-    is not kept: psense never uses it.
+    transforms' Jacobians (as ``pm.compute_log_prior``; priorsense's ``lprior``). ``psense``
+    sums the whole group, so everything stored is what it scales (``az.psense_summary(dt,
+    likelihood_var_names=["y_model_day"])`` works on a saved ``posterior.nc``); one sum per
+    term and draw keeps a selective scaling (``prior_var_names``) possible.
 ``log_likelihood``
     ``psense`` sums every variable of the group, which would count the ratings twice in the
     models whose latent stage is integrated out (``y`` given the drawn stage *and*
@@ -72,8 +67,8 @@ def prior_terms(pm_model: Any, prior_keys: Collection[str]) -> list[str]:
 
     Not the population terms of the hierarchy (``log_k_centred``, ``z_log_k``, ``w_t50_prior``,
     ``u``, ...): power-scaling ``p(theta_m | mu, sigma)`` would change the hierarchical model
-    itself, not a prior choice, and priorsense's brms
-    interface (``lprior``) scale the top-level priors only."""
+    itself, not a prior choice, and priorsense's brms interface (``lprior``) scales the
+    top-level priors only."""
     keys = set(prior_keys)
     out = []
     for rv in pm_model.free_RVs:
@@ -100,8 +95,8 @@ def log_prior_dataset(
     variable but a ``pm.Flat`` coordinate (density 0) and every ``*_prior`` Potential, i.e.
     the whole joint prior, as ``pm.compute_log_prior``. :func:`delusion_bayes.models.fit` passes
     :func:`prior_terms`. One vectorised evaluation over all draws (PyTensor's
-    ``vectorize_graph``, compiled in ``FAST_COMPILE`` mode: 1.1 s for the joint model at
-    2 x 200 draws, where ``pm.compute_log_prior``'s loop over draws took 5 s).
+    ``vectorize_graph``, compiled in ``FAST_COMPILE`` mode; faster than
+    ``pm.compute_log_prior``'s loop over draws).
 
     The model's start values are cleared first: PyMC rebuilds the model without its value
     transforms, which refuses them (``blocks._t50`` sets them on the wall coordinates; they
@@ -280,10 +275,8 @@ def noise_floor(dt: xr.DataTree, seed: int = 0, **kwargs: Any) -> pd.DataFrame:
     shuffled against the posterior draws: no parameter is then sensitive to either, so what
     the table shows is the Monte Carlo noise of the estimate at this number of draws (the
     sensitivity is a difference of weighted and unweighted ECDFs divided by
-    ``log2(1.01)``, so small random weight differences are amplified ~70 times). Measured on
-    the smoke run (2 x 150 draws of the joint model, small study): median 0.04 (prior) and 0.09
-    (likelihood), i.e. at that size most flags are noise; ``docs/models.md`` has the default
-    study's."""
+    ``log2(1.01)``, so small random weight differences are amplified ~70 times; measured
+    floors: ``docs/models.md``, ``docs/design-notes.md#modelssensitivitypy``)."""
     rng = np.random.default_rng(seed)
     post = dt["posterior"].to_dataset()
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]

@@ -35,11 +35,7 @@ K_MAX: float = 20.0
 #: sigmoid(a - log(K_MAX - K_MIN))``, ~``K_MIN + exp(a)``. A 10-90% rise over 146 days, flat over
 #: any study, so no trajectory the data can show is excluded. Without it, a model at its plateau
 #: from day 1 had a second posterior mode: k -> 0 makes the curve a flat line at 1 + (L - 1)
-#: sigmoid(h), and the t50 prior (days) holds h = k (t_1 - t50) near 0, so the line sits at half
-#: of an L ~ 6.7; ~16 nats below the turned mode, but no path between them fits the data
-#: (null_effect seed 0, onset model, sampler seeds 0-7, chains started on the data's side of
-#: the wall: 2 of 8 fits with 1-2 chains in it, R-hat up to 1.74; with the floor 0.03 every fit
-#: R-hat <= 1.009, 0 divergences; 0.05: one fit 1.011). The joint models do not use it
+#: sigmoid(h) (docs/design-notes.md#modelsspecpy). The joint models do not use it
 #: (``blocks.onset_trajectory`` says why)
 K_MIN: float = 0.03
 #: steepness of the ``step`` trajectory variant (per day; Claude Opus 4.1's k ~ 10 in the paper)
@@ -48,9 +44,6 @@ STEP_K: float = 10.0
 #: the shear of its non-centred t50 coordinate (:func:`delusion_bayes.models.blocks._t50`; any
 #: value gives the same model, this one straightens the wall)
 T50_SHEAR: float = 2.0
-#: the ordinal disengagement outcome: 0 none, 1 Level A only, 2 Level B (B implies A)
-DISENGAGEMENT_LEVELS: tuple[str, ...] = ("none", "level_a", "level_b")
-
 #: stands in for the open end of an ordinal category (a cutpoint at -inf or +inf): the latent
 #: stays within a few units of the 1-4 scale, so ``d (s - OPEN)`` saturates the logistic exactly
 OPEN: float = 1.0e4
@@ -108,21 +101,11 @@ class ModelSpec:
     def hash(self) -> str:
         """Hash of everything that shapes the compiled graph (data values, priors, variant)."""
         h = hashlib.sha256()
-        h.update(
-            json.dumps(
-                {
-                    "name": self.name,
-                    "trajectory": self.trajectory,
-                    "cutpoints": self.cutpoints,
-                    "group_terms": list(self.group_terms),
-                    "priors": self.priors,
-                    "coords": {k: [str(x) for x in v] for k, v in self.coords.items()},
-                    "n_days": self.n_days,
-                },
-                sort_keys=True,
-                default=str,
-            ).encode()
-        )
+        meta = {"name": self.name, "trajectory": self.trajectory, "cutpoints": self.cutpoints,
+                "group_terms": list(self.group_terms), "priors": self.priors,
+                "coords": {k: [str(x) for x in v] for k, v in self.coords.items()},
+                "n_days": self.n_days}  # fmt: skip
+        h.update(json.dumps(meta, sort_keys=True, default=str).encode())
         for k in sorted(self.data):
             h.update(k.encode())
             h.update(np.ascontiguousarray(self.data[k]).tobytes())
@@ -195,16 +178,13 @@ def build_spec(
     data: dict[str, np.ndarray] = {"day_values": days.astype(float)}
     # partial centring of t50: centred where the median rating reaches clinical framing (2.5) on
     # some day (the data pin t50), non-centred where it never does (t50 only bounded below)
-    with np.errstate(all="ignore"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            peak = np.nanmax(np.nanmedian(rec.values, axis=0), axis=1)
-    data["t50_centred"] = np.nan_to_num(peak, nan=0.0) >= 2.5
-    # already turned on the first rated day: t50 only bounded from above by the data (the
-    # mirror of a never-turner; null_effect seed 0's Opus 4.1 has t50 = -0.8)
-    with warnings.catch_warnings():
+    with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         med = np.nanmedian(rec.values, axis=0)  # (model, day)
+        peak = np.nanmax(med, axis=1)
+    data["t50_centred"] = np.nan_to_num(peak, nan=0.0) >= 2.5
+    # already turned on the first rated day: t50 only bounded from above by the data (the
+    # mirror of a never-turner)
     first = np.array([row[np.isfinite(row)][0] if np.isfinite(row).any() else 0.0 for row in med])
     data["t50_early"] = first >= 2.5
     if model in ("joint", "disengagement"):
@@ -245,18 +225,9 @@ def build_spec(
         coords[f"group_{term}"] = [str(v) for v in levels]
         data[f"group_{term}_idx"] = idx.astype(np.int64)
 
-    return ModelSpec(
-        name=model,
-        coords=coords,
-        data=data,
-        priors=resolve_priors(model, priors),
-        trajectory=trajectory,
-        cutpoints=cutpoints,
-        group_terms=terms,
-        n_days=n_days,
-        missing=missing,
-        model_coords=model_coords,
-    )
+    return ModelSpec(name=model, coords=coords, data=data, priors=resolve_priors(model, priors),
+                     trajectory=trajectory, cutpoints=cutpoints, group_terms=terms, n_days=n_days,
+                     missing=missing, model_coords=model_coords)  # fmt: skip
 
 
 def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int) -> dict:
@@ -373,19 +344,16 @@ def noise_identified(rec: xr.DataArray) -> np.ndarray:
 
     A model's weight ``lambda_m`` in [0, 1] below is the share of its rater mean's variance
     around the trajectory that is day noise rather than measurement; ``lambda >= 1/2`` marks
-    the noise as identified (paper_like: only the oscillating Claude Opus 3, 0.71-0.83 over
-    seeds 0-3; seed 1's, 0.22, stays below). With a Gaussian latent of prior variance ``s2``
-    measured with variance ``v``, ``lambda = s2 / (s2 + v)`` (Papaspiliopoulos, Roberts &
-    Skold 2007, Stat. Sci. 22:59). Both are estimated from the ratings: ``s2 + v`` as the mean
-    squared residual of the rater mean around its least-squares logistic fit
-    (:func:`delusion_bayes.baselines.logistic.fit_logistic_batch`), ``v`` as the pooled
-    between-rater variance of a model-day divided by the raters per model-day.
+    the noise as identified (paper_like: only the oscillating Claude Opus 3). With a Gaussian
+    latent of prior variance ``s2`` measured with variance ``v``, ``lambda = s2 / (s2 + v)``
+    (Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59). Both are estimated from the
+    ratings: ``s2 + v`` as the mean squared residual of the rater mean around its least-squares
+    logistic fit (:func:`delusion_bayes.baselines.logistic.fit_logistic_batch`), ``v`` as the
+    pooled between-rater variance of a model-day divided by the raters per model-day.
 
     Why by hand: PyMC has no automatic reparameterisation, and the estimate only has to be
     rough (either coordinate gives the same posterior; a poor choice costs only efficiency).
     """
-    import warnings
-
     from ..baselines.logistic import fit_logistic_batch
 
     vals = np.asarray(rec.transpose(RATER, MODEL, DAY).values, float)
@@ -401,11 +369,9 @@ def noise_identified(rec: xr.DataArray) -> np.ndarray:
         # s2 = resid2 - 2 v, not resid2 - v: the residual also holds the logistic's misfit to an
         # ordinal mean (compressed at the floor and the top), ~v on paper_like's smooth models;
         # erring low is the cheap side (lambda too high on a model whose noise is ~0 is the
-        # centred funnel: ESS 41 on such a sigma_eps)
+        # centred funnel)
         s2 = np.maximum(resid2 - 2.0 * v, 0.0)
         lam = s2 / (s2 + v) if v > 0 else np.where(s2 > 0, 1.0, 0.0)
-        # only where the day noise dominates the measurement: on the small study (3 raters, 12
-        # days) the oscillating model's lambda ~0.25 gave no gain and lower tail ESS in 2 of 8
-        # seeds (min ESS 33 and 51 vs >= 94 non-centred), so weights below 1/2 are set to 0
+        # only where the day noise dominates the measurement (docs/design-notes.md#modelsspecpy)
         lam = np.where(lam >= 0.5, lam, 0.0)
     return np.nan_to_num(lam, nan=0.0) >= 0.5

@@ -71,20 +71,15 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         for p in save_figure(fig, Path(run_dir) / "baselines" / "figure2_intensity_by_stage"):
             files[p.name] = "Figure 2: mean intervention intensity by consensus stage"
 
-    headline = res.headline
     con_notes = res.contrasts.notes if res.contrasts is not None else []
+    config = {"consensus": rule, "half_rule": half, "n_days": int(ds["day"].max()),
+              "censor_day": res.censor_day, "seed": res.settings["seed"],
+              "n_boot": int(res.settings["n_boot"])}  # fmt: skip
     index = {
         "files": files,
-        "headline": headline,
+        "headline": res.headline,
         "notes": res.notes + res.reliability.notes + res.logistic.notes + con_notes,
-        "config": {
-            "consensus": rule,
-            "half_rule": half,
-            "n_days": int(ds["day"].max()),
-            "censor_day": res.censor_day,
-            "seed": res.settings["seed"],
-            "n_boot": int(res.settings["n_boot"]),
-        },
+        "config": config,
     }
     results.write(run_dir, "baselines/index.json", index)
-    return headline
+    return res.headline

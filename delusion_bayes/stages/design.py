@@ -32,9 +32,10 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     from ..sweep.config import DESIGN_MODELS
+    from ..sweep.coverage import replicate_fit_kwargs
     from ..sweep.design import cell_metrics, cell_of, run_cell
 
-    d, data, s = cfg.design, cfg.data, cfg.sampler
+    d, data = cfg.design, cfg.data
     if data.source != "simulate" or data.kind != "trajectory":
         raise ValueError(
             "the design stage simulates trajectory studies; got data.source="
@@ -47,13 +48,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     cell = cell_of(d)
     overrides = OmegaConf.to_container(data.overrides, resolve=True) if data.overrides else {}
     overrides = {k: v for k, v in overrides.items() if k not in cell}  # the cell is design.*
-    fit_kwargs = {
-        "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains),
-        "sampler": str(s.name), "cores": int(s.cores), "seed": int(s.seed),
-        "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
-        "cache_dir": cfg.get("cache_dir"), "log_likelihood": False,
-        "log_prior": False, "posterior_predictive": False,
-    }  # fmt: skip
+    fit_kwargs = replicate_fit_kwargs(cfg, adaptation=False)
     n_sims = int(setting(d, "n_sims", 1))
     preset = str(data.preset)
     label = ", ".join(f"{k}={v:g}" for k, v in cell.items())
@@ -80,6 +75,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     }
     for _, r in metrics[metrics["metric"] == "seconds"].iterrows():
         headline[f"seconds_per_study:{r['method']}"] = round(float(r["value"]), 2)
+    config = {**cell, "n_sims": n_sims, "n_sims_bayes": n_bayes, "model": model, "preset": preset,
+              "seed": int(data.seed)}  # fmt: skip
     index = {
         "files": {
             "replicates.csv": f"one row per simulated study x method x quantity ({source})",
@@ -90,14 +87,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             f"SIMULATED: {n_sims} studies from preset {preset} (seeds {int(data.seed)}.."
             f"{int(data.seed) + n_sims - 1}); the first {n_bayes} also fitted with {model}",
         ],
-        "config": {
-            **cell,
-            "n_sims": n_sims,
-            "n_sims_bayes": n_bayes,
-            "model": model,
-            "preset": preset,
-            "seed": int(data.seed),
-        },  # fmt: skip
+        "config": config,
     }
     results.write(run_dir, "design/index.json", index)
     return headline

@@ -81,7 +81,7 @@ def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
             prov = provenance(cfg, ds)
         except Exception as err:  # noqa: BLE001 (provenance must not stop a fit)
             log.warning("provenance could not be computed: %s", err)
-    attrs = {
+    return {
         "package_version": str(prov.get("version", "")),
         "git_sha": str(prov.get("git_sha", "")),
         "config_hash": str(prov.get("config_hash", "")),
@@ -89,7 +89,6 @@ def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
         "run_seed": int(prov.get("seed", 0) or 0),
         "resolved_config": json.dumps(_plain(cfg), sort_keys=True, default=str),
     }
-    return attrs
 
 
 def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
@@ -138,9 +137,9 @@ def _rank_plot(az, tree):
 
 def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Dataset:
     """The ``n`` parameters of ``plot_vars`` with the highest R-hat (the diagnostics table's
-    ``var[coord,...]`` labels), one variable each. Why not every element: the rank plot of L, k
-    and t50 for 15 models (45 panels) cost ~13 s CPU per fit, most of the main job's time
-    after sampling, and a reader looks for the chains that disagree, which these are."""
+    ``var[coord,...]`` labels), one variable each. Not every element: a reader looks for the
+    chains that disagree, which these are, and every panel costs plotting time
+    (``docs/design-notes.md#stagesmodelspy``)."""
     post = dt["posterior"].to_dataset().reset_coords(drop=True)
     rows = table[table["variable"].isin(plot_vars) & ~table["constant"].astype(bool)]
     rows = rows.sort_values("r_hat", ascending=False).head(n)
@@ -180,38 +179,19 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, 
             what = ", ".join(post_vars)
         clean = xr.DataTree.from_dict({"posterior": worst})
         jobs.append(
-            (
-                "rank.png",
-                "rank plot (ECDF difference) of " + what,
-                lambda: _rank_plot(az, clean),
-            )
+            ("rank.png", "rank plot (ECDF difference) of " + what, lambda: _rank_plot(az, clean))
         )
     if "posterior_predictive" in dt.children and "y" in dt["posterior_predictive"].data_vars:
-        discrete = np.issubdtype(dt["observed_data"]["y"].dtype, np.integer)
-        if discrete:  # ordinal ratings: observed vs predicted counts per category
-            jobs.append(
-                (
-                    "ppc.png",
-                    "posterior predictive rootogram of the ratings (ordinal PPC)",
-                    lambda: az.plot_ppc_rootogram(dt, var_names=["y"], backend="matplotlib"),
-                )
-            )
+        if np.issubdtype(dt["observed_data"]["y"].dtype, np.integer):
+            # ordinal ratings: observed vs predicted counts per category
+            desc = "posterior predictive rootogram of the ratings (ordinal PPC)"
+            plot_ppc = az.plot_ppc_rootogram
         else:  # the onset model's consensus (continuous, x.5 values)
-            jobs.append(
-                (
-                    "ppc.png",
-                    "posterior predictive density of the consensus",
-                    lambda: az.plot_ppc_dist(dt, var_names=["y"], backend="matplotlib"),
-                )
-            )
+            desc, plot_ppc = "posterior predictive density of the consensus", az.plot_ppc_dist
+        jobs.append(("ppc.png", desc, lambda: plot_ppc(dt, var_names=["y"], backend="matplotlib")))
     if elpd is not None:
-        jobs.append(
-            (
-                "loo_khat.png",
-                "PSIS-LOO Pareto k per left-out unit (inference.loo_unit)",
-                lambda: az.plot_khat(elpd, backend="matplotlib"),
-            )
-        )
+        desc = "PSIS-LOO Pareto k per left-out unit (inference.loo_unit)"
+        jobs.append(("loo_khat.png", desc, lambda: az.plot_khat(elpd, backend="matplotlib")))
     for fname, desc, fn in jobs:
         try:
             save_figure(fn(), (out / fname).with_suffix(""), ("png",), dpi=110)
@@ -268,11 +248,8 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
          f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass")  # fmt: skip
     results.write(run_dir, "models/{fit}/gate.json", g, fit=fit)
     files["gate.json"] = "diagnostics gate verdict and reasons"
-    _csv(
-        summary_table(dt, inf).reset_index(),
-        "summary.csv",
-        f"az.summary ({kind.upper()} {prob:.0%})",
-    )
+    desc = f"az.summary ({kind.upper()} {prob:.0%})"
+    _csv(summary_table(dt, inf).reset_index(), "summary.csv", desc)
 
     # derived quantities -------------------------------------------------------------------
     post = dt["posterior"]
@@ -283,16 +260,11 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
         )
     if "stage" in post.data_vars or "t50" in post.data_vars:
         ms = d.posterior_milestones(
-            dt,
-            stable_run=int(_get(b, "stable_run", 3)),
-            missing=str(_get(b, "missing", "skip")),
+            dt, stable_run=int(_get(b, "stable_run", 3)), missing=str(_get(b, "missing", "skip")),
             censor=_get(b, "censor_day", None),
-        )
-        _csv(
-            d.milestones_table(ms, prob, kind),
-            "milestones_posterior.csv",
-            "posterior milestone latencies with P(censored)",
-        )
+        )  # fmt: skip
+        desc = "posterior milestone latencies with P(censored)"
+        _csv(d.milestones_table(ms, prob, kind), "milestones_posterior.csv", desc)
     if contrasts:
         q = d.contrast_quantities(dt, ms)
         rows = []
@@ -302,33 +274,19 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
             except ValueError as err:
                 notes.append(f"contrast {dict(c).get('name')!r} skipped: {err}")
         if rows:
-            import pandas as pd
-
-            _csv(
-                pd.concat(rows, ignore_index=True),
-                "contrasts_posterior.csv",
-                "posterior group contrasts (mean A - mean B per draw), P(> 0)",
-            )
+            desc = "posterior group contrasts (mean A - mean B per draw), P(> 0)"
+            _csv(pd.concat(rows, ignore_index=True), "contrasts_posterior.csv", desc)
     if "stage" in post.data_vars:
-        _csv(
-            d.consensus_posterior(dt),
-            "consensus_posterior.csv",
-            "Bayesian consensus per model-day: modal stage, P(stage >= 3), mean",
-        )
+        desc = "Bayesian consensus per model-day: modal stage, P(stage >= 3), mean"
+        _csv(d.consensus_posterior(dt), "consensus_posterior.csv", desc)
     if "severity" in post.data_vars and "stage" in post.data_vars:
-        _csv(
-            d.rater_posterior(dt, prob, kind),
-            "raters_posterior.csv",
-            "rater severity and discrimination",
-        )
+        desc = "rater severity and discrimination"
+        _csv(d.rater_posterior(dt, prob, kind), "raters_posterior.csv", desc)
         rel = d.reliability_posterior(dt, prob, kind)
         attach_icc(rel, run_dir, notes)
         _csv(rel, "reliability_posterior.csv", "posterior reliability next to ICC(2,1)/ICC(2,k)")
-    _csv(
-        d.p_level_b_table(dt, prob, kind),
-        "level_b_posterior.csv",
-        "P(Level B | stage 4) and model effects",
-    )
+    desc = "P(Level B | stage 4) and model effects"
+    _csv(d.p_level_b_table(dt, prob, kind), "level_b_posterior.csv", desc)
 
     # LOO ------------------------------------------------------------------------------------
     # both units when the fit has them; the configured one is the headline and the k plot
@@ -345,11 +303,8 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
         if u == unit:
             elpd = res
     if rows:
-        _csv(
-            pd.concat(rows, ignore_index=True),
-            "loo.csv",
-            "PSIS-LOO with Pareto k, per left-out model-day and per left-out rating",
-        )
+        desc = "PSIS-LOO with Pareto k, per left-out model-day and per left-out rating"
+        _csv(pd.concat(rows, ignore_index=True), "loo.csv", desc)
     _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), files, notes, table)
 
     # prior and likelihood sensitivity (power-scaling) ------------------------------------------
@@ -486,11 +441,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         unknown = [v for v in variants if v not in VARIANTS]
         if unknown:
             raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
-        cmp = {
-            f"{primary}[{_get(m, 'trajectory', 'logistic')},{_get(m, 'cutpoints', 'rater')}]": fits[
-                primary
-            ]
-        }
+        label = f"{primary}[{_get(m, 'trajectory', 'logistic')},{_get(m, 'cutpoints', 'rater')}]"
+        cmp = {label: fits[primary]}
         for v in variants:
             over = dict(VARIANTS[v])
             if over.get("cutpoints") == "shared" and primary == "onset":

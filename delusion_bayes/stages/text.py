@@ -110,70 +110,40 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         results.write(run_dir, f"text/{key}", table)
         files[key] = desc
 
-    write(
-        "metrics_by_model_day.csv",
-        res.by_model_day,
-        f"entrainment (config {res.config} canonical; others as entrainment_configN), modality "
-        "and its marker counts, consensus stage per model-day (NaN = missing answer)",
-    )
-    write(
-        "model_means.csv",
-        res.model_means,
-        "per-model mean/sd/n_days of every metric over available days",
-    )
-    write(
-        "correlations.csv",
-        res.correlations,
-        "model-level Spearman rho (two-sided p) of each metric's model means with Level-B day "
-        "count (Figure 3) and with mean consensus stage",
-    )
-    write(
-        "by_consensus_stage.csv",
-        res.by_stage,
-        "metric mean/sd/n over model-days at each consensus stage",
-    )
-    write(
-        "within_model.csv",
-        res.within_model,
-        f"within-model Spearman rho with consensus (descriptive), mean on naive "
-        f"(< {clinical_at:g}) vs clinical days",
-    )
-    write(
-        "turn_contrast.csv",
-        res.turn_contrast,
-        "metric means before vs from each model's first clinical framing day (Figure 4 data)",
-    )
+    write("metrics_by_model_day.csv", res.by_model_day,
+          f"entrainment (config {res.config} canonical; others as entrainment_configN), modality "
+          "and its marker counts, consensus stage per model-day "
+          "(NaN = missing answer)")  # fmt: skip
+    write("model_means.csv", res.model_means,
+          "per-model mean/sd/n_days of every metric over available days")  # fmt: skip
+    write("correlations.csv", res.correlations,
+          "model-level Spearman rho (two-sided p) of each metric's model means with Level-B day "
+          "count (Figure 3) and with mean consensus stage")  # fmt: skip
+    write("by_consensus_stage.csv", res.by_stage,
+          "metric mean/sd/n over model-days at each consensus stage")  # fmt: skip
+    write("within_model.csv", res.within_model,
+          f"within-model Spearman rho with consensus (descriptive), mean on naive "
+          f"(< {clinical_at:g}) vs clinical days")  # fmt: skip
+    write("turn_contrast.csv", res.turn_contrast,
+          "metric means before vs from each model's first clinical framing day "
+          "(Figure 4 data)")  # fmt: skip
 
     if bool(_get(t, "figures", True)):
         if "level_b" in ds:
             lb_table = an.level_b_table(res.metrics["entrainment"], ds["level_b"])
-            for p in an.plot_level_b(
-                lb_table, out / "figure3_entrainment_level_b", synthetic=bool(synthetic)
-            ):
+            stem = out / "figure3_entrainment_level_b"
+            for p in an.plot_level_b(lb_table, stem, synthetic=bool(synthetic)):
                 files[p.name] = "Figure 3: model mean entrainment vs Level-B days"
-        modality_turns = res.turn_contrast[res.turn_contrast["metric"] == "modality"]
-        for p in an.plot_turn_contrast(
-            modality_turns.drop(columns="metric").set_index("model"),
-            out / "figure4_modality_turn",
-            synthetic=bool(synthetic),
-        ):
+        modality = res.turn_contrast[res.turn_contrast["metric"] == "modality"]
+        modality = modality.drop(columns="metric").set_index("model")
+        stem = out / "figure4_modality_turn"
+        for p in an.plot_turn_contrast(modality, stem, synthetic=bool(synthetic)):
             files[p.name] = "Figure 4: modality before vs from the clinical turn"
 
     headline = res.headline
-    _write_index(
-        run_dir,
-        files,
-        headline,
-        consensus=cons_source,
-        synthetic=synthetic,
-        note="descriptive statistics (model-days are serially dependent), as in the paper",
-    )
-    log.info(
-        "stage text: entrainment (config %d, %s) and modality for %d models x %d days%s",
-        res.config,
-        res.embedding_model,
-        ds.sizes[MODEL],
-        ds.sizes[DAY],
-        " (SYNTHETIC texts)" if synthetic else "",
-    )
+    note = "descriptive statistics (model-days are serially dependent), as in the paper"
+    _write_index(run_dir, files, headline, consensus=cons_source, synthetic=synthetic, note=note)
+    log.info("stage text: entrainment (config %d, %s) and modality for %d models x %d days%s",
+             res.config, res.embedding_model, ds.sizes[MODEL], ds.sizes[DAY],
+             " (SYNTHETIC texts)" if synthetic else "")  # fmt: skip
     return headline

@@ -24,13 +24,12 @@ class DesignConfig:
         Rater noise: the typical rater discrimination of the simulator (3.5 gives the paper's
         recognition alpha near .76; lower = noisier raters, e.g. 2.0).
     n_sims
-        Simulated studies per cell analysed with the baselines (cheap: ~1-2 s each).
+        Simulated studies per cell analysed with the baselines (cheap).
     n_sims_bayes
         The first ``n_sims_bayes`` of them are also fitted with ``model`` (0 = baselines only).
     model
         The Bayesian model: ``onset`` (default; the fastest model with t50 and milestone
-        posteriors) or ``joint`` (~80 s per paper_like study at 2 x 500 draws, against ~12 s for
-        onset: the default grid would take hours).
+        posteriors) or ``joint`` (several times slower: the default grid would take hours).
     """
 
     n_raters: int = 4

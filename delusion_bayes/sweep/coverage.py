@@ -167,15 +167,9 @@ def baseline_estimates(res: Any, ds: xr.Dataset) -> tuple[dict[str, Any], pd.Dat
 def posterior_stage(post: xr.Dataset, days: np.ndarray) -> xr.DataArray:
     """The latent stage draws (chain, draw, model, day): ``stage`` when the model has one (joint),
     else the fitted curve ``1 + (L - 1) sigmoid(k (t - t50))`` (onset)."""
-    from ..data.schema import DAY
+    from ..models.derived import trajectory_stage
 
-    if "stage" in post:
-        return post["stage"]
-    from scipy.special import expit
-
-    t = xr.DataArray(np.asarray(days, dtype=float), dims=(DAY,), coords={DAY: days})
-    # expit, not 1 / (1 + exp(-x)): the same values without overflow warnings far from t50
-    return 1.0 + (post["L"] - 1.0) * expit(post["k"] * (t - post["t50"]))
+    return post["stage"] if "stage" in post else trajectory_stage(post, days)
 
 
 def analyse_posterior(
@@ -518,19 +512,31 @@ def replicate_job(cfg: Any) -> str:
         )
     names = [str(cfg.model.name), *[str(m) for m in cfg.model.get("also_fit", [])]]
     methods = [m for m in dict.fromkeys(names) if m in ("onset", "joint")]
-    s = cfg.sampler
-    fit_kwargs = {
-        "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),
-        "cores": int(s.cores), "seed": int(s.seed), "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
-        "adaptation": str(s.get("adaptation", "diag")),
-        "cache_dir": cfg.get("cache_dir"), "log_likelihood": False, "log_prior": False, "posterior_predictive": False,
-    }  # fmt: skip
+    fit_kwargs = replicate_fit_kwargs(cfg)
     path = run_replicate(
         str(cfg.data.preset), int(cfg.data.seed), root,
         baselines=OmegaConf.to_container(cfg.baselines, resolve=True), methods=methods,
         fit_kwargs=fit_kwargs, simulate_overrides=OmegaConf.to_container(cfg.data.overrides),
     )  # fmt: skip
     return str(path)
+
+
+def replicate_fit_kwargs(cfg: Any, *, adaptation: bool = True) -> dict[str, Any]:
+    """The :func:`delusion_bayes.models.fit` settings of a simulated replicate: ``cfg.sampler``
+    and ``cfg.cache_dir``, without the groups nothing scores (log-likelihood, log prior,
+    posterior predictive); ``adaptation=False`` leaves ``sampler.adaptation`` out (the design
+    stage's fits use ``models.fit``'s default)."""
+    s = cfg.sampler
+    out = {
+        "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),
+        "cores": int(s.cores), "seed": int(s.seed),
+        "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
+        "cache_dir": cfg.get("cache_dir"), "log_likelihood": False, "log_prior": False,
+        "posterior_predictive": False,
+    }  # fmt: skip
+    if adaptation:
+        out["adaptation"] = str(s.get("adaptation", "diag"))
+    return out
 
 
 def main() -> None:

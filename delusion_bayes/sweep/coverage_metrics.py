@@ -136,8 +136,7 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
     ``mean_abs_truth_diff``). A precise posterior therefore "rejects" a null-preset contrast
     whenever the realised models happen to differ: its rejection rate under ``null`` is the
     type-I error against the population null, not a calibration failure of the posterior for
-    its own (finite-population) estimand. First measurement (2 replicates per preset): 0.60
-    for onset and joint vs 0.00 for the permutation tests.
+    its own (finite-population) estimand (``docs/design-notes.md#sweepcoverage_metricspy``).
     """
     c = reps[reps["kind"] == "contrast"].copy()
     if c.empty:

@@ -52,13 +52,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..stages import setting as _get
 from .config import DesignConfig
-from .coverage import (
-    baseline_estimates,
-    baseline_rows,
-    posterior_rows,
-    true_quantities,
-)
+from .coverage import baseline_estimates, baseline_rows, posterior_rows, true_quantities
 from .coverage_metrics import BASELINE, REPLICATE_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -75,13 +71,6 @@ METRIC_COLUMNS: tuple[str, ...] = (
 NEVER = "never"
 #: rated variables the design study does not score (dropped before the baselines run)
 UNSCORED: tuple[str, ...] = ("confidence", "intervention", "disengagement")
-
-
-def _get(node: Any, key: str, default: Any = None) -> Any:
-    if node is None:
-        return default
-    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
-    return default if value is None else value
 
 
 def cell_of(design: Any) -> dict[str, Any]:

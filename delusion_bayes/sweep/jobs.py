@@ -144,9 +144,7 @@ def read_job(job_dir: str | Path, root: str | Path | None = None) -> Job:
         job.run = run
         stages = run.get("stages", {}) if isinstance(run.get("stages"), dict) else {}
         failed = [
-            s
-            for s, rec in stages.items()
-            if isinstance(rec, dict) and rec.get("status") == "failed"
+            s for s, r in stages.items() if isinstance(r, dict) and r.get("status") == "failed"
         ]
         failed = list(dict.fromkeys([*run.get("failed", []), *failed]))
         if failed:

@@ -116,27 +116,14 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
     keys = [k for k in keys if k in summary.columns]
     jobs = job_order(summary, keys)
     status = summary.drop_duplicates("job").set_index("job")["status"].reindex(jobs)
-    panels: list[tuple[str, Any]] = []
-    reg = _matrix(summary, "regime", jobs)
-    if reg is not None:
-        panels.append(("regime", reg))
-    for m in _MILESTONE_TITLES:
-        mat = _matrix(summary, m, jobs)
-        if mat is not None:
-            panels.append((m, mat))
-    for name in ("t50_rank", "perm_p", "posterior_prob", "gate_passed", "entrainment_level_b_rho"):
-        names = [name]
-        if name == "posterior_prob":
-            names = sorted({q for q in summary["quantity"] if str(q).startswith("posterior_prob")})
-        for q in names:
-            mat = _matrix(summary, q, jobs)
-            if mat is not None:
-                panels.append((q, mat))
+    posterior = sorted({q for q in summary["quantity"] if str(q).startswith("posterior_prob")})
+    quantities = ["regime", *_MILESTONE_TITLES, "t50_rank", "perm_p", *posterior, "gate_passed",
+                  "entrainment_level_b_rho"]  # fmt: skip
+    panels = [(q, mat) for q in quantities if (mat := _matrix(summary, q, jobs)) is not None]
     dash_rows = [(k, v) for k in keys for v in dict.fromkeys(summary.drop_duplicates("job")[k])]
-    heights = []
-    for name, mat in panels:
-        heights.append(max(1.2, 0.12 * len(mat.index)) if name in ("regime", *_MILESTONE_TITLES,
-                                                                     "t50_rank") else 1.4)  # fmt: skip
+    per_model = ("regime", *_MILESTONE_TITLES, "t50_rank")
+    heights = [max(1.2, 0.12 * len(mat.index)) if name in per_model else 1.4
+               for name, mat in panels]  # fmt: skip
     heights.append(max(0.8, 0.16 * len(dash_rows)))
     width = min(22.0, 4.0 + 0.22 * len(jobs))
     fig, axes = plt.subplots(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -99,20 +99,12 @@ def classify_regime(
 # ------------------------------------------------------------------------------------------
 def _rows(stage: str, quantity: str, item: Any, value: Any, source: str) -> dict[str, Any]:
     num, label = _as_number(value)
-    return {
-        "stage": stage,
-        "quantity": quantity,
-        "item": "" if item is None else str(item),
-        "value": num,
-        "label": label,
-        "source": source,
-    }
+    item = "" if item is None else str(item)
+    return dict(zip(COLUMNS, (stage, quantity, item, num, label, source), strict=True))
 
 
 def _as_number(value: Any) -> tuple[float, str]:
-    if isinstance(value, bool | np.bool_):
-        return float(value), ""
-    if isinstance(value, int | float | np.integer | np.floating):
+    if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
         return float(value), ""
     if value is None:
         return float("nan"), ""
@@ -264,11 +256,8 @@ def _stage_headline(run_dir: Path, run: Mapping[str, Any], stage: str) -> dict[s
     head = rec.get("headline") if isinstance(rec, Mapping) else None
     if isinstance(head, Mapping) and head:
         return dict(head)
-    index = (
-        results.read(run_dir, f"{stage}/index.json")
-        if f"{stage}/index.json" in results.FILES
-        else None
-    )
+    key = f"{stage}/index.json"
+    index = results.read(run_dir, key) if key in results.FILES else None
     return dict((index or {}).get("headline") or {})
 
 
@@ -286,14 +275,8 @@ def headline_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
     return rows
 
 
-EXTRACTORS = (
-    milestone_rows,
-    logistic_rows,
-    contrast_rows,
-    posterior_rows,
-    entrainment_rows,
-    headline_rows,
-)
+EXTRACTORS = (milestone_rows, logistic_rows, contrast_rows, posterior_rows, entrainment_rows,
+              headline_rows)  # fmt: skip
 
 
 def run_quantities(run_dir: str | Path, run: Mapping[str, Any] | None = None) -> pd.DataFrame:
@@ -319,16 +302,3 @@ def run_quantities(run_dir: str | Path, run: Mapping[str, Any] | None = None) ->
         except Exception as err:  # noqa: BLE001 - one odd table must not hide the others
             log.warning("%s: %s could not be read: %s", run_dir, extract.__name__, err)
     return pd.DataFrame(rows, columns=list(COLUMNS))
-
-
-def quantity_families(quantities: Iterable[str]) -> dict[str, list[str]]:
-    """Group quantity names into the plot's panels (milestones, regime, t50 rank, p, ...)."""
-    qs = list(dict.fromkeys(quantities))
-    return {
-        "regime": [q for q in qs if q == "regime"],
-        "milestones": [q for q in qs if q in MILESTONES[:3]],
-        "t50_rank": [q for q in qs if q == "t50_rank"],
-        "perm_p": [q for q in qs if q == "perm_p"],
-        "posterior_prob": [q for q in qs if q.startswith("posterior_prob")],
-        "entrainment": [q for q in qs if q == "entrainment_level_b_rho"],
-    }

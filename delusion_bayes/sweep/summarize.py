@@ -69,18 +69,9 @@ def summary_table(jobs: list[Job]) -> pd.DataFrame:
     frames = []
     for job in jobs:
         q = run_quantities(job.path, job.run) if job.path.is_dir() else pd.DataFrame()
-        status_row = pd.DataFrame(
-            [
-                {
-                    "stage": "run",
-                    "quantity": "status",
-                    "item": "",
-                    "value": 1.0 if job.ok else 0.0,
-                    "label": job.status,
-                    "source": "run.json" if job.run else "job.json / job folder",
-                }
-            ]
-        )
+        source = "run.json" if job.run else "job.json / job folder"
+        status = ("run", "status", "", 1.0 if job.ok else 0.0, job.status, source)
+        status_row = pd.DataFrame([dict(zip(COLUMNS, status, strict=True))])
         q = pd.concat([status_row, q], ignore_index=True) if not q.empty else status_row
         q.insert(0, "job", job.name)
         q.insert(1, "status", job.status)
