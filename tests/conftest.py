@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import matplotlib
 
@@ -27,3 +29,20 @@ def small_study():
     from delusion_bayes.data import simulate_study
 
     return simulate_study(preset="small", seed=0)
+
+
+@pytest.fixture(scope="session")
+def smoke_cli_run(tmp_path_factory):
+    """``python -m delusion_bayes experiment=smoke seed=7 report.pdf=never`` run once per session
+    through the command line: ``(run_dir, CompletedProcess)``. The CLI test reads its log and
+    exit code, the report tests (``tests/report/conftest.py::smoke_run``) its files: one smoke
+    run instead of two."""
+    run_dir = tmp_path_factory.mktemp("smoke") / "run"
+    cache = os.environ.get("DELUSION_BAYES_CACHE", str(tmp_path_factory.mktemp("cache")))
+    out = subprocess.run(
+        [sys.executable, "-m", "delusion_bayes", "experiment=smoke", "seed=7",
+         "report.pdf=never", f"hydra.run.dir={run_dir}"],
+        capture_output=True, text=True, env={**os.environ, "DELUSION_BAYES_CACHE": cache},
+        timeout=900,
+    )  # fmt: skip
+    return run_dir, out

@@ -130,17 +130,10 @@ def test_import_is_light():
 
 
 @pytest.mark.slow
-def test_cli_smoke_run(tmp_path):
-    """`delusion-bayes experiment=smoke` writes a complete run directory."""
-    run_dir = tmp_path / "smoke"
-    env = {
-        **os.environ,
-        "DELUSION_BAYES_CACHE": os.environ.get("DELUSION_BAYES_CACHE", str(tmp_path / "cache")),
-    }
-    out = subprocess.run(
-        [sys.executable, "-m", "delusion_bayes", "experiment=smoke", f"hydra.run.dir={run_dir}"],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
+def test_cli_smoke_run(smoke_cli_run):
+    """`delusion-bayes experiment=smoke` writes a complete run directory (the session's smoke
+    run through the command line, which the report tests read too)."""
+    run_dir, out = smoke_cli_run
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
     for rel in ("study.nc", "config.yaml", "run.json", ".hydra/overrides.yaml", "supplement.html"):
         assert (run_dir / rel).exists(), rel

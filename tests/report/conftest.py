@@ -30,9 +30,12 @@ def _run(root: Path, overrides: list[str]) -> Path:
 
 
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory) -> Path:
-    """``delusion-bayes experiment=smoke`` (2 x 150 draws of the joint model)."""
-    return _run(tmp_path_factory.mktemp("smoke") / "run", ["experiment=smoke", "seed=7"])
+def smoke_run(smoke_cli_run) -> Path:
+    """``delusion-bayes experiment=smoke seed=7`` (2 x 150 draws of the joint model), the run
+    the CLI test checks too (``tests/conftest.py::smoke_cli_run``)."""
+    run_dir, out = smoke_cli_run
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return run_dir
 
 
 @pytest.fixture(scope="session")
