@@ -48,7 +48,7 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _read_csv(path: Path, required: list[str], text_cols: tuple[str, ...] = ()) -> pd.DataFrame:
+def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
     """Read a CSV keeping every cell as text (no silent NA guessing) and check its columns.
 
     Read with the :mod:`csv` module rather than pandas so that a row with too few or too many

@@ -1,7 +1,8 @@
-"""Load a replay study from disk (:func:`load_replay`) with the package's own errors only: a directory's files are checked
-before the loader reads them, and any remaining library exception (pandas, json, h5py, a
-``TypeError``) from a malformed file becomes a :class:`~delusion_bayes.data.StudyFormatError`
-naming the file and what is expected (issue: nothing crashes with a raw traceback).
+"""Load a replay study from disk (:func:`load_replay`) with the package's own errors only.
+
+A directory's files are checked before the loader reads them, and any remaining library
+exception (pandas, json, h5py, a ``TypeError``) from a malformed file becomes a
+:class:`~delusion_bayes.data.StudyFormatError` naming the file and what is expected.
 """
 
 from __future__ import annotations
