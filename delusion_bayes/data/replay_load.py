@@ -32,20 +32,14 @@ def check_replay_files(path: Path) -> None:
     import csv
     import io
 
+    from .csv_format import decode_utf8
     from .io import StudyFormatError
 
     def text_of(f: Path, expected: str) -> str:
         raw = f.read_bytes()
         if not raw.strip():
             raise StudyFormatError(f"{f}: the file is empty; expected {expected}.")
-        try:
-            return raw.decode("utf-8-sig")
-        except UnicodeDecodeError as err:
-            line = raw[: err.start].count(b"\n") + 1
-            raise StudyFormatError(
-                f"{f}, line {line}: byte {raw[err.start : err.start + 1]!r} is not UTF-8; "
-                "expected a UTF-8 text file (re-save it as UTF-8)."
-            ) from None
+        return decode_utf8(f, raw)
 
     for stem in _REPLAY_TABLES:
         for f in (path / f"{stem}.csv", path / f"{stem}.jsonl"):
