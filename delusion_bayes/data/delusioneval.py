@@ -58,6 +58,7 @@ from .replay_schema import (
     ORIGINAL,
     SAMPLE,
     ReplayValidationError,
+    read_table,
 )
 
 __all__ = [
@@ -105,16 +106,7 @@ class DelusionEvalFormatError(ReplayValidationError):
 
 
 def _read(path: Path) -> pd.DataFrame:
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    if suffix == ".csv":
-        return pd.read_csv(path)
-    if suffix in (".jsonl", ".ndjson"):
-        return pd.read_json(path, lines=True)
-    raise DelusionEvalFormatError(
-        f"{path}: unknown table format {suffix!r}; expected .parquet, .csv or .jsonl"
-    )
+    return read_table(path, DelusionEvalFormatError, ".parquet, .csv or .jsonl")
 
 
 def read_cutoffs(source: str | Path | Mapping[str, float] | pd.DataFrame) -> dict[str, float]:
