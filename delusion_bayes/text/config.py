@@ -1,6 +1,6 @@
 """Typed config of the text stage (Hydra ConfigStore schema; values in ``conf/text/default.yaml``).
 
-Pure dataclass, no heavy imports: the lead registers it under the root ``Config.text``.
+Pure dataclass, no heavy imports: :mod:`delusion_bayes.config` registers it as ``Config.text``.
 """
 
 from __future__ import annotations
