@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import asdict, dataclass, field, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,21 @@ DEFAULT_STAGES = ["baselines", "text", "models", "report"]
 def default_cache_dir() -> str:
     """Shared cache root (compiled models, embeddings): ``$DELUSION_BAYES_CACHE`` or ~/.cache."""
     return os.environ.get("DELUSION_BAYES_CACHE", str(Path.home() / ".cache" / "delusion_bayes"))
+
+
+def setting(node: Any, key: str, default: Any) -> Any:
+    """``node.key`` from a config node (DictConfig, dataclass or dict), ``default`` when the node
+    or the key is missing or the value is ``None`` (an unset optional key)."""
+    if node is None:
+        return default
+    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
+    return default if value is None else value
+
+
+def config_values(defaults: Any, node: Any) -> dict[str, Any]:
+    """The dataclass instance ``defaults`` as a plain dict, overridden by the values ``node``
+    (DictConfig, dataclass, dict or None) sets; unset keys keep their defaults."""
+    return {key: setting(node, key, value) for key, value in asdict(defaults).items()}
 
 
 @dataclass

@@ -98,6 +98,17 @@ def series_style(i: int) -> dict[str, Any]:
     return {"color": GREYS[i % n], "linestyle": LINESTYLES[i % n], "marker": MARKERS[i % n]}
 
 
+def shared_legend(fig: Any, axes: Any, **kwargs: Any) -> dict[str, Any]:
+    """One legend for the whole figure: every label of ``axes`` once (its first handle), in one
+    row unless ``ncol`` is given; ``kwargs`` go to ``fig.legend``. Returns label -> handle."""
+    handles: dict[str, Any] = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), **{"ncol": len(handles), **kwargs})
+    return handles
+
+
 def save_figure(
     fig: Any, stem: str | Path, formats: Sequence[str] = ("png", "pdf"), dpi: int = 150
 ) -> list[Path]:

@@ -41,13 +41,6 @@ def check_dims(da: xr.DataArray, required: Iterable[str], name: str) -> None:
         )
 
 
-def check_variable(ds: xr.Dataset, var: str, what: str) -> xr.DataArray:
-    """``ds[var]`` or a ValueError naming the study's variables."""
-    if var not in ds.data_vars:
-        raise ValueError(f"the study has no variable {var!r} ({what}); it has {list(ds.data_vars)}")
-    return ds[var]
-
-
 def check_values_in(arr: np.ndarray, allowed: Sequence[float], name: str) -> None:
     """Raise if a non-NaN value of ``arr`` is not in ``allowed``."""
     vals = np.unique(arr[~np.isnan(arr)])

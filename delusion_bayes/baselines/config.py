@@ -1,7 +1,7 @@
 """Typed config of the ``baselines`` group (Hydra ConfigStore schema; values in ``conf/baselines/``).
 
-Pure dataclasses, no heavy imports: the lead registers :class:`BaselinesConfig` in
-``delusion_bayes/config.py``. The Bayesian engineer reads the same ``baselines.contrasts`` list, so
+Pure dataclasses, no heavy imports: :mod:`delusion_bayes.config` registers
+:class:`BaselinesConfig`. The posterior contrasts read the same ``baselines.contrasts`` list, so
 that every permutation p-value has a posterior contrast beside it.
 """
 

@@ -517,29 +517,11 @@ def logistic_bootstrap(
     weak = base["flat"] | ~base["converged"] | base["at_bound"][:, 1] | base["at_bound"][:, 2]
     rng = np.random.default_rng(seed)
     idx_all = rng.integers(0, n_r, size=(n_boot, n_r))  # rater draws of every replicate
-    reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
-    conv = np.zeros((n_boot, n_m), dtype=bool)
-    flat = np.zeros((n_boot, n_m), dtype=bool)
-    if n_boot:
-        from tqdm.auto import tqdm
-
-        starts = range(0, n_boot, chunk)
-        for s in tqdm(starts, desc="rater bootstrap", unit="chunk", disable=not progress):
-            e = min(n_boot, s + chunk)
-            xb = x[idx_all[s:e]]  # (b, R, M, T)
-            cb = consensus_np(xb, axis=1, rule=rule, half_rule=half_rule, min_raters=min_raters)
-            res = fit_logistic_batch(
-                t,
-                cb,
-                floor,
-                upper=upper,
-                k_max=k_max,
-                p0=np.broadcast_to(p0, (e - s, n_m, 3)),
-                multistart=np.broadcast_to(weak, (e - s, n_m)),
-            )
-            for n in PARAMS:
-                reps[n][s:e] = res[n]
-            conv[s:e], flat[s:e] = res["converged"], res["flat"]
+    consensus_kw = {"rule": rule, "half_rule": half_rule, "min_raters": min_raters}
+    fit_kw = {"floor": floor, "upper": upper, "k_max": k_max}
+    reps, conv, flat = _refit_replicates(
+        x, t, idx_all, p0, weak, consensus_kw, fit_kw, chunk, progress
+    )
     use = conv & ~flat
     for n in PARAMS:
         lo, hi = eti(np.where(use, reps[n], np.nan), ci, axis=0)
@@ -578,3 +560,29 @@ def logistic_bootstrap(
         notes,
         {"replicates": replicates},
     )
+
+
+def _refit_replicates(x, t, idx_all, p0, weak, consensus_kw, fit_kw, chunk, progress):
+    """The fits of every replicate (rater draws ``idx_all``), ``chunk`` replicates per batch:
+    ``({L, k, t50}: (n_boot, model), converged, flat)``."""
+    from tqdm.auto import tqdm
+
+    n_boot, n_m = idx_all.shape[0], x.shape[1]
+    reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
+    conv = np.zeros((n_boot, n_m), dtype=bool)
+    flat = np.zeros((n_boot, n_m), dtype=bool)
+    for s in tqdm(range(0, n_boot, chunk), desc="rater bootstrap", unit="chunk",
+                  disable=not progress or not n_boot):  # fmt: skip
+        e = min(n_boot, s + chunk)
+        cb = consensus_np(x[idx_all[s:e]], axis=1, **consensus_kw)  # x[...]: (b, R, M, T)
+        res = fit_logistic_batch(
+            t,
+            cb,
+            **fit_kw,
+            p0=np.broadcast_to(p0, (e - s, n_m, 3)),
+            multistart=np.broadcast_to(weak, (e - s, n_m)),
+        )
+        for n in PARAMS:
+            reps[n][s:e] = res[n]
+        conv[s:e], flat[s:e] = res["converged"], res["flat"]
+    return reps, conv, flat

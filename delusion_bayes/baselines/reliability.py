@@ -160,15 +160,6 @@ def percent_agreement(data: Any) -> float:
 # --------------------------------------------------------------------------------------------
 # ICC
 # --------------------------------------------------------------------------------------------
-ICC_INDEX = ("ICC1", "ICC2", "ICC3", "ICC1k", "ICC2k", "ICC3k")
-ICC_DESCRIPTION = {
-    "ICC1": "single rater, one-way random (ICC(1,1))",
-    "ICC2": "single rater, two-way random, absolute agreement (ICC(2,1))",
-    "ICC3": "single rater, two-way mixed, consistency (ICC(3,1))",
-    "ICC1k": "mean of k raters, one-way random (ICC(1,k))",
-    "ICC2k": "mean of k raters, two-way random, absolute agreement (ICC(2,k))",
-    "ICC3k": "mean of k raters, two-way mixed, consistency (ICC(3,k))",
-}
 
 
 def icc(data: Any, ci: float = 0.95) -> pd.DataFrame:

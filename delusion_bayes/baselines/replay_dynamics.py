@@ -110,23 +110,7 @@ def replay_onset_persistence(
         raise ValueError("onset/persistence needs the sample coords 'window' and 'turn'")
     if unit == "message" and "index" not in ds.coords:
         raise ValueError("unit='message' needs the sample coord 'index'")
-    parts, names, name_cat, name_level = [], [], [], []
-    for level in levels:
-        if level == "category":
-            h, cats = _category_any(ds)
-            parts.append(h)
-            names += cats
-            name_cat += cats
-            name_level += ["category"] * len(cats)
-        elif level == "code":
-            h = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
-            parts.append(h)
-            names += [str(c) for c in ds[CODE].values]
-            name_cat += [str(c) for c in ds[CATEGORY].values]
-            name_level += ["code"] * ds.sizes[CODE]
-        else:
-            raise ValueError(f"level must be 'category' or 'code', got {level!r}")
-    cat_hit = np.concatenate(parts, axis=2)  # (S, M, G)
+    cat_hit, names, name_cat, name_level = _level_hits(ds, levels)  # (S, M, G)
     s, m, g = cat_hit.shape
     window = pd.factorize(ds["window"].values)[0]
     turn = ds["turn"].values.astype(int)
@@ -148,37 +132,14 @@ def replay_onset_persistence(
     if unit == "turn":
         onset = np.where(any_hit == 1, first + 1, 0).astype(float)
     else:
-        # message index in the window of the first hit: the turn rank maps to its message
-        msg = ds["index"].values.astype(np.int64)
-        if "window_start" in ds.coords:
-            msg = msg - ds["window_start"].values.astype(np.int64)
-        lookup = pd.Series(msg[order], index=pd.MultiIndex.from_arrays([w_sorted, t_sorted]))
-        lookup = lookup[~lookup.index.duplicated()]
-        w_idx = np.broadcast_to(np.arange(n_w)[:, None, None], first.shape)
-        safe = np.where(any_hit == 1, first, t_sorted.min())
-        keys = pd.MultiIndex.from_arrays([w_idx.ravel(), safe.ravel()])
-        first_msg = lookup.reindex(keys).to_numpy(dtype=float).reshape(first.shape)
+        first_msg = _first_message(
+            ds, order, w_sorted, t_sorted, np.where(any_hit == 1, first, t_sorted.min())
+        )
         onset = np.where(any_hit == 1, first_msg, 0.0)
-    # consecutive pairs (t, t+1) inside a window
-    nxt = (w_sorted[1:] == w_sorted[:-1]) & (t_sorted[1:] == t_sorted[:-1] + 1)
-    a, b = h[:-1][nxt], h[1:][nxt]
-    both = np.isfinite(a) & np.isfinite(b)
-    pair_w = w_sorted[:-1][nxt]
-
-    def wsum(x):
-        out = np.zeros((n_w, m, g))
-        np.add.at(out, pair_w, x)
-        return out
-
-    p11 = wsum((both & (a == 1) & (b == 1)).astype(float))
-    p1x = wsum((both & (a == 1)).astype(float))
-    p01 = wsum((both & (a == 0) & (b == 1)).astype(float))
-    p0x = wsum((both & (a == 0)).astype(float))
     quantities = {
         "windows_with_hit": (any_hit, scored),
         "onset_turn": (onset, any_hit),
-        "persistence": (p11, p1x),
-        "emergence": (p01, p0x),
+        **_transitions(h, w_sorted, t_sorted, n_w),
     }
     num = np.concatenate([q[0].reshape(n_w, -1) for q in quantities.values()], axis=1)
     den = np.concatenate([q[1].reshape(n_w, -1) for q in quantities.values()], axis=1)
@@ -205,6 +166,62 @@ def replay_onset_persistence(
     )  # fmt: skip
     out["unit"] = unit
     return out
+
+
+def _level_hits(ds: xr.Dataset, levels: Sequence[str]):
+    """Hits ``(sample, model, column)`` of the ``levels`` (a category: any of its codes), with
+    each column's name, category and level."""
+    parts, names, name_cat, name_level = [], [], [], []
+    for level in levels:
+        if level == "category":
+            h, cats = _category_any(ds)
+            parts.append(h)
+            names += cats
+            name_cat += cats
+            name_level += ["category"] * len(cats)
+        elif level == "code":
+            h = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
+            parts.append(h)
+            names += [str(c) for c in ds[CODE].values]
+            name_cat += [str(c) for c in ds[CATEGORY].values]
+            name_level += ["code"] * ds.sizes[CODE]
+        else:
+            raise ValueError(f"level must be 'category' or 'code', got {level!r}")
+    return np.concatenate(parts, axis=2), names, name_cat, name_level
+
+
+def _first_message(ds, order, w_sorted, t_sorted, first) -> np.ndarray:
+    """Message index in the window of turn rank ``first`` (window, model, column): the turn
+    rank maps to its message."""
+    msg = ds["index"].values.astype(np.int64)
+    if "window_start" in ds.coords:
+        msg = msg - ds["window_start"].values.astype(np.int64)
+    lookup = pd.Series(msg[order], index=pd.MultiIndex.from_arrays([w_sorted, t_sorted]))
+    lookup = lookup[~lookup.index.duplicated()]
+    w_idx = np.broadcast_to(np.arange(first.shape[0])[:, None, None], first.shape)
+    keys = pd.MultiIndex.from_arrays([w_idx.ravel(), first.ravel()])
+    return lookup.reindex(keys).to_numpy(dtype=float).reshape(first.shape)
+
+
+def _transitions(h, w_sorted, t_sorted, n_w) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per window, the counts behind ``persistence`` (hit -> hit over hit) and ``emergence``
+    (no hit -> hit over no hit) on consecutive user turns (t, t+1); ``h`` sorted by window and
+    turn."""
+    nxt = (w_sorted[1:] == w_sorted[:-1]) & (t_sorted[1:] == t_sorted[:-1] + 1)
+    a, b = h[:-1][nxt], h[1:][nxt]
+    both = np.isfinite(a) & np.isfinite(b)
+    pair_w = w_sorted[:-1][nxt]
+
+    def wsum(x):
+        out = np.zeros((n_w, *h.shape[1:]))
+        np.add.at(out, pair_w, x)
+        return out
+
+    p11 = wsum((both & (a == 1) & (b == 1)).astype(float))
+    p1x = wsum((both & (a == 1)).astype(float))
+    p01 = wsum((both & (a == 0) & (b == 1)).astype(float))
+    p0x = wsum((both & (a == 0)).astype(float))
+    return {"persistence": (p11, p1x), "emergence": (p01, p0x)}
 
 
 # ------------------------------------------------------------------------------------------

@@ -9,13 +9,14 @@ The ``replay`` stage calls it and writes the tables; the Bayesian prevalence mod
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..config import ReplayConfig, config_values
 from ..data.replay_schema import CLUSTER_SCHEMES
 from . import replay as rb
 
@@ -73,15 +74,7 @@ def with_truth(table: pd.DataFrame, ds: xr.Dataset) -> pd.DataFrame:
 
 
 def _settings(cfg: Any) -> dict[str, Any]:
-    from ..config import ReplayConfig
-
-    out = asdict(ReplayConfig())
-    for key in out:
-        value = None
-        if cfg is not None:
-            value = cfg.get(key, None) if hasattr(cfg, "get") else getattr(cfg, key, None)
-        if value is not None:
-            out[key] = value
+    out = config_values(ReplayConfig(), cfg)
     out["cutoffs"] = {str(k): float(v) for k, v in dict(out["cutoffs"] or {}).items()}
     return out
 

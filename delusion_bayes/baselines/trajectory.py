@@ -10,12 +10,13 @@ writes its result (``stages/baselines.py``), the coverage study scores it agains
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from ..config import config_values
 from ..data.schema import ADJUDICATED_VARIABLES, DAY, MODEL, RATED_VARIABLES, RATER, RESAMPLE
 from ..data.schema import censor_day as default_censor_day
 from .config import BaselinesConfig
@@ -103,13 +104,7 @@ class TrajectoryAnalysis:
 def _settings(cfg: Any) -> dict[str, Any]:
     """The baselines config (BaselinesConfig, DictConfig, dict or None) as plain values, unset
     keys at :class:`BaselinesConfig`'s defaults."""
-    out = asdict(BaselinesConfig())
-    for key in out:
-        value = None
-        if cfg is not None:
-            value = cfg.get(key, None) if hasattr(cfg, "get") else getattr(cfg, key, None)
-        if value is not None:
-            out[key] = value
+    out = config_values(BaselinesConfig(), cfg)
     out["contrasts"] = list(out["contrasts"] or [])
     return out
 

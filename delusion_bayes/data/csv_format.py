@@ -48,7 +48,20 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _read_csv(path: Path, required: list[str], text_cols: tuple[str, ...] = ()) -> pd.DataFrame:
+def decode_utf8(path: Path, raw: bytes) -> str:
+    """``raw`` (the bytes of ``path``) as text; a StudyFormatError names the first byte that is
+    not UTF-8 and its line."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise StudyFormatError(
+            f"{path}, line {line}: byte {raw[err.start : err.start + 1]!r} is not UTF-8; "
+            "expected a UTF-8 text file (re-save it as UTF-8)."
+        ) from None
+
+
+def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
     """Read a CSV keeping every cell as text (no silent NA guessing) and check its columns.
 
     Read with the :mod:`csv` module rather than pandas so that a row with too few or too many
@@ -57,15 +70,10 @@ def _read_csv(path: Path, required: list[str], text_cols: tuple[str, ...] = ()) 
     every data row, for messages.
     """
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = path.read_bytes()[: err.start].count(b"\n") + 1
-        raise StudyFormatError(
-            f"{path}, line {line}: byte {path.read_bytes()[err.start : err.start + 1]!r} is not "
-            "UTF-8; expected a UTF-8 text file (re-save it as UTF-8)."
-        ) from None
+        raw = path.read_bytes()
     except OSError as err:
         raise StudyFormatError(f"{path}: cannot read the file ({err}).") from err
+    text = decode_utf8(path, raw)
     if not text.strip():
         raise StudyFormatError(
             f"{path}: the file is empty; expected a header line with the columns {required} "

@@ -147,9 +147,40 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
             "run `delusion-bayes init-study DIR` for a template)."
         )
     manifest = _read_manifest(path)
-    mpath = path / "study.json"
     coords_m: dict[str, list] = manifest.get("coords", {})
+    ratings, r_day, r_score, days = _read_ratings(path, coords_m)
+    meta = _read_metadata(path)
+    others = _read_other_files(path)
 
+    # coordinates: manifest order, else metadata files, else order of appearance
+    raters = coords_m.get(RATER) or (
+        list(meta[RATER][RATER]) if RATER in meta else _ordered_unique(ratings[RATER])
+    )
+    models = coords_m.get(MODEL) or (
+        list(meta[MODEL][MODEL]) if MODEL in meta else _ordered_unique(ratings[MODEL])
+    )
+    parsed = _other_days(path, others, days)
+    present_types = [t for t in INTERVENTION_TYPES if (ratings["item"] == t).any()]
+    itypes = coords_m.get(INTERVENTION_TYPE) or present_types
+
+    ri = _index_of(ratings_path, ratings, RATER, ratings[RATER].to_numpy(), raters)
+    mi = _index_of(ratings_path, ratings, MODEL, ratings[MODEL].to_numpy(), models)
+    _check_declared_are_rated(path, ratings, meta, coords_m, raters, models)
+    shape = (len(raters), len(models), len(days))
+    data_vars = _rated_variables(
+        ratings_path, ratings, (ri, mi, r_day.astype(int) - 1), r_score, shape, itypes, manifest
+    )
+    data_vars.update(_file_variables(path, others, parsed, models, len(days)))
+    coords = _coords(path, manifest, meta, data_vars, raters, models, days, itypes)
+    ds = xr.Dataset(data_vars, coords=coords)
+    return canonical(_apply_manifest(path, ds, manifest))
+
+
+def _read_ratings(
+    path: Path, coords_m: dict[str, list]
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[int]]:
+    """``ratings.csv``, checked: its rows, day and score columns, and the study's days."""
+    ratings_path = path / "ratings.csv"
     ratings = _read_csv(ratings_path, [RATER, MODEL, DAY, "item", "score"])
     if len(ratings) == 0:
         raise StudyFormatError(
@@ -187,11 +218,14 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
             declared = None
         if declared != days:
             raise StudyFormatError(
-                f"{mpath}: coords.day = {_short(coords_m[DAY])}, but {ratings_path.name} has "
-                f"the days 1..{len(days)}; expected the same days in both."
+                f"{path / 'study.json'}: coords.day = {_short(coords_m[DAY])}, but "
+                f"{ratings_path.name} has the days 1..{len(days)}; expected the same days in both."
             )
+    return ratings, r_day, r_score, days
 
-    # metadata files
+
+def _read_metadata(path: Path) -> dict[str, pd.DataFrame]:
+    """``models.csv`` and ``raters.csv`` where present, by dim."""
     meta: dict[str, pd.DataFrame] = {}
     for dim, fname in ((MODEL, "models.csv"), (RATER, "raters.csv")):
         if (path / fname).exists():
@@ -204,7 +238,11 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
             _check_names(path / fname, df, dim)
             _check_duplicates(path / fname, df, [dim])
             meta[dim] = df
+    return meta
 
+
+def _read_other_files(path: Path) -> dict[str, pd.DataFrame]:
+    """``adjudication.csv``, ``prompts.csv`` and ``answers.csv`` where present, by file name."""
     others: dict[str, pd.DataFrame] = {}
     for name, required in (
         ("adjudication.csv", [MODEL, DAY]),
@@ -216,16 +254,11 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
             if MODEL in required:
                 _check_names(path / name, df, MODEL)
             others[name] = df
-    adj, prompts, answers = (others.get(n) for n in ("adjudication.csv", "prompts.csv",
-                                                        "answers.csv"))  # fmt: skip
+    return others
 
-    # coordinates: manifest order, else metadata files, else order of appearance
-    raters = coords_m.get(RATER) or (
-        list(meta[RATER][RATER]) if RATER in meta else _ordered_unique(ratings[RATER])
-    )
-    models = coords_m.get(MODEL) or (
-        list(meta[MODEL][MODEL]) if MODEL in meta else _ordered_unique(ratings[MODEL])
-    )
+
+def _other_days(path: Path, others: dict[str, pd.DataFrame], days: list[int]):
+    """The parsed ``day`` column of each other file, each inside the days of the ratings."""
     # the day range comes from the ratings alone: another file naming a day outside it is an
     # error (a prompt for day 13 of a 12-day study would move every never-turner's censoring day)
     parsed: dict[str, np.ndarray] = {}
@@ -239,19 +272,19 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
                 f"outside the days of ratings.csv (1..{len(days)}); the day range comes from the "
                 "ratings alone, so a row for another day is an error, not a new day."
             )
-    present_types = [t for t in INTERVENTION_TYPES if (ratings["item"] == t).any()]
-    itypes = coords_m.get(INTERVENTION_TYPE) or present_types
+    return parsed
 
-    ri = _index_of(ratings_path, ratings, RATER, ratings[RATER].to_numpy(), raters)
-    mi = _index_of(ratings_path, ratings, MODEL, ratings[MODEL].to_numpy(), models)
-    # a rater or model declared in raters.csv / models.csv / study.json but absent from
-    # ratings.csv would be a phantom (all missing): declared ones need rows, empty scores allowed
+
+def _check_declared_are_rated(path, ratings, meta, coords_m, raters, models) -> None:
+    """A rater or model declared in raters.csv / models.csv / study.json but absent from
+    ratings.csv would be a phantom (all missing): declared ones need rows (empty scores
+    allowed)."""
     for dim, declared in ((RATER, raters), (MODEL, models)):
         rated = set(ratings[dim])
         absent = [v for v in declared if v not in rated]
         if absent:
             if dim in coords_m:
-                where = f"{mpath} (coords.{dim})"
+                where = f"{path / 'study.json'} (coords.{dim})"
             else:
                 df = meta[dim]
                 i = int(np.flatnonzero(df[dim].to_numpy() == absent[0])[0])
@@ -261,8 +294,12 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
                 f"rows for every declared {dim} (a {dim} without scores is declared by rows "
                 f"whose score is empty), so that no all-missing {dim} is added."
             )
-    di = r_day.astype(int) - 1
-    shape = (len(raters), len(models), len(days))
+
+
+def _rated_variables(ratings_path, ratings, index, r_score, shape, itypes, manifest):
+    """The rated variables (``rater x model x day``, interventions also by type) from the
+    ratings' rows; ``index`` holds the rater, model and day positions of every row."""
+    ri, mi, di = index
     data_vars: dict[str, Any] = {}
     items = ratings["item"].to_numpy()
     for var in RATED_VARIABLES:
@@ -289,7 +326,14 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
             arr = np.full(shape, np.nan)
             arr[ri[mask], mi[mask], di[mask]] = r_score[mask]
             data_vars[var] = ((RATER, MODEL, DAY), arr)
+    return data_vars
 
+
+def _file_variables(path, others, parsed, models, n_days) -> dict[str, Any]:
+    """Adjudication, prompts and answers from their files (where present)."""
+    data_vars: dict[str, Any] = {}
+    adj, prompts, answers = (others.get(n) for n in ("adjudication.csv", "prompts.csv",
+                                                        "answers.csv"))  # fmt: skip
     if adj is not None:
         apath = path / "adjudication.csv"
         _check_duplicates(apath, adj, [MODEL, DAY])
@@ -297,23 +341,28 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
         adi = parsed["adjudication.csv"].astype(int) - 1
         for var in ADJUDICATED_VARIABLES:
             if var in adj.columns:
-                arr = np.full((len(models), len(days)), np.nan)
+                arr = np.full((len(models), n_days), np.nan)
                 arr[ami, adi] = _parse_numbers(apath, adj, var)
                 data_vars[var] = ((MODEL, DAY), arr)
     if prompts is not None:
         ppath = path / "prompts.csv"
         _check_duplicates(ppath, prompts, [DAY])
-        arr = np.full(len(days), "", dtype=object)
+        arr = np.full(n_days, "", dtype=object)
         arr[parsed["prompts.csv"].astype(int) - 1] = prompts["text"].to_numpy()
         data_vars["prompt"] = ((DAY,), arr)
     if answers is not None:
         apath = path / "answers.csv"
         _check_duplicates(apath, answers, [MODEL, DAY])
-        arr = np.full((len(models), len(days)), "", dtype=object)
+        arr = np.full((len(models), n_days), "", dtype=object)
         ami = _index_of(apath, answers, MODEL, answers[MODEL].to_numpy(), models)
         arr[ami, parsed["answers.csv"].astype(int) - 1] = answers["text"].to_numpy()
         data_vars["answer"] = ((MODEL, DAY), arr)
+    return data_vars
 
+
+def _coords(path, manifest, meta, data_vars, raters, models, days, itypes) -> dict[str, Any]:
+    """The study's coords: the dims, the metadata files' columns and study.json's others."""
+    coords_m: dict[str, list] = manifest.get("coords", {})
     coords: dict[str, Any] = {
         RATER: np.array(raters, dtype=object),
         MODEL: np.array(models, dtype=object),
@@ -342,11 +391,15 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
                 coords[dim] = np.array(values, dtype=dtype if dtype and dtype != "object" else None)
             except (TypeError, ValueError) as err:
                 raise StudyFormatError(
-                    f"{mpath}: coords.{dim} = {_short(values)} cannot be read as "
+                    f"{path / 'study.json'}: coords.{dim} = {_short(values)} cannot be read as "
                     f"coord_dtypes.{dim} = {dtype!r} ({err}); expected a numpy dtype name."
                 ) from None
+    return coords
 
-    ds = xr.Dataset(data_vars, coords=coords)
+
+def _apply_manifest(path: Path, ds: xr.Dataset, manifest: dict[str, Any]) -> xr.Dataset:
+    """study.json's extra variables, attrs and variable/dim order applied to ``ds``."""
+    mpath = path / "study.json"
     for name, info in manifest.get("extra", {}).items():
         ds[name] = _read_extra(path, name, info, ds)
     ds.attrs.update(manifest.get("attrs", {}))
@@ -365,7 +418,7 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
         ds = ds[names + [n for n in ds.data_vars if n not in order]]
         for n in names:
             ds[n] = ds[n].transpose(*order[n])
-    return canonical(ds)
+    return ds
 
 
 def _short(values, n: int = 10) -> str:

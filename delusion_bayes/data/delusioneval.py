@@ -58,6 +58,7 @@ from .replay_schema import (
     ORIGINAL,
     SAMPLE,
     ReplayValidationError,
+    read_table,
 )
 
 __all__ = [
@@ -105,16 +106,7 @@ class DelusionEvalFormatError(ReplayValidationError):
 
 
 def _read(path: Path) -> pd.DataFrame:
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    if suffix == ".csv":
-        return pd.read_csv(path)
-    if suffix in (".jsonl", ".ndjson"):
-        return pd.read_json(path, lines=True)
-    raise DelusionEvalFormatError(
-        f"{path}: unknown table format {suffix!r}; expected .parquet, .csv or .jsonl"
-    )
+    return read_table(path, DelusionEvalFormatError, ".parquet, .csv or .jsonl")
 
 
 def read_cutoffs(source: str | Path | Mapping[str, float] | pd.DataFrame) -> dict[str, float]:
@@ -244,124 +236,13 @@ def load_delusioneval(
     """
     from .replay import validate_replay
 
-    if isinstance(path, pd.DataFrame):
-        rows, name = path.copy(), "evaluation rows"
-    else:
-        p = Path(path).expanduser()
-        if not p.exists():
-            raise FileNotFoundError(f"DelusionEval evaluation rows {p} do not exist")
-        rows, name = _read(p), str(p)
-    missing = [c for c in DELUSIONEVAL_COLUMNS if c not in rows.columns]
-    if missing:
-        raise DelusionEvalFormatError(
-            f"{name}: missing column(s) {missing}; the release's eval_rows.parquet has "
-            f"{list(DELUSIONEVAL_COLUMNS)} (+ reasoning_effort, annotation_id, category, score)"
-        )
+    rows, name = _read_rows(path)
     n_rows = len(rows)
-    for c in ("model", "model_label", "code_short", "window_id", "sample_id"):
-        rows[c] = rows[c].astype(str)
-    if "reasoning_effort" not in rows.columns:
-        rows["reasoning_effort"] = ""
-    rows["reasoning_effort"] = rows["reasoning_effort"].fillna("").astype(str)
-    raw = pd.to_numeric(rows["raw_score"], errors="coerce")
-    bad = raw.isna() & rows["raw_score"].notna()
-    if bad.any():
-        r = rows.loc[bad].iloc[0]
-        raise DelusionEvalFormatError(
-            f"{name}: non-numeric raw_score {r['raw_score']!r} (sample {r['sample_id']!r}, "
-            f"model {r['model_label']!r}, code {r['code_short']!r})"
-        )
-    out = (raw < 0) | (raw > 10)
-    if out.any():
-        r = rows.loc[out].iloc[0]
-        raise DelusionEvalFormatError(
-            f"{name}: raw_score {r['raw_score']!r} outside 0-10 (sample {r['sample_id']!r}, "
-            f"model {r['model_label']!r}, code {r['code_short']!r})"
-        )
-    rows["raw_score"] = raw.astype(float)
-    rows["turn_index"] = pd.to_numeric(rows["turn_index"], errors="raise").astype(np.int64)
-
-    # the original transcript: one verdict per sample x code, repeated once per setting
-    is_orig = (rows["model"] == RELEASE_ORIGINAL).to_numpy()
-    rows["key_model"] = np.where(is_orig, ORIGINAL, rows["model_label"].to_numpy())
-    orig = rows.loc[is_orig]
-    n_dup = 0
-    if len(orig):
-        n_values = orig.groupby(["sample_id", "code_short"])["raw_score"].nunique(dropna=False)
-        if (n_values > 1).any():
-            sid, code = n_values[n_values > 1].index[0]
-            raise DelusionEvalFormatError(
-                f"{name}: the original transcript's copies of sample {sid!r}, code {code!r} "
-                "disagree; the release repeats each original row with the same score"
-            )
-        keep = ~orig.duplicated(["sample_id", "code_short"])
-        n_dup = int((~keep).sum())
-        rows = pd.concat([rows.loc[~is_orig], orig.loc[keep]], ignore_index=True)
-    dup = rows.duplicated(["sample_id", "key_model", "code_short"], keep=False)
-    if dup.any():
-        r = rows.loc[dup].iloc[0]
-        raise DelusionEvalFormatError(
-            f"{name}: more than one row for sample {r['sample_id']!r}, model "
-            f"{r['model_label']!r}, code {r['code_short']!r}"
-        )
-
-    # codes, categories, cutoffs
-    cats = dict(CODES)
-    cats.update(categories or {})
-    seen = list(dict.fromkeys(rows["code_short"]))
-    unknown = [c for c in seen if c not in cats]
-    if unknown:
-        raise DelusionEvalFormatError(
-            f"{name}: code(s) {unknown} are not in the codebook and have no category; pass "
-            f"categories={{code: category}} (codebook: {list(CODES)})"
-        )
-    codes = [c for c in cats if c in set(seen)]
-    cut_map = dict(CUTOFFS) if cutoffs is None else read_cutoffs(cutoffs)
-    lacking = [c for c in codes if c not in cut_map]
-    if lacking:
-        raise DelusionEvalFormatError(
-            f"no cutoff for code(s) {lacking}: give each code a cutoff (cutoffs= mapping or "
-            "cutoffs.csv with annotation_id/code and cutoff)"
-        )
-
-    # samples
-    samp = rows.drop_duplicates("sample_id")[["sample_id", "window_id", "turn_index"]]
-    clash = rows.groupby("sample_id")[["window_id", "turn_index"]].nunique().max(axis=1) > 1
-    if clash.any():
-        raise DelusionEvalFormatError(
-            f"{name}: sample {clash[clash].index[0]!r} has more than one window_id/turn_index"
-        )
-    samp = samp.sort_values(["window_id", "turn_index"]).reset_index(drop=True)
-    samp["turn"] = samp.groupby("window_id")["turn_index"].rank(method="dense").astype(np.int64) - 1
-    windows = pd.Index(pd.unique(samp["window_id"]))
-    if participants is not None:
-        mapping = _read_mapping(participants, windows)
-        part = mapping["participant"].reindex(samp["window_id"]).to_numpy()
-        conv = mapping["conversation"].reindex(samp["window_id"]).to_numpy()
-        clustering = "mapping"
-        note = (
-            f"participant and conversation from the mapping: {mapping['participant'].nunique()} "
-            f"participants, {mapping['conversation'].nunique()} conversations"
-        )
-        log.info("DelusionEval rows: %s", note)
-    else:
-        part = samp["window_id"].to_numpy()
-        conv = samp["window_id"].to_numpy()
-        clustering = "window"
-        note = WINDOW_FALLBACK_NOTE.format(n=len(windows))
-        log.warning("DelusionEval rows: %s", note)
-
-    # models: evaluated models in the order of the rows, the original first
-    ev = rows.loc[rows["key_model"] != ORIGINAL]
-    labels = list(dict.fromkeys(ev["model_label"]))
-    meta = ev.drop_duplicates("model_label").set_index("model_label")
-    models = ([ORIGINAL] if (rows["key_model"] == ORIGINAL).any() else []) + labels
-    model_id = [RELEASE_ORIGINAL if m == ORIGINAL else meta.at[m, "model"] for m in models]
-    effort = ["" if m == ORIGINAL else meta.at[m, "reasoning_effort"] for m in models]
-    label = ["Original transcript" if m == ORIGINAL else m for m in models]
-    family = [
-        ORIGINAL if m == ORIGINAL else _family(i) for m, i in zip(models, model_id, strict=True)
-    ]
+    rows, n_dup = _original_once(_checked_rows(rows, name), name)
+    cats, codes, cut_map = _codes_and_cutoffs(rows, name, categories, cutoffs)
+    samp = _samples(rows, name)
+    part, conv, clustering, note = _clusters(samp, participants)
+    models, model_coords = _models(rows)
 
     s_idx = pd.Index(samp["sample_id"]).get_indexer(rows["sample_id"])
     m_idx = pd.Index(models).get_indexer(rows["key_model"])
@@ -385,10 +266,7 @@ def load_delusioneval(
             MODEL: np.array(models, dtype=object),
             CODE: np.array(codes, dtype=object),
             CATEGORY: (CODE, np.array([cats.get(c, NO_CATEGORY) for c in codes], dtype=object)),
-            "label": (MODEL, np.array(label, dtype=object)),
-            "model_id": (MODEL, np.array(model_id, dtype=object)),
-            "reasoning_effort": (MODEL, np.array(effort, dtype=object)),
-            "family": (MODEL, np.array(family, dtype=object)),
+            **{k: (MODEL, np.array(v, dtype=object)) for k, v in model_coords.items()},
             "participant": (SAMPLE, np.asarray(part, dtype=object)),
             "conversation": (SAMPLE, np.asarray(conv, dtype=object)),
             "window": (SAMPLE, samp["window_id"].to_numpy(dtype=object)),
@@ -402,19 +280,7 @@ def load_delusioneval(
     ds["hit"] = hit.transpose(SAMPLE, MODEL, CODE)
     n_disagree = None
     if "score" in rows.columns and cutoffs is None:
-        # with the release's cutoffs our verdicts must be the release's own binary ``score``
-        rel = pd.to_numeric(rows["score"], errors="coerce").to_numpy()
-        ours = ds["hit"].values[s_idx, m_idx, k_idx]
-        both = np.isfinite(rel) | np.isfinite(ours)
-        n_disagree = int(
-            (both & ~np.isclose(np.nan_to_num(rel, nan=-1), np.nan_to_num(ours, nan=-1))).sum()
-        )
-        if n_disagree:
-            log.warning(
-                "DelusionEval rows: %d verdicts differ from the release's binary score column "
-                "(raw_score >= cutoff with the release's cutoffs)",
-                n_disagree,
-            )
+        n_disagree = _disagreements(rows, ds["hit"].values[s_idx, m_idx, k_idx])
     ds.attrs.update(
         {
             "kind": "replay",
@@ -432,3 +298,164 @@ def load_delusioneval(
         }
     )
     return validate_replay(ds)
+
+
+def _read_rows(path: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The evaluation rows and their name for messages."""
+    if isinstance(path, pd.DataFrame):
+        return path.copy(), "evaluation rows"
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(f"DelusionEval evaluation rows {p} do not exist")
+    return _read(p), str(p)
+
+
+def _checked_rows(rows: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The rows with the release's columns checked and typed (raw_score 0-10 or NaN)."""
+    missing = [c for c in DELUSIONEVAL_COLUMNS if c not in rows.columns]
+    if missing:
+        raise DelusionEvalFormatError(
+            f"{name}: missing column(s) {missing}; the release's eval_rows.parquet has "
+            f"{list(DELUSIONEVAL_COLUMNS)} (+ reasoning_effort, annotation_id, category, score)"
+        )
+    for c in ("model", "model_label", "code_short", "window_id", "sample_id"):
+        rows[c] = rows[c].astype(str)
+    if "reasoning_effort" not in rows.columns:
+        rows["reasoning_effort"] = ""
+    rows["reasoning_effort"] = rows["reasoning_effort"].fillna("").astype(str)
+    raw = pd.to_numeric(rows["raw_score"], errors="coerce")
+    bad = raw.isna() & rows["raw_score"].notna()
+    if bad.any():
+        r = rows.loc[bad].iloc[0]
+        raise DelusionEvalFormatError(
+            f"{name}: non-numeric raw_score {r['raw_score']!r} (sample {r['sample_id']!r}, "
+            f"model {r['model_label']!r}, code {r['code_short']!r})"
+        )
+    out = (raw < 0) | (raw > 10)
+    if out.any():
+        r = rows.loc[out].iloc[0]
+        raise DelusionEvalFormatError(
+            f"{name}: raw_score {r['raw_score']!r} outside 0-10 (sample {r['sample_id']!r}, "
+            f"model {r['model_label']!r}, code {r['code_short']!r})"
+        )
+    rows["raw_score"] = raw.astype(float)
+    rows["turn_index"] = pd.to_numeric(rows["turn_index"], errors="raise").astype(np.int64)
+    return rows
+
+
+def _original_once(rows: pd.DataFrame, name: str) -> tuple[pd.DataFrame, int]:
+    """The rows with ``key_model`` (``original`` for the original transcript), each original
+    verdict once (the release repeats it per reasoning setting), and the number dropped."""
+    is_orig = (rows["model"] == RELEASE_ORIGINAL).to_numpy()
+    rows["key_model"] = np.where(is_orig, ORIGINAL, rows["model_label"].to_numpy())
+    orig = rows.loc[is_orig]
+    n_dup = 0
+    if len(orig):
+        n_values = orig.groupby(["sample_id", "code_short"])["raw_score"].nunique(dropna=False)
+        if (n_values > 1).any():
+            sid, code = n_values[n_values > 1].index[0]
+            raise DelusionEvalFormatError(
+                f"{name}: the original transcript's copies of sample {sid!r}, code {code!r} "
+                "disagree; the release repeats each original row with the same score"
+            )
+        keep = ~orig.duplicated(["sample_id", "code_short"])
+        n_dup = int((~keep).sum())
+        rows = pd.concat([rows.loc[~is_orig], orig.loc[keep]], ignore_index=True)
+    dup = rows.duplicated(["sample_id", "key_model", "code_short"], keep=False)
+    if dup.any():
+        r = rows.loc[dup].iloc[0]
+        raise DelusionEvalFormatError(
+            f"{name}: more than one row for sample {r['sample_id']!r}, model "
+            f"{r['model_label']!r}, code {r['code_short']!r}"
+        )
+    return rows, n_dup
+
+
+def _codes_and_cutoffs(rows, name, categories, cutoffs):
+    """``(code -> category, codes in codebook order, code -> cutoff)``; every code needs both."""
+    cats = dict(CODES)
+    cats.update(categories or {})
+    seen = list(dict.fromkeys(rows["code_short"]))
+    unknown = [c for c in seen if c not in cats]
+    if unknown:
+        raise DelusionEvalFormatError(
+            f"{name}: code(s) {unknown} are not in the codebook and have no category; pass "
+            f"categories={{code: category}} (codebook: {list(CODES)})"
+        )
+    codes = [c for c in cats if c in set(seen)]
+    cut_map = dict(CUTOFFS) if cutoffs is None else read_cutoffs(cutoffs)
+    lacking = [c for c in codes if c not in cut_map]
+    if lacking:
+        raise DelusionEvalFormatError(
+            f"no cutoff for code(s) {lacking}: give each code a cutoff (cutoffs= mapping or "
+            "cutoffs.csv with annotation_id/code and cutoff)"
+        )
+    return cats, codes, cut_map
+
+
+def _samples(rows: pd.DataFrame, name: str) -> pd.DataFrame:
+    """One row per sample (``sample_id, window_id, turn_index, turn``), by window and turn."""
+    samp = rows.drop_duplicates("sample_id")[["sample_id", "window_id", "turn_index"]]
+    clash = rows.groupby("sample_id")[["window_id", "turn_index"]].nunique().max(axis=1) > 1
+    if clash.any():
+        raise DelusionEvalFormatError(
+            f"{name}: sample {clash[clash].index[0]!r} has more than one window_id/turn_index"
+        )
+    samp = samp.sort_values(["window_id", "turn_index"]).reset_index(drop=True)
+    samp["turn"] = samp.groupby("window_id")["turn_index"].rank(method="dense").astype(np.int64) - 1
+    return samp
+
+
+def _clusters(samp: pd.DataFrame, participants):
+    """Participant and conversation per sample (from the mapping, else the window), the
+    clustering's name and its note (logged)."""
+    windows = pd.Index(pd.unique(samp["window_id"]))
+    if participants is not None:
+        mapping = _read_mapping(participants, windows)
+        part = mapping["participant"].reindex(samp["window_id"]).to_numpy()
+        conv = mapping["conversation"].reindex(samp["window_id"]).to_numpy()
+        note = (
+            f"participant and conversation from the mapping: {mapping['participant'].nunique()} "
+            f"participants, {mapping['conversation'].nunique()} conversations"
+        )
+        log.info("DelusionEval rows: %s", note)
+        return part, conv, "mapping", note
+    note = WINDOW_FALLBACK_NOTE.format(n=len(windows))
+    log.warning("DelusionEval rows: %s", note)
+    return samp["window_id"].to_numpy(), samp["window_id"].to_numpy(), "window", note
+
+
+def _models(rows: pd.DataFrame) -> tuple[list[str], dict[str, list]]:
+    """Evaluated models in the order of the rows, the original first, and their coords."""
+    ev = rows.loc[rows["key_model"] != ORIGINAL]
+    labels = list(dict.fromkeys(ev["model_label"]))
+    meta = ev.drop_duplicates("model_label").set_index("model_label")
+    models = ([ORIGINAL] if (rows["key_model"] == ORIGINAL).any() else []) + labels
+    model_id = [RELEASE_ORIGINAL if m == ORIGINAL else meta.at[m, "model"] for m in models]
+    return models, {
+        "label": ["Original transcript" if m == ORIGINAL else m for m in models],
+        "model_id": model_id,
+        "reasoning_effort": [
+            "" if m == ORIGINAL else meta.at[m, "reasoning_effort"] for m in models
+        ],
+        "family": [
+            ORIGINAL if m == ORIGINAL else _family(i) for m, i in zip(models, model_id, strict=True)
+        ],
+    }
+
+
+def _disagreements(rows: pd.DataFrame, ours: np.ndarray) -> int:
+    """How many of our verdicts (``ours``, one per row) differ from the release's binary
+    ``score``: with the release's cutoffs there must be none (a WARNING otherwise)."""
+    rel = pd.to_numeric(rows["score"], errors="coerce").to_numpy()
+    both = np.isfinite(rel) | np.isfinite(ours)
+    n_disagree = int(
+        (both & ~np.isclose(np.nan_to_num(rel, nan=-1), np.nan_to_num(ours, nan=-1))).sum()
+    )
+    if n_disagree:
+        log.warning(
+            "DelusionEval rows: %d verdicts differ from the release's binary score column "
+            "(raw_score >= cutoff with the release's cutoffs)",
+            n_disagree,
+        )
+    return n_disagree

@@ -41,6 +41,7 @@ from .replay_schema import (
     ReplayValidationError,
     code_cutoff,
     first_row,
+    read_table,
 )
 from .replay_simulate import simulate_replay
 from .replay_windows import (
@@ -72,17 +73,6 @@ __all__ = [
 SCORE_COLUMNS = ("sample_id", "model", "code", "score")
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return pd.read_csv(path)
-    if suffix in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    if suffix in (".jsonl", ".ndjson"):
-        return pd.read_json(path, lines=True)
-    raise ValueError(f"{path}: unknown table format {suffix!r}; expected .csv, .parquet or .jsonl")
-
-
 def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     """Read and check judge scores: one row per ``sample_id, model, code`` with a ``score``.
 
@@ -98,7 +88,7 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
         path = Path(source)
         if not path.exists():
             raise FileNotFoundError(f"judge score file {path} does not exist")
-        df = _read_table(path)
+        df = read_table(path)
         name = str(path)
     elif isinstance(source, pd.DataFrame):
         df = source.copy()

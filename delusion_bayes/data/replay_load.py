@@ -1,7 +1,8 @@
-"""Load a replay study from disk (:func:`load_replay`) with the package's own errors only: a directory's files are checked
-before the loader reads them, and any remaining library exception (pandas, json, h5py, a
-``TypeError``) from a malformed file becomes a :class:`~delusion_bayes.data.StudyFormatError`
-naming the file and what is expected (issue: nothing crashes with a raw traceback).
+"""Load a replay study from disk (:func:`load_replay`) with the package's own errors only.
+
+A directory's files are checked before the loader reads them, and any remaining library
+exception (pandas, json, h5py, a ``TypeError``) from a malformed file becomes a
+:class:`~delusion_bayes.data.StudyFormatError` naming the file and what is expected.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import xarray as xr
 
+from .csv_format import StudyFormatError, decode_utf8
 from .replay import load_judge_scores, replay_dataset, validate_replay
 from .replay_schema import ReplayValidationError
 from .replay_windows import build_samples, load_transcripts
@@ -28,104 +30,110 @@ def check_replay_files(path: Path) -> None:
     number of fields or an open quote, a JSONL line that is not JSON, a ``windows.json`` that
     is not an object of ``window``/``context``/``stride`` integers, a non-numeric ``cutoff`` in
     ``codes.csv``."""
-    import csv
-    import io
-
-    from .io import StudyFormatError
-
-    def text_of(f: Path, expected: str) -> str:
-        raw = f.read_bytes()
-        if not raw.strip():
-            raise StudyFormatError(f"{f}: the file is empty; expected {expected}.")
-        try:
-            return raw.decode("utf-8-sig")
-        except UnicodeDecodeError as err:
-            line = raw[: err.start].count(b"\n") + 1
-            raise StudyFormatError(
-                f"{f}, line {line}: byte {raw[err.start : err.start + 1]!r} is not UTF-8; "
-                "expected a UTF-8 text file (re-save it as UTF-8)."
-            ) from None
-
     for stem in _REPLAY_TABLES:
         for f in (path / f"{stem}.csv", path / f"{stem}.jsonl"):
             if not f.is_file():
                 continue
-            text = text_of(f, "a header line and one row per record")
+            text = _text_of(f, "a header line and one row per record")
             if f.suffix == ".jsonl":
-                for n, line in enumerate(text.splitlines(), start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError as err:
-                        raise StudyFormatError(
-                            f"{f}, line {n}: not JSON ({err.msg} at column {err.colno}: "
-                            f"{line[:60]!r}); expected one JSON object per line."
-                        ) from None
-                    if not isinstance(row, dict):
-                        raise StudyFormatError(
-                            f"{f}, line {n}: a JSON {type(row).__name__}; expected one JSON "
-                            "object per line."
-                        )
-                continue
-            reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-            try:
-                header = next(reader)
-                cutoff = header.index("cutoff") if stem == "codes" and "cutoff" in header else None
-                for fields in reader:
-                    if not fields:
-                        continue
-                    if len(fields) != len(header):
-                        raise StudyFormatError(
-                            f"{f}, row {reader.line_num}: {len(fields)} field(s); expected "
-                            f"{len(header)}, one per column of the header {header}."
-                        )
-                    if cutoff is not None and fields[cutoff].strip():
-                        try:
-                            float(fields[cutoff])
-                        except ValueError:
-                            raise StudyFormatError(
-                                f"{f}, row {reader.line_num}, column 'cutoff': "
-                                f"{fields[cutoff]!r} is not a number; expected a judge-score "
-                                "cutoff 0-10 (empty = the default 7)."
-                            ) from None
-            except csv.Error as err:
-                raise StudyFormatError(
-                    f"{f}, row {reader.line_num}: cannot parse as CSV ({err}); expected "
-                    "comma-separated fields, text with commas or quotes in double quotes."
-                ) from None
+                _check_jsonl(f, text)
+            else:
+                _check_csv(f, text, stem)
     wpath = path / "windows.json"
     if wpath.is_file():
-        text = text_of(wpath, 'a JSON object such as {"window": 20, "context": 0}')
+        _check_windows_json(wpath)
+
+
+def _text_of(f: Path, expected: str) -> str:
+    """The text of ``f``: neither empty nor other than UTF-8."""
+    raw = f.read_bytes()
+    if not raw.strip():
+        raise StudyFormatError(f"{f}: the file is empty; expected {expected}.")
+    return decode_utf8(f, raw)
+
+
+def _check_jsonl(f: Path, text: str) -> None:
+    """Every non-blank line of ``text`` is one JSON object."""
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
         try:
-            opts = json.loads(text)
+            row = json.loads(line)
         except json.JSONDecodeError as err:
             raise StudyFormatError(
-                f"{wpath}: invalid JSON ({err}); expected an object with the keys "
-                f"{list(_WINDOW_KEYS)}."
+                f"{f}, line {n}: not JSON ({err.msg} at column {err.colno}: "
+                f"{line[:60]!r}); expected one JSON object per line."
             ) from None
-        if not isinstance(opts, dict):
+        if not isinstance(row, dict):
             raise StudyFormatError(
-                f"{wpath}: a JSON {type(opts).__name__}; expected an object with the keys "
-                f"{list(_WINDOW_KEYS)}."
+                f"{f}, line {n}: a JSON {type(row).__name__}; expected one JSON object per line."
             )
-        unknown = sorted(set(opts) - set(_WINDOW_KEYS))
-        if unknown:
-            raise StudyFormatError(
-                f"{wpath}: unknown key(s) {unknown}; expected only {list(_WINDOW_KEYS)}."
-            )
-        for key, value in opts.items():
-            if not (value is None or (isinstance(value, int) and not isinstance(value, bool))):
+
+
+def _check_csv(f: Path, text: str, stem: str) -> None:
+    """Every row of ``text`` parses as CSV with one field per header column (and a numeric
+    ``cutoff`` in ``codes.csv``)."""
+    import csv
+    import io
+
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader)
+        cutoff = header.index("cutoff") if stem == "codes" and "cutoff" in header else None
+        for fields in reader:
+            if not fields:
+                continue
+            if len(fields) != len(header):
                 raise StudyFormatError(
-                    f"{wpath}: {key} = {value!r}; expected an integer (or null for stride)."
+                    f"{f}, row {reader.line_num}: {len(fields)} field(s); expected "
+                    f"{len(header)}, one per column of the header {header}."
                 )
+            if cutoff is not None and fields[cutoff].strip():
+                try:
+                    float(fields[cutoff])
+                except ValueError:
+                    raise StudyFormatError(
+                        f"{f}, row {reader.line_num}, column 'cutoff': "
+                        f"{fields[cutoff]!r} is not a number; expected a judge-score "
+                        "cutoff 0-10 (empty = the default 7)."
+                    ) from None
+    except csv.Error as err:
+        raise StudyFormatError(
+            f"{f}, row {reader.line_num}: cannot parse as CSV ({err}); expected "
+            "comma-separated fields, text with commas or quotes in double quotes."
+        ) from None
+
+
+def _check_windows_json(wpath: Path) -> None:
+    """``windows.json`` is an object of ``window``/``context``/``stride`` integers."""
+    text = _text_of(wpath, 'a JSON object such as {"window": 20, "context": 0}')
+    try:
+        opts = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise StudyFormatError(
+            f"{wpath}: invalid JSON ({err}); expected an object with the keys {list(_WINDOW_KEYS)}."
+        ) from None
+    if not isinstance(opts, dict):
+        raise StudyFormatError(
+            f"{wpath}: a JSON {type(opts).__name__}; expected an object with the keys "
+            f"{list(_WINDOW_KEYS)}."
+        )
+    unknown = sorted(set(opts) - set(_WINDOW_KEYS))
+    if unknown:
+        raise StudyFormatError(
+            f"{wpath}: unknown key(s) {unknown}; expected only {list(_WINDOW_KEYS)}."
+        )
+    for key, value in opts.items():
+        if not (value is None or (isinstance(value, int) and not isinstance(value, bool))):
+            raise StudyFormatError(
+                f"{wpath}: {key} = {value!r}; expected an integer (or null for stride)."
+            )
 
 
 def load_replay_checked(path: Path, load) -> xr.Dataset:
     """``load_replay(path)``, with any library exception (pandas, json, h5py, a TypeError) from
     a malformed file turned into the package's :class:`~delusion_bayes.data.StudyFormatError`
     naming the study path and what is expected (the replay loader's own errors pass through)."""
-    from .io import StudyFormatError
     from .replay_windows import TranscriptError
     from .validate import StudyValidationError
 

@@ -16,9 +16,11 @@ neither (their category is ``""``: they get code-level rows, no category row).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .schema import MODEL
 
@@ -163,6 +165,21 @@ def first_row(df: Any, mask: Any) -> dict:
     error messages)."""
     row = df.loc[mask].iloc[0]
     return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+
+
+def read_table(
+    path: Path, error: type[Exception] = ValueError, expected: str = ".csv, .parquet or .jsonl"
+) -> pd.DataFrame:
+    """A table from a ``.csv``, ``.parquet``/``.pq`` or ``.jsonl``/``.ndjson`` file (by suffix);
+    any other suffix raises ``error`` listing the ``expected`` formats."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return pd.read_csv(path)
+    if suffix in (".parquet", ".pq"):
+        return pd.read_parquet(path)
+    if suffix in (".jsonl", ".ndjson"):
+        return pd.read_json(path, lines=True)
+    raise error(f"{path}: unknown table format {suffix!r}; expected {expected}")
 
 
 #: bootstrap schemes of :func:`delusion_bayes.baselines.replay.replay_prevalence`

@@ -281,28 +281,8 @@ def simulate_replay(
     xarray.Dataset
         Replay dataset (``score, cutoff, hit``) with ``true_*`` variables; model coord ``family``.
     """
-    if scale not in SCALES:
-        raise ValueError(f"unknown replay scale {scale!r}; expected one of {list(SCALES)}")
-    base = SCALES[scale]
-    models = tuple(models) if models is not None else base.models
-    codes = tuple(codes) if codes is not None else base.codes
-    unknown = [c for c in codes if c not in CODES]
-    if unknown:
-        raise ValueError(f"unknown code(s) {unknown}; simulate_replay knows {list(CODES)}")
-    if len(set(models)) != len(models):
-        raise ValueError(f"models must be distinct, got {list(models)}")
-    design = ReplayDesign(
-        n_participants if n_participants is not None else base.n_participants,
-        base.conversations,
-        base.messages,
-        models,
-        codes,
-        base.window,
-        base.stride,
-        base.context,
-    )
-    if design.n_participants < 2:
-        raise ValueError(f"n_participants must be >= 2, got {design.n_participants}")
+    design = _replay_design(scale, n_participants, models, codes)
+    models, codes = design.models, design.codes
     params = _draw_params(
         np.random.default_rng([seed if params_seed is None else params_seed, 1]), design
     )
@@ -314,22 +294,7 @@ def simulate_replay(
     cut = np.array([float(cutoff) if cutoff is not None else code_cutoff(c) for c in codes])
     score = _scores_from_hits(rng, hits, cut)
 
-    pnames = np.array([f"p{p + 1:02d}" for p in d["participant"]], dtype=object)
-    conv_names = np.array(
-        [f"p{d['conv_participant'][c] + 1:02d}-c{c + 1:03d}" for c in d["conversation"]],
-        dtype=object,
-    )
-    sid = [
-        make_sample_id(p, c, int(w), int(i), design.context)
-        for p, c, w, i in zip(pnames, conv_names, d["window_start"], d["index"], strict=True)
-    ]
-    window = np.array(
-        [
-            f"{p}/{c}/w{int(w)}"
-            for p, c, w in zip(pnames, conv_names, d["window_start"], strict=True)
-        ],
-        dtype=object,
-    )
+    pnames, conv_names, sid, window = _sample_names(d, design.context)
     ds = xr.Dataset(
         {
             "score": ((SAMPLE, MODEL, CODE), score),
@@ -380,3 +345,51 @@ def simulate_replay(
         }
     )
     return ds
+
+
+def _replay_design(scale: str, n_participants, models, codes) -> ReplayDesign:
+    """The scale's design with the overrides, checked."""
+    if scale not in SCALES:
+        raise ValueError(f"unknown replay scale {scale!r}; expected one of {list(SCALES)}")
+    base = SCALES[scale]
+    models = tuple(models) if models is not None else base.models
+    codes = tuple(codes) if codes is not None else base.codes
+    unknown = [c for c in codes if c not in CODES]
+    if unknown:
+        raise ValueError(f"unknown code(s) {unknown}; simulate_replay knows {list(CODES)}")
+    if len(set(models)) != len(models):
+        raise ValueError(f"models must be distinct, got {list(models)}")
+    design = ReplayDesign(
+        n_participants if n_participants is not None else base.n_participants,
+        base.conversations,
+        base.messages,
+        models,
+        codes,
+        base.window,
+        base.stride,
+        base.context,
+    )
+    if design.n_participants < 2:
+        raise ValueError(f"n_participants must be >= 2, got {design.n_participants}")
+    return design
+
+
+def _sample_names(d: dict[str, np.ndarray], context: int):
+    """Participant, conversation, sample id and window name of every drawn sample."""
+    pnames = np.array([f"p{p + 1:02d}" for p in d["participant"]], dtype=object)
+    conv_names = np.array(
+        [f"p{d['conv_participant'][c] + 1:02d}-c{c + 1:03d}" for c in d["conversation"]],
+        dtype=object,
+    )
+    sid = [
+        make_sample_id(p, c, int(w), int(i), context)
+        for p, c, w, i in zip(pnames, conv_names, d["window_start"], d["index"], strict=True)
+    ]
+    window = np.array(
+        [
+            f"{p}/{c}/w{int(w)}"
+            for p, c, w in zip(pnames, conv_names, d["window_start"], strict=True)
+        ],
+        dtype=object,
+    )
+    return pnames, conv_names, sid, window

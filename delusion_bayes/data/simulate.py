@@ -274,21 +274,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
     rng_truth, rng_raters, rng_rec, rng_conf, rng_int, rng_adj, rng_miss, rng_text = (
         np.random.default_rng(s) for s in streams
     )
-
-    roster = _SMALL_MODELS if preset == "small" else _PAPER_MODELS
-    if overrides.get("n_models") is not None:
-        roster = scale_roster(roster, int(overrides["n_models"]))
-    if preset == "small":
-        models, n_raters, n_days, missing = roster, 3, 12, []
-    elif preset == "null":
-        models, n_raters, n_days, missing = _null_models(rng_truth, roster), 4, 30, []
-    else:
-        models, n_raters, n_days = roster, 4, 30
-        # the paper's one missing answer, where that model is in the (scaled) roster
-        missing = [m for m in [("Claude Opus 4.1", 30)] if m[0] in {x.name for x in roster}]
-    n_raters = int(overrides.get("n_raters", n_raters))
-    n_days = int(overrides.get("n_days", n_days))
-    missing = [tuple(x) for x in overrides.get("missing", missing) if int(x[1]) <= n_days]
+    models, n_raters, n_days, missing = _design(preset, rng_truth, overrides)
     texts = bool(overrides.get("texts", preset == "paper_like"))
     missing_rate = float(overrides.get("missing_rate", 0.0))
     if not 0.0 <= missing_rate < 1.0:
@@ -326,37 +312,8 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
     confidence = _ordinal(
         true_confidence[None] + 0.5 * severity[:, None, None], CUTPOINTS[:2], scale, 1, rng_conf
     )
-
-    # interventions (Figure 2 shapes, section F drift, Table 2 posture) ----------------------
-    s = np.clip(stage, 1.0, 4.0)
-    naive = (4.0 - s) / 3.0  # 1 on naive days, 0 on stabilised clinical days
-    progress = (days / n_days)[None, :]
-    bump = np.exp(-((s - 2.5) ** 2) / 0.8)  # peak at the transition
-    clinical = ((s - 1.0) / 3.0) ** 2
-    posture = col["posture"][:, None]
-    means = {
-        "education": 2.6 - 0.52 * (s - 1.0) - 0.7 * progress * naive,
-        "psychoeducation": 1.25 + 1.0 * bump + 0.8 * posture * clinical,
-        "emotional_support": 1.25 + 1.0 * bump + 0.7 * progress * naive + posture * clinical,
-        "interpretation": 1.1 + 0.6 * (s - 1.0) + 0.6 * progress * naive,
-        "recommendation": 1.0 + 0.65 * (s - 1.0),
-    }
-    true_intervention = np.clip(np.stack([means[t] for t in INTERVENTION_TYPES], axis=-1), 1, 3)
-    intervention = _ordinal(
-        true_intervention[None], CUTPOINTS[:2], np.full((n_raters, 1, 1, 1), 0.22), 1, rng_int
-    )
-
-    # adjudicated Level A / B and the round-one flag ------------------------------------------
-    p_a = expit(col["a0"][:, None] + 3.0 * (stage - 2.5))
-    with np.errstate(invalid="ignore"):
-        p_b_given_a = np.where(
-            np.isneginf(col["b0"])[:, None], 0.0, expit(col["b0"][:, None] + 3.0 * (stage - 3.0))
-        )
-    level_a = (rng_adj.random((n_models, n_days)) < p_a).astype(float)
-    level_b = level_a * (rng_adj.random((n_models, n_days)) < p_b_given_a)
-    p_flag = 0.03 + 0.45 * level_b[None] + 0.2 * (level_a - level_b)[None]
-    p_flag = np.clip(p_flag + rng_adj.normal(0, 0.08, size=(n_raters, 1, 1)), 0.0, 1.0)
-    disengagement = (rng_adj.random((n_raters, n_models, n_days)) < p_flag).astype(float)
+    true_intervention, intervention = _interventions(stage, col["posture"], n_raters, rng_int)
+    p_a, p_b_given_a, level_a, level_b, disengagement = _adjudication(stage, col, n_raters, rng_adj)
 
     # missing data --------------------------------------------------------------------------
     day_missing = np.zeros((n_models, n_days), dtype=bool)
@@ -423,25 +380,88 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
         "latent recognition stage m[model, day] on the 1-4 scale"
     )
     if texts:
-        from .corpus import demo_prompts, synthesize_answers  # lazy: optional text stage
-
-        prompts = demo_prompts()
-        if n_days > len(prompts):
-            raise ValueError(
-                f"texts=True needs one prompt per day but the demo script has {len(prompts)} "
-                f"messages and n_days = {n_days}; pass texts=False."
-            )
-        answers = np.asarray(
-            synthesize_answers(s, names, rng_text, true_confidence=true_confidence),
-            dtype=object,
-        )
-        answers[day_missing] = ""
-        ds["prompt"] = (DAY, np.array(prompts[:n_days], dtype=object))
-        ds["answer"] = ((MODEL, DAY), answers)
-        ds["prompt"].attrs["synthetic"] = (
-            "yes: delusion_bayes demo script, written for this package"
-        )
-        ds["answer"].attrs["synthetic"] = (
-            "yes: generated from the simulated stage, not a real model"
-        )
+        _add_texts(ds, np.clip(stage, 1.0, 4.0), true_confidence, day_missing, rng_text)
     return ds
+
+
+def _design(preset: str, rng_truth, overrides: dict[str, Any]):
+    """``(models, n_raters, n_days, missing)`` of the preset, with the overrides applied."""
+    roster = _SMALL_MODELS if preset == "small" else _PAPER_MODELS
+    if overrides.get("n_models") is not None:
+        roster = scale_roster(roster, int(overrides["n_models"]))
+    if preset == "small":
+        models, n_raters, n_days, missing = roster, 3, 12, []
+    elif preset == "null":
+        models, n_raters, n_days, missing = _null_models(rng_truth, roster), 4, 30, []
+    else:
+        models, n_raters, n_days = roster, 4, 30
+        # the paper's one missing answer, where that model is in the (scaled) roster
+        missing = [m for m in [("Claude Opus 4.1", 30)] if m[0] in {x.name for x in roster}]
+    n_raters = int(overrides.get("n_raters", n_raters))
+    n_days = int(overrides.get("n_days", n_days))
+    missing = [tuple(x) for x in overrides.get("missing", missing) if int(x[1]) <= n_days]
+    return models, n_raters, n_days, missing
+
+
+def _interventions(stage: np.ndarray, posture: np.ndarray, n_raters: int, rng):
+    """True intervention intensities (model, day, type) and the raters' scores of them: Figure 2
+    shapes, section F drift, Table 2 posture."""
+    n_days = stage.shape[1]
+    days = np.arange(1, n_days + 1)
+    s = np.clip(stage, 1.0, 4.0)
+    naive = (4.0 - s) / 3.0  # 1 on naive days, 0 on stabilised clinical days
+    progress = (days / n_days)[None, :]
+    bump = np.exp(-((s - 2.5) ** 2) / 0.8)  # peak at the transition
+    clinical = ((s - 1.0) / 3.0) ** 2
+    posture = posture[:, None]
+    means = {
+        "education": 2.6 - 0.52 * (s - 1.0) - 0.7 * progress * naive,
+        "psychoeducation": 1.25 + 1.0 * bump + 0.8 * posture * clinical,
+        "emotional_support": 1.25 + 1.0 * bump + 0.7 * progress * naive + posture * clinical,
+        "interpretation": 1.1 + 0.6 * (s - 1.0) + 0.6 * progress * naive,
+        "recommendation": 1.0 + 0.65 * (s - 1.0),
+    }
+    true_intervention = np.clip(np.stack([means[t] for t in INTERVENTION_TYPES], axis=-1), 1, 3)
+    intervention = _ordinal(
+        true_intervention[None], CUTPOINTS[:2], np.full((n_raters, 1, 1, 1), 0.22), 1, rng
+    )
+    return true_intervention, intervention
+
+
+def _adjudication(stage: np.ndarray, col: dict[str, np.ndarray], n_raters: int, rng):
+    """Adjudicated Level A / B (with their probabilities) and the raters' round-one flag."""
+    n_models, n_days = stage.shape
+    p_a = expit(col["a0"][:, None] + 3.0 * (stage - 2.5))
+    with np.errstate(invalid="ignore"):
+        p_b_given_a = np.where(
+            np.isneginf(col["b0"])[:, None], 0.0, expit(col["b0"][:, None] + 3.0 * (stage - 3.0))
+        )
+    level_a = (rng.random((n_models, n_days)) < p_a).astype(float)
+    level_b = level_a * (rng.random((n_models, n_days)) < p_b_given_a)
+    p_flag = 0.03 + 0.45 * level_b[None] + 0.2 * (level_a - level_b)[None]
+    p_flag = np.clip(p_flag + rng.normal(0, 0.08, size=(n_raters, 1, 1)), 0.0, 1.0)
+    disengagement = (rng.random((n_raters, n_models, n_days)) < p_flag).astype(float)
+    return p_a, p_b_given_a, level_a, level_b, disengagement
+
+
+def _add_texts(ds: xr.Dataset, s: np.ndarray, true_confidence, day_missing, rng) -> None:
+    """Prompts from the demo script and answers synthesised from the stage ``s`` (in place)."""
+    from .corpus import demo_prompts, synthesize_answers  # lazy: optional text stage
+
+    n_days = ds.sizes[DAY]
+    prompts = demo_prompts()
+    if n_days > len(prompts):
+        raise ValueError(
+            f"texts=True needs one prompt per day but the demo script has {len(prompts)} "
+            f"messages and n_days = {n_days}; pass texts=False."
+        )
+    names = [str(m) for m in ds[MODEL].values]
+    answers = np.asarray(
+        synthesize_answers(s, names, rng, true_confidence=true_confidence),
+        dtype=object,
+    )
+    answers[day_missing] = ""
+    ds["prompt"] = (DAY, np.array(prompts[:n_days], dtype=object))
+    ds["answer"] = ((MODEL, DAY), answers)
+    ds["prompt"].attrs["synthetic"] = "yes: delusion_bayes demo script, written for this package"
+    ds["answer"].attrs["synthetic"] = "yes: generated from the simulated stage, not a real model"

@@ -286,9 +286,8 @@ class Embed:
 
     ``colors``: the embedded copy is reduced to a palette of at most this many colours (0: the
     PNG as written). Matplotlib figures have few distinct colours apart from anti-aliasing, so a
-    256-colour palette looks the same and is 2.5-3x smaller; lowering the resolution instead
-    does not help (a 100 dpi RGB copy of the bundled run's figures is larger than the 150 dpi
-    palette one, the resampling adds colours). ``max_dpi``: a PNG written at a higher
+    256-colour palette looks the same and is much smaller (a lower resolution is not: see
+    ``docs/design-notes-data-report.md``). ``max_dpi``: a PNG written at a higher
     resolution is scaled down to it (0: never). The figure keeps its physical size on the page.
     """
 

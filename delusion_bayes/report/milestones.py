@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from delusion_bayes.baselines.config import MILESTONES
-from delusion_bayes.plotting import GREYS, save_figure, style
+from delusion_bayes.plotting import GREYS, save_figure, shared_legend, style
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Section
 from delusion_bayes.report.estimates import Estimate, label, side_by_side
@@ -108,19 +108,10 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
             ax.grid(False, axis="y")
         axes[0, 0].set_yticks(y, order)
         axes[0, 0].invert_yaxis()
-        _shared_legend(fig, axes)
+        shared_legend(fig, axes, loc="lower center", bbox_to_anchor=(0.5, -0.01))
         fig.tight_layout(rect=(0, 0.05, 1, 1))
         paths = save_figure(fig, b.fig_dir / "figureE1_milestones", b.cfg.figure_formats, b.cfg.dpi)
     return paths, [T1] + ([post_src] if post_src else [])
-
-
-def _shared_legend(fig, axes) -> None:
-    handles = {}
-    for ax in axes.flat:
-        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
-               bbox_to_anchor=(0.5, -0.01))  # fmt: skip
 
 
 #: permutation-test columns shown (the rest are in the CSV: the definition and the method)

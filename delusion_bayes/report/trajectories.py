@@ -15,7 +15,7 @@ import numpy as np
 from delusion_bayes.baselines import logistic
 from delusion_bayes.data.schema import DAY, MODEL, RATER
 from delusion_bayes.intervals import interval
-from delusion_bayes.plotting import BAND, GREYS, save_figure, style
+from delusion_bayes.plotting import BAND, GREYS, save_figure, shared_legend, style
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Section
 from delusion_bayes.report.estimates import Estimate, side_by_side
@@ -146,12 +146,7 @@ def figure1(b: Builder) -> tuple[list[Path], list[str]]:
             ax.set_xlabel("day")
         for ax in axes[:, 0]:
             ax.set_ylabel("stage")
-        handles = {}
-        for ax in axes.flat:
-            for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-                handles.setdefault(lab, h)
-        fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles),
-                   bbox_to_anchor=(0.5, -0.01))  # fmt: skip
+        shared_legend(fig, axes, loc="lower center", bbox_to_anchor=(0.5, -0.01))
         fig.tight_layout(rect=(0, 0.04, 1, 1))
         paths = save_figure(
             fig, b.fig_dir / "figure1_trajectories", b.cfg.figure_formats, b.cfg.dpi

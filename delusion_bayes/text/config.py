@@ -1,6 +1,6 @@
 """Typed config of the text stage (Hydra ConfigStore schema; values in ``conf/text/default.yaml``).
 
-Pure dataclass, no heavy imports: the lead registers it under the root ``Config.text``.
+Pure dataclass, no heavy imports: :mod:`delusion_bayes.config` registers it as ``Config.text``.
 """
 
 from __future__ import annotations
@@ -36,12 +36,10 @@ class TextConfig:
     top_k: int = 3
     #: embedding backend: ``torch`` (sentence-transformers on PyTorch) or ``onnx`` (the same model
     #: exported once per machine to ``<cache_dir>/onnx/`` and run by ONNX Runtime; needs
-    #: ``onnxruntime`` and ``onnx``, else falls back to torch with a warning). Same embeddings
-    #: (min cosine 0.9999999); torch is the default because it needed less CPU on the paper_like
-    #: benchmark (``experiments/bench/bench_text.py``)
+    #: ``onnxruntime`` and ``onnx``, else falls back to torch with a warning). Same embeddings;
+    #: torch is the default because it needed less CPU (``docs/design-notes-data-report.md``)
     backend: str = "torch"
-    #: encoding batch size (texts are sorted by length first); on the paper_like benchmark 32 needed
-    #: ~10% less CPU than 64 and 128 ~25% more (less padding per batch)
+    #: encoding batch size (texts are sorted by length first; 32 needed the least CPU)
     batch_size: int = 32
     #: torch device for the embedder
     device: str = "cpu"

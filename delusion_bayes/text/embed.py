@@ -12,15 +12,14 @@ Two backends run the same model (``text.backend``):
 - ``torch`` (default): sentence-transformers on PyTorch.
 - ``onnx``: :class:`OnnxEmbedder`, the model's transformer exported once per machine to ONNX
   (``<cache_dir>/onnx/<model>/model.onnx``, from the local safetensors, no network) and run by
-  ONNX Runtime with the model's own tokenizer, pooling and normalisation. Same embeddings
-  (min cosine with torch 0.9999999 on the paper_like corpus), but on this kind of machine (2-core
-  AVX-512 Xeon) it needs ~20% *more* CPU than torch, so it is opt-in. It needs the ``onnxruntime``
-  and ``onnx`` packages; without them :func:`make_embedder` falls back to torch with a warning.
+  ONNX Runtime with the model's own tokenizer, pooling and normalisation: the same embeddings,
+  opt-in because it needed more CPU than torch here (``docs/design-notes-data-report.md``). It
+  needs the ``onnxruntime`` and ``onnx`` packages; without them :func:`make_embedder` falls back
+  to torch with a warning.
 
 Both keep idle threads from spinning (torch: ``OMP_WAIT_POLICY=PASSIVE`` set before torch is first
-imported; ONNX Runtime: ``session.intra_op.allow_spinning=0``): on a shared 2-core machine the
-default busy-waiting of torch's OpenMP threads doubled the CPU time of a cold run (41-46 s vs
-~20 s) and made it 2-3x slower in wall time.
+imported; ONNX Runtime: ``session.intra_op.allow_spinning=0``): busy-waiting threads starve the
+other work of a shared machine.
 
 torch and sentence_transformers are imported only when a model is loaded.
 """
@@ -56,9 +55,7 @@ _LOADED: dict[tuple, object] = {}
 def _passive_openmp() -> None:
     """Let torch's idle OpenMP threads sleep instead of spin (only before torch's first import).
 
-    On a shared machine spinning threads burn the CPU the other thread needs; measured on the
-    paper_like corpus under load 3-5: 41-46 s CPU with the default policy vs ~20 s passive.
-    An explicit ``OMP_WAIT_POLICY`` in the environment wins.
+    On a shared machine spinning threads burn the CPU the other thread needs. An explicit ``OMP_WAIT_POLICY`` in the environment wins.
     """
     if "torch" not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -251,13 +248,12 @@ class OnnxEmbedder:
     """The same sentence-transformers model run by ONNX Runtime (``text.backend=onnx``).
 
     The transformer is exported to ONNX once per machine and model (``torch.onnx.export`` of the
-    local safetensors, eager attention, opset 17; ~7 s) into
+    local safetensors, eager attention, opset 17) into
     ``<cache_dir>/onnx/<model>/model.onnx`` (written atomically, so parallel jobs can share it);
     later runs only open it. Tokenisation (``tokenizer.json``, truncated at the model's
     ``max_seq_length``), pooling and normalisation follow the model's sentence-transformers
-    config, so the embeddings equal the torch ones to float precision (min cosine 0.9999999 on
-    the 1,152 distinct texts of the paper_like corpus). Texts are encoded longest first in
-    batches of ``batch_size`` (as sentence-transformers does, to keep padding small).
+    config, so the embeddings equal the torch ones to float precision. Texts are encoded longest
+    first in batches of ``batch_size`` (as sentence-transformers does, to keep padding small).
 
     Parameters
     ----------

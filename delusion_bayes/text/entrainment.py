@@ -136,16 +136,7 @@ def similarity_matrices(
     out = np.full((n_models, n_days, n_days), np.nan)
 
     if config == 3:
-        texts = [p for p, ok in zip(prompts, p_ok, strict=True) if ok]
-        texts += [a for a, ok in zip(answers.ravel(), a_ok.ravel(), strict=True) if ok]
-        emb = _normalise(embedder.encode(texts))
-        dim = emb.shape[1]
-        P = np.full((n_days, dim), np.nan)
-        P[p_ok] = emb[: p_ok.sum()]
-        A = np.full((n_models * n_days, dim), np.nan)
-        A[a_ok.ravel()] = emb[p_ok.sum() :]
-        A = A.reshape(n_models, n_days, dim)
-        return np.einsum("id,mjd->mij", P, A)
+        return _whole_text_similarities(prompts, answers, p_ok, a_ok, embedder)
 
     # sentence-level configurations: split, embed every distinct sentence once
     p_sents = split_sentences([p if ok else "" for p, ok in zip(prompts, p_ok, strict=True)])
@@ -160,21 +151,43 @@ def similarity_matrices(
     a_rows = [np.array([index[s] for s in ss], dtype=int) for ss in a_sents]
 
     if config == 1:
-        dim = V.shape[1]
-        Pm = np.full((n_days, dim), np.nan)
-        for i, rows in enumerate(p_rows):
-            if rows.size:
-                Pm[i] = V[rows].mean(axis=0)
-        Am = np.full((n_models * n_days, dim), np.nan)
-        for j, rows in enumerate(a_rows):
-            if rows.size:
-                Am[j] = V[rows].mean(axis=0)
-        return np.einsum("id,mjd->mij", Pm, Am.reshape(n_models, n_days, dim))
+        Am = _mean_vectors(V, a_rows).reshape(n_models, n_days, V.shape[1])
+        return np.einsum("id,mjd->mij", _mean_vectors(V, p_rows), Am)
+    return _top_k_similarities(V, p_rows, a_rows, out, top_k, progress)
 
-    # config 2: top-k of the sentence-pair block of each (prompt, answer), vectorised per answer
-    # over all prompts: prompts padded to the longest one, padding pairs set to -inf
+
+def _whole_text_similarities(prompts, answers, p_ok, a_ok, embedder) -> np.ndarray:
+    """Configuration 3: whole prompt vs whole answer, NaN where either is missing."""
+    n_models, n_days = answers.shape
+    texts = [p for p, ok in zip(prompts, p_ok, strict=True) if ok]
+    texts += [a for a, ok in zip(answers.ravel(), a_ok.ravel(), strict=True) if ok]
+    emb = _normalise(embedder.encode(texts))
+    dim = emb.shape[1]
+    P = np.full((n_days, dim), np.nan)
+    P[p_ok] = emb[: p_ok.sum()]
+    A = np.full((n_models * n_days, dim), np.nan)
+    A[a_ok.ravel()] = emb[p_ok.sum() :]
+    A = A.reshape(n_models, n_days, dim)
+    return np.einsum("id,mjd->mij", P, A)
+
+
+def _mean_vectors(V: np.ndarray, rows_of_text: list[np.ndarray]) -> np.ndarray:
+    """Mean sentence vector of each text (rows of ``V``), NaN for a text without sentences."""
+    out = np.full((len(rows_of_text), V.shape[1]), np.nan)
+    for i, rows in enumerate(rows_of_text):
+        if rows.size:
+            out[i] = V[rows].mean(axis=0)
+    return out
+
+
+def _top_k_similarities(V, p_rows, a_rows, out, top_k, progress) -> np.ndarray:
+    """Configuration 2 into ``out`` (model, prompt day, answer day): the mean of the ``top_k``
+    sentence pairs of each (prompt, answer)."""
+    # vectorised per answer over all prompts: prompts padded to the longest one, padding pairs
+    # set to -inf
     from tqdm.auto import tqdm
 
+    n_models, n_days = out.shape[:2]
     max_p = max((r.size for r in p_rows), default=0)
     if max_p == 0:
         return out

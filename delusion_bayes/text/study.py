@@ -17,15 +17,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..config import setting
 from ..data.schema import DAY, MODEL
 from . import analyses as an
-
-
-def setting(node: Any, key: str, default: Any) -> Any:
-    if node is None:
-        return default
-    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
-    return default if value is None else value
 
 
 @dataclass
