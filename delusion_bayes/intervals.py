@@ -30,11 +30,15 @@ def eti(
 
     ``skipna=True`` (bootstrap replicates, where a failed replicate is NaN) ignores NaN and gives
     NaN only where every value is NaN; ``skipna=False`` (posterior draws) gives NaN wherever a NaN
-    occurs. Scalars come back as 0-d arrays (``float()`` them).
+    occurs. Scalars come back as 0-d arrays (``float()`` them). No values along ``axis`` (a
+    bootstrap with 0 replicates) give NaN.
     """
     _check_prob(prob)
     q = [(1 - prob) / 2, (1 + prob) / 2]
     x = np.asarray(x, dtype=float)
+    if x.ndim and x.shape[axis] == 0:  # no replicates (n_boot=0): no interval, NaN
+        empty = np.full(np.delete(x.shape, axis), np.nan)
+        return empty, empty.copy()
     if not skipna:
         lo, hi = np.quantile(x, q, axis=axis)
         return lo, hi

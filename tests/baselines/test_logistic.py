@@ -178,3 +178,18 @@ def test_bootstrap_reproducible_from_its_seed(seed, n_boot):
     assert one.summary.equals(two.summary)
     expected = np.random.default_rng(seed).integers(0, 3, size=(n_boot, 3))
     np.testing.assert_array_equal(one.extra["replicates"].rater_index.values, expected)
+
+
+def test_zero_replicates_give_the_fits_without_intervals(small_study):
+    """``n_boot=0`` (allowed: "no bootstrap") returns the point fits with NaN intervals and
+    ``n_boot_used`` 0; it crashed inside the interval helper before."""
+    import numpy as np
+
+    from delusion_bayes.baselines.logistic import logistic_bootstrap
+
+    with_ci = logistic_bootstrap(small_study["recognition"], n_boot=5, progress=False).summary
+    none = logistic_bootstrap(small_study["recognition"], n_boot=0, progress=False).summary
+    for p in ("L", "k", "t50"):
+        np.testing.assert_array_equal(none[p].to_numpy(), with_ci[p].to_numpy())
+        assert none[f"{p}_ci_low"].isna().all() and none[f"{p}_ci_high"].isna().all()
+    assert (none["n_boot_used"] == 0).all()
