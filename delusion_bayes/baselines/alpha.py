@@ -164,7 +164,7 @@ def krippendorff_alpha(
     Coincidence-matrix algorithm of Krippendorff (2011), sections C-E:
     ``alpha = 1 - (n - 1) * sum_ck o_ck d2_ck / sum_ck n_c n_k d2_ck``. Value counts are built
     in (value, unit) layout (one equality pass per value for scales of up to 16 values; timings
-    in ``docs/design-notes-data-report.md``). Interval data with more than 16 distinct values and
+    in ``docs/design-notes.md``). Interval data with more than 16 distinct values and
     no ``domain`` (continuous scores) use the equivalent moment form, without V x V matrices.
 
     Examples

@@ -287,7 +287,7 @@ class Embed:
     ``colors``: the embedded copy is reduced to a palette of at most this many colours (0: the
     PNG as written). Matplotlib figures have few distinct colours apart from anti-aliasing, so a
     256-colour palette looks the same and is much smaller (a lower resolution is not: see
-    ``docs/design-notes-data-report.md``). ``max_dpi``: a PNG written at a higher
+    ``docs/design-notes.md``). ``max_dpi``: a PNG written at a higher
     resolution is scaled down to it (0: never). The figure keeps its physical size on the page.
     """
 

@@ -37,7 +37,7 @@ class TextConfig:
     #: embedding backend: ``torch`` (sentence-transformers on PyTorch) or ``onnx`` (the same model
     #: exported once per machine to ``<cache_dir>/onnx/`` and run by ONNX Runtime; needs
     #: ``onnxruntime`` and ``onnx``, else falls back to torch with a warning). Same embeddings;
-    #: torch is the default because it needed less CPU (``docs/design-notes-data-report.md``)
+    #: torch is the default because it needed less CPU (``docs/design-notes.md``)
     backend: str = "torch"
     #: encoding batch size (texts are sorted by length first; 32 needed the least CPU)
     batch_size: int = 32

@@ -13,7 +13,7 @@ Two backends run the same model (``text.backend``):
 - ``onnx``: :class:`OnnxEmbedder`, the model's transformer exported once per machine to ONNX
   (``<cache_dir>/onnx/<model>/model.onnx``, from the local safetensors, no network) and run by
   ONNX Runtime with the model's own tokenizer, pooling and normalisation: the same embeddings,
-  opt-in because it needed more CPU than torch here (``docs/design-notes-data-report.md``). It
+  opt-in because it needed more CPU than torch here (``docs/design-notes.md``). It
   needs the ``onnxruntime`` and ``onnx`` packages; without them :func:`make_embedder` falls back
   to torch with a warning.
 
