@@ -160,9 +160,7 @@ def fit(
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
     prior_group = _log_prior(dt, pm_model, spec) if log_prior else None
     if hasattr(spec, "finish"):  # a spec with its own post-processing (the replay model)
-        if log_likelihood and hasattr(spec, "log_likelihood_draws"):
-            dt["log_likelihood"] = xr.DataTree(spec.log_likelihood_draws(dt))
-        dt = spec.finish(dt, seed=seed)
+        dt = spec.finish(dt, seed=seed, log_likelihood=log_likelihood)
     elif spec.name in MARGINAL_MODELS:
         from .latent import add_latent_groups
 

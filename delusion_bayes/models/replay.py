@@ -134,13 +134,9 @@ class ReplayModelSpec:
         """The PyMC model (:func:`build_replay_model`); ``models.fit`` calls it."""
         return build_replay_model(self)
 
-    def finish(self, tree: xr.DataTree, seed: int = 0) -> xr.DataTree:
+    def finish(self, tree: xr.DataTree, seed: int = 0, log_likelihood: bool = True):
         """After sampling (:func:`finish_replay_fit`); ``models.fit`` calls it."""
-        return finish_replay_fit(tree, self, seed=seed)
-
-    def log_likelihood_draws(self, tree: xr.DataTree) -> xr.Dataset:
-        """The log-likelihood per draw (:func:`replay_loglik`); ``models.fit`` stores it."""
-        return replay_loglik(tree, self)
+        return finish_replay_fit(tree, self, seed=seed, log_likelihood=log_likelihood)
 
     @property
     def prior_center(self) -> float:

@@ -273,10 +273,16 @@ def reported_replay_vars(tree: xr.DataTree) -> tuple[list[str], list[str]]:
     return params, prevalences
 
 
-def finish_replay_fit(tree: xr.DataTree, spec: Any, seed: int = 0) -> xr.DataTree:
+def finish_replay_fit(
+    tree: xr.DataTree, spec: Any, seed: int = 0, log_likelihood: bool = True
+) -> xr.DataTree:
     """After sampling (:func:`delusion_bayes.models.fit`): the population prevalences as
-    posterior variables and the diagnostics of the parameters and of the prevalences in attrs."""
+    posterior variables, the diagnostics of the parameters and of the prevalences in attrs,
+    and with ``log_likelihood`` the ``log_likelihood`` group (:func:`replay_loglik`)."""
     from ..inference.diagnostics import diagnose
+
+    if log_likelihood:
+        tree["log_likelihood"] = xr.DataTree(replay_loglik(tree, spec))
 
     pe, pg = replay_posterior_prevalence(tree, spec, seed=seed)
     post = tree["posterior"].to_dataset()
