@@ -249,7 +249,7 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     results.write(run_dir, "models/{fit}/gate.json", g, fit=fit)
     files["gate.json"] = "diagnostics gate verdict and reasons"
     desc = f"az.summary ({kind.upper()} {prob:.0%})"
-    _csv(summary_table(dt, inf).reset_index(), "summary.csv", desc)
+    _csv(summary_table(dt, inf, table=table).reset_index(), "summary.csv", desc)
 
     # derived quantities -------------------------------------------------------------------
     post = dt["posterior"]

@@ -103,3 +103,24 @@ def test_sampler_names_are_checked():
     with pytest.raises(ValueError, match="sampler 'stan' is unknown"):
         resolve_sampler("stan")
     assert SamplerConfig().name == "nutpie"
+
+
+def test_summary_from_the_diagnose_table_is_az_summary():
+    """summary.csv reuses the gate's R-hat and ESS: same frame as az.summary's, to the bit,
+    with a 2-d variable (labels "v[a, b]" there, "v[a,b]" in the diagnose table) and a NaN
+    variable (dropped by both)."""
+    from delusion_bayes.inference.diagnostics import summary_table
+
+    dt = _tree(offset=0.3)
+    post = dt["posterior"].to_dataset()
+    rng = np.random.default_rng(5)
+    post["traj"] = (("chain", "draw", "model", "day"), rng.normal(0, 1, (4, 500, 3, 2)))
+    post["stage"] = post["traj"].where(post["day"] == 0)
+    dt["posterior"] = xr.DataTree(post.assign_coords(day=[1, 2]))
+    full = summary_table(dt)
+    fast = summary_table(dt, table=diagnose(dt))
+    assert "traj[A, 2]" in full.index and not full.index.str.startswith("stage").any()
+    assert fast.index.equals(full.index) and fast.columns.equals(full.columns)
+    np.testing.assert_array_equal(fast.to_numpy(), full.to_numpy())
+    with pytest.raises(ValueError, match="diagnose table has"):
+        summary_table(dt, table=diagnose(_tree()))
