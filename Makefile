@@ -10,6 +10,9 @@ PY ?= $(shell for p in python3.12 $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/p
         $(wildcard /usr/local/bin/python3.1[2-9]) python3.13 python3; do \
         $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 && echo $$p && break; done)
 ARGS ?=
+# two pytest-xdist workers, a test file per worker (module fixtures stay shared): the suite
+# takes ~20 min on 2 cores instead of ~31 (docs/benchmarks.md)
+XDIST ?= -n 2 --dist loadfile
 PYTEST_ARGS ?=
 STAMP := $(VENV)/.installed
 
@@ -19,7 +22,7 @@ run: $(STAMP)
 	$(VENV)/bin/delusion-bayes $(ARGS)
 
 test: $(STAMP) browser
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 install: $(STAMP)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import matplotlib
 
@@ -36,13 +38,38 @@ def smoke_cli_run(tmp_path_factory):
     """``python -m delusion_bayes experiment=smoke seed=7 report.pdf=never`` run once per session
     through the command line: ``(run_dir, CompletedProcess)``. The CLI test reads its log and
     exit code, the report tests (``tests/report/conftest.py::smoke_run``) its files: one smoke
-    run instead of two."""
-    run_dir = tmp_path_factory.mktemp("smoke") / "run"
-    cache = os.environ.get("DELUSION_BAYES_CACHE", str(tmp_path_factory.mktemp("cache")))
-    out = subprocess.run(
-        [sys.executable, "-m", "delusion_bayes", "experiment=smoke", "seed=7",
-         "report.pdf=never", f"hydra.run.dir={run_dir}"],
-        capture_output=True, text=True, env={**os.environ, "DELUSION_BAYES_CACHE": cache},
-        timeout=900,
-    )  # fmt: skip
-    return run_dir, out
+    run instead of two, and one for all pytest-xdist workers (the CI runs two)."""
+
+    def smoke(root: Path) -> dict:
+        cache = os.environ.get("DELUSION_BAYES_CACHE", str(root / "cache"))
+        out = subprocess.run(
+            [sys.executable, "-m", "delusion_bayes", "experiment=smoke", "seed=7",
+             "report.pdf=never", f"hydra.run.dir={root / 'run'}"],
+            capture_output=True, text=True, env={**os.environ, "DELUSION_BAYES_CACHE": cache},
+            timeout=900,
+        )  # fmt: skip
+        return {"args": out.args, "returncode": out.returncode, "stdout": out.stdout,
+                "stderr": out.stderr}  # fmt: skip
+
+    root, res = once_per_session(tmp_path_factory, "smoke", smoke)
+    return root / "run", subprocess.CompletedProcess(**res)
+
+
+def once_per_session(tmp_path_factory, name: str, make):
+    """``(folder, make(folder))`` computed once per test session, across pytest-xdist workers
+    too: under xdist the first worker to take the lock in the workers' shared temp folder runs
+    ``make`` (its result must be JSON), the others read its result (the pattern of
+    pytest-xdist's docs, with ``fcntl`` for the lock). Without xdist: a fresh folder."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        root = tmp_path_factory.mktemp(name)
+        return root, make(root)
+    import fcntl
+
+    root = tmp_path_factory.getbasetemp().parent / name
+    root.mkdir(exist_ok=True)
+    with open(root.parent / f"{name}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        done = root.parent / f"{name}.json"
+        if not done.exists():
+            done.write_text(json.dumps(make(root)))
+        return root, json.loads(done.read_text())
