@@ -23,6 +23,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "bench_baselines.py": ["--n-boot", "20", "--n-loop", "2", "--repeat", "1"],
     "bench_models.py": ["--preset", "small", "--model", "onset", "--draws", "100", "--tune", "100",
                         "--chains", "1", "--samplers", "nutpie"],
+    "bench_rating_terms.py": ["--preset", "small", "--model", "rater", "--reps", "3"],
     "bench_replay.py": ["--n-boot", "50", "--naive-resamples", "2"],
     "bench_replay_bayes.py": ["--scale", "small", "--draws", "100", "--tune", "100"],
     "bench_sweep.py": ["--jobs", "1"],
