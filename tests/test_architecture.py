@@ -58,20 +58,21 @@ def _subpackage(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
+def _private(name: str | None) -> bool:
+    return name is not None and name.startswith("_") and not name.startswith("__")
+
+
 def test_no_private_name_crosses_a_package_boundary():
     bad = []
     for module, path in MODULES.items():
         for target, name in _imports(module, path):
-            private = name is not None and name.startswith("_") and not name.startswith("__")
-            if private and target.startswith("delusion_bayes") and (
+            if _private(name) and target.startswith("delusion_bayes") and (
                 _subpackage(target) != _subpackage(module)
             ):
                 bad.append(f"{path.relative_to(ROOT)}: {name} from {target}")
     for path in [*(ROOT / "experiments").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:
         for target, name in _imports("outside", path):
-            if target.startswith("delusion_bayes") and name and name.startswith("_") and (
-                not name.startswith("__")
-            ):
+            if _private(name) and target.startswith("delusion_bayes"):
                 bad.append(f"{path.relative_to(ROOT)}: {name} from {target}")
     assert not bad, "private names imported across packages:\n" + "\n".join(bad)
 
