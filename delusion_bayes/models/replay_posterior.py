@@ -35,7 +35,7 @@ def _normal_mean_expit(eta, scale, nodes, weights):
     ``j``: Gauss-Hermite's ``E[expit(eta + u)]``, ``u ~ N(0, scale^2 / 2)``. In numpy each node
     costs three temporaries of the whole chunk; fused and parallel over draws this is ~4x faster
     at DelusionEval size."""
-    out = np.zeros(eta.shape)
+    out = np.empty(eta.shape)
     for i in numba.prange(eta.shape[0]):
         for j in range(eta.shape[1]):
             acc = 0.0
@@ -115,8 +115,6 @@ def replay_posterior_prevalence(
     total = n_chain * n_draw
     arrays = {v: _posterior_array(post, v) for v in ("theta", "beta_depth", "gamma_prior")}
     single = "u_participant" not in post  # one clustering level: no participant term
-    sig_c = _posterior_array(post, "sigma_conversation")
-    sig_p = np.zeros_like(sig_c) if single else _posterior_array(post, "sigma_participant")
     c = spec.cells
     if target == "sample":
         rows = c
@@ -129,6 +127,8 @@ def replay_posterior_prevalence(
         # (DelusionEval: 15,823 rows for 67,277 cells)
         rows = c.groupby(["model", "effect", "depth", "prior"], sort=False, dropna=False,
                          as_index=False)["n"].sum()  # fmt: skip
+        sig_c = _posterior_array(post, "sigma_conversation")
+        sig_p = np.zeros_like(sig_c) if single else _posterior_array(post, "sigma_participant")
         if not spec.single_level:
             # zero-sum intercepts: theta = mu + mean(w_p) + mean(w_c); draw the means to get mu
             # (the single-level graph's intercepts are i.i.d.: theta is the location already)

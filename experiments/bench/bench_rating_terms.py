@@ -24,13 +24,10 @@ import argparse
 import os
 import time
 
-GH_NODES = {"joint": 12, "disengagement": 12, "rater": 16}
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="paper_like")
-    ap.add_argument("--model", default="joint", choices=sorted(GH_NODES))
+    ap.add_argument("--model", default="joint", choices=["joint", "disengagement", "rater"])
     ap.add_argument("--reps", type=int, default=300, help="calls per timing (3 timings each)")
     args = ap.parse_args(argv)
     # one XLA thread: the sampler runs one chain per core
@@ -40,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     import delusion_bayes as db
+    from delusion_bayes.models.blocks import GH_NODES
     from delusion_bayes.models.rating_terms import rating_terms_kernel
     from delusion_bayes.models.spec import build_spec
 
