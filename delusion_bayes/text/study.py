@@ -1,11 +1,7 @@
 """The text analysis of one trajectory study as one library function: :func:`analyse_text`.
 
-Entrainment (every embedding configuration asked for) and modality per model-day, and the
-paper's analyses of them (Results, "Recognition Stage (Entrainment)", "Interpretative
-Confidence (Modality)"): per-model means, model-level correlations with the Level-B day count
-(Figure 3) and the mean consensus, means by consensus stage, within-model correlations, and the
-contrast before vs from each model's clinical turn (Figure 4). The ``text`` stage calls it and
-writes the tables; users call it on a study and a consensus.
+Entrainment (each configuration asked for) and modality per model-day, and the paper's analyses
+of them (Results; Figures 3 and 4). The ``text`` stage calls it and writes the tables.
 """
 
 from __future__ import annotations
@@ -20,6 +16,7 @@ import xarray as xr
 from ..config import setting
 from ..data.schema import DAY, MODEL
 from . import analyses as an
+from .texts import model_coords
 
 
 @dataclass
@@ -92,16 +89,12 @@ def analyse_text(
     embedder: Any = None,
     cache_dir: Any = None,
 ) -> TextAnalysis:
-    """Text metrics of a study with texts and their analyses (module docstring).
+    """Text metrics of a study with texts and their analyses against the consensus stage ``cons``
+    (model, day).
 
-    Parameters
-    ----------
-    ds : a trajectory study with ``prompt (day)`` and ``answer (model, day)``.
-    cons : the consensus recognition stage (model, day) the analyses condition on.
-    cfg : the ``text`` config (:class:`~delusion_bayes.text.config.TextConfig`, DictConfig, dict).
-    clinical_at : the consensus stage of clinical framing (``baselines.clinical_at``).
-    embedder : an embedder to use instead of the configured one.
-    cache_dir : the embedding cache root when ``cfg`` names none.
+    ``cfg``: the ``text`` config (:class:`~delusion_bayes.text.config.TextConfig`, DictConfig or
+    dict); ``clinical_at``: the consensus stage of clinical framing (``baselines.clinical_at``);
+    ``embedder`` replaces the configured one; ``cache_dir``: the cache root when ``cfg`` has none.
     """
     metrics, mod, embedder = compute_metrics(ds, cfg, embedder, cache_dir)
     cons = cons.transpose(MODEL, DAY)
@@ -119,13 +112,11 @@ def analyse_text(
         means.append(m.set_axis([f"{k}_{c}" for c in m.columns], axis=1))
     table = pd.concat(means, axis=1)
     if has_b:
-        lb = ds["level_b"].transpose(MODEL, DAY)
-        table["days_level_b"] = (lb >= 0.5).where(lb.notnull()).sum(DAY).values.astype(int)
+        table["days_level_b"] = an._level_b_days(ds["level_b"])
     table["mean_consensus"] = cons.mean(DAY).values
     table["turn_day"] = turn.reindex(table.index).values
-    for name, coord in ds[MODEL].coords.items():
-        if name != MODEL and coord.dims == (MODEL,):
-            table[name] = coord.values
+    for name, coord in model_coords(ds).items():
+        table[name] = coord.values
     rows = []
     for k, v in metrics.items():
         if has_b:
