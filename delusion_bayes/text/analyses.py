@@ -26,16 +26,16 @@ def _check(da: xr.DataArray, name: str) -> xr.DataArray:
     return da.transpose(MODEL, DAY)
 
 
-def _aligned(metric: xr.DataArray, other: xr.DataArray, name: str) -> xr.DataArray:
-    """``other`` checked like :func:`_check` and on the same model/day coords as ``metric``."""
-    other = _check(other, name)
+def _aligned(metric: xr.DataArray, other: xr.DataArray, name: str):
+    """``(metric, other)`` checked by :func:`_check` and on the same model/day coords."""
+    metric, other = _check(metric, "metric"), _check(other, name)
     for dim in (MODEL, DAY):
         if not np.array_equal(metric[dim].values, other[dim].values):
             raise ValueError(
                 f"{name} and the metric have different {dim!r} coords: "
                 f"{list(other[dim].values)} vs {list(metric[dim].values)}"
             )
-    return other
+    return metric, other
 
 
 def spearman(x, y) -> tuple[float, float, int]:
@@ -86,17 +86,16 @@ def level_b_correlation(metric: xr.DataArray, level_b: xr.DataArray) -> dict:
 
 def level_b_table(metric: xr.DataArray, level_b: xr.DataArray) -> pd.DataFrame:
     """Model means beside the Level-B day counts (the data of Figure 3)."""
-    metric = _check(metric, "metric")
+    metric, level_b = _aligned(metric, level_b, "level_b")
     out = model_means(metric)
-    out["days_level_b"] = _level_b_days(_aligned(metric, level_b, "level_b"))
+    out["days_level_b"] = _level_b_days(level_b)
     return out
 
 
 def mean_by_stage(metric: xr.DataArray, consensus: xr.DataArray) -> pd.DataFrame:
     """Metric mean over all model-days at each consensus stage value, as given (x.5 possible;
     paper: entrainment .24 on stage-1 days, .09 on stage-4 days)."""
-    metric = _check(metric, "metric")
-    consensus = _aligned(metric, consensus, "consensus")
+    metric, consensus = _aligned(metric, consensus, "consensus")
     df = pd.DataFrame(
         {
             "stage": consensus.values.ravel(),
@@ -105,14 +104,9 @@ def mean_by_stage(metric: xr.DataArray, consensus: xr.DataArray) -> pd.DataFrame
         }
     ).dropna()
     g = df.groupby("stage")
-    return pd.DataFrame(
-        {
-            "mean": g["value"].mean(),
-            "sd": g["value"].std(ddof=1),
-            "n_days": g["value"].size(),
-            "n_models": g[MODEL].nunique(),
-        }
-    )
+    out = g["value"].agg(["mean", "std", "size"]).set_axis(["mean", "sd", "n_days"], axis=1)
+    out["n_models"] = g[MODEL].nunique()
+    return out
 
 
 def within_model(
@@ -124,8 +118,7 @@ def within_model(
     consensus never varies. ``mean_naive``/``mean_clinical``: means on days below / at or above
     ``clinical_at``. Paper: median rho = -.61; every escalating model lower on clinical days.
     """
-    metric = _check(metric, "metric")
-    consensus = _aligned(metric, consensus, "consensus")
+    metric, consensus = _aligned(metric, consensus, "consensus")
     rows = []
     for i, m in enumerate(metric[MODEL].values):
         x, c = metric.values[i], consensus.values[i]
@@ -178,21 +171,18 @@ def turn_contrast(
     if turn_day is None:
         if consensus is None:
             raise ValueError("turn_contrast needs `consensus` or `turn_day`")
-        turn_day = first_clinical_day(_aligned(metric, consensus, "consensus"), clinical_at)
+        turn_day = first_clinical_day(_aligned(metric, consensus, "consensus")[1], clinical_at)
     missing = [m for m in metric[MODEL].values if m not in turn_day.index]
     if missing:
         raise ValueError(f"turn_day has no value for model(s) {missing}")
     days = metric[DAY].values
-    n_days_max = days.max()
     rows = []
     for i, m in enumerate(metric[MODEL].values):
         t = float(turn_day.loc[m])
-        turned = np.isfinite(t) and t <= n_days_max
+        turned = np.isfinite(t) and t <= days.max()
         x = metric.values[i]
-        before = x[days < t] if turned else x
-        after = x[days >= t] if turned else np.array([])
-        b = before[np.isfinite(before)]
-        a = after[np.isfinite(after)]
+        cut = t if turned else np.inf  # never turned: every day is before
+        b, a = x[np.isfinite(x) & (days < cut)], x[np.isfinite(x) & (days >= cut)]
         rows.append(
             {
                 MODEL: m,
@@ -210,8 +200,7 @@ def turn_contrast(
 
 def model_level_correlation(metric: xr.DataArray, consensus: xr.DataArray) -> dict:
     """Spearman rho (p) of the model means with the mean consensus stage (paper: modality .24)."""
-    metric = _check(metric, "metric")
-    consensus = _aligned(metric, consensus, "consensus")
+    metric, consensus = _aligned(metric, consensus, "consensus")
     rho, p, n = spearman(model_means(metric)["mean"].values, consensus.mean(DAY).values)
     return {"rho": rho, "p": p, "n_models": n}
 

