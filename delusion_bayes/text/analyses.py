@@ -38,6 +38,10 @@ def _aligned(metric: xr.DataArray, other: xr.DataArray, name: str):
     return metric, other
 
 
+def _mean(x: np.ndarray) -> float:
+    return float(x.mean()) if x.size else np.nan
+
+
 def spearman(x, y) -> tuple[float, float, int]:
     """Spearman rho, two-sided p and n over the pairs where both are finite (NaN rho/p, not an
     error, when fewer than 3 pairs or either side is constant)."""
@@ -119,23 +123,14 @@ def within_model(
     rows = []
     for i, m in enumerate(metric[MODEL].values):
         x, c = metric.values[i], consensus.values[i]
-        rho, p, n = spearman(x, c)
         ok = np.isfinite(x) & np.isfinite(c)
         naive, clin = ok & (c < clinical_at), ok & (c >= clinical_at)
+        n_naive, n_clin = int(naive.sum()), int(clin.sum())
         rows.append(
-            {
-                MODEL: m,
-                "rho": rho,
-                "p": p,
-                "n_days": n,
-                "escalating": bool(clin.any()),
-                "mean_naive": float(x[naive].mean()) if naive.any() else np.nan,
-                "mean_clinical": float(x[clin].mean()) if clin.any() else np.nan,
-                "n_naive": int(naive.sum()),
-                "n_clinical": int(clin.sum()),
-            }
+            (m, *spearman(x, c), n_clin > 0, _mean(x[naive]), _mean(x[clin]), n_naive, n_clin)
         )
-    out = pd.DataFrame(rows).set_index(MODEL)
+    columns = "rho p n_days escalating mean_naive mean_clinical n_naive n_clinical".split()
+    out = pd.DataFrame(rows, columns=[MODEL, *columns]).set_index(MODEL)
     out["lower_when_clinical"] = out["mean_clinical"] < out["mean_naive"]
     return out
 
@@ -178,17 +173,9 @@ def turn_contrast(
         x = metric.values[i]
         cut = t if turned else np.inf  # never turned: every day is before
         b, a = x[np.isfinite(x) & (days < cut)], x[np.isfinite(x) & (days >= cut)]
-        rows.append(
-            {
-                MODEL: m,
-                "turn_day": t if turned else np.nan,
-                "before": float(b.mean()) if b.size else np.nan,
-                "after": float(a.mean()) if a.size else np.nan,
-                "n_before": int(b.size),
-                "n_after": int(a.size),
-            }
-        )
-    out = pd.DataFrame(rows).set_index(MODEL)
+        rows.append((m, t if turned else np.nan, _mean(b), _mean(a), b.size, a.size))
+    columns = [MODEL, "turn_day", "before", "after", "n_before", "n_after"]
+    out = pd.DataFrame(rows, columns=columns).set_index(MODEL)
     out["change"] = out["after"] - out["before"]
     return out
 
