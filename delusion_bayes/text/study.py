@@ -1,8 +1,5 @@
-"""The text analysis of one trajectory study as one library function: :func:`analyse_text`.
-
-Entrainment (each configuration asked for) and modality per model-day, and the paper's analyses
-of them (Results; Figures 3 and 4). The ``text`` stage calls it and writes the tables.
-"""
+"""The text analysis of one trajectory study (what the ``text`` stage writes): entrainment and
+modality per model-day and the paper's analyses of them, :func:`analyse_text`."""
 
 from __future__ import annotations
 
@@ -40,9 +37,8 @@ def turn_days(cons: xr.DataArray, clinical_at: float) -> pd.Series:
     from ..baselines import milestones
 
     ms = milestones(cons, clinical_at=clinical_at)
-    first = ms["first_clinical"].to_series().astype(float)
+    first = ms["first_clinical"].to_series().astype(float).rename("turn_day")
     first[first >= ms.attrs["censor_day"]] = np.nan  # censored = never turned
-    first.name = "turn_day"
     return first
 
 
@@ -89,11 +85,9 @@ def analyse_text(
     embedder: Any = None,
     cache_dir: Any = None,
 ) -> TextAnalysis:
-    """Text metrics of a study and their analyses against the consensus stage ``cons``.
-
-    ``cfg``: a :class:`~delusion_bayes.text.config.TextConfig`, DictConfig or dict; ``clinical_at``:
-    ``baselines.clinical_at``; ``cache_dir``: the cache root when ``cfg`` has none.
-    """
+    """Text metrics of a study and their analyses against the consensus stage ``cons``. ``cfg``:
+    a :class:`~delusion_bayes.text.config.TextConfig`, DictConfig or dict; ``clinical_at``:
+    ``baselines.clinical_at``; ``cache_dir``: the cache root when ``cfg`` has none."""
     metrics, mod, embedder = compute_metrics(ds, cfg, embedder, cache_dir)
     cons = cons.transpose(MODEL, DAY)
     turn = turn_days(cons, clinical_at)
@@ -112,8 +106,7 @@ def analyse_text(
         table["days_level_b"] = an._level_b_days(ds["level_b"])
     table["mean_consensus"] = cons.mean(DAY).values
     table["turn_day"] = turn.reindex(table.index).values
-    for name, coord in model_coords(ds).items():
-        table[name] = coord.values
+    table = table.assign(**{k: v.values for k, v in model_coords(ds).items()})
     rows = []
     for k, v in metrics.items():
         if has_b:
