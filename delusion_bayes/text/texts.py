@@ -13,11 +13,14 @@ from ..data.schema import DAY, MODEL
 
 def is_missing(text: object) -> bool:
     """A missing answer: ``None``, NaN, or an empty / whitespace-only string."""
-    if text is None:
-        return True
-    if isinstance(text, float) and np.isnan(text):
+    if text is None or (isinstance(text, float) and np.isnan(text)):
         return True
     return not str(text).strip()
+
+
+def model_coords(obj: xr.Dataset | xr.DataArray) -> dict[str, xr.DataArray]:
+    """The model metadata coords (vendor, generation, ...) of ``obj``, for group-wise tables."""
+    return {k: v for k, v in obj[MODEL].coords.items() if k != MODEL and v.dims == (MODEL,)}
 
 
 def has_texts(ds: xr.Dataset) -> bool:
@@ -30,11 +33,7 @@ def has_texts(ds: xr.Dataset) -> bool:
 def study_texts(ds: xr.Dataset) -> tuple[list[str], np.ndarray]:
     """The prompts (list over days) and answers (object array ``(model, day)``, ``''`` = missing).
 
-    Raises
-    ------
-    ValueError
-        When the study lacks the ``prompt``/``answer`` variables or their dims are not
-        ``(day,)`` / ``(model, day)``.
+    ValueError when ``prompt``/``answer`` are absent or not over ``(day,)``/``(model, day)``.
     """
     for name, dims in (("prompt", (DAY,)), ("answer", (MODEL, DAY))):
         if name not in ds:
@@ -46,10 +45,8 @@ def study_texts(ds: xr.Dataset) -> tuple[list[str], np.ndarray]:
             raise ValueError(f"variable {name!r} has dims {ds[name].dims}; expected {dims}")
     prompts = [("" if is_missing(p) else str(p)) for p in ds["prompt"].values]
     ans = ds["answer"].transpose(MODEL, DAY).values
-    answers = np.empty(ans.shape, dtype=object)
-    for idx, a in np.ndenumerate(ans):
-        answers[idx] = "" if is_missing(a) else str(a)
-    return prompts, answers
+    answers = np.array([("" if is_missing(a) else str(a)) for a in ans.ravel()], dtype=object)
+    return prompts, answers.reshape(ans.shape)
 
 
 @lru_cache(maxsize=1)
@@ -62,17 +59,8 @@ def _sentencizer():
 
 
 def split_sentences(texts: Sequence[str]) -> list[list[str]]:
-    """Split each text into sentences with spaCy's rule-based ``sentencizer``.
-
-    The rule-based splitter (punctuation, no statistical model) is fast and deterministic; it is
-    what entrainment configurations 1 and 2 use. Empty texts give an empty list. Each distinct
-    text is split once per process (memoised).
-
-    Examples
-    --------
-    >>> split_sentences(["I slept badly. The router blinked again!"])  # doctest: +SKIP
-    [['I slept badly.', 'The router blinked again!']]
-    """
+    """Split each text into sentences with spaCy's rule-based ``sentencizer`` (fast, deterministic;
+    entrainment configurations 1 and 2). Each distinct text is split once per process."""
     texts = [str(t) for t in texts]
     todo = [t for t in dict.fromkeys(texts) if t not in _SPLIT]
     if todo:
