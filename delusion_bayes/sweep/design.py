@@ -1,37 +1,16 @@
 """How should I size my next study? Power and precision of one study design, on simulated studies.
 
 A *cell* of the design is a number of raters, chatbot models and days and a rater noise level
-(the typical rater discrimination: lower = noisier ratings). S studies are simulated for a cell
-from a generative preset (``paper_like``: four regimes and real group differences; the roster
-scaled to ``n_models`` as :func:`delusion_bayes.data.simulate_study` documents) and each is
-analysed with the same code as the coverage study (:mod:`delusion_bayes.sweep.coverage`):
-
-``baselines`` (every one of the ``n_sims`` studies; cheap)
-    the paper's analysis (:func:`delusion_bayes.baselines.analyse_trajectory`): exact rank-sum
-    permutation tests of the pre-specified contrasts (``baselines.contrasts``), least-squares t50
-    with its rater-bootstrap percentile interval, Krippendorff's alpha of the recognition
-    ratings with its unit-bootstrap CI (``baselines.alpha_boot``), ICC(2,k) with its F-based
-    (McGraw & Wong) CI as :func:`delusion_bayes.baselines.icc` computes it, and the regime of
-    each model from the consensus milestones (:func:`delusion_bayes.sweep.quantities.classify_regime`);
-the Bayesian model (``design.model``, the first ``n_sims_bayes`` studies)
-    posterior contrasts (difference of group means per draw; reject when P(diff > 0) > .975 or
-    < .025), the posterior t50 interval, the regime from the posterior medians of the milestones.
-
-Per cell and method it reports (:func:`cell_metrics`):
-
-* ``power``: the rejection rate of each contrast x quantity (under ``paper_like`` the groups
-  differ, so it is power; under ``null`` it is the type-I error), binomial SE;
-* ``t50_width`` / ``t50_coverage``: mean width and coverage of the 95% t50 interval of the
-  turning models (true t50 within the study), SE over studies (the models of one study are not
-  independent);
-* ``alpha_ci_width``, ``icc2k_ci_width`` (and the point values ``alpha``, ``icc2k``): the
-  precision of the reliability estimates, SE over studies;
-* ``never_correct``: the share of true never-turners (``true_regime == "never"``) classified
-  ``never``; ``never_false``: the share of the other models classified ``never`` (at 20 days
-  the late turners have not turned yet, so they look like never-turners);
-* ``seconds``: the time per study.
-
-Every number here is from simulated studies: ``data`` says so in every table.
+(the typical rater discrimination: lower = noisier). S studies of a cell are simulated from a
+generative preset (``paper_like``, its roster scaled to ``n_models``) and analysed with the
+coverage study's code (:mod:`delusion_bayes.sweep.coverage`): the baselines on all ``n_sims``
+(permutation tests of ``baselines.contrasts``, least-squares t50 with its rater-bootstrap
+interval, Krippendorff's alpha and ICC(2,k) of the recognition ratings, the regime of each model
+from the consensus milestones), the Bayesian ``design.model`` on the first ``n_sims_bayes``
+(posterior contrasts, t50 interval, regime from the posterior median milestones).
+:func:`cell_metrics` turns them into power, t50 interval width and coverage, reliability CI
+widths, never-turner classification and seconds per study. Every number here is from simulated
+studies: ``data`` says so in every table.
 
 Run as a multirun of the main CLI (one job per cell; ``experiments/design.yaml``)::
 
@@ -54,7 +33,7 @@ import xarray as xr
 
 from ..stages import setting as _get
 from .config import DesignConfig
-from .coverage import baseline_estimates, baseline_rows, posterior_rows, true_quantities
+from .coverage import _fit_rows, _seconds_row, _setup, baseline_estimates, baseline_rows
 from .coverage_metrics import BASELINE, REPLICATE_COLUMNS
 
 log = logging.getLogger(__name__)
@@ -169,46 +148,30 @@ def analyse_study(
     given. Tidy rows with :data:`REPLICATE_COLUMNS` (the coverage study's rows, plus
     ``kind = reliability`` and ``kind = classify`` rows).
 
-    ``seed`` is added to ``baselines.seed`` (bootstrap) and to ``fit_kwargs["seed"]``.
+    ``seed`` is added to ``baselines.seed`` (bootstrap) and to ``fit_kwargs["seed"]``; unlike
+    the coverage study, ``baselines.stable_run = 0`` is passed on as it is.
     """
     from ..baselines import analyse_trajectory
-    from ..data.schema import DAY, MODEL
+    from ..data.schema import MODEL
 
     stable_run = int(_get(baselines, "stable_run", 3))
-    cens = _get(baselines, "censor_day", None)
-    cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
-    contrasts = list(_get(baselines, "contrasts", []) or [])
-    truth = true_quantities(ds, stable_run=stable_run, censor_day=cens)
-    base = {"preset": str(ds.attrs.get("preset", "")), "seed": int(ds.attrs.get("seed", seed))}
-
+    cens, contrasts, truth, base, boot_seed = _setup(ds, baselines, seed, stable_run)
     t0 = time.perf_counter()
-    # what is scored comes from the recognition ratings and the adjudicated Level A/B codes:
-    # the other rated variables (their reliability rows, Table 2, Figure 2, section F) are
-    # dropped before the baselines run, which more than halves their time and changes nothing
-    # scored here (every resampling of a variable is seeded on its own)
+    # the other rated variables are dropped before the baselines run: nothing scored here uses
+    # them, and every resampling of a variable is seeded on its own (docs/design-notes.md)
     unscored = [v for v in UNSCORED if v in ds.data_vars]
-    res = analyse_trajectory(
-        ds.drop_vars(unscored), baselines, seed=int(_get(baselines, "seed", 0)) + seed,
-        milestone_replicates=True,
-    )  # fmt: skip
+    res = analyse_trajectory(ds.drop_vars(unscored), baselines, seed=boot_seed,
+                             milestone_replicates=True)  # fmt: skip
     est, con = baseline_estimates(res, ds)
     rows = baseline_rows(est, con, ds, truth, contrasts, base)
     rows += _reliability_rows(res, ds, base)
     ms = res.milestones.reindex({MODEL: ds[MODEL].values})
     rows += _classify_rows(BASELINE, ms["first_clinical"].values, ms["first_stable"].values,
                            ds, cens, base)  # fmt: skip
-    rows.append({**base, "method": BASELINE, "kind": "fit", "quantity": "seconds",
-                 "seconds": time.perf_counter() - t0})  # fmt: skip
-
+    rows.append(_seconds_row(base, BASELINE, t0))
     if method:
-        if fit_fn is None:
-            from ..models import fit as fit_fn
-        kwargs = dict(fit_kwargs or {})
-        kwargs["seed"] = int(kwargs.get("seed", 0)) + seed
-        t0 = time.perf_counter()
-        dt = fit_fn(ds, model=method, **kwargs)
-        new, pest = posterior_rows(method, dt, ds, truth, contrasts, base,
-                                   stable_run=stable_run, censor_day=cens, started=t0)  # fmt: skip
+        new, pest = _fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, seed=seed,
+                              fit_kwargs=fit_kwargs, stable_run=stable_run, cens=cens)  # fmt: skip
         rows += new
         rows += _classify_rows(method, pest["first_clinical"][0], pest["first_stable"][0],
                                ds, cens, base)  # fmt: skip
