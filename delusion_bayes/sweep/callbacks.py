@@ -1,18 +1,10 @@
 """A Hydra callback that leaves ``job.json`` in every job directory, whatever happened.
 
-Hydra's launchers (basic, joblib, submitit) catch a job's exception and only re-raise it in the
-launching process after the whole batch finished; nothing is written into the job's folder. The
-pipeline's ``run.json`` records stage failures, but an exception raised before it exists (a bad
-data path, an unknown preset) would leave a sweep's summary guessing. This callback writes
-``job.json`` = ``{"status": "ok"|"failed", "error": ..., "traceback": ..., "seconds": ...,
-"overrides": [...]}`` from Hydra's ``JobReturn`` at the end of every job.
-
-Enable it in a config (the experiments of this package do)::
-
-    hydra:
-      callbacks:
-        job_status:
-          _target_: delusion_bayes.sweep.callbacks.JobStatusCallback
+Why: Hydra's launchers catch a job's exception and re-raise it only in the launching process
+after the batch, so an exception raised before the pipeline's ``run.json`` exists (a bad data
+path, an unknown preset) would leave nothing in the job's folder. ``job.json`` = ``{"status":
+"ok"|"failed", "error", "traceback", "seconds", "overrides", "finished"}``. Enabled through
+``hydra.callbacks.job_status._target_: delusion_bayes.sweep.callbacks.JobStatusCallback``.
 """
 
 from __future__ import annotations

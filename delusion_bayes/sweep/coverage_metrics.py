@@ -5,7 +5,7 @@ quantity (closed at parameter bounds), error rates of the contrasts, the table a
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +44,7 @@ def _level_tag(level: float) -> str:
 # aggregation
 # ------------------------------------------------------------------------------------------
 def load_replicates(rep_dir: str | Path) -> pd.DataFrame:
-    """All replicate files of a directory, concatenated.
-
-    Raises
-    ------
-    ValueError
-        When the directory holds no replicate file.
-    """
+    """All replicate files of a directory, concatenated (ValueError when there is none)."""
     files = sorted(Path(rep_dir).glob("*.csv"))
     if not files:
         raise ValueError(
@@ -65,14 +59,12 @@ def load_replicates(rep_dir: str | Path) -> pd.DataFrame:
 def close_at_bounds(
     quantity: str, low: np.ndarray, high: np.ndarray, tol: float = BOUND_TOL
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Close an interval at the parameter-space bound it approaches (within ``tol``).
+    """Set an interval end within ``tol`` of a bound of :data:`BOUNDS` to the bound
+    (quantities without bounds are returned unchanged).
 
-    A posterior on an open parameter space cannot put an interval end exactly on its bound:
-    the simulator's ``true_L = 4`` (a model that reaches stage 4) is the supremum of the onset
-    models' ``L = 1 + 3 sigmoid(l)``, so a 95% interval (3.68, 3.994) would "miss" it by 0.006
-    and every such model would count as not covered. An end within ``tol`` (0.05 on the 1-4
-    stage scale, a tenth of the rating resolution) of a bound of :data:`BOUNDS` is set to the
-    bound. Quantities without bounds are returned unchanged.
+    Why: a posterior on an open parameter space cannot reach its bound: ``true_L = 4`` is the
+    supremum of the onset models' ``L = 1 + 3 sigmoid(l)``, so a 95% interval (3.68, 3.994)
+    would "miss" it by 0.006. ``tol`` = 0.05 is a tenth of the rating resolution.
     """
     if quantity not in BOUNDS:
         return low, high
@@ -128,15 +120,10 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
 
     ``what`` is ``type-I error`` where the truth has no group difference (every ``null``
     contrast; ``paper_like`` contrasts whose true difference is 0) and ``power`` elsewhere.
-
-    The two families test different nulls. The permutation test asks whether the group labels
-    are exchangeable (no systematic difference between the populations the models come from);
-    the posterior contrast is about the difference of group means of *these* models' quantities,
-    which under ``null`` is still non-zero by chance (``truth_diff``; its mean absolute value is
-    ``mean_abs_truth_diff``). A precise posterior therefore "rejects" a null-preset contrast
-    whenever the realised models happen to differ: its rejection rate under ``null`` is the
-    type-I error against the population null, not a calibration failure of the posterior for
-    its own (finite-population) estimand (``docs/design-notes.md#sweepcoverage_metricspy``).
+    The permutation test's null is exchangeable group labels; the posterior contrast is about
+    *these* models' difference of group means, non-zero by chance under ``null``
+    (``truth_diff``, ``mean_abs_truth_diff``), so its ``null`` rejection rate is a type-I error
+    against the population null, not a miscalibration (``docs/design-notes.md``).
     """
     c = reps[reps["kind"] == "contrast"].copy()
     if c.empty:
@@ -246,8 +233,8 @@ def aggregate_coverage(
     turning = coverage_table(cov, subset="turning") if not cov.empty else table
     (out / "coverage_table.md").write_text(
         "All models:\n\n" + _markdown(table)
-        + "\nModels whose true t50 lies within the study (a never-turning model's t50, L and k"
-        " are beyond the data):\n\n" + _markdown(turning)
+        + "\n\nModels whose true t50 lies within the study (a never-turning model's t50, L and k"
+        " are beyond the data):\n\n" + _markdown(turning) + "\n"
     )  # fmt: skip
     fits = reps[reps["kind"] == "fit"]
     if not fits.empty:
@@ -259,10 +246,12 @@ def aggregate_coverage(
     return cov
 
 
-def _markdown(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
-    for _, r in df.iterrows():
-        cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in r.values]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+def _fixed(v: Any) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def _markdown(df: pd.DataFrame, cell: Callable[[Any], str] = _fixed) -> str:
+    """``df`` as a Markdown table, each value written by ``cell``."""
+    lines = ["| " + " | ".join(map(str, df.columns)) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)

@@ -34,7 +34,7 @@ import xarray as xr
 from ..stages import setting as _get
 from .config import DesignConfig
 from .coverage import _fit_rows, _seconds_row, _setup, baseline_estimates, baseline_rows
-from .coverage_metrics import BASELINE, REPLICATE_COLUMNS
+from .coverage_metrics import BASELINE, REPLICATE_COLUMNS, _markdown
 
 log = logging.getLogger(__name__)
 
@@ -207,10 +207,7 @@ def run_cell(
             ds, baselines=baselines, method=method if (method and i < n_sims_bayes) else None,
             fit_kwargs=fit_kwargs, seed=i, fit_fn=fit_fn,
         )  # fmt: skip
-        rows.insert(0, "replicate", i)
-        for j, k in enumerate(CELL):
-            rows.insert(j, k, cell[k])
-        frames.append(rows)
+        frames.append(rows.assign(replicate=i, **{k: cell[k] for k in CELL}))
         if progress is not None:
             progress(i, time.perf_counter() - t0)
     return pd.concat(frames, ignore_index=True).reindex(columns=list(DESIGN_COLUMNS))
@@ -235,12 +232,15 @@ def _over_studies(values: pd.Series, by: pd.Series) -> tuple[float, float, int]:
 
 
 def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame:
-    """Per cell x method: power per contrast, t50 interval width and coverage (turning models),
-    alpha and ICC(2,k) CI widths, never-turner classification, seconds (module docstring).
+    """Per cell x method: ``power`` of each contrast x quantity (the type-I error under
+    ``null``); ``t50_width``/``t50_coverage`` of the 95% t50 interval of the turning models (true
+    t50 within the study); ``alpha``, ``icc2k`` and their ``*_ci_width``; ``never_correct`` (true
+    never-turners classified ``never``), ``never_false`` (other models classified ``never``: at
+    20 days the late turners look like never-turners); ``seconds`` per study.
 
-    ``value`` is the estimate, ``se`` its Monte Carlo standard error (binomial for power, over
-    studies otherwise), ``n`` what it is over (studies, or model-studies for the t50
-    coverage), ``n_sims`` the studies of the cell analysed by that method.
+    ``value`` is the estimate, ``se`` its Monte Carlo standard error (binomial for power, else
+    over studies: the models of one study are not independent), ``n`` what it is over (studies,
+    or model-studies for the t50 coverage), ``n_sims`` the studies of the cell for that method.
     """
     out: list[dict[str, Any]] = []
     if reps.empty:
@@ -338,9 +338,8 @@ def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TAR
         g = g.sort_values("n_models")
         hit = g[g["value"] >= target]
         fixed = {k: g[k].iloc[0] for k in ("n_raters", "n_days", "discrimination_mean")}
-        setting = (f"{fixed['n_raters']:g} raters, {fixed['n_days']:g} days, rater "
-                   f"discrimination {fixed['discrimination_mean']:g}")  # fmt: skip
-        tag = setting
+        tag = (f"{fixed['n_raters']:g} raters, {fixed['n_days']:g} days, rater "
+               f"discrimination {fixed['discrimination_mean']:g}")  # fmt: skip
         if hit.empty:
             best = g.loc[g["value"].idxmax()]
             parts.append(
@@ -448,11 +447,8 @@ def summarize_design(
     sweep_dir = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep_dir
     out.mkdir(parents=True, exist_ok=True)
-    frames = []
-    for job in find_job_dirs(sweep_dir):
-        df = results.read(job, "design/cell.csv")
-        if df is not None and not df.empty:
-            frames.append(df)
+    frames = [results.read(job, "design/cell.csv") for job in find_job_dirs(sweep_dir)]
+    frames = [df for df in frames if df is not None and not df.empty]
     if not frames:
         raise ValueError(f"{sweep_dir} holds no design/cell.csv (run experiment=design first)")
     cells = pd.concat(frames, ignore_index=True)
@@ -466,9 +462,9 @@ def summarize_design(
     text = headline(cells)
     (out / "design_table.md").write_text(
         "# Study design (SIMULATED studies)\n\n" + note + "\n\n" + text + "\n\n"
-        + "## Power (rejection rate +/- binomial SE)\n\n" + _markdown(_pm(cells, power=True))
+        + "## Power (rejection rate +/- binomial SE)\n\n" + _markdown(_pm(cells, power=True), _g)
         + "\n\n## Precision and classification (mean +/- SE over studies)\n\n"
-        + _markdown(_pm(cells, power=False)) + "\n\nEvery column with its SE: "
+        + _markdown(_pm(cells, power=False), _g) + "\n\nEvery column with its SE: "
         "design_table.csv; tidy: design_cells.csv.\n"
     )  # fmt: skip
     (out / "design_headline.md").write_text(text + "\n")
@@ -505,14 +501,7 @@ def _pm(cells: pd.DataFrame, *, power: bool) -> pd.DataFrame:
                                 "discrimination_mean": "discrimination"})  # fmt: skip
 
 
-def _markdown(df: pd.DataFrame) -> str:
-    cols = [str(c) for c in df.columns]
-
-    def fmt(v: Any) -> str:
-        if isinstance(v, float | np.floating):
-            return "" if not np.isfinite(v) else f"{v:g}"
-        return "" if v is None or (isinstance(v, float) and v != v) else str(v)
-
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
+def _g(v: Any) -> str:
+    if isinstance(v, float | np.floating):
+        return f"{v:g}" if np.isfinite(v) else ""
+    return "" if v is None else str(v)

@@ -1,19 +1,10 @@
 """The multiverse / specification-curve figure of a sweep.
 
-One column per job (ordered by its choices), one panel per headline conclusion, and at the
-bottom the "dashboard" of the specification curve (Simonsohn, Simmons & Nelson 2020, Nature
-Human Behaviour 4, 1208-1214): a dot for each choice the job made. A reader follows a column
-down to see which choices produced which conclusions, or a panel across to see how stable a
-conclusion is:
-
-* regime membership of every model (the paper's four regimes, :func:`classify_regime`);
-* milestone latencies (first clinical, first stable, first Level-B) of every model;
-* the t50 ordering (rank of every model's least-squares t50);
-* each contrast's exact permutation p (log scale, 0.05 marked) and its posterior probability
-  P(A - B > 0) under every fitted model, with each fit's diagnostics gate;
-* the entrainment-Level-B Spearman correlation.
-
-Jobs that did not finish are grey columns marked with a red cross in the dashboard.
+One column per job (ordered by its choices), one panel per headline conclusion (regimes,
+milestone latencies, t50 ordering, permutation p and posterior P(A - B > 0) per contrast, the
+diagnostics gate, the entrainment-Level-B correlation) and at the bottom the dashboard of the
+specification curve (Simonsohn, Simmons & Nelson 2020, Nature Human Behaviour 4, 1208-1214): a
+dot for each choice the job made. Jobs that did not finish are grey columns with a red cross.
 """
 
 from __future__ import annotations
@@ -95,21 +86,9 @@ def _series(ax, mat: pd.DataFrame, title: str, *, log: bool = False, lines=()):
 
 
 def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | None = None):
-    """Draw the specification curve of a ``summary.csv`` frame.
-
-    Parameters
-    ----------
-    summary
-        The frame of :func:`delusion_bayes.sweep.summarize.summary_table`.
-    keys
-        The override keys that vary across jobs (the dashboard's rows).
-    title
-        Figure title.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
+    """The specification curve (a matplotlib figure) of a ``summary.csv`` frame
+    (:func:`delusion_bayes.sweep.summarize.summary_table`); ``keys``: the override keys that
+    vary across jobs (the dashboard's rows)."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import BoundaryNorm, ListedColormap
 

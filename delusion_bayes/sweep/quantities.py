@@ -17,10 +17,8 @@ quantity               from
 ``headline:<key>``     every number in every stage's headline (``run.json``), flattened
 =====================  ==========================================================================
 
-Every file is read through the results contract (:mod:`delusion_bayes.results`), so the
-columns are the ones the stages declare. Files that are absent (a stage not run or failed) give
-no rows, so a sweep is summarised however far each job got; a file that breaks its declaration
-is logged and skipped.
+Files are read through the results contract (:mod:`delusion_bayes.results`); an absent file
+gives no rows (a sweep is summarised however far each job got), a broken one is logged.
 """
 
 from __future__ import annotations
@@ -56,29 +54,14 @@ def classify_regime(
     early_by: float = 1 / 3,
     late_from: float = 0.7,
 ) -> str:
-    """The regime of one model from its milestone latencies (trajectory paper, Results).
+    """The regime (one of :data:`REGIMES`) of one model from its milestone latencies (a value
+    ``>= censor_day``, default ``n_days + 1``, or NaN means never reached; trajectory paper,
+    Results).
 
-    ``never``: clinical framing never reached (``first_clinical`` censored); ``late``: clinical
-    framing first reached on or after day ``late_from * n_days`` (21 of 30: "turned only from day
-    21 onward"); ``early``: stable clinical framing reached by day ``early_by * n_days`` (10 of
-    30: "stabilized within days 5-10"); ``gradual``: the rest (clinical framing before day 21,
-    stabilised late or never: the GPT-5.1 pair).
-
-    Parameters
-    ----------
-    first_clinical, first_stable : float
-        Latencies; a value ``>= censor_day`` (or NaN) means never reached.
-    n_days : int
-        Study length.
-    censor_day : float, optional
-        Default ``n_days + 1``.
-    early_by, late_from : float
-        The regime boundaries as fractions of ``n_days``.
-
-    Returns
-    -------
-    str
-        One of :data:`REGIMES`.
+    ``never``: clinical framing never reached; ``late``: clinical framing first reached on or
+    after day ``late_from * n_days`` (21 of 30: "turned only from day 21 onward"); ``early``:
+    stable clinical framing reached by day ``early_by * n_days`` (10 of 30: "stabilized within
+    days 5-10"); ``gradual``: the rest (clinical before day 21, stable late or never: GPT-5.1).
     """
     cens = float(n_days + 1 if censor_day is None else censor_day)
 
@@ -280,15 +263,8 @@ EXTRACTORS = (milestone_rows, logistic_rows, contrast_rows, posterior_rows, entr
 
 
 def run_quantities(run_dir: str | Path, run: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """All quantities of one run directory as a tidy frame with columns :data:`COLUMNS`.
-
-    Parameters
-    ----------
-    run_dir
-        A run directory of :func:`delusion_bayes.pipeline.run`.
-    run
-        Its ``run.json`` content (read from disk when omitted).
-    """
+    """All quantities of a run directory of :func:`delusion_bayes.pipeline.run` as a tidy
+    frame with columns :data:`COLUMNS` (``run``: its ``run.json``, read when omitted)."""
     run_dir = Path(run_dir)
     if run is None:
         import json

@@ -1,31 +1,17 @@
 """``delusion-bayes-summarize <multirun dir>``: one table and one picture of a whole sweep.
 
-Reads every job of a Hydra multirun (``delusion-bayes -m ...``) from disk and writes, into the
-multirun directory (or ``--out``):
+Writes into the multirun directory (or ``--out``) ``summary.csv`` (one row per job and
+quantity: ``job, status, error``, one column per override key, then ``stage, quantity, item,
+value, label, source`` of :mod:`.quantities`; every job has a ``quantity == "status"`` row, so
+failed jobs are listed with their error), ``jobs.csv`` (one row per job) and
+``multiverse.png``/``.pdf`` (:func:`delusion_bayes.sweep.plot.plot_multiverse`). Coverage
+replicates (``replicates/*.csv``) are also aggregated (:mod:`.coverage_metrics`), and a
+study-design sweep (jobs with ``design/cell.csv``) is summarised by
+:func:`delusion_bayes.sweep.design.summarize_design`.
 
-``summary.csv``
-    one row per job and quantity: ``job, status, error``, the job's overrides as columns (one
-    column per override key, e.g. ``baselines.stable_run``), then ``stage, quantity, item,
-    value, label, source`` (see :mod:`delusion_bayes.sweep.quantities`). Every job has a
-    ``quantity == "status"`` row, so failed jobs are listed with their error even when they
-    produced nothing else.
-``jobs.csv``
-    one row per job: overrides, status, error, seconds.
-``multiverse.png`` / ``multiverse.pdf``
-    the specification curve (:func:`delusion_bayes.sweep.plot.plot_multiverse`).
-
-A directory holding coverage replicates (``replicates/*.csv`` from ``experiment=coverage``) is
-also aggregated into ``coverage.csv`` and ``coverage.png``/``.pdf``
-(:mod:`delusion_bayes.sweep.coverage`). A study-design sweep (``experiment=design``: jobs with
-``design/cell.csv``) also gets ``design_cells.csv``, ``design_table.csv``/``.md``,
-``power.png``/``.pdf`` and ``design_headline.md`` (:mod:`delusion_bayes.sweep.design`; every one
-says that its numbers are from simulated studies), and the headline is printed.
-
-References
-----------
-Simonsohn, Simmons & Nelson (2020), "Specification curve analysis", Nature Human Behaviour 4,
-1208-1214. Steegen, Tuerlinckx, Gelman & Vanpaemel (2016), "Increasing transparency through a
-multiverse analysis", Perspectives on Psychological Science 11, 702-712.
+References: Simonsohn, Simmons & Nelson (2020), "Specification curve analysis", Nature Human
+Behaviour 4, 1208-1214. Steegen, Tuerlinckx, Gelman & Vanpaemel (2016), "Increasing
+transparency through a multiverse analysis", Perspectives on Psychological Science 11, 702-712.
 """
 
 from __future__ import annotations
@@ -92,24 +78,9 @@ def summarize(
     plot: bool = True,
     formats: tuple[str, ...] = ("png", "pdf"),
 ) -> pd.DataFrame:
-    """Summarise a multirun directory: write ``summary.csv``, ``jobs.csv`` and the plot.
-
-    Parameters
-    ----------
-    sweep_dir
-        The multirun directory (``hydra.sweep.dir``).
-    out_dir
-        Where to write; default ``sweep_dir``.
-    plot
-        Draw ``multiverse.<fmt>`` (and the coverage figure for a coverage study).
-    formats
-        Figure formats.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The content of ``summary.csv``.
-    """
+    """Summarise a multirun directory (``hydra.sweep.dir``) into ``out_dir`` (default: the
+    same): ``summary.csv``, ``jobs.csv`` and, with ``plot``, the figures in ``formats``;
+    returns the content of ``summary.csv``."""
     sweep_dir = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -144,14 +115,7 @@ def summarize(
 
 
 def summarize_main(argv: list[str] | None = None) -> int:
-    """Console script ``delusion-bayes-summarize``.
-
-    ::
-
-        delusion-bayes -m experiment=smoke hydra/launcher=joblib baselines.stable_run=2,3 \\
-            hydra.sweep.dir=multirun/smoke
-        delusion-bayes-summarize multirun/smoke        # -> summary.csv, jobs.csv, multiverse.png
-    """
+    """Console script ``delusion-bayes-summarize`` (exit status 2 on a bad directory)."""
     parser = argparse.ArgumentParser(
         prog="delusion-bayes-summarize",
         description="Gather a delusion-bayes multirun into summary.csv, jobs.csv and a "
