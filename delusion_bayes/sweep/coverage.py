@@ -51,9 +51,7 @@ from .coverage_metrics import (
 log = logging.getLogger(__name__)
 
 
-# ------------------------------------------------------------------------------------------
-# truth
-# ------------------------------------------------------------------------------------------
+# --- truth ---
 def noise_free_rating(stage: xr.DataArray, cutpoints: Sequence[float]) -> xr.DataArray:
     """``1 + sum_j [stage > c_j]``: the rating of a rater without severity or noise (NaN kept)."""
     cuts = np.asarray(cutpoints, dtype=float)
@@ -63,30 +61,26 @@ def noise_free_rating(stage: xr.DataArray, cutpoints: Sequence[float]) -> xr.Dat
     return stage.copy(data=np.where(np.isnan(x), np.nan, cat))
 
 
-def _true_cutpoints(ds: xr.Dataset) -> Any:
-    return ds["true_cutpoints"].values if "true_cutpoints" in ds else (1.5, 2.5, 3.5)
+def _true_milestones(stage: xr.DataArray, ds: xr.Dataset, stable_run: int, censor_day: Any):
+    """Milestones of the noise-free rating of ``stage`` (the simulator's cutpoints)."""
+    from ..baselines import milestones
+
+    cuts = ds["true_cutpoints"].values if "true_cutpoints" in ds else (1.5, 2.5, 3.5)
+    return milestones(noise_free_rating(stage, cuts), stable_run=stable_run, censor_day=censor_day)
 
 
 def true_quantities(
     ds: xr.Dataset, *, stable_run: int = 3, censor_day: int | None = None
 ) -> xr.Dataset:
-    """The estimands of a simulated study per model (see the module docstring).
-
-    Raises
-    ------
-    ValueError
-        When the study carries no truth (``true_L, true_k, true_t50, true_stage``).
-    """
-    from ..baselines import milestones
-
+    """The estimands of a simulated study per model (see the module docstring); ValueError
+    when the study carries no truth (``true_L, true_k, true_t50, true_stage``)."""
     missing = [v for v in ("true_L", "true_k", "true_t50", "true_stage") if v not in ds.data_vars]
     if missing:
         raise ValueError(
             f"the study has no truth variables {missing}: the coverage study needs a simulated "
             "study (delusion_bayes.data.simulate_study)"
         )
-    rating = noise_free_rating(ds["true_stage"], _true_cutpoints(ds))
-    ms = milestones(rating, stable_run=stable_run, censor_day=censor_day)
+    ms = _true_milestones(ds["true_stage"], ds, stable_run, censor_day)
     out = xr.Dataset({"L": ds["true_L"], "k": ds["true_k"], "t50": ds["true_t50"],
                       **{m: ms[m] for m in LATENCIES}})  # fmt: skip
     if "true_regime" in ds:
@@ -94,9 +88,7 @@ def true_quantities(
     return out
 
 
-# ------------------------------------------------------------------------------------------
-# one replicate: baselines
-# ------------------------------------------------------------------------------------------
+# --- one replicate: baselines ---
 def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: bool = False):
     """The baselines of one study (:func:`delusion_bayes.baselines.analyse_trajectory`):
     ``(estimates, contrasts)`` as :func:`baseline_estimates` returns them."""
@@ -129,9 +121,7 @@ def baseline_estimates(res: Any, ds: xr.Dataset) -> tuple[dict[str, Any], pd.Dat
     return estimates, con
 
 
-# ------------------------------------------------------------------------------------------
-# one replicate: Bayesian models
-# ------------------------------------------------------------------------------------------
+# --- one replicate: Bayesian models ---
 def posterior_stage(post: xr.Dataset, days: np.ndarray) -> xr.DataArray:
     """The latent stage draws (chain, draw, model, day): ``stage`` when the model has one (joint),
     else the fitted curve ``1 + (L - 1) sigmoid(k (t - t50))`` (onset)."""
@@ -148,26 +138,23 @@ def analyse_posterior(
     censor_day: int | None = None,
     contrasts: Iterable[Any] = (),
 ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Posterior medians, 90/95% equal-tailed intervals (``arviz.eti``) and contrast
-    probabilities from a posterior with ``L, k, t50`` (chain, draw, model) and optionally
-    ``stage`` (chain, draw, model, day).
+    """Posterior medians, 90/95% equal-tailed intervals (``arviz.eti``) and contrast rows from a
+    posterior with ``L, k, t50`` (chain, draw, model) and optionally ``stage`` (..., day).
 
-    A contrast's posterior is the difference of group means (A - B) of the quantity per draw;
-    ``stat`` is the posterior probability of the alternative's direction (for ``two-sided``, the
-    larger of P(d < 0) and P(d > 0)); it rejects when that probability is >= 0.95 (one-sided) or
-    >= 0.975 (two-sided: the 95% interval of the difference excludes 0), mirroring a 5% test.
+    A contrast's posterior is the difference of group means (A - B) per draw; ``stat`` is the
+    posterior probability of the alternative's direction (two-sided: the larger of P(d < 0) and
+    P(d > 0)); it rejects at >= 0.95 (one-sided) or >= 0.975 (two-sided), mirroring a 5% test.
     """
     import arviz as az
 
-    from ..baselines import contrast_groups, milestones
+    from ..baselines import contrast_groups
     from ..data.schema import DAY, MODEL
 
     models = ds[MODEL].values
     sample = ("chain", "draw")
     quantities: dict[str, xr.DataArray] = {p: post[p].transpose(*sample, MODEL) for p in LOGISTIC}
     stage = posterior_stage(post, ds[DAY].values).transpose(*sample, MODEL, DAY)
-    rating = noise_free_rating(stage, _true_cutpoints(ds))
-    ms = milestones(rating, stable_run=stable_run, censor_day=censor_day)
+    ms = _true_milestones(stage, ds, stable_run, censor_day)
     quantities.update({m: ms[m].transpose(*sample, MODEL) for m in LATENCIES})
     quantities = {q: da.reindex({MODEL: models}) for q, da in quantities.items()}
     estimates: dict[str, Any] = {}
@@ -182,10 +169,8 @@ def analyse_posterior(
                                                      ("name", "by", "a", "b", "alternative", "quantities")}  # fmt: skip
         mask_a, mask_b = contrast_groups(ds, c)
         for q in [q for q in c.get("quantities", []) if q in quantities]:
-            da = quantities[q]
-            diff = (
-                da.isel({MODEL: mask_a}).mean(MODEL) - da.isel({MODEL: mask_b}).mean(MODEL)
-            ).values
+            a, b = (quantities[q].isel({MODEL: m}).mean(MODEL).values for m in (mask_a, mask_b))
+            diff = a - b
             p_less, p_greater = float((diff < 0).mean()), float((diff > 0).mean())
             alt = c.get("alternative", "two-sided")
             stat = {"less": p_less, "greater": p_greater}.get(alt, max(p_less, p_greater))
@@ -214,9 +199,7 @@ def _diagnostics(dt: Any) -> str:
     return f"max_rhat={rhat:.3f} divergences={divergences:.0f}"
 
 
-# ------------------------------------------------------------------------------------------
-# rows of one replicate
-# ------------------------------------------------------------------------------------------
+# --- rows of one replicate ---
 def _rows(method, est, con, stat, reject, ds, truth, contrasts, base) -> list[dict[str, Any]]:
     """Interval rows (one per quantity and model) and contrast rows (one per ``con`` row:
     ``stat`` its column ``stat``, ``reject`` = ``reject(row)``) of one method."""
@@ -296,9 +279,7 @@ def posterior_rows(
     return rows, est
 
 
-# ------------------------------------------------------------------------------------------
-# one replicate, shared with the design study (sweep/design.py)
-# ------------------------------------------------------------------------------------------
+# --- one replicate, shared with the design study (sweep/design.py) ---
 def _setup(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):
     """``(censor_day, contrasts, truth, base row, bootstrap seed)`` of a simulated study
     analysed under the ``baselines`` node (censoring: the day after the last by default)."""
@@ -336,14 +317,11 @@ def analyse_replicate(
     fit_fn: Callable[..., Any] | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
-    """Analyse one simulated study (``true_*`` variables) with the baselines and every Bayesian
-    ``methods`` entry (``()``: the baselines only); tidy rows with :data:`REPLICATE_COLUMNS`.
-
-    ``baselines`` is the ``baselines`` config node (its ``stable_run = 0`` or unset means 3);
-    ``fit_kwargs`` go to ``fit_fn(ds, model=..., **fit_kwargs) -> DataTree`` (default
-    :func:`delusion_bayes.models.fit`); ``seed`` is added to ``baselines.seed`` (bootstrap)
-    and to ``fit_kwargs["seed"]``.
-    """
+    """Analyse one simulated study with the baselines and every Bayesian ``methods`` entry;
+    tidy rows with :data:`REPLICATE_COLUMNS`. ``baselines``: the config node (``stable_run = 0``
+    or unset means 3); ``fit_fn(ds, model=..., **fit_kwargs) -> DataTree`` defaults to
+    :func:`delusion_bayes.models.fit`; ``seed`` is added to ``baselines.seed`` and to
+    ``fit_kwargs["seed"]``."""
     from ..stages import setting
 
     stable_run = int(setting(baselines, "stable_run", 3) or 3)
@@ -358,9 +336,7 @@ def analyse_replicate(
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
 
 
-# ------------------------------------------------------------------------------------------
-# resumable replicate files
-# ------------------------------------------------------------------------------------------
+# --- resumable replicate files ---
 def replicate_path(out_dir: str | Path, preset: str, seed: int) -> Path:
     """``<out_dir>/replicates/<preset>-<seed:04d>.csv``."""
     return Path(out_dir) / REPLICATE_DIR / f"{preset}-{int(seed):04d}.csv"
@@ -429,9 +405,7 @@ def run_coverage(
     return aggregate_coverage(Path(out_dir) / REPLICATE_DIR, out_dir) if aggregate else None
 
 
-# ------------------------------------------------------------------------------------------
-# Hydra entry point: one replicate per job
-# ------------------------------------------------------------------------------------------
+# --- Hydra entry point: one replicate per job ---
 def replicate_job(cfg: Any) -> str:
     """The task of one Hydra job: replicate ``(data.preset, data.seed)`` into
     ``<hydra.sweep.dir>/replicates/`` (``hydra.run.dir`` outside a multirun)."""
@@ -486,10 +460,8 @@ def main() -> None:
     from ..config import conf_dir, register_configs
 
     register_configs()
-    task = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")(
-        replicate_job
-    )
-    task()
+    task = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
+    task(replicate_job)()
 
 
 if __name__ == "__main__":  # pragma: no cover

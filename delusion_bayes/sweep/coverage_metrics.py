@@ -40,9 +40,7 @@ def _level_tag(level: float) -> str:
     return f"{round(level * 100):d}"
 
 
-# ------------------------------------------------------------------------------------------
-# aggregation
-# ------------------------------------------------------------------------------------------
+# --- aggregation ---
 def load_replicates(rep_dir: str | Path) -> pd.DataFrame:
     """All replicate files of a directory, concatenated (ValueError when there is none)."""
     files = sorted(Path(rep_dir).glob("*.csv"))

@@ -78,9 +78,7 @@ def simulate_cell(
     return simulate_study(preset=preset, seed=int(seed), **kw)
 
 
-# ------------------------------------------------------------------------------------------
-# one study
-# ------------------------------------------------------------------------------------------
+# --- one study ---
 def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list[dict]:
     """Krippendorff's alpha (unit-bootstrap CI, when ``alpha_boot`` > 0) and ICC(2,k) (its
     F-based CI) of the recognition ratings."""
@@ -213,9 +211,7 @@ def run_cell(
     return pd.concat(frames, ignore_index=True).reindex(columns=list(DESIGN_COLUMNS))
 
 
-# ------------------------------------------------------------------------------------------
-# per-cell metrics
-# ------------------------------------------------------------------------------------------
+# --- per-cell metrics ---
 def binomial_se(p: float, n: int) -> float:
     """``sqrt(p (1 - p) / n)`` (NaN for n = 0)."""
     return math.sqrt(p * (1.0 - p) / n) if n > 0 and np.isfinite(p) else np.nan
@@ -267,35 +263,31 @@ def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame
                 ok = np.isfinite(lo) & np.isfinite(hi)
                 width = (hi - lo).where(ok)
                 cover = ((lo <= iv["truth"]) & (iv["truth"] <= hi)).astype(float).where(ok)
-                v, se, n = _over_studies(width, iv["replicate"])
-                add("t50_width", "t50 (turning models)", v, se, n)
+                add("t50_width", "t50 (turning models)", *_over_studies(width, iv["replicate"]))
                 v, se, _ = _over_studies(cover, iv["replicate"])
                 add("t50_coverage", "t50 (turning models)", v, se, int(ok.sum()))
             rel = gm[gm["kind"] == "reliability"]
             for q, gr in rel.groupby("quantity", sort=False):
                 w = gr["high_95"].astype(float) - gr["low_95"].astype(float)
-                v, se, n = _over_studies(w, gr["replicate"])
-                add(f"{q}_ci_width", "recognition", v, se, n)
-                v, se, n = _over_studies(gr["estimate"].astype(float), gr["replicate"])
-                add(q, "recognition", v, se, n)
+                add(f"{q}_ci_width", "recognition", *_over_studies(w, gr["replicate"]))
+                add(q, "recognition", *_over_studies(gr["estimate"].astype(float), gr["replicate"]))
             cl = gm[gm["kind"] == "classify"]
-            if not cl.empty:
-                never = cl["truth"].astype(float) == 1.0
-                for metric, sub in (("never_correct", cl[never]), ("never_false", cl[~never])):
-                    if sub.empty:
-                        continue
-                    v, se, n = _over_studies(sub["estimate"].astype(float), sub["replicate"])
-                    add(metric, "regime = never", v, se, n)
+            never = cl["truth"].astype(float) == 1.0
+            for metric, sub in (("never_correct", cl[never]), ("never_false", cl[~never])):
+                if not sub.empty:
+                    est = sub["estimate"].astype(float)
+                    add(metric, "regime = never", *_over_studies(est, sub["replicate"]))
             fit = gm[gm["kind"] == "fit"]
             if not fit.empty:
-                v, se, n = _over_studies(fit["seconds"].astype(float), fit["replicate"])
-                add("seconds", "per study", v, se, n)
+                add(
+                    "seconds",
+                    "per study",
+                    *_over_studies(fit["seconds"].astype(float), fit["replicate"]),
+                )
     return pd.DataFrame(out).reindex(columns=list(METRIC_COLUMNS))
 
 
-# ------------------------------------------------------------------------------------------
-# the table, the power curves and the headline over cells (delusion-bayes-summarize)
-# ------------------------------------------------------------------------------------------
+# --- the table, the power curves and the headline over cells (delusion-bayes-summarize) ---
 #: methods as the table and figure name them
 METHOD_LABELS = {BASELINE: "permutation test", "onset": "onset (posterior)",
                  "joint": "joint (posterior)"}  # fmt: skip

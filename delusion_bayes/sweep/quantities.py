@@ -23,6 +23,7 @@ gives no rows (a sweep is summarised however far each job got), a broken one is 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Mapping
@@ -33,12 +34,10 @@ import numpy as np
 import pandas as pd
 
 from .. import results
-from ..baselines.config import MILESTONES as _BASELINE_MILESTONES
+from ..baselines.config import MILESTONES
 
 log = logging.getLogger(__name__)
 
-#: milestone latencies and day counts (Table 1), in the order the plot shows them
-MILESTONES = _BASELINE_MILESTONES
 LOGISTIC: tuple[str, ...] = ("L", "k", "t50")
 #: the four regimes of the paper's Results, in order of turning
 REGIMES: tuple[str, ...] = ("early", "gradual", "late", "never")
@@ -77,25 +76,20 @@ def classify_regime(
     return "gradual"
 
 
-# ------------------------------------------------------------------------------------------
-# helpers
-# ------------------------------------------------------------------------------------------
+# --- helpers ---
 def _rows(stage: str, quantity: str, item: Any, value: Any, source: str) -> dict[str, Any]:
-    num, label = _as_number(value)
     item = "" if item is None else str(item)
-    return dict(zip(COLUMNS, (stage, quantity, item, num, label, source), strict=True))
+    return dict(zip(COLUMNS, (stage, quantity, item, *_as_number(value), source), strict=True))
 
 
 def _as_number(value: Any) -> tuple[float, str]:
-    if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
-        return float(value), ""
-    if value is None:
-        return float("nan"), ""
-    text = str(value)
+    """``(value, "")`` for a number (NaN for None), ``(NaN, text)`` for a label."""
+    if value is None or isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
+        return (float("nan") if value is None else float(value)), ""
     try:
-        return float(text), ""
+        return float(str(value)), ""
     except ValueError:
-        return float("nan"), text
+        return float("nan"), str(value)
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -125,9 +119,7 @@ def _read(run_dir: Path, key: str, fit: str | None = None) -> pd.DataFrame | Non
     return None if df is None or (isinstance(df, pd.DataFrame) and df.empty) else df
 
 
-# ------------------------------------------------------------------------------------------
-# extractors: each returns a list of row dicts
-# ------------------------------------------------------------------------------------------
+# --- extractors: each returns a list of row dicts ---
 def study_length(run_dir: Path) -> tuple[int, float]:
     """``(n_days, censor_day)`` the baselines stage used (its ``index.json`` config)."""
     index = results.read(run_dir, "baselines/index.json") or {}
@@ -149,12 +141,10 @@ def milestone_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]
             for _, rec in df.iterrows() for m in MILESTONES]  # fmt: skip
     n_days, cens = study_length(run_dir)
     for _, rec in df.iterrows():
-        regime = classify_regime(
-            rec["first_clinical"], rec["first_stable"], n_days=n_days, censor_day=cens
-        )
+        regime = classify_regime(rec["first_clinical"], rec["first_stable"], n_days=n_days,
+                                 censor_day=cens)  # fmt: skip
         row = _rows("baselines", "regime", rec["model"], regime, key)
-        row["value"] = float(REGIMES.index(regime))
-        rows.append(row)
+        rows.append({**row, "value": float(REGIMES.index(regime))})
     return rows
 
 
@@ -267,8 +257,6 @@ def run_quantities(run_dir: str | Path, run: Mapping[str, Any] | None = None) ->
     frame with columns :data:`COLUMNS` (``run``: its ``run.json``, read when omitted)."""
     run_dir = Path(run_dir)
     if run is None:
-        import json
-
         path = run_dir / "run.json"
         run = json.loads(path.read_text()) if path.is_file() else {}
     rows: list[dict[str, Any]] = []

@@ -41,11 +41,8 @@ def _override_columns(jobs: list[Job]) -> list[str]:
 def jobs_table(jobs: list[Job]) -> pd.DataFrame:
     """One row per job: name, status, error, seconds and the overrides as columns."""
     keys = _override_columns(jobs)
-    rows = []
-    for job in jobs:
-        row = {"job": job.name, "status": job.status, "error": job.error, "seconds": job.seconds}
-        row.update({k: job.overrides.get(k, "") for k in keys})
-        rows.append(row)
+    rows = [{"job": job.name, "status": job.status, "error": job.error, "seconds": job.seconds,
+             **{k: job.overrides.get(k, "") for k in keys}} for job in jobs]  # fmt: skip
     return pd.DataFrame(rows, columns=["job", "status", "error", "seconds", *keys])
 
 
@@ -59,12 +56,8 @@ def summary_table(jobs: list[Job]) -> pd.DataFrame:
         status = ("run", "status", "", 1.0 if job.ok else 0.0, job.status, source)
         status_row = pd.DataFrame([dict(zip(COLUMNS, status, strict=True))])
         q = pd.concat([status_row, q], ignore_index=True) if not q.empty else status_row
-        q.insert(0, "job", job.name)
-        q.insert(1, "status", job.status)
-        q.insert(2, "error", job.error)
-        for i, k in enumerate(keys):
-            q.insert(3 + i, k, job.overrides.get(k, ""))
-        frames.append(q)
+        info = {"job": job.name, "status": job.status, "error": job.error}
+        frames.append(q.assign(**info, **{k: job.overrides.get(k, "") for k in keys}))
     columns = [*JOB_COLUMNS, *keys, *COLUMNS]
     if not frames:
         return pd.DataFrame(columns=columns)
@@ -105,8 +98,7 @@ def summarize(
     if plot and any(j.run for j in jobs) and not design:  # coverage: replicates, not run dirs
         from .plot import plot_multiverse
 
-        fig = plot_multiverse(summary, sweep_keys(jobs))
-        save_figure(fig, out / "multiverse", formats)
+        save_figure(plot_multiverse(summary, sweep_keys(jobs)), out / "multiverse", formats)
     if coverage_only:
         aggregate_coverage(sweep_dir / REPLICATE_DIR, out, plot=plot, formats=formats)
     if design:
