@@ -1,26 +1,17 @@
 """Which inference choice keeps its promises: a coverage study on simulated studies.
 
-S studies are simulated from known truth (``paper_like`` and ``null``) and each is analysed by
-the paper's baselines (least-squares logistic fit and milestones of the median consensus with a
-rater-resampling percentile bootstrap, exact rank-sum permutation tests of the contrasts) and by
-every Bayesian model of ``model.name`` + ``model.also_fit`` (posterior medians, equal-tailed
-intervals, contrasts as the posterior of the difference of group means). Scoring (coverage of
-90/95% intervals, width, bias, RMSE, rejection rates) is :mod:`.coverage_metrics`. Estimands:
-the simulator's ``true_L, true_k, true_t50``, and the milestones of the noise-free rating of the
-true latent stage (:func:`noise_free_rating`) under the configured ``stable_run`` and censoring.
-
-Layout on disk (resumable: a finished replicate is never redone)::
-
-    <out>/replicates/<preset>-<seed>.csv   one file per finished replicate (tidy rows)
-    <out>/coverage.csv, coverage_table.csv/.md, contrast_errors.csv, coverage.png/.pdf
-
-Seeds: the study ``data.seed``, the bootstrap ``baselines.seed + data.seed``, the sampler
-``sampler.seed + data.seed``. Run as a Hydra multirun (one job per replicate, any launcher)::
+S studies simulated from known truth (``paper_like``, ``null``) are analysed by the paper's
+baselines (least-squares logistic fit and milestones of the median consensus with a rater
+bootstrap, exact permutation tests of the contrasts) and by every Bayesian model of
+``model.name`` + ``model.also_fit``; :mod:`.coverage_metrics` scores them. Estimands: the
+simulator's ``true_L, true_k, true_t50`` and the milestones of the noise-free rating of the true
+latent stage (:func:`noise_free_rating`). Seeds: the study ``data.seed``, the bootstrap
+``baselines.seed + data.seed``, the sampler ``sampler.seed + data.seed``. One resumable file per
+replicate, ``<out>/replicates/<preset>-<seed>.csv``; run as a Hydra multirun (one job per
+replicate) or in one loop (:func:`run_coverage`)::
 
     python -m delusion_bayes.sweep.coverage -m experiment=coverage
-    delusion-bayes-summarize multirun/coverage
-
-or as one loop in Python: :func:`run_coverage`.
+    delusion-bayes-summarize multirun/coverage   # coverage.csv, coverage_table.md, coverage.png
 """
 
 from __future__ import annotations

@@ -75,12 +75,10 @@ def close_at_bounds(
 def coverage_metrics(reps: pd.DataFrame, n_days: int = 30) -> pd.DataFrame:
     """Coverage, width, bias and RMSE per preset x method x quantity x subset.
 
-    ``subset`` is ``all`` (every model) or ``turning`` (models whose true t50 lies within the
-    study, ``true_t50 <= n_days``): a never-turning model's t50 is beyond the data and would
-    dominate widths and RMSE. ``n`` counts model-replicates, ``defined`` the fraction with a
-    finite interval (a flat least-squares fit has none); coverage and width are over those.
-    Intervals of bounded quantities (``L``) are closed at the bound they approach
-    (:func:`close_at_bounds`) before coverage is scored; widths use the intervals as reported.
+    ``subset``: ``all`` or ``turning`` (true t50 <= ``n_days``: a never-turner's t50 is beyond
+    the data and would dominate widths and RMSE). ``n`` counts model-replicates, ``defined`` the
+    fraction with a finite interval (a flat least-squares fit has none); coverage and width are
+    over those. Coverage uses :func:`close_at_bounds`, widths the intervals as reported.
     """
     iv = reps[reps["kind"] == "interval"].copy()
     if iv.empty:
@@ -238,8 +236,7 @@ def aggregate_coverage(
     if not fits.empty:
         fits.groupby(["preset", "method"])["seconds"].describe().to_csv(out / "fit_times.csv")
     if plot and not cov.empty:
-        fig = plot_coverage(cov, errors)
-        save_figure(fig, out / "coverage", formats)
+        save_figure(plot_coverage(cov, errors), out / "coverage", formats)
     log.info("coverage of %d replicates -> %s", reps["seed"].nunique(), out / "coverage.csv")
     return cov
 

@@ -1,18 +1,12 @@
 """How should I size my next study? Power and precision of one study design, on simulated studies.
 
-A *cell* of the design is a number of raters, chatbot models and days and a rater noise level
-(the typical rater discrimination: lower = noisier). S studies of a cell are simulated from a
-generative preset (``paper_like``, its roster scaled to ``n_models``) and analysed with the
-coverage study's code (:mod:`delusion_bayes.sweep.coverage`): the baselines on all ``n_sims``
-(permutation tests of ``baselines.contrasts``, least-squares t50 with its rater-bootstrap
-interval, Krippendorff's alpha and ICC(2,k) of the recognition ratings, the regime of each model
-from the consensus milestones), the Bayesian ``design.model`` on the first ``n_sims_bayes``
-(posterior contrasts, t50 interval, regime from the posterior median milestones).
-:func:`cell_metrics` turns them into power, t50 interval width and coverage, reliability CI
-widths, never-turner classification and seconds per study. Every number here is from simulated
-studies: ``data`` says so in every table.
-
-Run as a multirun of the main CLI (one job per cell; ``experiments/design.yaml``)::
+A *cell* is a number of raters, chatbot models and days and a rater noise level (the typical
+rater discrimination). ``n_sims`` studies of a cell, simulated from ``paper_like`` with its roster
+scaled to ``n_models``, are analysed with the coverage study's code
+(:mod:`delusion_bayes.sweep.coverage`) plus reliability (alpha, ICC(2,k)) and regime
+classification: the baselines on all, the Bayesian ``design.model`` on the first
+``n_sims_bayes``; :func:`cell_metrics` scores them. Every table says its numbers are simulated.
+One job per cell (``experiments/design.yaml``)::
 
     delusion-bayes -m experiment=design
     delusion-bayes-summarize multirun/design   # design_table.csv/.md, power.png/.pdf, headline
@@ -55,12 +49,8 @@ UNSCORED: tuple[str, ...] = ("confidence", "intervention", "disengagement")
 def cell_of(design: Any) -> dict[str, Any]:
     """``{n_raters, n_models, n_days, discrimination_mean}`` of a ``design`` node."""
     d = DesignConfig()
-    return {
-        "n_raters": int(_get(design, "n_raters", d.n_raters)),
-        "n_models": int(_get(design, "n_models", d.n_models)),
-        "n_days": int(_get(design, "n_days", d.n_days)),
-        "discrimination_mean": float(_get(design, "discrimination_mean", d.discrimination_mean)),
-    }
+    types = {**dict.fromkeys(CELL, int), "discrimination_mean": float}
+    return {k: types[k](_get(design, k, getattr(d, k))) for k in CELL}
 
 
 def simulate_cell(
@@ -107,14 +97,8 @@ def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list
     return rows
 
 
-def _classify_rows(
-    method: str,
-    first_clinical: np.ndarray,
-    first_stable: np.ndarray,
-    ds: xr.Dataset,
-    censor_day: int,
-    base: Mapping[str, Any],
-) -> list[dict]:
+def _classify_rows(method: str, first_clinical: np.ndarray, first_stable: np.ndarray,
+                   ds: xr.Dataset, censor_day: int, base: Mapping[str, Any]) -> list[dict]:  # fmt: skip
     """One row per model: ``truth`` = 1 for a true never-turner (``true_regime``), ``estimate``
     = 1 when :func:`classify_regime` says ``never``; ``note`` = the regime it gave."""
     from ..data.schema import DAY, MODEL
@@ -142,13 +126,10 @@ def analyse_study(
     seed: int = 0,
     fit_fn: Callable[..., Any] | None = None,
 ) -> pd.DataFrame:
-    """Analyse one simulated study: the baselines, and ``method`` (``onset``/``joint``) when
-    given. Tidy rows with :data:`REPLICATE_COLUMNS` (the coverage study's rows, plus
-    ``kind = reliability`` and ``kind = classify`` rows).
-
-    ``seed`` is added to ``baselines.seed`` (bootstrap) and to ``fit_kwargs["seed"]``; unlike
-    the coverage study, ``baselines.stable_run = 0`` is passed on as it is.
-    """
+    """Analyse one simulated study with the baselines and ``method`` (``onset``/``joint``) when
+    given: the coverage study's rows plus ``reliability`` and ``classify`` rows. ``seed`` is
+    added to ``baselines.seed`` and ``fit_kwargs["seed"]``; unlike the coverage study,
+    ``baselines.stable_run = 0`` is passed on as it is."""
     from ..baselines import analyse_trajectory
     from ..data.schema import MODEL
 
@@ -314,9 +295,8 @@ def design_table(cells: pd.DataFrame) -> pd.DataFrame:
 def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TARGET_POWER,
              method: str = BASELINE) -> str:  # fmt: skip
     """The sentence "to detect <item> with 80% power you need >= N models (...)" per setting."""
-    sub = cells[
-        (cells["metric"] == "power") & (cells["item"] == item) & (cells["method"] == method)
-    ]
+    power = cells[cells["metric"] == "power"]
+    sub = power[(power["item"] == item) & (power["method"] == method)]
     what = item.replace(": ", " contrast on ").replace("first_stable", "first stable framing")
     how = ("permutation test, p < .05" if method == BASELINE
            else f"{method} posterior, 95% interval of the difference excludes 0")  # fmt: skip
@@ -377,9 +357,8 @@ def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
     }
     styles = {BASELINE: "-", "onset": "--", "joint": ":"}
     panels = list(pw.groupby("item", sort=True))
-    n = max(len(panels), 1)
-    ncol = min(n, 4)
-    nrow = math.ceil(n / ncol)
+    ncol = min(max(len(panels), 1), 4)
+    nrow = math.ceil(max(len(panels), 1) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.3 * ncol, 2.7 * nrow + 1.2), squeeze=False,
                              sharey=True)  # fmt: skip
     for ax, (item, g) in zip(axes.flat, panels, strict=False):

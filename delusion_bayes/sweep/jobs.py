@@ -44,21 +44,18 @@ class Job:
 
 
 def parse_overrides(lines: list[str]) -> dict[str, str]:
-    """``["baselines.stable_run=2", "+x.y=1", "~z"]`` -> ``{"baselines.stable_run": "2", ...}``.
-
-    Deletions (``~key``) map to ``"<deleted>"``; a line without ``=`` is kept with an empty value.
-    """
+    """``["baselines.stable_run=2", "+x.y=1", "~z"]`` -> ``{"baselines.stable_run": "2", ...}``;
+    a deletion ``~key`` maps to ``"<deleted>"``, a line without ``=`` to an empty value."""
     out: dict[str, str] = {}
     for line in lines:
         text = str(line).strip()
         if not text:
             continue
+        key, _, value = text.removeprefix("~").partition("=")
         if text.startswith("~"):
-            key, _, value = text[1:].partition("=")
             out[key] = "<deleted>" if not value else f"<deleted {value}>"
-            continue
-        key, _, value = text.partition("=")
-        out[key.lstrip("+")] = value
+        else:
+            out[key.lstrip("+")] = value
     return out
 
 

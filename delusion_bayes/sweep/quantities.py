@@ -1,21 +1,11 @@
 """The headline conclusions of one run, read back from what its stages wrote (no refitting).
 
-Every quantity becomes a tidy row ``(stage, quantity, item, value, label, source)``:
-
-=====================  ==========================================================================
-quantity               from
-=====================  ==========================================================================
-``first_clinical`` ... ``baselines/table1_milestones.csv`` (one row per model; Table 1)
-``regime``             derived from the milestones by :func:`classify_regime` (label; Results)
-``L, k, t50``          ``baselines/tableD1_logistic.csv`` (least squares; Table D1)
-``t50_rank``           rank of each model's ``t50`` within the run (the t50 ordering)
-``perm_p``             ``baselines/contrasts.csv`` (exact permutation p, item ``contrast:quantity``)
-``posterior_prob:<m>`` ``models/<m>/contrasts_posterior.csv`` (P(A - B > 0) under fitted model m)
-``posterior_<q>:<m>``  ``models/<m>/milestones_posterior.csv`` and ``models/<m>/t50_posterior.csv``
-``gate_passed``        ``models/<m>/gate.json`` (1 = the fit passed the diagnostics gate; item m)
-``entrainment_level_b_rho``  ``text/correlations.csv`` (Spearman rho of entrainment vs Level-B days)
-``headline:<key>``     every number in every stage's headline (``run.json``), flattened
-=====================  ==========================================================================
+Every quantity becomes a tidy row ``(stage, quantity, item, value, label, source)``; one
+extractor per source file (each names the file it reads): milestone latencies (Table 1) and
+``regime`` (:func:`classify_regime`); ``L, k, t50`` (Table D1) and ``t50_rank``; ``perm_p`` and
+``posterior_prob:<fit>`` (P(A - B > 0)) per contrast; posterior medians ``posterior_<q>:<fit>``,
+``gate_passed`` and ``max_rhat``; ``entrainment_level_b_rho``; every number of every stage's
+headline (``headline:<key>``, flattened).
 
 Files are read through the results contract (:mod:`delusion_bayes.results`); an absent file
 gives no rows (a sweep is summarised however far each job got), a broken one is logged.
@@ -164,10 +154,8 @@ def logistic_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
 
 
 def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Permutation p per contrast and quantity (``baselines/contrasts.csv``), and beside it the
-    posterior probability that group A exceeds group B, ``P(A - B > 0)``, per fitted model
-    (``models/<fit>/contrasts_posterior.csv``, column ``p_gt_0``; quantity
-    ``posterior_prob:<fit>``)."""
+    """Permutation p per contrast and quantity (``baselines/contrasts.csv``) and, per fitted
+    model, ``P(A - B > 0)`` (``models/<fit>/contrasts_posterior.csv``: ``posterior_prob:<fit>``)."""
     rows = []
     key = "baselines/contrasts.csv"
     df = _read(run_dir, key)
@@ -187,9 +175,8 @@ def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
 
 
 def posterior_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per fitted model (``models/<fit>/``): posterior medians of the milestones
-    (``milestones_posterior.csv``, quantity ``posterior_<milestone>:<fit>``), of ``L, k, t50``
-    (``t50_posterior.csv``, quantity ``posterior_<p>:<fit>``) and the diagnostics gate
+    """Per fitted model: posterior medians ``posterior_<q>:<fit>`` of the milestones and of ``L,
+    k, t50`` (``models/<fit>/milestones_posterior.csv``, ``t50_posterior.csv``) and the gate
     (``gate.json``: ``gate_passed`` 1/0 and ``max_rhat``, item = fit)."""
     rows = []
     for fit in results.fits(run_dir):
