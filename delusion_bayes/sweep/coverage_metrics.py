@@ -112,10 +112,10 @@ def coverage_metrics(reps: pd.DataFrame, n_days: int = 30) -> pd.DataFrame:
 
 
 def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
-    """Rejection rates per preset x method x contrast x quantity.
+    """Rejection rates per preset x method x contrast x quantity; ``what`` is ``type-I error``
+    where the truth has no group difference (every ``null`` contrast; ``paper_like`` contrasts
+    whose true difference is 0) and ``power`` elsewhere.
 
-    ``what`` is ``type-I error`` where the truth has no group difference (every ``null``
-    contrast; ``paper_like`` contrasts whose true difference is 0) and ``power`` elsewhere.
     The permutation test's null is exchangeable group labels; the posterior contrast is about
     *these* models' difference of group means, non-zero by chance under ``null``
     (``truth_diff``, ``mean_abs_truth_diff``), so its ``null`` rejection rate is a type-I error
@@ -160,9 +160,8 @@ def plot_coverage(cov: pd.DataFrame, errors: pd.DataFrame, subset: str = "all"):
     sub = cov[cov["subset"] == subset]
     presets = list(dict.fromkeys(sub["preset"]))
     methods = list(dict.fromkeys(sub["method"]))
-    fig, axes = plt.subplots(
-        len(presets) + 1, 2, figsize=(11, 3.0 * (len(presets) + 1)), squeeze=False
-    )
+    nrow = len(presets) + 1
+    fig, axes = plt.subplots(nrow, 2, figsize=(11, 3.0 * nrow), squeeze=False)
     markers = {0.9: "o", 0.95: "s"}
     for r, preset in enumerate(presets):
         g = sub[sub["preset"] == preset]
@@ -180,9 +179,8 @@ def plot_coverage(cov: pd.DataFrame, errors: pd.DataFrame, subset: str = "all"):
         for ax in axes[r]:
             ax.set_xticks(range(len(qs)), qs, fontsize=8)
         axes[r, 0].set_ylim(-0.03, 1.03)
-        axes[r, 0].set_title(
-            f"{preset}: interval coverage (dashed = nominal 90/95%)", fontsize=9, loc="left"
-        )
+        title = f"{preset}: interval coverage (dashed = nominal 90/95%)"
+        axes[r, 0].set_title(title, fontsize=9, loc="left")
         axes[r, 1].set_title(f"{preset}: mean width of 95% intervals", fontsize=9, loc="left")
         axes[r, 1].set_yscale("log")
     axes[0, 0].legend(fontsize=6, ncol=2)

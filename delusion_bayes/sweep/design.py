@@ -306,35 +306,31 @@ def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TAR
     parts = []
     others = [k for k in ("n_raters", "n_days", "discrimination_mean") if sub[k].nunique() > 1]
     groups = sub.groupby(others, sort=True) if others else [((), sub)]
+
+    def pm(r: pd.Series) -> str:
+        return f"{r['value']:.2f} +/- {r['se']:.2f}"
+
     for _, g in groups:
         g = g.sort_values("n_models")
-        hit = g[g["value"] >= target]
-        fixed = {k: g[k].iloc[0] for k in ("n_raters", "n_days", "discrimination_mean")}
-        tag = (f"{fixed['n_raters']:g} raters, {fixed['n_days']:g} days, rater "
-               f"discrimination {fixed['discrimination_mean']:g}")  # fmt: skip
+        r0, hit = g.iloc[0], g[g["value"] >= target]
+        tag = (f"{r0['n_raters']:g} raters, {r0['n_days']:g} days, rater discrimination "
+               f"{r0['discrimination_mean']:g}")  # fmt: skip
         if hit.empty:
             best = g.loc[g["value"].idxmax()]
-            parts.append(
-                f"with {tag}, {target:.0%} power is not reached with up to "
-                f"{int(g['n_models'].max())} models (best: {best['value']:.2f} +/- "
-                f"{best['se']:.2f} at {int(best['n_models'])})"
-            )
+            parts.append(f"with {tag}, {target:.0%} power is not reached with up to "
+                         f"{int(g['n_models'].max())} models (best: {pm(best)} at "
+                         f"{int(best['n_models'])})")  # fmt: skip
             continue
         first = hit.iloc[0]
-        got = (f"power {first['value']:.2f} +/- {first['se']:.2f}, {int(first['n'])} simulated "
-               "studies")  # fmt: skip
+        n_first = int(first["n_models"])
+        got = f"power {pm(first)}, {int(first['n'])} simulated studies"
         below = g[g["n_models"] < first["n_models"]]
         if below.empty:
-            parts.append(
-                f"with {tag} the fewest models tried, {int(first['n_models'])}, already suffice "
-                f"({got})"
-            )
+            parts.append(f"with {tag} the fewest models tried, {n_first}, already suffice ({got})")
         else:
             prev = below.iloc[-1]
-            parts.append(
-                f"with {tag} you need >= {int(first['n_models'])} models ({got}; "
-                f"{int(prev['n_models'])} models: {prev['value']:.2f} +/- {prev['se']:.2f})"
-            )
+            parts.append(f"with {tag} you need >= {n_first} models ({got}; "
+                         f"{int(prev['n_models'])} models: {pm(prev)})")  # fmt: skip
     return (f"{source.capitalize()} studies: to detect the {what} with {target:.0%} power "
             f"({how}): " + "; ".join(parts) + ".")  # fmt: skip
 

@@ -110,10 +110,8 @@ def read_job(job_dir: str | Path, root: str | Path | None = None) -> Job:
     if run is not None:
         job.run = run
         stages = run.get("stages", {}) if isinstance(run.get("stages"), dict) else {}
-        failed = [
-            s for s, r in stages.items() if isinstance(r, dict) and r.get("status") == "failed"
-        ]
-        failed = list(dict.fromkeys([*run.get("failed", []), *failed]))
+        bad = (s for s, r in stages.items() if isinstance(r, dict) and r.get("status") == "failed")
+        failed = list(dict.fromkeys([*run.get("failed", []), *bad]))
         if failed:
             job.status = "failed"
             job.error = "; ".join(

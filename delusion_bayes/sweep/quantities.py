@@ -210,19 +210,9 @@ def entrainment_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, An
     return [_rows("text", "entrainment_level_b_rho", "", r["rho"], key) for _, r in row.iterrows()]
 
 
-def _stage_headline(run_dir: Path, run: Mapping[str, Any], stage: str) -> dict[str, Any]:
-    """A stage's headline: the pipeline's record in ``run.json``, else ``<stage>/index.json``."""
-    rec = run.get("stages", {}).get(stage, {}) if isinstance(run.get("stages"), Mapping) else {}
-    head = rec.get("headline") if isinstance(rec, Mapping) else None
-    if isinstance(head, Mapping) and head:
-        return dict(head)
-    key = f"{stage}/index.json"
-    index = results.read(run_dir, key) if key in results.FILES else None
-    return dict((index or {}).get("headline") or {})
-
-
 def headline_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every scalar of every stage's headline, flattened (``headline:<key>``)."""
+    """Every scalar of every stage's headline, flattened (``headline:<key>``): the pipeline's
+    record in ``run.json``, else ``<stage>/index.json``."""
     rows = []
     stages = run.get("stages", {}) if isinstance(run.get("stages"), Mapping) else {}
     names = list(stages) or [p.name for p in run_dir.iterdir() if (p / "index.json").is_file()]
@@ -230,7 +220,12 @@ def headline_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
         rec = stages.get(stage, {}) if isinstance(stages.get(stage), Mapping) else {}
         if "seconds" in rec:
             rows.append(_rows(stage, "seconds", "", rec["seconds"], "run.json"))
-        for key, value in flatten(_stage_headline(run_dir, run, stage)).items():
+        head = rec.get("headline")
+        if not (isinstance(head, Mapping) and head):
+            key = f"{stage}/index.json"
+            index = results.read(run_dir, key) if key in results.FILES else None
+            head = (index or {}).get("headline") or {}
+        for key, value in flatten(dict(head)).items():
             rows.append(_rows(stage, f"headline:{key}", "", value, "run.json"))
     return rows
 
