@@ -1,10 +1,7 @@
-"""A Hydra callback that leaves ``job.json`` in every job directory, whatever happened.
-
-Why: Hydra's launchers catch a job's exception and re-raise it only in the launching process
-after the batch, so an exception raised before the pipeline's ``run.json`` exists (a bad data
-path, an unknown preset) would leave nothing in the job's folder. ``job.json`` = ``{"status":
-"ok"|"failed", "error", "traceback", "seconds", "overrides", "finished"}``. Enabled through
-``hydra.callbacks.job_status._target_: delusion_bayes.sweep.callbacks.JobStatusCallback``.
+"""A Hydra callback that leaves ``job.json`` (status, error, traceback, seconds, overrides) in
+every job directory, whatever happened: Hydra's launchers re-raise a job's exception only in the
+launching process after the batch, so a job that raised before the pipeline's ``run.json``
+existed would otherwise leave nothing behind. Enabled by ``hydra.callbacks.job_status``.
 """
 
 from __future__ import annotations

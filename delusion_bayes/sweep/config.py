@@ -11,15 +11,11 @@ DESIGN_MODELS: tuple[str, ...] = ("onset", "joint")
 
 @dataclass
 class DesignConfig:
-    """One cell of the study-design experiment.
-
-    ``n_raters, n_models, n_days``: the study's size (the preset's roster scaled to
-    ``n_models``); ``discrimination_mean``: the simulator's typical rater discrimination (3.5
-    gives the paper's recognition alpha near .76; lower = noisier raters); ``n_sims`` studies
-    per cell get the (cheap) baselines, the first ``n_sims_bayes`` also the Bayesian ``model``
-    (``onset``, the fastest with t50 and milestone posteriors, or ``joint``, several times
-    slower).
-    """
+    """One cell of the study-design experiment: its size (the preset's roster scaled to
+    ``n_models``), ``discrimination_mean`` (the typical rater discrimination: 3.5 gives the
+    paper's recognition alpha near .76, lower = noisier), ``n_sims`` studies for the (cheap)
+    baselines, the first ``n_sims_bayes`` also for ``model`` (``onset``, the fastest with t50
+    and milestone posteriors, or ``joint``, several times slower)."""
 
     n_raters: int = 4
     n_models: int = 15

@@ -28,6 +28,7 @@ import pandas as pd
 import xarray as xr
 
 from ..intervals import eti
+from ..stages import setting
 from .coverage_metrics import (
     BASELINE,
     LATENCIES,
@@ -42,7 +43,6 @@ from .coverage_metrics import (
 log = logging.getLogger(__name__)
 
 
-# --- truth ---
 def noise_free_rating(stage: xr.DataArray, cutpoints: Sequence[float]) -> xr.DataArray:
     """``1 + sum_j [stage > c_j]``: the rating of a rater without severity or noise (NaN kept)."""
     cuts = np.asarray(cutpoints, dtype=float)
@@ -79,7 +79,6 @@ def true_quantities(
     return out
 
 
-# --- one replicate: baselines ---
 def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: bool = False):
     """The baselines of one study (:func:`delusion_bayes.baselines.analyse_trajectory`):
     ``(estimates, contrasts)`` as :func:`baseline_estimates` returns them."""
@@ -90,10 +89,9 @@ def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: boo
 
 
 def baseline_estimates(res: Any, ds: xr.Dataset) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Point estimates and 90/95% rater-bootstrap intervals, ``{quantity: (point[model],
-    {level: (low[model], high[model])})}``, and the contrasts (``permutation_contrasts(...)
-    .summary``, empty without contrasts) of an ``analyse_trajectory`` result made with
-    ``milestone_replicates=True`` (milestone intervals from the same rater resamples)."""
+    """``{quantity: (point[model], {level: (low[model], high[model])})}`` (90/95% rater-bootstrap
+    intervals) and the contrasts' ``summary`` (empty without contrasts) of an
+    ``analyse_trajectory(..., milestone_replicates=True)`` result."""
     from ..data.schema import MODEL, RESAMPLE
 
     models = ds[MODEL].values
@@ -112,7 +110,6 @@ def baseline_estimates(res: Any, ds: xr.Dataset) -> tuple[dict[str, Any], pd.Dat
     return estimates, con
 
 
-# --- one replicate: Bayesian models ---
 def posterior_stage(post: xr.Dataset, days: np.ndarray) -> xr.DataArray:
     """The latent stage draws (chain, draw, model, day): ``stage`` when the model has one (joint),
     else the fitted curve ``1 + (L - 1) sigmoid(k (t - t50))`` (onset)."""
@@ -130,12 +127,10 @@ def analyse_posterior(
     contrasts: Iterable[Any] = (),
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Posterior medians, 90/95% equal-tailed intervals (``arviz.eti``) and contrast rows from a
-    posterior with ``L, k, t50`` (chain, draw, model) and optionally ``stage`` (..., day).
-
-    A contrast's posterior is the difference of group means (A - B) per draw; ``stat`` is the
-    posterior probability of the alternative's direction (two-sided: the larger of P(d < 0) and
-    P(d > 0)); it rejects at >= 0.95 (one-sided) or >= 0.975 (two-sided), mirroring a 5% test.
-    """
+    posterior with ``L, k, t50`` (chain, draw, model) and optionally ``stage`` (..., day). A
+    contrast is the difference of group means (A - B) per draw; ``stat`` is the posterior
+    probability of the alternative's direction (two-sided: the larger of P(d < 0), P(d > 0)); it
+    rejects at >= 0.95 (one-sided) or >= 0.975 (two-sided), mirroring a 5% test."""
     import arviz as az
 
     from ..baselines import contrast_groups
@@ -190,7 +185,6 @@ def _diagnostics(dt: Any) -> str:
     return f"max_rhat={rhat:.3f} divergences={divergences:.0f}"
 
 
-# --- rows of one replicate ---
 def _rows(method, est, con, stat, reject, ds, truth, contrasts, base) -> list[dict[str, Any]]:
     """Interval rows (one per quantity and model) and contrast rows (one per ``con`` row:
     ``stat`` its column ``stat``, ``reject`` = ``reject(row)``) of one method."""
@@ -258,9 +252,8 @@ def posterior_rows(
     censor_day: int | None = None,
     started: float | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """One fitted model's replicate rows (intervals, contrasts, a ``fit`` row with its seconds
-    since ``started`` (a ``time.perf_counter()`` before the fit) and diagnostics) and its
-    estimates (:func:`analyse_posterior`)."""
+    """One fitted model's replicate rows (intervals, contrasts, a ``fit`` row: seconds since
+    ``started``, a ``time.perf_counter()``, and diagnostics) and its estimates."""
     post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt.posterior
     est, pcon = analyse_posterior(
         post, ds, stable_run=stable_run, censor_day=censor_day, contrasts=contrasts
@@ -270,12 +263,10 @@ def posterior_rows(
     return rows, est
 
 
-# --- one replicate, shared with the design study (sweep/design.py) ---
 def _setup(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):
     """``(censor_day, contrasts, truth, base row, bootstrap seed)`` of a simulated study
     analysed under the ``baselines`` node (censoring: the day after the last by default)."""
     from ..data.schema import DAY
-    from ..stages import setting
 
     cens = setting(baselines, "censor_day", None)
     cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
@@ -313,8 +304,6 @@ def analyse_replicate(
     or unset means 3); ``fit_fn(ds, model=..., **fit_kwargs) -> DataTree`` defaults to
     :func:`delusion_bayes.models.fit`; ``seed`` is added to ``baselines.seed`` and to
     ``fit_kwargs["seed"]``."""
-    from ..stages import setting
-
     stable_run = int(setting(baselines, "stable_run", 3) or 3)
     cens, contrasts, truth, base, boot_seed = _setup(ds, baselines, seed, stable_run)
     t0 = time.perf_counter()
@@ -327,7 +316,6 @@ def analyse_replicate(
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
 
 
-# --- resumable replicate files ---
 def replicate_path(out_dir: str | Path, preset: str, seed: int) -> Path:
     """``<out_dir>/replicates/<preset>-<seed:04d>.csv``."""
     return Path(out_dir) / REPLICATE_DIR / f"{preset}-{int(seed):04d}.csv"
@@ -359,10 +347,8 @@ def run_replicate(
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     ds = simulate_study(preset=preset, seed=int(seed), **dict(simulate_overrides or {}))
-    rows = analyse_replicate(
-        ds, baselines=baselines, methods=methods, fit_kwargs=fit_kwargs, seed=int(seed),
-        fit_fn=fit_fn,
-    )  # fmt: skip
+    rows = analyse_replicate(ds, baselines=baselines, methods=methods, fit_kwargs=fit_kwargs,
+                             seed=int(seed), fit_fn=fit_fn)  # fmt: skip
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     rows.to_csv(tmp, index=False)
     tmp.replace(path)
@@ -396,7 +382,6 @@ def run_coverage(
     return aggregate_coverage(Path(out_dir) / REPLICATE_DIR, out_dir) if aggregate else None
 
 
-# --- Hydra entry point: one replicate per job ---
 def replicate_job(cfg: Any) -> str:
     """The task of one Hydra job: replicate ``(data.preset, data.seed)`` into
     ``<hydra.sweep.dir>/replicates/`` (``hydra.run.dir`` outside a multirun)."""
@@ -417,20 +402,17 @@ def replicate_job(cfg: Any) -> str:
         )
     names = [str(cfg.model.name), *[str(m) for m in cfg.model.get("also_fit", [])]]
     methods = [m for m in dict.fromkeys(names) if m in ("onset", "joint")]
-    path = run_replicate(
-        str(cfg.data.preset), int(cfg.data.seed), root,
-        baselines=OmegaConf.to_container(cfg.baselines, resolve=True), methods=methods,
-        fit_kwargs=replicate_fit_kwargs(cfg),
-        simulate_overrides=OmegaConf.to_container(cfg.data.overrides),
-    )  # fmt: skip
+    baselines = OmegaConf.to_container(cfg.baselines, resolve=True)
+    path = run_replicate(str(cfg.data.preset), int(cfg.data.seed), root, baselines=baselines,
+                         methods=methods, fit_kwargs=replicate_fit_kwargs(cfg),
+                         simulate_overrides=OmegaConf.to_container(cfg.data.overrides))  # fmt: skip
     return str(path)
 
 
 def replicate_fit_kwargs(cfg: Any, *, adaptation: bool = True) -> dict[str, Any]:
-    """The :func:`delusion_bayes.models.fit` settings of a simulated replicate: ``cfg.sampler``
-    and ``cfg.cache_dir``, without the groups nothing scores (log-likelihood, log prior,
-    posterior predictive); ``adaptation=False`` leaves ``sampler.adaptation`` out (the design
-    stage's fits use ``models.fit``'s default)."""
+    """:func:`delusion_bayes.models.fit` settings of a simulated replicate (``cfg.sampler``,
+    ``cfg.cache_dir``; no groups nothing scores); ``adaptation=False`` leaves out
+    ``sampler.adaptation`` (the design stage's fits use ``models.fit``'s default)."""
     s = cfg.sampler
     out = {
         "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),

@@ -40,7 +40,6 @@ def _level_tag(level: float) -> str:
     return f"{round(level * 100):d}"
 
 
-# --- aggregation ---
 def load_replicates(rep_dir: str | Path) -> pd.DataFrame:
     """All replicate files of a directory, concatenated (ValueError when there is none)."""
     files = sorted(Path(rep_dir).glob("*.csv"))
@@ -57,13 +56,10 @@ def load_replicates(rep_dir: str | Path) -> pd.DataFrame:
 def close_at_bounds(
     quantity: str, low: np.ndarray, high: np.ndarray, tol: float = BOUND_TOL
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Set an interval end within ``tol`` of a bound of :data:`BOUNDS` to the bound
-    (quantities without bounds are returned unchanged).
-
-    Why: a posterior on an open parameter space cannot reach its bound: ``true_L = 4`` is the
-    supremum of the onset models' ``L = 1 + 3 sigmoid(l)``, so a 95% interval (3.68, 3.994)
-    would "miss" it by 0.006. ``tol`` = 0.05 is a tenth of the rating resolution.
-    """
+    """Set an interval end within ``tol`` (a tenth of the rating resolution) of a bound of
+    :data:`BOUNDS` to the bound. Why: an open parameter space never reaches its bound: ``true_L
+    = 4`` is the supremum of the onset models' ``L = 1 + 3 sigmoid(l)``, so a 95% interval
+    (3.68, 3.994) would "miss" it by 0.006."""
     if quantity not in BOUNDS:
         return low, high
     lower, upper = BOUNDS[quantity]
@@ -73,13 +69,11 @@ def close_at_bounds(
 
 
 def coverage_metrics(reps: pd.DataFrame, n_days: int = 30) -> pd.DataFrame:
-    """Coverage, width, bias and RMSE per preset x method x quantity x subset.
-
-    ``subset``: ``all`` or ``turning`` (true t50 <= ``n_days``: a never-turner's t50 is beyond
-    the data and would dominate widths and RMSE). ``n`` counts model-replicates, ``defined`` the
-    fraction with a finite interval (a flat least-squares fit has none); coverage and width are
-    over those. Coverage uses :func:`close_at_bounds`, widths the intervals as reported.
-    """
+    """Coverage, width, bias and RMSE per preset x method x quantity x ``subset``: ``all`` or
+    ``turning`` (true t50 <= ``n_days``: a never-turner's t50 would dominate widths and RMSE).
+    ``n`` counts model-replicates, ``defined`` the fraction with a finite interval (a flat
+    least-squares fit has none); coverage and width are over those. Coverage uses
+    :func:`close_at_bounds`, widths the intervals as reported."""
     iv = reps[reps["kind"] == "interval"].copy()
     if iv.empty:
         return pd.DataFrame()
@@ -113,22 +107,19 @@ def coverage_metrics(reps: pd.DataFrame, n_days: int = 30) -> pd.DataFrame:
 
 def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
     """Rejection rates per preset x method x contrast x quantity; ``what`` is ``type-I error``
-    where the truth has no group difference (every ``null`` contrast; ``paper_like`` contrasts
-    whose true difference is 0) and ``power`` elsewhere.
+    where the true group difference is 0 (every ``null`` contrast) and ``power`` elsewhere.
 
-    The permutation test's null is exchangeable group labels; the posterior contrast is about
-    *these* models' difference of group means, non-zero by chance under ``null``
-    (``truth_diff``, ``mean_abs_truth_diff``), so its ``null`` rejection rate is a type-I error
-    against the population null, not a miscalibration (``docs/design-notes.md``).
+    The posterior contrast is about *these* models' difference of group means, non-zero by
+    chance under ``null`` (``truth_diff``), so its ``null`` rejection rate is a type-I error
+    against the permutation test's population null, not a miscalibration.
     """
     c = reps[reps["kind"] == "contrast"].copy()
     if c.empty:
         return pd.DataFrame()
     c["reject"] = c["reject"].astype(float)
     rows = []
-    for (preset, method, item, q), g in c.groupby(
-        ["preset", "method", "item", "quantity"], sort=False
-    ):
+    by = ["preset", "method", "item", "quantity"]
+    for (preset, method, item, q), g in c.groupby(by, sort=False):
         null_true = preset == "null" or bool(np.all(np.abs(g["truth_diff"].to_numpy(float)) <= tol))
         rows.append(
             {"preset": preset, "method": method, "contrast": item, "quantity": q,
@@ -144,9 +135,8 @@ def coverage_table(cov: pd.DataFrame, level: float = 0.95, subset: str = "all") 
     """Methods side by side: coverage and mean width of the ``level`` intervals per quantity."""
     tag = _level_tag(level)
     sub = cov[cov["subset"] == subset]
-    wide = sub.pivot_table(
-        index=["preset", "quantity"], columns="method", values=[f"coverage_{tag}", f"width_{tag}"]
-    )
+    values = [f"coverage_{tag}", f"width_{tag}"]
+    wide = sub.pivot_table(index=["preset", "quantity"], columns="method", values=values)
     wide.columns = [f"{m} {v.split('_')[0]} {tag}%" for v, m in wide.columns]
     methods = list(dict.fromkeys(sub["method"]))
     order = [f"{m} {w} {tag}%" for m in methods for w in ("coverage", "width")]

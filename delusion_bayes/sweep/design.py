@@ -14,7 +14,6 @@ One job per cell (``experiments/design.yaml``)::
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,8 +28,6 @@ from ..stages import setting as _get
 from .config import DesignConfig
 from .coverage import _fit_rows, _seconds_row, _setup, baseline_estimates, baseline_rows
 from .coverage_metrics import BASELINE, REPLICATE_COLUMNS, _markdown
-
-log = logging.getLogger(__name__)
 
 #: what makes a cell of the design (the sweep's factors)
 CELL: tuple[str, ...] = ("n_raters", "n_models", "n_days", "discrimination_mean")
@@ -68,7 +65,6 @@ def simulate_cell(
     return simulate_study(preset=preset, seed=int(seed), **kw)
 
 
-# --- one study ---
 def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list[dict]:
     """Krippendorff's alpha (unit-bootstrap CI, when ``alpha_boot`` > 0) and ICC(2,k) (its
     F-based CI) of the recognition ratings."""
@@ -98,7 +94,8 @@ def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list
 
 
 def _classify_rows(method: str, first_clinical: np.ndarray, first_stable: np.ndarray,
-                   ds: xr.Dataset, censor_day: int, base: Mapping[str, Any]) -> list[dict]:  # fmt: skip
+                   ds: xr.Dataset, censor_day: int,
+                   base: Mapping[str, Any]) -> list[dict]:  # fmt: skip
     """One row per model: ``truth`` = 1 for a true never-turner (``true_regime``), ``estimate``
     = 1 when :func:`classify_regime` says ``never``; ``note`` = the regime it gave."""
     from ..data.schema import DAY, MODEL
@@ -182,17 +179,15 @@ def run_cell(
     for i in range(int(n_sims)):
         t0 = time.perf_counter()
         ds = simulate_cell(cell, seed + i, preset=preset, overrides=overrides)
-        rows = analyse_study(
-            ds, baselines=baselines, method=method if (method and i < n_sims_bayes) else None,
-            fit_kwargs=fit_kwargs, seed=i, fit_fn=fit_fn,
-        )  # fmt: skip
+        bayes = method if (method and i < n_sims_bayes) else None
+        rows = analyse_study(ds, baselines=baselines, method=bayes, fit_kwargs=fit_kwargs, seed=i,
+                             fit_fn=fit_fn)  # fmt: skip
         frames.append(rows.assign(replicate=i, **{k: cell[k] for k in CELL}))
         if progress is not None:
             progress(i, time.perf_counter() - t0)
     return pd.concat(frames, ignore_index=True).reindex(columns=list(DESIGN_COLUMNS))
 
 
-# --- per-cell metrics ---
 def binomial_se(p: float, n: int) -> float:
     """``sqrt(p (1 - p) / n)`` (NaN for n = 0)."""
     return math.sqrt(p * (1.0 - p) / n) if n > 0 and np.isfinite(p) else np.nan
@@ -210,11 +205,9 @@ def _over_studies(values: pd.Series, by: pd.Series) -> tuple[float, float, int]:
 
 def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame:
     """Per cell x method: ``power`` of each contrast x quantity (the type-I error under
-    ``null``); ``t50_width``/``t50_coverage`` of the 95% t50 interval of the turning models (true
-    t50 within the study); ``alpha``, ``icc2k`` and their ``*_ci_width``; ``never_correct`` (true
-    never-turners classified ``never``), ``never_false`` (other models classified ``never``: at
-    20 days the late turners look like never-turners); ``seconds`` per study.
-
+    ``null``); ``t50_width``/``t50_coverage`` of the 95% t50 interval of the turning models;
+    ``alpha``, ``icc2k`` and their ``*_ci_width``; ``never_correct`` (true never-turners
+    classified ``never``), ``never_false`` (other models classified ``never``); ``seconds``.
     ``value`` is the estimate, ``se`` its Monte Carlo standard error (binomial for power, else
     over studies: the models of one study are not independent), ``n`` what it is over (studies,
     or model-studies for the t50 coverage), ``n_sims`` the studies of the cell for that method.
@@ -268,7 +261,6 @@ def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame
     return pd.DataFrame(out).reindex(columns=list(METRIC_COLUMNS))
 
 
-# --- the table, the power curves and the headline over cells (delusion-bayes-summarize) ---
 #: methods as the table and figure name them
 METHOD_LABELS = {BASELINE: "permutation test", "onset": "onset (posterior)",
                  "joint": "joint (posterior)"}  # fmt: skip
@@ -346,10 +338,10 @@ def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
         pw = pw[pw["item"].isin(items)]
     keys = ["n_raters", "n_days", "discrimination_mean"]
     settings = sorted({tuple(r) for r in pw[keys].itertuples(index=False)})
-    cmap = plt.get_cmap("viridis" if len(settings) > 10 else "tab10")
+    many = len(settings) > 10
+    cmap = plt.get_cmap("viridis" if many else "tab10")
     color = {
-        st: cmap(i / max(len(settings) - 1, 1) if len(settings) > 10 else i)
-        for i, st in enumerate(settings)
+        st: cmap(i / max(len(settings) - 1, 1) if many else i) for i, st in enumerate(settings)
     }
     styles = {BASELINE: "-", "onset": "--", "joint": ":"}
     panels = list(pw.groupby("item", sort=True))
@@ -386,8 +378,7 @@ def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
     fig.suptitle("Power of the pre-specified contrasts on SIMULATED studies (paper_like "
                  "scaled); p < .05 or posterior 95% interval excluding 0; bars: binomial SE",
                  fontsize=9)  # fmt: skip
-    legend_rows = math.ceil(len(seen) / 2)
-    bottom = min(0.5, (0.16 * legend_rows + 0.1) / (2.7 * nrow + 1.2))
+    bottom = min(0.5, (0.16 * math.ceil(len(seen) / 2) + 0.1) / (2.7 * nrow + 1.2))
     fig.tight_layout(rect=(0, bottom, 1, 0.96))
     return fig
 

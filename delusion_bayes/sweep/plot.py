@@ -55,10 +55,8 @@ def _matrix(summary: pd.DataFrame, quantity: str, jobs: list[str], column: str =
 
 def _heatmap(ax, mat: pd.DataFrame, title: str, cmap, vmin=None, vmax=None, fmt=None):
     data = mat.to_numpy(dtype=float)
-    im = ax.imshow(
-        np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax,
-        interpolation="nearest",
-    )  # fmt: skip
+    im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax,
+                   interpolation="nearest")  # fmt: skip
     ax.set_yticks(range(len(mat.index)), [str(i) for i in mat.index], fontsize=6)
     ax.set_title(title, fontsize=9, loc="left")
     ax.set_xticks([])
@@ -103,10 +101,8 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
                for name, mat in panels]  # fmt: skip
     heights.append(max(0.8, 0.16 * len(dash_rows)))
     width = min(22.0, 4.0 + 0.22 * len(jobs))
-    fig, axes = plt.subplots(
-        len(heights), 1, figsize=(width, sum(heights) + 1.0), squeeze=False,
-        gridspec_kw={"height_ratios": heights}, sharex=True,
-    )  # fmt: skip
+    fig, axes = plt.subplots(len(heights), 1, figsize=(width, sum(heights) + 1.0), squeeze=False,
+                             gridspec_kw={"height_ratios": heights}, sharex=True)  # fmt: skip
     axes = axes[:, 0]
     for ax, (name, mat) in zip(axes, panels, strict=False):
         if name == "regime":

@@ -43,15 +43,11 @@ def classify_regime(
     early_by: float = 1 / 3,
     late_from: float = 0.7,
 ) -> str:
-    """The regime (one of :data:`REGIMES`) of one model from its milestone latencies (a value
-    ``>= censor_day``, default ``n_days + 1``, or NaN means never reached; trajectory paper,
-    Results).
-
-    ``never``: clinical framing never reached; ``late``: clinical framing first reached on or
-    after day ``late_from * n_days`` (21 of 30: "turned only from day 21 onward"); ``early``:
-    stable clinical framing reached by day ``early_by * n_days`` (10 of 30: "stabilized within
-    days 5-10"); ``gradual``: the rest (clinical before day 21, stable late or never: GPT-5.1).
-    """
+    """The regime (one of :data:`REGIMES`) of one model from its milestone latencies (``>=
+    censor_day``, default ``n_days + 1``, or NaN: never reached), as the trajectory paper's
+    Results define them: ``never`` reached clinical framing; ``late``: clinical framing first on
+    or after day ``late_from * n_days`` (21 of 30); ``early``: stable clinical framing by day
+    ``early_by * n_days`` (10 of 30: "stabilized within days 5-10"); ``gradual``: the rest."""
     cens = float(n_days + 1 if censor_day is None else censor_day)
 
     def reached(x: float) -> bool:
@@ -66,7 +62,6 @@ def classify_regime(
     return "gradual"
 
 
-# --- helpers ---
 def _rows(stage: str, quantity: str, item: Any, value: Any, source: str) -> dict[str, Any]:
     item = "" if item is None else str(item)
     return dict(zip(COLUMNS, (stage, quantity, item, *_as_number(value), source), strict=True))
@@ -109,7 +104,6 @@ def _read(run_dir: Path, key: str, fit: str | None = None) -> pd.DataFrame | Non
     return None if df is None or (isinstance(df, pd.DataFrame) and df.empty) else df
 
 
-# --- extractors: each returns a list of row dicts ---
 def study_length(run_dir: Path) -> tuple[int, float]:
     """``(n_days, censor_day)`` the baselines stage used (its ``index.json`` config)."""
     index = results.read(run_dir, "baselines/index.json") or {}

@@ -1,17 +1,14 @@
 """``delusion-bayes-summarize <multirun dir>``: one table and one picture of a whole sweep.
 
 Writes into the multirun directory (or ``--out``) ``summary.csv`` (one row per job and
-quantity: ``job, status, error``, one column per override key, then ``stage, quantity, item,
-value, label, source`` of :mod:`.quantities`; every job has a ``quantity == "status"`` row, so
-failed jobs are listed with their error), ``jobs.csv`` (one row per job) and
-``multiverse.png``/``.pdf`` (:func:`delusion_bayes.sweep.plot.plot_multiverse`). Coverage
-replicates (``replicates/*.csv``) are also aggregated (:mod:`.coverage_metrics`), and a
-study-design sweep (jobs with ``design/cell.csv``) is summarised by
-:func:`delusion_bayes.sweep.design.summarize_design`.
+quantity: ``job, status, error``, one column per override key, then the :mod:`.quantities`
+columns; every job has a ``quantity == "status"`` row, so failed jobs are listed with their
+error), ``jobs.csv`` (one row per job) and ``multiverse.png``/``.pdf``; coverage replicates and
+study-design jobs are also summarised (:mod:`.coverage_metrics`, :mod:`.design`).
 
-References: Simonsohn, Simmons & Nelson (2020), "Specification curve analysis", Nature Human
-Behaviour 4, 1208-1214. Steegen, Tuerlinckx, Gelman & Vanpaemel (2016), "Increasing
-transparency through a multiverse analysis", Perspectives on Psychological Science 11, 702-712.
+References: Simonsohn, Simmons & Nelson (2020), Nature Human Behaviour 4, 1208-1214 (the
+specification curve); Steegen, Tuerlinckx, Gelman & Vanpaemel (2016), Perspectives on
+Psychological Science 11, 702-712 (the multiverse analysis).
 """
 
 from __future__ import annotations
