@@ -106,8 +106,7 @@ def baseline_estimates(res: Any, ds: xr.Dataset) -> tuple[dict[str, Any], pd.Dat
         vals = res.milestone_replicates[m].transpose(RESAMPLE, MODEL).values.astype(float)
         point = res.milestones[m].reindex({MODEL: models}).values.astype(float)
         estimates[m] = (point, {lv: eti(vals, lv) for lv in LEVELS})
-    con = res.contrasts.summary if res.contrasts is not None else pd.DataFrame()
-    return estimates, con
+    return estimates, res.contrasts.summary if res.contrasts is not None else pd.DataFrame()
 
 
 def posterior_stage(post: xr.Dataset, days: np.ndarray) -> xr.DataArray:
@@ -136,13 +135,12 @@ def analyse_posterior(
     from ..baselines import contrast_groups
     from ..data.schema import DAY, MODEL
 
-    models = ds[MODEL].values
     sample = ("chain", "draw")
     quantities: dict[str, xr.DataArray] = {p: post[p].transpose(*sample, MODEL) for p in LOGISTIC}
     stage = posterior_stage(post, ds[DAY].values).transpose(*sample, MODEL, DAY)
     ms = _true_milestones(stage, ds, stable_run, censor_day)
     quantities.update({m: ms[m].transpose(*sample, MODEL) for m in LATENCIES})
-    quantities = {q: da.reindex({MODEL: models}) for q, da in quantities.items()}
+    quantities = {q: da.reindex({MODEL: ds[MODEL].values}) for q, da in quantities.items()}
     estimates: dict[str, Any] = {}
     for q, da in quantities.items():
         ets = {lv: az.eti(da, prob=lv, dim=list(sample)) for lv in LEVELS}
@@ -161,10 +159,9 @@ def analyse_posterior(
             alt = c.get("alternative", "two-sided")
             stat = {"less": p_less, "greater": p_greater}.get(alt, max(p_less, p_greater))
             thresh = 0.975 if alt == "two-sided" else 0.95
-            rows.append(
-                {"contrast": c["name"], "quantity": q, "alternative": alt, "stat": stat,
-                 "reject": bool(stat >= thresh), "median_diff": float(np.median(diff))}
-            )  # fmt: skip
+            rows.append({"contrast": c["name"], "quantity": q, "alternative": alt, "stat": stat,
+                         "reject": bool(stat >= thresh),
+                         "median_diff": float(np.median(diff))})  # fmt: skip
     return estimates, pd.DataFrame(rows)
 
 
@@ -255,9 +252,8 @@ def posterior_rows(
     """One fitted model's replicate rows (intervals, contrasts, a ``fit`` row: seconds since
     ``started``, a ``time.perf_counter()``, and diagnostics) and its estimates."""
     post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt.posterior
-    est, pcon = analyse_posterior(
-        post, ds, stable_run=stable_run, censor_day=censor_day, contrasts=contrasts
-    )
+    est, pcon = analyse_posterior(post, ds, stable_run=stable_run, censor_day=censor_day,
+                                  contrasts=contrasts)  # fmt: skip
     rows = _rows(method, est, pcon, "stat", lambda r: r["reject"], ds, truth, contrasts, base)
     rows.append(_seconds_row(base, method, started, note=_diagnostics(dt)))
     return rows, est

@@ -120,14 +120,13 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
     rows = []
     by = ["preset", "method", "item", "quantity"]
     for (preset, method, item, q), g in c.groupby(by, sort=False):
-        null_true = preset == "null" or bool(np.all(np.abs(g["truth_diff"].to_numpy(float)) <= tol))
-        rows.append(
-            {"preset": preset, "method": method, "contrast": item, "quantity": q,
-             "what": "type-I error" if null_true else "power", "n": int(g["reject"].notna().sum()),
-             "rejection_rate": float(g["reject"].mean()), "mean_stat": float(g["stat"].mean()),
-             "truth_diff": float(g["truth_diff"].mean()),
-             "mean_abs_truth_diff": float(g["truth_diff"].abs().mean())}
-        )  # fmt: skip
+        rej, diff = g["reject"], g["truth_diff"]
+        null_true = preset == "null" or bool(np.all(np.abs(diff.to_numpy(float)) <= tol))
+        rows.append({"preset": preset, "method": method, "contrast": item, "quantity": q,
+                     "what": "type-I error" if null_true else "power", "n": int(rej.notna().sum()),
+                     "rejection_rate": float(rej.mean()), "mean_stat": float(g["stat"].mean()),
+                     "truth_diff": float(diff.mean()),
+                     "mean_abs_truth_diff": float(diff.abs().mean())})  # fmt: skip
     return pd.DataFrame(rows)
 
 

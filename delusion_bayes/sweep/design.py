@@ -1,12 +1,10 @@
 """How should I size my next study? Power and precision of one study design, on simulated studies.
 
-A *cell* is a number of raters, chatbot models and days and a rater noise level (the typical
-rater discrimination). ``n_sims`` studies of a cell, simulated from ``paper_like`` with its roster
-scaled to ``n_models``, are analysed with the coverage study's code
-(:mod:`delusion_bayes.sweep.coverage`) plus reliability (alpha, ICC(2,k)) and regime
-classification: the baselines on all, the Bayesian ``design.model`` on the first
-``n_sims_bayes``; :func:`cell_metrics` scores them. Every table says its numbers are simulated.
-One job per cell (``experiments/design.yaml``)::
+A *cell* is a number of raters, chatbot models and days and a rater noise level. ``n_sims``
+studies of a cell (``paper_like``, its roster scaled to ``n_models``) are analysed with the
+coverage study's code plus reliability (alpha, ICC(2,k)) and regime classification: the
+baselines on all, the Bayesian ``design.model`` on the first ``n_sims_bayes``; every table says
+its numbers are simulated. One job per cell (``experiments/design.yaml``)::
 
     delusion-bayes -m experiment=design
     delusion-bayes-summarize multirun/design   # design_table.csv/.md, power.png/.pdf, headline
@@ -197,8 +195,6 @@ def _over_studies(values: pd.Series, by: pd.Series) -> tuple[float, float, int]:
     """Mean of the per-study means and its SE (sd over studies / sqrt(n studies))."""
     per = values.groupby(by).mean().dropna()
     n = len(per)
-    if n == 0:
-        return np.nan, np.nan, 0
     se = float(per.std(ddof=1) / math.sqrt(n)) if n > 1 else np.nan
     return float(per.mean()), se, n
 
@@ -217,7 +213,6 @@ def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame
         return pd.DataFrame(columns=list(METRIC_COLUMNS))
     for key, g in reps.groupby(list(CELL), sort=True):
         cell = dict(zip(CELL, key, strict=True))
-        n_days = int(cell["n_days"])
         for method, gm in g.groupby("method", sort=False):
             n_sims = int(gm["replicate"].nunique())
 
@@ -231,7 +226,7 @@ def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame
                 p = float(rej.mean()) if len(rej) else np.nan
                 add("power", f"{item}: {q}", p, binomial_se(p, len(rej)), len(rej))
             iv = gm[(gm["kind"] == "interval") & (gm["quantity"] == "t50")]
-            iv = iv[iv["truth"].astype(float) <= n_days]
+            iv = iv[iv["truth"].astype(float) <= int(cell["n_days"])]
             if not iv.empty:
                 lo, hi = iv["low_95"].astype(float), iv["high_95"].astype(float)
                 ok = np.isfinite(lo) & np.isfinite(hi)
@@ -253,11 +248,8 @@ def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame
                     add(metric, "regime = never", *_over_studies(est, sub["replicate"]))
             fit = gm[gm["kind"] == "fit"]
             if not fit.empty:
-                add(
-                    "seconds",
-                    "per study",
-                    *_over_studies(fit["seconds"].astype(float), fit["replicate"]),
-                )
+                seconds = fit["seconds"].astype(float)
+                add("seconds", "per study", *_over_studies(seconds, fit["replicate"]))
     return pd.DataFrame(out).reindex(columns=list(METRIC_COLUMNS))
 
 
@@ -338,11 +330,9 @@ def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
         pw = pw[pw["item"].isin(items)]
     keys = ["n_raters", "n_days", "discrimination_mean"]
     settings = sorted({tuple(r) for r in pw[keys].itertuples(index=False)})
-    many = len(settings) > 10
-    cmap = plt.get_cmap("viridis" if many else "tab10")
-    color = {
-        st: cmap(i / max(len(settings) - 1, 1) if many else i) for i, st in enumerate(settings)
-    }
+    n = len(settings)
+    cmap = plt.get_cmap("viridis" if n > 10 else "tab10")
+    color = {st: cmap(i / max(n - 1, 1) if n > 10 else i) for i, st in enumerate(settings)}
     styles = {BASELINE: "-", "onset": "--", "joint": ":"}
     panels = list(pw.groupby("item", sort=True))
     ncol = min(max(len(panels), 1), 4)

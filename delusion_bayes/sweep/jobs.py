@@ -1,12 +1,11 @@
 """Find the jobs of a Hydra multirun directory and say, for each, what happened.
 
 A job folder holds Hydra's ``.hydra/overrides.yaml`` and, when the pipeline got that far,
-``run.json`` (:func:`delusion_bayes.pipeline.run`: per-stage status, seconds, headline, the
-``failed`` list) and ``job.json`` (:class:`delusion_bayes.sweep.callbacks.JobStatusCallback`,
-written whatever happened). A job's status is ``ok`` (``run.json`` complete, no stage failed),
-``failed`` (a stage failed, or the job raised before ``run.json`` existed: error from
-``job.json``, else the job's log), ``incomplete`` (``run.json`` without its final record: killed
-or still running) or ``missing`` (neither file: the job died before the pipeline started).
+``run.json`` (:func:`delusion_bayes.pipeline.run`) and ``job.json`` (:mod:`.callbacks`, written
+whatever happened). A job's status is ``ok`` (``run.json`` complete, no stage failed), ``failed``
+(a stage failed, or the job raised before ``run.json`` existed: error from ``job.json``, else the
+log), ``incomplete`` (``run.json`` without its final record: killed or still running) or
+``missing`` (neither file: the job died before the pipeline started).
 """
 
 from __future__ import annotations
@@ -128,8 +127,7 @@ def read_job(job_dir: str | Path, root: str | Path | None = None) -> Job:
             job.status = "ok"
         job.seconds = run.get("seconds")
     if status is not None:
-        if job.seconds is None:
-            job.seconds = status.get("seconds")
+        job.seconds = status.get("seconds") if job.seconds is None else job.seconds
         if status.get("status") == "failed" and job.status in ("ok", "missing", "incomplete"):
             # the pipeline raised outside a stage (config, data loading) or the job died after it
             job.status = "failed"

@@ -1,10 +1,7 @@
-"""The multiverse / specification-curve figure of a sweep.
-
-One column per job (ordered by its choices), one panel per headline conclusion (regimes,
-milestone latencies, t50 ordering, permutation p and posterior P(A - B > 0) per contrast, the
-diagnostics gate, the entrainment-Level-B correlation) and at the bottom the dashboard of the
-specification curve (Simonsohn, Simmons & Nelson 2020, Nature Human Behaviour 4, 1208-1214): a
-dot for each choice the job made. Jobs that did not finish are grey columns with a red cross.
+"""The multiverse / specification-curve figure of a sweep (Simonsohn, Simmons & Nelson 2020,
+Nature Human Behaviour 4, 1208-1214): one column per job (ordered by its choices), one panel per
+headline conclusion, and at the bottom the dashboard, a dot for each choice the job made. Jobs
+that did not finish are grey columns with a red cross.
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ def classify_regime(
 ) -> str:
     """The regime (one of :data:`REGIMES`) of one model from its milestone latencies (``>=
     censor_day``, default ``n_days + 1``, or NaN: never reached), as the trajectory paper's
-    Results define them: ``never`` reached clinical framing; ``late``: clinical framing first on
-    or after day ``late_from * n_days`` (21 of 30); ``early``: stable clinical framing by day
+    Results define them: ``never``: clinical framing never reached; ``late``: first reached on or
+    after day ``late_from * n_days`` (21 of 30); ``early``: stable clinical framing by day
     ``early_by * n_days`` (10 of 30: "stabilized within days 5-10"); ``gradual``: the rest."""
     cens = float(n_days + 1 if censor_day is None else censor_day)
 

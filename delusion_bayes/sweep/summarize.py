@@ -114,9 +114,8 @@ def summarize_main(argv: list[str] | None = None) -> int:
     parser.add_argument("sweep_dir", help="the multirun directory (hydra.sweep.dir)")
     parser.add_argument("--out", default=None, help="output directory (default: sweep_dir)")
     parser.add_argument("--no-plot", action="store_true", help="write the tables only")
-    parser.add_argument(
-        "--strict", action="store_true", help="exit with status 1 when any job is not ok"
-    )
+    parser.add_argument("--strict", action="store_true",
+                        help="exit with status 1 when any job is not ok")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
