@@ -80,8 +80,7 @@ def true_quantities(
 
 
 def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: bool = False):
-    """The baselines of one study (:func:`delusion_bayes.baselines.analyse_trajectory`):
-    ``(estimates, contrasts)`` as :func:`baseline_estimates` returns them."""
+    """:func:`baseline_estimates` of one study's baselines (``analyse_trajectory``)."""
     from ..baselines import analyse_trajectory
 
     res = analyse_trajectory(ds, bcfg, seed=seed, progress=progress, milestone_replicates=True)
@@ -148,9 +147,9 @@ def analyse_posterior(
                for lv, e in ets.items()}  # fmt: skip
         estimates[q] = (da.median(sample).values, ivs)
     rows = []
+    fields = ("name", "by", "a", "b", "alternative", "quantities")
     for c in contrasts:
-        c = dict(c) if not hasattr(c, "name") else {k: getattr(c, k) for k in
-                                                     ("name", "by", "a", "b", "alternative", "quantities")}  # fmt: skip
+        c = dict(c) if not hasattr(c, "name") else {k: getattr(c, k) for k in fields}
         mask_a, mask_b = contrast_groups(ds, c)
         for q in [q for q in c.get("quantities", []) if q in quantities]:
             a, b = (quantities[q].isel({MODEL: m}).mean(MODEL).values for m in (mask_a, mask_b))
@@ -183,8 +182,7 @@ def _diagnostics(dt: Any) -> str:
 
 
 def _rows(method, est, con, stat, reject, ds, truth, contrasts, base) -> list[dict[str, Any]]:
-    """Interval rows (one per quantity and model) and contrast rows (one per ``con`` row:
-    ``stat`` its column ``stat``, ``reject`` = ``reject(row)``) of one method."""
+    """Interval and contrast rows of one method (``stat``: a ``con`` column; ``reject(row)``)."""
     from ..baselines import contrast_groups
     from ..data.schema import MODEL
 
@@ -273,8 +271,7 @@ def _setup(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):
 
 
 def _fit_rows(method, ds, truth, contrasts, base, *, fit_fn, fit_kwargs, seed, stable_run, cens):
-    """Fit ``method`` with ``fit_fn`` (default :func:`delusion_bayes.models.fit`; seed
-    ``fit_kwargs["seed"] + seed``) and score it (:func:`posterior_rows`)."""
+    """Fit ``method`` (seed ``fit_kwargs["seed"] + seed``) and score it (:func:`posterior_rows`)."""
     if fit_fn is None:
         from ..models import fit as fit_fn
     kwargs = dict(fit_kwargs or {})

@@ -64,8 +64,7 @@ def simulate_cell(
 
 
 def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list[dict]:
-    """Krippendorff's alpha (unit-bootstrap CI, when ``alpha_boot`` > 0) and ICC(2,k) (its
-    F-based CI) of the recognition ratings."""
+    """Krippendorff's alpha (unit-bootstrap CI) and ICC(2,k) (F-based CI) of the recognition."""
     from ..baselines import icc
     from ..data.schema import RATER
 
@@ -262,8 +261,7 @@ TARGET_POWER = 0.8
 
 
 def design_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell x method: power of each contrast and the precision metrics as columns
-    (``<metric>`` and ``<metric>_se``)."""
+    """One row per cell x method; each power item and metric as ``<column>``, ``<column> (se)``."""
     if cells.empty:
         return pd.DataFrame()
     idx = ["data", *CELL, "method", "n_sims"]

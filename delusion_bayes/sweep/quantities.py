@@ -5,10 +5,9 @@ extractor per source file (each names the file it reads): milestone latencies (T
 ``regime`` (:func:`classify_regime`); ``L, k, t50`` (Table D1) and ``t50_rank``; ``perm_p`` and
 ``posterior_prob:<fit>`` (P(A - B > 0)) per contrast; posterior medians ``posterior_<q>:<fit>``,
 ``gate_passed`` and ``max_rhat``; ``entrainment_level_b_rho``; every number of every stage's
-headline (``headline:<key>``, flattened).
-
-Files are read through the results contract (:mod:`delusion_bayes.results`); an absent file
-gives no rows (a sweep is summarised however far each job got), a broken one is logged.
+headline (``headline:<key>``, flattened). Files are read through :mod:`delusion_bayes.results`;
+an absent file gives no rows (a sweep is summarised however far each job got), a broken one is
+logged.
 """
 
 from __future__ import annotations
@@ -194,8 +193,7 @@ def posterior_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]
 
 
 def entrainment_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Spearman rho of model entrainment against the Level-B day count (paper: -.69), from the
-    text stage's ``correlations.csv``."""
+    """Spearman rho of entrainment vs Level-B days (paper: -.69; ``text/correlations.csv``)."""
     key = "text/correlations.csv"
     df = _read(run_dir, key)
     if df is None:

@@ -4,11 +4,9 @@ Writes into the multirun directory (or ``--out``) ``summary.csv`` (one row per j
 quantity: ``job, status, error``, one column per override key, then the :mod:`.quantities`
 columns; every job has a ``quantity == "status"`` row, so failed jobs are listed with their
 error), ``jobs.csv`` (one row per job) and ``multiverse.png``/``.pdf``; coverage replicates and
-study-design jobs are also summarised (:mod:`.coverage_metrics`, :mod:`.design`).
-
-References: Simonsohn, Simmons & Nelson (2020), Nature Human Behaviour 4, 1208-1214 (the
-specification curve); Steegen, Tuerlinckx, Gelman & Vanpaemel (2016), Perspectives on
-Psychological Science 11, 702-712 (the multiverse analysis).
+study-design jobs are also summarised (:mod:`.coverage_metrics`, :mod:`.design`). Reference:
+Steegen, Tuerlinckx, Gelman & Vanpaemel (2016), "Increasing transparency through a multiverse
+analysis", Perspectives on Psychological Science 11, 702-712 (specification curve: :mod:`.plot`).
 """
 
 from __future__ import annotations
@@ -68,9 +66,8 @@ def summarize(
     plot: bool = True,
     formats: tuple[str, ...] = ("png", "pdf"),
 ) -> pd.DataFrame:
-    """Summarise a multirun directory (``hydra.sweep.dir``) into ``out_dir`` (default: the
-    same): ``summary.csv``, ``jobs.csv`` and, with ``plot``, the figures in ``formats``;
-    returns the content of ``summary.csv``."""
+    """Summarise a multirun directory into ``out_dir`` (default: the same): ``summary.csv``
+    (returned), ``jobs.csv`` and, with ``plot``, the figures in ``formats``."""
     sweep_dir = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep_dir
     out.mkdir(parents=True, exist_ok=True)
