@@ -1,10 +1,6 @@
-"""Sweeps and methodology studies: summaries of Hydra multiruns, the specification curve, and
-the coverage study of the inference choices.
-
-``delusion-bayes-summarize <multirun dir>`` (:func:`summarize_main`) gathers a sweep into
-``summary.csv`` and ``multiverse.png``; :mod:`delusion_bayes.sweep.coverage` simulates studies
-from known truth and scores every method's intervals and tests. Heavy modules (matplotlib, the
-models) are imported only when used.
+"""Sweeps and methodology studies: summaries of Hydra multiruns (``delusion-bayes-summarize``,
+:func:`summarize_main`), the specification curve, the coverage study of the inference choices
+and the study-design experiment. Heavy modules (matplotlib, the models) load only when used.
 """
 
 from __future__ import annotations
@@ -31,17 +27,7 @@ __getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [
-    "REGIMES",
-    "Job",
-    "classify_regime",
-    "collect_jobs",
-    "jobs_table",
-    "parse_overrides",
-    "read_job",
-    "run_quantities",
-    "summarize",
-    "summarize_main",
-    "summary_table",
-    "sweep_keys",
+    "REGIMES", "Job", "classify_regime", "collect_jobs", "jobs_table", "parse_overrides",
+    "read_job", "run_quantities", "summarize", "summarize_main", "summary_table", "sweep_keys",
     *_LAZY,
-]
+]  # fmt: skip

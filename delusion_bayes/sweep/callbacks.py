@@ -1,18 +1,7 @@
-"""A Hydra callback that leaves ``job.json`` in every job directory, whatever happened.
-
-Hydra's launchers (basic, joblib, submitit) catch a job's exception and only re-raise it in the
-launching process after the whole batch finished; nothing is written into the job's folder. The
-pipeline's ``run.json`` records stage failures, but an exception raised before it exists (a bad
-data path, an unknown preset) would leave a sweep's summary guessing. This callback writes
-``job.json`` = ``{"status": "ok"|"failed", "error": ..., "traceback": ..., "seconds": ...,
-"overrides": [...]}`` from Hydra's ``JobReturn`` at the end of every job.
-
-Enable it in a config (the experiments of this package do)::
-
-    hydra:
-      callbacks:
-        job_status:
-          _target_: delusion_bayes.sweep.callbacks.JobStatusCallback
+"""A Hydra callback that leaves ``job.json`` (status, error, traceback, seconds, overrides) in
+every job directory, whatever happened: Hydra's launchers re-raise a job's exception only in the
+launching process after the batch, so a job that raised before the pipeline's ``run.json``
+existed would otherwise leave nothing behind. Enabled by ``hydra.callbacks.job_status``.
 """
 
 from __future__ import annotations

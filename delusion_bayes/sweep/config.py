@@ -1,7 +1,5 @@
 """Typed config of the ``design`` group (Hydra ConfigStore schema; values in ``conf/design/``
-and ``experiments/design.yaml``). Pure dataclasses, no heavy imports; read by
-:mod:`delusion_bayes.sweep.design` through the ``design`` stage (:mod:`delusion_bayes.stages.design`).
-"""
+and ``experiments/design.yaml``), read through the ``design`` stage."""
 
 from __future__ import annotations
 
@@ -13,24 +11,11 @@ DESIGN_MODELS: tuple[str, ...] = ("onset", "joint")
 
 @dataclass
 class DesignConfig:
-    """One cell of the study-design experiment.
-
-    Attributes
-    ----------
-    n_raters, n_models, n_days
-        The study's size: raters, chatbot models (the preset's roster scaled, see
-        :func:`delusion_bayes.data.simulate_study`), days of the scripted conversation.
-    discrimination_mean
-        Rater noise: the typical rater discrimination of the simulator (3.5 gives the paper's
-        recognition alpha near .76; lower = noisier raters, e.g. 2.0).
-    n_sims
-        Simulated studies per cell analysed with the baselines (cheap).
-    n_sims_bayes
-        The first ``n_sims_bayes`` of them are also fitted with ``model`` (0 = baselines only).
-    model
-        The Bayesian model: ``onset`` (default; the fastest model with t50 and milestone
-        posteriors) or ``joint`` (several times slower: the default grid would take hours).
-    """
+    """One cell of the study-design experiment: its size (the preset's roster scaled to
+    ``n_models``), ``discrimination_mean`` (the typical rater discrimination: 3.5 gives the
+    paper's recognition alpha near .76, lower = noisier), ``n_sims`` studies for the (cheap)
+    baselines, the first ``n_sims_bayes`` also for ``model`` (``onset``, the fastest with t50
+    and milestone posteriors, or ``joint``, several times slower)."""
 
     n_raters: int = 4
     n_models: int = 15

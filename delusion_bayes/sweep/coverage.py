@@ -1,45 +1,17 @@
 """Which inference choice keeps its promises: a coverage study on simulated studies.
 
-S studies are simulated from known truth (``paper_like`` and ``null``,
-:func:`delusion_bayes.data.simulate_study`) and each is analysed by
-
-``baselines``
-    the paper's analysis (trajectory paper, "Statistical Analysis"): least-squares logistic fit to
-    the median consensus with a rater-resampling percentile bootstrap, milestone latencies of the
-    consensus with the same rater resamples, exact rank-sum permutation tests of the contrasts;
-``onset`` / ``joint`` (any of ``model.name`` + ``model.also_fit``)
-    :func:`delusion_bayes.models.fit`; posterior medians and equal-tailed intervals; milestone
-    latencies from the posterior of the latent stage; contrasts as the posterior of the
-    difference of group means.
-
-Per method and quantity (``t50, L, k, first_clinical, first_stable``) it reports the coverage of
-90% and 95% intervals, their mean width, the bias and RMSE of the point estimate; per contrast the
-rejection rate (type-I error under ``null``, power under ``paper_like`` where the true groups
-differ). Estimands:
-
-* ``L, k, t50``: the simulator's ``true_L, true_k, true_t50``;
-* milestones: those of the noise-free rating of the true latent stage,
-  ``1 + sum_j [true_stage > c_j]`` with the simulator's cutpoints ``c = (1.5, 2.5, 3.5)`` (what a
-  rater with no severity and infinite discrimination would give), under the configured
-  ``stable_run`` and censoring day.
-
-Layout on disk (resumable: a finished replicate is never redone)::
-
-    <out>/replicates/<preset>-<seed>.csv   one file per finished replicate (tidy rows)
-    <out>/coverage.csv                      per preset x method x quantity x subset
-    <out>/coverage_table.csv / .md          coverage and width, methods side by side
-    <out>/contrast_errors.csv               rejection rates (type-I error, power)
-    <out>/coverage.png / .pdf               the figure
-
-Every replicate is seeded: the study by ``(data.seed)``, the bootstrap by ``baselines.seed +
-data.seed``, the sampler by ``sampler.seed + data.seed``.
-
-Run as a Hydra multirun over replicate seeds (one job per replicate, any launcher)::
+S studies simulated from known truth (``paper_like``, ``null``) are analysed by the paper's
+baselines (least-squares logistic fit and milestones of the median consensus with a rater
+bootstrap, exact permutation tests of the contrasts) and by every Bayesian model of
+``model.name`` + ``model.also_fit``; :mod:`.coverage_metrics` scores them. Estimands: the
+simulator's ``true_L, true_k, true_t50`` and the milestones of the noise-free rating of the true
+latent stage (:func:`noise_free_rating`). Seeds: the study ``data.seed``, the bootstrap
+``baselines.seed + data.seed``, the sampler ``sampler.seed + data.seed``. One resumable file per
+replicate, ``<out>/replicates/<preset>-<seed>.csv``; run as a Hydra multirun (one job per
+replicate) or in one loop (:func:`run_coverage`)::
 
     python -m delusion_bayes.sweep.coverage -m experiment=coverage
-    delusion-bayes-summarize multirun/coverage
-
-or as one loop in Python: :func:`run_coverage`.
+    delusion-bayes-summarize multirun/coverage   # coverage.csv, coverage_table.md, coverage.png
 """
 
 from __future__ import annotations
@@ -56,6 +28,7 @@ import pandas as pd
 import xarray as xr
 
 from ..intervals import eti
+from ..stages import setting
 from .coverage_metrics import (
     BASELINE,
     LATENCIES,
@@ -70,9 +43,6 @@ from .coverage_metrics import (
 log = logging.getLogger(__name__)
 
 
-# ------------------------------------------------------------------------------------------
-# truth
-# ------------------------------------------------------------------------------------------
 def noise_free_rating(stage: xr.DataArray, cutpoints: Sequence[float]) -> xr.DataArray:
     """``1 + sum_j [stage > c_j]``: the rating of a rater without severity or noise (NaN kept)."""
     cuts = np.asarray(cutpoints, dtype=float)
@@ -82,57 +52,35 @@ def noise_free_rating(stage: xr.DataArray, cutpoints: Sequence[float]) -> xr.Dat
     return stage.copy(data=np.where(np.isnan(x), np.nan, cat))
 
 
+def _true_milestones(stage: xr.DataArray, ds: xr.Dataset, stable_run: int, censor_day: Any):
+    """Milestones of the noise-free rating of ``stage`` (the simulator's cutpoints)."""
+    from ..baselines import milestones
+
+    cuts = ds["true_cutpoints"].values if "true_cutpoints" in ds else (1.5, 2.5, 3.5)
+    return milestones(noise_free_rating(stage, cuts), stable_run=stable_run, censor_day=censor_day)
+
+
 def true_quantities(
     ds: xr.Dataset, *, stable_run: int = 3, censor_day: int | None = None
 ) -> xr.Dataset:
-    """The estimands of a simulated study per model (see the module docstring).
-
-    Raises
-    ------
-    ValueError
-        When the study carries no truth (``true_L, true_k, true_t50, true_stage``).
-    """
-    from ..baselines import milestones
-
-    need = ["true_L", "true_k", "true_t50", "true_stage"]
-    missing = [v for v in need if v not in ds.data_vars]
+    """The estimands of a simulated study per model (see the module docstring); ValueError
+    when the study carries no truth (``true_L, true_k, true_t50, true_stage``)."""
+    missing = [v for v in ("true_L", "true_k", "true_t50", "true_stage") if v not in ds.data_vars]
     if missing:
         raise ValueError(
             f"the study has no truth variables {missing}: the coverage study needs a simulated "
             "study (delusion_bayes.data.simulate_study)"
         )
-    cuts = ds["true_cutpoints"].values if "true_cutpoints" in ds else (1.5, 2.5, 3.5)
-    ms = milestones(
-        noise_free_rating(ds["true_stage"], cuts), stable_run=stable_run, censor_day=censor_day
-    )
-    out = xr.Dataset(
-        {
-            "L": ds["true_L"],
-            "k": ds["true_k"],
-            "t50": ds["true_t50"],
-            **{m: ms[m] for m in LATENCIES},
-        }
-    )
+    ms = _true_milestones(ds["true_stage"], ds, stable_run, censor_day)
+    out = xr.Dataset({"L": ds["true_L"], "k": ds["true_k"], "t50": ds["true_t50"],
+                      **{m: ms[m] for m in LATENCIES}})  # fmt: skip
     if "true_regime" in ds:
         out["regime"] = ds["true_regime"]
     return out
 
 
-# ------------------------------------------------------------------------------------------
-# one replicate: baselines
-# ------------------------------------------------------------------------------------------
 def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: bool = False):
-    """The baselines of one study, as the baselines stage computes them
-    (:func:`delusion_bayes.baselines.analyse_trajectory`): point estimates, 90/95% intervals
-    from the rater bootstrap (milestones on the same rater resamples), contrast p-values.
-
-    Returns
-    -------
-    estimates : dict
-        ``{quantity: (point[model], {level: (low[model], high[model])})}``.
-    contrasts : pandas.DataFrame
-        ``permutation_contrasts(...).summary`` (empty without contrasts).
-    """
+    """:func:`baseline_estimates` of one study's baselines (``analyse_trajectory``)."""
     from ..baselines import analyse_trajectory
 
     res = analyse_trajectory(ds, bcfg, seed=seed, progress=progress, milestone_replicates=True)
@@ -140,9 +88,9 @@ def analyse_baselines(ds: xr.Dataset, bcfg: Any, *, seed: int = 0, progress: boo
 
 
 def baseline_estimates(res: Any, ds: xr.Dataset) -> tuple[dict[str, Any], pd.DataFrame]:
-    """:func:`analyse_baselines`'s estimates and contrasts from an ``analyse_trajectory``
-    result made with ``milestone_replicates=True`` (for callers that also need the rest of
-    that result, e.g. its reliability table: :mod:`delusion_bayes.sweep.design`)."""
+    """``{quantity: (point[model], {level: (low[model], high[model])})}`` (90/95% rater-bootstrap
+    intervals) and the contrasts' ``summary`` (empty without contrasts) of an
+    ``analyse_trajectory(..., milestone_replicates=True)`` result."""
     from ..data.schema import MODEL, RESAMPLE
 
     models = ds[MODEL].values
@@ -157,13 +105,9 @@ def baseline_estimates(res: Any, ds: xr.Dataset) -> tuple[dict[str, Any], pd.Dat
         vals = res.milestone_replicates[m].transpose(RESAMPLE, MODEL).values.astype(float)
         point = res.milestones[m].reindex({MODEL: models}).values.astype(float)
         estimates[m] = (point, {lv: eti(vals, lv) for lv in LEVELS})
-    con = res.contrasts.summary if res.contrasts is not None else pd.DataFrame()
-    return estimates, con
+    return estimates, res.contrasts.summary if res.contrasts is not None else pd.DataFrame()
 
 
-# ------------------------------------------------------------------------------------------
-# one replicate: Bayesian models
-# ------------------------------------------------------------------------------------------
 def posterior_stage(post: xr.Dataset, days: np.ndarray) -> xr.DataArray:
     """The latent stage draws (chain, draw, model, day): ``stage`` when the model has one (joint),
     else the fitted curve ``1 + (L - 1) sigmoid(k (t - t50))`` (onset)."""
@@ -180,82 +124,72 @@ def analyse_posterior(
     censor_day: int | None = None,
     contrasts: Iterable[Any] = (),
 ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Posterior medians, 90/95% equal-tailed intervals (``arviz.eti``) and contrast
-    probabilities from a posterior with ``L, k, t50`` (chain, draw, model) and optionally
-    ``stage`` (chain, draw, model, day).
-
-    A contrast's posterior is the difference of group means (A - B) of the quantity per draw;
-    ``stat`` is the posterior probability of the alternative's direction (for ``two-sided``, the
-    larger of P(d < 0) and P(d > 0)); it rejects when that probability is >= 0.95 (one-sided) or
-    >= 0.975 (two-sided: the 95% interval of the difference excludes 0), mirroring a 5% test.
-    """
+    """Posterior medians, 90/95% equal-tailed intervals (``arviz.eti``) and contrast rows from a
+    posterior with ``L, k, t50`` (chain, draw, model) and optionally ``stage`` (..., day). A
+    contrast is the difference of group means (A - B) per draw; ``stat`` is the posterior
+    probability of the alternative's direction (two-sided: the larger of P(d < 0), P(d > 0)); it
+    rejects at >= 0.95 (one-sided) or >= 0.975 (two-sided), mirroring a 5% test."""
     import arviz as az
 
-    from ..baselines import contrast_groups, milestones
+    from ..baselines import contrast_groups
     from ..data.schema import DAY, MODEL
 
-    models = ds[MODEL].values
     sample = ("chain", "draw")
     quantities: dict[str, xr.DataArray] = {p: post[p].transpose(*sample, MODEL) for p in LOGISTIC}
     stage = posterior_stage(post, ds[DAY].values).transpose(*sample, MODEL, DAY)
-    cuts = ds["true_cutpoints"].values if "true_cutpoints" in ds else (1.5, 2.5, 3.5)
-    ms = milestones(noise_free_rating(stage, cuts), stable_run=stable_run, censor_day=censor_day)
-    for m in LATENCIES:
-        quantities[m] = ms[m].transpose(*sample, MODEL)
+    ms = _true_milestones(stage, ds, stable_run, censor_day)
+    quantities.update({m: ms[m].transpose(*sample, MODEL) for m in LATENCIES})
+    quantities = {q: da.reindex({MODEL: ds[MODEL].values}) for q, da in quantities.items()}
     estimates: dict[str, Any] = {}
     for q, da in quantities.items():
-        da = da.reindex({MODEL: models})
-        ivs = {}
-        for lv in LEVELS:
-            e = az.eti(da, prob=lv, dim=list(sample))
-            ivs[lv] = (e.sel(ci_bound="lower").values, e.sel(ci_bound="upper").values)
+        ets = {lv: az.eti(da, prob=lv, dim=list(sample)) for lv in LEVELS}
+        ivs = {lv: (e.sel(ci_bound="lower").values, e.sel(ci_bound="upper").values)
+               for lv, e in ets.items()}  # fmt: skip
         estimates[q] = (da.median(sample).values, ivs)
     rows = []
+    fields = ("name", "by", "a", "b", "alternative", "quantities")
     for c in contrasts:
-        c = dict(c) if not hasattr(c, "name") else {k: getattr(c, k) for k in
-                                                     ("name", "by", "a", "b", "alternative", "quantities")}  # fmt: skip
+        c = dict(c) if not hasattr(c, "name") else {k: getattr(c, k) for k in fields}
         mask_a, mask_b = contrast_groups(ds, c)
-        for q in c.get("quantities", []):
-            if q not in quantities:
-                continue
-            da = quantities[q].reindex({MODEL: models})
-            diff = (
-                da.isel({MODEL: mask_a}).mean(MODEL) - da.isel({MODEL: mask_b}).mean(MODEL)
-            ).values
+        for q in [q for q in c.get("quantities", []) if q in quantities]:
+            a, b = (quantities[q].isel({MODEL: m}).mean(MODEL).values for m in (mask_a, mask_b))
+            diff = a - b
             p_less, p_greater = float((diff < 0).mean()), float((diff > 0).mean())
             alt = c.get("alternative", "two-sided")
             stat = {"less": p_less, "greater": p_greater}.get(alt, max(p_less, p_greater))
             thresh = 0.975 if alt == "two-sided" else 0.95
-            rows.append(
-                {"contrast": c["name"], "quantity": q, "alternative": alt, "stat": stat,
-                 "reject": bool(stat >= thresh), "median_diff": float(np.median(diff))}
-            )  # fmt: skip
+            rows.append({"contrast": c["name"], "quantity": q, "alternative": alt, "stat": stat,
+                         "reject": bool(stat >= thresh),
+                         "median_diff": float(np.median(diff))})  # fmt: skip
     return estimates, pd.DataFrame(rows)
 
 
-def _diagnostics(dt: Any) -> dict[str, float]:
-    out = {"max_rhat": np.nan, "divergences": np.nan}
+def _diagnostics(dt: Any) -> str:
+    """``max_rhat=... divergences=...`` of a fit (NaN where unavailable)."""
+    rhat = divergences = np.nan
     try:
         import arviz as az
 
         post = dt["posterior"].to_dataset()
         r = az.rhat(post[[v for v in LOGISTIC if v in post]])
-        out["max_rhat"] = float(max(float(r[v].max()) for v in r.data_vars))
+        rhat = float(max(float(r[v].max()) for v in r.data_vars))
         stats = dt["sample_stats"].to_dataset()
         if "diverging" in stats:
-            out["divergences"] = float(stats["diverging"].sum())
+            divergences = float(stats["diverging"].sum())
     except Exception as err:  # noqa: BLE001 - diagnostics are reported, never fatal here
         log.warning("diagnostics unavailable: %s", err)
-    return out
+    return f"max_rhat={rhat:.3f} divergences={divergences:.0f}"
 
 
-# ------------------------------------------------------------------------------------------
-# rows of one replicate
-# ------------------------------------------------------------------------------------------
-def _interval_rows(method, estimates, truth, models, base) -> list[dict[str, Any]]:
+def _rows(method, est, con, stat, reject, ds, truth, contrasts, base) -> list[dict[str, Any]]:
+    """Interval and contrast rows of one method (``stat``: a ``con`` column; ``reject(row)``)."""
+    from ..baselines import contrast_groups
+    from ..data.schema import MODEL
+
+    models = ds[MODEL].values
     rows = []
     regime = truth["regime"].values if "regime" in truth else [""] * len(models)
-    for q, (point, ivs) in estimates.items():
+    for q, (point, ivs) in est.items():
         tv = truth[q].values.astype(float)
         for i, m in enumerate(models):
             row = {**base, "method": method, "kind": "interval", "quantity": q, "item": str(m),
@@ -264,25 +198,24 @@ def _interval_rows(method, estimates, truth, models, base) -> list[dict[str, Any
                 row[f"low_{_level_tag(lv)}"] = float(lo[i])
                 row[f"high_{_level_tag(lv)}"] = float(hi[i])
             rows.append(row)
+    by_name = {(c["name"] if hasattr(c, "keys") else c.name): c for c in reversed(contrasts)}
+    for _, r in con.iterrows():
+        q, c = r["quantity"], by_name[r["contrast"]]
+        diff = np.nan
+        if q in truth:
+            mask_a, mask_b = contrast_groups(ds, c)
+            v = truth[q].transpose(MODEL).values.astype(float)
+            diff = float(np.mean(v[mask_a]) - np.mean(v[mask_b]))
+        rows.append({**base, "method": method, "kind": "contrast", "quantity": q,
+                     "item": r["contrast"], "alternative": r["alternative"], "stat": r[stat],
+                     "reject": reject(r), "truth_diff": diff})  # fmt: skip
     return rows
 
 
-def _true_diff(truth: xr.Dataset, ds: xr.Dataset, contrast: Any, quantity: str) -> float:
-    from ..baselines import contrast_groups
-    from ..data.schema import MODEL
-
-    if quantity not in truth:
-        return np.nan
-    mask_a, mask_b = contrast_groups(ds, contrast)
-    v = truth[quantity].transpose(MODEL).values.astype(float)
-    return float(np.mean(v[mask_a]) - np.mean(v[mask_b]))
-
-
-def _by_name(contrasts: Sequence[Any], name: str) -> Any:
-    for c in contrasts:
-        if (c["name"] if hasattr(c, "keys") else c.name) == name:
-            return c
-    raise KeyError(name)
+def _seconds_row(base: Mapping[str, Any], method: str, started: float | None, **note: Any):
+    seconds = np.nan if started is None else time.perf_counter() - started
+    return {**base, "method": method, "kind": "fit", "quantity": "seconds", "seconds": seconds,
+            **note}  # fmt: skip
 
 
 def baseline_rows(
@@ -295,16 +228,11 @@ def baseline_rows(
 ) -> list[dict[str, Any]]:
     """The baselines' replicate rows: one interval row per quantity and model, one contrast
     row per contrast and quantity (``stat`` = the permutation p, ``reject`` = p < .05)."""
-    from ..data.schema import MODEL
 
-    rows = _interval_rows(BASELINE, est, truth, ds[MODEL].values, base)
-    for _, r in con.iterrows():
-        c = _by_name(contrasts, r["contrast"])
-        rows.append({**base, "method": BASELINE, "kind": "contrast", "quantity": r["quantity"],
-                     "item": r["contrast"], "alternative": r["alternative"], "stat": r["pvalue"],
-                     "reject": bool(r["pvalue"] < 0.05) if np.isfinite(r["pvalue"]) else np.nan,
-                     "truth_diff": _true_diff(truth, ds, c, r["quantity"])})  # fmt: skip
-    return rows
+    def reject(r: pd.Series) -> Any:
+        return bool(r["pvalue"] < 0.05) if np.isfinite(r["pvalue"]) else np.nan
+
+    return _rows(BASELINE, est, con, "pvalue", reject, ds, truth, contrasts, base)
 
 
 def posterior_rows(
@@ -319,26 +247,39 @@ def posterior_rows(
     censor_day: int | None = None,
     started: float | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """One fitted model's replicate rows (intervals, contrasts, a ``fit`` row with its seconds
-    since ``started`` (a ``time.perf_counter()`` before the fit) and diagnostics) and its
-    estimates (:func:`analyse_posterior`)."""
-    from ..data.schema import MODEL
-
+    """One fitted model's replicate rows (intervals, contrasts, a ``fit`` row: seconds since
+    ``started``, a ``time.perf_counter()``, and diagnostics) and its estimates."""
     post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt.posterior
-    est, pcon = analyse_posterior(
-        post, ds, stable_run=stable_run, censor_day=censor_day, contrasts=contrasts
-    )
-    rows = _interval_rows(method, est, truth, ds[MODEL].values, base)
-    for _, r in pcon.iterrows():
-        c = _by_name(contrasts, r["contrast"])
-        rows.append({**base, "method": method, "kind": "contrast", "quantity": r["quantity"],
-                     "item": r["contrast"], "alternative": r["alternative"], "stat": r["stat"],
-                     "reject": r["reject"], "truth_diff": _true_diff(truth, ds, c, r["quantity"])})  # fmt: skip
-    diag = _diagnostics(dt)
-    rows.append({**base, "method": method, "kind": "fit", "quantity": "seconds",
-                 "seconds": np.nan if started is None else time.perf_counter() - started,
-                 "note": f"max_rhat={diag['max_rhat']:.3f} divergences={diag['divergences']:.0f}"})  # fmt: skip
+    est, pcon = analyse_posterior(post, ds, stable_run=stable_run, censor_day=censor_day,
+                                  contrasts=contrasts)  # fmt: skip
+    rows = _rows(method, est, pcon, "stat", lambda r: r["reject"], ds, truth, contrasts, base)
+    rows.append(_seconds_row(base, method, started, note=_diagnostics(dt)))
     return rows, est
+
+
+def _setup(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):
+    """``(censor_day, contrasts, truth, base row, bootstrap seed)`` of a simulated study
+    analysed under the ``baselines`` node (censoring: the day after the last by default)."""
+    from ..data.schema import DAY
+
+    cens = setting(baselines, "censor_day", None)
+    cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
+    contrasts = list(setting(baselines, "contrasts", []) or [])
+    truth = true_quantities(ds, stable_run=stable_run, censor_day=cens)
+    base = {"preset": str(ds.attrs.get("preset", "")), "seed": int(ds.attrs.get("seed", seed))}
+    return cens, contrasts, truth, base, int(setting(baselines, "seed", 0)) + seed
+
+
+def _fit_rows(method, ds, truth, contrasts, base, *, fit_fn, fit_kwargs, seed, stable_run, cens):
+    """Fit ``method`` (seed ``fit_kwargs["seed"] + seed``) and score it (:func:`posterior_rows`)."""
+    if fit_fn is None:
+        from ..models import fit as fit_fn
+    kwargs = dict(fit_kwargs or {})
+    kwargs["seed"] = int(kwargs.get("seed", 0)) + seed
+    t0 = time.perf_counter()
+    dt = fit_fn(ds, model=method, **kwargs)
+    return posterior_rows(method, dt, ds, truth, contrasts, base, stable_run=stable_run,
+                          censor_day=cens, started=t0)  # fmt: skip
 
 
 def analyse_replicate(
@@ -351,70 +292,23 @@ def analyse_replicate(
     fit_fn: Callable[..., Any] | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
-    """Analyse one simulated study with the baselines and every Bayesian ``methods`` entry.
-
-    Parameters
-    ----------
-    ds
-        A simulated study (with ``true_*`` variables).
-    baselines
-        The ``baselines`` config node (consensus rule, ``stable_run``, ``censor_day``,
-        ``n_boot``, ``contrasts``, ``seed``, ...).
-    methods
-        Bayesian models to fit (``onset``, ``joint``); ``()`` for the baselines only.
-    fit_kwargs
-        Passed to ``fit_fn`` (``draws, tune, chains, sampler, cores, cache_dir, priors``).
-    seed
-        Replicate seed, added to ``baselines.seed`` (bootstrap) and to ``fit_kwargs["seed"]``.
-    fit_fn
-        ``fit(ds, model=..., **fit_kwargs) -> DataTree``; default
-        :func:`delusion_bayes.models.fit`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Tidy rows with :data:`REPLICATE_COLUMNS`.
-    """
-    from ..data.schema import DAY
-
-    bget = (
-        baselines.get if hasattr(baselines, "get") else (lambda k, d=None: getattr(baselines, k, d))
-    )
-    stable_run = int(bget("stable_run", 3) or 3)
-    cens = bget("censor_day", None)
-    cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
-    contrasts = list(bget("contrasts", []) or [])
-    truth = true_quantities(ds, stable_run=stable_run, censor_day=cens)
-    base = {"preset": str(ds.attrs.get("preset", "")), "seed": int(ds.attrs.get("seed", seed))}
-    rows: list[dict[str, Any]] = []
-
+    """Analyse one simulated study with the baselines and every Bayesian ``methods`` entry;
+    tidy rows with :data:`REPLICATE_COLUMNS`. ``baselines``: the config node (``stable_run = 0``
+    or unset means 3); ``fit_fn(ds, model=..., **fit_kwargs) -> DataTree`` defaults to
+    :func:`delusion_bayes.models.fit`; ``seed`` is added to ``baselines.seed`` and to
+    ``fit_kwargs["seed"]``."""
+    stable_run = int(setting(baselines, "stable_run", 3) or 3)
+    cens, contrasts, truth, base, boot_seed = _setup(ds, baselines, seed, stable_run)
     t0 = time.perf_counter()
-    est, con = analyse_baselines(
-        ds, baselines, seed=int(bget("seed", 0) or 0) + seed, progress=progress
-    )
-    rows += baseline_rows(est, con, ds, truth, contrasts, base)
-    rows.append({**base, "method": BASELINE, "kind": "fit", "quantity": "seconds",
-                 "seconds": time.perf_counter() - t0})  # fmt: skip
-
-    if methods:
-        if fit_fn is None:
-            from ..models import fit as fit_fn
-        kwargs = dict(fit_kwargs or {})
-        kwargs["seed"] = int(kwargs.get("seed", 0)) + seed
-        for method in methods:
-            t0 = time.perf_counter()
-            dt = fit_fn(ds, model=method, **kwargs)
-            new, _ = posterior_rows(
-                method, dt, ds, truth, contrasts, base, stable_run=stable_run, censor_day=cens,
-                started=t0,
-            )  # fmt: skip
-            rows += new
+    est, con = analyse_baselines(ds, baselines, seed=boot_seed, progress=progress)
+    rows = baseline_rows(est, con, ds, truth, contrasts, base)
+    rows.append(_seconds_row(base, BASELINE, t0))
+    for method in methods:
+        rows += _fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, fit_kwargs=fit_kwargs,
+                          seed=seed, stable_run=stable_run, cens=cens)[0]  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
 
 
-# ------------------------------------------------------------------------------------------
-# resumable replicate files
-# ------------------------------------------------------------------------------------------
 def replicate_path(out_dir: str | Path, preset: str, seed: int) -> Path:
     """``<out_dir>/replicates/<preset>-<seed:04d>.csv``."""
     return Path(out_dir) / REPLICATE_DIR / f"{preset}-{int(seed):04d}.csv"
@@ -436,11 +330,8 @@ def run_replicate(
     simulate_overrides: Mapping[str, Any] | None = None,
     fit_fn: Callable[..., Any] | None = None,
 ) -> Path:
-    """Simulate, analyse and save one replicate; skip it when its file already exists.
-
-    The file is written to a temporary name and renamed, so a killed job never leaves a
-    half-written replicate that a rerun would skip.
-    """
+    """Simulate, analyse and save one replicate; skip it when its file already exists (it is
+    written to a temporary name and renamed, so a killed job never leaves a half-written one)."""
     from ..data import simulate_study
 
     path = replicate_path(out_dir, preset, seed)
@@ -449,10 +340,8 @@ def run_replicate(
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     ds = simulate_study(preset=preset, seed=int(seed), **dict(simulate_overrides or {}))
-    rows = analyse_replicate(
-        ds, baselines=baselines, methods=methods, fit_kwargs=fit_kwargs, seed=int(seed),
-        fit_fn=fit_fn,
-    )  # fmt: skip
+    rows = analyse_replicate(ds, baselines=baselines, methods=methods, fit_kwargs=fit_kwargs,
+                             seed=int(seed), fit_fn=fit_fn)  # fmt: skip
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     rows.to_csv(tmp, index=False)
     tmp.replace(path)
@@ -471,10 +360,8 @@ def run_coverage(
     aggregate: bool = True,
     progress: bool = True,
 ) -> pd.DataFrame | None:
-    """The whole study in one process (a loop with a progress bar), then :func:`aggregate_coverage`.
-
-    For parallel or cluster runs use the Hydra entry point (module docstring) instead.
-    """
+    """The whole study in one process (a loop with a progress bar), then
+    :func:`aggregate_coverage`; for parallel or cluster runs use the Hydra entry point."""
     from tqdm.auto import tqdm
 
     if baselines is None:
@@ -488,9 +375,6 @@ def run_coverage(
     return aggregate_coverage(Path(out_dir) / REPLICATE_DIR, out_dir) if aggregate else None
 
 
-# ------------------------------------------------------------------------------------------
-# Hydra entry point: one replicate per job
-# ------------------------------------------------------------------------------------------
 def replicate_job(cfg: Any) -> str:
     """The task of one Hydra job: replicate ``(data.preset, data.seed)`` into
     ``<hydra.sweep.dir>/replicates/`` (``hydra.run.dir`` outside a multirun)."""
@@ -498,10 +382,9 @@ def replicate_job(cfg: Any) -> str:
 
     try:
         from hydra.core.hydra_config import HydraConfig
-
-        hc = HydraConfig.get()
         from hydra.types import RunMode
 
+        hc = HydraConfig.get()
         root = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else Path(hc.run.dir)
     except (ImportError, ValueError):
         root = Path.cwd()
@@ -512,20 +395,17 @@ def replicate_job(cfg: Any) -> str:
         )
     names = [str(cfg.model.name), *[str(m) for m in cfg.model.get("also_fit", [])]]
     methods = [m for m in dict.fromkeys(names) if m in ("onset", "joint")]
-    fit_kwargs = replicate_fit_kwargs(cfg)
-    path = run_replicate(
-        str(cfg.data.preset), int(cfg.data.seed), root,
-        baselines=OmegaConf.to_container(cfg.baselines, resolve=True), methods=methods,
-        fit_kwargs=fit_kwargs, simulate_overrides=OmegaConf.to_container(cfg.data.overrides),
-    )  # fmt: skip
+    baselines = OmegaConf.to_container(cfg.baselines, resolve=True)
+    path = run_replicate(str(cfg.data.preset), int(cfg.data.seed), root, baselines=baselines,
+                         methods=methods, fit_kwargs=replicate_fit_kwargs(cfg),
+                         simulate_overrides=OmegaConf.to_container(cfg.data.overrides))  # fmt: skip
     return str(path)
 
 
 def replicate_fit_kwargs(cfg: Any, *, adaptation: bool = True) -> dict[str, Any]:
-    """The :func:`delusion_bayes.models.fit` settings of a simulated replicate: ``cfg.sampler``
-    and ``cfg.cache_dir``, without the groups nothing scores (log-likelihood, log prior,
-    posterior predictive); ``adaptation=False`` leaves ``sampler.adaptation`` out (the design
-    stage's fits use ``models.fit``'s default)."""
+    """:func:`delusion_bayes.models.fit` settings of a simulated replicate (``cfg.sampler``,
+    ``cfg.cache_dir``; no groups nothing scores); ``adaptation=False`` leaves out
+    ``sampler.adaptation`` (the design stage's fits use ``models.fit``'s default)."""
     s = cfg.sampler
     out = {
         "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),
@@ -546,10 +426,8 @@ def main() -> None:
     from ..config import conf_dir, register_configs
 
     register_configs()
-    task = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")(
-        replicate_job
-    )
-    task()
+    task = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
+    task(replicate_job)()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,7 +5,7 @@ quantity (closed at parameter bounds), error rates of the contrasts, the table a
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,17 +40,8 @@ def _level_tag(level: float) -> str:
     return f"{round(level * 100):d}"
 
 
-# ------------------------------------------------------------------------------------------
-# aggregation
-# ------------------------------------------------------------------------------------------
 def load_replicates(rep_dir: str | Path) -> pd.DataFrame:
-    """All replicate files of a directory, concatenated.
-
-    Raises
-    ------
-    ValueError
-        When the directory holds no replicate file.
-    """
+    """All replicate files of a directory, concatenated (ValueError when there is none)."""
     files = sorted(Path(rep_dir).glob("*.csv"))
     if not files:
         raise ValueError(
@@ -65,15 +56,10 @@ def load_replicates(rep_dir: str | Path) -> pd.DataFrame:
 def close_at_bounds(
     quantity: str, low: np.ndarray, high: np.ndarray, tol: float = BOUND_TOL
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Close an interval at the parameter-space bound it approaches (within ``tol``).
-
-    A posterior on an open parameter space cannot put an interval end exactly on its bound:
-    the simulator's ``true_L = 4`` (a model that reaches stage 4) is the supremum of the onset
-    models' ``L = 1 + 3 sigmoid(l)``, so a 95% interval (3.68, 3.994) would "miss" it by 0.006
-    and every such model would count as not covered. An end within ``tol`` (0.05 on the 1-4
-    stage scale, a tenth of the rating resolution) of a bound of :data:`BOUNDS` is set to the
-    bound. Quantities without bounds are returned unchanged.
-    """
+    """Set an interval end within ``tol`` (a tenth of the rating resolution) of a bound of
+    :data:`BOUNDS` to the bound. Why: an open parameter space never reaches its bound: ``true_L
+    = 4`` is the supremum of the onset models' ``L = 1 + 3 sigmoid(l)``, so a 95% interval
+    (3.68, 3.994) would "miss" it by 0.006."""
     if quantity not in BOUNDS:
         return low, high
     lower, upper = BOUNDS[quantity]
@@ -83,15 +69,11 @@ def close_at_bounds(
 
 
 def coverage_metrics(reps: pd.DataFrame, n_days: int = 30) -> pd.DataFrame:
-    """Coverage, width, bias and RMSE per preset x method x quantity x subset.
-
-    ``subset`` is ``all`` (every model) or ``turning`` (models whose true t50 lies within the
-    study, ``true_t50 <= n_days``): a never-turning model's t50 is beyond the data and would
-    dominate widths and RMSE. ``n`` counts model-replicates, ``defined`` the fraction with a
-    finite interval (a flat least-squares fit has none); coverage and width are over those.
-    Intervals of bounded quantities (``L``) are closed at the bound they approach
-    (:func:`close_at_bounds`) before coverage is scored; widths use the intervals as reported.
-    """
+    """Coverage, width, bias and RMSE per preset x method x quantity x ``subset``: ``all`` or
+    ``turning`` (true t50 <= ``n_days``: a never-turner's t50 would dominate widths and RMSE).
+    ``n`` counts model-replicates, ``defined`` the fraction with a finite interval (a flat
+    least-squares fit has none); coverage and width are over those. Coverage uses
+    :func:`close_at_bounds`, widths the intervals as reported."""
     iv = reps[reps["kind"] == "interval"].copy()
     if iv.empty:
         return pd.DataFrame()
@@ -124,36 +106,27 @@ def coverage_metrics(reps: pd.DataFrame, n_days: int = 30) -> pd.DataFrame:
 
 
 def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
-    """Rejection rates per preset x method x contrast x quantity.
+    """Rejection rates per preset x method x contrast x quantity; ``what`` is ``type-I error``
+    where the true group difference is 0 (every ``null`` contrast) and ``power`` elsewhere.
 
-    ``what`` is ``type-I error`` where the truth has no group difference (every ``null``
-    contrast; ``paper_like`` contrasts whose true difference is 0) and ``power`` elsewhere.
-
-    The two families test different nulls. The permutation test asks whether the group labels
-    are exchangeable (no systematic difference between the populations the models come from);
-    the posterior contrast is about the difference of group means of *these* models' quantities,
-    which under ``null`` is still non-zero by chance (``truth_diff``; its mean absolute value is
-    ``mean_abs_truth_diff``). A precise posterior therefore "rejects" a null-preset contrast
-    whenever the realised models happen to differ: its rejection rate under ``null`` is the
-    type-I error against the population null, not a calibration failure of the posterior for
-    its own (finite-population) estimand (``docs/design-notes.md#sweepcoverage_metricspy``).
+    The posterior contrast is about *these* models' difference of group means, non-zero by
+    chance under ``null`` (``truth_diff``), so its ``null`` rejection rate is a type-I error
+    against the permutation test's population null, not a miscalibration.
     """
     c = reps[reps["kind"] == "contrast"].copy()
     if c.empty:
         return pd.DataFrame()
     c["reject"] = c["reject"].astype(float)
     rows = []
-    for (preset, method, item, q), g in c.groupby(
-        ["preset", "method", "item", "quantity"], sort=False
-    ):
-        null_true = preset == "null" or bool(np.all(np.abs(g["truth_diff"].to_numpy(float)) <= tol))
-        rows.append(
-            {"preset": preset, "method": method, "contrast": item, "quantity": q,
-             "what": "type-I error" if null_true else "power", "n": int(g["reject"].notna().sum()),
-             "rejection_rate": float(g["reject"].mean()), "mean_stat": float(g["stat"].mean()),
-             "truth_diff": float(g["truth_diff"].mean()),
-             "mean_abs_truth_diff": float(g["truth_diff"].abs().mean())}
-        )  # fmt: skip
+    by = ["preset", "method", "item", "quantity"]
+    for (preset, method, item, q), g in c.groupby(by, sort=False):
+        rej, diff = g["reject"], g["truth_diff"]
+        null_true = preset == "null" or bool(np.all(np.abs(diff.to_numpy(float)) <= tol))
+        rows.append({"preset": preset, "method": method, "contrast": item, "quantity": q,
+                     "what": "type-I error" if null_true else "power", "n": int(rej.notna().sum()),
+                     "rejection_rate": float(rej.mean()), "mean_stat": float(g["stat"].mean()),
+                     "truth_diff": float(diff.mean()),
+                     "mean_abs_truth_diff": float(diff.abs().mean())})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -161,9 +134,8 @@ def coverage_table(cov: pd.DataFrame, level: float = 0.95, subset: str = "all") 
     """Methods side by side: coverage and mean width of the ``level`` intervals per quantity."""
     tag = _level_tag(level)
     sub = cov[cov["subset"] == subset]
-    wide = sub.pivot_table(
-        index=["preset", "quantity"], columns="method", values=[f"coverage_{tag}", f"width_{tag}"]
-    )
+    values = [f"coverage_{tag}", f"width_{tag}"]
+    wide = sub.pivot_table(index=["preset", "quantity"], columns="method", values=values)
     wide.columns = [f"{m} {v.split('_')[0]} {tag}%" for v, m in wide.columns]
     methods = list(dict.fromkeys(sub["method"]))
     order = [f"{m} {w} {tag}%" for m in methods for w in ("coverage", "width")]
@@ -177,9 +149,8 @@ def plot_coverage(cov: pd.DataFrame, errors: pd.DataFrame, subset: str = "all"):
     sub = cov[cov["subset"] == subset]
     presets = list(dict.fromkeys(sub["preset"]))
     methods = list(dict.fromkeys(sub["method"]))
-    fig, axes = plt.subplots(
-        len(presets) + 1, 2, figsize=(11, 3.0 * (len(presets) + 1)), squeeze=False
-    )
+    nrow = len(presets) + 1
+    fig, axes = plt.subplots(nrow, 2, figsize=(11, 3.0 * nrow), squeeze=False)
     markers = {0.9: "o", 0.95: "s"}
     for r, preset in enumerate(presets):
         g = sub[sub["preset"] == preset]
@@ -197,9 +168,8 @@ def plot_coverage(cov: pd.DataFrame, errors: pd.DataFrame, subset: str = "all"):
         for ax in axes[r]:
             ax.set_xticks(range(len(qs)), qs, fontsize=8)
         axes[r, 0].set_ylim(-0.03, 1.03)
-        axes[r, 0].set_title(
-            f"{preset}: interval coverage (dashed = nominal 90/95%)", fontsize=9, loc="left"
-        )
+        title = f"{preset}: interval coverage (dashed = nominal 90/95%)"
+        axes[r, 0].set_title(title, fontsize=9, loc="left")
         axes[r, 1].set_title(f"{preset}: mean width of 95% intervals", fontsize=9, loc="left")
         axes[r, 1].set_yscale("log")
     axes[0, 0].legend(fontsize=6, ncol=2)
@@ -246,23 +216,24 @@ def aggregate_coverage(
     turning = coverage_table(cov, subset="turning") if not cov.empty else table
     (out / "coverage_table.md").write_text(
         "All models:\n\n" + _markdown(table)
-        + "\nModels whose true t50 lies within the study (a never-turning model's t50, L and k"
-        " are beyond the data):\n\n" + _markdown(turning)
+        + "\n\nModels whose true t50 lies within the study (a never-turning model's t50, L and k"
+        " are beyond the data):\n\n" + _markdown(turning) + "\n"
     )  # fmt: skip
     fits = reps[reps["kind"] == "fit"]
     if not fits.empty:
         fits.groupby(["preset", "method"])["seconds"].describe().to_csv(out / "fit_times.csv")
     if plot and not cov.empty:
-        fig = plot_coverage(cov, errors)
-        save_figure(fig, out / "coverage", formats)
+        save_figure(plot_coverage(cov, errors), out / "coverage", formats)
     log.info("coverage of %d replicates -> %s", reps["seed"].nunique(), out / "coverage.csv")
     return cov
 
 
-def _markdown(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
-    for _, r in df.iterrows():
-        cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in r.values]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+def _fixed(v: Any) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def _markdown(df: pd.DataFrame, cell: Callable[[Any], str] = _fixed) -> str:
+    """``df`` as a Markdown table, each value written by ``cell``."""
+    lines = ["| " + " | ".join(map(str, df.columns)) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)

@@ -1,39 +1,10 @@
 """How should I size my next study? Power and precision of one study design, on simulated studies.
 
-A *cell* of the design is a number of raters, chatbot models and days and a rater noise level
-(the typical rater discrimination: lower = noisier ratings). S studies are simulated for a cell
-from a generative preset (``paper_like``: four regimes and real group differences; the roster
-scaled to ``n_models`` as :func:`delusion_bayes.data.simulate_study` documents) and each is
-analysed with the same code as the coverage study (:mod:`delusion_bayes.sweep.coverage`):
-
-``baselines`` (every one of the ``n_sims`` studies; cheap)
-    the paper's analysis (:func:`delusion_bayes.baselines.analyse_trajectory`): exact rank-sum
-    permutation tests of the pre-specified contrasts (``baselines.contrasts``), least-squares t50
-    with its rater-bootstrap percentile interval, Krippendorff's alpha of the recognition
-    ratings with its unit-bootstrap CI (``baselines.alpha_boot``), ICC(2,k) with its F-based
-    (McGraw & Wong) CI as :func:`delusion_bayes.baselines.icc` computes it, and the regime of
-    each model from the consensus milestones (:func:`delusion_bayes.sweep.quantities.classify_regime`);
-the Bayesian model (``design.model``, the first ``n_sims_bayes`` studies)
-    posterior contrasts (difference of group means per draw; reject when P(diff > 0) > .975 or
-    < .025), the posterior t50 interval, the regime from the posterior medians of the milestones.
-
-Per cell and method it reports (:func:`cell_metrics`):
-
-* ``power``: the rejection rate of each contrast x quantity (under ``paper_like`` the groups
-  differ, so it is power; under ``null`` it is the type-I error), binomial SE;
-* ``t50_width`` / ``t50_coverage``: mean width and coverage of the 95% t50 interval of the
-  turning models (true t50 within the study), SE over studies (the models of one study are not
-  independent);
-* ``alpha_ci_width``, ``icc2k_ci_width`` (and the point values ``alpha``, ``icc2k``): the
-  precision of the reliability estimates, SE over studies;
-* ``never_correct``: the share of true never-turners (``true_regime == "never"``) classified
-  ``never``; ``never_false``: the share of the other models classified ``never`` (at 20 days
-  the late turners have not turned yet, so they look like never-turners);
-* ``seconds``: the time per study.
-
-Every number here is from simulated studies: ``data`` says so in every table.
-
-Run as a multirun of the main CLI (one job per cell; ``experiments/design.yaml``)::
+A *cell* is a number of raters, chatbot models and days and a rater noise level. ``n_sims``
+studies of a cell (``paper_like``, its roster scaled to ``n_models``) are analysed with the
+coverage study's code plus reliability (alpha, ICC(2,k)) and regime classification: the
+baselines on all, the Bayesian ``design.model`` on the first ``n_sims_bayes``; every table says
+its numbers are simulated. One job per cell (``experiments/design.yaml``)::
 
     delusion-bayes -m experiment=design
     delusion-bayes-summarize multirun/design   # design_table.csv/.md, power.png/.pdf, headline
@@ -41,7 +12,6 @@ Run as a multirun of the main CLI (one job per cell; ``experiments/design.yaml``
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -54,10 +24,8 @@ import xarray as xr
 
 from ..stages import setting as _get
 from .config import DesignConfig
-from .coverage import baseline_estimates, baseline_rows, posterior_rows, true_quantities
-from .coverage_metrics import BASELINE, REPLICATE_COLUMNS
-
-log = logging.getLogger(__name__)
+from .coverage import _fit_rows, _seconds_row, _setup, baseline_estimates, baseline_rows
+from .coverage_metrics import BASELINE, REPLICATE_COLUMNS, _markdown
 
 #: what makes a cell of the design (the sweep's factors)
 CELL: tuple[str, ...] = ("n_raters", "n_models", "n_days", "discrimination_mean")
@@ -76,12 +44,8 @@ UNSCORED: tuple[str, ...] = ("confidence", "intervention", "disengagement")
 def cell_of(design: Any) -> dict[str, Any]:
     """``{n_raters, n_models, n_days, discrimination_mean}`` of a ``design`` node."""
     d = DesignConfig()
-    return {
-        "n_raters": int(_get(design, "n_raters", d.n_raters)),
-        "n_models": int(_get(design, "n_models", d.n_models)),
-        "n_days": int(_get(design, "n_days", d.n_days)),
-        "discrimination_mean": float(_get(design, "discrimination_mean", d.discrimination_mean)),
-    }
+    types = {**dict.fromkeys(CELL, int), "discrimination_mean": float}
+    return {k: types[k](_get(design, k, getattr(d, k))) for k in CELL}
 
 
 def simulate_cell(
@@ -99,12 +63,8 @@ def simulate_cell(
     return simulate_study(preset=preset, seed=int(seed), **kw)
 
 
-# ------------------------------------------------------------------------------------------
-# one study
-# ------------------------------------------------------------------------------------------
 def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list[dict]:
-    """Krippendorff's alpha (unit-bootstrap CI, when ``alpha_boot`` > 0) and ICC(2,k) (its
-    F-based CI) of the recognition ratings."""
+    """Krippendorff's alpha (unit-bootstrap CI) and ICC(2,k) (F-based CI) of the recognition."""
     from ..baselines import icc
     from ..data.schema import RATER
 
@@ -130,14 +90,9 @@ def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list
     return rows
 
 
-def _classify_rows(
-    method: str,
-    first_clinical: np.ndarray,
-    first_stable: np.ndarray,
-    ds: xr.Dataset,
-    censor_day: int,
-    base: Mapping[str, Any],
-) -> list[dict]:
+def _classify_rows(method: str, first_clinical: np.ndarray, first_stable: np.ndarray,
+                   ds: xr.Dataset, censor_day: int,
+                   base: Mapping[str, Any]) -> list[dict]:  # fmt: skip
     """One row per model: ``truth`` = 1 for a true never-turner (``true_regime``), ``estimate``
     = 1 when :func:`classify_regime` says ``never``; ``note`` = the regime it gave."""
     from ..data.schema import DAY, MODEL
@@ -165,50 +120,31 @@ def analyse_study(
     seed: int = 0,
     fit_fn: Callable[..., Any] | None = None,
 ) -> pd.DataFrame:
-    """Analyse one simulated study: the baselines, and ``method`` (``onset``/``joint``) when
-    given. Tidy rows with :data:`REPLICATE_COLUMNS` (the coverage study's rows, plus
-    ``kind = reliability`` and ``kind = classify`` rows).
-
-    ``seed`` is added to ``baselines.seed`` (bootstrap) and to ``fit_kwargs["seed"]``.
-    """
+    """Analyse one simulated study with the baselines and ``method`` (``onset``/``joint``) when
+    given: the coverage study's rows plus ``reliability`` and ``classify`` rows. ``seed`` is
+    added to ``baselines.seed`` and ``fit_kwargs["seed"]``; unlike the coverage study,
+    ``baselines.stable_run = 0`` is passed on as it is."""
     from ..baselines import analyse_trajectory
-    from ..data.schema import DAY, MODEL
+    from ..data.schema import MODEL
 
     stable_run = int(_get(baselines, "stable_run", 3))
-    cens = _get(baselines, "censor_day", None)
-    cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
-    contrasts = list(_get(baselines, "contrasts", []) or [])
-    truth = true_quantities(ds, stable_run=stable_run, censor_day=cens)
-    base = {"preset": str(ds.attrs.get("preset", "")), "seed": int(ds.attrs.get("seed", seed))}
-
+    cens, contrasts, truth, base, boot_seed = _setup(ds, baselines, seed, stable_run)
     t0 = time.perf_counter()
-    # what is scored comes from the recognition ratings and the adjudicated Level A/B codes:
-    # the other rated variables (their reliability rows, Table 2, Figure 2, section F) are
-    # dropped before the baselines run, which more than halves their time and changes nothing
-    # scored here (every resampling of a variable is seeded on its own)
+    # the other rated variables are dropped before the baselines run: nothing scored here uses
+    # them, and every resampling of a variable is seeded on its own (docs/design-notes.md)
     unscored = [v for v in UNSCORED if v in ds.data_vars]
-    res = analyse_trajectory(
-        ds.drop_vars(unscored), baselines, seed=int(_get(baselines, "seed", 0)) + seed,
-        milestone_replicates=True,
-    )  # fmt: skip
+    res = analyse_trajectory(ds.drop_vars(unscored), baselines, seed=boot_seed,
+                             milestone_replicates=True)  # fmt: skip
     est, con = baseline_estimates(res, ds)
     rows = baseline_rows(est, con, ds, truth, contrasts, base)
     rows += _reliability_rows(res, ds, base)
     ms = res.milestones.reindex({MODEL: ds[MODEL].values})
     rows += _classify_rows(BASELINE, ms["first_clinical"].values, ms["first_stable"].values,
                            ds, cens, base)  # fmt: skip
-    rows.append({**base, "method": BASELINE, "kind": "fit", "quantity": "seconds",
-                 "seconds": time.perf_counter() - t0})  # fmt: skip
-
+    rows.append(_seconds_row(base, BASELINE, t0))
     if method:
-        if fit_fn is None:
-            from ..models import fit as fit_fn
-        kwargs = dict(fit_kwargs or {})
-        kwargs["seed"] = int(kwargs.get("seed", 0)) + seed
-        t0 = time.perf_counter()
-        dt = fit_fn(ds, model=method, **kwargs)
-        new, pest = posterior_rows(method, dt, ds, truth, contrasts, base,
-                                   stable_run=stable_run, censor_day=cens, started=t0)  # fmt: skip
+        new, pest = _fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, seed=seed,
+                              fit_kwargs=fit_kwargs, stable_run=stable_run, cens=cens)  # fmt: skip
         rows += new
         rows += _classify_rows(method, pest["first_clinical"][0], pest["first_stable"][0],
                                ds, cens, base)  # fmt: skip
@@ -240,22 +176,15 @@ def run_cell(
     for i in range(int(n_sims)):
         t0 = time.perf_counter()
         ds = simulate_cell(cell, seed + i, preset=preset, overrides=overrides)
-        rows = analyse_study(
-            ds, baselines=baselines, method=method if (method and i < n_sims_bayes) else None,
-            fit_kwargs=fit_kwargs, seed=i, fit_fn=fit_fn,
-        )  # fmt: skip
-        rows.insert(0, "replicate", i)
-        for j, k in enumerate(CELL):
-            rows.insert(j, k, cell[k])
-        frames.append(rows)
+        bayes = method if (method and i < n_sims_bayes) else None
+        rows = analyse_study(ds, baselines=baselines, method=bayes, fit_kwargs=fit_kwargs, seed=i,
+                             fit_fn=fit_fn)  # fmt: skip
+        frames.append(rows.assign(replicate=i, **{k: cell[k] for k in CELL}))
         if progress is not None:
             progress(i, time.perf_counter() - t0)
     return pd.concat(frames, ignore_index=True).reindex(columns=list(DESIGN_COLUMNS))
 
 
-# ------------------------------------------------------------------------------------------
-# per-cell metrics
-# ------------------------------------------------------------------------------------------
 def binomial_se(p: float, n: int) -> float:
     """``sqrt(p (1 - p) / n)`` (NaN for n = 0)."""
     return math.sqrt(p * (1.0 - p) / n) if n > 0 and np.isfinite(p) else np.nan
@@ -265,26 +194,24 @@ def _over_studies(values: pd.Series, by: pd.Series) -> tuple[float, float, int]:
     """Mean of the per-study means and its SE (sd over studies / sqrt(n studies))."""
     per = values.groupby(by).mean().dropna()
     n = len(per)
-    if n == 0:
-        return np.nan, np.nan, 0
     se = float(per.std(ddof=1) / math.sqrt(n)) if n > 1 else np.nan
     return float(per.mean()), se, n
 
 
 def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame:
-    """Per cell x method: power per contrast, t50 interval width and coverage (turning models),
-    alpha and ICC(2,k) CI widths, never-turner classification, seconds (module docstring).
-
-    ``value`` is the estimate, ``se`` its Monte Carlo standard error (binomial for power, over
-    studies otherwise), ``n`` what it is over (studies, or model-studies for the t50
-    coverage), ``n_sims`` the studies of the cell analysed by that method.
+    """Per cell x method: ``power`` of each contrast x quantity (the type-I error under
+    ``null``); ``t50_width``/``t50_coverage`` of the 95% t50 interval of the turning models;
+    ``alpha``, ``icc2k`` and their ``*_ci_width``; ``never_correct`` (true never-turners
+    classified ``never``), ``never_false`` (other models classified ``never``); ``seconds``.
+    ``value`` is the estimate, ``se`` its Monte Carlo standard error (binomial for power, else
+    over studies: the models of one study are not independent), ``n`` what it is over (studies,
+    or model-studies for the t50 coverage), ``n_sims`` the studies of the cell for that method.
     """
     out: list[dict[str, Any]] = []
     if reps.empty:
         return pd.DataFrame(columns=list(METRIC_COLUMNS))
     for key, g in reps.groupby(list(CELL), sort=True):
         cell = dict(zip(CELL, key, strict=True))
-        n_days = int(cell["n_days"])
         for method, gm in g.groupby("method", sort=False):
             n_sims = int(gm["replicate"].nunique())
 
@@ -298,41 +225,33 @@ def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame
                 p = float(rej.mean()) if len(rej) else np.nan
                 add("power", f"{item}: {q}", p, binomial_se(p, len(rej)), len(rej))
             iv = gm[(gm["kind"] == "interval") & (gm["quantity"] == "t50")]
-            iv = iv[iv["truth"].astype(float) <= n_days]
+            iv = iv[iv["truth"].astype(float) <= int(cell["n_days"])]
             if not iv.empty:
                 lo, hi = iv["low_95"].astype(float), iv["high_95"].astype(float)
                 ok = np.isfinite(lo) & np.isfinite(hi)
                 width = (hi - lo).where(ok)
                 cover = ((lo <= iv["truth"]) & (iv["truth"] <= hi)).astype(float).where(ok)
-                v, se, n = _over_studies(width, iv["replicate"])
-                add("t50_width", "t50 (turning models)", v, se, n)
+                add("t50_width", "t50 (turning models)", *_over_studies(width, iv["replicate"]))
                 v, se, _ = _over_studies(cover, iv["replicate"])
                 add("t50_coverage", "t50 (turning models)", v, se, int(ok.sum()))
             rel = gm[gm["kind"] == "reliability"]
             for q, gr in rel.groupby("quantity", sort=False):
                 w = gr["high_95"].astype(float) - gr["low_95"].astype(float)
-                v, se, n = _over_studies(w, gr["replicate"])
-                add(f"{q}_ci_width", "recognition", v, se, n)
-                v, se, n = _over_studies(gr["estimate"].astype(float), gr["replicate"])
-                add(q, "recognition", v, se, n)
+                add(f"{q}_ci_width", "recognition", *_over_studies(w, gr["replicate"]))
+                add(q, "recognition", *_over_studies(gr["estimate"].astype(float), gr["replicate"]))
             cl = gm[gm["kind"] == "classify"]
-            if not cl.empty:
-                never = cl["truth"].astype(float) == 1.0
-                for metric, sub in (("never_correct", cl[never]), ("never_false", cl[~never])):
-                    if sub.empty:
-                        continue
-                    v, se, n = _over_studies(sub["estimate"].astype(float), sub["replicate"])
-                    add(metric, "regime = never", v, se, n)
+            never = cl["truth"].astype(float) == 1.0
+            for metric, sub in (("never_correct", cl[never]), ("never_false", cl[~never])):
+                if not sub.empty:
+                    est = sub["estimate"].astype(float)
+                    add(metric, "regime = never", *_over_studies(est, sub["replicate"]))
             fit = gm[gm["kind"] == "fit"]
             if not fit.empty:
-                v, se, n = _over_studies(fit["seconds"].astype(float), fit["replicate"])
-                add("seconds", "per study", v, se, n)
+                seconds = fit["seconds"].astype(float)
+                add("seconds", "per study", *_over_studies(seconds, fit["replicate"]))
     return pd.DataFrame(out).reindex(columns=list(METRIC_COLUMNS))
 
 
-# ------------------------------------------------------------------------------------------
-# the table, the power curves and the headline over cells (delusion-bayes-summarize)
-# ------------------------------------------------------------------------------------------
 #: methods as the table and figure name them
 METHOD_LABELS = {BASELINE: "permutation test", "onset": "onset (posterior)",
                  "joint": "joint (posterior)"}  # fmt: skip
@@ -342,8 +261,7 @@ TARGET_POWER = 0.8
 
 
 def design_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell x method: power of each contrast and the precision metrics as columns
-    (``<metric>`` and ``<metric>_se``)."""
+    """One row per cell x method; each power item and metric as ``<column>``, ``<column> (se)``."""
     if cells.empty:
         return pd.DataFrame()
     idx = ["data", *CELL, "method", "n_sims"]
@@ -359,9 +277,8 @@ def design_table(cells: pd.DataFrame) -> pd.DataFrame:
 def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TARGET_POWER,
              method: str = BASELINE) -> str:  # fmt: skip
     """The sentence "to detect <item> with 80% power you need >= N models (...)" per setting."""
-    sub = cells[
-        (cells["metric"] == "power") & (cells["item"] == item) & (cells["method"] == method)
-    ]
+    power = cells[cells["metric"] == "power"]
+    sub = power[(power["item"] == item) & (power["method"] == method)]
     what = item.replace(": ", " contrast on ").replace("first_stable", "first stable framing")
     how = ("permutation test, p < .05" if method == BASELINE
            else f"{method} posterior, 95% interval of the difference excludes 0")  # fmt: skip
@@ -371,36 +288,31 @@ def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TAR
     parts = []
     others = [k for k in ("n_raters", "n_days", "discrimination_mean") if sub[k].nunique() > 1]
     groups = sub.groupby(others, sort=True) if others else [((), sub)]
+
+    def pm(r: pd.Series) -> str:
+        return f"{r['value']:.2f} +/- {r['se']:.2f}"
+
     for _, g in groups:
         g = g.sort_values("n_models")
-        hit = g[g["value"] >= target]
-        fixed = {k: g[k].iloc[0] for k in ("n_raters", "n_days", "discrimination_mean")}
-        setting = (f"{fixed['n_raters']:g} raters, {fixed['n_days']:g} days, rater "
-                   f"discrimination {fixed['discrimination_mean']:g}")  # fmt: skip
-        tag = setting
+        r0, hit = g.iloc[0], g[g["value"] >= target]
+        tag = (f"{r0['n_raters']:g} raters, {r0['n_days']:g} days, rater discrimination "
+               f"{r0['discrimination_mean']:g}")  # fmt: skip
         if hit.empty:
             best = g.loc[g["value"].idxmax()]
-            parts.append(
-                f"with {tag}, {target:.0%} power is not reached with up to "
-                f"{int(g['n_models'].max())} models (best: {best['value']:.2f} +/- "
-                f"{best['se']:.2f} at {int(best['n_models'])})"
-            )
+            parts.append(f"with {tag}, {target:.0%} power is not reached with up to "
+                         f"{int(g['n_models'].max())} models (best: {pm(best)} at "
+                         f"{int(best['n_models'])})")  # fmt: skip
             continue
         first = hit.iloc[0]
-        got = (f"power {first['value']:.2f} +/- {first['se']:.2f}, {int(first['n'])} simulated "
-               "studies")  # fmt: skip
+        n_first = int(first["n_models"])
+        got = f"power {pm(first)}, {int(first['n'])} simulated studies"
         below = g[g["n_models"] < first["n_models"]]
         if below.empty:
-            parts.append(
-                f"with {tag} the fewest models tried, {int(first['n_models'])}, already suffice "
-                f"({got})"
-            )
+            parts.append(f"with {tag} the fewest models tried, {n_first}, already suffice ({got})")
         else:
             prev = below.iloc[-1]
-            parts.append(
-                f"with {tag} you need >= {int(first['n_models'])} models ({got}; "
-                f"{int(prev['n_models'])} models: {prev['value']:.2f} +/- {prev['se']:.2f})"
-            )
+            parts.append(f"with {tag} you need >= {n_first} models ({got}; "
+                         f"{int(prev['n_models'])} models: {pm(prev)})")  # fmt: skip
     return (f"{source.capitalize()} studies: to detect the {what} with {target:.0%} power "
             f"({how}): " + "; ".join(parts) + ".")  # fmt: skip
 
@@ -416,16 +328,13 @@ def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
         pw = pw[pw["item"].isin(items)]
     keys = ["n_raters", "n_days", "discrimination_mean"]
     settings = sorted({tuple(r) for r in pw[keys].itertuples(index=False)})
-    cmap = plt.get_cmap("viridis" if len(settings) > 10 else "tab10")
-    color = {
-        st: cmap(i / max(len(settings) - 1, 1) if len(settings) > 10 else i)
-        for i, st in enumerate(settings)
-    }
+    n = len(settings)
+    cmap = plt.get_cmap("viridis" if n > 10 else "tab10")
+    color = {st: cmap(i / max(n - 1, 1) if n > 10 else i) for i, st in enumerate(settings)}
     styles = {BASELINE: "-", "onset": "--", "joint": ":"}
     panels = list(pw.groupby("item", sort=True))
-    n = max(len(panels), 1)
-    ncol = min(n, 4)
-    nrow = math.ceil(n / ncol)
+    ncol = min(max(len(panels), 1), 4)
+    nrow = math.ceil(max(len(panels), 1) / ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.3 * ncol, 2.7 * nrow + 1.2), squeeze=False,
                              sharey=True)  # fmt: skip
     for ax, (item, g) in zip(axes.flat, panels, strict=False):
@@ -457,8 +366,7 @@ def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
     fig.suptitle("Power of the pre-specified contrasts on SIMULATED studies (paper_like "
                  "scaled); p < .05 or posterior 95% interval excluding 0; bars: binomial SE",
                  fontsize=9)  # fmt: skip
-    legend_rows = math.ceil(len(seen) / 2)
-    bottom = min(0.5, (0.16 * legend_rows + 0.1) / (2.7 * nrow + 1.2))
+    bottom = min(0.5, (0.16 * math.ceil(len(seen) / 2) + 0.1) / (2.7 * nrow + 1.2))
     fig.tight_layout(rect=(0, bottom, 1, 0.96))
     return fig
 
@@ -485,11 +393,8 @@ def summarize_design(
     sweep_dir = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep_dir
     out.mkdir(parents=True, exist_ok=True)
-    frames = []
-    for job in find_job_dirs(sweep_dir):
-        df = results.read(job, "design/cell.csv")
-        if df is not None and not df.empty:
-            frames.append(df)
+    frames = [results.read(job, "design/cell.csv") for job in find_job_dirs(sweep_dir)]
+    frames = [df for df in frames if df is not None and not df.empty]
     if not frames:
         raise ValueError(f"{sweep_dir} holds no design/cell.csv (run experiment=design first)")
     cells = pd.concat(frames, ignore_index=True)
@@ -503,9 +408,9 @@ def summarize_design(
     text = headline(cells)
     (out / "design_table.md").write_text(
         "# Study design (SIMULATED studies)\n\n" + note + "\n\n" + text + "\n\n"
-        + "## Power (rejection rate +/- binomial SE)\n\n" + _markdown(_pm(cells, power=True))
+        + "## Power (rejection rate +/- binomial SE)\n\n" + _markdown(_pm(cells, power=True), _g)
         + "\n\n## Precision and classification (mean +/- SE over studies)\n\n"
-        + _markdown(_pm(cells, power=False)) + "\n\nEvery column with its SE: "
+        + _markdown(_pm(cells, power=False), _g) + "\n\nEvery column with its SE: "
         "design_table.csv; tidy: design_cells.csv.\n"
     )  # fmt: skip
     (out / "design_headline.md").write_text(text + "\n")
@@ -542,14 +447,7 @@ def _pm(cells: pd.DataFrame, *, power: bool) -> pd.DataFrame:
                                 "discrimination_mean": "discrimination"})  # fmt: skip
 
 
-def _markdown(df: pd.DataFrame) -> str:
-    cols = [str(c) for c in df.columns]
-
-    def fmt(v: Any) -> str:
-        if isinstance(v, float | np.floating):
-            return "" if not np.isfinite(v) else f"{v:g}"
-        return "" if v is None or (isinstance(v, float) and v != v) else str(v)
-
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
+def _g(v: Any) -> str:
+    if isinstance(v, float | np.floating):
+        return f"{v:g}" if np.isfinite(v) else ""
+    return "" if v is None else str(v)

@@ -1,26 +1,11 @@
 """Find the jobs of a Hydra multirun directory and say, for each, what happened.
 
-A multirun directory (``hydra.sweep.dir``) holds ``multirun.yaml`` and one folder per job
-(``hydra.sweep.subdir``, by default the job number). Each job folder has Hydra's
-``.hydra/overrides.yaml`` (the overrides that distinguish the job), and, when the pipeline got
-that far, ``run.json`` (:func:`delusion_bayes.pipeline.run`: provenance, per-stage status,
-seconds and headline, the ``failed`` list) and ``job.json`` (written by
-:class:`delusion_bayes.sweep.callbacks.JobStatusCallback` whatever happened, including an
-exception raised before ``run.json`` existed).
-
-A job's status is one of
-
-``ok``
-    ``run.json`` is complete and no stage failed.
-``failed``
-    a stage failed (``run.json``'s ``failed`` list, with each stage's error), or the job raised
-    before the pipeline wrote ``run.json`` (error from ``job.json``, else from the job's log).
-``incomplete``
-    ``run.json`` exists but has no final record: the job was killed (timeout, out of memory,
-    cancelled) or is still running.
-``missing``
-    neither ``run.json`` nor ``job.json``: the job died before the pipeline started and left no
-    error behind (its log is quoted when it has one).
+A job folder holds Hydra's ``.hydra/overrides.yaml`` and, when the pipeline got that far,
+``run.json`` (:func:`delusion_bayes.pipeline.run`) and ``job.json`` (:mod:`.callbacks`, written
+whatever happened). A job's status is ``ok`` (``run.json`` complete, no stage failed), ``failed``
+(a stage failed, or the job raised before ``run.json`` existed: error from ``job.json``, else the
+log), ``incomplete`` (``run.json`` without its final record: killed or still running) or
+``missing`` (neither file: the job died before the pipeline started).
 """
 
 from __future__ import annotations
@@ -39,26 +24,10 @@ STATUSES: tuple[str, ...] = ("ok", "failed", "incomplete", "missing")
 
 @dataclass
 class Job:
-    """One job of a multirun: where it is, its overrides, status and error.
-
-    Attributes
-    ----------
-    path : Path
-        The job's output directory.
-    name : str
-        Its path relative to the multirun directory (``"0"``, ``"1"``, ...).
-    overrides : dict
-        ``{key: value}`` from ``.hydra/overrides.yaml`` (leading ``+``/``++`` stripped from keys;
-        values as Hydra wrote them, strings).
-    status : str
-        One of :data:`STATUSES`.
-    error : str
-        Why it failed (empty when ``ok``).
-    seconds : float or None
-        Wall time of the pipeline (``run.json``), else of the job (``job.json``).
-    run : dict
-        The content of ``run.json`` (``{}`` when absent).
-    """
+    """One job of a multirun: its directory, ``name`` relative to the multirun directory
+    (``"0"``, ...), ``overrides`` (``{key: value}`` strings from ``.hydra/overrides.yaml``,
+    leading ``+``/``++`` stripped), ``status`` (one of :data:`STATUSES`), ``error`` (empty when
+    ok), ``seconds`` (of the pipeline, else of the job) and ``run`` (``run.json``, or ``{}``)."""
 
     path: Path
     name: str
@@ -74,21 +43,18 @@ class Job:
 
 
 def parse_overrides(lines: list[str]) -> dict[str, str]:
-    """``["baselines.stable_run=2", "+x.y=1", "~z"]`` -> ``{"baselines.stable_run": "2", ...}``.
-
-    Deletions (``~key``) map to ``"<deleted>"``; a line without ``=`` is kept with an empty value.
-    """
+    """``["baselines.stable_run=2", "+x.y=1", "~z"]`` -> ``{"baselines.stable_run": "2", ...}``;
+    a deletion ``~key`` maps to ``"<deleted>"``, a line without ``=`` to an empty value."""
     out: dict[str, str] = {}
     for line in lines:
         text = str(line).strip()
         if not text:
             continue
+        key, _, value = text.removeprefix("~").partition("=")
         if text.startswith("~"):
-            key, _, value = text[1:].partition("=")
             out[key] = "<deleted>" if not value else f"<deleted {value}>"
-            continue
-        key, _, value = text.partition("=")
-        out[key.lstrip("+")] = value
+        else:
+            out[key.lstrip("+")] = value
     return out
 
 
@@ -143,10 +109,8 @@ def read_job(job_dir: str | Path, root: str | Path | None = None) -> Job:
     if run is not None:
         job.run = run
         stages = run.get("stages", {}) if isinstance(run.get("stages"), dict) else {}
-        failed = [
-            s for s, r in stages.items() if isinstance(r, dict) and r.get("status") == "failed"
-        ]
-        failed = list(dict.fromkeys([*run.get("failed", []), *failed]))
+        bad = (s for s, r in stages.items() if isinstance(r, dict) and r.get("status") == "failed")
+        failed = list(dict.fromkeys([*run.get("failed", []), *bad]))
         if failed:
             job.status = "failed"
             job.error = "; ".join(
@@ -163,8 +127,7 @@ def read_job(job_dir: str | Path, root: str | Path | None = None) -> Job:
             job.status = "ok"
         job.seconds = run.get("seconds")
     if status is not None:
-        if job.seconds is None:
-            job.seconds = status.get("seconds")
+        job.seconds = status.get("seconds") if job.seconds is None else job.seconds
         if status.get("status") == "failed" and job.status in ("ok", "missing", "incomplete"):
             # the pipeline raised outside a stage (config, data loading) or the job died after it
             job.status = "failed"
@@ -181,13 +144,8 @@ def read_job(job_dir: str | Path, root: str | Path | None = None) -> Job:
 
 def find_job_dirs(sweep_dir: str | Path) -> list[Path]:
     """Job directories under a multirun dir: every folder holding ``.hydra/overrides.yaml`` (or a
-    ``run.json``), sorted numerically where the names are job numbers.
-
-    Raises
-    ------
-    ValueError
-        When ``sweep_dir`` is not a directory or holds no job.
-    """
+    ``run.json``), sorted numerically where the names are job numbers; ValueError when
+    ``sweep_dir`` is not a directory or holds no job."""
     root = Path(sweep_dir)
     if not root.is_dir():
         raise ValueError(
@@ -217,9 +175,5 @@ def collect_jobs(sweep_dir: str | Path) -> list[Job]:
 
 def sweep_keys(jobs: list[Job]) -> list[str]:
     """Override keys that vary between jobs, in first-seen order (the sweep's choices)."""
-    keys: list[str] = []
-    for job in jobs:
-        for k in job.overrides:
-            if k not in keys:
-                keys.append(k)
+    keys = dict.fromkeys(k for job in jobs for k in job.overrides)
     return [k for k in keys if len({job.overrides.get(k) for job in jobs}) > 1]

@@ -1,19 +1,7 @@
-"""The multiverse / specification-curve figure of a sweep.
-
-One column per job (ordered by its choices), one panel per headline conclusion, and at the
-bottom the "dashboard" of the specification curve (Simonsohn, Simmons & Nelson 2020, Nature
-Human Behaviour 4, 1208-1214): a dot for each choice the job made. A reader follows a column
-down to see which choices produced which conclusions, or a panel across to see how stable a
-conclusion is:
-
-* regime membership of every model (the paper's four regimes, :func:`classify_regime`);
-* milestone latencies (first clinical, first stable, first Level-B) of every model;
-* the t50 ordering (rank of every model's least-squares t50);
-* each contrast's exact permutation p (log scale, 0.05 marked) and its posterior probability
-  P(A - B > 0) under every fitted model, with each fit's diagnostics gate;
-* the entrainment-Level-B Spearman correlation.
-
-Jobs that did not finish are grey columns marked with a red cross in the dashboard.
+"""The multiverse / specification-curve figure of a sweep (Simonsohn, Simmons & Nelson 2020,
+Nature Human Behaviour 4, 1208-1214): one column per job (ordered by its choices), one panel per
+headline conclusion, and at the bottom the dashboard, a dot for each choice the job made. Jobs
+that did not finish are grey columns with a red cross.
 """
 
 from __future__ import annotations
@@ -27,10 +15,12 @@ import pandas as pd
 from .quantities import REGIMES
 
 REGIME_COLORS = ("#1b9e77", "#7570b3", "#d95f02", "#9e9e9e")
-_MILESTONE_TITLES = {
-    "first_clinical": "first clinical framing (day)",
-    "first_stable": "first stable framing (day)",
-    "first_level_b": "first Level-B recommendation (day)",
+#: per-model panels drawn as heatmaps of days or ranks: (title, colour map)
+_HEATMAPS = {
+    "first_clinical": ("first clinical framing (day)", "viridis_r"),
+    "first_stable": ("first stable framing (day)", "viridis_r"),
+    "first_level_b": ("first Level-B recommendation (day)", "viridis_r"),
+    "t50_rank": ("t50 ordering (rank of least-squares t50; flat = last)", "magma_r"),
 }
 
 
@@ -44,14 +34,12 @@ def job_order(summary: pd.DataFrame, keys: Sequence[str]) -> list[str]:
         except (TypeError, ValueError):
             return (1, 0.0, str(value))
 
-    names = list(jobs.index)
-    return sorted(
-        names,
-        key=lambda j: (
-            tuple(sort_key(jobs.at[j, k]) if k in jobs.columns else (2, 0.0, "") for k in keys),
-            sort_key(j),
-        ),
-    )
+    def by_choices(j: str) -> tuple:
+        absent = (2, 0.0, "")
+        choices = tuple(sort_key(jobs.at[j, k]) if k in jobs.columns else absent for k in keys)
+        return choices, sort_key(j)
+
+    return sorted(jobs.index, key=by_choices)
 
 
 def _matrix(summary: pd.DataFrame, quantity: str, jobs: list[str], column: str = "value"):
@@ -59,16 +47,13 @@ def _matrix(summary: pd.DataFrame, quantity: str, jobs: list[str], column: str =
     if sub.empty:
         return None
     wide = sub.pivot_table(index="item", columns="job", values=column, aggfunc="first")
-    items = list(dict.fromkeys(sub["item"]))
-    return wide.reindex(index=items, columns=jobs)
+    return wide.reindex(index=list(dict.fromkeys(sub["item"])), columns=jobs)
 
 
 def _heatmap(ax, mat: pd.DataFrame, title: str, cmap, vmin=None, vmax=None, fmt=None):
     data = mat.to_numpy(dtype=float)
-    im = ax.imshow(
-        np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax,
-        interpolation="nearest",
-    )  # fmt: skip
+    im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax,
+                   interpolation="nearest")  # fmt: skip
     ax.set_yticks(range(len(mat.index)), [str(i) for i in mat.index], fontsize=6)
     ax.set_title(title, fontsize=9, loc="left")
     ax.set_xticks([])
@@ -82,8 +67,7 @@ def _heatmap(ax, mat: pd.DataFrame, title: str, cmap, vmin=None, vmax=None, fmt=
 def _series(ax, mat: pd.DataFrame, title: str, *, log: bool = False, lines=()):
     x = np.arange(mat.shape[1])
     for item, row in mat.iterrows():
-        y = row.to_numpy(dtype=float)
-        ax.plot(x, y, marker="o", ms=3, lw=0.8, label=str(item)[:40])
+        ax.plot(x, row.to_numpy(dtype=float), marker="o", ms=3, lw=0.8, label=str(item)[:40])
     for level in lines:
         ax.axhline(level, color="k", lw=0.6, ls="--")
     if log:
@@ -95,21 +79,9 @@ def _series(ax, mat: pd.DataFrame, title: str, *, log: bool = False, lines=()):
 
 
 def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | None = None):
-    """Draw the specification curve of a ``summary.csv`` frame.
-
-    Parameters
-    ----------
-    summary
-        The frame of :func:`delusion_bayes.sweep.summarize.summary_table`.
-    keys
-        The override keys that vary across jobs (the dashboard's rows).
-    title
-        Figure title.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-    """
+    """The specification curve (a matplotlib figure) of a ``summary.csv`` frame
+    (:func:`delusion_bayes.sweep.summarize.summary_table`); ``keys``: the override keys that
+    vary across jobs (the dashboard's rows)."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import BoundaryNorm, ListedColormap
 
@@ -117,19 +89,17 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
     jobs = job_order(summary, keys)
     status = summary.drop_duplicates("job").set_index("job")["status"].reindex(jobs)
     posterior = sorted({q for q in summary["quantity"] if str(q).startswith("posterior_prob")})
-    quantities = ["regime", *_MILESTONE_TITLES, "t50_rank", "perm_p", *posterior, "gate_passed",
+    quantities = ["regime", *_HEATMAPS, "perm_p", *posterior, "gate_passed",
                   "entrainment_level_b_rho"]  # fmt: skip
     panels = [(q, mat) for q in quantities if (mat := _matrix(summary, q, jobs)) is not None]
     dash_rows = [(k, v) for k in keys for v in dict.fromkeys(summary.drop_duplicates("job")[k])]
-    per_model = ("regime", *_MILESTONE_TITLES, "t50_rank")
+    per_model = ("regime", *_HEATMAPS)
     heights = [max(1.2, 0.12 * len(mat.index)) if name in per_model else 1.4
                for name, mat in panels]  # fmt: skip
     heights.append(max(0.8, 0.16 * len(dash_rows)))
     width = min(22.0, 4.0 + 0.22 * len(jobs))
-    fig, axes = plt.subplots(
-        len(heights), 1, figsize=(width, sum(heights) + 1.0), squeeze=False,
-        gridspec_kw={"height_ratios": heights}, sharex=True,
-    )  # fmt: skip
+    fig, axes = plt.subplots(len(heights), 1, figsize=(width, sum(heights) + 1.0), squeeze=False,
+                             gridspec_kw={"height_ratios": heights}, sharex=True)  # fmt: skip
     axes = axes[:, 0]
     for ax, (name, mat) in zip(axes, panels, strict=False):
         if name == "regime":
@@ -140,12 +110,8 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
             handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in REGIME_COLORS]
             ax.legend(handles, REGIMES, fontsize=6, loc="center left",
                       bbox_to_anchor=(1.0, 0.5), frameon=False)  # fmt: skip
-        elif name in _MILESTONE_TITLES:
-            im = _heatmap(ax, mat, _MILESTONE_TITLES[name], "viridis_r", fmt=lambda v: f"{v:.0f}")
-            fig.colorbar(im, ax=ax, pad=0.01, fraction=0.02)
-        elif name == "t50_rank":
-            im = _heatmap(ax, mat, "t50 ordering (rank of least-squares t50; flat = last)",
-                          "magma_r", fmt=lambda v: f"{v:.0f}")  # fmt: skip
+        elif name in _HEATMAPS:
+            im = _heatmap(ax, mat, *_HEATMAPS[name], fmt=lambda v: f"{v:.0f}")
             fig.colorbar(im, ax=ax, pad=0.01, fraction=0.02)
         elif name == "perm_p":
             _series(ax, mat.clip(lower=1e-6), "exact permutation p per contrast:quantity",
@@ -175,19 +141,14 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
         dash.scatter(used, [r] * len(used), s=14, color="k")
     for i in bad:
         dash.scatter([i], [-1], marker="x", color="red", s=25)
-    dash.set_yticks(
-        [-1, *range(len(dash_rows))],
-        ["job failed", *[f"{k}={v}"[:60] for k, v in dash_rows]],
-        fontsize=6,
-    )  # fmt: skip
+    labels = ["job failed", *[f"{k}={v}"[:60] for k, v in dash_rows]]
+    dash.set_yticks([-1, *range(len(dash_rows))], labels, fontsize=6)
     dash.set_ylim(len(dash_rows) - 0.5, -1.5)
     dash.set_xticks(range(len(jobs)), jobs, fontsize=6, rotation=90)
     dash.set_xlabel("job (ordered by choices)", fontsize=8)
     dash.set_xlim(-0.5, len(jobs) - 0.5)
     dash.set_title("choices (specification-curve dashboard)", fontsize=9, loc="left")
-    fig.suptitle(
-        title or f"Multiverse of {len(jobs)} jobs ({len(bad)} not finished)", fontsize=11, x=0.01,
-        ha="left",
-    )  # fmt: skip
+    title = title or f"Multiverse of {len(jobs)} jobs ({len(bad)} not finished)"
+    fig.suptitle(title, fontsize=11, x=0.01, ha="left")
     fig.tight_layout()
     return fig

@@ -1,30 +1,18 @@
 """The headline conclusions of one run, read back from what its stages wrote (no refitting).
 
-Every quantity becomes a tidy row ``(stage, quantity, item, value, label, source)``:
-
-=====================  ==========================================================================
-quantity               from
-=====================  ==========================================================================
-``first_clinical`` ... ``baselines/table1_milestones.csv`` (one row per model; Table 1)
-``regime``             derived from the milestones by :func:`classify_regime` (label; Results)
-``L, k, t50``          ``baselines/tableD1_logistic.csv`` (least squares; Table D1)
-``t50_rank``           rank of each model's ``t50`` within the run (the t50 ordering)
-``perm_p``             ``baselines/contrasts.csv`` (exact permutation p, item ``contrast:quantity``)
-``posterior_prob:<m>`` ``models/<m>/contrasts_posterior.csv`` (P(A - B > 0) under fitted model m)
-``posterior_<q>:<m>``  ``models/<m>/milestones_posterior.csv`` and ``models/<m>/t50_posterior.csv``
-``gate_passed``        ``models/<m>/gate.json`` (1 = the fit passed the diagnostics gate; item m)
-``entrainment_level_b_rho``  ``text/correlations.csv`` (Spearman rho of entrainment vs Level-B days)
-``headline:<key>``     every number in every stage's headline (``run.json``), flattened
-=====================  ==========================================================================
-
-Every file is read through the results contract (:mod:`delusion_bayes.results`), so the
-columns are the ones the stages declare. Files that are absent (a stage not run or failed) give
-no rows, so a sweep is summarised however far each job got; a file that breaks its declaration
-is logged and skipped.
+Every quantity becomes a tidy row ``(stage, quantity, item, value, label, source)``; one
+extractor per source file (each names the file it reads): milestone latencies (Table 1) and
+``regime`` (:func:`classify_regime`); ``L, k, t50`` (Table D1) and ``t50_rank``; ``perm_p`` and
+``posterior_prob:<fit>`` (P(A - B > 0)) per contrast; posterior medians ``posterior_<q>:<fit>``,
+``gate_passed`` and ``max_rhat``; ``entrainment_level_b_rho``; every number of every stage's
+headline (``headline:<key>``, flattened). Files are read through :mod:`delusion_bayes.results`;
+an absent file gives no rows (a sweep is summarised however far each job got), a broken one is
+logged.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Mapping
@@ -35,12 +23,10 @@ import numpy as np
 import pandas as pd
 
 from .. import results
-from ..baselines.config import MILESTONES as _BASELINE_MILESTONES
+from ..baselines.config import MILESTONES
 
 log = logging.getLogger(__name__)
 
-#: milestone latencies and day counts (Table 1), in the order the plot shows them
-MILESTONES = _BASELINE_MILESTONES
 LOGISTIC: tuple[str, ...] = ("L", "k", "t50")
 #: the four regimes of the paper's Results, in order of turning
 REGIMES: tuple[str, ...] = ("early", "gradual", "late", "never")
@@ -56,30 +42,11 @@ def classify_regime(
     early_by: float = 1 / 3,
     late_from: float = 0.7,
 ) -> str:
-    """The regime of one model from its milestone latencies (trajectory paper, Results).
-
-    ``never``: clinical framing never reached (``first_clinical`` censored); ``late``: clinical
-    framing first reached on or after day ``late_from * n_days`` (21 of 30: "turned only from day
-    21 onward"); ``early``: stable clinical framing reached by day ``early_by * n_days`` (10 of
-    30: "stabilized within days 5-10"); ``gradual``: the rest (clinical framing before day 21,
-    stabilised late or never: the GPT-5.1 pair).
-
-    Parameters
-    ----------
-    first_clinical, first_stable : float
-        Latencies; a value ``>= censor_day`` (or NaN) means never reached.
-    n_days : int
-        Study length.
-    censor_day : float, optional
-        Default ``n_days + 1``.
-    early_by, late_from : float
-        The regime boundaries as fractions of ``n_days``.
-
-    Returns
-    -------
-    str
-        One of :data:`REGIMES`.
-    """
+    """The regime (one of :data:`REGIMES`) of one model from its milestone latencies (``>=
+    censor_day``, default ``n_days + 1``, or NaN: never reached), as the trajectory paper's
+    Results define them: ``never``: clinical framing never reached; ``late``: first reached on or
+    after day ``late_from * n_days`` (21 of 30); ``early``: stable clinical framing by day
+    ``early_by * n_days`` (10 of 30: "stabilized within days 5-10"); ``gradual``: the rest."""
     cens = float(n_days + 1 if censor_day is None else censor_day)
 
     def reached(x: float) -> bool:
@@ -94,25 +61,19 @@ def classify_regime(
     return "gradual"
 
 
-# ------------------------------------------------------------------------------------------
-# helpers
-# ------------------------------------------------------------------------------------------
 def _rows(stage: str, quantity: str, item: Any, value: Any, source: str) -> dict[str, Any]:
-    num, label = _as_number(value)
     item = "" if item is None else str(item)
-    return dict(zip(COLUMNS, (stage, quantity, item, num, label, source), strict=True))
+    return dict(zip(COLUMNS, (stage, quantity, item, *_as_number(value), source), strict=True))
 
 
 def _as_number(value: Any) -> tuple[float, str]:
-    if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
-        return float(value), ""
-    if value is None:
-        return float("nan"), ""
-    text = str(value)
+    """``(value, "")`` for a number (NaN for None), ``(NaN, text)`` for a label."""
+    if value is None or isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating):
+        return (float("nan") if value is None else float(value)), ""
     try:
-        return float(text), ""
+        return float(str(value)), ""
     except ValueError:
-        return float("nan"), text
+        return float("nan"), str(value)
 
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -142,9 +103,6 @@ def _read(run_dir: Path, key: str, fit: str | None = None) -> pd.DataFrame | Non
     return None if df is None or (isinstance(df, pd.DataFrame) and df.empty) else df
 
 
-# ------------------------------------------------------------------------------------------
-# extractors: each returns a list of row dicts
-# ------------------------------------------------------------------------------------------
 def study_length(run_dir: Path) -> tuple[int, float]:
     """``(n_days, censor_day)`` the baselines stage used (its ``index.json`` config)."""
     index = results.read(run_dir, "baselines/index.json") or {}
@@ -166,12 +124,10 @@ def milestone_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]
             for _, rec in df.iterrows() for m in MILESTONES]  # fmt: skip
     n_days, cens = study_length(run_dir)
     for _, rec in df.iterrows():
-        regime = classify_regime(
-            rec["first_clinical"], rec["first_stable"], n_days=n_days, censor_day=cens
-        )
+        regime = classify_regime(rec["first_clinical"], rec["first_stable"], n_days=n_days,
+                                 censor_day=cens)  # fmt: skip
         row = _rows("baselines", "regime", rec["model"], regime, key)
-        row["value"] = float(REGIMES.index(regime))
-        rows.append(row)
+        rows.append({**row, "value": float(REGIMES.index(regime))})
     return rows
 
 
@@ -191,10 +147,8 @@ def logistic_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
 
 
 def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Permutation p per contrast and quantity (``baselines/contrasts.csv``), and beside it the
-    posterior probability that group A exceeds group B, ``P(A - B > 0)``, per fitted model
-    (``models/<fit>/contrasts_posterior.csv``, column ``p_gt_0``; quantity
-    ``posterior_prob:<fit>``)."""
+    """Permutation p per contrast and quantity (``baselines/contrasts.csv``) and, per fitted
+    model, ``P(A - B > 0)`` (``models/<fit>/contrasts_posterior.csv``: ``posterior_prob:<fit>``)."""
     rows = []
     key = "baselines/contrasts.csv"
     df = _read(run_dir, key)
@@ -214,9 +168,8 @@ def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
 
 
 def posterior_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per fitted model (``models/<fit>/``): posterior medians of the milestones
-    (``milestones_posterior.csv``, quantity ``posterior_<milestone>:<fit>``), of ``L, k, t50``
-    (``t50_posterior.csv``, quantity ``posterior_<p>:<fit>``) and the diagnostics gate
+    """Per fitted model: posterior medians ``posterior_<q>:<fit>`` of the milestones and of ``L,
+    k, t50`` (``models/<fit>/milestones_posterior.csv``, ``t50_posterior.csv``) and the gate
     (``gate.json``: ``gate_passed`` 1/0 and ``max_rhat``, item = fit)."""
     rows = []
     for fit in results.fits(run_dir):
@@ -240,8 +193,7 @@ def posterior_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]
 
 
 def entrainment_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Spearman rho of model entrainment against the Level-B day count (paper: -.69), from the
-    text stage's ``correlations.csv``."""
+    """Spearman rho of entrainment vs Level-B days (paper: -.69; ``text/correlations.csv``)."""
     key = "text/correlations.csv"
     df = _read(run_dir, key)
     if df is None:
@@ -250,19 +202,9 @@ def entrainment_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, An
     return [_rows("text", "entrainment_level_b_rho", "", r["rho"], key) for _, r in row.iterrows()]
 
 
-def _stage_headline(run_dir: Path, run: Mapping[str, Any], stage: str) -> dict[str, Any]:
-    """A stage's headline: the pipeline's record in ``run.json``, else ``<stage>/index.json``."""
-    rec = run.get("stages", {}).get(stage, {}) if isinstance(run.get("stages"), Mapping) else {}
-    head = rec.get("headline") if isinstance(rec, Mapping) else None
-    if isinstance(head, Mapping) and head:
-        return dict(head)
-    key = f"{stage}/index.json"
-    index = results.read(run_dir, key) if key in results.FILES else None
-    return dict((index or {}).get("headline") or {})
-
-
 def headline_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every scalar of every stage's headline, flattened (``headline:<key>``)."""
+    """Every scalar of every stage's headline, flattened (``headline:<key>``): the pipeline's
+    record in ``run.json``, else ``<stage>/index.json``."""
     rows = []
     stages = run.get("stages", {}) if isinstance(run.get("stages"), Mapping) else {}
     names = list(stages) or [p.name for p in run_dir.iterdir() if (p / "index.json").is_file()]
@@ -270,7 +212,12 @@ def headline_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
         rec = stages.get(stage, {}) if isinstance(stages.get(stage), Mapping) else {}
         if "seconds" in rec:
             rows.append(_rows(stage, "seconds", "", rec["seconds"], "run.json"))
-        for key, value in flatten(_stage_headline(run_dir, run, stage)).items():
+        head = rec.get("headline")
+        if not (isinstance(head, Mapping) and head):
+            key = f"{stage}/index.json"
+            index = results.read(run_dir, key) if key in results.FILES else None
+            head = (index or {}).get("headline") or {}
+        for key, value in flatten(dict(head)).items():
             rows.append(_rows(stage, f"headline:{key}", "", value, "run.json"))
     return rows
 
@@ -280,19 +227,10 @@ EXTRACTORS = (milestone_rows, logistic_rows, contrast_rows, posterior_rows, entr
 
 
 def run_quantities(run_dir: str | Path, run: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """All quantities of one run directory as a tidy frame with columns :data:`COLUMNS`.
-
-    Parameters
-    ----------
-    run_dir
-        A run directory of :func:`delusion_bayes.pipeline.run`.
-    run
-        Its ``run.json`` content (read from disk when omitted).
-    """
+    """All quantities of a run directory of :func:`delusion_bayes.pipeline.run` as a tidy
+    frame with columns :data:`COLUMNS` (``run``: its ``run.json``, read when omitted)."""
     run_dir = Path(run_dir)
     if run is None:
-        import json
-
         path = run_dir / "run.json"
         run = json.loads(path.read_text()) if path.is_file() else {}
     rows: list[dict[str, Any]] = []

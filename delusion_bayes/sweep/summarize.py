@@ -1,31 +1,12 @@
 """``delusion-bayes-summarize <multirun dir>``: one table and one picture of a whole sweep.
 
-Reads every job of a Hydra multirun (``delusion-bayes -m ...``) from disk and writes, into the
-multirun directory (or ``--out``):
-
-``summary.csv``
-    one row per job and quantity: ``job, status, error``, the job's overrides as columns (one
-    column per override key, e.g. ``baselines.stable_run``), then ``stage, quantity, item,
-    value, label, source`` (see :mod:`delusion_bayes.sweep.quantities`). Every job has a
-    ``quantity == "status"`` row, so failed jobs are listed with their error even when they
-    produced nothing else.
-``jobs.csv``
-    one row per job: overrides, status, error, seconds.
-``multiverse.png`` / ``multiverse.pdf``
-    the specification curve (:func:`delusion_bayes.sweep.plot.plot_multiverse`).
-
-A directory holding coverage replicates (``replicates/*.csv`` from ``experiment=coverage``) is
-also aggregated into ``coverage.csv`` and ``coverage.png``/``.pdf``
-(:mod:`delusion_bayes.sweep.coverage`). A study-design sweep (``experiment=design``: jobs with
-``design/cell.csv``) also gets ``design_cells.csv``, ``design_table.csv``/``.md``,
-``power.png``/``.pdf`` and ``design_headline.md`` (:mod:`delusion_bayes.sweep.design`; every one
-says that its numbers are from simulated studies), and the headline is printed.
-
-References
-----------
-Simonsohn, Simmons & Nelson (2020), "Specification curve analysis", Nature Human Behaviour 4,
-1208-1214. Steegen, Tuerlinckx, Gelman & Vanpaemel (2016), "Increasing transparency through a
-multiverse analysis", Perspectives on Psychological Science 11, 702-712.
+Writes into the multirun directory (or ``--out``) ``summary.csv`` (one row per job and
+quantity: ``job, status, error``, one column per override key, then the :mod:`.quantities`
+columns; every job has a ``quantity == "status"`` row, so failed jobs are listed with their
+error), ``jobs.csv`` (one row per job) and ``multiverse.png``/``.pdf``; coverage replicates and
+study-design jobs are also summarised (:mod:`.coverage_metrics`, :mod:`.design`). Reference:
+Steegen, Tuerlinckx, Gelman & Vanpaemel (2016), "Increasing transparency through a multiverse
+analysis", Perspectives on Psychological Science 11, 702-712 (specification curve: :mod:`.plot`).
 """
 
 from __future__ import annotations
@@ -55,11 +36,8 @@ def _override_columns(jobs: list[Job]) -> list[str]:
 def jobs_table(jobs: list[Job]) -> pd.DataFrame:
     """One row per job: name, status, error, seconds and the overrides as columns."""
     keys = _override_columns(jobs)
-    rows = []
-    for job in jobs:
-        row = {"job": job.name, "status": job.status, "error": job.error, "seconds": job.seconds}
-        row.update({k: job.overrides.get(k, "") for k in keys})
-        rows.append(row)
+    rows = [{"job": job.name, "status": job.status, "error": job.error, "seconds": job.seconds,
+             **{k: job.overrides.get(k, "") for k in keys}} for job in jobs]  # fmt: skip
     return pd.DataFrame(rows, columns=["job", "status", "error", "seconds", *keys])
 
 
@@ -73,12 +51,8 @@ def summary_table(jobs: list[Job]) -> pd.DataFrame:
         status = ("run", "status", "", 1.0 if job.ok else 0.0, job.status, source)
         status_row = pd.DataFrame([dict(zip(COLUMNS, status, strict=True))])
         q = pd.concat([status_row, q], ignore_index=True) if not q.empty else status_row
-        q.insert(0, "job", job.name)
-        q.insert(1, "status", job.status)
-        q.insert(2, "error", job.error)
-        for i, k in enumerate(keys):
-            q.insert(3 + i, k, job.overrides.get(k, ""))
-        frames.append(q)
+        info = {"job": job.name, "status": job.status, "error": job.error}
+        frames.append(q.assign(**info, **{k: job.overrides.get(k, "") for k in keys}))
     columns = [*JOB_COLUMNS, *keys, *COLUMNS]
     if not frames:
         return pd.DataFrame(columns=columns)
@@ -92,24 +66,8 @@ def summarize(
     plot: bool = True,
     formats: tuple[str, ...] = ("png", "pdf"),
 ) -> pd.DataFrame:
-    """Summarise a multirun directory: write ``summary.csv``, ``jobs.csv`` and the plot.
-
-    Parameters
-    ----------
-    sweep_dir
-        The multirun directory (``hydra.sweep.dir``).
-    out_dir
-        Where to write; default ``sweep_dir``.
-    plot
-        Draw ``multiverse.<fmt>`` (and the coverage figure for a coverage study).
-    formats
-        Figure formats.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The content of ``summary.csv``.
-    """
+    """Summarise a multirun directory into ``out_dir`` (default: the same): ``summary.csv``
+    (returned), ``jobs.csv`` and, with ``plot``, the figures in ``formats``."""
     sweep_dir = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -134,8 +92,7 @@ def summarize(
     if plot and any(j.run for j in jobs) and not design:  # coverage: replicates, not run dirs
         from .plot import plot_multiverse
 
-        fig = plot_multiverse(summary, sweep_keys(jobs))
-        save_figure(fig, out / "multiverse", formats)
+        save_figure(plot_multiverse(summary, sweep_keys(jobs)), out / "multiverse", formats)
     if coverage_only:
         aggregate_coverage(sweep_dir / REPLICATE_DIR, out, plot=plot, formats=formats)
     if design:
@@ -144,14 +101,7 @@ def summarize(
 
 
 def summarize_main(argv: list[str] | None = None) -> int:
-    """Console script ``delusion-bayes-summarize``.
-
-    ::
-
-        delusion-bayes -m experiment=smoke hydra/launcher=joblib baselines.stable_run=2,3 \\
-            hydra.sweep.dir=multirun/smoke
-        delusion-bayes-summarize multirun/smoke        # -> summary.csv, jobs.csv, multiverse.png
-    """
+    """Console script ``delusion-bayes-summarize`` (exit status 2 on a bad directory)."""
     parser = argparse.ArgumentParser(
         prog="delusion-bayes-summarize",
         description="Gather a delusion-bayes multirun into summary.csv, jobs.csv and a "
@@ -161,9 +111,8 @@ def summarize_main(argv: list[str] | None = None) -> int:
     parser.add_argument("sweep_dir", help="the multirun directory (hydra.sweep.dir)")
     parser.add_argument("--out", default=None, help="output directory (default: sweep_dir)")
     parser.add_argument("--no-plot", action="store_true", help="write the tables only")
-    parser.add_argument(
-        "--strict", action="store_true", help="exit with status 1 when any job is not ok"
-    )
+    parser.add_argument("--strict", action="store_true",
+                        help="exit with status 1 when any job is not ok")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
