@@ -10,28 +10,29 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..data.replay_schema import (
-    CATEGORY,
-    CODE,
-    MODEL,
-    NO_CATEGORY,
-    ORIGINAL,
-    SAMPLE,
-)
+from ..data.replay_schema import CATEGORY, CODE, MODEL, ORIGINAL, SAMPLE
 from ..intervals import eti
 from .replay_bootstrap import (
+    _boot_table,
     _bootstrap,
+    _categories,
     _check_replay,
-    _table,
     cluster_units,
     count_columns,
     to_units,
 )
 
 
-# ------------------------------------------------------------------------------------------
-# turn position: profile, onset, persistence
-# ------------------------------------------------------------------------------------------
+def _split_prevalence(
+    ds, split, split_labels, split_name, cluster, n_boot, seed, ci_prob, progress
+):
+    """Category prevalence per model and ``split`` value (a per-sample bin index), with CIs."""
+    units = cluster_units(ds, cluster)
+    num, den, lab = count_columns(ds, levels=("category",), split=split,
+                                  split_labels=split_labels, split_name=split_name)  # fmt: skip
+    return _boot_table(lab, num, den, units, n_boot, seed, ci_prob, progress)
+
+
 def replay_turn_profile(
     ds: xr.Dataset,
     max_turn: int = 8,
@@ -45,21 +46,13 @@ def replay_turn_profile(
     _check_replay(ds)
     turn = np.minimum(ds["turn"].values.astype(int), max_turn - 1)
     labels = [str(t + 1) if t < max_turn - 1 else f"{max_turn}+" for t in range(max_turn)]
-    units = cluster_units(ds, cluster)
-    num, den, lab = count_columns(
-        ds, levels=("category",), split=turn, split_labels=labels, split_name="turn"
-    )
-    num_b, den_b, _ = _bootstrap(
-        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
-    )
-    return _table(lab, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    return _split_prevalence(ds, turn, labels, "turn", cluster, n_boot, seed, ci_prob, progress)
 
 
 def _category_any(ds: xr.Dataset) -> tuple[np.ndarray, list[str]]:
     """Per-sample category hit ``(sample, model, category)``: any of its codes hit; NaN if none scored."""
     hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
-    cats = [str(c) for c in ds[CATEGORY].values]
-    names = [c for c in dict.fromkeys(cats) if c != NO_CATEGORY]
+    cats, names = _categories(ds)
     out = np.full(hit.shape[:2] + (len(names),), np.nan)
     for g, cat in enumerate(names):
         sel = np.array([c == cat for c in cats])
@@ -95,13 +88,8 @@ def replay_onset_persistence(
     - ``emergence``: P(hit at turn t+1 | not at turn t).
 
     All four are ratios of sums over windows, bootstrapped like :func:`replay_prevalence`
-    (``cluster="none"`` resamples windows).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, category, quantity, estimate, ci_low, ci_high, n_hits (numerator), n
-        (denominator), ..., level, code, unit`` (``code`` is ``""`` on category rows).
+    (``cluster="none"`` resamples windows). Columns: ``model, category, quantity, estimate,
+    ci_low, ci_high, n_hits (numerator), n (denominator), ..., level, code, unit``.
     """
     _check_replay(ds)
     if unit not in ("turn", "message"):
@@ -153,10 +141,7 @@ def replay_onset_persistence(
         ]
     )
     units = cluster_units(ds, cluster, rows="window", window_codes=window)
-    num_b, den_b, _ = _bootstrap(
-        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
-    )
-    out = _table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    out = _boot_table(labels, num, den, units, n_boot, seed, ci_prob, progress)
     reps = len(quantities) * len(models)
     out["level"] = np.tile(np.asarray(name_level, dtype=object), reps)
     out["code"] = np.tile(
@@ -224,9 +209,6 @@ def _transitions(h, w_sorted, t_sorted, n_w) -> dict[str, tuple[np.ndarray, np.n
     return {"persistence": (p11, p1x), "emergence": (p01, p0x)}
 
 
-# ------------------------------------------------------------------------------------------
-# context depth: curves and the linear-probability model
-# ------------------------------------------------------------------------------------------
 def _depth_bins(
     depth: np.ndarray, edges: Sequence[int]
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -263,14 +245,7 @@ def replay_depth_curve(
     _check_replay(ds)
     depth = ds["context_depth"].values.astype(float)
     idx, labels, _ = _depth_bins(depth, depth_bins)
-    units = cluster_units(ds, cluster)
-    num, den, lab = count_columns(
-        ds, levels=("category",), split=idx, split_labels=labels, split_name="depth_bin"
-    )
-    num_b, den_b, _ = _bootstrap(
-        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
-    )
-    out = _table(lab, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    out = _split_prevalence(ds, idx, labels, "depth_bin", cluster, n_boot, seed, ci_prob, progress)
     means = pd.Series(depth).groupby(idx).mean()
     out["depth_mean"] = [means.get(labels.index(b), np.nan) for b in out["depth_bin"]]
     return out
@@ -320,8 +295,7 @@ def replay_depth_lpm(
     valid = np.isfinite(hit)
     y = np.where(valid, hit, 0.0)
     v = valid.astype(float)
-    cats = [str(c) for c in ds[CATEGORY].values]
-    names = [c for c in dict.fromkeys(cats) if c != NO_CATEGORY]
+    cats, names = _categories(ds)
     cind = np.array([[c == g for g in names] for c in cats], dtype=float)  # (K, G)
     # moment sums per sample and (model, category): X = [1, d, prior]
     pk = prior[:, None, :] * v  # (S, M, K)
@@ -336,20 +310,11 @@ def replay_depth_lpm(
     g = len(names)
     mom = mom.reshape(s, m * g * 9)
     units = cluster_units(ds, cluster)
-    mom_u = to_units(mom, units)
-    dummy = np.zeros((units.n, 1))
-    _, _, (mom_b,) = _bootstrap(dummy, dummy, units, n_boot, seed, extra=[mom_u], progress=progress)
+    (mom_b,) = _bootstrap([to_units(mom, units)], units, n_boot, seed, progress)
 
     def solve(mm: np.ndarray) -> np.ndarray:
         mm = mm.reshape(mm.shape[:-1] + (m * g, 9)) if mm.ndim > 1 else mm.reshape(m * g, 9)
-        xx = np.stack(
-            [
-                np.stack([mm[..., 0], mm[..., 1], mm[..., 2]], -1),
-                np.stack([mm[..., 1], mm[..., 3], mm[..., 4]], -1),
-                np.stack([mm[..., 2], mm[..., 4], mm[..., 5]], -1),
-            ],
-            -2,
-        )
+        xx = mm[..., [0, 1, 2, 1, 3, 4, 2, 4, 5]].reshape(*mm.shape[:-1], 3, 3)
         xy = mm[..., 6:9]
         # drop terms without variation (e.g. no prior content at all) by pinning them to 0
         det_ok = np.abs(np.linalg.det(xx)) > 1e-9 * np.maximum(mm[..., 0], 1.0) ** 3
@@ -364,22 +329,9 @@ def replay_depth_lpm(
     models = [str(x) for x in ds[MODEL].values]
     terms = ("intercept", "depth_per_10", "prior_content")
     n_tot = mom.sum(0).reshape(m * g, 9)[:, 0]
-    rows = []
-    for i, (mm_, cc) in enumerate((a, b) for a in models for b in names):
-        for j, term in enumerate(terms):
-            rows.append(
-                {
-                    "model": mm_,
-                    "category": cc,
-                    "term": term,
-                    "estimate": full[i, j],
-                    "ci_low": lo.reshape(m * g, 3)[i, j],
-                    "ci_high": hi.reshape(m * g, 3)[i, j],
-                    "n": n_tot[i],
-                }
-            )
-    out = pd.DataFrame(rows)
-    out["cluster"] = cluster
-    out["n_boot"] = n_boot
-    out["ci_prob"] = ci_prob
-    return out
+    out = pd.DataFrame(
+        {"model": np.repeat(models, g * 3), "category": np.tile(np.repeat(names, 3), m),
+         "term": np.tile(terms, m * g), "estimate": full.ravel(), "ci_low": lo, "ci_high": hi,
+         "n": np.repeat(n_tot, 3)}
+    )  # fmt: skip
+    return out.assign(cluster=cluster, n_boot=n_boot, ci_prob=ci_prob)

@@ -1,19 +1,10 @@
-"""Replay-study (DelusionEval) prevalence tables with percentile and cluster-bootstrap intervals:
+"""Replay-study (DelusionEval) prevalence tables with cluster-bootstrap percentile intervals:
 prevalence, deltas against the original transcript, model families, leave-one-participant-out.
 
-Implements the analysis of Moore et al. (2026), "DelusionEval" (arXiv:2608.05004), following its
-public release: a code's prevalence is hits / scored samples; a category's prevalence is pooled
-over all samples of the category's codes (not the mean of code means); 95% percentile bootstrap
-intervals from 10,000 resamples with seed 42; deltas against the original transcript; model-family
-comparison; context-depth curves; and a linear-probability model of depth controlling for the
-prior assistant content. Added here: a two-stage cluster bootstrap (participants, then
-conversations within participant; Davison & Hinkley 1997, sec. 3.8), leave-one-participant-out
-and turn-position onset/persistence.
-
-Every quantity is a ratio of sums, so every bootstrap works on counts: per-unit (conversation or
-sample) hit/total matrices ``H, T (unit x column)`` and resample weights ``W (resample x unit)``
-(multinomial over participants, then over each participant's conversations) give all resamples at
-once as ``(W @ H) / (W @ T)``: no Python loop per resample.
+Moore et al. (2026), "DelusionEval" (arXiv:2608.05004), following its public release: a code's
+prevalence is hits / scored samples, a category's is pooled over its codes' samples; 95%
+percentile intervals from 10,000 resamples, seed 42. Added here: the two-stage cluster bootstrap
+(:mod:`.replay_bootstrap`) and leave-one-participant-out.
 """
 
 from __future__ import annotations
@@ -25,20 +16,19 @@ import pandas as pd
 import xarray as xr
 
 from ..data.replay_schema import (
-    CATEGORY,
     CODE,
     DEFAULT_SUPPORT,
     MODEL,
-    NO_CATEGORY,
     ORIGINAL,
     SAMPLE,
+    SUPPORTS,
     UNSCORED_RULES,
 )
 from ..intervals import eti
 from .replay_bootstrap import (
-    _bootstrap,
+    _categories,
+    _check_choice,
     _check_replay,
-    _check_support,
     _ratio,
     _table,
     _Units,
@@ -49,9 +39,6 @@ from .replay_bootstrap import (
 )
 
 
-# ------------------------------------------------------------------------------------------
-# prevalence, deltas, families, leave-one-participant-out
-# ------------------------------------------------------------------------------------------
 def replay_prevalence(
     ds: xr.Dataset,
     n_boot: int = 10_000,
@@ -65,10 +52,6 @@ def replay_prevalence(
     unscored: str = "exclude",
 ) -> pd.DataFrame:
     """Prevalence per model x category and per model x code with percentile bootstrap CIs.
-
-    A code's prevalence is hits / scored samples of that model and code; a category's pools the
-    hits and scored samples of all its codes (not the mean of code means), as the DelusionEval
-    release computes them.
 
     Parameters
     ----------
@@ -89,24 +72,17 @@ def replay_prevalence(
     support
         Which clusters a resample draws for a cell (a model x code or model x category):
 
-        - ``unconditional``: every cluster of the study, in every cell. A cluster without rows
-          in the cell adds nothing, so the number of clusters (and rows) behind a cell varies
-          from resample to resample: the study's design (which participants reach which codes)
-          is treated as random, like the rows.
-        - ``conditional``: only the clusters with rows in the cell (the DelusionEval release's
-          ``hierarchical_weighted_mean_ci`` and, with ``cluster="none"``, its i.i.d.
-          ``bootstrap_binary_ci``): with ``P_c`` supporting participants each resample draws
-          ``P_c`` of them, then their supporting conversations; the support is held fixed.
+        - ``unconditional``: every cluster of the study, in every cell (the study's design, which
+          participants reach which codes, is treated as random, like the rows).
+        - ``conditional``: only the clusters with rows in the cell, held fixed (the release's
+          ``hierarchical_weighted_mean_ci`` and, with ``cluster="none"``, ``bootstrap_binary_ci``).
 
-        The default (:data:`~delusion_bayes.data.replay_schema.DEFAULT_SUPPORT`) was chosen by the coverage
-        simulation in ``experiments/bench/coverage_replay_support.py`` (numbers in
-        ``docs/real_data.md``).
+        The default (:data:`~delusion_bayes.data.replay_schema.DEFAULT_SUPPORT`) was chosen by
+        ``experiments/bench/coverage_replay_support.py`` (numbers in ``docs/real_data.md``).
     unscored
-        Rows the study holds without a score (``ds.unscored``, e.g. the release's 188 original-
-        transcript rows the judge did not score): ``exclude`` (default) leaves them out of
-        numerator and denominator everywhere; ``zero`` counts them as 0 in the point estimate
-        and leaves them out of the CI, as the release does (its original-transcript estimates
-        then can lie outside their own interval). No effect without an ``unscored`` variable.
+        Rows the study holds without a score (``ds.unscored``): ``exclude`` (default) leaves them
+        out everywhere; ``zero`` counts them as 0 in the point estimate but not in the CI, as the
+        release does (its estimate can then lie outside its interval).
 
     Returns
     -------
@@ -122,9 +98,8 @@ def replay_prevalence(
     _check_replay(ds)
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
-    if unscored not in UNSCORED_RULES:
-        raise ValueError(f"unscored must be one of {list(UNSCORED_RULES)}, got {unscored!r}")
-    _check_support(support)
+    _check_choice("unscored", unscored, UNSCORED_RULES)
+    _check_choice("support", support, SUPPORTS)
     units = cluster_units(ds, cluster)
     num, den, labels = count_columns(ds, by=by, levels=levels)
     num_u, den_u = to_units(num, units), to_units(den, units)
@@ -158,17 +133,11 @@ def replay_deltas(
 ) -> pd.DataFrame:
     """Prevalence of each model minus the baseline's (the original transcript), paired resamples.
 
-    Both prevalences are recomputed on the same resample, so the interval accounts for the
-    samples being shared (DelusionEval, "Main results": every model below the original-transcript
-    baseline on four of five categories). The release instead resamples the two arms
-    independently (unpaired) and repeats the original's rows 5 times; its point estimates are
-    the same, its intervals wider.
-
-    ``support="conditional"`` resamples, per model x cell, the clusters with rows in the model's
-    or the baseline's cell (one shared resample for the pair; see :func:`replay_prevalence`).
-    ``paired=False`` resamples the model and the baseline independently (the release's
-    ``bootstrap_delta_ci``; it also repeats the original's rows 5 times, which is not
-    reproduced): same estimates, wider intervals where the arms are correlated.
+    Both prevalences are recomputed on the same resample, so the interval accounts for the shared
+    samples (DelusionEval, "Main results"). ``support="conditional"`` resamples, per model x cell,
+    the clusters with rows in the model's or the baseline's cell. ``paired=False`` resamples the
+    two arms independently (the release's ``bootstrap_delta_ci``, without its 5-fold repetition
+    of the original's rows): same estimates, wider intervals where the arms are correlated.
 
     Returns
     -------
@@ -182,75 +151,57 @@ def replay_deltas(
     models = [str(m) for m in ds[MODEL].values]
     if baseline not in models:
         raise ValueError(f"baseline model {baseline!r} not in the study's models {models}")
-    _check_support(support)
+    _check_choice("support", support, SUPPORTS)
     units = cluster_units(ds, cluster)
     num, den, labels = count_columns(ds, levels=levels)
     num_u, den_u = to_units(num, units), to_units(den, units)
     est = _ratio(num.sum(0), den.sum(0))
     per_model = len(labels) // len(models)
-    b0 = models.index(baseline) * per_model
-    bsl = slice(b0, b0 + per_model)
+    blocks = [slice(i * per_model, (i + 1) * per_model) for i in range(len(models))]
+    bsl = blocks[models.index(baseline)]
     others = [i for i, m in enumerate(models) if m != baseline]
     if not paired:
         other = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
-        boots = []
-        for s_ in (seed, other):
-            nb, db = bootstrap_support(num_u, den_u, units, n_boot, s_, support)
-            boots.append(_ratio(nb, db))
-        pairs = {
-            i: (boots[0][:, i * per_model : (i + 1) * per_model], boots[1][:, bsl]) for i in others
-        }
+        arm, base = (
+            _ratio(*bootstrap_support(num_u, den_u, units, n_boot, s_, support))
+            for s_ in (seed, other)
+        )
+        pairs = {i: (arm[:, blocks[i]], base[:, bsl]) for i in others}
     elif support == "unconditional":
-        num_b, den_b, _ = _bootstrap(num_u, den_u, units, n_boot, seed, progress=progress)
-        boot = _ratio(num_b, den_b)
-        pairs = {i: (boot[:, i * per_model : (i + 1) * per_model], boot[:, bsl]) for i in others}
+        boot = _ratio(
+            *bootstrap_support(num_u, den_u, units, n_boot, seed, support, progress=progress)
+        )
+        pairs = {i: (boot[:, blocks[i]], boot[:, bsl]) for i in others}
     else:
         # per model: [model columns | a copy of the baseline's], each pair with the union support
-        cols = [np.r_[i * per_model : (i + 1) * per_model, b0 : b0 + per_model] for i in others]
-        idx = np.concatenate(cols)
-        n2, d2 = num_u[:, idx], den_u[:, idx]
-        masks = []
-        for i in others:
-            m_den, b_den = den_u[:, i * per_model : (i + 1) * per_model], den_u[:, bsl]
-            union = (m_den > 0) | (b_den > 0)
-            masks.append(np.concatenate([union, union], axis=1))
-        num_b, den_b = bootstrap_support(
-            n2, d2, units, n_boot, seed, support, masks=np.concatenate(masks, axis=1)
+        idx = np.concatenate([np.r_[blocks[i], bsl] for i in others])
+        union = [(den_u[:, blocks[i]] > 0) | (den_u[:, bsl] > 0) for i in others]
+        masks = np.concatenate([np.concatenate([u, u], axis=1) for u in union], axis=1)
+        nb, db = bootstrap_support(
+            num_u[:, idx], den_u[:, idx], units, n_boot, seed, support, masks
         )
-        boot = _ratio(num_b, den_b)
-        pairs = {}
-        for j, i in enumerate(others):
-            base = j * 2 * per_model
-            pairs[i] = (
-                boot[:, base : base + per_model],
-                boot[:, base + per_model : base + 2 * per_model],
-            )
+        boot = _ratio(nb, db).reshape(n_boot, len(others), 2, per_model)
+        pairs = {i: (boot[:, j, 0], boot[:, j, 1]) for j, i in enumerate(others)}
     rows = []
-    for i, m in enumerate(models):
-        if m == baseline:
-            continue
-        sl = slice(i * per_model, (i + 1) * per_model)
-        d_est = est[sl] - est[bsl]
+    for i in others:
         d_boot = pairs[i][0] - pairs[i][1]
         lo, hi = eti(d_boot, ci_prob)
         with np.errstate(invalid="ignore"):
             p = 2 * np.minimum(np.nanmean(d_boot <= 0, axis=0), np.nanmean(d_boot >= 0, axis=0))
-        part = labels.iloc[sl].copy()
-        part["baseline"] = baseline
-        part["estimate"] = d_est
-        part["ci_low"] = lo
-        part["ci_high"] = hi
-        part["prevalence"] = est[sl]
-        part["baseline_prevalence"] = est[b0 : b0 + per_model]
-        part["p_boot"] = np.minimum(p, 1.0)
-        rows.append(part)
-    out = pd.concat(rows, ignore_index=True)
-    out["cluster"] = cluster
-    out["support"] = support
-    out["paired"] = paired
-    out["n_boot"] = n_boot
-    out["ci_prob"] = ci_prob
-    return out
+        rows.append(
+            labels.iloc[blocks[i]].assign(
+                baseline=baseline,
+                estimate=est[blocks[i]] - est[bsl],
+                ci_low=lo,
+                ci_high=hi,
+                prevalence=est[blocks[i]],
+                baseline_prevalence=est[bsl],
+                p_boot=np.minimum(p, 1.0),
+            )  # fmt: skip
+        )
+    return pd.concat(rows, ignore_index=True).assign(
+        cluster=cluster, support=support, paired=paired, n_boot=n_boot, ci_prob=ci_prob
+    )
 
 
 def replay_family_comparison(
@@ -268,17 +219,8 @@ def replay_family_comparison(
     The DelusionEval family comparison (GPT, Claude, Gemini, Qwen; "Main results" figure).
     ``family`` is a model coord; the original transcript is its own family.
     """
-    return replay_prevalence(
-        ds,
-        n_boot,
-        seed,
-        cluster,
-        ci_prob,
-        by=family,
-        levels=("category",),
-        progress=progress,
-        support=support,
-    )
+    return replay_prevalence(ds, n_boot, seed, cluster, ci_prob, by=family, levels=("category",),
+                             progress=progress, support=support)  # fmt: skip
 
 
 def replay_leave_one_participant_out(
@@ -306,17 +248,12 @@ def replay_leave_one_participant_out(
     rows = []
     for p, name in enumerate(part_names):
         est = _ratio(tot_n - num_p[p], tot_d - den_p[p])
-        part = labels.copy()
+        part = labels.assign(estimate=est, full_estimate=full, change=est - full)
         part.insert(0, "left_out", str(name))
-        part["estimate"] = est
-        part["full_estimate"] = full
-        part["change"] = est - full
         if use_base:
             b0 = models.index(baseline) * per_model
-            base = np.tile(est[b0 : b0 + per_model], len(models))
-            base_full = np.tile(full[b0 : b0 + per_model], len(models))
-            part["delta"] = est - base
-            part["full_delta"] = full - base_full
+            part["delta"] = est - np.tile(est[b0 : b0 + per_model], len(models))
+            part["full_delta"] = full - np.tile(full[b0 : b0 + per_model], len(models))
         rows.append(part)
     return pd.concat(rows, ignore_index=True)
 
@@ -330,18 +267,10 @@ def true_category_prevalence(ds: xr.Dataset) -> pd.DataFrame:
     if "true_prevalence" not in ds:
         raise ValueError("the dataset has no 'true_prevalence' (simulate it with simulate_replay)")
     tp = ds["true_prevalence"]
-    cats = [str(c) for c in ds[CATEGORY].values]
-    rows = []
-    for m in ds[MODEL].values:
-        for cat in dict.fromkeys(cats):
-            if cat == NO_CATEGORY:
-                continue
-            sel = [c == cat for c in cats]
-            rows.append(
-                {
-                    "model": str(m),
-                    "category": cat,
-                    "truth": float(tp.sel({MODEL: m}).values[sel].mean()),
-                }
-            )
+    cats, names = _categories(ds)
+    rows = [
+        {"model": str(m), "category": n, "truth": float(tp.sel({MODEL: m}).values[sel].mean())}
+        for m in ds[MODEL].values
+        for n, sel in ((n, [c == n for c in cats]) for n in names)
+    ]
     return pd.DataFrame(rows)
