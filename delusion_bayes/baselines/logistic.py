@@ -1,30 +1,22 @@
 """Three-parameter logistic fits of consensus trajectories and the rater-resampling bootstrap.
 
-Trajectory paper, "Statistical Analysis" and supplement section D (Table D1):
-``m(t) = floor + (L - floor) / (1 + exp(-k (t - t50)))`` fitted by nonlinear least squares per
-model (floor 1 on the stage scale), with uncertainty from resampling raters (1,000 replicates).
+Trajectory paper, "Statistical Analysis" and supplement D (Table D1):
+``m(t) = floor + (L - floor) / (1 + exp(-k (t - t50)))`` by least squares per model (floor 1 on
+the stage scale), uncertainty from resampling raters. Why by hand: ``scipy.optimize.curve_fit``
+solves one problem per call (1,000 replicates x 15 models = 15,000 calls); here a box-bounded
+Levenberg-Marquardt runs on all problems at once (batched 3x3 normal equations), warm-started
+from the original fits (``experiments/bench/bench_baselines.py`` compares it with ``curve_fit``).
 
-Why by hand: ``scipy.optimize.curve_fit`` solves one problem per call; 1,000 replicates x 15
-models is 15,000 Python-level calls. Here a Levenberg-Marquardt iteration with box bounds runs on
-all problems at once (batched 3x3 normal equations in NumPy), warm-started from the original
-fits. ``experiments/bench/bench_baselines.py`` measures it against a ``curve_fit`` loop.
-
-Bounds (documented, configurable): ``floor <= L <= upper`` (``upper``: the scale top, e.g. 4;
-default unbounded), ``0 <= k <= k_max`` (default 20 per day: on daily data a steeper curve is a
-step), ``t_min - span <= t50 <= t_max + span`` with ``span = t_max - t_min`` (a midpoint beyond the
-study is "not yet turned", not a crash).
-
-Flags: ``status="unidentified"`` when ``k`` sits at 0 or ``t50`` on a bound (no transition
-inside the study can be located). A series with no variation (every observed value equal, e.g. a model that never left
-stage 1) has no identifiable curve: it is returned with ``status="flat"``, ``L`` = the constant,
-``k`` and ``t50`` NaN, ``converged=False``. A fit that hits the iteration limit has
-``status="no_convergence"``. ``at_bound`` names parameters on a bound (``k`` at ``k_max`` is an
-overnight switch; ``t50`` at a bound is not identified).
+Bounds: ``floor <= L <= upper`` (default unbounded), ``0 <= k <= k_max`` (default 20 per day: a
+steeper curve is a step on daily data), ``t_min - span <= t50 <= t_max + span`` with
+``span = t_max - t_min``. Status: ``flat`` (no variation: ``L`` the constant, ``k``, ``t50`` NaN,
+``converged=False``), ``no_convergence`` (iteration limit), ``unidentified`` (``k`` at 0 or
+``t50`` on a bound), ``ok``; ``at_bound`` names the parameters on a bound.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -92,17 +84,13 @@ def _lm(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Batched projected Levenberg-Marquardt on B independent 3-parameter problems.
 
-    Parameters at a bound whose gradient points outwards are held fixed for that step (active
-    set); steps are clipped into the box and accepted only if the RSS decreases (Marquardt
-    damping ``H + lambda diag(H)``). Problems leave the active batch once converged:
-    when the reduction the undamped Gauss-Newton step predicts, ``g' H^-1 g``, is below
+    Parameters at a bound with an outward gradient are held for the step (active set); clipped
+    steps are accepted only if the RSS decreases (damping ``H + lambda diag(H)``). A problem has
+    converged when the undamped Gauss-Newton step predicts a reduction ``g' H^-1 g`` below
     ``ftol * RSS + 1e-14 * SST`` (scale-free, unlike a step-size test that a heavily damped step
-    passes too early), or the projected gradient vanishes. A problem still running after
-    ``slow_after`` iterations is creeping along a flat valley (e.g. a step: ``k`` on its bound
-    and ``t50`` with vanishing curvature between two days); for it the tolerance relaxes to
-    ``ftol_slow`` (RSS then within ~1e-10 relative of its limit).
-
-    Returns ``p`` (B, 3), ``rss`` (B,), ``converged`` (B,) and ``n_iter`` (B,).
+    passes too early) or the projected gradient vanishes; after ``slow_after`` iterations (a
+    flat valley, e.g. a step between two days) the tolerance relaxes to ``ftol_slow``.
+    Returns ``p`` (B, 3), ``rss``, ``converged`` and ``n_iter`` (B,).
     """
     b = y.shape[0]
     yz = np.where(mask, y, 0.0)
@@ -205,13 +193,11 @@ def fit_logistic_batch(
     floor, upper, k_max
         See the module docstring (bounds).
     p0 : array_like, shape (..., 3), optional
-        Starting values ``(L, k, t50)`` per series (warm starts). Default: a 15-point multistart
-        grid per series, keeping the lowest RSS.
+        Warm starts ``(L, k, t50)`` per series. Default: a 15-point multistart grid per series,
+        keeping the lowest RSS.
     multistart : array_like of bool, shape (...), optional
-        With ``p0``: series that are also started from a 5-point grid (midpoints across the
-        span, ``k = 1``), keeping the lowest RSS of warm and grid starts. For warm starts that
-        sit in a degenerate corner (``k = 0``: ``t50`` has no gradient; ``t50`` or ``k`` on a
-        bound), from which a local method cannot leave.
+        With ``p0``: series also started from a 5-point grid (``k = 1``), lowest RSS kept; for
+        warm starts in a degenerate corner (``k = 0`` or on a bound) a local method cannot leave.
     max_iter : int
         Iteration limit.
 
@@ -313,18 +299,9 @@ class LogisticFit:
     @property
     def summary(self) -> pd.DataFrame:
         """One-row DataFrame of the fit."""
-        row = {
-            "L": self.L,
-            "k": self.k,
-            "t50": self.t50,
-            "r2": self.r2,
-            "rss": self.rss,
-            "converged": self.converged,
-            "status": self.status,
-            "at_bound": ",".join(self.at_bound),
-            "n_obs": self.n_obs,
-        }
-        return pd.DataFrame([row])
+        row = asdict(self)
+        del row["n_iter"], row["floor"]
+        return pd.DataFrame([{**row, "at_bound": ",".join(self.at_bound)}])
 
     def to_latex(self, **kwargs: Any) -> str:
         """The summary row as LaTeX."""
@@ -384,56 +361,37 @@ def fit_logistic(
     LogisticFit
         ``.L .k .t50 .r2 .rss .converged .status .at_bound``, ``.summary``, ``.to_latex()``.
     """
-    yarr = as_float_array(y, "y", ndim=1)
+    p0 = None if p0 is None else np.asarray(p0, dtype=float)[None]
     res = fit_logistic_batch(
-        t,
-        yarr[None],
-        floor,
-        upper=upper,
-        k_max=k_max,
-        p0=(None if p0 is None else np.asarray(p0, dtype=float)[None]),
+        t, as_float_array(y, "y", ndim=1)[None], floor, upper=upper, k_max=k_max, p0=p0
     )
-    flat, conv = bool(res["flat"][0]), bool(res["converged"][0])
+    r = {key: v[0] for key, v in res.items()}
     return LogisticFit(
-        L=float(res["L"][0]),
-        k=float(res["k"][0]),
-        t50=float(res["t50"][0]),
-        r2=float(res["r2"][0]),
-        rss=float(res["rss"][0]),
-        converged=conv,
-        status=_status(flat, conv, res["at_bound"][0], float(res["k"][0])),
-        at_bound=tuple(n for n, b in zip(PARAMS, res["at_bound"][0], strict=True) if b),
-        n_obs=int(res["n_obs"][0]),
-        n_iter=int(res["n_iter"][0]),
+        **{n: float(r[n]) for n in (*PARAMS, "r2", "rss")},
+        converged=bool(r["converged"]),
+        status=_status(bool(r["flat"]), bool(r["converged"]), r["at_bound"], float(r["k"])),
+        at_bound=_bound_names(r["at_bound"]),
+        n_obs=int(r["n_obs"]),
+        n_iter=int(r["n_iter"]),
         floor=float(floor),
     )
+
+
+def _bound_names(at_bound: np.ndarray) -> tuple[str, ...]:
+    return tuple(n for n, b in zip(PARAMS, at_bound, strict=True) if b)
 
 
 def _fit_table(
     res: dict[str, np.ndarray], models: np.ndarray, turn_at: float | None = None
 ) -> pd.DataFrame:
-    rows = []
-    for i, m in enumerate(models):
-        flat, conv = bool(res["flat"][i]), bool(res["converged"][i])
-        rows.append(
-            {
-                MODEL: m,
-                "L": res["L"][i],
-                "k": res["k"][i],
-                "t50": res["t50"][i],
-                "r2": res["r2"][i],
-                "rss": res["rss"][i],
-                "converged": conv,
-                "status": _status(
-                    flat, conv, res["at_bound"][i], float(res["k"][i]), float(res["L"][i]), turn_at
-                ),
-                "at_bound": ",".join(
-                    n for n, b in zip(PARAMS, res["at_bound"][i], strict=True) if b
-                ),
-                "n_obs": int(res["n_obs"][i]),
-            }
-        )
-    return pd.DataFrame(rows).set_index(MODEL)
+    fits = zip(res["flat"], res["converged"], res["at_bound"], res["k"], res["L"], strict=True)
+    table = pd.DataFrame(
+        {MODEL: models, **{n: res[n] for n in (*PARAMS, "r2", "rss", "converged")}}
+    )
+    table["status"] = [_status(f, c, ab, float(k), float(L), turn_at) for f, c, ab, k, L in fits]
+    table["at_bound"] = [",".join(_bound_names(ab)) for ab in res["at_bound"]]
+    table["n_obs"] = res["n_obs"]
+    return table.set_index(MODEL)
 
 
 def logistic_bootstrap(
@@ -454,45 +412,35 @@ def logistic_bootstrap(
 ) -> BaselineResult:
     """Table D1: logistic fit per model with a rater-resampling bootstrap.
 
-    The consensus trajectory of each model is fitted (multistart). Each replicate draws as many
-    raters as the study has, with replacement, recomputes the consensus with the same rule and
-    refits every model, warm-started at the original fit (models whose original fit has no
-    located transition -- flat, ``k`` or ``t50`` on a bound -- also from a 5-point grid, best RSS
-    kept); all replicates x models are solved together in chunks of ``chunk`` replicates
-    (progress bar over chunks).
+    Each replicate draws as many raters as the study has, with replacement, recomputes the
+    consensus with the same rule and refits every model, warm-started at the original fit (models
+    without a located transition in the original fit also from a 5-point grid); all replicates x
+    models are solved together, ``chunk`` replicates per batch.
 
     Parameters
     ----------
     ratings : xarray.DataArray
         ``recognition`` with dims ``rater, model, day``.
-    n_boot : int
-        Replicates (paper: 1,000).
-    seed : int or Generator
-        Seed; the same seed gives identical replicates.
+    n_boot, seed, ci
+        Replicates (paper: 1,000), seed (same seed -> identical replicates), percentile CI mass.
     rule, half_rule, min_raters
         Consensus rule (:func:`~delusion_bayes.baselines.consensus.consensus`).
     floor, upper, k_max
         Curve floor and bounds (module docstring).
-    ci : float
-        Percentile interval mass.
     turn_at : float, optional
         A fit whose plateau ``L`` stays below this (the clinical-framing threshold, 3) gets
-        status ``no_turn``: its curve, e.g. a small step fitted to a bump of a never-turning
-        model, is not a turn to clinical framing. ``None``: no such check.
-    chunk : int
-        Replicates per vectorised batch.
-    progress : bool
-        Show a tqdm bar.
+        status ``no_turn`` (e.g. a small step fitted to a bump is not a turn). ``None``: no check.
+    chunk, progress
+        Replicates per vectorised batch; show a tqdm bar.
 
     Returns
     -------
     BaselineResult
         ``summary`` per model: ``L, k, t50, r2, rss, converged, status, at_bound, n_obs`` and
         ``{L,k,t50}_ci_low/_ci_high`` plus ``n_boot_used`` (non-flat converged replicates entering
-        the percentiles; flat replicates have no curve). ``extra["replicates"]`` is an
-        ``xr.Dataset`` over ``(resample, model)`` with ``L, k, t50, converged, flat``, the rater
-        draws ``rater_index`` (resample, rater_draw; positions on the ``rater`` dim) and the warm
-        starts ``p0`` (model, param), so any replicate can be refitted independently.
+        the percentiles). ``extra["replicates"]`` is an ``xr.Dataset`` over ``(resample, model)``
+        with ``L, k, t50, converged, flat``, the rater draws ``rater_index`` (resample,
+        rater_draw; positions on the ``rater`` dim) and the warm        starts ``p0`` (model, param), so any replicate can be refitted independently.
     """
     check_dims(ratings, [RATER, MODEL, DAY], f"ratings {ratings.name!r}")
     if n_boot < 0:
