@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..data.schema import DAY, MODEL, censor_day
+from ..data.schema import DAY, MODEL
+from ..data.schema import censor_day as default_censor_day
 from ._validate import check_dims, check_option
 from .config import MILESTONES, MISSING_RULES
 
@@ -75,29 +76,19 @@ def milestones(
     Returns
     -------
     xarray.Dataset
-        Variables (those computable from the inputs), each over ``model`` and the extra dims:
-
-        - ``first_clinical``: first day with ``stage >= clinical_at``;
-        - ``first_stable``: first day of the first run of ``>= stable_run`` consecutive days at
-          ``stage >= stable_at``;
-        - ``first_level_b``: first day with a Level-B code;
-        - ``days_stage4``: number of days with ``stage >= stable_at``;
-        - ``days_level_a``, ``days_level_b``: number of days with a Level-A / Level-B code.
-
-        Latencies never reached equal ``attrs["censor_day"]``.
+        Those computable from the inputs, over ``model`` and the extra dims: ``first_clinical``
+        (first day at ``>= clinical_at``), ``first_stable`` (first day of the first run of
+        ``>= stable_run`` days at ``>= stable_at``), ``first_level_b`` (first Level-B code),
+        ``days_stage4``, ``days_level_a``, ``days_level_b`` (day counts). Latencies never reached
+        equal ``attrs["censor_day"]``.
 
     Notes
     -----
-    Missing-day rule (a missing day is never silently a hit or a break). A NaN day is never a
-    hit: it cannot be a first day and is not counted in day counts. For runs, with
-    ``missing="skip"`` (default) a missing day is stepped over: it neither counts towards the
-    run length nor breaks the run (days 20, 21, [22 missing], 23 at stage 4 are a run of 3
-    starting on day 20); with ``missing="break"`` it ends the run. A run still open on the
-    last day counts only if it already has ``stable_run`` observed days (a run cut by the end
-    of the study is censored).
-
-    Trajectory paper, "Statistical Analysis" and Table 1: "first clinical framing (Moment >= 3),
-    first stable clinical framing (first run of >= 3 consecutive days at 4), and first Level-B
+    A NaN day is never a hit (never a first day, not counted). For runs, ``missing="skip"``
+    steps over it (days 20, 21, [22 missing], 23 at stage 4 are a run of 3 from day 20);
+    ``"break"`` ends the run. A run cut by the end of the study counts only with ``stable_run``
+    observed days. Trajectory paper, Table 1: "first clinical framing (Moment >= 3), first
+    stable clinical framing (first run of >= 3 consecutive days at 4), and first Level-B
     recommendation", censored at 31.
     """
     check_dims(stage, [MODEL, DAY], "stage")
@@ -109,14 +100,10 @@ def milestones(
         raise ValueError(f"stage's {DAY!r} coords must be day numbers; got {days.dtype}")
     if np.any(np.diff(days) <= 0):
         raise ValueError(f"stage's {DAY!r} coords must be increasing; got {days.tolist()}")
-    cens = censor_day if censor_day is not None else _censor_default(days)
+    cens = censor_day if censor_day is not None else default_censor_day(int(np.max(days)))
     if cens <= days.max():
         raise ValueError(f"censor_day={cens} must exceed the last day {int(days.max())}")
-
-    def _core(da: xr.DataArray) -> xr.DataArray:
-        return da.transpose(..., DAY)
-
-    st = _core(stage)
+    st = stage.transpose(..., DAY)
     x = st.values.astype(float)
     observed = ~np.isnan(x)
     with np.errstate(invalid="ignore"):
@@ -136,7 +123,7 @@ def milestones(
         if codes is None:
             continue
         check_dims(codes, [MODEL, DAY], name)
-        codes_c = _core(codes)
+        codes_c = codes.transpose(..., DAY)
         if not np.array_equal(codes_c[DAY].values, days):
             raise ValueError(f"{name} day coords differ from stage's")
         c = codes_c.values.astype(float)
@@ -156,7 +143,3 @@ def milestones(
         missing=missing,
     )
     return ds
-
-
-def _censor_default(days: np.ndarray) -> int:
-    return censor_day(int(np.max(days)))

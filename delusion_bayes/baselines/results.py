@@ -1,8 +1,7 @@
 """Result objects that render themselves (after lifelines' ``StatisticalResult``).
 
-Every study-level baseline returns a :class:`BaselineResult`: a ``.summary`` DataFrame (the
-table as it goes into a CSV or the supplement), ``.to_latex()``, ``.to_csv()`` and a readable
-``repr``. Reports read only these objects (or their CSV), never refit.
+Every study-level baseline returns a :class:`BaselineResult`; reports read only these objects
+(or their CSV), never refit.
 """
 
 from __future__ import annotations
@@ -48,17 +47,18 @@ class BaselineResult:
         )
 
     @property
+    def _named_index(self) -> bool:
+        return any(n is not None for n in self.summary.index.names)
+
+    @property
     def table(self) -> pd.DataFrame:
         """The summary with a named index as a column (the layout of the results file)."""
-        named = any(n is not None for n in self.summary.index.names)
-        return self.summary.reset_index() if named else self.summary
+        return self.summary.reset_index() if self._named_index else self.summary
 
     def to_csv(self, path: str | Path, **kwargs: Any) -> Path:
         """Write the summary to ``path`` (index included when it is named)."""
-        path = Path(path)
-        index = any(n is not None for n in self.summary.index.names)
-        self.summary.to_csv(path, index=index, **kwargs)
-        return path
+        self.summary.to_csv(path, index=self._named_index, **kwargs)
+        return Path(path)
 
     def _repr_html_(self) -> str:
         return f"<p><b>{self.title}</b></p>" + self.summary._repr_html_()
