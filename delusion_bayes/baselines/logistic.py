@@ -52,11 +52,6 @@ def param_bounds(
     return lower, up
 
 
-def _model_f(t: np.ndarray, p: np.ndarray, floor: float) -> np.ndarray:
-    """Model values (B, T) for parameters ``p`` (B, 3)."""
-    return floor + (p[:, 0:1] - floor) * expit(p[:, 1:2] * (t[None, :] - p[:, 2:3]))
-
-
 def model_jacobian(t: np.ndarray, p: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """Model values (B, T) and Jacobian (B, T, 3) for parameters ``p`` (B, 3)."""
     L, k, t50 = p[:, 0:1], p[:, 1:2], p[:, 2:3]
@@ -99,7 +94,7 @@ def _lm(
     done = np.zeros(b, dtype=bool)
     conv = np.zeros(b, dtype=bool)
     n_iter = np.zeros(b, dtype=np.int64)
-    f = _model_f(t, p, floor)
+    f = logistic(t, p[:, 0:1], p[:, 1:2], p[:, 2:3], floor)
     rss = (((f - yz) * mask) ** 2).sum(axis=1)
     n_obs = np.maximum(mask.sum(axis=1), 1)
     sst = (((yz - (yz.sum(axis=1) / n_obs)[:, None]) * mask) ** 2).sum(axis=1)
@@ -133,7 +128,7 @@ def _lm(
         pred = np.where(np.isfinite(gn).all(axis=1), (gn * rhs).sum(axis=1), np.inf)  # g' H^-1 g
         step = np.where(np.isfinite(step), step, 0.0)
         p_new = np.clip(pi + step, lower, upper)
-        f_new = _model_f(t, p_new, floor)
+        f_new = logistic(t, p_new[:, 0:1], p_new[:, 1:2], p_new[:, 2:3], floor)
         rss_new = (((f_new - yi) * mi) ** 2).sum(axis=1)
         old = rss[idx]
         better = rss_new < old
