@@ -137,30 +137,14 @@ def krippendorff_alpha(
 ) -> float:
     """Krippendorff's alpha for any number of raters with missing values.
 
-    Parameters
-    ----------
-    data : array_like, shape (rater, unit)
-        Ratings, ``NaN`` = missing. Units with fewer than two ratings are not pairable and are
-        ignored, as in Krippendorff (2011).
-    level : {"nominal", "ordinal", "interval", "ratio"}
-        Level of measurement (difference function).
-    domain : sequence of float, optional
-        The value domain (e.g. ``(1, 2, 3, 4)`` for the recognition stage). Every value of
-        ``data`` must lie in it. Default: the observed values. For the ordinal metric unused
-        categories carry zero frequency, so the domain changes only which values are legal.
+    ``data``: (rater, unit), NaN = missing; units with fewer than two ratings are not pairable.
+    ``level``: nominal | ordinal | interval | ratio. ``domain``: the legal values (e.g.
+    ``(1, 2, 3, 4)``), default the observed ones. Returns alpha; NaN with a RuntimeWarning when
+    there is no variation at all.
 
-    Returns
-    -------
-    float
-        alpha; ``NaN`` (with a RuntimeWarning) when there is no variation at all (expected
-        disagreement 0).
-
-    Notes
-    -----
-    Coincidence-matrix algorithm of Krippendorff (2011), sections C-E:
+    Krippendorff (2011), sections C-E:
     ``alpha = 1 - (n - 1) * sum_ck o_ck d2_ck / sum_ck n_c n_k d2_ck``. Interval data with more
-    than 16 distinct values and no ``domain`` (continuous scores) use the equivalent moment form,
-    without V x V matrices.
+    than 16 distinct values and no ``domain`` use the equivalent moment form (no V x V matrices).
     """
     value = None
     if level == "interval" and domain is None:

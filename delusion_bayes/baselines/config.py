@@ -43,7 +43,7 @@ class ContrastConfig:
     b: list[Any] | None = None
     #: alternative for A relative to B: two-sided | less (A tends smaller) | greater
     alternative: str = "two-sided"
-    #: per-model quantities compared: names of :data:`QUANTITIES` (milestones, ``L``, ``k``, ``t50``)
+    #: per-model quantities compared: :data:`QUANTITIES` (milestones, ``L``, ``k``, ``t50``)
     quantities: list[str] = field(
         default_factory=lambda: ["first_clinical", "first_stable", "first_level_b", "t50"]
     )

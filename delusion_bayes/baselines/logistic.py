@@ -92,7 +92,6 @@ def _lm(
     p = np.clip(p0.astype(float), lower, upper)
     lam = np.full(b, 1e-3)
     done = np.zeros(b, dtype=bool)
-    conv = np.zeros(b, dtype=bool)
     n_iter = np.zeros(b, dtype=np.int64)
     f = logistic(t, p[:, 0:1], p[:, 1:2], p[:, 2:3], floor)
     rss = (((f - yz) * mask) ** 2).sum(axis=1)
@@ -140,10 +139,8 @@ def _lm(
         tiny_g = np.max(np.abs(proj_g), axis=1) <= 1e-12 * (1.0 + old)
         tol = np.where(n_iter[idx] > slow_after, ftol_slow, ftol)
         small_pred = np.abs(pred) <= tol * rss[idx] + 1e-14 * sst[idx]
-        finished = small_pred | tiny_g | (lam[idx] > 1e12)
-        done[idx] = finished
-        conv[idx] = finished
-    return p, rss, conv, n_iter
+        done[idx] = small_pred | tiny_g | (lam[idx] > 1e12)
+    return p, rss, done, n_iter
 
 
 def _starts(
@@ -179,28 +176,14 @@ def fit_logistic_batch(
 ) -> dict[str, np.ndarray]:
     """Fit the logistic to many series at once (vectorised Levenberg-Marquardt).
 
-    Parameters
-    ----------
-    t : array_like, shape (T,)
-        Time points shared by all series.
-    y : array_like, shape (..., T)
-        Series (NaN = missing day, excluded from the least squares).
-    floor, upper, k_max
-        See the module docstring (bounds).
-    p0 : array_like, shape (..., 3), optional
-        Warm starts ``(L, k, t50)`` per series. Default: a 15-point multistart grid per series,
-        keeping the lowest RSS.
-    multistart : array_like of bool, shape (...), optional
-        With ``p0``: series also started from a 5-point grid (``k = 1``), lowest RSS kept; for
-        warm starts in a degenerate corner (``k = 0`` or on a bound) a local method cannot leave.
-    max_iter : int
-        Iteration limit.
+    ``t`` (T,): time points shared by all series ``y`` (..., T), NaN = missing (excluded).
+    ``floor, upper, k_max``: bounds (module docstring). ``p0`` (..., 3): warm starts
+    ``(L, k, t50)``; default a 15-point multistart grid per series, lowest RSS kept.
+    ``multistart`` (...) bool, with ``p0``: series also started from a 5-point grid (``k = 1``),
+    for warm starts in a degenerate corner (``k = 0`` or on a bound) a local method cannot leave.
 
-    Returns
-    -------
-    dict of ndarray
-        ``L, k, t50, rss, r2, converged, flat, n_obs, n_iter`` with shape ``y.shape[:-1]``, and
-        ``at_bound`` (..., 3) booleans.
+    Returns a dict of ``L, k, t50, rss, r2, converged, flat, n_obs, n_iter`` with shape
+    ``y.shape[:-1]`` and ``at_bound`` (..., 3) booleans.
     """
     t = as_float_array(t, "t", ndim=1)
     yarr = as_float_array(y, "y")
@@ -231,20 +214,16 @@ def fit_logistic_batch(
                 grid = _starts(t, yb[sel], mask[sel], floor, lower, up, ks=(1.0,))
                 cand = np.concatenate([cand, grid.reshape(-1, 3)])
                 owner = np.concatenate([owner, np.tile(sel, grid.shape[0])])
-    if cand.shape[0] == b_all:  # one start per series
-        p, rss, conv, nit = _lm(t, yb, mask, cand, lower, up, floor, max_iter)
-    else:
-        p_c, rss_c, conv_c, nit_c = _lm(t, yb[owner], mask[owner], cand, lower, up, floor, max_iter)
-        # per series: the lowest RSS among converged starts (any start if none converged)
-        score = np.where(conv_c, rss_c, np.inf)
-        any_conv = np.zeros(b_all, dtype=bool)
-        np.logical_or.at(any_conv, owner, conv_c)
-        score = np.where(any_conv[owner], score, rss_c)
-        order = np.lexsort((score, owner))
-        _, first = np.unique(owner[order], return_index=True)
-        pick = order[first]
-        p, rss, conv = p_c[pick], rss_c[pick], conv_c[pick]
-        nit = np.bincount(owner, weights=nit_c, minlength=b_all).astype(np.int64)
+    p_c, rss_c, conv_c, nit_c = _lm(t, yb[owner], mask[owner], cand, lower, up, floor, max_iter)
+    # per series: the lowest RSS among converged starts (any start if none converged)
+    score = np.where(conv_c, rss_c, np.inf)
+    any_conv = np.zeros(b_all, dtype=bool)
+    np.logical_or.at(any_conv, owner, conv_c)
+    score = np.where(any_conv[owner], score, rss_c)
+    order = np.lexsort((score, owner))
+    pick = order[np.unique(owner[order], return_index=True)[1]]
+    p, rss, conv = p_c[pick], rss_c[pick], conv_c[pick]
+    nit = np.bincount(owner, weights=nit_c, minlength=b_all).astype(np.int64)
     yz = np.where(mask, yb, 0.0)
     mean = yz.sum(axis=1) / np.maximum(n_obs, 1)
     sst = (((yz - mean[:, None]) * mask) ** 2).sum(axis=1)
@@ -258,18 +237,8 @@ def fit_logistic_batch(
     const = np.where(n_obs > 0, mean, np.nan)
     p = np.where(flat[:, None], np.stack([const, np.nan * const, np.nan * const], 1), p)
     rss = np.where(flat, sst, rss)
-    conv = conv & ~flat
-    out = {
-        "L": p[:, 0],
-        "k": p[:, 1],
-        "t50": p[:, 2],
-        "rss": rss,
-        "r2": r2,
-        "converged": conv,
-        "flat": flat,
-        "n_obs": n_obs,
-        "n_iter": nit,
-    }
+    out = dict(zip(PARAMS, p.T, strict=True), rss=rss, r2=r2, converged=conv & ~flat, flat=flat,
+               n_obs=n_obs, n_iter=nit)  # fmt: skip
     out = {key: v.reshape(lead) for key, v in out.items()}
     out["at_bound"] = (at_bound & ~flat[:, None]).reshape(*lead, 3)
     return out
@@ -339,22 +308,10 @@ def fit_logistic(
 ) -> LogisticFit:
     """Least-squares fit of ``y = floor + (L - floor) / (1 + exp(-k (t - t50)))``.
 
-    Parameters
-    ----------
-    t, y : array_like, shape (T,)
-        Days and consensus scores (NaN = missing day, excluded).
-    floor : float
-        Lower asymptote (1 on the stage scale; 0 gives the NIST Rat42 model
-        ``b1 / (1 + exp(b2 - b3 x))`` with ``L = b1, k = b3, t50 = b2 / b3``).
-    upper, k_max
-        Bounds (module docstring).
-    p0 : (L, k, t50), optional
-        Start; default a multistart grid.
-
-    Returns
-    -------
-    LogisticFit
-        ``.L .k .t50 .r2 .rss .converged .status .at_bound``, ``.summary``, ``.to_latex()``.
+    ``t, y`` (T,): days and consensus scores (NaN = missing day). ``floor``: lower asymptote (1
+    on the stage scale; 0 gives the NIST Rat42 model ``b1 / (1 + exp(b2 - b3 x))`` with
+    ``L = b1, k = b3, t50 = b2 / b3``). ``upper, k_max``: bounds (module docstring). ``p0``:
+    a start ``(L, k, t50)``, default a multistart grid.
     """
     p0 = None if p0 is None else np.asarray(p0, dtype=float)[None]
     res = fit_logistic_batch(
@@ -407,35 +364,21 @@ def logistic_bootstrap(
 ) -> BaselineResult:
     """Table D1: logistic fit per model with a rater-resampling bootstrap.
 
-    Each replicate draws as many raters as the study has, with replacement, recomputes the
-    consensus with the same rule and refits every model, warm-started at the original fit (models
-    without a located transition in the original fit also from a 5-point grid); all replicates x
-    models are solved together, ``chunk`` replicates per batch.
+    ``ratings``: ``recognition`` (rater, model, day). Each of ``n_boot`` replicates (paper:
+    1,000; same ``seed``, same replicates) draws as many raters as the study has, with
+    replacement, recomputes the consensus (``rule, half_rule, min_raters`` as
+    :func:`~delusion_bayes.baselines.consensus.consensus`) and refits every model, warm-started
+    at the original fit (fits without a located transition also from a 5-point grid), ``chunk``
+    replicates per vectorised batch. ``floor, upper, k_max``: module docstring. ``turn_at``: a
+    fit whose plateau ``L`` stays below it (the clinical threshold, 3) gets status ``no_turn``
+    (e.g. a small step fitted to a bump is not a turn).
 
-    Parameters
-    ----------
-    ratings : xarray.DataArray
-        ``recognition`` with dims ``rater, model, day``.
-    n_boot, seed, ci
-        Replicates (paper: 1,000), seed (same seed -> identical replicates), percentile CI mass.
-    rule, half_rule, min_raters
-        Consensus rule (:func:`~delusion_bayes.baselines.consensus.consensus`).
-    floor, upper, k_max
-        Curve floor and bounds (module docstring).
-    turn_at : float, optional
-        A fit whose plateau ``L`` stays below this (the clinical-framing threshold, 3) gets
-        status ``no_turn`` (e.g. a small step fitted to a bump is not a turn). ``None``: no check.
-    chunk, progress
-        Replicates per vectorised batch; show a tqdm bar.
-
-    Returns
-    -------
-    BaselineResult
-        ``summary`` per model: ``L, k, t50, r2, rss, converged, status, at_bound, n_obs`` and
-        ``{L,k,t50}_ci_low/_ci_high`` plus ``n_boot_used`` (non-flat converged replicates entering
-        the percentiles). ``extra["replicates"]`` is an ``xr.Dataset`` over ``(resample, model)``
-        with ``L, k, t50, converged, flat``, the rater draws ``rater_index`` (resample,
-        rater_draw; positions on the ``rater`` dim) and the warm        starts ``p0`` (model, param), so any replicate can be refitted independently.
+    Returns a BaselineResult: per model ``L, k, t50, r2, rss, converged, status, at_bound,
+    n_obs``, ``{L,k,t50}_ci_low/_ci_high`` (``ci`` percentile) and ``n_boot_used`` (non-flat
+    converged replicates in the percentiles). ``extra["replicates"]``: an ``xr.Dataset`` over
+    ``(resample, model)`` of ``L, k, t50, converged, flat``, the rater draws ``rater_index``
+    (resample, rater_draw; positions on ``rater``) and the warm starts ``p0`` (model, param), so
+    any replicate can be refitted independently.
     """
     check_dims(ratings, [RATER, MODEL, DAY], f"ratings {ratings.name!r}")
     if n_boot < 0:

@@ -53,37 +53,17 @@ def milestones(
 ) -> xr.Dataset:
     """Milestone latencies and day counts per model (and per draw / replicate).
 
-    Parameters
-    ----------
-    stage : xarray.DataArray
-        Consensus recognition stage with dims ``model`` and ``day`` plus any extra dims
-        (``chain``, ``draw``, ``resample``, ...); integer, x.5 or continuous values, NaN =
-        missing day. ``day`` coords are the study days (1..n_days).
-    level_b, level_a : xarray.DataArray, optional
-        Adjudicated Level-B / Level-A codes (0/1, NaN missing) with dims ``model``, ``day``
-        (and possibly the same extra dims). A code counts as given when ``>= 0.5``.
-    stable_run : int
-        Length of the run of consecutive days at ``stable_at`` that makes stable framing.
-    censor_day : int, optional
-        Value of a milestone never reached; default ``n_days + 1`` (31 for 30 days), where
-        ``n_days`` is the largest ``day`` coord.
-    clinical_at, stable_at : float
-        Thresholds on ``stage``: clinical framing is ``stage >= clinical_at`` (3), stage 4 is
-        ``stage >= stable_at`` (4).
-    missing : {"skip", "break"}
-        Missing-day rule for runs (see Notes).
+    ``stage``: consensus recognition over ``model``, ``day`` (the study days 1..n_days) and any
+    extra dims (``chain``, ``draw``, ``resample``); NaN = missing day. ``level_b``, ``level_a``:
+    adjudicated codes (0/1, NaN missing; given when ``>= 0.5``) over ``model``, ``day``.
+    Clinical framing is ``stage >= clinical_at`` (3), stage 4 ``stage >= stable_at`` (4), stable
+    framing a run of ``stable_run`` days at stage 4. ``censor_day``: value of a milestone never
+    reached (default ``n_days + 1``, 31).
 
-    Returns
-    -------
-    xarray.Dataset
-        Those computable from the inputs, over ``model`` and the extra dims: ``first_clinical``
-        (first day at ``>= clinical_at``), ``first_stable`` (first day of the first run of
-        ``>= stable_run`` days at ``>= stable_at``), ``first_level_b`` (first Level-B code),
-        ``days_stage4``, ``days_level_a``, ``days_level_b`` (day counts). Latencies never reached
-        equal ``attrs["censor_day"]``.
+    Returns a Dataset of those computable from the inputs, over ``model`` and the extra dims:
+    ``first_clinical``, ``first_stable`` (first day of the first stable run), ``first_level_b``
+    and the day counts ``days_stage4``, ``days_level_a``, ``days_level_b``.
 
-    Notes
-    -----
     A NaN day is never a hit (never a first day, not counted). For runs, ``missing="skip"``
     steps over it (days 20, 21, [22 missing], 23 at stage 4 are a run of 3 from day 20);
     ``"break"`` ends the run. A run cut by the end of the study counts only with ``stable_run``

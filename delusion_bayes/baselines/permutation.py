@@ -122,29 +122,11 @@ def rank_sum_test(
 ) -> RankSumResult:
     """Exact permutation (Wilcoxon-Mann-Whitney) test on the rank sum of ``x``, midranks for ties.
 
-    Parameters
-    ----------
-    x, y : array_like
-        The two samples (``inf`` allowed, e.g. censored latencies; they tie).
-    alternative : {"two-sided", "less", "greater"}
-        ``less``: x tends to be smaller than y (small rank sum); ``greater``: larger;
-        ``two-sided``: ``P(|T - E T| >= |t - E T|)`` under the permutation null.
-    max_exact : int
-        Largest pooled size for the exact recursion; above it (or when the exact table would exceed
-        ``MAX_CELLS``) the p-value is Monte Carlo with ``n_mc`` random splits,
-        ``p = (1 + #{as extreme}) / (1 + n_mc)``, and ``exact=False`` says so.
-    n_mc : int
-        Monte Carlo permutations.
-    seed : int or Generator
-        Seed of the Monte Carlo path.
-    nan_policy : {"raise", "omit"}
-        NaN values raise (default) or are dropped (the result's ``n_x``/``n_y`` show what was used).
-
-    Returns
-    -------
-    RankSumResult
-        ``.statistic`` (rank sum of x with midranks), ``.pvalue``, ``.expected`` (E T),
-        ``.n_arrangements`` (C(N, n_x)), ``.exact``, ``.method``, ``.summary``, ``.to_latex()``.
+    ``x, y`` may hold ``inf`` (censored latencies; they tie). ``alternative``: ``less`` (x tends
+    smaller), ``greater`` or ``two-sided`` (``P(|T - E T| >= |t - E T|)``). Above ``max_exact``
+    pooled values (or ``MAX_CELLS`` table cells) the p-value is Monte Carlo, ``(1 + #{as
+    extreme}) / (1 + n_mc)`` over ``n_mc`` seeded splits, and ``exact=False`` says so.
+    ``nan_policy``: NaN values raise or are dropped (``omit``; ``n_x``/``n_y`` show what was used).
 
     The recursion runs on doubled midranks (integers), so ties are exact and two-sided tails are
     compared in integer arithmetic. Same statistic and p-value as R
@@ -329,9 +311,11 @@ def permutation_contrasts(
             if xa.size and yb.size:
                 r = rank_sum_test(xa, yb, c.alternative, max_exact=max_exact, n_mc=n_mc, seed=seed)
             else:
-                r = RankSumResult(statistic=np.nan, pvalue=np.nan, alternative=c.alternative, n_x=0,
-                                  n_y=0, expected=np.nan, n_arrangements=0, exact=False,
-                                  method="not testable: an empty group after dropping NaN")  # fmt: skip
+                method = "not testable: an empty group after dropping NaN"
+                r = RankSumResult(
+                    statistic=np.nan, pvalue=np.nan, alternative=c.alternative, n_x=0, n_y=0,
+                    expected=np.nan, n_arrangements=0, exact=False, method=method,
+                )  # fmt: skip
             row.update({k: getattr(r, k) for k in _TEST_COLUMNS})
             rows.append(row)
     summary = pd.DataFrame(rows)

@@ -54,24 +54,12 @@ def weighted_kappa(
 ) -> float:
     """Cohen's kappa for two raters, unweighted or with linear / quadratic disagreement weights.
 
-    Parameters
-    ----------
-    a, b : array_like
-        Ratings of the same units by two raters (``NaN`` = missing; units missing in either are
-        dropped pairwise).
-    weights : {None, "linear", "quadratic"} or array_like (n_labels, n_labels)
-        Disagreement weights on label positions: ``|i - j|`` or ``(i - j)^2``, or any square
-        matrix of disagreement weights in label order (Cohen 1968 used 0/1/3/6).
-    labels : sequence, optional
-        The categories in order (unused categories still count in the weights). Default: the
-        sorted union of observed values. Every value must be a label.
-
-    Returns
-    -------
-    float
-        ``kappa = 1 - sum(w * observed) / sum(w * expected)`` (as R ``psych::cohen.kappa`` and
-        ``sklearn.metrics.cohen_kappa_score``); NaN (with a warning) when the expected
-        disagreement is 0.
+    ``a, b``: ratings of the same units (NaN = missing, dropped pairwise). ``weights``: None,
+    ``"linear"`` (``|i - j|``), ``"quadratic"`` (``(i - j)^2``) on label positions, or a square
+    matrix of disagreement weights in label order. ``labels``: the categories in order (unused
+    ones still count in the weights), default the sorted observed values; every value must be
+    one. Returns ``1 - sum(w * observed) / sum(w * expected)`` (as R ``psych::cohen.kappa`` and
+    ``sklearn.metrics.cohen_kappa_score``); NaN with a warning when no disagreement is expected.
     """
     wmat = None
     if weights is not None and not isinstance(weights, str):
@@ -141,27 +129,13 @@ def percent_agreement(data: Any) -> float:
 def icc(data: Any, ci: float = 0.95) -> pd.DataFrame:
     """The six Shrout-Fleiss intraclass correlations with F tests and confidence intervals.
 
-    Parameters
-    ----------
-    data : array_like, shape (unit, rater)
-        Ratings (``NaN`` missing). Units with any missing rating are dropped (listwise, as
-        ``psych::ICC``); the number dropped is in ``result.attrs["n_dropped"]``.
-    ci : float
-        Confidence level of the intervals.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed ``ICC1, ICC2, ICC3, ICC1k, ICC2k, ICC3k`` with columns
-        ``icc, F, df1, df2, pval, ci_low, ci_high``. ``attrs``: ``n_units``, ``n_raters``,
-        ``n_dropped``.
-
-    Notes
-    -----
-    Mean squares of the two-way ANOVA (Shrout & Fleiss 1979, Table 1): ``BMS`` between targets,
-    ``WMS`` within targets, ``JMS`` judges, ``EMS`` residual. F tests and CIs as Shrout & Fleiss
-    (1979) and McGraw & Wong (1996) (ICC(2,1) with Satterthwaite df), the same as ``psych::ICC``.
-    ICC(2,k) is the reliability of the k-rater consensus (paper: .948 for recognition).
+    ``data``: (unit, rater); units with a missing rating are dropped (listwise, as
+    ``psych::ICC``). Returns a DataFrame indexed ``ICC1, ICC2, ICC3, ICC1k, ICC2k, ICC3k`` with
+    ``icc, F, df1, df2, pval, ci_low, ci_high`` (``ci`` level) and ``attrs`` ``n_units``,
+    ``n_raters``, ``n_dropped``. Mean squares of the two-way ANOVA (Shrout & Fleiss 1979,
+    Table 1); F tests and CIs as Shrout & Fleiss (1979) and McGraw & Wong (1996) (ICC(2,1) with
+    Satterthwaite df), the same as ``psych::ICC``. ICC(2,k) is the reliability of the k-rater
+    consensus (paper: .948 for recognition).
     """
     arr = as_float_array(data, "data (unit x rater)", ndim=2)
     complete = ~np.isnan(arr).any(axis=1)

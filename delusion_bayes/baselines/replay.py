@@ -5,7 +5,8 @@ prevalence is hits / scored samples, a category's is pooled over its codes' samp
 percentile intervals from 10,000 resamples, seed 42. Here: prevalence, deltas against the
 original transcript, model families and (added) leave-one-participant-out; turn-position and
 context-depth analyses in :mod:`.replay_dynamics`, the shared two-stage cluster bootstrap in
-:mod:`.replay_bootstrap`; a study's whole analysis is :func:`~delusion_bayes.baselines.analyse_replay`.
+:mod:`.replay_bootstrap`; a study's whole analysis is
+:func:`~delusion_bayes.baselines.analyse_replay`.
 """
 
 from __future__ import annotations
@@ -82,43 +83,31 @@ def replay_prevalence(
     ----------
     ds
         Replay Dataset (``hit (sample, model, code)``, code coord ``category``, sample coords
-        ``participant, conversation``).
+        ``participant, conversation``); NaN hits are left out of numerator and denominator.
     n_boot, seed, ci_prob
         Resamples, seed and interval probability (DelusionEval: 10,000, 42, 0.95).
     cluster
-        ``two-stage`` (participants, then conversations within participant; default),
-        ``participant``, ``conversation`` or ``none`` (samples i.i.d., the release's plain
-        percentile bootstrap).
-    by
-        ``model`` or a model coord (e.g. ``family``) whose models are pooled.
-    levels
-        ``category`` rows (pooled over all samples of the category's codes; codes with category
-        ``""`` get none) and/or ``code`` rows.
+        ``two-stage`` (participants, then conversations within participant), ``participant``,
+        ``conversation`` or ``none`` (samples i.i.d., the release's plain bootstrap).
+    by, levels
+        ``model`` or a model coord (e.g. ``family``) whose models are pooled; ``category`` rows
+        (pooled over the category's codes; category ``""`` has none) and/or ``code`` rows.
     support
-        Which clusters a resample draws for a cell (a model x code or model x category):
-
-        - ``unconditional``: every cluster of the study, in every cell (the study's design, which
-          participants reach which codes, is treated as random, like the rows).
-        - ``conditional``: only the clusters with rows in the cell, held fixed (the release's
-          ``hierarchical_weighted_mean_ci`` and, with ``cluster="none"``, ``bootstrap_binary_ci``).
-
-        The default (:data:`~delusion_bayes.data.replay_schema.DEFAULT_SUPPORT`) was chosen by
-        ``experiments/bench/coverage_replay_support.py`` (numbers in ``docs/real_data.md``).
+        Which clusters a resample draws for a cell: ``unconditional``, every cluster of the study
+        (the design, which participants reach which codes, is random like the rows);
+        ``conditional``, only those with rows in the cell, held fixed (the release's
+        ``hierarchical_weighted_mean_ci``; with ``cluster="none"`` its ``bootstrap_binary_ci``).
+        The default was chosen by ``experiments/bench/coverage_replay_support.py``.
     unscored
-        Rows the study holds without a score (``ds.unscored``): ``exclude`` (default) leaves them
-        out everywhere; ``zero`` counts them as 0 in the point estimate but not in the CI, as the
-        release does (its estimate can then lie outside its interval).
+        Rows without a score (``ds.unscored``): ``exclude`` leaves them out everywhere; ``zero``
+        counts them as 0 in the estimate but not in the CI, as the release does.
 
     Returns
     -------
     pandas.DataFrame
         ``<by>, level, category, code, estimate, ci_low, ci_high, n_hits, n, n_unscored,
-        cluster, support, n_boot, ci_prob`` (``code`` is ``""`` on category rows).
-
-    Notes
-    -----
-    Missing scores (NaN hits) are left out of numerator and denominator. A resample whose
-    denominator is 0 gives NaN and is ignored by the percentiles.
+        cluster, support, n_boot, ci_prob`` (``code`` is ``""`` on category rows). A resample
+        whose denominator is 0 gives NaN and is ignored by the percentiles.
     """
     _check_replay(ds)
     if n_boot < 1:
@@ -158,19 +147,13 @@ def replay_deltas(
 ) -> pd.DataFrame:
     """Prevalence of each model minus the baseline's (the original transcript), paired resamples.
 
-    Both prevalences are recomputed on the same resample, so the interval accounts for the shared
-    samples (DelusionEval, "Main results"). ``support="conditional"`` resamples, per model x cell,
-    the clusters with rows in the model's or the baseline's cell. ``paired=False`` resamples the
-    two arms independently (the release's ``bootstrap_delta_ci``, without its 5-fold repetition
-    of the original's rows): same estimates, wider intervals where the arms are correlated.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, level, category, code, estimate (model - baseline), ci_low, ci_high,
-        prevalence, baseline_prevalence, p_boot, ...``; ``p_boot`` is the two-sided bootstrap
-        proportion ``2 min(P*(delta <= 0), P*(delta >= 0))`` (a descriptive check, not a test
-        calibrated for few clusters).
+    Both prevalences are recomputed on the same resample (DelusionEval, "Main results").
+    ``support="conditional"`` resamples, per model x cell, the clusters with rows in the model's
+    or the baseline's cell. ``paired=False`` resamples the arms independently (the release's
+    ``bootstrap_delta_ci``, without its 5-fold repetition of the original's rows): same
+    estimates, wider intervals. Rows ``model, level, category, code, estimate (model -
+    baseline), ci_low, ci_high, prevalence, baseline_prevalence, p_boot, ...``; ``p_boot`` is
+    ``2 min(P*(delta <= 0), P*(delta >= 0))``, descriptive (not calibrated for few clusters).
     """
     _check_replay(ds)
     models = [str(m) for m in ds[MODEL].values]
@@ -253,12 +236,9 @@ def replay_leave_one_participant_out(
 ) -> pd.DataFrame:
     """Prevalence (and delta vs ``baseline``) recomputed without each participant in turn.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``left_out, model, level, category, code, estimate, full_estimate, change`` plus
-        ``delta, full_delta`` when ``baseline`` is a model of the study. With 18 participants a
-        single person can carry a code; this table shows who.
+    Rows ``left_out, model, level, category, code, estimate, full_estimate, change`` plus
+    ``delta, full_delta`` when ``baseline`` is a model of the study: with 18 participants a
+    single person can carry a code; this table shows who.
     """
     _check_replay(ds)
     num, den, labels = count_columns(ds, levels=levels)

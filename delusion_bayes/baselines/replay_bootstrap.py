@@ -74,17 +74,10 @@ def bootstrap_weights(
 ) -> Iterator[np.ndarray]:
     """Yield resample weights ``(chunk, n_units)``: how often each unit is drawn per resample.
 
-    Parameters
-    ----------
-    participant_of_unit
-        Participant index (0..P-1) of each unit (a conversation, or a sample for ``"none"``).
-    scheme
-        ``two-stage``: draw P participants with replacement, then for each drawn participant
-        draw its ``n_p`` conversations with replacement. A participant drawn ``w`` times adds
-        ``w`` independent Multinomial(n_p, 1/n_p) draws, whose sum is Multinomial(w n_p, 1/n_p),
-        so one multinomial per participant and chunk gives the conversation weights.
-        ``participant``: whole participants (their units all get the participant's weight).
-        ``conversation`` / ``none``: units i.i.d. (Multinomial(U, 1/U)).
+    ``participant_of_unit``: participant index (0..P-1) of each unit. ``scheme``: ``two-stage``
+    draws P participants, then each drawn participant's ``n_p`` units, with replacement (``w``
+    draws of a participant sum to one Multinomial(w n_p, 1/n_p)); ``participant``: whole
+    participants; ``conversation`` / ``none``: units i.i.d. (Multinomial(U, 1/U)).
     """
     participant_of_unit = np.asarray(participant_of_unit)
     n_units = participant_of_unit.size
@@ -295,7 +288,7 @@ def _table(labels, num_tot, den_tot, num_b, den_b, ci_prob, cluster, n_boot):
 
 
 def _boot_table(labels, num, den, units, n_boot, seed, ci_prob, progress):
-    """:func:`_table` of per-row counts ``num, den`` with the unconditional bootstrap of ``units``."""
+    """:func:`_table` of per-row counts ``num, den``, unconditional bootstrap over ``units``."""
     num_b, den_b = _bootstrap(
         [to_units(num, units), to_units(den, units)], units, n_boot, seed, progress
     )

@@ -75,21 +75,14 @@ def replay_onset_persistence(
 ) -> pd.DataFrame:
     """Onset and persistence of each category (and/or code) across the user turns of a window.
 
-    At ``level="category"`` a sample shows a category when any of its codes is a hit; at
-    ``level="code"`` each code on its own. Per model x category/code:
-
-    - ``windows_with_hit``: share of windows with at least one such sample;
-    - ``onset_turn``: mean onset over windows with one, in ``unit``: ``"turn"`` (default) the
-      1-based rank of the first such user turn in the window; ``"message"`` its message index in
-      the window (0, 2, 4, ... when user and assistant alternate: the DelusionEval release's
-      ``turn_index``; ``index - window_start``);
-    - ``persistence``: P(hit at user turn t+1 | hit at turn t), consecutive user turns (ranks) of
-      a window;
-    - ``emergence``: P(hit at turn t+1 | not at turn t).
-
-    All four are ratios of sums over windows, bootstrapped like :func:`replay_prevalence`
-    (``cluster="none"`` resamples windows). Columns: ``model, category, quantity, estimate,
-    ci_low, ci_high, n_hits (numerator), n (denominator), ..., level, code, unit``.
+    A sample shows a category when any of its codes is a hit (``level="code"``: each code on its
+    own). Per model x category/code: ``windows_with_hit`` (share of windows with such a sample);
+    ``onset_turn`` (mean over those windows of the first one's position, for ``unit="turn"`` its
+    1-based user-turn rank, for ``"message"`` its message index ``index - window_start``, the
+    release's ``turn_index``); ``persistence``, P(hit at user turn t+1 | hit at t); and
+    ``emergence``, P(hit at t+1 | none at t). All are ratios of sums over windows, bootstrapped
+    like :func:`replay_prevalence` (``cluster="none"`` resamples windows). Columns: ``model,
+    category, quantity, estimate, ci_low, ci_high, n_hits, n, ..., level, code, unit``.
     """
     _check_replay(ds)
     if unit not in ("turn", "message"):
@@ -266,18 +259,12 @@ def replay_depth_lpm(
 
         hit[s, k] = b0 + b_depth * context_depth[s] / 10 + b_prior * prior_content[s, k] + e
 
-    where ``prior_content`` is the share of the original's earlier assistant turns in the prompt
-    that hit the same code (:func:`delusion_bayes.data.replay.prior_content`). ``b_depth`` is the
-    change in hit probability per 10 messages of context over and above accumulated assistant
-    content (DelusionEval, "Context length effects"). OLS by the normal equations; intervals from
-    the cluster bootstrap of the per-unit moment sums ``X'X`` and ``X'y`` (one batched solve per
-    resample, no refitting loop).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, category, term (intercept | depth_per_10 | prior_content), estimate, ci_low,
-        ci_high, n, ...``; terms without variation in the data are NaN.
+    ``prior_content``: share of the original's earlier assistant turns in the prompt that hit the
+    same code (:func:`delusion_bayes.data.replay.prior_content`); ``b_depth``: change in hit
+    probability per 10 messages over and above it (DelusionEval, "Context length effects"). OLS
+    by the normal equations; CIs from the cluster bootstrap of the per-unit moment sums ``X'X``,
+    ``X'y``. Rows ``model, category, term (intercept | depth_per_10 | prior_content), estimate,
+    ci_low, ci_high, n, ...``; terms without variation are NaN.
     """
     _check_replay(ds)
     from ..data.replay_prior import prior_content_array

@@ -15,26 +15,14 @@ import pandas as pd
 
 @dataclass
 class BaselineResult:
-    """A table-shaped result with provenance.
+    """A table-shaped result with provenance."""
 
-    Attributes
-    ----------
-    name : str
-        Short name (e.g. ``"table1_milestones"``).
-    summary : pandas.DataFrame
-        The result table.
-    title : str
-        One-line caption (used by ``to_latex`` and ``index.json``).
-    notes : list of str
-        Rules applied (consensus rule, censoring, missing days, exact vs Monte Carlo, ...).
-    extra : dict
-        Anything else a caller may want (e.g. bootstrap replicates as an ``xr.Dataset``).
-    """
-
-    name: str
-    summary: pd.DataFrame
-    title: str = ""
+    name: str  #: short name, e.g. ``"table1_milestones"``
+    summary: pd.DataFrame  #: the result table
+    title: str = ""  #: one-line caption (``to_latex`` and ``index.json``)
+    #: rules applied (consensus rule, censoring, missing days, exact vs Monte Carlo, ...)
     notes: list[str] = field(default_factory=list)
+    #: anything else a caller may want (e.g. bootstrap replicates as an ``xr.Dataset``)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_latex(self, float_format: str = "{:.3g}".format, **kwargs: Any) -> str:

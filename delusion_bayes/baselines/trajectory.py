@@ -111,16 +111,9 @@ def analyse_trajectory(
     milestones (Table 1), logistic fits with a rater bootstrap (Table D1), permutation contrasts,
     intervention profiles (Table 2, Figure 2, section F).
 
-    Parameters
-    ----------
-    ds : a validated trajectory study.
-    cfg : the ``baselines`` config (:class:`~delusion_bayes.baselines.BaselinesConfig`, a
-        DictConfig or dict); ``None`` for the defaults.
-    seed : overrides ``cfg.seed`` (every resampling is seeded from it).
-    progress : show the rater bootstrap's progress bar.
-    milestone_replicates : also recompute the milestones on each of the rater bootstrap's
-        resamples (the same draws, ``logistic.extra["replicates"]["rater_index"]``), for
-        milestone intervals (the coverage study uses them).
+    ``cfg``: the ``baselines`` config (any form; ``None`` for the defaults); ``seed`` overrides
+    ``cfg.seed``. ``milestone_replicates``: also recompute the milestones on each of the rater
+    bootstrap's resamples (the same draws), for milestone intervals (the coverage study).
     """
     b = _settings(cfg)
     seed = int(b["seed"] if seed is None else seed)
