@@ -6,6 +6,7 @@ permutation contrasts, intervention profiles (Table 2, Figure 2, section F). The
 function returns a :class:`BaselineResult` with ``.summary`` and ``.to_latex()``.
 """
 
+from .alpha import alpha_bootstrap, krippendorff_alpha
 from .config import BaselinesConfig, ContrastConfig
 from .consensus import consensus, consensus_np
 from .logistic import LogisticFit, fit_logistic, fit_logistic_batch, logistic, logistic_bootstrap
@@ -27,10 +28,8 @@ from .profiles import (
 )
 from .reliability import (
     adjudication_agreement,
-    alpha_bootstrap,
     cohen_kappa,
     icc,
-    krippendorff_alpha,
     percent_agreement,
     reliability_table,
     weighted_kappa,

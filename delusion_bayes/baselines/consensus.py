@@ -17,8 +17,6 @@ from ..data.schema import RATER
 from ._validate import check_dims, check_option
 from .config import CONSENSUS_RULES, HALF_RULES
 
-__all__ = ["consensus", "consensus_np"]
-
 
 def _apply_half(x: np.ndarray, half_rule: str) -> np.ndarray:
     if half_rule == "keep":

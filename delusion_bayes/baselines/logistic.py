@@ -30,8 +30,6 @@ from ._validate import as_float_array, check_dims
 from .consensus import consensus_np
 from .results import BaselineResult
 
-__all__ = ["LogisticFit", "fit_logistic", "fit_logistic_batch", "logistic_bootstrap", "logistic"]
-
 PARAMS = ("L", "k", "t50")
 
 

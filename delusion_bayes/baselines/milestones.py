@@ -15,8 +15,6 @@ from ..data.schema import censor_day as default_censor_day
 from ._validate import check_dims, check_option
 from .config import MILESTONES, MISSING_RULES
 
-__all__ = ["milestones"]
-
 
 def _first_day(hit: np.ndarray, days: np.ndarray, censor: float) -> np.ndarray:
     """First day (last axis) where ``hit``; ``censor`` where never."""

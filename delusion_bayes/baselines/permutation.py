@@ -25,14 +25,6 @@ from ._validate import as_float_array, check_option
 from .config import ALTERNATIVES, QUANTITIES, ContrastConfig
 from .results import BaselineResult
 
-__all__ = [
-    "RankSumResult",
-    "contrast_groups",
-    "permutation_contrasts",
-    "rank_sum_test",
-    "rank_sum_distribution",
-]
-
 #: DP tables larger than this many cells switch to Monte Carlo (memory: 8 bytes per cell)
 MAX_CELLS = 50_000_000
 #: the test's columns in the contrasts table, in order

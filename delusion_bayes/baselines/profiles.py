@@ -21,14 +21,6 @@ from ..data.schema import DAY, INTERVENTION_TYPE, MODEL
 from ._validate import as_float_array, check_dims, check_option
 from .results import BaselineResult
 
-__all__ = [
-    "SpearmanResult",
-    "intensity_by_stage",
-    "intervention_profiles",
-    "naive_profiles",
-    "spearman",
-]
-
 
 @dataclass
 class SpearmanResult:

@@ -25,17 +25,6 @@ from ._validate import as_float_array, check_option, check_values_in
 from .alpha import alpha_bootstrap, krippendorff_alpha
 from .results import BaselineResult
 
-__all__ = [
-    "adjudication_agreement",
-    "alpha_bootstrap",
-    "cohen_kappa",
-    "icc",
-    "krippendorff_alpha",
-    "percent_agreement",
-    "reliability_table",
-    "weighted_kappa",
-]
-
 
 def _pair(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     x = as_float_array(a, "a").ravel()

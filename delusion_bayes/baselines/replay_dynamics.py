@@ -271,8 +271,9 @@ def replay_depth_lpm(
 
     hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
     s, m, k = hit.shape
-    if baseline in [str(x) for x in ds[MODEL].values]:
-        base = hit[:, [str(x) for x in ds[MODEL].values].index(baseline), :]
+    models = [str(x) for x in ds[MODEL].values]
+    if baseline in models:
+        base = hit[:, models.index(baseline), :]
         prior = prior_content_array(
             base, ds["conversation"].values, ds["index"].values, ds["context_depth"].values
         )
@@ -300,25 +301,22 @@ def replay_depth_lpm(
     (mom_b,) = _bootstrap([to_units(mom, units)], units, n_boot, seed, progress)
 
     def solve(mm: np.ndarray) -> np.ndarray:
-        mm = mm.reshape(mm.shape[:-1] + (m * g, 9)) if mm.ndim > 1 else mm.reshape(m * g, 9)
+        mm = mm.reshape(*mm.shape[:-1], m * g, 9)
         xx = mm[..., [0, 1, 2, 1, 3, 4, 2, 4, 5]].reshape(*mm.shape[:-1], 3, 3)
         xy = mm[..., 6:9]
         # drop terms without variation (e.g. no prior content at all) by pinning them to 0
         det_ok = np.abs(np.linalg.det(xx)) > 1e-9 * np.maximum(mm[..., 0], 1.0) ** 3
-        eye = np.eye(3)
-        xx_safe = np.where(det_ok[..., None, None], xx, xx + eye)
+        xx_safe = np.where(det_ok[..., None, None], xx, xx + np.eye(3))
         beta = np.linalg.solve(xx_safe, xy[..., None])[..., 0]
         return np.where(det_ok[..., None], beta, np.nan)
 
-    full = solve(mom.sum(0))  # (M*G, 3)
-    boot = solve(mom_b.reshape(n_boot, -1))  # (B, M*G, 3)
-    lo, hi = eti(boot.reshape(n_boot, -1), ci_prob)
-    models = [str(x) for x in ds[MODEL].values]
+    tot = mom.sum(0)
+    lo, hi = eti(solve(mom_b).reshape(n_boot, -1), ci_prob)  # solve: (B, M*G, 3)
     terms = ("intercept", "depth_per_10", "prior_content")
-    n_tot = mom.sum(0).reshape(m * g, 9)[:, 0]
+    n_tot = tot.reshape(m * g, 9)[:, 0]
     out = pd.DataFrame(
         {"model": np.repeat(models, g * 3), "category": np.tile(np.repeat(names, 3), m),
-         "term": np.tile(terms, m * g), "estimate": full.ravel(), "ci_low": lo, "ci_high": hi,
+         "term": np.tile(terms, m * g), "estimate": solve(tot).ravel(), "ci_low": lo, "ci_high": hi,
          "n": np.repeat(n_tot, 3)}
     )  # fmt: skip
     return out.assign(cluster=cluster, n_boot=n_boot, ci_prob=ci_prob)
