@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy.special import expit
+from tqdm.auto import tqdm
 
 from ..data.schema import DAY, MODEL, RATER, RESAMPLE
 from ..intervals import eti
@@ -386,10 +387,11 @@ def logistic_bootstrap(
     t = da[DAY].values.astype(float)
     models = da[MODEL].values
     n_r, n_m, _ = x.shape
-    cons = consensus_np(x, axis=0, rule=rule, half_rule=half_rule, min_raters=min_raters)
+    cons_kw = {"rule": rule, "half_rule": half_rule, "min_raters": min_raters}
+    cons = consensus_np(x, axis=0, **cons_kw)
     base = fit_logistic_batch(t, cons, floor, upper=upper, k_max=k_max)
     table = _fit_table(base, models, turn_at)
-    p0 = np.stack([base["L"], base["k"], base["t50"]], axis=-1)
+    p0 = np.stack([base[n] for n in PARAMS], axis=-1)
     # flat originals have no curve to warm-start from: start those replicates mid-study
     lower, up = param_bounds(t, floor, upper, k_max)
     default = np.clip(
@@ -401,12 +403,18 @@ def logistic_bootstrap(
     weak = base["flat"] | ~base["converged"] | base["at_bound"][:, 1] | base["at_bound"][:, 2]
     rng = np.random.default_rng(seed)
     idx_all = rng.integers(0, n_r, size=(n_boot, n_r))  # rater draws of every replicate
-    consensus_kw = {"rule": rule, "half_rule": half_rule, "min_raters": min_raters}
-    fit_kw = {"floor": floor, "upper": upper, "k_max": k_max}
-    reps, conv, flat = _refit_replicates(
-        x, t, idx_all, p0, weak, consensus_kw, fit_kw, chunk, progress
-    )
-    use = conv & ~flat
+    reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
+    reps |= {n: np.zeros((n_boot, n_m), dtype=bool) for n in ("converged", "flat")}
+    for s in tqdm(range(0, n_boot, chunk), desc="rater bootstrap", unit="chunk",
+                  disable=not progress or not n_boot):  # fmt: skip
+        e = min(n_boot, s + chunk)
+        cb = consensus_np(x[idx_all[s:e]], axis=1, **cons_kw)  # x[...]: (b, R, M, T)
+        res = fit_logistic_batch(t, cb, floor, upper=upper, k_max=k_max,
+                                 p0=np.broadcast_to(p0, (e - s, n_m, 3)),
+                                 multistart=np.broadcast_to(weak, (e - s, n_m)))  # fmt: skip
+        for n, arr in reps.items():
+            arr[s:e] = res[n]
+    use = reps["converged"] & ~reps["flat"]
     for n in PARAMS:
         lo, hi = eti(np.where(use, reps[n], np.nan), ci, axis=0)
         table[f"{n}_ci_low"] = lo
@@ -415,9 +423,7 @@ def logistic_bootstrap(
     table["n_boot"] = n_boot
     replicates = xr.Dataset(
         {
-            **{n: ((RESAMPLE, MODEL), reps[n]) for n in PARAMS},
-            "converged": ((RESAMPLE, MODEL), conv),
-            "flat": ((RESAMPLE, MODEL), flat),
+            **{n: ((RESAMPLE, MODEL), arr) for n, arr in reps.items()},
             "rater_index": ((RESAMPLE, "rater_draw"), idx_all),
             "p0": ((MODEL, "param"), p0),
         },
@@ -444,29 +450,3 @@ def logistic_bootstrap(
         notes,
         {"replicates": replicates},
     )
-
-
-def _refit_replicates(x, t, idx_all, p0, weak, consensus_kw, fit_kw, chunk, progress):
-    """The fits of every replicate (rater draws ``idx_all``), ``chunk`` replicates per batch:
-    ``({L, k, t50}: (n_boot, model), converged, flat)``."""
-    from tqdm.auto import tqdm
-
-    n_boot, n_m = idx_all.shape[0], x.shape[1]
-    reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
-    conv = np.zeros((n_boot, n_m), dtype=bool)
-    flat = np.zeros((n_boot, n_m), dtype=bool)
-    for s in tqdm(range(0, n_boot, chunk), desc="rater bootstrap", unit="chunk",
-                  disable=not progress or not n_boot):  # fmt: skip
-        e = min(n_boot, s + chunk)
-        cb = consensus_np(x[idx_all[s:e]], axis=1, **consensus_kw)  # x[...]: (b, R, M, T)
-        res = fit_logistic_batch(
-            t,
-            cb,
-            **fit_kw,
-            p0=np.broadcast_to(p0, (e - s, n_m, 3)),
-            multistart=np.broadcast_to(weak, (e - s, n_m)),
-        )
-        for n in PARAMS:
-            reps[n][s:e] = res[n]
-        conv[s:e], flat[s:e] = res["converged"], res["flat"]
-    return reps, conv, flat

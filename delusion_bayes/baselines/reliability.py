@@ -2,10 +2,8 @@
 
 Trajectory paper, "Evaluation Reliability" and supplement C (Table C1). Why by hand: ``sklearn``'s
 kappa would be a heavy dependency for ten lines, and no installed library gives the six
-Shrout-Fleiss ICCs with F tests and CIs (formulas as ``psych::ICC`` and pingouin's
-``intraclass_corr``). References: Cohen (1968), Weighted kappa, Psychological Bulletin 70(4);
-Shrout & Fleiss (1979), Psychological Bulletin 86(2); McGraw & Wong (1996), Psychological
-Methods 1(1) (CI of ICC(2,1)).
+Shrout-Fleiss ICCs with F tests and CIs (formulas as ``psych::ICC``; Shrout & Fleiss 1979,
+McGraw & Wong 1996).
 """
 
 from __future__ import annotations

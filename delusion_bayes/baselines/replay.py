@@ -79,35 +79,25 @@ def replay_prevalence(
 ) -> pd.DataFrame:
     """Prevalence per model x category and per model x code with percentile bootstrap CIs.
 
-    Parameters
-    ----------
-    ds
-        Replay Dataset (``hit (sample, model, code)``, code coord ``category``, sample coords
-        ``participant, conversation``); NaN hits are left out of numerator and denominator.
-    n_boot, seed, ci_prob
-        Resamples, seed and interval probability (DelusionEval: 10,000, 42, 0.95).
-    cluster
-        ``two-stage`` (participants, then conversations within participant), ``participant``,
-        ``conversation`` or ``none`` (samples i.i.d., the release's plain bootstrap).
-    by, levels
-        ``model`` or a model coord (e.g. ``family``) whose models are pooled; ``category`` rows
-        (pooled over the category's codes; category ``""`` has none) and/or ``code`` rows.
-    support
-        Which clusters a resample draws for a cell: ``unconditional``, every cluster of the study
-        (the design, which participants reach which codes, is random like the rows);
-        ``conditional``, only those with rows in the cell, held fixed (the release's
-        ``hierarchical_weighted_mean_ci``; with ``cluster="none"`` its ``bootstrap_binary_ci``).
-        The default was chosen by ``experiments/bench/coverage_replay_support.py``.
-    unscored
-        Rows without a score (``ds.unscored``): ``exclude`` leaves them out everywhere; ``zero``
-        counts them as 0 in the estimate but not in the CI, as the release does.
+    ``ds``: a replay Dataset (``hit (sample, model, code)``, code coord ``category``, sample
+    coords ``participant, conversation``); NaN hits are left out. ``n_boot, seed, ci_prob``:
+    DelusionEval used 10,000, 42, 0.95. ``cluster``: ``two-stage`` (participants, then their
+    conversations), ``participant``, ``conversation`` or ``none`` (samples i.i.d., the release's
+    plain bootstrap). ``by``: ``model`` or a model coord (e.g. ``family``) whose models are
+    pooled. ``levels``: ``category`` rows (pooled over the category's codes; category ``""`` has
+    none) and/or ``code`` rows.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``<by>, level, category, code, estimate, ci_low, ci_high, n_hits, n, n_unscored,
-        cluster, support, n_boot, ci_prob`` (``code`` is ``""`` on category rows). A resample
-        whose denominator is 0 gives NaN and is ignored by the percentiles.
+    ``support``: which clusters a resample draws for a cell. ``unconditional``: every cluster
+    of the study (the design, which participants reach which codes, is random like the rows);
+    ``conditional``: only those with rows in the cell, held fixed (the release's
+    ``hierarchical_weighted_mean_ci``; with ``cluster="none"`` its ``bootstrap_binary_ci``).
+    The default was chosen by ``experiments/bench/coverage_replay_support.py``. ``unscored``:
+    rows without a score (``ds.unscored``) are left out (``exclude``) or, as the release does,
+    count as 0 in the estimate but not in the CI (``zero``).
+
+    Rows ``<by>, level, category, code, estimate, ci_low, ci_high, n_hits, n, n_unscored,
+    cluster, support, n_boot, ci_prob`` (``code`` is ``""`` on category rows); a resample whose
+    denominator is 0 gives NaN and is ignored by the percentiles.
     """
     _check_replay(ds)
     if n_boot < 1:

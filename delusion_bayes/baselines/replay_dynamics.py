@@ -227,13 +227,8 @@ def replay_depth_curve(
 ) -> pd.DataFrame:
     """Category prevalence versus context depth (messages before the user turn), with CIs.
 
-    DelusionEval, "Context length effects": prevalence versus requested context with 95%
-    bootstrap intervals. ``depth_bins`` are left bin edges; the last bin is open.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, level, category, code, depth_bin, depth_mean, estimate, ci_low, ci_high, ...``.
+    DelusionEval, "Context length effects". ``depth_bins``: left bin edges, the last bin open.
+    Rows ``model, level, category, code, depth_bin, depth_mean, estimate, ci_low, ci_high, ...``.
     """
     _check_replay(ds)
     depth = ds["context_depth"].values.astype(float)
