@@ -261,11 +261,7 @@ def count_columns(
     num = np.einsum("smk,mn,kg->sng", h, mind, cind, optimize=True).reshape(h.shape[0], -1)
     den = np.einsum("smk,mn,kg->sng", v, mind, cind, optimize=True).reshape(h.shape[0], -1)
     labels = pd.DataFrame(
-        [
-            {by: m, "level": lvl, "category": cat, "code": code}
-            for m in mlabels
-            for (lvl, cat, code, _) in groups
-        ]
+        [(m, *g[:3]) for m in mlabels for g in groups], columns=[by, "level", "category", "code"]
     )
     if split is not None:
         n_split = len(split_labels)

@@ -91,7 +91,7 @@ def replay_onset_persistence(
         raise ValueError("onset/persistence needs the sample coords 'window' and 'turn'")
     if unit == "message" and "index" not in ds.coords:
         raise ValueError("unit='message' needs the sample coord 'index'")
-    cat_hit, names, name_cat, name_level = _level_hits(ds, levels)  # (S, M, G)
+    cat_hit, name_cat, name_level, name_code = _level_hits(ds, levels)  # (S, M, G)
     s, m, g = cat_hit.shape
     window = pd.factorize(ds["window"].values)[0]
     turn = ds["turn"].values.astype(int)
@@ -126,46 +126,37 @@ def replay_onset_persistence(
     den = np.concatenate([q[1].reshape(n_w, -1) for q in quantities.values()], axis=1)
     models = [str(x) for x in ds[MODEL].values]
     labels = pd.DataFrame(
-        [
-            {"model": mm, "category": cat, "quantity": q}
-            for q in quantities
-            for mm in models
-            for cat in name_cat
-        ]
+        [(mm, cat, q) for q in quantities for mm in models for cat in name_cat],
+        columns=["model", "category", "quantity"],
     )
     units = cluster_units(ds, cluster, rows="window", window_codes=window)
     out = _boot_table(labels, num, den, units, n_boot, seed, ci_prob, progress)
     reps = len(quantities) * len(models)
     out["level"] = np.tile(np.asarray(name_level, dtype=object), reps)
-    out["code"] = np.tile(
-        np.array([n if lv == "code" else "" for n, lv in zip(names, name_level, strict=True)],
-                 dtype=object),
-        reps,
-    )  # fmt: skip
+    out["code"] = np.tile(np.asarray(name_code, dtype=object), reps)
     out["unit"] = unit
     return out
 
 
 def _level_hits(ds: xr.Dataset, levels: Sequence[str]):
     """Hits ``(sample, model, column)`` of the ``levels`` (a category: any of its codes), with
-    each column's name, category and level."""
-    parts, names, name_cat, name_level = [], [], [], []
+    each column's category, level and code (``""`` on category columns)."""
+    parts, name_cat, name_level, name_code = [], [], [], []
     for level in levels:
         if level == "category":
             h, cats = _category_any(ds)
             parts.append(h)
-            names += cats
             name_cat += cats
             name_level += ["category"] * len(cats)
+            name_code += [""] * len(cats)
         elif level == "code":
-            h = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
-            parts.append(h)
-            names += [str(c) for c in ds[CODE].values]
+            parts.append(ds["hit"].transpose(SAMPLE, MODEL, CODE).values)
             name_cat += [str(c) for c in ds[CATEGORY].values]
             name_level += ["code"] * ds.sizes[CODE]
+            name_code += [str(c) for c in ds[CODE].values]
         else:
             raise ValueError(f"level must be 'category' or 'code', got {level!r}")
-    return np.concatenate(parts, axis=2), names, name_cat, name_level
+    return np.concatenate(parts, axis=2), name_cat, name_level, name_code
 
 
 def _first_message(ds, order, w_sorted, t_sorted, first) -> np.ndarray:
