@@ -93,10 +93,7 @@ def _prepare_alpha(
     """Value counts (V, U) of every unit (unpairable ones included) and the value domain."""
     check_option("level", level, ALPHA_LEVELS)
     arr = as_float_array(data, "data (rater x unit)", ndim=2)
-    if domain is None:
-        dom = _observed_values(arr)
-    else:
-        dom = np.unique(np.asarray(domain, dtype=float))
+    dom = _observed_values(arr) if domain is None else np.unique(np.asarray(domain, dtype=float))
     if dom.size == 0:
         raise ValueError("data (rater x unit) has no non-missing value")
     counts = _value_counts(arr, dom)
@@ -202,14 +199,11 @@ def alpha_bootstrap(
 ) -> dict[str, Any]:
     """Krippendorff's alpha with a percentile bootstrap CI over (pairable) units.
 
-    ``data, level, domain`` as :func:`krippendorff_alpha`; ``ci`` the central interval mass; the
-    same ``seed`` gives the same CI. Units with the same value pattern contribute the same
-    coincidences, so a replicate is a multinomial draw of pattern counts and all replicates are
-    one matrix product (the same distribution as resampling units one by one). This is the plain
-    nonparametric unit bootstrap, not the Hayes & Krippendorff (2007) KALPHA resampling.
-
-    Returns a dict: ``alpha``, ``ci_low``, ``ci_high``, ``n_units`` (pairable), ``n_boot``,
-    ``replicates``.
+    ``data, level, domain`` as :func:`krippendorff_alpha`; same ``seed``, same CI. Units with the
+    same value pattern contribute the same coincidences, so a replicate is a multinomial draw of
+    pattern counts (the same distribution as resampling units one by one); the plain unit
+    bootstrap, not Hayes & Krippendorff's (2007) KALPHA. Returns ``alpha``, ``ci_low``,
+    ``ci_high``, ``n_units`` (pairable), ``n_boot``, ``replicates``.
     """
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1; got {n_boot}")
@@ -235,11 +229,5 @@ def alpha_bootstrap(
         o_b = (w @ o_pat).reshape(stop - start, dom.size, dom.size)
         reps[start:stop] = _alpha_from_coincidences(o_b, dom, level)
     lo, hi = eti(reps, ci)
-    return {
-        "alpha": alpha,
-        "ci_low": float(lo),
-        "ci_high": float(hi),
-        "n_units": int(n_units),
-        "n_boot": int(n_boot),
-        "replicates": reps,
-    }
+    return dict(alpha=alpha, ci_low=float(lo), ci_high=float(hi), n_units=int(n_units),
+                n_boot=int(n_boot), replicates=reps)  # fmt: skip

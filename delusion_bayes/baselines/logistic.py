@@ -1,17 +1,15 @@
 """Three-parameter logistic fits of consensus trajectories and the rater-resampling bootstrap.
 
-Trajectory paper, "Statistical Analysis" and supplement D (Table D1):
-``m(t) = floor + (L - floor) / (1 + exp(-k (t - t50)))`` by least squares per model (floor 1 on
-the stage scale), uncertainty from resampling raters. Why by hand: ``scipy.optimize.curve_fit``
-solves one problem per call (1,000 replicates x 15 models = 15,000 calls); here a box-bounded
-Levenberg-Marquardt runs on all problems at once (batched 3x3 normal equations), warm-started
-from the original fits (``experiments/bench/bench_baselines.py`` compares it with ``curve_fit``).
+Trajectory paper, supplement D (Table D1): ``m(t) = floor + (L - floor) / (1 + exp(-k (t -
+t50)))`` by least squares per model, uncertainty from resampling raters. Why by hand:
+``scipy.optimize.curve_fit`` solves one problem per call (1,000 replicates x 15 models); here a
+box-bounded Levenberg-Marquardt solves all at once, warm-started from the original fits
+(``experiments/bench/bench_baselines.py`` compares the two).
 
 Bounds: ``floor <= L <= upper`` (default unbounded), ``0 <= k <= k_max`` (default 20 per day: a
 steeper curve is a step on daily data), ``t_min - span <= t50 <= t_max + span`` with
 ``span = t_max - t_min``. Status: ``flat`` (no variation: ``L`` the constant, ``k``, ``t50`` NaN,
-``converged=False``), ``no_convergence`` (iteration limit), ``unidentified`` (``k`` at 0 or
-``t50`` on a bound), ``ok``; ``at_bound`` names the parameters on a bound.
+not converged), ``no_convergence``, ``unidentified`` (``k`` at 0 or ``t50`` on a bound), ``ok``.
 """
 
 from __future__ import annotations

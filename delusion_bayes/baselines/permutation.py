@@ -27,16 +27,8 @@ from .results import BaselineResult
 
 #: DP tables larger than this many cells switch to Monte Carlo (memory: 8 bytes per cell)
 MAX_CELLS = 50_000_000
-#: the test's columns in the contrasts table, in order
-_TEST_COLUMNS = (
-    "statistic",
-    "expected",
-    "pvalue",
-    "alternative",
-    "n_arrangements",
-    "exact",
-    "method",
-)
+#: the test's columns in the contrasts table, in order (the summary adds n_x, n_y after alternative)
+_TEST_COLUMNS = "statistic expected pvalue alternative n_arrangements exact method".split()
 
 
 @dataclass
@@ -56,8 +48,8 @@ class RankSumResult:
     @property
     def summary(self) -> pd.DataFrame:
         """One-row DataFrame."""
-        cols = ["statistic", "expected", "pvalue", "alternative", "n_x", "n_y", "n_arrangements"]
-        return pd.DataFrame([asdict(self)], columns=[*cols, "exact", "method"])
+        cols = [*_TEST_COLUMNS[:4], "n_x", "n_y", *_TEST_COLUMNS[4:]]
+        return pd.DataFrame([asdict(self)], columns=cols)
 
     def to_latex(self, **kwargs: Any) -> str:
         """The summary row as LaTeX."""

@@ -176,10 +176,8 @@ def naive_profiles(
                     "rho": r.rho,
                     "pvalue": r.pvalue,
                     "n": r.n,
-                    "mean_first_week": float(np.nanmean(v[:7])) if np.isfinite(v[:7]).any()
-                    else np.nan,
-                    "mean_last_week": float(np.nanmean(v[-7:])) if np.isfinite(v[-7:]).any()
-                    else np.nan,
+                    "mean_first_week": _mean_or_nan(v[:7]),
+                    "mean_last_week": _mean_or_nan(v[-7:]),
                 }
             )  # fmt: skip
     notes = [f"never-turning models (consensus never >= {clinical_at:g}): {list(models)}",
@@ -191,6 +189,10 @@ def naive_profiles(
         "Section F: intervention trends with day in never-turning models",
         notes,
     )
+
+
+def _mean_or_nan(v: np.ndarray) -> float:
+    return float(np.nanmean(v)) if np.isfinite(v).any() else np.nan
 
 
 def plot_intensity_by_stage(table: pd.DataFrame) -> Any:
