@@ -122,9 +122,10 @@ def to_units(values: np.ndarray, units: _Units) -> np.ndarray:
 
 
 def _bootstrap(
-    arrays: Sequence[np.ndarray], units: _Units, n_boot: int, seed: int, progress: bool = False
+    arrays: Sequence[np.ndarray], units: _Units, n_boot: int, seed, progress: bool = False
 ) -> list[np.ndarray]:
-    """Resampled column sums ``(n_boot, Q)`` of each unit-level ``(n_units, Q)`` array."""
+    """Resampled column sums ``(n_boot, Q)`` of each unit-level ``(n_units, Q)`` array; ``seed``
+    an int or a Generator (whose stream continues)."""
     rng = np.random.default_rng(seed)
     out = [np.empty((n_boot, a.shape[1])) for a in arrays]
     pos = 0
@@ -170,14 +171,9 @@ def bootstrap_support(
         sub = np.flatnonzero(masks[:, cols[0]])
         if sub.size == 0:
             continue
-        part = pd.factorize(units.participant[sub])[0]
-        n_sub, d_sub = num[np.ix_(sub, cols)], den[np.ix_(sub, cols)]
-        pos = 0
-        for w in bootstrap_weights(part, units.scheme, n_boot, rng):
-            b = w.shape[0]
-            num_b[pos : pos + b, cols] = w @ n_sub
-            den_b[pos : pos + b, cols] = w @ d_sub
-            pos += b
+        sub_units = _Units(sub, pd.factorize(units.participant[sub])[0], units.scheme)
+        cells = [num[np.ix_(sub, cols)], den[np.ix_(sub, cols)]]
+        num_b[:, cols], den_b[:, cols] = _bootstrap(cells, sub_units, n_boot, rng)
     return num_b, den_b
 
 
