@@ -21,11 +21,8 @@ from .config import CONSENSUS_RULES, HALF_RULES
 def _apply_half(x: np.ndarray, half_rule: str) -> np.ndarray:
     if half_rule == "keep":
         return x
-    frac = x - np.floor(x)
-    half = np.isclose(frac, 0.5)
-    if half_rule == "down":
-        return np.where(half, np.floor(x), x)
-    return np.where(half, np.ceil(x), x)
+    half = np.isclose(x - np.floor(x), 0.5)
+    return np.where(half, np.floor(x) if half_rule == "down" else np.ceil(x), x)
 
 
 def consensus_np(

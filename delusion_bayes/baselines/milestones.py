@@ -18,9 +18,7 @@ from .config import MILESTONES, MISSING_RULES
 
 def _first_day(hit: np.ndarray, days: np.ndarray, censor: float) -> np.ndarray:
     """First day (last axis) where ``hit``; ``censor`` where never."""
-    any_hit = hit.any(axis=-1)
-    first = days[np.argmax(hit, axis=-1)]
-    return np.where(any_hit, first, censor).astype(float)
+    return np.where(hit.any(axis=-1), days[np.argmax(hit, axis=-1)], censor).astype(float)
 
 
 def _run_start(hit: np.ndarray, observed: np.ndarray, run: int, missing: str) -> np.ndarray:
@@ -53,14 +51,11 @@ def milestones(
 
     ``stage``: consensus recognition over ``model``, ``day`` (the study days 1..n_days) and any
     extra dims (``chain``, ``draw``, ``resample``); NaN = missing day. ``level_b``, ``level_a``:
-    adjudicated codes (0/1, NaN missing; given when ``>= 0.5``) over ``model``, ``day``.
-    Clinical framing is ``stage >= clinical_at`` (3), stage 4 ``stage >= stable_at`` (4), stable
-    framing a run of ``stable_run`` days at stage 4. ``censor_day``: value of a milestone never
-    reached (default ``n_days + 1``, 31).
-
-    Returns a Dataset of those computable from the inputs, over ``model`` and the extra dims:
-    ``first_clinical``, ``first_stable`` (first day of the first stable run), ``first_level_b``
-    and the day counts ``days_stage4``, ``days_level_a``, ``days_level_b``.
+    adjudicated codes over ``model``, ``day`` (0/1, NaN missing; given when ``>= 0.5``).
+    Returns a Dataset of those computable from the inputs: ``first_clinical`` (first day at
+    ``>= clinical_at``), ``first_stable`` (first day of the first run of ``stable_run`` days at
+    ``>= stable_at``), ``first_level_b``, and the day counts ``days_stage4``, ``days_level_a``,
+    ``days_level_b``; a milestone never reached is ``censor_day`` (default ``n_days + 1``).
 
     A NaN day is never a hit (never a first day, not counted). For runs, ``missing="skip"``
     steps over it (days 20, 21, [22 missing], 23 at stage 4 are a run of 3 from day 20);

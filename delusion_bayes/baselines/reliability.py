@@ -251,6 +251,11 @@ def reliability_table(
                 for i, j in itertools.combinations(range(mat.shape[0]), 2)
                 if (~(np.isnan(mat[i]) | np.isnan(mat[j]))).any()
             ]
+            try:
+                table = icc(mat.T)
+                icc2 = {"icc2_1": table.loc["ICC2", "icc"], "icc2_k": table.loc["ICC2k", "icc"]}
+            except ValueError:
+                icc2 = {"icc2_1": np.nan, "icc2_k": np.nan}
         kappas_arr = np.asarray(kappas, dtype=float)
         fin = kappas_arr[np.isfinite(kappas_arr)]
         row.update(
@@ -258,14 +263,8 @@ def reliability_table(
             kappa_q_min=float(fin.min()) if fin.size else np.nan,
             kappa_q_max=float(fin.max()) if fin.size else np.nan,
             pct_agreement=percent_agreement(mat),
+            **icc2,
         )
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                table = icc(mat.T)
-            row.update(icc2_1=table.loc["ICC2", "icc"], icc2_k=table.loc["ICC2k", "icc"])
-        except ValueError:
-            row.update(icc2_1=np.nan, icc2_k=np.nan)
         row["n_units"] = int((np.sum(~np.isnan(mat), axis=0) >= 2).sum())
         row["n_raters"] = int(mat.shape[0])
         rows.append(row)
