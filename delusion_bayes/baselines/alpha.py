@@ -47,8 +47,7 @@ def _observed_values(arr: np.ndarray) -> np.ndarray:
         return vals
     lo, hi = vals.min(), vals.max()
     if hi - lo <= 4096 and np.array_equal(vals, np.rint(vals)):
-        present = np.flatnonzero(np.bincount((vals - lo).astype(np.int64)))
-        return present + lo
+        return np.flatnonzero(np.bincount((vals - lo).astype(np.int64))) + lo
     return np.unique(vals)
 
 
@@ -135,13 +134,10 @@ def krippendorff_alpha(
     """Krippendorff's alpha for any number of raters with missing values.
 
     ``data``: (rater, unit), NaN = missing; units with fewer than two ratings are not pairable.
-    ``level``: nominal | ordinal | interval | ratio. ``domain``: the legal values (e.g.
-    ``(1, 2, 3, 4)``), default the observed ones. Returns alpha; NaN with a RuntimeWarning when
-    there is no variation at all.
-
-    Krippendorff (2011), sections C-E:
-    ``alpha = 1 - (n - 1) * sum_ck o_ck d2_ck / sum_ck n_c n_k d2_ck``. Interval data with more
-    than 16 distinct values and no ``domain`` use the equivalent moment form (no V x V matrices).
+    ``domain``: the legal values (e.g. ``(1, 2, 3, 4)``), default the observed ones. NaN with a
+    RuntimeWarning when there is no variation. Krippendorff (2011), sections C-E:
+    ``alpha = 1 - (n - 1) * sum_ck o_ck d2_ck / sum_ck n_c n_k d2_ck``; interval data with more
+    than 16 distinct values and no ``domain`` use the equivalent moment form.
     """
     value = None
     if level == "interval" and domain is None:

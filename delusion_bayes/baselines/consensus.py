@@ -1,11 +1,10 @@
 """Consensus scores: reduce the raters of every model-day to one score.
 
-Trajectory paper, "Statistical Analysis": "Consensus scores were counted as 4-evaluator medians
-per model-day". With an even number of raters a median can land on x.5; ``half_rule`` says what
-it becomes: ``keep`` (default; thresholds read it literally: 3.5 is clinical, >= 3, but not stage
-4), ``down`` (conservative: more than half the raters must reach a stage) or ``up`` (half
-suffice). ``mean`` ignores ``half_rule``; ``mode`` resolves tied modes by it (``down``: the
-smallest, ``up``: the largest, ``keep``: their mean). Fewer than ``min_raters`` ratings give NaN.
+Trajectory paper: "Consensus scores were counted as 4-evaluator medians per model-day". A median
+of an even number of raters can land on x.5; ``half_rule`` ``keep`` (default) leaves it (3.5 is
+clinical, >= 3, but not stage 4), ``down`` rounds it down (more than half the raters must reach
+a stage), ``up`` rounds it up. ``mean`` ignores ``half_rule``; ``mode`` resolves tied modes by it
+(``down``: smallest, ``up``: largest, ``keep``: their mean). Fewer than ``min_raters`` give NaN.
 """
 
 from __future__ import annotations

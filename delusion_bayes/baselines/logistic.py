@@ -26,10 +26,9 @@ from tqdm.auto import tqdm
 from ..data.schema import DAY, MODEL, RATER, RESAMPLE
 from ..intervals import eti
 from ._validate import as_float_array, check_dims
+from .config import LOGISTIC_PARAMS as PARAMS
 from .consensus import consensus_np
 from .results import BaselineResult
-
-PARAMS = ("L", "k", "t50")
 
 
 def logistic(t: Any, L: Any, k: Any, t50: Any, floor: float = 1.0) -> np.ndarray:
@@ -76,13 +75,11 @@ def _lm(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Batched projected Levenberg-Marquardt on B independent 3-parameter problems.
 
-    Parameters at a bound with an outward gradient are held for the step (active set); clipped
-    steps are accepted only if the RSS decreases (damping ``H + lambda diag(H)``). A problem has
-    converged when the undamped Gauss-Newton step predicts a reduction ``g' H^-1 g`` below
-    ``ftol * RSS + 1e-14 * SST`` (scale-free, unlike a step-size test that a heavily damped step
-    passes too early) or the projected gradient vanishes; after ``slow_after`` iterations (a
-    flat valley, e.g. a step between two days) the tolerance relaxes to ``ftol_slow``.
-    Returns ``p`` (B, 3), ``rss``, ``converged`` and ``n_iter`` (B,).
+    Parameters at a bound with an outward gradient are held for the step; clipped steps are kept
+    only if the RSS decreases (damping ``H + lambda diag(H)``). Converged: the Gauss-Newton step
+    predicts a reduction ``g' H^-1 g`` below ``ftol * RSS + 1e-14 * SST`` (scale-free, unlike a
+    step-size test) or the projected gradient vanishes; after ``slow_after`` iterations (a flat
+    valley) the tolerance relaxes to ``ftol_slow``. Returns ``p`` (B, 3), rss, converged, n_iter.
     """
     b = y.shape[0]
     yz = np.where(mask, y, 0.0)
@@ -153,10 +150,11 @@ def _starts(
     ymax = np.max(np.where(mask, y, -np.inf), axis=1)
     l0 = np.clip(np.where(np.isfinite(ymax), ymax, floor + 1.0), lower[0], upper[0])
     l0 = np.where(l0 <= floor, floor + 1e-3, l0)
-    grid = []
-    for t50 in np.quantile(t, [0.1, 0.3, 0.5, 0.7, 0.9]):
-        for k in ks:
-            grid.append(np.stack([l0, np.full_like(l0, k), np.full_like(l0, t50)], axis=1))
+    grid = [
+        np.stack([l0, np.full_like(l0, k), np.full_like(l0, t50)], axis=1)
+        for t50 in np.quantile(t, [0.1, 0.3, 0.5, 0.7, 0.9])
+        for k in ks
+    ]
     return np.clip(np.stack(grid), lower, upper)
 
 

@@ -1,11 +1,10 @@
 """Exact permutation tests on rank sums and the pre-specified group contrasts.
 
-Trajectory paper, "Statistical Analysis": model-level inference (n = 15) with "exact permutation
-tests on rank-sums (censored latencies enter as ranks)"; censored latencies tie (midranks).
-Why by hand: ``scipy.stats.permutation_test`` enumerates all C(n, k) splits or samples, and
-``scipy.stats.mannwhitneyu(method="exact")`` ignores ties. The exact null distribution here comes
-from a recursion on doubled midranks (integers), the shift algorithm of Streitberg & Roehmel
-(1986, Statistical Software Newsletter 12, 10-17) used by R's ``coin`` (Hothorn et al. 2006).
+Trajectory paper, "Statistical Analysis": "exact permutation tests on rank-sums (censored
+latencies enter as ranks)" at the model level; censored latencies tie (midranks). Why by hand:
+``scipy.stats.mannwhitneyu(method="exact")`` ignores ties and ``permutation_test`` enumerates
+all splits; here a recursion on doubled midranks (integers), the shift algorithm of Streitberg &
+Roehmel (1986) used by R's ``coin``.
 """
 
 from __future__ import annotations
@@ -67,8 +66,7 @@ def rank_sum_distribution(scores2: Sequence[int], m: int) -> tuple[np.ndarray, n
     n_tot = s.size
     if not 0 <= m <= n_tot:
         raise ValueError(f"m must be in [0, {n_tot}]; got {m}")
-    g = int(np.gcd.reduce(s)) if s.size and s.any() else 1
-    g = max(g, 1)
+    g = max(int(np.gcd.reduce(s)), 1) if s.size else 1
     base = int(s.min()) if s.size else 0
     w = (s - base) // g  # shifted, reduced scores >= 0
     s_max = int(np.sort(w)[::-1][:m].sum())
@@ -82,10 +80,8 @@ def rank_sum_distribution(scores2: Sequence[int], m: int) -> tuple[np.ndarray, n
     for j, wj in enumerate(w):
         top = min(j + 1, m)  # subsets of the first j+1 items have at most j+1 elements
         low = max(1, m - (n_tot - 1 - j))  # smaller subsets can no longer reach size m
-        if low > top:
-            continue
         hi = min(s_max, int(cum[j])) + 1
-        if wj >= hi:
+        if low > top or wj >= hi:
             continue
         dp[low : top + 1, wj:hi] = dp[low : top + 1, wj:hi] + dp[low - 1 : top, : hi - wj]
     counts = dp[m]
@@ -111,10 +107,8 @@ def rank_sum_test(
     pooled values (or ``MAX_CELLS`` table cells) the p-value is Monte Carlo, ``(1 + #{as
     extreme}) / (1 + n_mc)`` over ``n_mc`` seeded splits, and ``exact=False`` says so.
     ``nan_policy``: NaN values raise or are dropped (``omit``; ``n_x``/``n_y`` show what was used).
-
-    The recursion runs on doubled midranks (integers), so ties are exact and two-sided tails are
-    compared in integer arithmetic. Same statistic and p-value as R
-    ``coin::wilcox_test(..., distribution = "exact")``.
+    Ties are exact and two-sided tails compared in integer arithmetic; the statistic and p-value
+    equal R's ``coin::wilcox_test(..., distribution = "exact")``.
     """
     check_option("alternative", alternative, ALTERNATIVES)
     check_option("nan_policy", nan_policy, ("raise", "omit"))
@@ -201,11 +195,9 @@ def as_contrast(c: Any) -> ContrastConfig:
 def contrast_groups(ds: xr.Dataset | xr.DataArray, contrast: Any) -> tuple[np.ndarray, np.ndarray]:
     """Boolean masks over the ``model`` dim for groups A and B of a contrast.
 
-    ``ds`` has a ``model`` dim carrying the coordinate ``contrast.by`` (or ``by="model"``);
-    ``contrast`` is a ContrastConfig or mapping (``b = None``: every model not in A). Values are
-    compared as strings (``4.5`` and ``"4.5"`` both match generation "4.5"). The masks are
-    disjoint and non-empty; a ValueError names an unknown coordinate, a value matching no model,
-    overlapping or empty groups.
+    ``contrast.by`` names a coordinate on ``model`` (or is ``"model"``); ``b = None`` means every
+    model not in A; values compared as strings (``4.5`` matches generation "4.5"). A ValueError
+    names an unknown coordinate, a value matching no model, overlapping or empty groups.
     """
     c = as_contrast(contrast)
     check_option(f"contrast {c.name!r} alternative", c.alternative, ALTERNATIVES)

@@ -1,12 +1,9 @@
 """The replay-study (DelusionEval) analyses, importable from one place, and its prevalence tables.
 
-Moore et al. (2026), "DelusionEval" (arXiv:2608.05004), following its public release: a code's
-prevalence is hits / scored samples, a category's is pooled over its codes' samples; 95%
-percentile intervals from 10,000 resamples, seed 42. Here: prevalence, deltas against the
-original transcript, model families and (added) leave-one-participant-out; turn-position and
-context-depth analyses in :mod:`.replay_dynamics`, the shared two-stage cluster bootstrap in
-:mod:`.replay_bootstrap`; a study's whole analysis is
-:func:`~delusion_bayes.baselines.analyse_replay`.
+Moore et al. (2026), "DelusionEval" (arXiv:2608.05004), as its public release: a code's
+prevalence is hits / scored samples, a category's pools its codes' samples; 95% percentile CIs
+from 10,000 resamples, seed 42. Turn and depth analyses are in :mod:`.replay_dynamics`, the
+two-stage cluster bootstrap in :mod:`.replay_bootstrap`, a whole study in ``analyse_replay``.
 """
 
 from __future__ import annotations

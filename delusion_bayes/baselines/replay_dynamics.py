@@ -246,11 +246,11 @@ def replay_depth_lpm(
         hit[s, k] = b0 + b_depth * context_depth[s] / 10 + b_prior * prior_content[s, k] + e
 
     ``prior_content``: share of the original's earlier assistant turns in the prompt that hit the
-    same code (:func:`delusion_bayes.data.replay.prior_content`); ``b_depth``: change in hit
-    probability per 10 messages over and above it (DelusionEval, "Context length effects"). OLS
-    by the normal equations; CIs from the cluster bootstrap of the per-unit moment sums ``X'X``,
-    ``X'y``. Rows ``model, category, term (intercept | depth_per_10 | prior_content), estimate,
-    ci_low, ci_high, n, ...``; terms without variation are NaN.
+    code (:func:`delusion_bayes.data.replay.prior_content`); ``b_depth``: change in hit
+    probability per 10 messages beyond it (DelusionEval, "Context length effects"). OLS; CIs from
+    the cluster bootstrap of per-unit ``X'X``, ``X'y``. Rows ``model, category, term``
+    (intercept | depth_per_10 | prior_content) ``, estimate, ci_low, ci_high, n, ...``; terms
+    without variation are NaN.
     """
     _check_replay(ds)
     from ..data.replay_prior import prior_content_array
