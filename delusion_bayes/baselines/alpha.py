@@ -32,8 +32,7 @@ def _value_counts(data: np.ndarray, domain: np.ndarray) -> np.ndarray:
         return np.stack([np.count_nonzero(data == v, axis=0) for v in domain]).astype(float)
     n_units = data.shape[1]
     ok = ~np.isnan(data)
-    idx = np.searchsorted(domain, np.where(ok, data, domain[0]))
-    idx = np.minimum(idx, domain.size - 1)
+    idx = np.minimum(np.searchsorted(domain, np.where(ok, data, domain[0])), domain.size - 1)
     ok &= domain[idx] == data
     flat = (idx * n_units + np.arange(n_units)[None, :])[ok]
     counts = np.bincount(flat, minlength=n_units * domain.size)

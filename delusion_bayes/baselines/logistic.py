@@ -381,12 +381,11 @@ def logistic_bootstrap(
     da = ratings.transpose(RATER, MODEL, DAY)
     x = da.values.astype(float)
     t = da[DAY].values.astype(float)
-    models = da[MODEL].values
     n_r, n_m, _ = x.shape
     cons_kw = {"rule": rule, "half_rule": half_rule, "min_raters": min_raters}
     cons = consensus_np(x, axis=0, **cons_kw)
     base = fit_logistic_batch(t, cons, floor, upper=upper, k_max=k_max)
-    table = _fit_table(base, models, turn_at)
+    table = _fit_table(base, da[MODEL].values, turn_at)
     p0 = np.stack([base[n] for n in PARAMS], axis=-1)
     # flat originals have no curve to warm-start from: start those replicates mid-study
     lower, up = param_bounds(t, floor, upper, k_max)

@@ -269,17 +269,10 @@ def reliability_table(
         row["n_raters"] = int(mat.shape[0])
         rows.append(row)
     if recoded is not None:
-        agree = adjudication_agreement(ds, recoded)
-        for name, r in agree.summary.iterrows():
-            rows.append(
-                {
-                    "variable": f"{name} (re-coded subsample)",
-                    "kappa_q_mean": r["kappa"],
-                    "pct_agreement": r["pct_agreement"],
-                    "n_units": r["n_units"],
-                    "n_raters": 2,
-                }
-            )
+        for name, r in adjudication_agreement(ds, recoded).summary.iterrows():
+            rows.append({"variable": f"{name} (re-coded subsample)", "kappa_q_mean": r["kappa"],
+                         "pct_agreement": r["pct_agreement"], "n_units": r["n_units"],
+                         "n_raters": 2})  # fmt: skip
     summary = pd.DataFrame(rows).set_index("variable")
     notes = [
         f"units = model-days; alpha level = {level}, domain = the variable's scale",

@@ -23,13 +23,12 @@ from .replay_bootstrap import (
 )
 
 
-def _split_prevalence(
-    ds, split, split_labels, split_name, cluster, n_boot, seed, ci_prob, progress
-):
-    """Category prevalence per model and ``split`` value (a per-sample bin index), with CIs."""
+def _split_prevalence(ds, split, labels, name, cluster, n_boot, seed, ci_prob, progress):
+    """Category prevalence per model and per-sample bin ``split`` (``labels``, column ``name``)."""
     units = cluster_units(ds, cluster)
-    num, den, lab = count_columns(ds, levels=("category",), split=split,
-                                  split_labels=split_labels, split_name=split_name)  # fmt: skip
+    num, den, lab = count_columns(
+        ds, levels=("category",), split=split, split_labels=labels, split_name=name
+    )
     return _boot_table(lab, num, den, units, n_boot, seed, ci_prob, progress)
 
 

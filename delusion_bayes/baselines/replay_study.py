@@ -165,7 +165,6 @@ def analyse_replay(ds: xr.Dataset, cfg: Any = None, *, progress: bool = True) ->
 
 def _headline(ds: xr.Dataset, res: ReplayAnalysis) -> dict[str, Any]:
     r = res.settings
-    clustering = str(ds.attrs.get("clustering", ""))
     head: dict[str, Any] = {
         "n_samples": int(ds.sizes["sample"]),
         "n_models": int(ds.sizes["model"]),
@@ -174,7 +173,7 @@ def _headline(ds: xr.Dataset, res: ReplayAnalysis) -> dict[str, Any]:
         "n_boot": int(r["n_boot"]),
         "cluster": str(r["cluster"]),
         "support": str(r["support"]),
-        "clustering": clustering or "participant/conversation",
+        "clustering": str(ds.attrs.get("clustering", "")) or "participant/conversation",
         "source": str(ds.attrs.get("source", "simulated" if ds.attrs.get("simulated") else "")),
     }
     if res.deltas is not None and len(res.deltas):
