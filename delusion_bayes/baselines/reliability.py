@@ -45,8 +45,9 @@ def weighted_kappa(
     ``"linear"`` (``|i - j|``), ``"quadratic"`` (``(i - j)^2``) on label positions, or a square
     matrix of disagreement weights in label order. ``labels``: the categories in order (unused
     ones still count in the weights), default the sorted observed values; every value must be
-    one. Returns ``1 - sum(w * observed) / sum(w * expected)`` (as R ``psych::cohen.kappa`` and
-    ``sklearn.metrics.cohen_kappa_score``); NaN with a warning when no disagreement is expected.
+    one. Returns ``1 - sum(w * observed) / sum(w * expected)`` (Cohen 1968; as R
+    ``psych::cohen.kappa``, ``sklearn.metrics.cohen_kappa_score``); NaN with a warning when no
+    disagreement is expected.
     """
     wmat = None
     if weights is not None and not isinstance(weights, str):
