@@ -192,7 +192,7 @@ def replay_deltas(
                 prevalence=est[blocks[i]],
                 baseline_prevalence=est[bsl],
                 p_boot=np.minimum(p, 1.0),
-            )  # fmt: skip
+            )
         )
     return pd.concat(rows, ignore_index=True).assign(
         cluster=cluster, support=support, paired=paired, n_boot=n_boot, ci_prob=ci_prob
