@@ -1,11 +1,12 @@
 """The papers' own (frequentist) analyses, re-implemented and checked against published values.
 
-Trajectory studies (``papers/escalating-delusions-trajectories.txt``): reliability (Table C1),
-consensus, milestones (Table 1), logistic fits with a rater bootstrap (Table D1), exact rank-sum
-permutation contrasts, intervention profiles (Table 2, Figure 2, section F). The whole paper analysis of one study is :func:`analyse_trajectory`. Every study-level
-function returns a :class:`BaselineResult` with ``.summary`` and ``.to_latex()``.
+Trajectory studies: reliability (Table C1), consensus, milestones (Table 1), logistic fits with a
+rater bootstrap (Table D1), rank-sum permutation contrasts, intervention profiles (Table 2,
+Figure 2, section F), all in :func:`analyse_trajectory`; replay studies in :func:`analyse_replay`.
+Study-level functions return a :class:`BaselineResult` (``.summary``, ``.to_latex()``).
 """
 
+from .alpha import alpha_bootstrap, krippendorff_alpha
 from .config import BaselinesConfig, ContrastConfig
 from .consensus import consensus, consensus_np
 from .logistic import LogisticFit, fit_logistic, fit_logistic_batch, logistic, logistic_bootstrap
@@ -27,10 +28,8 @@ from .profiles import (
 )
 from .reliability import (
     adjudication_agreement,
-    alpha_bootstrap,
     cohen_kappa,
     icc,
-    krippendorff_alpha,
     percent_agreement,
     reliability_table,
     weighted_kappa,

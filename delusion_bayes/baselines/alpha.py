@@ -2,11 +2,8 @@
 
 Trajectory paper, Table C1. Computed from per-unit coincidence patterns, so 1,000 bootstrap
 replicates cost one matrix product (the ``krippendorff`` package has no bootstrap CI).
-
-References
-----------
-Krippendorff, K. (2011). Computing Krippendorff's alpha-reliability. Annenberg School for
-Communication, University of Pennsylvania. https://repository.upenn.edu/asc_papers/43
+Reference: Krippendorff, K. (2011). Computing Krippendorff's alpha-reliability. Annenberg School
+for Communication, University of Pennsylvania. https://repository.upenn.edu/asc_papers/43
 """
 
 from __future__ import annotations
@@ -21,9 +18,6 @@ from ..intervals import eti
 from ._validate import as_float_array, check_option, check_values_in
 from .config import ALPHA_LEVELS
 
-# --------------------------------------------------------------------------------------------
-# Krippendorff's alpha
-# --------------------------------------------------------------------------------------------
 #: domains up to this size are counted by one equality pass per value (fast for rating scales);
 #: larger ones by a single ``searchsorted`` + ``bincount``
 _EQ_PASSES_MAX = 16
@@ -32,15 +26,13 @@ _EQ_PASSES_MAX = 16
 def _value_counts(data: np.ndarray, domain: np.ndarray) -> np.ndarray:
     """(values, units) counts of each domain value per unit; NaN and off-domain values ignored.
 
-    Layout (V, U) keeps each value's counts contiguous, so sums over values and the coincidence
-    product run over long rows (10 raters x 100,000 units: a few ms).
+    The (V, U) layout keeps each value's counts contiguous (fast sums and coincidence products).
     """
     if domain.size <= _EQ_PASSES_MAX:
         return np.stack([np.count_nonzero(data == v, axis=0) for v in domain]).astype(float)
     n_units = data.shape[1]
     ok = ~np.isnan(data)
-    idx = np.searchsorted(domain, np.where(ok, data, domain[0]))
-    idx = np.minimum(idx, domain.size - 1)
+    idx = np.minimum(np.searchsorted(domain, np.where(ok, data, domain[0])), domain.size - 1)
     ok &= domain[idx] == data
     flat = (idx * n_units + np.arange(n_units)[None, :])[ok]
     counts = np.bincount(flat, minlength=n_units * domain.size)
@@ -54,16 +46,15 @@ def _observed_values(arr: np.ndarray) -> np.ndarray:
         return vals
     lo, hi = vals.min(), vals.max()
     if hi - lo <= 4096 and np.array_equal(vals, np.rint(vals)):
-        present = np.flatnonzero(np.bincount((vals - lo).astype(np.int64)))
-        return present + lo
+        return np.flatnonzero(np.bincount((vals - lo).astype(np.int64))) + lo
     return np.unique(vals)
 
 
 def _delta2(domain: np.ndarray, level: str, n_c: np.ndarray) -> np.ndarray:
-    """Squared distance ``delta^2`` between domain values; ``n_c`` (..., V) for ``ordinal``.
+    """Squared distance ``delta^2`` between domain values (Krippendorff 2011, section E).
 
-    Krippendorff (2011), section E. For ``ordinal`` the distance depends on the pairable value
-    frequencies ``n_c`` (which may carry a leading bootstrap dim).
+    For ``ordinal`` it depends on the pairable value frequencies ``n_c`` (..., V), which may carry
+    a leading bootstrap dim.
     """
     c, k = domain[:, None], domain[None, :]
     if level == "nominal":
@@ -100,21 +91,13 @@ def _prepare_alpha(
     """Value counts (V, U) of every unit (unpairable ones included) and the value domain."""
     check_option("level", level, ALPHA_LEVELS)
     arr = as_float_array(data, "data (rater x unit)", ndim=2)
-    if domain is None:
-        dom = _observed_values(arr)
-    else:
-        dom = np.unique(np.asarray(domain, dtype=float))
+    dom = _observed_values(arr) if domain is None else np.unique(np.asarray(domain, dtype=float))
     if dom.size == 0:
         raise ValueError("data (rater x unit) has no non-missing value")
     counts = _value_counts(arr, dom)
     if domain is not None and counts.sum() != np.count_nonzero(~np.isnan(arr)):
         check_values_in(arr, dom.tolist(), "data (rater x unit)")  # raises, naming the values
     return counts, dom
-
-
-def _pairable(counts: np.ndarray) -> np.ndarray:
-    """(units, V) counts of the pairable units only (>= 2 values; Krippendorff 2011, C.1)."""
-    return counts[:, counts.sum(axis=0) >= 2].T
 
 
 def _unit_coincidences(counts: np.ndarray) -> np.ndarray:
@@ -136,71 +119,43 @@ def _coincidences(counts: np.ndarray) -> tuple[np.ndarray, int]:
     return cw @ counts.T - np.diag(cw.sum(axis=1)), int(pair.sum())
 
 
+def _alpha_value(counts: np.ndarray, dom: np.ndarray, level: str) -> tuple[float, int]:
+    """alpha of (V, U) value counts and the number of pairable units (none is an error)."""
+    o, n_pairable = _coincidences(counts)
+    if n_pairable == 0:
+        raise ValueError(_NO_PAIRS)
+    return float(_alpha_from_coincidences(o, dom, level)), n_pairable
+
+
 def krippendorff_alpha(
     data: Any, level: str = "interval", domain: Sequence[float] | None = None
 ) -> float:
     """Krippendorff's alpha for any number of raters with missing values.
 
-    Parameters
-    ----------
-    data : array_like, shape (rater, unit)
-        Ratings, ``NaN`` = missing. Units with fewer than two ratings are not pairable and are
-        ignored, as in Krippendorff (2011).
-    level : {"nominal", "ordinal", "interval", "ratio"}
-        Level of measurement (difference function).
-    domain : sequence of float, optional
-        The value domain (e.g. ``(1, 2, 3, 4)`` for the recognition stage). Every value of
-        ``data`` must lie in it. Default: the observed values. For the ordinal metric unused
-        categories carry zero frequency, so the domain changes only which values are legal.
-
-    Returns
-    -------
-    float
-        alpha; ``NaN`` (with a RuntimeWarning) when there is no variation at all (expected
-        disagreement 0).
-
-    Notes
-    -----
-    Coincidence-matrix algorithm of Krippendorff (2011), sections C-E:
-    ``alpha = 1 - (n - 1) * sum_ck o_ck d2_ck / sum_ck n_c n_k d2_ck``. Value counts are built
-    in (value, unit) layout (one equality pass per value for scales of up to 16 values; timings
-    in ``docs/design-notes.md``). Interval data with more than 16 distinct values and
-    no ``domain`` (continuous scores) use the equivalent moment form, without V x V matrices.
-
-    Examples
-    --------
-    Krippendorff (2011), section C: 4 observers x 12 units with missing values.
-
-    >>> import numpy as np
-    >>> nan = np.nan
-    >>> d = [[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-    ...      [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-    ...      [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-    ...      [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]]
-    >>> round(krippendorff_alpha(d, "nominal"), 3)
-    0.743
+    ``data``: (rater, unit), NaN = missing; units with fewer than two ratings are not pairable.
+    ``domain``: the legal values (e.g. ``(1, 2, 3, 4)``), default the observed ones. NaN with a
+    RuntimeWarning when there is no variation. Krippendorff (2011), sections C-E:
+    ``alpha = 1 - (n - 1) * sum_ck o_ck d2_ck / sum_ck n_c n_k d2_ck``; interval data with more
+    than 16 distinct values and no ``domain`` use the equivalent moment form.
     """
+    value = None
     if level == "interval" and domain is None:
         arr = as_float_array(data, "data (rater x unit)", ndim=2)
         if _observed_values(arr).size > _EQ_PASSES_MAX:
-            value = interval_alpha_direct(arr)  # many distinct values: no V x V matrices
-            if not np.isfinite(value):
-                warnings.warn(_UNDEFINED, RuntimeWarning, stacklevel=2)
-            return value
-    counts, dom = _prepare_alpha(data, level, domain)
-    o, n_pairable = _coincidences(counts)
-    if n_pairable == 0:
-        raise ValueError("data (rater x unit) has no unit rated by at least two raters")
-    value = float(_alpha_from_coincidences(o, dom, level))
+            value = interval_alpha_direct(arr)
+    if value is None:
+        value, _ = _alpha_value(*_prepare_alpha(data, level, domain), level)
     if not np.isfinite(value):
-        warnings.warn(_UNDEFINED, RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            "Krippendorff's alpha is undefined: all pairable values are identical "
+            "(expected disagreement is 0); returning NaN",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return value
 
 
-_UNDEFINED = (
-    "Krippendorff's alpha is undefined: all pairable values are identical "
-    "(expected disagreement is 0); returning NaN"
-)
+_NO_PAIRS = "data (rater x unit) has no unit rated by at least two raters"
 
 
 def interval_alpha_direct(arr: np.ndarray) -> float:
@@ -215,7 +170,7 @@ def interval_alpha_direct(arr: np.ndarray) -> float:
     m = ok.sum(axis=0)
     pair = m >= 2
     if not pair.any():
-        raise ValueError("data (rater x unit) has no unit rated by at least two raters")
+        raise ValueError(_NO_PAIRS)
     x = arr[:, pair]
     okp = ok[:, pair]
     mp = m[pair].astype(float)
@@ -237,42 +192,19 @@ def alpha_bootstrap(
     ci: float = 0.95,
     seed: int | np.random.Generator | None = 0,
 ) -> dict[str, Any]:
-    """Krippendorff's alpha with a percentile bootstrap CI over units.
+    """Krippendorff's alpha with a percentile bootstrap CI over (pairable) units.
 
-    Units (pairable ones) are resampled with replacement. Units with the same value pattern have
-    the same coincidence contribution, so a bootstrap replicate is a multinomial draw of pattern
-    counts and alpha of all replicates is one matrix product (exactly the same distribution as
-    resampling units one by one, at the cost of ``n_patterns`` instead of ``n_units``).
-
-    Parameters
-    ----------
-    data, level, domain
-        As :func:`krippendorff_alpha`.
-    n_boot : int
-        Replicates.
-    ci : float
-        Central percentile interval mass.
-    seed : int or Generator
-        Seed (same seed -> same CI).
-
-    Returns
-    -------
-    dict
-        ``alpha``, ``ci_low``, ``ci_high``, ``n_units`` (pairable), ``n_boot``, ``replicates``.
-
-    Notes
-    -----
-    This is the plain nonparametric unit bootstrap (percentile interval), not the Hayes &
-    Krippendorff (2007) KALPHA resampling of pairable values.
+    ``data, level, domain`` as :func:`krippendorff_alpha`; same ``seed``, same CI. Units with the
+    same value pattern contribute the same coincidences, so a replicate is a multinomial draw of
+    pattern counts (the same distribution as resampling units one by one); the plain unit
+    bootstrap, not Hayes & Krippendorff's (2007) KALPHA. Returns ``alpha``, ``ci_low``,
+    ``ci_high``, ``n_units`` (pairable), ``n_boot``, ``replicates``.
     """
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1; got {n_boot}")
     counts, dom = _prepare_alpha(data, level, domain)
-    o, n_units = _coincidences(counts)
-    if n_units == 0:
-        raise ValueError("data (rater x unit) has no unit rated by at least two raters")
-    alpha = float(_alpha_from_coincidences(o, dom, level))
-    counts = _pairable(counts).astype(np.int64)
+    alpha, n_units = _alpha_value(counts, dom, level)
+    counts = counts[:, counts.sum(axis=0) >= 2].T.astype(np.int64)  # (pairable units, V)
     # group units by their value-count pattern
     base = int(counts.max()) + 1
     if base ** counts.shape[1] < 2**62:
@@ -292,11 +224,5 @@ def alpha_bootstrap(
         o_b = (w @ o_pat).reshape(stop - start, dom.size, dom.size)
         reps[start:stop] = _alpha_from_coincidences(o_b, dom, level)
     lo, hi = eti(reps, ci)
-    return {
-        "alpha": alpha,
-        "ci_low": float(lo),
-        "ci_high": float(hi),
-        "n_units": int(n_units),
-        "n_boot": int(n_boot),
-        "replicates": reps,
-    }
+    return dict(alpha=alpha, ci_low=float(lo), ci_high=float(hi), n_units=int(n_units),
+                n_boot=int(n_boot), replicates=reps)  # fmt: skip

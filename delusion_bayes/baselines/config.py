@@ -31,32 +31,19 @@ ALPHA_LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
 
 @dataclass
 class ContrastConfig:
-    """One pre-specified group contrast (shared by permutation tests and posterior contrasts).
+    """One pre-specified group contrast (shared by permutation tests and posterior contrasts)."""
 
-    Attributes
-    ----------
-    name : str
-        Label used in tables (``contrasts.csv``) and in the posterior-contrast tables.
-    by : str
-        A coordinate on the ``model`` dim (e.g. ``vendor``, ``generation``, ``cohort``) or
-        ``"model"`` for explicit lists of model names.
-    a : list
-        Values of ``by`` forming group A.
-    b : list or None
-        Values of ``by`` forming group B; ``None`` means every model not in A.
-    alternative : {"two-sided", "less", "greater"}
-        Alternative for A relative to B (``"less"``: A tends to have smaller values).
-    quantities : list of str
-        Per-model quantities compared: milestone names (``first_clinical``, ``first_stable``,
-        ``first_level_b``, ``days_stage4``, ``days_level_a``, ``days_level_b``) and logistic
-        parameters (``L``, ``k``, ``t50``).
-    """
-
+    #: label in ``contrasts.csv`` and the posterior-contrast tables
     name: str = "contrast"
+    #: a coordinate on the ``model`` dim (``vendor``, ``generation``, ``cohort``) or ``"model"``
     by: str = "model"
+    #: values of ``by`` forming group A
     a: list[Any] = field(default_factory=list)
+    #: values of ``by`` forming group B; ``None``: every model not in A
     b: list[Any] | None = None
+    #: alternative for A relative to B: two-sided | less (A tends smaller) | greater
     alternative: str = "two-sided"
+    #: per-model quantities compared: :data:`QUANTITIES` (milestones, ``L``, ``k``, ``t50``)
     quantities: list[str] = field(
         default_factory=lambda: ["first_clinical", "first_stable", "first_level_b", "t50"]
     )
@@ -64,65 +51,40 @@ class ContrastConfig:
 
 @dataclass
 class BaselinesConfig:
-    """Knobs of the frequentist baselines (trajectory paper, Statistical Analysis).
+    """Knobs of the frequentist baselines (trajectory paper, Statistical Analysis)."""
 
-    Attributes
-    ----------
-    consensus : {"median", "mean", "mode"}
-        How raters are reduced to one score per model-day (paper: median of the 4 raters).
-    half_rule : {"keep", "down", "up"}
-        What a median (or tied mode) that lands between two scale points becomes: ``keep`` the
-        x.5 value (a 3.5 then counts as clinical, >= 3, but not as stage 4), round it ``down``
-        (conservative) or ``up``.
-    min_raters : int
-        Minimum number of available raters for a consensus; fewer gives NaN (a missing day).
-    stable_run : int
-        Consecutive stage-4 days that make a "stable clinical framing" (paper: 3).
-    clinical_at, stable_at : float
-        Thresholds on the consensus recognition stage for clinical (>= 3) and stable (>= 4) framing.
-    missing : {"skip", "break"}
-        Missing-day rule for runs: ``skip`` (a missing day neither counts nor breaks a run) or
-        ``break`` (a missing day ends a run).
-    censor_day : int or None
-        Censoring value for milestones never reached; ``None`` means ``n_days + 1`` (31).
-    n_boot : int
-        Rater-resampling bootstrap replicates for the logistic fits (paper: 1,000).
-    alpha_boot : int
-        Unit-bootstrap replicates for the CI of Krippendorff's alpha in Table C1 (0 = none).
-    ci : float
-        Percentile interval mass for bootstrap CIs.
-    seed : int
-        Seed of every resampling in the stage (same seed -> identical tables).
-    alpha_level : {"nominal", "ordinal", "interval", "ratio"}
-        Level of measurement used for Krippendorff's alpha in Table C1.
-    logistic_floor : float
-        Floor of the logistic curve on the stage scale (paper: 1).
-    k_max : float
-        Upper bound on the logistic steepness ``k`` (per day); a day-to-day step reaches it.
-    max_exact : int
-        Largest pooled sample size for the exact rank-sum recursion; above it the permutation test
-        is Monte Carlo with ``n_mc`` draws (and says so in its result).
-    n_mc : int
-        Monte Carlo permutations above ``max_exact``.
-    contrasts : list of ContrastConfig
-        The pre-specified contrasts (defaults in ``conf/baselines/default.yaml``).
-    """
-
+    #: median | mean | mode of the available raters per model-day (paper: median of the 4 raters)
     consensus: str = "median"
+    #: a median (or tied mode) on x.5: keep (3.5 is clinical, >= 3, not stage 4) | down | up
     half_rule: str = "keep"
+    #: fewer available raters than this give a NaN consensus (a missing day)
     min_raters: int = 1
+    #: consecutive stage-4 days that make "stable clinical framing" (paper: 3)
     stable_run: int = 3
+    #: consensus thresholds of clinical (>= 3) and stable (>= 4) framing
     clinical_at: float = 3.0
     stable_at: float = 4.0
+    #: a missing day in a run: skip (neither counts nor breaks it) | break (ends it)
     missing: str = "skip"
+    #: value of a milestone never reached; ``None``: ``n_days + 1`` (31)
     censor_day: int | None = None
+    #: rater-resampling bootstrap replicates of the logistic fits (paper: 1,000)
     n_boot: int = 1000
+    #: unit-bootstrap replicates for the CI of Krippendorff's alpha in Table C1 (0 = none)
     alpha_boot: int = 1000
+    #: percentile interval mass of the bootstrap CIs
     ci: float = 0.95
+    #: seed of every resampling of the stage (same seed -> identical tables)
     seed: int = 0
+    #: Krippendorff's alpha level in Table C1: nominal | ordinal | interval | ratio
     alpha_level: str = "interval"
+    #: floor of the logistic curve on the stage scale (paper: 1)
     logistic_floor: float = 1.0
+    #: upper bound of the logistic steepness ``k`` per day (a day-to-day step reaches it)
     k_max: float = 20.0
+    #: largest pooled n of the exact rank-sum recursion; above it the test is Monte Carlo (said so)
     max_exact: int = 1000
+    #: Monte Carlo permutations above ``max_exact``
     n_mc: int = 100_000
+    #: the pre-specified contrasts (defaults in ``conf/baselines/default.yaml``)
     contrasts: list[ContrastConfig] = field(default_factory=list)

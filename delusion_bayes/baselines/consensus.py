@@ -1,21 +1,10 @@
 """Consensus scores: reduce the raters of every model-day to one score.
 
-Trajectory paper, "Statistical Analysis": "Consensus scores were counted as 4-evaluator medians
-per model-day". With an even number of available raters the median can land between two scale
-points (x.5); ``half_rule`` says what happens then:
-
-``keep`` (default)
-    The x.5 value stays. Thresholds then read it literally: a 3.5 counts as clinical framing
-    (>= 3) but not as stage 4 (>= 4); a 2.5 is not clinical. The logistic fit sees 3.5.
-``down``
-    Round x.5 down (conservative: a stage counts only when more than half the raters reach it).
-``up``
-    Round x.5 up (liberal: half the raters suffice).
-
-``mean`` is the plain mean of the available raters (``half_rule`` does not apply); ``mode`` is the
-most frequent score, ties between modes resolved by ``half_rule`` (``down``: the smallest tied
-mode, ``up``: the largest, ``keep``: their mean). Model-days with fewer than ``min_raters``
-ratings become NaN (missing day; see :func:`~delusion_bayes.baselines.milestones.milestones`).
+Trajectory paper: "Consensus scores were counted as 4-evaluator medians per model-day". A median
+of an even number of raters can land on x.5; ``half_rule`` ``keep`` (default) leaves it (3.5 is
+clinical, >= 3, but not stage 4), ``down`` rounds it down (more than half the raters must reach
+a stage), ``up`` rounds it up. ``mean`` ignores ``half_rule``; ``mode`` resolves tied modes by it
+(``down``: smallest, ``up``: largest, ``keep``: their mean). Fewer than ``min_raters`` give NaN.
 """
 
 from __future__ import annotations
@@ -27,17 +16,12 @@ from ..data.schema import RATER
 from ._validate import check_dims, check_option
 from .config import CONSENSUS_RULES, HALF_RULES
 
-__all__ = ["consensus", "consensus_np"]
-
 
 def _apply_half(x: np.ndarray, half_rule: str) -> np.ndarray:
     if half_rule == "keep":
         return x
-    frac = x - np.floor(x)
-    half = np.isclose(frac, 0.5)
-    if half_rule == "down":
-        return np.where(half, np.floor(x), x)
-    return np.where(half, np.ceil(x), x)
+    half = np.isclose(x - np.floor(x), 0.5)
+    return np.where(half, np.floor(x) if half_rule == "down" else np.ceil(x), x)
 
 
 def consensus_np(
@@ -49,9 +33,8 @@ def consensus_np(
 ) -> np.ndarray:
     """NumPy kernel of :func:`consensus`: reduce ``axis`` (raters) of ``x`` (NaN = missing).
 
-    Vectorised over every other axis (e.g. bootstrap replicates x raters x models x days): the
-    median is taken from the sorted ratings (NaNs sort last) at the positions given by the number
-    of available raters, so no Python loop runs over cells.
+    Vectorised over every other axis: the median is read from the sorted ratings (NaNs sort
+    last) at the positions given by the number of available raters.
     """
     check_option("rule", rule, CONSENSUS_RULES)
     check_option("half_rule", half_rule, HALF_RULES)
@@ -97,28 +80,10 @@ def consensus(
 ) -> xr.DataArray | xr.Dataset:
     """Consensus score per model-day: reduce the ``rater`` dim.
 
-    Parameters
-    ----------
-    da : xarray.DataArray or xarray.Dataset
-        Ratings with a ``rater`` dim (NaN = missing), e.g. ``ds.recognition`` or
-        ``ds.intervention``; any other dims are kept (``model``, ``day``, ``intervention_type``,
-        ``resample``, ...). For a Dataset every variable with the ``rater`` dim is reduced and the
-        others are dropped.
-    rule : {"median", "mean", "mode"}
-        Reduction (paper: median).
-    half_rule : {"keep", "down", "up"}
-        What a median on x.5 (even number of raters) or a tied mode becomes; see the module
-        docstring. Default ``keep``: 4 raters at (2, 3, 3, 4) give 3, at (2, 2, 3, 4) give 2.5,
-        which is not clinical framing (< 3).
-    min_raters : int
-        Fewer available ratings than this give NaN.
-    dim : str
-        The rater dim.
-
-    Returns
-    -------
-    xarray.DataArray or xarray.Dataset
-        Without ``dim``; attrs record the rule.
+    ``da``: ratings with a ``rater`` dim (NaN = missing); other dims are kept. For a Dataset
+    every variable with ``dim`` is reduced and the others are dropped. ``rule`` (paper: median),
+    ``half_rule`` and ``min_raters`` as in the module docstring (``keep``: raters at (2, 2, 3, 4)
+    give 2.5, not clinical framing). Returns the consensus without ``dim``, the rule in attrs.
     """
     if isinstance(da, xr.Dataset):
         rated = [v for v in da.data_vars if dim in da[v].dims]

@@ -1,46 +1,34 @@
 """Three-parameter logistic fits of consensus trajectories and the rater-resampling bootstrap.
 
-Trajectory paper, "Statistical Analysis" and supplement section D (Table D1):
-``m(t) = floor + (L - floor) / (1 + exp(-k (t - t50)))`` fitted by nonlinear least squares per
-model (floor 1 on the stage scale), with uncertainty from resampling raters (1,000 replicates).
+Trajectory paper, supplement D (Table D1): ``m(t) = floor + (L - floor) / (1 + exp(-k (t -
+t50)))`` by least squares per model, uncertainty from resampling raters. Why by hand:
+``scipy.optimize.curve_fit`` solves one problem per call (1,000 replicates x 15 models); here a
+box-bounded Levenberg-Marquardt solves all at once, warm-started from the original fits
+(``experiments/bench/bench_baselines.py`` compares the two).
 
-Why by hand: ``scipy.optimize.curve_fit`` solves one problem per call; 1,000 replicates x 15
-models is 15,000 Python-level calls. Here a Levenberg-Marquardt iteration with box bounds runs on
-all problems at once (batched 3x3 normal equations in NumPy), warm-started from the original
-fits. ``experiments/bench/bench_baselines.py`` measures it against a ``curve_fit`` loop.
-
-Bounds (documented, configurable): ``floor <= L <= upper`` (``upper``: the scale top, e.g. 4;
-default unbounded), ``0 <= k <= k_max`` (default 20 per day: on daily data a steeper curve is a
-step), ``t_min - span <= t50 <= t_max + span`` with ``span = t_max - t_min`` (a midpoint beyond the
-study is "not yet turned", not a crash).
-
-Flags: ``status="unidentified"`` when ``k`` sits at 0 or ``t50`` on a bound (no transition
-inside the study can be located). A series with no variation (every observed value equal, e.g. a model that never left
-stage 1) has no identifiable curve: it is returned with ``status="flat"``, ``L`` = the constant,
-``k`` and ``t50`` NaN, ``converged=False``. A fit that hits the iteration limit has
-``status="no_convergence"``. ``at_bound`` names parameters on a bound (``k`` at ``k_max`` is an
-overnight switch; ``t50`` at a bound is not identified).
+Bounds: ``floor <= L <= upper`` (default unbounded), ``0 <= k <= k_max`` (default 20 per day: a
+steeper curve is a step on daily data), ``t_min - span <= t50 <= t_max + span`` with
+``span = t_max - t_min``. Status: ``flat`` (no variation: ``L`` the constant, ``k``, ``t50`` NaN,
+not converged), ``no_convergence``, ``unidentified`` (``k`` at 0 or ``t50`` on a bound), ``ok``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy.special import expit
+from tqdm.auto import tqdm
 
 from ..data.schema import DAY, MODEL, RATER, RESAMPLE
 from ..intervals import eti
 from ._validate import as_float_array, check_dims
+from .config import LOGISTIC_PARAMS as PARAMS
 from .consensus import consensus_np
 from .results import BaselineResult
-
-__all__ = ["LogisticFit", "fit_logistic", "fit_logistic_batch", "logistic_bootstrap", "logistic"]
-
-PARAMS = ("L", "k", "t50")
 
 
 def logistic(t: Any, L: Any, k: Any, t50: Any, floor: float = 1.0) -> np.ndarray:
@@ -58,11 +46,6 @@ def param_bounds(
     if not lower[0] < up[0]:
         raise ValueError(f"upper={upper} must exceed floor={floor}")
     return lower, up
-
-
-def _model_f(t: np.ndarray, p: np.ndarray, floor: float) -> np.ndarray:
-    """Model values (B, T) for parameters ``p`` (B, 3)."""
-    return floor + (p[:, 0:1] - floor) * expit(p[:, 1:2] * (t[None, :] - p[:, 2:3]))
 
 
 def model_jacobian(t: np.ndarray, p: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
@@ -92,26 +75,19 @@ def _lm(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Batched projected Levenberg-Marquardt on B independent 3-parameter problems.
 
-    Parameters at a bound whose gradient points outwards are held fixed for that step (active
-    set); steps are clipped into the box and accepted only if the RSS decreases (Marquardt
-    damping ``H + lambda diag(H)``). Problems leave the active batch once converged:
-    when the reduction the undamped Gauss-Newton step predicts, ``g' H^-1 g``, is below
-    ``ftol * RSS + 1e-14 * SST`` (scale-free, unlike a step-size test that a heavily damped step
-    passes too early), or the projected gradient vanishes. A problem still running after
-    ``slow_after`` iterations is creeping along a flat valley (e.g. a step: ``k`` on its bound
-    and ``t50`` with vanishing curvature between two days); for it the tolerance relaxes to
-    ``ftol_slow`` (RSS then within ~1e-10 relative of its limit).
-
-    Returns ``p`` (B, 3), ``rss`` (B,), ``converged`` (B,) and ``n_iter`` (B,).
+    Parameters at a bound with an outward gradient are held for the step; clipped steps are kept
+    only if the RSS decreases (damping ``H + lambda diag(H)``). Converged: the Gauss-Newton step
+    predicts a reduction ``g' H^-1 g`` below ``ftol * RSS + 1e-14 * SST`` (scale-free, unlike a
+    step-size test) or the projected gradient vanishes; after ``slow_after`` iterations (a flat
+    valley) the tolerance relaxes to ``ftol_slow``. Returns ``p`` (B, 3), rss, converged, n_iter.
     """
     b = y.shape[0]
     yz = np.where(mask, y, 0.0)
     p = np.clip(p0.astype(float), lower, upper)
     lam = np.full(b, 1e-3)
     done = np.zeros(b, dtype=bool)
-    conv = np.zeros(b, dtype=bool)
     n_iter = np.zeros(b, dtype=np.int64)
-    f = _model_f(t, p, floor)
+    f = logistic(t, p[:, 0:1], p[:, 1:2], p[:, 2:3], floor)
     rss = (((f - yz) * mask) ** 2).sum(axis=1)
     n_obs = np.maximum(mask.sum(axis=1), 1)
     sst = (((yz - (yz.sum(axis=1) / n_obs)[:, None]) * mask) ** 2).sum(axis=1)
@@ -145,7 +121,7 @@ def _lm(
         pred = np.where(np.isfinite(gn).all(axis=1), (gn * rhs).sum(axis=1), np.inf)  # g' H^-1 g
         step = np.where(np.isfinite(step), step, 0.0)
         p_new = np.clip(pi + step, lower, upper)
-        f_new = _model_f(t, p_new, floor)
+        f_new = logistic(t, p_new[:, 0:1], p_new[:, 1:2], p_new[:, 2:3], floor)
         rss_new = (((f_new - yi) * mi) ** 2).sum(axis=1)
         old = rss[idx]
         better = rss_new < old
@@ -157,10 +133,8 @@ def _lm(
         tiny_g = np.max(np.abs(proj_g), axis=1) <= 1e-12 * (1.0 + old)
         tol = np.where(n_iter[idx] > slow_after, ftol_slow, ftol)
         small_pred = np.abs(pred) <= tol * rss[idx] + 1e-14 * sst[idx]
-        finished = small_pred | tiny_g | (lam[idx] > 1e12)
-        done[idx] = finished
-        conv[idx] = finished
-    return p, rss, conv, n_iter
+        done[idx] = small_pred | tiny_g | (lam[idx] > 1e12)
+    return p, rss, done, n_iter
 
 
 def _starts(
@@ -176,10 +150,11 @@ def _starts(
     ymax = np.max(np.where(mask, y, -np.inf), axis=1)
     l0 = np.clip(np.where(np.isfinite(ymax), ymax, floor + 1.0), lower[0], upper[0])
     l0 = np.where(l0 <= floor, floor + 1e-3, l0)
-    grid = []
-    for t50 in np.quantile(t, [0.1, 0.3, 0.5, 0.7, 0.9]):
-        for k in ks:
-            grid.append(np.stack([l0, np.full_like(l0, k), np.full_like(l0, t50)], axis=1))
+    grid = [
+        np.stack([l0, np.full_like(l0, k), np.full_like(l0, t50)], axis=1)
+        for t50 in np.quantile(t, [0.1, 0.3, 0.5, 0.7, 0.9])
+        for k in ks
+    ]
     return np.clip(np.stack(grid), lower, upper)
 
 
@@ -196,30 +171,14 @@ def fit_logistic_batch(
 ) -> dict[str, np.ndarray]:
     """Fit the logistic to many series at once (vectorised Levenberg-Marquardt).
 
-    Parameters
-    ----------
-    t : array_like, shape (T,)
-        Time points shared by all series.
-    y : array_like, shape (..., T)
-        Series (NaN = missing day, excluded from the least squares).
-    floor, upper, k_max
-        See the module docstring (bounds).
-    p0 : array_like, shape (..., 3), optional
-        Starting values ``(L, k, t50)`` per series (warm starts). Default: a 15-point multistart
-        grid per series, keeping the lowest RSS.
-    multistart : array_like of bool, shape (...), optional
-        With ``p0``: series that are also started from a 5-point grid (midpoints across the
-        span, ``k = 1``), keeping the lowest RSS of warm and grid starts. For warm starts that
-        sit in a degenerate corner (``k = 0``: ``t50`` has no gradient; ``t50`` or ``k`` on a
-        bound), from which a local method cannot leave.
-    max_iter : int
-        Iteration limit.
+    ``t`` (T,): time points shared by all series ``y`` (..., T), NaN = missing (excluded).
+    ``floor, upper, k_max``: bounds (module docstring). ``p0`` (..., 3): warm starts
+    ``(L, k, t50)``; default a 15-point multistart grid per series, lowest RSS kept.
+    ``multistart`` (...) bool, with ``p0``: series also started from a 5-point grid (``k = 1``),
+    for warm starts in a degenerate corner (``k = 0`` or on a bound) a local method cannot leave.
 
-    Returns
-    -------
-    dict of ndarray
-        ``L, k, t50, rss, r2, converged, flat, n_obs, n_iter`` with shape ``y.shape[:-1]``, and
-        ``at_bound`` (..., 3) booleans.
+    Returns a dict of ``L, k, t50, rss, r2, converged, flat, n_obs, n_iter`` with shape
+    ``y.shape[:-1]`` and ``at_bound`` (..., 3) booleans.
     """
     t = as_float_array(t, "t", ndim=1)
     yarr = as_float_array(y, "y")
@@ -250,20 +209,16 @@ def fit_logistic_batch(
                 grid = _starts(t, yb[sel], mask[sel], floor, lower, up, ks=(1.0,))
                 cand = np.concatenate([cand, grid.reshape(-1, 3)])
                 owner = np.concatenate([owner, np.tile(sel, grid.shape[0])])
-    if cand.shape[0] == b_all:  # one start per series
-        p, rss, conv, nit = _lm(t, yb, mask, cand, lower, up, floor, max_iter)
-    else:
-        p_c, rss_c, conv_c, nit_c = _lm(t, yb[owner], mask[owner], cand, lower, up, floor, max_iter)
-        # per series: the lowest RSS among converged starts (any start if none converged)
-        score = np.where(conv_c, rss_c, np.inf)
-        any_conv = np.zeros(b_all, dtype=bool)
-        np.logical_or.at(any_conv, owner, conv_c)
-        score = np.where(any_conv[owner], score, rss_c)
-        order = np.lexsort((score, owner))
-        _, first = np.unique(owner[order], return_index=True)
-        pick = order[first]
-        p, rss, conv = p_c[pick], rss_c[pick], conv_c[pick]
-        nit = np.bincount(owner, weights=nit_c, minlength=b_all).astype(np.int64)
+    p_c, rss_c, conv_c, nit_c = _lm(t, yb[owner], mask[owner], cand, lower, up, floor, max_iter)
+    # per series: the lowest RSS among converged starts (any start if none converged)
+    score = np.where(conv_c, rss_c, np.inf)
+    any_conv = np.zeros(b_all, dtype=bool)
+    np.logical_or.at(any_conv, owner, conv_c)
+    score = np.where(any_conv[owner], score, rss_c)
+    order = np.lexsort((score, owner))
+    pick = order[np.unique(owner[order], return_index=True)[1]]
+    p, rss, conv = p_c[pick], rss_c[pick], conv_c[pick]
+    nit = np.bincount(owner, weights=nit_c, minlength=b_all).astype(np.int64)
     yz = np.where(mask, yb, 0.0)
     mean = yz.sum(axis=1) / np.maximum(n_obs, 1)
     sst = (((yz - mean[:, None]) * mask) ** 2).sum(axis=1)
@@ -277,18 +232,8 @@ def fit_logistic_batch(
     const = np.where(n_obs > 0, mean, np.nan)
     p = np.where(flat[:, None], np.stack([const, np.nan * const, np.nan * const], 1), p)
     rss = np.where(flat, sst, rss)
-    conv = conv & ~flat
-    out = {
-        "L": p[:, 0],
-        "k": p[:, 1],
-        "t50": p[:, 2],
-        "rss": rss,
-        "r2": r2,
-        "converged": conv,
-        "flat": flat,
-        "n_obs": n_obs,
-        "n_iter": nit,
-    }
+    out = dict(zip(PARAMS, p.T, strict=True), rss=rss, r2=r2, converged=conv & ~flat, flat=flat,
+               n_obs=n_obs, n_iter=nit)  # fmt: skip
     out = {key: v.reshape(lead) for key, v in out.items()}
     out["at_bound"] = (at_bound & ~flat[:, None]).reshape(*lead, 3)
     return out
@@ -313,18 +258,9 @@ class LogisticFit:
     @property
     def summary(self) -> pd.DataFrame:
         """One-row DataFrame of the fit."""
-        row = {
-            "L": self.L,
-            "k": self.k,
-            "t50": self.t50,
-            "r2": self.r2,
-            "rss": self.rss,
-            "converged": self.converged,
-            "status": self.status,
-            "at_bound": ",".join(self.at_bound),
-            "n_obs": self.n_obs,
-        }
-        return pd.DataFrame([row])
+        row = asdict(self)
+        del row["n_iter"], row["floor"]
+        return pd.DataFrame([{**row, "at_bound": ",".join(self.at_bound)}])
 
     def to_latex(self, **kwargs: Any) -> str:
         """The summary row as LaTeX."""
@@ -367,73 +303,42 @@ def fit_logistic(
 ) -> LogisticFit:
     """Least-squares fit of ``y = floor + (L - floor) / (1 + exp(-k (t - t50)))``.
 
-    Parameters
-    ----------
-    t, y : array_like, shape (T,)
-        Days and consensus scores (NaN = missing day, excluded).
-    floor : float
-        Lower asymptote (1 on the stage scale; 0 gives the NIST Rat42 model
-        ``b1 / (1 + exp(b2 - b3 x))`` with ``L = b1, k = b3, t50 = b2 / b3``).
-    upper, k_max
-        Bounds (module docstring).
-    p0 : (L, k, t50), optional
-        Start; default a multistart grid.
-
-    Returns
-    -------
-    LogisticFit
-        ``.L .k .t50 .r2 .rss .converged .status .at_bound``, ``.summary``, ``.to_latex()``.
+    ``t, y`` (T,): days and consensus scores (NaN = missing day). ``floor``: lower asymptote (1
+    on the stage scale; 0 gives the NIST Rat42 model ``b1 / (1 + exp(b2 - b3 x))`` with
+    ``L = b1, k = b3, t50 = b2 / b3``). ``upper, k_max``: bounds (module docstring). ``p0``:
+    a start ``(L, k, t50)``, default a multistart grid.
     """
-    yarr = as_float_array(y, "y", ndim=1)
+    p0 = None if p0 is None else np.asarray(p0, dtype=float)[None]
     res = fit_logistic_batch(
-        t,
-        yarr[None],
-        floor,
-        upper=upper,
-        k_max=k_max,
-        p0=(None if p0 is None else np.asarray(p0, dtype=float)[None]),
+        t, as_float_array(y, "y", ndim=1)[None], floor, upper=upper, k_max=k_max, p0=p0
     )
-    flat, conv = bool(res["flat"][0]), bool(res["converged"][0])
+    r = {key: v[0] for key, v in res.items()}
     return LogisticFit(
-        L=float(res["L"][0]),
-        k=float(res["k"][0]),
-        t50=float(res["t50"][0]),
-        r2=float(res["r2"][0]),
-        rss=float(res["rss"][0]),
-        converged=conv,
-        status=_status(flat, conv, res["at_bound"][0], float(res["k"][0])),
-        at_bound=tuple(n for n, b in zip(PARAMS, res["at_bound"][0], strict=True) if b),
-        n_obs=int(res["n_obs"][0]),
-        n_iter=int(res["n_iter"][0]),
+        **{n: float(r[n]) for n in (*PARAMS, "r2", "rss")},
+        converged=bool(r["converged"]),
+        status=_status(bool(r["flat"]), bool(r["converged"]), r["at_bound"], float(r["k"])),
+        at_bound=_bound_names(r["at_bound"]),
+        n_obs=int(r["n_obs"]),
+        n_iter=int(r["n_iter"]),
         floor=float(floor),
     )
+
+
+def _bound_names(at_bound: np.ndarray) -> tuple[str, ...]:
+    return tuple(n for n, b in zip(PARAMS, at_bound, strict=True) if b)
 
 
 def _fit_table(
     res: dict[str, np.ndarray], models: np.ndarray, turn_at: float | None = None
 ) -> pd.DataFrame:
-    rows = []
-    for i, m in enumerate(models):
-        flat, conv = bool(res["flat"][i]), bool(res["converged"][i])
-        rows.append(
-            {
-                MODEL: m,
-                "L": res["L"][i],
-                "k": res["k"][i],
-                "t50": res["t50"][i],
-                "r2": res["r2"][i],
-                "rss": res["rss"][i],
-                "converged": conv,
-                "status": _status(
-                    flat, conv, res["at_bound"][i], float(res["k"][i]), float(res["L"][i]), turn_at
-                ),
-                "at_bound": ",".join(
-                    n for n, b in zip(PARAMS, res["at_bound"][i], strict=True) if b
-                ),
-                "n_obs": int(res["n_obs"][i]),
-            }
-        )
-    return pd.DataFrame(rows).set_index(MODEL)
+    fits = zip(res["flat"], res["converged"], res["at_bound"], res["k"], res["L"], strict=True)
+    table = pd.DataFrame(
+        {MODEL: models, **{n: res[n] for n in (*PARAMS, "r2", "rss", "converged")}}
+    )
+    table["status"] = [_status(f, c, ab, float(k), float(L), turn_at) for f, c, ab, k, L in fits]
+    table["at_bound"] = [",".join(_bound_names(ab)) for ab in res["at_bound"]]
+    table["n_obs"] = res["n_obs"]
+    return table.set_index(MODEL)
 
 
 def logistic_bootstrap(
@@ -454,45 +359,21 @@ def logistic_bootstrap(
 ) -> BaselineResult:
     """Table D1: logistic fit per model with a rater-resampling bootstrap.
 
-    The consensus trajectory of each model is fitted (multistart). Each replicate draws as many
-    raters as the study has, with replacement, recomputes the consensus with the same rule and
-    refits every model, warm-started at the original fit (models whose original fit has no
-    located transition -- flat, ``k`` or ``t50`` on a bound -- also from a 5-point grid, best RSS
-    kept); all replicates x models are solved together in chunks of ``chunk`` replicates
-    (progress bar over chunks).
+    ``ratings``: ``recognition`` (rater, model, day). Each of ``n_boot`` replicates (paper:
+    1,000; same ``seed``, same replicates) draws as many raters as the study has, with
+    replacement, recomputes the consensus (``rule, half_rule, min_raters`` as
+    :func:`~delusion_bayes.baselines.consensus.consensus`) and refits every model, warm-started
+    at the original fit (fits without a located transition also from a 5-point grid), ``chunk``
+    replicates per vectorised batch. ``floor, upper, k_max``: module docstring. ``turn_at``: a
+    fit whose plateau ``L`` stays below it (the clinical threshold, 3) gets status ``no_turn``
+    (e.g. a small step fitted to a bump is not a turn).
 
-    Parameters
-    ----------
-    ratings : xarray.DataArray
-        ``recognition`` with dims ``rater, model, day``.
-    n_boot : int
-        Replicates (paper: 1,000).
-    seed : int or Generator
-        Seed; the same seed gives identical replicates.
-    rule, half_rule, min_raters
-        Consensus rule (:func:`~delusion_bayes.baselines.consensus.consensus`).
-    floor, upper, k_max
-        Curve floor and bounds (module docstring).
-    ci : float
-        Percentile interval mass.
-    turn_at : float, optional
-        A fit whose plateau ``L`` stays below this (the clinical-framing threshold, 3) gets
-        status ``no_turn``: its curve, e.g. a small step fitted to a bump of a never-turning
-        model, is not a turn to clinical framing. ``None``: no such check.
-    chunk : int
-        Replicates per vectorised batch.
-    progress : bool
-        Show a tqdm bar.
-
-    Returns
-    -------
-    BaselineResult
-        ``summary`` per model: ``L, k, t50, r2, rss, converged, status, at_bound, n_obs`` and
-        ``{L,k,t50}_ci_low/_ci_high`` plus ``n_boot_used`` (non-flat converged replicates entering
-        the percentiles; flat replicates have no curve). ``extra["replicates"]`` is an
-        ``xr.Dataset`` over ``(resample, model)`` with ``L, k, t50, converged, flat``, the rater
-        draws ``rater_index`` (resample, rater_draw; positions on the ``rater`` dim) and the warm
-        starts ``p0`` (model, param), so any replicate can be refitted independently.
+    Returns a BaselineResult: per model ``L, k, t50, r2, rss, converged, status, at_bound,
+    n_obs``, ``{L,k,t50}_ci_low/_ci_high`` (``ci`` percentile) and ``n_boot_used`` (non-flat
+    converged replicates in the percentiles). ``extra["replicates"]``: an ``xr.Dataset`` over
+    ``(resample, model)`` of ``L, k, t50, converged, flat``, the rater draws ``rater_index``
+    (resample, rater_draw; positions on ``rater``) and the warm starts ``p0`` (model, param), so
+    any replicate can be refitted independently.
     """
     check_dims(ratings, [RATER, MODEL, DAY], f"ratings {ratings.name!r}")
     if n_boot < 0:
@@ -500,12 +381,12 @@ def logistic_bootstrap(
     da = ratings.transpose(RATER, MODEL, DAY)
     x = da.values.astype(float)
     t = da[DAY].values.astype(float)
-    models = da[MODEL].values
     n_r, n_m, _ = x.shape
-    cons = consensus_np(x, axis=0, rule=rule, half_rule=half_rule, min_raters=min_raters)
+    cons_kw = {"rule": rule, "half_rule": half_rule, "min_raters": min_raters}
+    cons = consensus_np(x, axis=0, **cons_kw)
     base = fit_logistic_batch(t, cons, floor, upper=upper, k_max=k_max)
-    table = _fit_table(base, models, turn_at)
-    p0 = np.stack([base["L"], base["k"], base["t50"]], axis=-1)
+    table = _fit_table(base, da[MODEL].values, turn_at)
+    p0 = np.stack([base[n] for n in PARAMS], axis=-1)
     # flat originals have no curve to warm-start from: start those replicates mid-study
     lower, up = param_bounds(t, floor, upper, k_max)
     default = np.clip(
@@ -517,12 +398,18 @@ def logistic_bootstrap(
     weak = base["flat"] | ~base["converged"] | base["at_bound"][:, 1] | base["at_bound"][:, 2]
     rng = np.random.default_rng(seed)
     idx_all = rng.integers(0, n_r, size=(n_boot, n_r))  # rater draws of every replicate
-    consensus_kw = {"rule": rule, "half_rule": half_rule, "min_raters": min_raters}
-    fit_kw = {"floor": floor, "upper": upper, "k_max": k_max}
-    reps, conv, flat = _refit_replicates(
-        x, t, idx_all, p0, weak, consensus_kw, fit_kw, chunk, progress
-    )
-    use = conv & ~flat
+    reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
+    reps |= {n: np.zeros((n_boot, n_m), dtype=bool) for n in ("converged", "flat")}
+    for s in tqdm(range(0, n_boot, chunk), desc="rater bootstrap", unit="chunk",
+                  disable=not progress or not n_boot):  # fmt: skip
+        e = min(n_boot, s + chunk)
+        cb = consensus_np(x[idx_all[s:e]], axis=1, **cons_kw)  # x[...]: (b, R, M, T)
+        res = fit_logistic_batch(t, cb, floor, upper=upper, k_max=k_max,
+                                 p0=np.broadcast_to(p0, (e - s, n_m, 3)),
+                                 multistart=np.broadcast_to(weak, (e - s, n_m)))  # fmt: skip
+        for n, arr in reps.items():
+            arr[s:e] = res[n]
+    use = reps["converged"] & ~reps["flat"]
     for n in PARAMS:
         lo, hi = eti(np.where(use, reps[n], np.nan), ci, axis=0)
         table[f"{n}_ci_low"] = lo
@@ -531,9 +418,7 @@ def logistic_bootstrap(
     table["n_boot"] = n_boot
     replicates = xr.Dataset(
         {
-            **{n: ((RESAMPLE, MODEL), reps[n]) for n in PARAMS},
-            "converged": ((RESAMPLE, MODEL), conv),
-            "flat": ((RESAMPLE, MODEL), flat),
+            **{n: ((RESAMPLE, MODEL), arr) for n, arr in reps.items()},
             "rater_index": ((RESAMPLE, "rater_draw"), idx_all),
             "p0": ((MODEL, "param"), p0),
         },
@@ -560,29 +445,3 @@ def logistic_bootstrap(
         notes,
         {"replicates": replicates},
     )
-
-
-def _refit_replicates(x, t, idx_all, p0, weak, consensus_kw, fit_kw, chunk, progress):
-    """The fits of every replicate (rater draws ``idx_all``), ``chunk`` replicates per batch:
-    ``({L, k, t50}: (n_boot, model), converged, flat)``."""
-    from tqdm.auto import tqdm
-
-    n_boot, n_m = idx_all.shape[0], x.shape[1]
-    reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
-    conv = np.zeros((n_boot, n_m), dtype=bool)
-    flat = np.zeros((n_boot, n_m), dtype=bool)
-    for s in tqdm(range(0, n_boot, chunk), desc="rater bootstrap", unit="chunk",
-                  disable=not progress or not n_boot):  # fmt: skip
-        e = min(n_boot, s + chunk)
-        cb = consensus_np(x[idx_all[s:e]], axis=1, **consensus_kw)  # x[...]: (b, R, M, T)
-        res = fit_logistic_batch(
-            t,
-            cb,
-            **fit_kw,
-            p0=np.broadcast_to(p0, (e - s, n_m, 3)),
-            multistart=np.broadcast_to(weak, (e - s, n_m)),
-        )
-        for n in PARAMS:
-            reps[n][s:e] = res[n]
-        conv[s:e], flat[s:e] = res["converged"], res["flat"]
-    return reps, conv, flat

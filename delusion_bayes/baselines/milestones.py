@@ -10,18 +10,15 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..data.schema import DAY, MODEL, censor_day
+from ..data.schema import DAY, MODEL
+from ..data.schema import censor_day as default_censor_day
 from ._validate import check_dims, check_option
 from .config import MILESTONES, MISSING_RULES
-
-__all__ = ["milestones"]
 
 
 def _first_day(hit: np.ndarray, days: np.ndarray, censor: float) -> np.ndarray:
     """First day (last axis) where ``hit``; ``censor`` where never."""
-    any_hit = hit.any(axis=-1)
-    first = days[np.argmax(hit, axis=-1)]
-    return np.where(any_hit, first, censor).astype(float)
+    return np.where(hit.any(axis=-1), days[np.argmax(hit, axis=-1)], censor).astype(float)
 
 
 def _run_start(hit: np.ndarray, observed: np.ndarray, run: int, missing: str) -> np.ndarray:
@@ -52,52 +49,19 @@ def milestones(
 ) -> xr.Dataset:
     """Milestone latencies and day counts per model (and per draw / replicate).
 
-    Parameters
-    ----------
-    stage : xarray.DataArray
-        Consensus recognition stage with dims ``model`` and ``day`` plus any extra dims
-        (``chain``, ``draw``, ``resample``, ...); integer, x.5 or continuous values, NaN =
-        missing day. ``day`` coords are the study days (1..n_days).
-    level_b, level_a : xarray.DataArray, optional
-        Adjudicated Level-B / Level-A codes (0/1, NaN missing) with dims ``model``, ``day``
-        (and possibly the same extra dims). A code counts as given when ``>= 0.5``.
-    stable_run : int
-        Length of the run of consecutive days at ``stable_at`` that makes stable framing.
-    censor_day : int, optional
-        Value of a milestone never reached; default ``n_days + 1`` (31 for 30 days), where
-        ``n_days`` is the largest ``day`` coord.
-    clinical_at, stable_at : float
-        Thresholds on ``stage``: clinical framing is ``stage >= clinical_at`` (3), stage 4 is
-        ``stage >= stable_at`` (4).
-    missing : {"skip", "break"}
-        Missing-day rule for runs (see Notes).
+    ``stage``: consensus recognition over ``model``, ``day`` (the study days 1..n_days) and any
+    extra dims (``chain``, ``draw``, ``resample``); NaN = missing day. ``level_b``, ``level_a``:
+    adjudicated codes over ``model``, ``day`` (0/1, NaN missing; given when ``>= 0.5``).
+    Returns a Dataset of those computable from the inputs: ``first_clinical`` (first day at
+    ``>= clinical_at``), ``first_stable`` (first day of the first run of ``stable_run`` days at
+    ``>= stable_at``), ``first_level_b``, and the day counts ``days_stage4``, ``days_level_a``,
+    ``days_level_b``; a milestone never reached is ``censor_day`` (default ``n_days + 1``).
 
-    Returns
-    -------
-    xarray.Dataset
-        Variables (those computable from the inputs), each over ``model`` and the extra dims:
-
-        - ``first_clinical``: first day with ``stage >= clinical_at``;
-        - ``first_stable``: first day of the first run of ``>= stable_run`` consecutive days at
-          ``stage >= stable_at``;
-        - ``first_level_b``: first day with a Level-B code;
-        - ``days_stage4``: number of days with ``stage >= stable_at``;
-        - ``days_level_a``, ``days_level_b``: number of days with a Level-A / Level-B code.
-
-        Latencies never reached equal ``attrs["censor_day"]``.
-
-    Notes
-    -----
-    Missing-day rule (a missing day is never silently a hit or a break). A NaN day is never a
-    hit: it cannot be a first day and is not counted in day counts. For runs, with
-    ``missing="skip"`` (default) a missing day is stepped over: it neither counts towards the
-    run length nor breaks the run (days 20, 21, [22 missing], 23 at stage 4 are a run of 3
-    starting on day 20); with ``missing="break"`` it ends the run. A run still open on the
-    last day counts only if it already has ``stable_run`` observed days (a run cut by the end
-    of the study is censored).
-
-    Trajectory paper, "Statistical Analysis" and Table 1: "first clinical framing (Moment >= 3),
-    first stable clinical framing (first run of >= 3 consecutive days at 4), and first Level-B
+    A NaN day is never a hit (never a first day, not counted). For runs, ``missing="skip"``
+    steps over it (days 20, 21, [22 missing], 23 at stage 4 are a run of 3 from day 20);
+    ``"break"`` ends the run. A run cut by the end of the study counts only with ``stable_run``
+    observed days. Trajectory paper, Table 1: "first clinical framing (Moment >= 3), first
+    stable clinical framing (first run of >= 3 consecutive days at 4), and first Level-B
     recommendation", censored at 31.
     """
     check_dims(stage, [MODEL, DAY], "stage")
@@ -109,14 +73,10 @@ def milestones(
         raise ValueError(f"stage's {DAY!r} coords must be day numbers; got {days.dtype}")
     if np.any(np.diff(days) <= 0):
         raise ValueError(f"stage's {DAY!r} coords must be increasing; got {days.tolist()}")
-    cens = censor_day if censor_day is not None else _censor_default(days)
+    cens = censor_day if censor_day is not None else default_censor_day(int(np.max(days)))
     if cens <= days.max():
         raise ValueError(f"censor_day={cens} must exceed the last day {int(days.max())}")
-
-    def _core(da: xr.DataArray) -> xr.DataArray:
-        return da.transpose(..., DAY)
-
-    st = _core(stage)
+    st = stage.transpose(..., DAY)
     x = st.values.astype(float)
     observed = ~np.isnan(x)
     with np.errstate(invalid="ignore"):
@@ -136,7 +96,7 @@ def milestones(
         if codes is None:
             continue
         check_dims(codes, [MODEL, DAY], name)
-        codes_c = _core(codes)
+        codes_c = codes.transpose(..., DAY)
         if not np.array_equal(codes_c[DAY].values, days):
             raise ValueError(f"{name} day coords differ from stage's")
         c = codes_c.values.astype(float)
@@ -156,7 +116,3 @@ def milestones(
         missing=missing,
     )
     return ds
-
-
-def _censor_default(days: np.ndarray) -> int:
-    return censor_day(int(np.max(days)))

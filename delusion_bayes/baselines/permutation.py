@@ -1,28 +1,17 @@
 """Exact permutation tests on rank sums and the pre-specified group contrasts.
 
-Trajectory paper, "Statistical Analysis": inference is at the model level (n = 15);
-"pre-specified group contrasts were tested with exact permutation tests on rank-sums (censored
-latencies enter as ranks)". Censored latencies (31) tie, so they enter as midranks.
-
-Why by hand: ``scipy.stats.permutation_test`` enumerates all C(n, k) splits (impossible at
-n = 200) or samples; ``scipy.stats.mannwhitneyu(method="exact")`` ignores ties. Here the exact
-null distribution of the rank sum comes from a recursion over items on *doubled* midranks (which
-are integers), as in the shift algorithm of Streitberg & Roehmel (1986) used by R's ``coin``:
-``N(i, s)`` = number of i-subsets of the first j items with doubled rank sum s.
-
-References
-----------
-1. Streitberg, B., & Roehmel, J. (1986). Exact distributions for permutation and rank tests.
-   Statistical Software Newsletter, 12, 10-17.
-2. Hothorn, T., Hornik, K., van de Wiel, M. A., & Zeileis, A. (2006). A Lego system for
-   conditional inference. The American Statistician, 60(3), 257-263 (R package coin).
+Trajectory paper, "Statistical Analysis": "exact permutation tests on rank-sums (censored
+latencies enter as ranks)" at the model level; censored latencies tie (midranks). Why by hand:
+``scipy.stats.mannwhitneyu(method="exact")`` ignores ties and ``permutation_test`` enumerates
+all splits; here a recursion on doubled midranks (integers), the shift algorithm of Streitberg &
+Roehmel (1986) used by R's ``coin``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -35,16 +24,10 @@ from ._validate import as_float_array, check_option
 from .config import ALTERNATIVES, QUANTITIES, ContrastConfig
 from .results import BaselineResult
 
-__all__ = [
-    "RankSumResult",
-    "contrast_groups",
-    "permutation_contrasts",
-    "rank_sum_test",
-    "rank_sum_distribution",
-]
-
 #: DP tables larger than this many cells switch to Monte Carlo (memory: 8 bytes per cell)
 MAX_CELLS = 50_000_000
+#: the test's columns in the contrasts table, in order (the summary adds n_x, n_y after alternative)
+_TEST_COLUMNS = "statistic expected pvalue alternative n_arrangements exact method".split()
 
 
 @dataclass
@@ -64,21 +47,8 @@ class RankSumResult:
     @property
     def summary(self) -> pd.DataFrame:
         """One-row DataFrame."""
-        return pd.DataFrame(
-            [
-                {
-                    "statistic": self.statistic,
-                    "expected": self.expected,
-                    "pvalue": self.pvalue,
-                    "alternative": self.alternative,
-                    "n_x": self.n_x,
-                    "n_y": self.n_y,
-                    "n_arrangements": self.n_arrangements,
-                    "exact": self.exact,
-                    "method": self.method,
-                }
-            ]
-        )
+        cols = [*_TEST_COLUMNS[:4], "n_x", "n_y", *_TEST_COLUMNS[4:]]
+        return pd.DataFrame([asdict(self)], columns=cols)
 
     def to_latex(self, **kwargs: Any) -> str:
         """The summary row as LaTeX."""
@@ -88,24 +58,15 @@ class RankSumResult:
 def rank_sum_distribution(scores2: Sequence[int], m: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact null distribution of the sum of ``m`` of the integer scores ``scores2``.
 
-    Parameters
-    ----------
-    scores2 : sequence of int
-        Integer scores of the pooled sample (doubled midranks).
-    m : int
-        Size of the subset (the first sample).
-
-    Returns
-    -------
-    support, counts : ndarray
-        Possible sums and the number of m-subsets with each sum (float64; they add to C(N, m)).
+    ``scores2``: integer scores of the pooled sample (doubled midranks); ``m``: the subset size.
+    Returns the possible sums and the number of m-subsets with each sum (float64, adding to
+    C(N, m)); ``N(i, s)`` = number of i-subsets of the first j items with sum s.
     """
     s = np.sort(np.asarray(scores2, dtype=np.int64))
     n_tot = s.size
     if not 0 <= m <= n_tot:
         raise ValueError(f"m must be in [0, {n_tot}]; got {m}")
-    g = int(np.gcd.reduce(s)) if s.size and s.any() else 1
-    g = max(g, 1)
+    g = max(int(np.gcd.reduce(s)), 1) if s.size else 1
     base = int(s.min()) if s.size else 0
     w = (s - base) // g  # shifted, reduced scores >= 0
     s_max = int(np.sort(w)[::-1][:m].sum())
@@ -119,10 +80,8 @@ def rank_sum_distribution(scores2: Sequence[int], m: int) -> tuple[np.ndarray, n
     for j, wj in enumerate(w):
         top = min(j + 1, m)  # subsets of the first j+1 items have at most j+1 elements
         low = max(1, m - (n_tot - 1 - j))  # smaller subsets can no longer reach size m
-        if low > top:
-            continue
         hi = min(s_max, int(cum[j])) + 1
-        if wj >= hi:
+        if low > top or wj >= hi:
             continue
         dp[low : top + 1, wj:hi] = dp[low : top + 1, wj:hi] + dp[low - 1 : top, : hi - wj]
     counts = dp[m]
@@ -143,35 +102,13 @@ def rank_sum_test(
 ) -> RankSumResult:
     """Exact permutation (Wilcoxon-Mann-Whitney) test on the rank sum of ``x``, midranks for ties.
 
-    Parameters
-    ----------
-    x, y : array_like
-        The two samples (``inf`` allowed, e.g. censored latencies; they tie).
-    alternative : {"two-sided", "less", "greater"}
-        ``less``: x tends to be smaller than y (small rank sum); ``greater``: larger;
-        ``two-sided``: ``P(|T - E T| >= |t - E T|)`` under the permutation null.
-    max_exact : int
-        Largest pooled size for the exact recursion; above it (or when the exact table would exceed
-        ``MAX_CELLS``) the p-value is Monte Carlo with ``n_mc`` random splits,
-        ``p = (1 + #{as extreme}) / (1 + n_mc)``, and ``exact=False`` says so.
-    n_mc : int
-        Monte Carlo permutations.
-    seed : int or Generator
-        Seed of the Monte Carlo path.
-    nan_policy : {"raise", "omit"}
-        NaN values raise (default) or are dropped (the result's ``n_x``/``n_y`` show what was used).
-
-    Returns
-    -------
-    RankSumResult
-        ``.statistic`` (rank sum of x with midranks), ``.pvalue``, ``.expected`` (E T),
-        ``.n_arrangements`` (C(N, n_x)), ``.exact``, ``.method``, ``.summary``, ``.to_latex()``.
-
-    Notes
-    -----
-    The recursion runs on doubled midranks (integers), so ties are exact and two-sided tails are
-    compared in integer arithmetic. Same statistic and p-value as R
-    ``coin::wilcox_test(..., distribution = "exact")``.
+    ``x, y`` may hold ``inf`` (censored latencies; they tie). ``alternative``: ``less`` (x tends
+    smaller), ``greater`` or ``two-sided`` (``P(|T - E T| >= |t - E T|)``). Above ``max_exact``
+    pooled values (or ``MAX_CELLS`` table cells) the p-value is Monte Carlo, ``(1 + #{as
+    extreme}) / (1 + n_mc)`` over ``n_mc`` seeded splits, and ``exact=False`` says so.
+    ``nan_policy``: NaN values raise or are dropped (``omit``; ``n_x``/``n_y`` show what was used).
+    Ties are exact and two-sided tails compared in integer arithmetic; the statistic and p-value
+    equal R's ``coin::wilcox_test(..., distribution = "exact")``.
     """
     check_option("alternative", alternative, ALTERNATIVES)
     check_option("nan_policy", nan_policy, ("raise", "omit"))
@@ -195,19 +132,22 @@ def rank_sum_test(
     exact = big_n <= max_exact
     p = np.nan
     method = "exact recursion over the rank-sum distribution (doubled midranks)"
+
+    def extreme(sums: np.ndarray) -> np.ndarray:
+        """Rank sums at least as extreme as the observed ``t2`` under ``alternative``."""
+        if alternative == "less":
+            return sums <= t2
+        if alternative == "greater":
+            return sums >= t2
+        return np.abs(sums - e2) >= abs(t2 - e2)
+
     if exact:
         try:
             small = min(m, n)
             support, counts = rank_sum_distribution(r2, small)
             if small != m:  # distribution of the complement's sum -> x's sum
                 support, counts = int(r2.sum()) - support[::-1], counts[::-1]
-            total = counts.sum()
-            if alternative == "less":
-                p = counts[support <= t2].sum() / total
-            elif alternative == "greater":
-                p = counts[support >= t2].sum() / total
-            else:
-                p = counts[np.abs(support - e2) >= abs(t2 - e2)].sum() / total
+            p = counts[extreme(support)].sum() / counts.sum()
         except MemoryError:
             exact = False
     if not exact:
@@ -216,12 +156,7 @@ def rank_sum_test(
         while done < n_mc:
             b = min(2000, n_mc - done)
             perm = rng.permuted(np.tile(r2, (b, 1)), axis=1)[:, :m].sum(axis=1)
-            if alternative == "less":
-                hits += int((perm <= t2).sum())
-            elif alternative == "greater":
-                hits += int((perm >= t2).sum())
-            else:
-                hits += int((np.abs(perm - e2) >= abs(t2 - e2)).sum())
+            hits += int(extreme(perm).sum())
             done += b
         p = (1 + hits) / (1 + n_mc)
         method = f"Monte Carlo, {n_mc} random permutations (pooled n={big_n} above exact limit)"
@@ -238,10 +173,8 @@ def rank_sum_test(
     )
 
 
-# --------------------------------------------------------------------------------------------
-# contrasts
-# --------------------------------------------------------------------------------------------
 def as_contrast(c: Any) -> ContrastConfig:
+    """A ContrastConfig from a ContrastConfig or a mapping (unknown keys are an error)."""
     if isinstance(c, ContrastConfig):
         return c
     if isinstance(c, Mapping) or hasattr(c, "keys"):
@@ -262,24 +195,9 @@ def as_contrast(c: Any) -> ContrastConfig:
 def contrast_groups(ds: xr.Dataset | xr.DataArray, contrast: Any) -> tuple[np.ndarray, np.ndarray]:
     """Boolean masks over the ``model`` dim for groups A and B of a contrast.
 
-    Parameters
-    ----------
-    ds : xarray.Dataset or xarray.DataArray
-        Anything with a ``model`` dim carrying the coordinate named by ``contrast.by`` (or
-        ``"model"`` for explicit model names).
-    contrast : ContrastConfig or mapping
-        ``{name, by, a, b, alternative, quantities}``; ``b = None`` means every model not in A.
-        Values are compared as strings (so ``4.5`` and ``"4.5"`` both match generation "4.5").
-
-    Returns
-    -------
-    mask_a, mask_b : ndarray of bool
-        Over ``ds.model``; disjoint, both non-empty.
-
-    Raises
-    ------
-    ValueError
-        Unknown coordinate, a value matching no model, overlapping or empty groups.
+    ``contrast.by`` names a coordinate on ``model`` (or is ``"model"``); ``b = None`` means every
+    model not in A; values compared as strings (``4.5`` matches generation "4.5"). A ValueError
+    names an unknown coordinate, a value matching no model, overlapping or empty groups.
     """
     c = as_contrast(contrast)
     check_option(f"contrast {c.name!r} alternative", c.alternative, ALTERNATIVES)
@@ -332,23 +250,12 @@ def permutation_contrasts(
 ) -> BaselineResult:
     """Exact rank-sum permutation tests for every pre-specified contrast x quantity.
 
-    Parameters
-    ----------
-    quantities : xarray.Dataset
-        Per-model quantities over the ``model`` dim (with the model coords used by the
-        contrasts): milestone latencies / day counts (censored values included, they tie) and
-        logistic parameters ``L, k, t50``.
-    contrasts : iterable of ContrastConfig or mappings
-        See :class:`~delusion_bayes.baselines.config.ContrastConfig`.
-    max_exact, n_mc, seed
-        Passed to :func:`rank_sum_test`.
-
-    Returns
-    -------
-    BaselineResult
-        One row per contrast and quantity: groups, sizes, medians, rank sum of A, its expectation,
-        p-value, alternative, number of arrangements, exact flag, method, and ``dropped`` (models
-        whose value is NaN, e.g. ``k`` of a flat trajectory, listed, never silently lost).
+    ``quantities`` holds per-model milestones (censored values tie) and logistic ``L, k, t50``
+    over the ``model`` dim, with the model coords the contrasts use; ``contrasts`` are
+    :class:`~delusion_bayes.baselines.config.ContrastConfig` or mappings; ``max_exact, n_mc,
+    seed`` go to :func:`rank_sum_test`. One row per contrast and quantity: groups, sizes,
+    medians, rank sum of A, its expectation, p-value, alternative, number of arrangements, exact
+    flag, method, and ``dropped`` (models whose value is NaN, listed, never silently lost).
     """
     rows = []
     models = np.asarray(quantities[MODEL].values)
@@ -379,25 +286,13 @@ def permutation_contrasts(
             }
             if xa.size and yb.size:
                 r = rank_sum_test(xa, yb, c.alternative, max_exact=max_exact, n_mc=n_mc, seed=seed)
-                row.update(
-                    statistic=r.statistic,
-                    expected=r.expected,
-                    pvalue=r.pvalue,
-                    alternative=r.alternative,
-                    n_arrangements=r.n_arrangements,
-                    exact=r.exact,
-                    method=r.method,
-                )
             else:
-                row.update(
-                    statistic=np.nan,
-                    expected=np.nan,
-                    pvalue=np.nan,
-                    alternative=c.alternative,
-                    n_arrangements=0,
-                    exact=False,
-                    method="not testable: an empty group after dropping NaN",
-                )
+                method = "not testable: an empty group after dropping NaN"
+                r = RankSumResult(
+                    statistic=np.nan, pvalue=np.nan, alternative=c.alternative, n_x=0, n_y=0,
+                    expected=np.nan, n_arrangements=0, exact=False, method=method,
+                )  # fmt: skip
+            row.update({k: getattr(r, k) for k in _TEST_COLUMNS})
             rows.append(row)
     summary = pd.DataFrame(rows)
     notes = [

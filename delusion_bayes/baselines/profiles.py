@@ -9,7 +9,7 @@ intervention with day.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -20,14 +20,6 @@ from scipy import stats
 from ..data.schema import DAY, INTERVENTION_TYPE, MODEL
 from ._validate import as_float_array, check_dims, check_option
 from .results import BaselineResult
-
-__all__ = [
-    "SpearmanResult",
-    "intensity_by_stage",
-    "intervention_profiles",
-    "naive_profiles",
-    "spearman",
-]
 
 
 @dataclass
@@ -47,18 +39,7 @@ class SpearmanResult:
 
     @property
     def summary(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            [
-                {
-                    "rho": self.rho,
-                    "pvalue": self.pvalue,
-                    "n": self.n,
-                    "n_dropped": self.n_dropped,
-                    "alternative": self.alternative,
-                    "method": self.method,
-                }
-            ]
-        )
+        return pd.DataFrame([asdict(self)])
 
     def to_latex(self, **kwargs: Any) -> str:
         return self.summary.to_latex(index=False, float_format="{:.3g}".format, **kwargs)
@@ -68,10 +49,8 @@ def spearman(x: Any, y: Any, alternative: str = "two-sided") -> SpearmanResult:
     """Spearman's rho with ties (Pearson correlation of midranks) and its p-value.
 
     Pairs with a NaN in either variable are dropped (counted in ``n_dropped``). The p-value uses
-    ``t = rho sqrt((n-2)/(1-rho^2))`` on n-2 df, which is what R's
-    ``cor.test(method = "spearman")`` reports when there are ties (its exact algorithm needs
-    untied data); computed by ``scipy.stats.spearmanr``.
-    Constant input gives ``rho = NaN`` (no ranking), reported as such.
+    ``t = rho sqrt((n-2)/(1-rho^2))`` on n-2 df (``scipy.stats.spearmanr``; R's ``cor.test``
+    with ties). Fewer than 3 pairs or a constant variable give ``rho = NaN``.
     """
     check_option("alternative", alternative, ("two-sided", "less", "greater"))
     xa = as_float_array(x, "x").ravel()
@@ -87,12 +66,6 @@ def spearman(x: Any, y: Any, alternative: str = "two-sided") -> SpearmanResult:
     return SpearmanResult(float(r.statistic), float(r.pvalue), n, int((~ok).sum()), alternative)
 
 
-def _stage_groups(stage: np.ndarray) -> np.ndarray:
-    """Consensus stage -> integer stage group (x.5 goes to the lower stage)."""
-    with np.errstate(invalid="ignore"):
-        return np.floor(stage)
-
-
 def intervention_profiles(
     stage: xr.DataArray,
     intervention: xr.DataArray,
@@ -102,22 +75,10 @@ def intervention_profiles(
 ) -> BaselineResult:
     """Table 2: per-model mean consensus intensity of each intervention on stage-4 days.
 
-    Parameters
-    ----------
-    stage : xarray.DataArray
-        Consensus recognition stage (model, day).
-    intervention : xarray.DataArray
-        Consensus intervention intensity (model, day, intervention_type).
-    stable_at : float
-        Stage-4 days are ``stage >= stable_at``.
-    level_b : xarray.DataArray, optional
-        Adjudicated Level B (model, day); adds the number of disengagement days.
-
-    Returns
-    -------
-    BaselineResult
-        Rows: models; columns: ``n_stage4_days``, one mean per intervention type (NaN where a
-        model has no stage-4 day; the row is kept), and ``days_level_b``.
+    ``stage``: consensus recognition (model, day); ``intervention``: consensus intensity (model,
+    day, intervention_type); stage-4 days are ``stage >= stable_at``; ``level_b`` (model, day)
+    adds the number of disengagement days. Rows: models; columns ``n_stage4_days``, one mean per
+    intervention type (NaN where a model has no stage-4 day) and ``days_level_b``.
     """
     check_dims(stage, [MODEL, DAY], "stage")
     check_dims(intervention, [MODEL, DAY, INTERVENTION_TYPE], "intervention")
@@ -148,16 +109,12 @@ def intensity_by_stage(stage: xr.DataArray, intervention: xr.DataArray) -> Basel
     Pooled over model-days (descriptive; model-days are serially dependent). A consensus on x.5
     is grouped with the lower stage for the means; rho uses the consensus values themselves.
 
-    Returns
-    -------
-    BaselineResult
-        Long table: ``intervention_type, stage, mean, sd, n`` plus per-type ``rho, pvalue,
-        n_pairs`` (repeated on each stage row of that type).
+    Long table: ``intervention_type, stage, mean, sd, n`` plus per-type ``rho, pvalue, n_pairs``.
     """
     check_dims(stage, [MODEL, DAY], "stage")
     check_dims(intervention, [MODEL, DAY, INTERVENTION_TYPE], "intervention")
     st = stage.transpose(MODEL, DAY).values.ravel()
-    grp = _stage_groups(st)
+    grp = np.floor(st)  # x.5 goes with the lower stage
     rows = []
     for t in intervention[INTERVENTION_TYPE].values:
         v = intervention.sel({INTERVENTION_TYPE: t}).transpose(MODEL, DAY).values.ravel()
@@ -194,21 +151,9 @@ def naive_profiles(
 ) -> BaselineResult:
     """Section F: Spearman rho of each intervention with day for the never-turning models.
 
-    Parameters
-    ----------
-    stage, intervention : xarray.DataArray
-        Consensus recognition (model, day) and intervention (model, day, intervention_type).
-    models : list, optional
-        Models to profile. Default: those whose consensus never reaches clinical framing
-        (``stage >= clinical_at`` on no observed day), i.e. censored first clinical framing.
-    clinical_at : float
-        Threshold of clinical framing.
-
-    Returns
-    -------
-    BaselineResult
-        Rows ``model x intervention_type`` with ``rho, pvalue, n, mean_first_week,
-        mean_last_week``; an empty table (with a note) when no model never turned.
+    ``stage, intervention`` as :func:`intervention_profiles`; ``models`` default to those whose
+    consensus never reaches ``clinical_at``. Rows ``model x intervention_type`` with ``rho,
+    pvalue, n, mean_first_week, mean_last_week``; empty (with a note) when every model turned.
     """
     check_dims(stage, [MODEL, DAY], "stage")
     if models is None:
@@ -231,10 +176,8 @@ def naive_profiles(
                     "rho": r.rho,
                     "pvalue": r.pvalue,
                     "n": r.n,
-                    "mean_first_week": float(np.nanmean(v[:7])) if np.isfinite(v[:7]).any()
-                    else np.nan,
-                    "mean_last_week": float(np.nanmean(v[-7:])) if np.isfinite(v[-7:]).any()
-                    else np.nan,
+                    "mean_first_week": _mean_or_nan(v[:7]),
+                    "mean_last_week": _mean_or_nan(v[-7:]),
                 }
             )  # fmt: skip
     notes = [f"never-turning models (consensus never >= {clinical_at:g}): {list(models)}",
@@ -246,6 +189,10 @@ def naive_profiles(
         "Section F: intervention trends with day in never-turning models",
         notes,
     )
+
+
+def _mean_or_nan(v: np.ndarray) -> float:
+    return float(np.nanmean(v)) if np.isfinite(v).any() else np.nan
 
 
 def plot_intensity_by_stage(table: pd.DataFrame) -> Any:

@@ -1,23 +1,9 @@
 """Inter-rater reliability: Krippendorff's alpha, Cohen's (weighted) kappa, Shrout-Fleiss ICCs.
 
-Trajectory paper, "Evaluation Reliability" and supplement section C (Table C1): Krippendorff's
-alpha, pairwise quadratic-weighted kappa and two-way random-effects ICCs for every rated variable.
-
-Why by hand: the ``krippendorff`` package computes alpha but has no bootstrap CI and no per-unit
-pattern decomposition (which makes 1,000 bootstrap replicates cost one matrix product);
-``sklearn``'s kappa would be a heavy dependency for ten lines; no installed library gives the six
-Shrout-Fleiss ICCs with F tests and CIs (pingouin is not a dependency; formulas follow
-``psych::ICC`` and pingouin's ``intraclass_corr``).
-
-References
-----------
-1. Krippendorff, K. (2011). Computing Krippendorff's alpha-reliability. Annenberg School for
-   Communication, University of Pennsylvania. https://repository.upenn.edu/asc_papers/43
-2. Cohen, J. (1968). Weighted kappa. Psychological Bulletin, 70(4), 213-220.
-3. Shrout, P. E., & Fleiss, J. L. (1979). Intraclass correlations: uses in assessing rater
-   reliability. Psychological Bulletin, 86(2), 420-428.
-4. McGraw, K. O., & Wong, S. P. (1996). Forming inferences about some intraclass correlation
-   coefficients. Psychological Methods, 1(1), 30-46 (CI of ICC(2,1)).
+Trajectory paper, "Evaluation Reliability" and supplement C (Table C1). Why by hand: ``sklearn``'s
+kappa would be a heavy dependency for ten lines, and no installed library gives the six
+Shrout-Fleiss ICCs with F tests and CIs (formulas as ``psych::ICC``; Shrout & Fleiss 1979,
+McGraw & Wong 1996).
 """
 
 from __future__ import annotations
@@ -37,21 +23,7 @@ from ._validate import as_float_array, check_option, check_values_in
 from .alpha import alpha_bootstrap, krippendorff_alpha
 from .results import BaselineResult
 
-__all__ = [
-    "adjudication_agreement",
-    "alpha_bootstrap",
-    "cohen_kappa",
-    "icc",
-    "krippendorff_alpha",
-    "percent_agreement",
-    "reliability_table",
-    "weighted_kappa",
-]
 
-
-# --------------------------------------------------------------------------------------------
-# kappa and agreement
-# --------------------------------------------------------------------------------------------
 def _pair(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     x = as_float_array(a, "a").ravel()
     y = as_float_array(b, "b").ravel()
@@ -69,28 +41,13 @@ def weighted_kappa(
 ) -> float:
     """Cohen's kappa for two raters, unweighted or with linear / quadratic disagreement weights.
 
-    Parameters
-    ----------
-    a, b : array_like
-        Ratings of the same units by two raters (``NaN`` = missing; units missing in either are
-        dropped pairwise).
-    weights : {None, "linear", "quadratic"} or array_like (n_labels, n_labels)
-        Disagreement weights on label positions: ``|i - j|`` or ``(i - j)^2``, or any square
-        matrix of disagreement weights in label order (Cohen 1968 used 0/1/3/6).
-    labels : sequence, optional
-        The categories in order (unused categories still count in the weights). Default: the
-        sorted union of observed values. Every value must be a label.
-
-    Returns
-    -------
-    float
-        ``kappa = 1 - sum(w * observed) / sum(w * expected)``; NaN (with a warning) when the
-        expected disagreement is 0.
-
-    References
-    ----------
-    Cohen (1968); Fleiss, Cohen & Everitt (1969). Same definition as R ``psych::cohen.kappa`` and
-    ``sklearn.metrics.cohen_kappa_score``.
+    ``a, b``: ratings of the same units (NaN = missing, dropped pairwise). ``weights``: None,
+    ``"linear"`` (``|i - j|``), ``"quadratic"`` (``(i - j)^2``) on label positions, or a square
+    matrix of disagreement weights in label order. ``labels``: the categories in order (unused
+    ones still count in the weights), default the sorted observed values; every value must be
+    one. Returns ``1 - sum(w * observed) / sum(w * expected)`` (Cohen 1968; as R
+    ``psych::cohen.kappa``, ``sklearn.metrics.cohen_kappa_score``); NaN with a warning when no
+    disagreement is expected.
     """
     wmat = None
     if weights is not None and not isinstance(weights, str):
@@ -157,39 +114,16 @@ def percent_agreement(data: Any) -> float:
     return float(100.0 * np.mean(shares))
 
 
-# --------------------------------------------------------------------------------------------
-# ICC
-# --------------------------------------------------------------------------------------------
-
-
 def icc(data: Any, ci: float = 0.95) -> pd.DataFrame:
     """The six Shrout-Fleiss intraclass correlations with F tests and confidence intervals.
 
-    Parameters
-    ----------
-    data : array_like, shape (unit, rater)
-        Ratings (``NaN`` missing). Units with any missing rating are dropped (listwise, as
-        ``psych::ICC``); the number dropped is in ``result.attrs["n_dropped"]``.
-    ci : float
-        Confidence level of the intervals.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Indexed ``ICC1, ICC2, ICC3, ICC1k, ICC2k, ICC3k`` with columns
-        ``icc, F, df1, df2, pval, ci_low, ci_high``. ``attrs``: ``n_units``, ``n_raters``,
-        ``n_dropped``.
-
-    Notes
-    -----
-    Mean squares of the two-way ANOVA (targets ``n`` x judges ``k``): ``BMS`` between targets,
-    ``WMS`` within targets, ``JMS`` judges, ``EMS`` residual (Shrout & Fleiss 1979, Table 1).
-    ``ICC(1,1) = (BMS - WMS) / (BMS + (k-1) WMS)``,
-    ``ICC(2,1) = (BMS - EMS) / (BMS + (k-1) EMS + k (JMS - EMS) / n)``,
-    ``ICC(3,1) = (BMS - EMS) / (BMS + (k-1) EMS)``, and the k-rater forms. F tests and CIs as
-    Shrout & Fleiss (1979) and McGraw & Wong (1996) (CI of ICC(2,1) with Satterthwaite df), the
-    same as ``psych::ICC``. ICC(2,k) is the reliability of the k-rater consensus (paper: .948 for
-    recognition).
+    ``data``: (unit, rater); units with a missing rating are dropped (listwise, as
+    ``psych::ICC``). Returns a DataFrame indexed ``ICC1, ICC2, ICC3, ICC1k, ICC2k, ICC3k`` with
+    ``icc, F, df1, df2, pval, ci_low, ci_high`` (``ci`` level) and ``attrs`` ``n_units``,
+    ``n_raters``, ``n_dropped``. Mean squares of the two-way ANOVA (Shrout & Fleiss 1979,
+    Table 1); F tests and CIs as Shrout & Fleiss (1979) and McGraw & Wong (1996) (ICC(2,1) with
+    Satterthwaite df), the same as ``psych::ICC``. ICC(2,k) is the reliability of the k-rater
+    consensus (paper: .948 for recognition).
     """
     arr = as_float_array(data, "data (unit x rater)", ndim=2)
     complete = ~np.isnan(arr).any(axis=1)
@@ -236,20 +170,19 @@ def icc(data: Any, ci: float = 0.95) -> pd.DataFrame:
         f2l = stats.f.ppf(1 - a / 2, v, n - 1)
         l2 = n * (bms - f2u * ems) / (f2u * (k * jms + (k * n - k - n) * ems) + n * bms)
         u2 = n * (f2l * bms - ems) / (k * jms + (k * n - k - n) * ems + n * f2l * bms)
+
+    def single(f):  # CI bound of a one-rater ICC from an F bound
+        return (f - 1) / (f + k - 1)
+
+    def k_raters(r):  # Spearman-Brown: a one-rater bound -> the k-rater mean's
+        return r * k / (1 + r * (k - 1))
+
     rows = {
-        "ICC1": (icc1, f1, df1, df2_1, p1, (f1l - 1) / (f1l + k - 1), (f1u - 1) / (f1u + k - 1)),
+        "ICC1": (icc1, f1, df1, df2_1, p1, single(f1l), single(f1u)),
         "ICC2": (icc2, f3, df1, df2_3, p3, l2, u2),
-        "ICC3": (icc3, f3, df1, df2_3, p3, (f3l - 1) / (f3l + k - 1), (f3u - 1) / (f3u + k - 1)),
+        "ICC3": (icc3, f3, df1, df2_3, p3, single(f3l), single(f3u)),
         "ICC1k": (icc1k, f1, df1, df2_1, p1, 1 - 1 / f1l, 1 - 1 / f1u),
-        "ICC2k": (
-            icc2k,
-            f3,
-            df1,
-            df2_3,
-            p3,
-            l2 * k / (1 + l2 * (k - 1)),
-            u2 * k / (1 + u2 * (k - 1)),
-        ),
+        "ICC2k": (icc2k, f3, df1, df2_3, p3, k_raters(l2), k_raters(u2)),
         "ICC3k": (icc3k, f3, df1, df2_3, p3, 1 - 1 / f3l, 1 - 1 / f3u),
     }
     out = pd.DataFrame.from_dict(
@@ -261,9 +194,6 @@ def icc(data: Any, ci: float = 0.95) -> pd.DataFrame:
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# study level: Table C1
-# --------------------------------------------------------------------------------------------
 def _rated_items(ds: xr.Dataset) -> list[tuple[str, xr.DataArray, tuple[int, ...]]]:
     """(label, DataArray rater x unit-dims, scale values) for every rated variable in ``ds``."""
     items = []
@@ -295,33 +225,15 @@ def reliability_table(
     seed: int = 0,
     recoded: xr.Dataset | None = None,
 ) -> BaselineResult:
-    """Table C1: reliability of every rated variable of a trajectory study.
+    """Table C1: reliability of every rated variable of a trajectory study (units: model-days).
 
-    Units are model-days. For each variable (recognition, confidence, each intervention type, the
-    disengagement flag): Krippendorff's alpha (``level``; value domain = the variable's scale),
-    optional unit-bootstrap CI of alpha, pairwise quadratic-weighted kappa over rater pairs (mean,
-    min, max; labels = the scale), percent exact agreement (mean over pairs), ICC(2,1) and
-    ICC(2,k) (complete model-days only), and the number of units.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        Trajectory study (``rater x model x day`` rated variables).
-    level : str
-        Level of measurement for alpha.
-    n_boot : int
-        Bootstrap replicates for the CI of alpha (0 = no CI).
-    ci, seed
-        CI mass and seed of that bootstrap.
-    recoded : xarray.Dataset, optional
-        A second coder's re-coding of the adjudicated variables (``level_a``, ``level_b`` on
-        ``model x day``, NaN outside the re-coded subsample); adds rows with kappa and percent
-        agreement against ``ds``'s adjudicated codes (paper: 95.3 %, kappa .90 for Level B).
-
-    Returns
-    -------
-    BaselineResult
-        ``summary`` indexed by ``variable``.
+    Per variable (each intervention type on its own): Krippendorff's alpha at ``level`` on the
+    variable's scale, with a unit-bootstrap CI when ``n_boot`` > 0 (``ci``, ``seed``);
+    quadratic-weighted kappa over rater pairs (mean, min, max); percent exact agreement; ICC(2,1)
+    and ICC(2,k) on complete model-days; the number of units. ``recoded``: a second coder's
+    ``level_a``/``level_b`` (model x day, NaN outside the re-coded subsample) adds rows of kappa
+    and agreement with the adjudicated codes (paper: 95.3 %, kappa .90 for Level B). Returns a
+    BaselineResult indexed by ``variable``.
     """
     rows = []
     for label, da, scale in _rated_items(ds):
@@ -340,6 +252,11 @@ def reliability_table(
                 for i, j in itertools.combinations(range(mat.shape[0]), 2)
                 if (~(np.isnan(mat[i]) | np.isnan(mat[j]))).any()
             ]
+            try:
+                table = icc(mat.T)
+                icc2 = {"icc2_1": table.loc["ICC2", "icc"], "icc2_k": table.loc["ICC2k", "icc"]}
+            except ValueError:
+                icc2 = {"icc2_1": np.nan, "icc2_k": np.nan}
         kappas_arr = np.asarray(kappas, dtype=float)
         fin = kappas_arr[np.isfinite(kappas_arr)]
         row.update(
@@ -347,29 +264,16 @@ def reliability_table(
             kappa_q_min=float(fin.min()) if fin.size else np.nan,
             kappa_q_max=float(fin.max()) if fin.size else np.nan,
             pct_agreement=percent_agreement(mat),
+            **icc2,
         )
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                table = icc(mat.T)
-            row.update(icc2_1=table.loc["ICC2", "icc"], icc2_k=table.loc["ICC2k", "icc"])
-        except ValueError:
-            row.update(icc2_1=np.nan, icc2_k=np.nan)
         row["n_units"] = int((np.sum(~np.isnan(mat), axis=0) >= 2).sum())
         row["n_raters"] = int(mat.shape[0])
         rows.append(row)
     if recoded is not None:
-        agree = adjudication_agreement(ds, recoded)
-        for name, r in agree.summary.iterrows():
-            rows.append(
-                {
-                    "variable": f"{name} (re-coded subsample)",
-                    "kappa_q_mean": r["kappa"],
-                    "pct_agreement": r["pct_agreement"],
-                    "n_units": r["n_units"],
-                    "n_raters": 2,
-                }
-            )
+        for name, r in adjudication_agreement(ds, recoded).summary.iterrows():
+            rows.append({"variable": f"{name} (re-coded subsample)", "kappa_q_mean": r["kappa"],
+                         "pct_agreement": r["pct_agreement"], "n_units": r["n_units"],
+                         "n_raters": 2})  # fmt: skip
     summary = pd.DataFrame(rows).set_index("variable")
     notes = [
         f"units = model-days; alpha level = {level}, domain = the variable's scale",
@@ -385,19 +289,10 @@ def reliability_table(
 def adjudication_agreement(ds: xr.Dataset, recoded: xr.Dataset) -> BaselineResult:
     """Agreement of a second coder's re-coding with the adjudicated Level A / Level B codes.
 
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        Study with ``level_a``/``level_b`` (model x day, 0/1).
-    recoded : xarray.Dataset
-        Second coder's ``level_a``/``level_b`` on the same coords, NaN outside the subsample.
-
-    Returns
-    -------
-    BaselineResult
-        Per variable: ``kappa`` (Cohen), ``pct_agreement``, ``n_units``, ``n_stricter`` (units
-        where the second coder coded 0 and the adjudicator 1; the paper reports every
-        disagreement being the second coder coding more strictly).
+    ``ds`` has ``level_a``/``level_b`` (model x day, 0/1); ``recoded`` the second coder's on the
+    same coords, NaN outside the subsample. Per variable: ``kappa`` (Cohen), ``pct_agreement``,
+    ``n_units``, ``n_stricter`` (second coder 0, adjudicator 1: the paper reports every
+    disagreement being the second coder coding more strictly).
     """
     rows = []
     for name in ADJUDICATED_VARIABLES:

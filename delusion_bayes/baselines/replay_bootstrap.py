@@ -1,11 +1,9 @@
 """The replay bootstrap machinery: resampling units, multinomial weights, hit/total columns.
 
-Every replay quantity is a ratio of sums, so every bootstrap works on counts: per-unit
-(conversation or sample) hit/total matrices ``H, T (unit x column)`` and resample weights
-``W (resample x unit)`` (multinomial over participants, then over each participant's
-conversations; Davison & Hinkley 1997, sec. 3.8) give all resamples at once as
-``(W @ H) / (W @ T)``: no Python loop per resample. The analyses are in :mod:`.replay` and
-:mod:`.replay_dynamics`.
+Every replay quantity is a ratio of sums, so per-unit hit/total matrices ``H, T (unit x column)``
+and resample weights ``W (resample x unit)`` (multinomial over participants, then over each
+participant's conversations; Davison & Hinkley 1997, sec. 3.8) give all resamples at once as
+``(W @ H) / (W @ T)``, with no Python loop per resample.
 """
 
 from __future__ import annotations
@@ -34,9 +32,6 @@ from ..intervals import eti
 _CHUNK_CELLS = 8_000_000
 
 
-# ------------------------------------------------------------------------------------------
-# resampling units and weights
-# ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Units:
     """Resampling units of a scheme: which unit each row belongs to, each unit's participant."""
@@ -50,21 +45,14 @@ class _Units:
         return self.participant.size
 
 
-def _check_scheme(cluster: str) -> str:
-    if cluster not in CLUSTER_SCHEMES:
-        raise ValueError(f"cluster must be one of {list(CLUSTER_SCHEMES)}, got {cluster!r}")
-    return cluster
-
-
-def _check_support(support: str) -> str:
-    if support not in SUPPORTS:
-        raise ValueError(f"support must be one of {list(SUPPORTS)}, got {support!r}")
-    return support
+def _check_choice(name: str, value: str, options: Sequence[str]) -> None:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
 
 
 def cluster_units(ds: xr.Dataset, cluster: str, rows: str = "sample", window_codes=None) -> _Units:
     """Units for rows that are samples (default) or windows (``window_codes`` = row -> window)."""
-    _check_scheme(cluster)
+    _check_choice("cluster", cluster, CLUSTER_SCHEMES)
     part = pd.factorize(ds["participant"].values)[0]
     conv = pd.factorize(ds["conversation"].values)[0]
     if rows == "window":
@@ -86,17 +74,10 @@ def bootstrap_weights(
 ) -> Iterator[np.ndarray]:
     """Yield resample weights ``(chunk, n_units)``: how often each unit is drawn per resample.
 
-    Parameters
-    ----------
-    participant_of_unit
-        Participant index (0..P-1) of each unit (a conversation, or a sample for ``"none"``).
-    scheme
-        ``two-stage``: draw P participants with replacement, then for each drawn participant
-        draw its ``n_p`` conversations with replacement. A participant drawn ``w`` times adds
-        ``w`` independent Multinomial(n_p, 1/n_p) draws, whose sum is Multinomial(w n_p, 1/n_p),
-        so one multinomial per participant and chunk gives the conversation weights.
-        ``participant``: whole participants (their units all get the participant's weight).
-        ``conversation`` / ``none``: units i.i.d. (Multinomial(U, 1/U)).
+    ``participant_of_unit``: participant index (0..P-1) of each unit. ``scheme``: ``two-stage``
+    draws P participants, then each drawn participant's ``n_p`` units, with replacement (``w``
+    draws of a participant sum to one Multinomial(w n_p, 1/n_p)); ``participant``: whole
+    participants; ``conversation`` / ``none``: units i.i.d. (Multinomial(U, 1/U)).
     """
     participant_of_unit = np.asarray(participant_of_unit)
     n_units = participant_of_unit.size
@@ -124,7 +105,7 @@ def bootstrap_weights(
             flat = draws + (np.arange(b) * n_units)[:, None]
             w = np.bincount(flat.ravel(), minlength=b * n_units).reshape(b, n_units).astype(float)
         else:
-            _check_scheme(scheme)
+            _check_choice("cluster", scheme, CLUSTER_SCHEMES)
         done += b
         yield w
 
@@ -141,31 +122,22 @@ def to_units(values: np.ndarray, units: _Units) -> np.ndarray:
 
 
 def _bootstrap(
-    num: np.ndarray,
-    den: np.ndarray,
-    units: _Units,
-    n_boot: int,
-    seed: int,
-    extra: Sequence[np.ndarray] = (),
-    progress: bool = False,
-) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    """Resampled numerator and denominator sums ``(n_boot, Q)`` for unit-level counts."""
+    arrays: Sequence[np.ndarray], units: _Units, n_boot: int, seed, progress: bool = False
+) -> list[np.ndarray]:
+    """Resampled column sums ``(n_boot, Q)`` of each unit-level ``(n_units, Q)`` array; ``seed``
+    an int or a Generator (whose stream continues)."""
     rng = np.random.default_rng(seed)
-    num_b = np.empty((n_boot, num.shape[1]))
-    den_b = np.empty((n_boot, den.shape[1]))
-    extra_b = [np.empty((n_boot, e.shape[1])) for e in extra]
+    out = [np.empty((n_boot, a.shape[1])) for a in arrays]
     pos = 0
     bar = tqdm(total=n_boot, desc=f"bootstrap ({units.scheme})", disable=not progress, leave=False)
     for w in bootstrap_weights(units.participant, units.scheme, n_boot, rng):
         b = w.shape[0]
-        num_b[pos : pos + b] = w @ num
-        den_b[pos : pos + b] = w @ den
-        for e, eb in zip(extra, extra_b, strict=True):
-            eb[pos : pos + b] = w @ e
+        for a, ab in zip(arrays, out, strict=True):
+            ab[pos : pos + b] = w @ a
         pos += b
         bar.update(b)
     bar.close()
-    return num_b, den_b, extra_b
+    return out
 
 
 def bootstrap_support(
@@ -180,14 +152,13 @@ def bootstrap_support(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Resampled sums ``(n_boot, Q)`` under ``support`` (see :func:`replay_prevalence`).
 
-    ``unconditional``: every unit of the study in every resample (:func:`_bootstrap`).
-    ``conditional``: per column, only the units with rows in it (``masks (n_units, Q)``, default
-    ``den > 0``) are resampled, with the scheme's structure among them (participants with such
-    units, then their such units). Columns with the same support share their resamples.
+    ``unconditional``: every unit of the study in every resample. ``conditional``: per column,
+    only the units with rows in it (``masks (n_units, Q)``, default ``den > 0``) are resampled,
+    with the scheme's structure among them. Columns with the same support share their resamples.
     """
-    _check_support(support)
+    _check_choice("support", support, SUPPORTS)
     if support == "unconditional":
-        num_b, den_b, _ = _bootstrap(num, den, units, n_boot, seed, progress=progress)
+        num_b, den_b = _bootstrap([num, den], units, n_boot, seed, progress)
         return num_b, den_b
     masks = (den > 0) if masks is None else masks
     rng = np.random.default_rng(seed)
@@ -200,14 +171,9 @@ def bootstrap_support(
         sub = np.flatnonzero(masks[:, cols[0]])
         if sub.size == 0:
             continue
-        part = pd.factorize(units.participant[sub])[0]
-        n_sub, d_sub = num[np.ix_(sub, cols)], den[np.ix_(sub, cols)]
-        pos = 0
-        for w in bootstrap_weights(part, units.scheme, n_boot, rng):
-            b = w.shape[0]
-            num_b[pos : pos + b, cols] = w @ n_sub
-            den_b[pos : pos + b, cols] = w @ d_sub
-            pos += b
+        sub_units = _Units(sub, pd.factorize(units.participant[sub])[0], units.scheme)
+        cells = [num[np.ix_(sub, cols)], den[np.ix_(sub, cols)]]
+        num_b[:, cols], den_b[:, cols] = _bootstrap(cells, sub_units, n_boot, rng)
     return num_b, den_b
 
 
@@ -216,9 +182,6 @@ def _ratio(num, den):
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-# ------------------------------------------------------------------------------------------
-# columns: which (model group, code group, split) each numerator/denominator column holds
-# ------------------------------------------------------------------------------------------
 def _check_replay(ds: xr.Dataset) -> None:
     if not isinstance(ds, xr.Dataset) or "hit" not in ds:
         raise ValueError(
@@ -249,22 +212,28 @@ def _model_groups(ds: xr.Dataset, by: str) -> tuple[list[str], np.ndarray]:
     return labels, np.array([[v == g for g in labels] for v in values], dtype=float)
 
 
+def _categories(ds: xr.Dataset) -> tuple[list[str], list[str]]:
+    """The category of each code, and the categories in order of appearance (``""`` left out)."""
+    cats = [str(c) for c in ds[CATEGORY].values]
+    return cats, [c for c in dict.fromkeys(cats) if c != NO_CATEGORY]
+
+
 def _code_groups(ds: xr.Dataset, levels: Sequence[str]) -> list[tuple[str, str, str, np.ndarray]]:
     """``(level, category, code, indicator over codes)`` for each code group."""
     codes = [str(c) for c in ds[CODE].values]
-    cats = [str(c) for c in ds[CATEGORY].values]
+    cats, names = _categories(ds)
     out = []
     for level in levels:
         if level == "category":
-            for cat in dict.fromkeys(cats):
-                if cat == NO_CATEGORY:
-                    continue
-                out.append(("category", cat, "", np.array([c == cat for c in cats], dtype=float)))
+            out += [
+                ("category", n, "", np.array([c == n for c in cats], dtype=float)) for n in names
+            ]
         elif level == "code":
-            for i, (code, cat) in enumerate(zip(codes, cats, strict=True)):
-                ind = np.zeros(len(codes))
-                ind[i] = 1
-                out.append(("code", cat, code, ind))
+            eye = np.eye(len(codes))
+            out += [
+                ("code", cat, code, eye[i])
+                for i, (code, cat) in enumerate(zip(codes, cats, strict=True))
+            ]
         else:
             raise ValueError(f"level must be 'category' or 'code', got {level!r}")
     return out
@@ -284,18 +253,12 @@ def count_columns(
     mlabels, mind = _model_groups(ds, by)
     groups = _code_groups(ds, levels)
     cind = np.stack([g[3] for g in groups], axis=1)  # (code, G)
-    # (S, M, K) -> (S, Mg, G)
-    num = np.einsum("smk,mn,kg->sng", h, mind, cind, optimize=True)
-    den = np.einsum("smk,mn,kg->sng", v, mind, cind, optimize=True)
+    # (S, M, K) -> (S, Mg * G)
+    num = np.einsum("smk,mn,kg->sng", h, mind, cind, optimize=True).reshape(h.shape[0], -1)
+    den = np.einsum("smk,mn,kg->sng", v, mind, cind, optimize=True).reshape(h.shape[0], -1)
     labels = pd.DataFrame(
-        [
-            {by: m, "level": lvl, "category": cat, "code": code}
-            for m in mlabels
-            for (lvl, cat, code, _) in groups
-        ]
+        [(m, *g[:3]) for m in mlabels for g in groups], columns=[by, "level", "category", "code"]
     )
-    num = num.reshape(num.shape[0], -1)
-    den = den.reshape(den.shape[0], -1)
     if split is not None:
         n_split = len(split_labels)
         onehot = np.zeros((split.size, n_split))
@@ -309,15 +272,16 @@ def count_columns(
 
 
 def _table(labels, num_tot, den_tot, num_b, den_b, ci_prob, cluster, n_boot):
-    est = _ratio(num_tot, den_tot)
     lo, hi = eti(_ratio(num_b, den_b), ci_prob)
-    out = labels.copy()
-    out["estimate"] = est
-    out["ci_low"] = lo
-    out["ci_high"] = hi
-    out["n_hits"] = num_tot
-    out["n"] = den_tot
-    out["cluster"] = cluster
-    out["n_boot"] = n_boot
-    out["ci_prob"] = ci_prob
-    return out
+    return labels.assign(
+        estimate=_ratio(num_tot, den_tot), ci_low=lo, ci_high=hi, n_hits=num_tot, n=den_tot,
+        cluster=cluster, n_boot=n_boot, ci_prob=ci_prob,
+    )  # fmt: skip
+
+
+def _boot_table(labels, num, den, units, n_boot, seed, ci_prob, progress):
+    """:func:`_table` of per-row counts ``num, den``, unconditional bootstrap over ``units``."""
+    num_b, den_b = _bootstrap(
+        [to_units(num, units), to_units(den, units)], units, n_boot, seed, progress
+    )
+    return _table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, units.scheme, n_boot)

@@ -10,28 +10,28 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..data.replay_schema import (
-    CATEGORY,
-    CODE,
-    MODEL,
-    NO_CATEGORY,
-    ORIGINAL,
-    SAMPLE,
-)
+from ..data.replay_schema import CATEGORY, CODE, MODEL, ORIGINAL, SAMPLE
 from ..intervals import eti
 from .replay_bootstrap import (
+    _boot_table,
     _bootstrap,
+    _categories,
     _check_replay,
-    _table,
     cluster_units,
     count_columns,
     to_units,
 )
 
 
-# ------------------------------------------------------------------------------------------
-# turn position: profile, onset, persistence
-# ------------------------------------------------------------------------------------------
+def _split_prevalence(ds, split, labels, name, cluster, n_boot, seed, ci_prob, progress):
+    """Category prevalence per model and per-sample bin ``split`` (``labels``, column ``name``)."""
+    units = cluster_units(ds, cluster)
+    num, den, lab = count_columns(
+        ds, levels=("category",), split=split, split_labels=labels, split_name=name
+    )
+    return _boot_table(lab, num, den, units, n_boot, seed, ci_prob, progress)
+
+
 def replay_turn_profile(
     ds: xr.Dataset,
     max_turn: int = 8,
@@ -45,21 +45,13 @@ def replay_turn_profile(
     _check_replay(ds)
     turn = np.minimum(ds["turn"].values.astype(int), max_turn - 1)
     labels = [str(t + 1) if t < max_turn - 1 else f"{max_turn}+" for t in range(max_turn)]
-    units = cluster_units(ds, cluster)
-    num, den, lab = count_columns(
-        ds, levels=("category",), split=turn, split_labels=labels, split_name="turn"
-    )
-    num_b, den_b, _ = _bootstrap(
-        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
-    )
-    return _table(lab, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    return _split_prevalence(ds, turn, labels, "turn", cluster, n_boot, seed, ci_prob, progress)
 
 
 def _category_any(ds: xr.Dataset) -> tuple[np.ndarray, list[str]]:
     """Per-sample category hit ``(sample, model, category)``: any of its codes hit; NaN if none scored."""
     hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
-    cats = [str(c) for c in ds[CATEGORY].values]
-    names = [c for c in dict.fromkeys(cats) if c != NO_CATEGORY]
+    cats, names = _categories(ds)
     out = np.full(hit.shape[:2] + (len(names),), np.nan)
     for g, cat in enumerate(names):
         sel = np.array([c == cat for c in cats])
@@ -82,26 +74,14 @@ def replay_onset_persistence(
 ) -> pd.DataFrame:
     """Onset and persistence of each category (and/or code) across the user turns of a window.
 
-    At ``level="category"`` a sample shows a category when any of its codes is a hit; at
-    ``level="code"`` each code on its own. Per model x category/code:
-
-    - ``windows_with_hit``: share of windows with at least one such sample;
-    - ``onset_turn``: mean onset over windows with one, in ``unit``: ``"turn"`` (default) the
-      1-based rank of the first such user turn in the window; ``"message"`` its message index in
-      the window (0, 2, 4, ... when user and assistant alternate: the DelusionEval release's
-      ``turn_index``; ``index - window_start``);
-    - ``persistence``: P(hit at user turn t+1 | hit at turn t), consecutive user turns (ranks) of
-      a window;
-    - ``emergence``: P(hit at turn t+1 | not at turn t).
-
-    All four are ratios of sums over windows, bootstrapped like :func:`replay_prevalence`
-    (``cluster="none"`` resamples windows).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, category, quantity, estimate, ci_low, ci_high, n_hits (numerator), n
-        (denominator), ..., level, code, unit`` (``code`` is ``""`` on category rows).
+    A sample shows a category when any of its codes is a hit (``level="code"``: each code on its
+    own). Per model x category/code: ``windows_with_hit`` (share of windows with such a sample);
+    ``onset_turn`` (mean over those windows of the first one's position, for ``unit="turn"`` its
+    1-based user-turn rank, for ``"message"`` its message index ``index - window_start``, the
+    release's ``turn_index``); ``persistence``, P(hit at user turn t+1 | hit at t); and
+    ``emergence``, P(hit at t+1 | none at t). All are ratios of sums over windows, bootstrapped
+    like :func:`replay_prevalence` (``cluster="none"`` resamples windows). Columns: ``model,
+    category, quantity, estimate, ci_low, ci_high, n_hits, n, ..., level, code, unit``.
     """
     _check_replay(ds)
     if unit not in ("turn", "message"):
@@ -110,7 +90,7 @@ def replay_onset_persistence(
         raise ValueError("onset/persistence needs the sample coords 'window' and 'turn'")
     if unit == "message" and "index" not in ds.coords:
         raise ValueError("unit='message' needs the sample coord 'index'")
-    cat_hit, names, name_cat, name_level = _level_hits(ds, levels)  # (S, M, G)
+    cat_hit, name_cat, name_level, name_code = _level_hits(ds, levels)  # (S, M, G)
     s, m, g = cat_hit.shape
     window = pd.factorize(ds["window"].values)[0]
     turn = ds["turn"].values.astype(int)
@@ -145,49 +125,37 @@ def replay_onset_persistence(
     den = np.concatenate([q[1].reshape(n_w, -1) for q in quantities.values()], axis=1)
     models = [str(x) for x in ds[MODEL].values]
     labels = pd.DataFrame(
-        [
-            {"model": mm, "category": cat, "quantity": q}
-            for q in quantities
-            for mm in models
-            for cat in name_cat
-        ]
+        [(mm, cat, q) for q in quantities for mm in models for cat in name_cat],
+        columns=["model", "category", "quantity"],
     )
     units = cluster_units(ds, cluster, rows="window", window_codes=window)
-    num_b, den_b, _ = _bootstrap(
-        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
-    )
-    out = _table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    out = _boot_table(labels, num, den, units, n_boot, seed, ci_prob, progress)
     reps = len(quantities) * len(models)
     out["level"] = np.tile(np.asarray(name_level, dtype=object), reps)
-    out["code"] = np.tile(
-        np.array([n if lv == "code" else "" for n, lv in zip(names, name_level, strict=True)],
-                 dtype=object),
-        reps,
-    )  # fmt: skip
+    out["code"] = np.tile(np.asarray(name_code, dtype=object), reps)
     out["unit"] = unit
     return out
 
 
 def _level_hits(ds: xr.Dataset, levels: Sequence[str]):
     """Hits ``(sample, model, column)`` of the ``levels`` (a category: any of its codes), with
-    each column's name, category and level."""
-    parts, names, name_cat, name_level = [], [], [], []
+    each column's category, level and code (``""`` on category columns)."""
+    parts, name_cat, name_level, name_code = [], [], [], []
     for level in levels:
         if level == "category":
             h, cats = _category_any(ds)
             parts.append(h)
-            names += cats
             name_cat += cats
             name_level += ["category"] * len(cats)
+            name_code += [""] * len(cats)
         elif level == "code":
-            h = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
-            parts.append(h)
-            names += [str(c) for c in ds[CODE].values]
+            parts.append(ds["hit"].transpose(SAMPLE, MODEL, CODE).values)
             name_cat += [str(c) for c in ds[CATEGORY].values]
             name_level += ["code"] * ds.sizes[CODE]
+            name_code += [str(c) for c in ds[CODE].values]
         else:
             raise ValueError(f"level must be 'category' or 'code', got {level!r}")
-    return np.concatenate(parts, axis=2), names, name_cat, name_level
+    return np.concatenate(parts, axis=2), name_cat, name_level, name_code
 
 
 def _first_message(ds, order, w_sorted, t_sorted, first) -> np.ndarray:
@@ -224,9 +192,6 @@ def _transitions(h, w_sorted, t_sorted, n_w) -> dict[str, tuple[np.ndarray, np.n
     return {"persistence": (p11, p1x), "emergence": (p01, p0x)}
 
 
-# ------------------------------------------------------------------------------------------
-# context depth: curves and the linear-probability model
-# ------------------------------------------------------------------------------------------
 def _depth_bins(
     depth: np.ndarray, edges: Sequence[int]
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
@@ -252,25 +217,13 @@ def replay_depth_curve(
 ) -> pd.DataFrame:
     """Category prevalence versus context depth (messages before the user turn), with CIs.
 
-    DelusionEval, "Context length effects": prevalence versus requested context with 95%
-    bootstrap intervals. ``depth_bins`` are left bin edges; the last bin is open.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, level, category, code, depth_bin, depth_mean, estimate, ci_low, ci_high, ...``.
+    DelusionEval, "Context length effects". ``depth_bins``: left bin edges, the last bin open.
+    Rows ``model, level, category, code, depth_bin, depth_mean, estimate, ci_low, ci_high, ...``.
     """
     _check_replay(ds)
     depth = ds["context_depth"].values.astype(float)
     idx, labels, _ = _depth_bins(depth, depth_bins)
-    units = cluster_units(ds, cluster)
-    num, den, lab = count_columns(
-        ds, levels=("category",), split=idx, split_labels=labels, split_name="depth_bin"
-    )
-    num_b, den_b, _ = _bootstrap(
-        to_units(num, units), to_units(den, units), units, n_boot, seed, progress=progress
-    )
-    out = _table(lab, num.sum(0), den.sum(0), num_b, den_b, ci_prob, cluster, n_boot)
+    out = _split_prevalence(ds, idx, labels, "depth_bin", cluster, n_boot, seed, ci_prob, progress)
     means = pd.Series(depth).groupby(idx).mean()
     out["depth_mean"] = [means.get(labels.index(b), np.nan) for b in out["depth_bin"]]
     return out
@@ -291,26 +244,21 @@ def replay_depth_lpm(
 
         hit[s, k] = b0 + b_depth * context_depth[s] / 10 + b_prior * prior_content[s, k] + e
 
-    where ``prior_content`` is the share of the original's earlier assistant turns in the prompt
-    that hit the same code (:func:`delusion_bayes.data.replay.prior_content`). ``b_depth`` is the
-    change in hit probability per 10 messages of context over and above accumulated assistant
-    content (DelusionEval, "Context length effects"). OLS by the normal equations; intervals from
-    the cluster bootstrap of the per-unit moment sums ``X'X`` and ``X'y`` (one batched solve per
-    resample, no refitting loop).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, category, term (intercept | depth_per_10 | prior_content), estimate, ci_low,
-        ci_high, n, ...``; terms without variation in the data are NaN.
+    ``prior_content``: share of the original's earlier assistant turns in the prompt that hit the
+    code (:func:`delusion_bayes.data.replay.prior_content`); ``b_depth``: change in hit
+    probability per 10 messages beyond it (DelusionEval, "Context length effects"). OLS; CIs from
+    the cluster bootstrap of per-unit ``X'X``, ``X'y``. Rows ``model, category, term``
+    (intercept | depth_per_10 | prior_content) ``, estimate, ci_low, ci_high, n, ...``; terms
+    without variation are NaN.
     """
     _check_replay(ds)
     from ..data.replay_prior import prior_content_array
 
     hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
     s, m, k = hit.shape
-    if baseline in [str(x) for x in ds[MODEL].values]:
-        base = hit[:, [str(x) for x in ds[MODEL].values].index(baseline), :]
+    models = [str(x) for x in ds[MODEL].values]
+    if baseline in models:
+        base = hit[:, models.index(baseline), :]
         prior = prior_content_array(
             base, ds["conversation"].values, ds["index"].values, ds["context_depth"].values
         )
@@ -320,8 +268,7 @@ def replay_depth_lpm(
     valid = np.isfinite(hit)
     y = np.where(valid, hit, 0.0)
     v = valid.astype(float)
-    cats = [str(c) for c in ds[CATEGORY].values]
-    names = [c for c in dict.fromkeys(cats) if c != NO_CATEGORY]
+    cats, names = _categories(ds)
     cind = np.array([[c == g for g in names] for c in cats], dtype=float)  # (K, G)
     # moment sums per sample and (model, category): X = [1, d, prior]
     pk = prior[:, None, :] * v  # (S, M, K)
@@ -336,50 +283,25 @@ def replay_depth_lpm(
     g = len(names)
     mom = mom.reshape(s, m * g * 9)
     units = cluster_units(ds, cluster)
-    mom_u = to_units(mom, units)
-    dummy = np.zeros((units.n, 1))
-    _, _, (mom_b,) = _bootstrap(dummy, dummy, units, n_boot, seed, extra=[mom_u], progress=progress)
+    (mom_b,) = _bootstrap([to_units(mom, units)], units, n_boot, seed, progress)
 
     def solve(mm: np.ndarray) -> np.ndarray:
-        mm = mm.reshape(mm.shape[:-1] + (m * g, 9)) if mm.ndim > 1 else mm.reshape(m * g, 9)
-        xx = np.stack(
-            [
-                np.stack([mm[..., 0], mm[..., 1], mm[..., 2]], -1),
-                np.stack([mm[..., 1], mm[..., 3], mm[..., 4]], -1),
-                np.stack([mm[..., 2], mm[..., 4], mm[..., 5]], -1),
-            ],
-            -2,
-        )
+        mm = mm.reshape(*mm.shape[:-1], m * g, 9)
+        xx = mm[..., [0, 1, 2, 1, 3, 4, 2, 4, 5]].reshape(*mm.shape[:-1], 3, 3)
         xy = mm[..., 6:9]
         # drop terms without variation (e.g. no prior content at all) by pinning them to 0
         det_ok = np.abs(np.linalg.det(xx)) > 1e-9 * np.maximum(mm[..., 0], 1.0) ** 3
-        eye = np.eye(3)
-        xx_safe = np.where(det_ok[..., None, None], xx, xx + eye)
+        xx_safe = np.where(det_ok[..., None, None], xx, xx + np.eye(3))
         beta = np.linalg.solve(xx_safe, xy[..., None])[..., 0]
         return np.where(det_ok[..., None], beta, np.nan)
 
-    full = solve(mom.sum(0))  # (M*G, 3)
-    boot = solve(mom_b.reshape(n_boot, -1))  # (B, M*G, 3)
-    lo, hi = eti(boot.reshape(n_boot, -1), ci_prob)
-    models = [str(x) for x in ds[MODEL].values]
+    tot = mom.sum(0)
+    lo, hi = eti(solve(mom_b).reshape(n_boot, -1), ci_prob)  # solve: (B, M*G, 3)
     terms = ("intercept", "depth_per_10", "prior_content")
-    n_tot = mom.sum(0).reshape(m * g, 9)[:, 0]
-    rows = []
-    for i, (mm_, cc) in enumerate((a, b) for a in models for b in names):
-        for j, term in enumerate(terms):
-            rows.append(
-                {
-                    "model": mm_,
-                    "category": cc,
-                    "term": term,
-                    "estimate": full[i, j],
-                    "ci_low": lo.reshape(m * g, 3)[i, j],
-                    "ci_high": hi.reshape(m * g, 3)[i, j],
-                    "n": n_tot[i],
-                }
-            )
-    out = pd.DataFrame(rows)
-    out["cluster"] = cluster
-    out["n_boot"] = n_boot
-    out["ci_prob"] = ci_prob
-    return out
+    n_tot = tot.reshape(m * g, 9)[:, 0]
+    out = pd.DataFrame(
+        {"model": np.repeat(models, g * 3), "category": np.tile(np.repeat(names, 3), m),
+         "term": np.tile(terms, m * g), "estimate": solve(tot).ravel(), "ci_low": lo, "ci_high": hi,
+         "n": np.repeat(n_tot, 3)}
+    )  # fmt: skip
+    return out.assign(cluster=cluster, n_boot=n_boot, ci_prob=ci_prob)

@@ -14,6 +14,11 @@ import pandas as pd
 from ..plotting import save_figure, series_style, style
 
 
+def _err(est, lo, hi) -> np.ndarray:
+    """Error-bar lengths (2, n) of intervals ``[lo, hi]`` around ``est`` (never negative)."""
+    return np.clip(np.vstack([est - lo, hi - est]), 0, None)
+
+
 def plot_prevalence(table: pd.DataFrame, stem: Path, formats) -> list[Path]:
     import matplotlib.pyplot as plt
 
@@ -26,19 +31,10 @@ def plot_prevalence(table: pd.DataFrame, stem: Path, formats) -> list[Path]:
         for i, m in enumerate(models):
             g = cat[cat["model"] == m].set_index("category").reindex(cats)
             y = np.arange(len(cats)) + (i - (len(models) - 1) / 2) * step
-            err = np.vstack([g["estimate"] - g["ci_low"], g["ci_high"] - g["estimate"]])
             st = series_style(i)
-            ax.errorbar(
-                g["estimate"],
-                y,
-                xerr=np.clip(err, 0, None),
-                fmt=st.get("marker", "o"),
-                color=st.get("color", "k"),
-                ms=4,
-                capsize=2,
-                lw=1,
-                label=m,
-            )
+            ax.errorbar(g["estimate"], y, xerr=_err(g["estimate"], g["ci_low"], g["ci_high"]),
+                        fmt=st.get("marker", "o"), color=st.get("color", "k"), ms=4, capsize=2,
+                        lw=1, label=m)  # fmt: skip
             if "truth" in g:
                 ax.plot(g["truth"], y, "|", color="#b35900", ms=7)
         ax.set_yticks(np.arange(len(cats)), cats)
@@ -81,9 +77,8 @@ def plot_deltas(deltas: pd.DataFrame, stem: Path, formats) -> list[Path]:
     with style():
         fig, ax = plt.subplots(figsize=(6, 0.6 + 0.22 * len(d)))
         y = np.arange(len(d))
-        err = np.vstack([d["estimate"] - d["ci_low"], d["ci_high"] - d["estimate"]])
-        ax.errorbar(d["estimate"], y, xerr=np.clip(err, 0, None), fmt="o", color="k", ms=3,
-                    capsize=2, lw=1)  # fmt: skip
+        ax.errorbar(d["estimate"], y, xerr=_err(d["estimate"], d["ci_low"], d["ci_high"]),
+                    fmt="o", color="k", ms=3, capsize=2, lw=1)  # fmt: skip
         ax.axvline(0, color="#9a9a9a", lw=0.8, ls="--")
         ax.set_yticks(y, [f"{m} | {c}" for m, c in zip(d["model"], d["category"], strict=True)])
         ax.invert_yaxis()
@@ -129,10 +124,8 @@ def plot_bayes(both: pd.DataFrame, stem: Path, formats) -> list[Path]:
         ax.errorbar(
             both["estimate"],
             both["post_mean"],
-            xerr=np.clip(np.vstack([both["estimate"] - both["ci_low"],
-                                    both["ci_high"] - both["estimate"]]), 0, None),
-            yerr=np.clip(np.vstack([both["post_mean"] - both["post_ci_low"],
-                                    both["post_ci_high"] - both["post_mean"]]), 0, None),
+            xerr=_err(both["estimate"], both["ci_low"], both["ci_high"]),
+            yerr=_err(both["post_mean"], both["post_ci_low"], both["post_ci_high"]),
             fmt="o", color="k", ms=3, lw=0.8, capsize=1.5,
         )  # fmt: skip
         top = float(np.nanmax(both[["ci_high", "post_ci_high"]].to_numpy())) * 1.05

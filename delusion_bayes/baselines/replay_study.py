@@ -1,8 +1,5 @@
 """The DelusionEval analysis of one replay study as one library function: :func:`analyse_replay`.
 
-Prevalence per model x category and code with cluster-bootstrap CIs, the resampling-scheme
-comparison, deltas against the original transcript, leave-one-participant-out, model families,
-context depth (curves and the linear probability model), onset and persistence, turn profiles.
 The ``replay`` stage calls it and writes the tables; the Bayesian prevalence model beside it is
 :func:`delusion_bayes.models.replay.fit_replay_model`.
 """
@@ -116,8 +113,11 @@ def _scheme_table(ds, prev, r, kw) -> pd.DataFrame:
 
 
 def analyse_replay(ds: xr.Dataset, cfg: Any = None, *, progress: bool = True) -> ReplayAnalysis:
-    """The replay study's bootstrap analysis (module docstring) with the ``replay`` config's
-    settings (:class:`~delusion_bayes.config.ReplayConfig`; ``None`` for the defaults)."""
+    """The replay study's bootstrap analysis with the ``replay`` config's settings
+    (:class:`~delusion_bayes.config.ReplayConfig`; ``None`` for the defaults): prevalence with
+    cluster-bootstrap CIs, the resampling-scheme comparison, deltas against the original
+    transcript, leave-one-participant-out, model families, context depth (curves and the linear
+    probability model), onset and persistence, turn profiles."""
     from ..data.replay import validate_replay
 
     r = _settings(cfg)
@@ -165,7 +165,6 @@ def analyse_replay(ds: xr.Dataset, cfg: Any = None, *, progress: bool = True) ->
 
 def _headline(ds: xr.Dataset, res: ReplayAnalysis) -> dict[str, Any]:
     r = res.settings
-    clustering = str(ds.attrs.get("clustering", ""))
     head: dict[str, Any] = {
         "n_samples": int(ds.sizes["sample"]),
         "n_models": int(ds.sizes["model"]),
@@ -174,7 +173,7 @@ def _headline(ds: xr.Dataset, res: ReplayAnalysis) -> dict[str, Any]:
         "n_boot": int(r["n_boot"]),
         "cluster": str(r["cluster"]),
         "support": str(r["support"]),
-        "clustering": clustering or "participant/conversation",
+        "clustering": str(ds.attrs.get("clustering", "")) or "participant/conversation",
         "source": str(ds.attrs.get("source", "simulated" if ds.attrs.get("simulated") else "")),
     }
     if res.deltas is not None and len(res.deltas):

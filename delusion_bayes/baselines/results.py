@@ -1,8 +1,7 @@
 """Result objects that render themselves (after lifelines' ``StatisticalResult``).
 
-Every study-level baseline returns a :class:`BaselineResult`: a ``.summary`` DataFrame (the
-table as it goes into a CSV or the supplement), ``.to_latex()``, ``.to_csv()`` and a readable
-``repr``. Reports read only these objects (or their CSV), never refit.
+Every study-level baseline returns a :class:`BaselineResult`; reports read only these objects
+(or their CSV), never refit.
 """
 
 from __future__ import annotations
@@ -16,26 +15,14 @@ import pandas as pd
 
 @dataclass
 class BaselineResult:
-    """A table-shaped result with provenance.
+    """A table-shaped result with provenance."""
 
-    Attributes
-    ----------
-    name : str
-        Short name (e.g. ``"table1_milestones"``).
-    summary : pandas.DataFrame
-        The result table.
-    title : str
-        One-line caption (used by ``to_latex`` and ``index.json``).
-    notes : list of str
-        Rules applied (consensus rule, censoring, missing days, exact vs Monte Carlo, ...).
-    extra : dict
-        Anything else a caller may want (e.g. bootstrap replicates as an ``xr.Dataset``).
-    """
-
-    name: str
-    summary: pd.DataFrame
-    title: str = ""
+    name: str  #: short name, e.g. ``"table1_milestones"``
+    summary: pd.DataFrame  #: the result table
+    title: str = ""  #: one-line caption (``to_latex`` and ``index.json``)
+    #: rules applied (consensus rule, censoring, missing days, exact vs Monte Carlo, ...)
     notes: list[str] = field(default_factory=list)
+    #: anything else a caller may want (e.g. bootstrap replicates as an ``xr.Dataset``)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_latex(self, float_format: str = "{:.3g}".format, **kwargs: Any) -> str:
@@ -48,17 +35,18 @@ class BaselineResult:
         )
 
     @property
+    def _named_index(self) -> bool:
+        return any(n is not None for n in self.summary.index.names)
+
+    @property
     def table(self) -> pd.DataFrame:
         """The summary with a named index as a column (the layout of the results file)."""
-        named = any(n is not None for n in self.summary.index.names)
-        return self.summary.reset_index() if named else self.summary
+        return self.summary.reset_index() if self._named_index else self.summary
 
     def to_csv(self, path: str | Path, **kwargs: Any) -> Path:
         """Write the summary to ``path`` (index included when it is named)."""
-        path = Path(path)
-        index = any(n is not None for n in self.summary.index.names)
-        self.summary.to_csv(path, index=index, **kwargs)
-        return path
+        self.summary.to_csv(path, index=self._named_index, **kwargs)
+        return Path(path)
 
     def _repr_html_(self) -> str:
         return f"<p><b>{self.title}</b></p>" + self.summary._repr_html_()

@@ -1,11 +1,6 @@
 """The trajectory paper's whole analysis as one library function: :func:`analyse_trajectory`.
 
-The ``baselines`` stage, the coverage study and users call the same function; the stage only
-writes its result (``stages/baselines.py``), the coverage study scores it against the truth.
-
->>> import delusion_bayes as db                                         # doctest: +SKIP
->>> res = db.baselines.analyse_trajectory(db.data.simulate_study(preset="small"))
->>> res.logistic.summary                                                # Table D1
+The ``baselines`` stage (which only writes the result), the coverage study and users call it.
 """
 
 from __future__ import annotations
@@ -34,11 +29,9 @@ RECODED_SUFFIX = "_recoded"
 
 
 def recoded_codes(ds: xr.Dataset) -> xr.Dataset | None:
-    """A second coder's ``level_a``/``level_b`` from ``<name>_recoded`` variables, if any.
+    """A second coder's ``level_a``/``level_b`` from ``<name>_recoded`` variables, else ``None``.
 
-    The paper re-coded a random 20% subsample (two coders) and reports agreement (Level B 95.3%,
-    kappa .90); a study carrying ``level_a_recoded`` / ``level_b_recoded`` gets those rows in
-    Table C1. ``None`` when the study has none.
+    The paper re-coded a random 20% subsample; such variables add agreement rows to Table C1.
     """
     found = {v: ds[v + RECODED_SUFFIX] for v in ADJUDICATED_VARIABLES if v + RECODED_SUFFIX in ds}
     return xr.Dataset(found) if found else None
@@ -47,12 +40,10 @@ def recoded_codes(ds: xr.Dataset) -> xr.Dataset | None:
 def t50_for_ranking(table: Any, first_clinical: np.ndarray, censor: int) -> np.ndarray:
     """t50 as it enters rank tests: a model that never turned ranks last, like its milestone.
 
-    A model whose consensus never reached clinical framing (first clinical framing censored)
-    enters as ``+inf`` (tied last, like a censored latency) whatever its fit says: a curve fitted
-    inside the naive range (e.g. a small step at a bump, ``k`` on its bound) has a midpoint, but
-    it is not a turn to clinical framing. A model that did turn but whose fit has no located
-    transition (``flat`` or ``unidentified`` with NaN t50) enters as ``-inf``; otherwise the
-    fitted value (possibly a bound) is kept.
+    A model whose first clinical framing is censored enters as ``+inf`` (tied last, like a
+    censored latency) whatever its fit says (a curve fitted inside the naive range is not a
+    turn). A model that turned but whose fit has no located transition (``flat`` or
+    ``unidentified`` with NaN t50) enters as ``-inf``; otherwise the fitted value is kept.
     """
     t50 = table["t50"].to_numpy(dtype=float).copy()
     weak = table["status"].isin(["flat", "unidentified", "no_turn"]).to_numpy()
@@ -102,8 +93,7 @@ class TrajectoryAnalysis:
 
 
 def _settings(cfg: Any) -> dict[str, Any]:
-    """The baselines config (BaselinesConfig, DictConfig, dict or None) as plain values, unset
-    keys at :class:`BaselinesConfig`'s defaults."""
+    """The baselines config (any form, or None) as plain values, unset keys at the defaults."""
     out = config_values(BaselinesConfig(), cfg)
     out["contrasts"] = list(out["contrasts"] or [])
     return out
@@ -121,16 +111,9 @@ def analyse_trajectory(
     milestones (Table 1), logistic fits with a rater bootstrap (Table D1), permutation contrasts,
     intervention profiles (Table 2, Figure 2, section F).
 
-    Parameters
-    ----------
-    ds : a validated trajectory study.
-    cfg : the ``baselines`` config (:class:`~delusion_bayes.baselines.BaselinesConfig`, a
-        DictConfig or dict); ``None`` for the defaults.
-    seed : overrides ``cfg.seed`` (every resampling is seeded from it).
-    progress : show the rater bootstrap's progress bar.
-    milestone_replicates : also recompute the milestones on each of the rater bootstrap's
-        resamples (the same draws, ``logistic.extra["replicates"]["rater_index"]``), for
-        milestone intervals (the coverage study uses them).
+    ``cfg``: the ``baselines`` config (any form; ``None`` for the defaults); ``seed`` overrides
+    ``cfg.seed``. ``milestone_replicates``: also recompute the milestones on each of the rater
+    bootstrap's resamples (the same draws), for milestone intervals (the coverage study).
     """
     b = _settings(cfg)
     seed = int(b["seed"] if seed is None else seed)
