@@ -1,10 +1,9 @@
 """Pipeline stage ``baselines``: the trajectory paper's own analysis, written as tables.
 
-The analysis is :func:`delusion_bayes.baselines.analyse_trajectory`; this module only writes its
-result into ``run_dir/baselines/``: Tables 1, 2, C1, D1, the contrast tests, Figure-2 data (and a
-plot), the section-F naive profiles, the consensus per model-day (``consensus.nc``), the rater
-bootstrap replicates and ``index.json``. Every resampling is seeded from ``baselines.seed``: the
-same seed gives identical tables.
+Writes the result of :func:`delusion_bayes.baselines.analyse_trajectory` into
+``run_dir/baselines/``: Tables 1, 2, C1, D1, the contrast tests, Figure 2 (data and plot), the
+section-F naive profiles, ``consensus.nc``, the rater-bootstrap replicates and ``index.json``.
+Every resampling is seeded from ``baselines.seed``: the same seed gives identical tables.
 """
 
 from __future__ import annotations
@@ -24,22 +23,9 @@ KIND = ("trajectory",)
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
-    """Run the baselines on a trajectory study and write the tables.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        A validated trajectory study.
-    cfg : DictConfig
-        Holds ``cfg.baselines`` (:class:`~delusion_bayes.baselines.config.BaselinesConfig`).
-    run_dir : pathlib.Path
-        The run directory; output goes to ``run_dir/baselines/``.
-
-    Returns
-    -------
-    dict
-        Headline numbers (also in ``index.json``).
-    """
+    """Run the baselines (``cfg.baselines``: :class:`~delusion_bayes.baselines.config.
+    BaselinesConfig`) on a validated trajectory study, write ``run_dir/baselines/`` and return the
+    headline numbers (also in ``index.json``)."""
     b = cfg.baselines if "baselines" in cfg else cfg
     res = analyse_trajectory(ds, b, progress=True)
     files: dict[str, str] = {}

@@ -1,11 +1,9 @@
 """Pipeline stage ``design``: one cell of the study-design experiment (``experiment=design``).
 
-The analysis is :func:`delusion_bayes.sweep.design.run_cell` (simulate ``design.n_sims``
-studies of the cell from ``data.preset``, analyse each with the baselines and the first
-``design.n_sims_bayes`` also with ``design.model``); this module writes its replicate rows and
-per-cell metrics into ``run_dir/design/`` through the results contract. Every number is from
-simulated studies (the files say so). Seeds: study ``i`` is ``simulate_study(seed=data.seed +
-i)``, its bootstrap ``baselines.seed + i``, its MCMC ``sampler.seed + i``.
+Writes the replicate rows and per-cell metrics of :func:`delusion_bayes.sweep.design.run_cell`
+into ``run_dir/design/`` (every number from simulated studies; the files say so). Seeds: study
+``i`` is ``simulate_study(seed=data.seed + i)``, its bootstrap ``baselines.seed + i``, its MCMC
+``sampler.seed + i``.
 """
 
 from __future__ import annotations

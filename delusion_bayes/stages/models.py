@@ -1,31 +1,15 @@
 """Pipeline stage ``models``: fit the Bayesian models, gate them, and write their posteriors.
 
-For the primary model (``model.name``) and every model in ``model.also_fit``, writes
-``run_dir/models/<name>/``:
-
-- ``posterior.nc`` (the whole ``DataTree``; attrs carry the resolved config, config hash,
-  package version, git SHA, seed and data hash),
-- ``diagnostics.csv`` (one row per parameter: mean, sd, interval, R-hat, ESS bulk/tail, pass)
-  and ``gate.json`` (``passed``, divergences, max R-hat, min ESS, E-BFMI, reasons),
-- ``summary.csv`` (``az.summary`` with the interval set explicitly),
-- ``t50_posterior.csv`` (onset models), ``milestones_posterior.csv``,
-  ``contrasts_posterior.csv``, ``consensus_posterior.csv`` and ``raters_posterior.csv`` /
-  ``reliability_posterior.csv`` (models with a latent stage and raters),
-  ``level_b_posterior.csv`` (disengagement),
-- ``sensitivity.csv`` (power-scaling prior and likelihood sensitivity per parameter with
-  priorsense's verdict, :mod:`delusion_bayes.models.sensitivity`) and ``sensitivity.png``,
-- ``loo.csv`` (PSIS-LOO leaving out a model-day, its latent integrated out, and leaving out
-  one rating) and figures ``rank.png``, ``ppc.png`` (ordinal rootogram), ``loo_khat.png``
-  (Pareto k per left-out unit, ``inference.loo_unit``).
-
-With ``inference.compare`` the variants in ``model.variants`` of the primary model are fitted
-too and ``run_dir/models/comparison.csv`` holds ``az.compare`` (PSIS-LOO, stacking weights) per
-``inference.loo_unit`` (default ``model_day``: whether a variant predicts a new model-day, the
-question a trajectory comparison asks; :mod:`delusion_bayes.models.marginal`), and
-``comparison_by_rating.csv`` the same per left-out rating; otherwise ``comparison.csv`` lists
-the PSIS-LOO of the primary model alone. A fit that fails
-the diagnostics gate is logged at ERROR level, marked in ``gate.json``/``diagnostics.csv``
-and in the headline; with ``inference.fail_on_bad_fit`` the stage fails.
+For ``model.name`` and every model in ``model.also_fit`` it writes ``run_dir/models/<name>/``:
+``posterior.nc`` (attrs: resolved config, config hash, version, git SHA, seeds, data hash),
+``diagnostics.csv`` and ``gate.json``, ``summary.csv``, the derived ``*_posterior.csv`` tables,
+``sensitivity.csv``/``.png`` (:mod:`delusion_bayes.models.sensitivity`), ``loo.csv`` (leaving
+out a model-day, its latent integrated out, and a rating) and ``rank.png``, ``ppc.png``,
+``loo_khat.png``. With ``inference.compare`` the ``model.variants`` of the primary model are fitted
+too and ``models/comparison.csv`` holds ``az.compare`` per ``inference.loo_unit``
+(:mod:`delusion_bayes.models.marginal`; ``comparison_by_<unit>.csv`` for the other unit);
+otherwise it lists the PSIS-LOO of each fit. A fit that fails the diagnostics gate is marked in
+``gate.json`` and the headline; with ``inference.fail_on_bad_fit`` the stage fails.
 """
 
 from __future__ import annotations
@@ -49,20 +33,10 @@ KIND = ("trajectory",)
 log = logging.getLogger(__name__)
 
 
-def _opt_float(x: Any) -> float | None:
-    """``None`` stays ``None`` (the model's own default), anything else is a float."""
-    return None if x is None else float(x)
-
-
 def _plain(x: Any) -> Any:
-    try:
-        from omegaconf import OmegaConf
+    from omegaconf import OmegaConf
 
-        if OmegaConf.is_config(x):
-            return OmegaConf.to_container(x, resolve=True)
-    except ImportError:  # pragma: no cover
-        pass
-    return x
+    return OmegaConf.to_container(x, resolve=True) if OmegaConf.is_config(x) else x
 
 
 def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
@@ -95,6 +69,7 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
     from ..models import fit
 
     m, s = cfg.model, cfg.sampler
+    target_accept = _get(s, "target_accept", None)  # None: the model's own default
     kw: dict[str, Any] = {
         "trajectory": str(_get(m, "trajectory", "logistic")) if primary else "logistic",
         "cutpoints": str(_get(m, "cutpoints", "rater")) if primary else "rater",
@@ -114,7 +89,7 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
         cores=int(_get(s, "cores", 2)),
         sampler=str(_get(s, "name", "nutpie")),
         seed=int(_get(s, "seed", 0)),
-        target_accept=_opt_float(_get(s, "target_accept", None)),
+        target_accept=None if target_accept is None else float(target_accept),
         progressbar=bool(_get(s, "progressbar", False)),
         reuse=bool(_get(s, "reuse_fits", False)),
         adaptation=str(_get(s, "adaptation", "diag")),
@@ -158,25 +133,18 @@ def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Da
     return xr.Dataset(out)
 
 
-def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, table=None) -> None:
-    """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG; a plotting failure is
-    a note, never a failed stage."""
+def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, table) -> None:
+    """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG."""
     import arviz as az
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     post_vars = [v for v in plot_vars if v in dt["posterior"].data_vars]
     jobs = []
     if post_vars:
-        if table is not None:
-            worst = worst_mixing(dt, table, post_vars)
-            what = (f"the {len(worst.data_vars)} parameters of {', '.join(post_vars)} with the "
-                    "highest R-hat")  # fmt: skip
-        else:
-            worst = dt["posterior"].to_dataset().reset_coords(drop=True)[post_vars]
-            what = ", ".join(post_vars)
+        worst = worst_mixing(dt, table, post_vars)
+        what = (f"the {len(worst.data_vars)} parameters of {', '.join(post_vars)} with the "
+                "highest R-hat")  # fmt: skip
         clean = xr.DataTree.from_dict({"posterior": worst})
         jobs.append(
             ("rank.png", "rank plot (ECDF difference) of " + what, lambda: _rank_plot(az, clean))
@@ -192,15 +160,23 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, 
     if elpd is not None:
         desc = "PSIS-LOO Pareto k per left-out unit (inference.loo_unit)"
         jobs.append(("loo_khat.png", desc, lambda: az.plot_khat(elpd, backend="matplotlib")))
-    for fname, desc, fn in jobs:
-        try:
-            save_figure(fn(), (out / fname).with_suffix(""), ("png",), dpi=110)
-            files[fname] = desc
-        except Exception as err:  # noqa: BLE001
-            notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")
-            log.warning("%s not drawn: %s", fname, err)
-        finally:
-            plt.close("all")
+    for fname, desc, make in jobs:
+        _draw(out, fname, desc, make, files, notes)
+
+
+def _draw(out: Path, fname: str, desc: str, make, files: dict, notes: list) -> None:
+    """``make()``'s figure as ``out/fname`` (PNG); a plotting failure is a note, never a failed
+    stage."""
+    import matplotlib.pyplot as plt
+
+    try:
+        save_figure(make(), (out / fname).with_suffix(""), ("png",), dpi=110)
+        files[fname] = desc
+    except Exception as err:  # noqa: BLE001
+        notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")
+        log.warning("%s not drawn: %s", fname, err)
+    finally:
+        plt.close("all")
 
 
 def _loo_units(dt, inf) -> dict[str, str]:
@@ -218,21 +194,19 @@ def _loo_units(dt, inf) -> dict[str, str]:
     return out
 
 
-def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, Any]:
+def _write_model(dt, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, Any]:
     """All files of one fitted model; returns its headline."""
     import pandas as pd
 
     from ..inference.diagnostics import diagnose, gate, loo, loo_table, summary_table
     from ..models import derived as d
 
-    inf = cfg.inference
-    b = cfg.baselines
+    inf, b = cfg.inference, cfg.baselines
     out.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
     notes: list[str] = []
     prob = float(list(_get(inf, "ci_probs", [0.95]))[0])
     kind = str(_get(inf, "ci_kind", "eti"))
-
     run_dir, fit = out.parent.parent, out.name
 
     def _csv(df, fname: str, desc: str) -> None:
@@ -255,9 +229,8 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
     post = dt["posterior"]
     ms = None
     if "t50" in post.data_vars:
-        _csv(
-            d.t50_posterior(dt, prob, kind), "t50_posterior.csv", "L, k, t50 and P(t50 > last day)"
-        )
+        desc = "L, k, t50 and P(t50 > last day)"
+        _csv(d.t50_posterior(dt, prob, kind), "t50_posterior.csv", desc)
     if "stage" in post.data_vars or "t50" in post.data_vars:
         ms = d.posterior_milestones(
             dt, stable_run=int(_get(b, "stable_run", 3)), missing=str(_get(b, "missing", "skip")),
@@ -337,13 +310,10 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
 def sensitivity_outputs(
     dt, out: Path, files: dict, notes: list, write_csv, var_names=None
 ) -> float | None:
-    """``sensitivity.csv`` (prior and likelihood power-scaling sensitivity per parameter,
-    priorsense's verdict; ``var_names`` default every reported parameter) and
-    ``sensitivity.png`` into ``out`` (``write_csv(df, name, description)`` writes through the
-    results contract; the replay stage calls this too); returns the seconds taken, None when
-    the fit has no ``log_prior``/``log_likelihood`` (a note says so) or the check failed."""
-    import matplotlib.pyplot as plt
-
+    """``sensitivity.csv`` (power-scaling sensitivity of ``var_names``, default every reported
+    parameter, written by ``write_csv(df, name, description)``) and ``sensitivity.png`` into
+    ``out``; the replay stage calls this too. Returns the seconds taken, None (and a note) when
+    the check failed, e.g. for a fit without ``log_prior``/``log_likelihood``."""
     from ..models.sensitivity import THRESHOLD, plot_sensitivity, sensitivity_table
 
     t0 = time.perf_counter()
@@ -362,14 +332,9 @@ def sensitivity_outputs(
     log.info("power-scaling sensitivity of %s: %.1f s, %d prior-data conflict, %d weak "
              "likelihood of %d parameters", out.name, seconds, n.get("prior-data conflict", 0),
              n.get("weak likelihood", 0), len(df))  # fmt: skip
-    try:
-        fig = plot_sensitivity(df, f"Power-scaling sensitivity of {out.name}")
-        save_figure(fig, out / "sensitivity", ("png",), dpi=110)
-        files["sensitivity.png"] = "prior against likelihood sensitivity per parameter"
-    except Exception as err:  # noqa: BLE001
-        notes.append(f"sensitivity.png not drawn: {type(err).__name__}: {err}")
-    finally:
-        plt.close("all")
+    title = f"Power-scaling sensitivity of {out.name}"
+    desc = "prior against likelihood sensitivity per parameter"
+    _draw(out, "sensitivity.png", desc, lambda: plot_sensitivity(df, title), files, notes)
     return seconds
 
 
@@ -388,23 +353,9 @@ def attach_icc(rel, run_dir: Path, notes: list) -> None:
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
-    """Fit, gate and write the configured Bayesian models (see the module docstring).
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        A validated trajectory study.
-    cfg : DictConfig
-        Holds ``model``, ``sampler``, ``inference`` and ``baselines`` (contrasts, milestone
-        rules).
-    run_dir : pathlib.Path
-        Output goes to ``run_dir/models/``.
-
-    Returns
-    -------
-    dict
-        Per fitted model: passed, divergences, max R-hat, min ESS, seconds; ``all_passed``.
-    """
+    """Fit, gate and write the configured Bayesian models of a validated trajectory study into
+    ``run_dir/models/``; ``cfg.baselines`` gives the contrasts and milestone rules. Returns per
+    fitted model: passed, divergences, max R-hat, min ESS, seconds; and ``all_passed``."""
     import pandas as pd
 
     from ..inference.diagnostics import compare_fits, loo_table
@@ -427,9 +378,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     fits: dict[str, Any] = {}
     written: dict[str, Any] = {}
     for name in names:
-        dt = fit_one(ds, name, cfg, primary=name == primary)
-        fits[name] = dt
-        written[name] = _write_model(dt, ds, cfg, out / name, prov, contrasts)
+        fits[name] = fit_one(ds, name, cfg, primary=name == primary)
+        written[name] = _write_model(fits[name], cfg, out / name, prov, contrasts)
         headline[name] = written[name]["headline"]
         index_files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
         notes += [f"{name}: {n}" for n in written[name]["notes"]]
@@ -450,7 +400,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
                 continue
             dt_v = fit_one(ds, primary, cfg, primary=True, overrides=over)
             label = str(dt_v.attrs.get("variant", v))
-            res = _write_model(dt_v, ds, cfg, out / f"{primary}_{v}", prov, [])
+            res = _write_model(dt_v, cfg, out / f"{primary}_{v}", prov, [])
             headline[f"{primary}_{v}"] = res["headline"]
             cmp[label] = dt_v
         per_fit = [_loo_units(f, cfg.inference) for f in cmp.values()]

@@ -1,20 +1,11 @@
 """Pipeline stage ``text``: entrainment and modality per model-day, and their analyses.
 
-Writes into ``run_dir/text/`` (paper: "Recognition Stage (Entrainment)", "Interpretative
-Confidence (Modality)" and the Results paragraphs on both):
-
-- ``metrics_by_model_day.csv``: entrainment (canonical configuration, plus the other two when
-  ``text.all_configs``), modality and its counts, consensus stage, per model-day;
-- ``model_means.csv``: per-model means over the available days (29 for a model missing an answer);
-- ``correlations.csv``: Spearman rho (p) of model means with the Level-B day count (Figure 3) and
-  with mean consensus stage;
-- ``by_consensus_stage.csv``: metric means by consensus stage;
-- ``within_model.csv``: within-model rho with consensus, naive vs clinical day means;
-- ``turn_contrast.csv``: metrics before vs from each model's clinical turn (Figure 4 data);
-- ``figure3_entrainment_level_b.{png,pdf}``, ``figure4_modality_turn.{png,pdf}``; ``index.json``.
-
-Without texts (no ``prompt``/``answer`` or all answers empty) or with ``text.enabled = false`` it
-logs one line and writes only ``index.json`` saying it skipped.
+Writes into ``run_dir/text/`` the tables behind the paper's "Recognition Stage (Entrainment)",
+"Interpretative Confidence (Modality)" and their Results paragraphs: the metrics per model-day,
+per-model means, Spearman correlations with Level-B days (Figure 3) and the consensus stage, means
+by consensus stage, within-model correlations, the contrast at each model's clinical turn
+(Figure 4), both figures and ``index.json``. Without texts, or with ``text.enabled = false``, it
+logs one line and writes only ``index.json`` saying why.
 """
 
 from __future__ import annotations
@@ -30,8 +21,7 @@ from .. import results
 from ..text.study import analyse_text
 from . import setting as _get
 
-#: ``cache_dir`` (root) so that ``text.cache_dir: ${oc.select:cache_dir,null}`` still resolves in
-#: the masked copy the pipeline passes (without it the embedding cache ignored ``cache_dir=...``)
+#: ``cache_dir``: ``text.cache_dir`` interpolates it, also in the masked config the pipeline passes
 NEEDS = ("text", "baselines", "cache_dir")
 KIND = ("trajectory",)
 
@@ -63,23 +53,10 @@ def _synthetic_label(ds: xr.Dataset) -> str | None:
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
-    """Compute the text metrics of a trajectory study and write the tables of the Results.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        A validated trajectory study; texts in ``prompt (day)`` / ``answer (model, day)``.
-    cfg : DictConfig
-        Holds ``cfg.text`` (:class:`~delusion_bayes.text.config.TextConfig`) and
-        ``cfg.baselines`` (consensus rule, ``clinical_at``).
-    run_dir : pathlib.Path
-        The run directory; output goes to ``run_dir/text/``.
-
-    Returns
-    -------
-    dict
-        Headline numbers (also in ``index.json``).
-    """
+    """Compute the text metrics of a trajectory study (texts in ``prompt (day)`` / ``answer
+    (model, day)``) with ``cfg.text`` (:class:`~delusion_bayes.text.config.TextConfig`) and
+    ``cfg.baselines`` (consensus rule, ``clinical_at``); write ``run_dir/text/`` and return the
+    headline (also in ``index.json``)."""
     from ..data.schema import DAY, MODEL
     from ..text import analyses as an
     from ..text.texts import has_texts
@@ -90,12 +67,10 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     out = run_dir / "text"
     out.mkdir(parents=True, exist_ok=True)
 
-    if not bool(_get(t, "enabled", True)):
-        log.info("stage text: skipped (text.enabled = false)")
-        _write_index(run_dir, {}, {"skipped": True}, skipped="text.enabled = false")
-        return {"skipped": True}
-    if not has_texts(ds):
-        reason = "the study has no prompt/answer texts (simulate with texts=True or load texts)"
+    enabled = bool(_get(t, "enabled", True))
+    if not enabled or not has_texts(ds):
+        reason = ("the study has no prompt/answer texts (simulate with texts=True or load texts)"
+                  if enabled else "text.enabled = false")  # fmt: skip
         log.info("stage text: skipped: %s", reason)
         _write_index(run_dir, {}, {"skipped": True}, skipped=reason)
         return {"skipped": True}
