@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from delusion_bayes import results
-from delusion_bayes.plotting import save_figure, style
-from delusion_bayes.report.builder import Builder, MissingInput
+from delusion_bayes.plotting import style
+from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Note, Paragraph, Section
 from delusion_bayes.report.sensitivity import FILES as SENSITIVITY_FILES
 from delusion_bayes.report.table import ReportTable, display_frame
@@ -56,10 +56,7 @@ def comparison_plot(b: Builder) -> tuple[list[Path], list[str]]:
     """ELPD (PSIS-LOO) of the compared models with standard errors, from ``comparison.csv``."""
     import matplotlib.pyplot as plt
 
-    df = b.run.table(COMPARISONS[0])
-    if df is None:
-        raise MissingInput(f"{COMPARISONS[0]} is missing")
-    d = df.sort_values("elpd")
+    d = b.need(COMPARISONS[0]).sort_values("elpd")
     with style():
         fig, ax = plt.subplots(figsize=(5.0, 0.45 * len(d) + 1.2))
         yy = np.arange(len(d))
@@ -68,8 +65,7 @@ def comparison_plot(b: Builder) -> tuple[list[Path], list[str]]:
         ax.set_xlabel("ELPD (PSIS-LOO), ± SE")
         ax.set_title("Model comparison")
         fig.tight_layout()
-        stem = b.fig_dir / "figure_model_comparison"
-        return save_figure(fig, stem, b.cfg.figure_formats, b.cfg.dpi), [COMPARISONS[0]]
+        return b.save(fig, "figure_model_comparison"), [COMPARISONS[0]]
 
 
 def verdict_table(b: Builder) -> list[Any]:

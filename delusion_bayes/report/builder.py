@@ -1,9 +1,6 @@
 """The supplement builder's shared machinery: writing tables and figures under ``report/``,
-turning a failure into a note, and the notes for what did not run.
-
-Each topic module (``trajectories``, ``milestones``, ``reliability``, ``interventions``,
-``text``, ``bayes``, ``replay``) builds its section with a :class:`Builder`.
-"""
+turning a failure into a note, and the notes for what did not run (each topic module builds its
+section with a :class:`Builder`)."""
 
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from delusion_bayes.plotting import save_figure
 from delusion_bayes.report.config import ReportConfig
 from delusion_bayes.report.document import FigureBlock, Note, Paragraph, TableBlock
 from delusion_bayes.report.provenance import Diagnostics
@@ -20,8 +18,6 @@ from delusion_bayes.report.sources import RunDir
 from delusion_bayes.report.table import ReportTable, display_frame
 
 log = logging.getLogger(__name__)
-
-STAGE = "report"
 
 
 class MissingInput(LookupError):
@@ -33,7 +29,7 @@ class Builder:
 
     def __init__(self, run: RunDir, cfg: ReportConfig, diag: Diagnostics):
         self.run, self.cfg, self.diag = run, cfg, diag
-        self.out = run.path / STAGE
+        self.out = run.path / "report"
         self.tables_dir = self.out / "tables"
         self.fig_dir = self.out / "figures"
         self.files: dict[str, str] = {}
@@ -81,6 +77,17 @@ class Builder:
         )
         name = title or Path(rel).stem.replace("_", " ")
         return FigureBlock(name, caption, png, f"{stage}/{rel}", links)
+
+    def need(self, key: str) -> Any:
+        """The declared table ``key`` of the run; :class:`MissingInput` when it is absent."""
+        df = self.run.table(key)
+        if df is None:
+            raise MissingInput(f"{key} is missing")
+        return df
+
+    def save(self, fig: Any, stem: str) -> list[Path]:
+        """``fig`` under ``report/figures/<stem>`` in the configured formats."""
+        return save_figure(fig, self.fig_dir / stem, self.cfg.figure_formats, self.cfg.dpi)
 
     def draw(self, title: str, caption: str, make: Callable[[], tuple[list[Path], list[str]]]):
         """A figure the report draws itself (``make`` returns its paths and sources), as blocks."""

@@ -1,8 +1,7 @@
 """The supplement as a list of blocks, rendered to Markdown and to one self-contained HTML file.
 
-The HTML needs no network and no JavaScript: figures are base64 ``data:`` URIs, the CSS is inline,
-and a Content-Security-Policy forbids every outside resource (so a stray external reference shows
-up as a console error in the browser test instead of a silent fetch).
+The HTML needs no network and no JavaScript: figures are base64 ``data:`` URIs, the CSS is inline
+and a Content-Security-Policy forbids every outside resource (a stray one fails the browser test).
 """
 
 from __future__ import annotations
@@ -17,13 +16,8 @@ from pathlib import Path
 from delusion_bayes.report.table import ReportTable, md_escape, md_text
 
 #: note kinds and their labels
-NOTE_LABELS = {
-    "info": "Note",
-    "notrun": "Not run",
-    "warning": "Warning",
-    "error": "Error",
-    "ok": "Passed",
-}
+NOTE_LABELS = {"info": "Note", "notrun": "Not run", "warning": "Warning", "error": "Error",
+               "ok": "Passed"}  # fmt: skip
 
 
 @dataclass
@@ -246,11 +240,8 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
 def png_size_dpi(path: Path, default_dpi: float = 150.0) -> tuple[int, float] | None:
-    """Pixel width and resolution (dots per inch) of a PNG, None when it is not a PNG.
-
-    Reads the ``IHDR`` width and the ``pHYs`` resolution matplotlib writes (``savefig(dpi=)``)
-    straight from the file: a few bytes, no imaging library needed.
-    """
+    """Pixel width and resolution (dots per inch) of a PNG, None when it is not a PNG (its
+    ``IHDR`` width and the ``pHYs`` resolution matplotlib writes; no imaging library needed)."""
     data = Path(path).read_bytes()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         return None
@@ -274,22 +265,15 @@ def png_size_dpi(path: Path, default_dpi: float = 150.0) -> tuple[int, float] | 
 def png_css_width(path: Path, default_dpi: float = 150.0) -> int | None:
     """Width in CSS pixels (96 per inch) at which a PNG shows at its physical size."""
     found = png_size_dpi(path, default_dpi)
-    if found is None:
-        return None
-    width, dpi = found
-    return round(width * 96 / dpi)
+    return None if found is None else round(found[0] * 96 / found[1])
 
 
 @dataclass(frozen=True)
 class Embed:
-    """How figures are embedded in the HTML (the PNG/PDF files on disk are never changed).
-
-    ``colors``: the embedded copy is reduced to a palette of at most this many colours (0: the
-    PNG as written). Matplotlib figures have few distinct colours apart from anti-aliasing, so a
-    256-colour palette looks the same and is much smaller (a lower resolution is not: see
-    ``docs/design-notes.md``). ``max_dpi``: a PNG written at a higher
-    resolution is scaled down to it (0: never). The figure keeps its physical size on the page.
-    """
+    """How figures are embedded in the HTML (the files on disk are never changed): ``colors``,
+    a palette of at most this many colours (0: the PNG as written; why:
+    ``docs/design-notes.md#reportdocumentpy``); ``max_dpi``, a PNG of higher resolution is scaled
+    down to it (0: never). The figure keeps its physical size on the page."""
 
     colors: int = 0
     max_dpi: float = 0

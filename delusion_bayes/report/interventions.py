@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from delusion_bayes.plotting import save_figure, series_style, style
-from delusion_bayes.report.builder import Builder, MissingInput
+from delusion_bayes.plotting import series_style, style
+from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Section
 from delusion_bayes.report.estimates import label
 from delusion_bayes.report.table import ReportTable, display_frame, fmt_num, fmt_p
@@ -38,9 +38,7 @@ def figure2(b: Builder) -> tuple[list[Path], list[str]]:
     (descriptive; model-days are serially dependent)."""
     import matplotlib.pyplot as plt
 
-    df = b.run.table(F2)
-    if df is None:
-        raise MissingInput(f"{F2} is missing")
+    df = b.need(F2)
     wide = df.pivot_table(index="stage", columns="intervention_type", values="mean", sort=False)
     rhos = df.dropna(subset=["rho"]).drop_duplicates("intervention_type")
     rhos = dict(zip(rhos["intervention_type"], rhos["rho"], strict=True))
@@ -55,8 +53,7 @@ def figure2(b: Builder) -> tuple[list[Path], list[str]]:
         ax.set_ylim(0.9, 3.1)
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
         fig.tight_layout()
-        stem = b.fig_dir / "figure2_intensity_by_stage"
-        return save_figure(fig, stem, b.cfg.figure_formats, b.cfg.dpi), [F2]
+        return b.save(fig, "figure2_intensity_by_stage"), [F2]
 
 
 def section_f_table(b: Builder) -> ReportTable | None:

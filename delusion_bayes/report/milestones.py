@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from delusion_bayes.baselines.config import MILESTONES
-from delusion_bayes.plotting import GREYS, save_figure, shared_legend, style
-from delusion_bayes.report.builder import Builder, MissingInput
+from delusion_bayes.plotting import GREYS, shared_legend, style
+from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Section
 from delusion_bayes.report.estimates import Estimate, label, side_by_side
 from delusion_bayes.report.table import ReportTable, display_frame, fmt_interval, fmt_p
@@ -72,10 +72,7 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
     latencies drawn open at the censoring day; the posterior median and interval beside."""
     import matplotlib.pyplot as plt
 
-    base = b.run.table(T1)
-    if base is None:
-        raise MissingInput(f"{T1} is missing")
-    base = base.sort_values("first_clinical", kind="stable")
+    base = b.need(T1).sort_values("first_clinical", kind="stable")
     order = base["model"].tolist()
     post, post_src = posterior_milestones(b, order)
     censor = b.run.censor_day
@@ -110,7 +107,7 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
         axes[0, 0].invert_yaxis()
         shared_legend(fig, axes, loc="lower center", bbox_to_anchor=(0.5, -0.01))
         fig.tight_layout(rect=(0, 0.05, 1, 1))
-        paths = save_figure(fig, b.fig_dir / "figureE1_milestones", b.cfg.figure_formats, b.cfg.dpi)
+        paths = b.save(fig, "figureE1_milestones")
     return paths, [T1] + ([post_src] if post_src else [])
 
 

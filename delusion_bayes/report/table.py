@@ -1,11 +1,8 @@
 """A report table: numbers copied from a stage CSV, rendered as CSV, Markdown, LaTeX and HTML.
 
-The numbers of every table are read from the CSV a stage wrote (one source of truth); the report
-only selects, renames, joins and rounds them for display. :class:`ReportTable` keeps both: ``data``
-(the values, unrounded, written to ``report/tables/<name>.csv``) and ``display`` (strings for the
-document). Markdown and LaTeX are written here by hand rather than with ``DataFrame.to_markdown``
-/ ``to_latex`` because those need the optional ``tabulate``/``jinja2`` packages and cannot share
-one display frame with spanning column groups.
+The report only selects, renames, joins and rounds the numbers a stage wrote. Markdown and LaTeX
+are written by hand: ``DataFrame.to_markdown``/``to_latex`` need the optional ``tabulate``/
+``jinja2`` and cannot share one display frame with spanning column groups.
 """
 
 from __future__ import annotations
@@ -87,26 +84,11 @@ def display_frame(df: pd.DataFrame, digits: int | dict[str, int] = 2) -> pd.Data
 
 
 _LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "–": "--",
-    "−": "$-$",
-    "∞": r"$\infty$",
-    "≥": r"$\geq$",
-    "≤": r"$\leq$",
-    "α": r"$\alpha$",
-    "κ": r"$\kappa$",
-    "ρ": r"$\rho$",
-    "×": r"$\times$",
-}
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--",
+    "−": "$-$", "∞": r"$\infty$", "≥": r"$\geq$", "≤": r"$\leq$", "α": r"$\alpha$",
+    "κ": r"$\kappa$", "ρ": r"$\rho$", "×": r"$\times$",
+}  # fmt: skip
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
 
 
@@ -119,12 +101,9 @@ _MD_CODE_SPAN = re.compile(r"(`[^`]+`)")
 
 
 def md_text(text: Any) -> str:
-    """Markdown-safe prose: HTML (``<``, ``>``, entities) escaped outside code spans.
-
-    Markdown renders raw HTML, so a model or rater named ``<script>...`` would be live markup
-    in ``supplement.md`` (the HTML supplement escapes it); entities render as the characters
-    themselves. Code spans are kept as written (Markdown shows them literally).
-    """
+    """Markdown-safe prose: HTML (``<``, ``>``, entities) escaped outside code spans, so that a
+    model named ``<script>`` is no live markup in ``supplement.md``; code spans are kept as
+    written (Markdown shows them literally)."""
     parts = _MD_CODE_SPAN.split(str(text))
     return "".join(p if i % 2 else _md_html(p) for i, p in enumerate(parts))
 
@@ -133,8 +112,7 @@ _MD_ENTITY = re.compile(r"&(?=#?\w+;)")
 
 
 def _md_html(text: str) -> str:
-    """``<``/``>`` as entities, and ``&`` where it would start one (``&lt;`` stays text); a
-    plain ``&`` is left as is (Markdown shows it)."""
+    """``<``/``>`` as entities, and ``&`` where it would start one (``&lt;`` stays text)."""
     return _MD_ENTITY.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -163,19 +141,11 @@ def num_cell(text: str) -> str:
 
 @dataclass
 class ReportTable:
-    """One table of the supplement.
-
-    Parameters
-    ----------
-    name : file stem under ``report/tables/`` (``table1_milestones``).
-    title : caption (``Table 1. Milestone latencies ...``).
-    data : the values (unrounded, copied from the stage CSVs); written as the table's CSV.
-    display : strings shown in the document; same rows, possibly fewer/merged columns.
-        Defaults to ``data`` rounded by :func:`display_frame`.
-    sources : run-relative paths of the CSVs the numbers come from.
-    notes : sentences printed under the table.
-    groups : optional spanning header ``[(label, n_columns), ...]`` over ``display``'s columns.
-    """
+    """One table of the supplement: ``name`` is its file stem under ``report/tables/``,
+    ``data`` the unrounded values (written as its CSV), ``display`` the strings shown (same rows,
+    possibly fewer/merged columns; default ``data`` rounded by :func:`display_frame`),
+    ``sources`` the run-relative CSVs the numbers come from, ``notes`` sentences printed under
+    it and ``groups`` an optional spanning header ``[(label, n_columns), ...]``."""
 
     name: str
     title: str
@@ -236,10 +206,11 @@ class ReportTable:
         if self.groups:
             cells, rules, col = [], [], 1
             for g, n in self.groups:
-                cells.append(f"\\multicolumn{{{n}}}{{c}}{{{latex_escape(g)}}}" if g else "")
-                cells += [""] * (n - 1) if not g else []
                 if g:
+                    cells.append(f"\\multicolumn{{{n}}}{{c}}{{{latex_escape(g)}}}")
                     rules.append(f"\\cmidrule(lr){{{col}-{col + n - 1}}}")
+                else:
+                    cells += [""] * n
                 col += n
             out.append(" & ".join(cells) + r" \\")
             out.append(" ".join(rules))
@@ -267,9 +238,7 @@ class ReportTable:
                 cls = ' class="group"' if g else ""
                 parts.append(f'<th colspan="{n}"{cls}>{esc(g)}</th>')
             parts.append("</tr>")
-        parts.append(
-            "<tr>" + "".join(f"<th>{breakable(h)}</th>" for h in header) + "</tr></thead>"
-        )
+        parts.append("<tr>" + "".join(f"<th>{breakable(h)}</th>" for h in header) + "</tr></thead>")
         parts.append("<tbody>")
         for r in rows:
             tds = "".join(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from delusion_bayes import results
-from delusion_bayes.plotting import GREYS, save_figure, series_style, style
+from delusion_bayes.plotting import GREYS, series_style, style
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Note, Section
 from delusion_bayes.report.table import ReportTable, display_frame, fmt_num, fmt_p
@@ -30,9 +30,7 @@ def level_b_correlation(b: Builder) -> tuple[float, float] | None:
 
 
 def _means(b: Builder):
-    df = b.run.table(MEANS)
-    if df is None:
-        raise MissingInput(f"{MEANS} is missing")
+    df = b.need(MEANS)
     if "days_level_b" not in df:
         raise MissingInput(f"{MEANS} has no days_level_b (the study has no level_b)")
     return df
@@ -54,15 +52,12 @@ def figure3(b: Builder) -> tuple[list[Path], list[str]]:
         ax.set_xlabel("days with a Level-B recommendation")
         ax.set_ylabel("mean entrainment")
         fig.tight_layout()
-        paths = save_figure(fig, b.fig_dir / "figure3_entrainment_level_b", b.cfg.figure_formats,
-                            b.cfg.dpi)  # fmt: skip
+        paths = b.save(fig, "figure3_entrainment_level_b")
     return paths, [MEANS] + ([CORR] if corr is not None else [])
 
 
 def _modality_turns(b: Builder):
-    df = b.run.table(TURNS)
-    if df is None:
-        raise MissingInput(f"{TURNS} is missing")
+    df = b.need(TURNS)
     return df[df["metric"] == "modality"].drop(columns="metric").reset_index(drop=True)
 
 
@@ -85,9 +80,7 @@ def figure4(b: Builder) -> tuple[list[Path], list[str]]:
         ax.set_ylabel("modality (boosters − hedges per sentence)")
         ax.set_title("Modality at the clinical turn")
         fig.tight_layout()
-        paths = save_figure(
-            fig, b.fig_dir / "figure4_modality_turn", b.cfg.figure_formats, b.cfg.dpi
-        )
+        paths = b.save(fig, "figure4_modality_turn")
     return paths, [TURNS]
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from delusion_bayes.baselines import logistic
 from delusion_bayes.data.schema import DAY, MODEL, RATER
 from delusion_bayes.intervals import interval
-from delusion_bayes.plotting import BAND, GREYS, save_figure, shared_legend, style
+from delusion_bayes.plotting import BAND, GREYS, shared_legend, style
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Section
 from delusion_bayes.report.estimates import Estimate, side_by_side
@@ -148,9 +148,7 @@ def figure1(b: Builder) -> tuple[list[Path], list[str]]:
             ax.set_ylabel("stage")
         shared_legend(fig, axes, loc="lower center", bbox_to_anchor=(0.5, -0.01))
         fig.tight_layout(rect=(0, 0.04, 1, 1))
-        paths = save_figure(
-            fig, b.fig_dir / "figure1_trajectories", b.cfg.figure_formats, b.cfg.dpi
-        )
+        paths = b.save(fig, "figure1_trajectories")
     return paths, sources
 
 
