@@ -25,6 +25,7 @@ import xarray as xr
 
 from .. import results
 from ..plotting import save_figure
+from . import sampler_kwargs
 from . import setting as _get
 
 NEEDS = ("model", "sampler", "inference", "baselines")
@@ -69,7 +70,6 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
     from ..models import fit
 
     m, s = cfg.model, cfg.sampler
-    target_accept = _get(s, "target_accept", None)  # None: the model's own default
     kw: dict[str, Any] = {
         "trajectory": str(_get(m, "trajectory", "logistic")) if primary else "logistic",
         "cutpoints": str(_get(m, "cutpoints", "rater")) if primary else "rater",
@@ -80,23 +80,9 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
         # the onset model fits the consensus: the same rule as the baselines' least-squares fit
         kw["consensus"] = str(_get(cfg.baselines, "consensus", "median"))
     kw.update(overrides or {})
-    return fit(
-        ds,
-        name,
-        draws=int(_get(s, "draws", 1000)),
-        tune=int(_get(s, "tune", 1000)),
-        chains=int(_get(s, "chains", 4)),
-        cores=int(_get(s, "cores", 2)),
-        sampler=str(_get(s, "name", "nutpie")),
-        seed=int(_get(s, "seed", 0)),
-        target_accept=None if target_accept is None else float(target_accept),
-        progressbar=bool(_get(s, "progressbar", False)),
-        reuse=bool(_get(s, "reuse_fits", False)),
-        adaptation=str(_get(s, "adaptation", "diag")),
-        cache_dir=_get(cfg, "cache_dir", None),
-        posterior_predictive=bool(_get(cfg.inference, "ppc", True)) or name == "disengagement",
-        **kw,
-    )
+    ppc = bool(_get(cfg.inference, "ppc", True)) or name == "disengagement"
+    return fit(ds, name, **sampler_kwargs(s), progressbar=bool(_get(s, "progressbar", False)),
+               cache_dir=_get(cfg, "cache_dir", None), posterior_predictive=ppc, **kw)  # fmt: skip
 
 
 #: panels of the rank plot: the parameters with the highest R-hat among ``inference.plot_vars``

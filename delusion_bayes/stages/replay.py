@@ -22,6 +22,7 @@ import xarray as xr
 from .. import results
 from ..baselines import replay_plots as plots
 from ..baselines.replay_study import analyse_replay, apply_cutoffs
+from . import sampler_kwargs
 from . import setting as _get
 from .models import sensitivity_outputs
 
@@ -58,14 +59,10 @@ def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, 
     r, s = cfg.replay, cfg.sampler
     baseline = str(_get(r, "baseline", "original"))
     tree = fit_replay_model(
-        ds, level=str(_get(r, "bayes_level", "code")), draws=int(_get(s, "draws", 1000)),
-        tune=int(_get(s, "tune", 500)), chains=int(_get(s, "chains", 4)),
-        cores=int(_get(s, "cores", 2)), seed=int(_get(s, "seed", 0)),
-        sampler=str(_get(s, "name", "nutpie")), target_accept=_get(s, "target_accept", None),
+        ds, level=str(_get(r, "bayes_level", "code")), **sampler_kwargs(s, tune=500),
         depth_bins=int(_get(r, "depth_bins_bayes", 4)),
         prior_bins=int(_get(r, "prior_bins_bayes", 3)), baseline=baseline,
-        cache_dir=_get(cfg, "cache_dir", None), reuse=bool(_get(s, "reuse_fits", False)),
-        adaptation=str(_get(s, "adaptation", "diag")),
+        cache_dir=_get(cfg, "cache_dir", None),
     )  # fmt: skip
     ci_prob = float(_get(r, "ci_prob", 0.95))
     post = replay_posterior_contrasts(tree, baseline=baseline, ci_prob=ci_prob)
