@@ -24,14 +24,18 @@ class MissingInput(LookupError):
     """A table or figure cannot be built because an input file is absent (message says which)."""
 
 
+def capital(text: str) -> str:
+    """``text`` with its first letter upper case (a stage's file description as a sentence)."""
+    return text[:1].upper() + text[1:]
+
+
 class Builder:
     """Collects what the document uses while writing tables/figures under ``run_dir/report/``."""
 
     def __init__(self, run: RunDir, cfg: ReportConfig, diag: Diagnostics):
         self.run, self.cfg, self.diag = run, cfg, diag
         self.out = run.path / "report"
-        self.tables_dir = self.out / "tables"
-        self.fig_dir = self.out / "figures"
+        self.tables_dir, self.fig_dir = self.out / "tables", self.out / "figures"
         self.files: dict[str, str] = {}
         self.used: set[str] = set()  # run-relative paths shown in the document
         self.n_tables = 0
@@ -71,10 +75,7 @@ class Builder:
             links["PDF"] = self.run.rel(png.with_suffix(".pdf"))
             self.used.add(f"{stage}/{Path(rel).with_suffix('.pdf').as_posix()}")
         self.used.add(f"{stage}/{rel}")
-        desc = s.describe(rel)
-        caption = (desc[:1].upper() + desc[1:] if desc else "") + (
-            f" (written by the {stage} stage: `{stage}/{rel}`)."
-        )
+        caption = capital(s.describe(rel)) + f" (written by the {stage} stage: `{stage}/{rel}`)."
         name = title or Path(rel).stem.replace("_", " ")
         return FigureBlock(name, caption, png, f"{stage}/{rel}", links)
 
@@ -125,7 +126,7 @@ class Builder:
             self.used.add(src)
             return [Paragraph(f"`{src}` ({len(df)} rows{': ' + desc if desc else ''}) is too "
                               "long to show here; open the CSV.")]  # fmt: skip
-        caption = title or (desc[:1].upper() + desc[1:] if desc else rel)
+        caption = title or capital(desc) or rel
         name = src.replace("/", "_").removesuffix(".csv")
         return [self.table(ReportTable(name, caption, df, display_frame(df, 3), [src]))]
 

@@ -1,8 +1,4 @@
-"""Interventions: Table 2, Figure 2 and the naive-stage profiles (section F).
-
-Sources: ``baselines/table2_interventions.csv``, ``baselines/figure2_intensity_by_stage.csv``,
-``baselines/sectionF_naive_profiles.csv``.
-"""
+"""Interventions: Table 2, Figure 2 and the naive-stage profiles (section F), from the baselines."""
 
 from __future__ import annotations
 
@@ -14,8 +10,7 @@ import pandas as pd
 from delusion_bayes.plotting import series_style, style
 from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Section
-from delusion_bayes.report.estimates import label
-from delusion_bayes.report.table import ReportTable, display_frame, fmt_num, fmt_p
+from delusion_bayes.report.table import ReportTable, display_frame, fmt_num, fmt_p, label
 
 T2 = "baselines/table2_interventions.csv"
 F2 = "baselines/figure2_intensity_by_stage.csv"
@@ -85,5 +80,4 @@ def section_f(b: Builder) -> Section:
     s = Section("F", "F. Naive-stage profiles")
     if not b.run.stage("baselines").ran:
         return s.add(b.not_run("baselines", "the naive-stage profiles"))
-    missing = b.missing(F1, "Table F1")
-    return s.add(*b.one_table("Table F1", lambda: section_f_table(b), missing))
+    return s.add(*b.one_table("Table F1", lambda: section_f_table(b), b.missing(F1, "Table F1")))

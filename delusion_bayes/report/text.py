@@ -1,9 +1,4 @@
-"""Computational measures: Figures 3 and 4 and their data (the text stage's tables).
-
-Sources: ``text/model_means.csv`` (Figure 3: mean entrainment per model vs Level-B days),
-``text/correlations.csv`` (its Spearman rho), ``text/turn_contrast.csv`` (Figure 4: modality
-before vs from the clinical turn), and the other text tables shown as written.
-"""
+"""Computational measures: Figures 3 and 4 and their data, and the text stage's other tables."""
 
 from __future__ import annotations
 

@@ -128,13 +128,10 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, 
     post_vars = [v for v in plot_vars if v in dt["posterior"].data_vars]
     jobs = []
     if post_vars:
-        worst = worst_mixing(dt, table, post_vars)
-        what = (f"the {len(worst.data_vars)} parameters of {', '.join(post_vars)} with the "
-                "highest R-hat")  # fmt: skip
-        clean = xr.DataTree.from_dict({"posterior": worst})
-        jobs.append(
-            ("rank.png", "rank plot (ECDF difference) of " + what, lambda: _rank_plot(az, clean))
-        )
+        worst = xr.DataTree.from_dict({"posterior": worst_mixing(dt, table, post_vars)})
+        desc = (f"rank plot (ECDF difference) of the {len(worst['posterior'].data_vars)} "
+                f"parameters of {', '.join(post_vars)} with the highest R-hat")  # fmt: skip
+        jobs.append(("rank.png", desc, lambda: _rank_plot(az, worst)))
     if "posterior_predictive" in dt.children and "y" in dt["posterior_predictive"].data_vars:
         if np.issubdtype(dt["observed_data"]["y"].dtype, np.integer):
             # ordinal ratings: observed vs predicted counts per category
@@ -270,19 +267,13 @@ def _write_model(dt, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, A
     sens_seconds = sensitivity_outputs(dt, out, files, notes, _csv)
 
     # posterior ------------------------------------------------------------------------------
-    dt.attrs.update(prov)
-    dt.attrs["seed"] = int(_get(cfg.sampler, "seed", 0))
-    dt.attrs["gate_passed"] = int(g["passed"])
+    dt.attrs.update(prov, seed=int(_get(cfg.sampler, "seed", 0)), gate_passed=int(g["passed"]))
     results.write(run_dir, "models/{fit}/posterior.nc", dt, fit=fit)
     files["posterior.nc"] = "posterior DataTree (provenance in attrs)"
-    head = {
-        "passed": bool(g["passed"]),
-        "divergences": g["divergences"],
-        "max_rhat": g["max_rhat"],
-        "min_ess": g["min_ess"],
-        "fit_seconds": float(dt.attrs.get("fit_time", np.nan)),
-        "sampler": str(dt.attrs.get("sampler", "")),
-    }
+    head = {"passed": bool(g["passed"]), "divergences": g["divergences"],
+            "max_rhat": g["max_rhat"], "min_ess": g["min_ess"],
+            "fit_seconds": float(dt.attrs.get("fit_time", np.nan)),
+            "sampler": str(dt.attrs.get("sampler", ""))}  # fmt: skip
     if sens_seconds is not None:
         head["sensitivity_seconds"] = sens_seconds
     if elpd is not None:
@@ -361,8 +352,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     headline: dict[str, Any] = {}
     index_files: dict[str, str] = {}
     notes: list[str] = []
-    fits: dict[str, Any] = {}
-    written: dict[str, Any] = {}
+    fits, written = {}, {}
     for name in names:
         fits[name] = fit_one(ds, name, cfg, primary=name == primary)
         written[name] = _write_model(fits[name], cfg, out / name, prov, contrasts)
@@ -400,28 +390,22 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             table = compare_fits(cmp, var_name=var.pop())
             table.insert(0, "unit", u)
             results.write(run_dir, f"models/{fname}", table.reset_index())
-            index_files[fname] = (
-                f"az.compare (PSIS-LOO per {u}, stacking) of the primary's variants"
-            )
+            desc = f"az.compare (PSIS-LOO per {u}, stacking) of the primary's variants"
+            index_files[fname] = desc
             if u == unit:
                 headline["best_variant"] = str(table.index[0])
                 headline["loo_unit"] = u
     else:
-        rows = [
-            loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
-            for n, r in written.items()
-            if r["elpd"] is not None and n != "onset"
-        ]
+        rows = [loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
+                for n, r in written.items() if r["elpd"] is not None and n != "onset"]  # fmt: skip
         if rows:
             table = pd.concat(rows, ignore_index=True)
             table["note"] = "inference.compare is false: PSIS-LOO per model, no az.compare"
             results.write(run_dir, "models/comparison.csv", table)
             index_files["comparison.csv"] = "PSIS-LOO per fitted model (comparison disabled)"
-    headline["all_passed"] = all(
-        v.get("passed", True) for v in headline.values() if isinstance(v, dict)
-    )
-    if not headline["all_passed"]:
-        failing = [k for k, v in headline.items() if isinstance(v, dict) and not v["passed"]]
+    failing = [k for k, v in headline.items() if isinstance(v, dict) and not v.get("passed", True)]
+    headline["all_passed"] = not failing
+    if failing:
         notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
     headline["seconds"] = time.perf_counter() - t0
     results.write(run_dir, "models/index.json",
