@@ -138,9 +138,9 @@ def _md_block(b: Block) -> str:
     if isinstance(b, TableBlock):
         t = b.table
         text = f"**{md_text(t.title)}**\n\n{t.to_markdown()}"
-        extra = [md_text(n) for n in t.notes] + (
-            [f"Source: {', '.join(f'`{s}`' for s in t.sources)}."] if t.sources else []
-        )
+        extra = [md_text(n) for n in t.notes]
+        if t.sources:
+            extra.append(f"Source: {', '.join(f'`{s}`' for s in t.sources)}.")
         if b.links:
             extra.append("Files: " + _md_links(b.links) + ".")
         if extra:
@@ -155,16 +155,13 @@ def _md_block(b: Block) -> str:
     if isinstance(b, Code):
         return f"```{b.lang}\n{b.text.rstrip()}\n```"
     if isinstance(b, KeyValues):
-        rows = ["| | |", "|:---|:---|"] + [
-            f"| {md_escape(k)} | {md_escape(v)} |" for k, v in b.rows
-        ]
-        return "\n".join(rows)
+        rows = [f"| {md_escape(k)} | {md_escape(v)} |" for k, v in b.rows]
+        return "\n".join(["| | |", "|:---|:---|", *rows])
     if isinstance(b, Bullets):
         return "\n".join(f"- {md_text(x)}" for x in b.items)
     if isinstance(b, FileList):
-        return "\n".join(
-            f"- [`{p}`]({_md_url(p)})" + (f": {md_text(d)}" if d else "") for p, d in b.rows
-        )
+        return "\n".join(f"- [`{p}`]({_md_url(p)})" + (f": {md_text(d)}" if d else "")
+                         for p, d in b.rows)  # fmt: skip
     raise TypeError(f"unknown block {type(b).__name__}")
 
 
@@ -312,24 +309,17 @@ def embedded_png(path: Path, embed: Embed = Embed()) -> bytes:
     return out if len(out) < len(raw) else raw
 
 
-def _data_uri(path: Path, embed: Embed = Embed()) -> str:
-    return "data:image/png;base64," + base64.b64encode(embedded_png(path, embed)).decode("ascii")
-
-
 def to_html(doc: Document, embed: Embed = Embed()) -> str:
     """The document as one self-contained HTML page (figures embedded as base64 PNG, reduced as
     ``embed`` says)."""
     esc = html.escape
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(doc.title)}</title>",
-        f"<style>{CSS}</style>",
-        "</head><body><main>",
+        f"<title>{esc(doc.title)}</title>", f"<style>{CSS}</style>", "</head><body><main>",
         f"<h1>{esc(doc.title)}</h1>",
-    ]
+    ]  # fmt: skip
     if doc.subtitle:
         parts.append(f'<p class="subtitle">{_inline(doc.subtitle)}</p>')
     parts.append('<nav class="toc"><ul>')
@@ -365,10 +355,8 @@ def _html_block(b: Block, embed: Embed = Embed()) -> str:
         mark = "⚠ " if b.kind in ("warning", "error") else ""
         role = ' role="alert"' if b.kind in ("warning", "error") else ""
         body = "<br>".join(_inline(x) for x in b.text.splitlines())
-        return (
-            f'<div class="note {esc(b.kind)}"{role}><span class="label">{mark}{esc(label)}.</span> '
-            f"{body}</div>"
-        )
+        return (f'<div class="note {esc(b.kind)}"{role}><span class="label">{mark}{esc(label)}.'
+                f"</span> {body}</div>")  # fmt: skip
     if isinstance(b, TableBlock):
         t = b.table
         out = t.to_html()
@@ -384,11 +372,11 @@ def _html_block(b: Block, embed: Embed = Embed()) -> str:
         links = f" ({_links(b.links)})" if b.links else ""
         width = png_css_width(b.png)
         size = f' style="width:{width}px"' if width else ""
-        return (
-            f'<figure><img src="{_data_uri(b.png, embed)}" alt="{esc(b.title)}"{size}>'
-            f"<figcaption><strong>{esc(b.title)}</strong> {_inline(b.caption)}{links}"
-            "</figcaption></figure>"
+        uri = "data:image/png;base64," + base64.b64encode(embedded_png(b.png, embed)).decode(
+            "ascii"
         )
+        return (f'<figure><img src="{uri}" alt="{esc(b.title)}"{size}><figcaption><strong>'
+                f"{esc(b.title)}</strong> {_inline(b.caption)}{links}</figcaption></figure>")  # fmt: skip
     if isinstance(b, Code):
         return f"<pre><code>{esc(b.text.rstrip())}</code></pre>"
     if isinstance(b, KeyValues):
@@ -397,11 +385,7 @@ def _html_block(b: Block, embed: Embed = Embed()) -> str:
     if isinstance(b, Bullets):
         return '<ul class="bullets">' + "".join(f"<li>{_inline(x)}</li>" for x in b.items) + "</ul>"
     if isinstance(b, FileList):
-        items = "".join(
-            f'<li><a href="{esc(p)}"><code>{esc(p)}</code></a>'
-            + (f": {esc(d)}" if d else "")
-            + "</li>"
-            for p, d in b.rows
-        )
+        items = "".join(f'<li><a href="{esc(p)}"><code>{esc(p)}</code></a>'
+                        + (f": {esc(d)}" if d else "") + "</li>" for p, d in b.rows)  # fmt: skip
         return f'<ul class="files">{items}</ul>'
     raise TypeError(f"unknown block {type(b).__name__}")
