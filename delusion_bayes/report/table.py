@@ -56,9 +56,7 @@ def fmt_p(p: object) -> str:
     if _missing(p):
         return "–"
     x = float(p)  # type: ignore[arg-type]
-    if x < 0.001:
-        return "<.001"
-    return f"{x:.3f}"
+    return "<.001" if x < 0.001 else f"{x:.3f}"
 
 
 def _missing(x: object) -> bool:

@@ -83,10 +83,8 @@ def figure3_table(b: Builder) -> ReportTable:
     """The data of Figure 3, with the Spearman correlation in the note."""
     cols = ["model", "entrainment_mean", "entrainment_sd", "entrainment_n_days", "days_level_b"]
     data = _means(b)[cols]
-    disp = display_frame(data, 3).set_axis(
-        ["Model", "Mean entrainment", "entrainment sd", "entrainment n days", "Level-B days"],
-        axis=1,
-    )
+    disp = display_frame(data, 3).set_axis(["Model", "Mean entrainment", "entrainment sd",
+                                            "entrainment n days", "Level-B days"], axis=1)  # fmt: skip
     notes, sources = [], [MEANS]
     corr = level_b_correlation(b)
     if corr is not None:

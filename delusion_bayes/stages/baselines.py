@@ -13,10 +13,10 @@ from typing import Any
 
 import xarray as xr
 
-from .. import results
 from ..baselines.profiles import plot_intensity_by_stage
 from ..baselines.trajectory import analyse_trajectory
 from ..plotting import save_figure
+from . import Outputs
 
 NEEDS = ("baselines",)
 KIND = ("trajectory",)
@@ -28,12 +28,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     headline numbers (also in ``index.json``)."""
     b = cfg.baselines if "baselines" in cfg else cfg
     res = analyse_trajectory(ds, b, progress=True)
-    files: dict[str, str] = {}
-
-    def write(key: str, data: Any, desc: str) -> None:
-        results.write(run_dir, f"baselines/{key}", data)
-        files[key] = desc
-
+    out = Outputs(run_dir, "baselines")
+    write = out.write
     rule, half = res.consensus.attrs["consensus"], res.consensus.attrs["half_rule"]
     write("consensus.nc", res.consensus,
           f"consensus ({rule}, half rule {half}) per model-day, rated variables")  # fmt: skip
@@ -54,18 +50,12 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             write(key, result.table, result.title)
     if res.intensity is not None:
         fig = plot_intensity_by_stage(res.intensity.summary)
-        for p in save_figure(fig, Path(run_dir) / "baselines" / "figure2_intensity_by_stage"):
-            files[p.name] = "Figure 2: mean intervention intensity by consensus stage"
+        for p in save_figure(fig, out.path / "figure2_intensity_by_stage"):
+            out.files[p.name] = "Figure 2: mean intervention intensity by consensus stage"
 
     con_notes = res.contrasts.notes if res.contrasts is not None else []
     config = {"consensus": rule, "half_rule": half, "n_days": int(ds["day"].max()),
               "censor_day": res.censor_day, "seed": res.settings["seed"],
               "n_boot": int(res.settings["n_boot"])}  # fmt: skip
-    index = {
-        "files": files,
-        "headline": res.headline,
-        "notes": res.notes + res.reliability.notes + res.logistic.notes + con_notes,
-        "config": config,
-    }
-    results.write(run_dir, "baselines/index.json", index)
-    return res.headline
+    notes = res.notes + res.reliability.notes + res.logistic.notes + con_notes
+    return out.index(res.headline, notes=notes, config=config)

@@ -25,7 +25,7 @@ import xarray as xr
 
 from .. import results
 from ..plotting import save_figure
-from . import sampler_kwargs
+from . import Outputs, sampler_kwargs
 from . import setting as _get
 
 NEEDS = ("model", "sampler", "inference", "baselines")
@@ -119,7 +119,7 @@ def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Da
     return xr.Dataset(out)
 
 
-def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, table) -> None:
+def _plots(dt, elpd, out: Outputs, plot_vars: list[str], notes: list, table) -> None:
     """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG."""
     import arviz as az
     import matplotlib
@@ -144,17 +144,17 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, 
         desc = "PSIS-LOO Pareto k per left-out unit (inference.loo_unit)"
         jobs.append(("loo_khat.png", desc, lambda: az.plot_khat(elpd, backend="matplotlib")))
     for fname, desc, make in jobs:
-        _draw(out, fname, desc, make, files, notes)
+        _draw(out, fname, desc, make, notes)
 
 
-def _draw(out: Path, fname: str, desc: str, make, files: dict, notes: list) -> None:
-    """``make()``'s figure as ``out/fname`` (PNG); a plotting failure is a note, never a failed
-    stage."""
+def _draw(out: Outputs, fname: str, desc: str, make, notes: list) -> None:
+    """``make()``'s figure as ``fname`` (PNG) in ``out``; a plotting failure is a note, never a
+    failed stage."""
     import matplotlib.pyplot as plt
 
     try:
-        save_figure(make(), (out / fname).with_suffix(""), ("png",), dpi=110)
-        files[fname] = desc
+        save_figure(make(), (out.path / fname).with_suffix(""), ("png",), dpi=110)
+        out.files[fname] = desc
     except Exception as err:  # noqa: BLE001
         notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")
         log.warning("%s not drawn: %s", fname, err)
@@ -177,50 +177,42 @@ def _loo_units(dt, inf) -> dict[str, str]:
     return out
 
 
-def _write_model(dt, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, Any]:
-    """All files of one fitted model; returns its headline."""
+def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) -> dict[str, Any]:
+    """All files of one fitted model in ``models/<fit>/``; returns its headline."""
     import pandas as pd
 
     from ..inference.diagnostics import diagnose, gate, loo, loo_table, summary_table
     from ..models import derived as d
 
     inf, b = cfg.inference, cfg.baselines
-    out.mkdir(parents=True, exist_ok=True)
-    files: dict[str, str] = {}
-    notes: list[str] = []
+    out = Outputs(run_dir, "models/{fit}", fit=fit)
+    out.path.mkdir(parents=True, exist_ok=True)
+    write, notes = out.write, []
     prob = float(list(_get(inf, "ci_probs", [0.95]))[0])
     kind = str(_get(inf, "ci_kind", "eti"))
-    run_dir, fit = out.parent.parent, out.name
-
-    def _csv(df, fname: str, desc: str) -> None:
-        if df is None:
-            return
-        results.write(run_dir, f"models/{{fit}}/{fname}", df, fit=fit)
-        files[fname] = desc
 
     # diagnostics gate -------------------------------------------------------------------
     table = diagnose(dt, inf)
     g = gate(dt, table, inf)  # raises BadFitError with fail_on_bad_fit
-    _csv(table.reset_index(), "diagnostics.csv",
-         f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass")  # fmt: skip
-    results.write(run_dir, "models/{fit}/gate.json", g, fit=fit)
-    files["gate.json"] = "diagnostics gate verdict and reasons"
+    desc = f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass"
+    write("diagnostics.csv", table.reset_index(), desc)
+    write("gate.json", g, "diagnostics gate verdict and reasons")
     desc = f"az.summary ({kind.upper()} {prob:.0%})"
-    _csv(summary_table(dt, inf, table=table).reset_index(), "summary.csv", desc)
+    write("summary.csv", summary_table(dt, inf, table=table).reset_index(), desc)
 
     # derived quantities -------------------------------------------------------------------
     post = dt["posterior"]
     ms = None
     if "t50" in post.data_vars:
         desc = "L, k, t50 and P(t50 > last day)"
-        _csv(d.t50_posterior(dt, prob, kind), "t50_posterior.csv", desc)
+        write("t50_posterior.csv", d.t50_posterior(dt, prob, kind), desc)
     if "stage" in post.data_vars or "t50" in post.data_vars:
         ms = d.posterior_milestones(
             dt, stable_run=int(_get(b, "stable_run", 3)), missing=str(_get(b, "missing", "skip")),
             censor=_get(b, "censor_day", None),
         )  # fmt: skip
         desc = "posterior milestone latencies with P(censored)"
-        _csv(d.milestones_table(ms, prob, kind), "milestones_posterior.csv", desc)
+        write("milestones_posterior.csv", d.milestones_table(ms, prob, kind), desc)
     if contrasts:
         q = d.contrast_quantities(dt, ms)
         rows = []
@@ -231,18 +223,18 @@ def _write_model(dt, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, A
                 notes.append(f"contrast {dict(c).get('name')!r} skipped: {err}")
         if rows:
             desc = "posterior group contrasts (mean A - mean B per draw), P(> 0)"
-            _csv(pd.concat(rows, ignore_index=True), "contrasts_posterior.csv", desc)
+            write("contrasts_posterior.csv", pd.concat(rows, ignore_index=True), desc)
     if "stage" in post.data_vars:
         desc = "Bayesian consensus per model-day: modal stage, P(stage >= 3), mean"
-        _csv(d.consensus_posterior(dt), "consensus_posterior.csv", desc)
+        write("consensus_posterior.csv", d.consensus_posterior(dt), desc)
     if "severity" in post.data_vars and "stage" in post.data_vars:
         desc = "rater severity and discrimination"
-        _csv(d.rater_posterior(dt, prob, kind), "raters_posterior.csv", desc)
+        write("raters_posterior.csv", d.rater_posterior(dt, prob, kind), desc)
         rel = d.reliability_posterior(dt, prob, kind)
         attach_icc(rel, run_dir, notes)
-        _csv(rel, "reliability_posterior.csv", "posterior reliability next to ICC(2,1)/ICC(2,k)")
+        write("reliability_posterior.csv", rel, "posterior reliability next to ICC(2,1)/ICC(2,k)")
     desc = "P(Level B | stage 4) and model effects"
-    _csv(d.p_level_b_table(dt, prob, kind), "level_b_posterior.csv", desc)
+    write("level_b_posterior.csv", d.p_level_b_table(dt, prob, kind), desc)
 
     # LOO ------------------------------------------------------------------------------------
     # both units when the fit has them; the configured one is the headline and the k plot
@@ -260,16 +252,15 @@ def _write_model(dt, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, A
             elpd = res
     if rows:
         desc = "PSIS-LOO with Pareto k, per left-out model-day and per left-out rating"
-        _csv(pd.concat(rows, ignore_index=True), "loo.csv", desc)
-    _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), files, notes, table)
+        write("loo.csv", pd.concat(rows, ignore_index=True), desc)
+    _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), notes, table)
 
     # prior and likelihood sensitivity (power-scaling) ------------------------------------------
-    sens_seconds = sensitivity_outputs(dt, out, files, notes, _csv)
+    sens_seconds = sensitivity_outputs(dt, out, notes)
 
     # posterior ------------------------------------------------------------------------------
     dt.attrs.update(prov, seed=int(_get(cfg.sampler, "seed", 0)), gate_passed=int(g["passed"]))
-    results.write(run_dir, "models/{fit}/posterior.nc", dt, fit=fit)
-    files["posterior.nc"] = "posterior DataTree (provenance in attrs)"
+    write("posterior.nc", dt, "posterior DataTree (provenance in attrs)")
     head = {"passed": bool(g["passed"]), "divergences": g["divergences"],
             "max_rhat": g["max_rhat"], "min_ess": g["min_ess"],
             "fit_seconds": float(dt.attrs.get("fit_time", np.nan)),
@@ -279,18 +270,14 @@ def _write_model(dt, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, A
     if elpd is not None:
         head["elpd_loo"] = float(elpd.elpd)
         head["loo_unit"] = unit
-    results.write(run_dir, "models/{fit}/index.json",
-                  {"files": files, "headline": head, "gate": g, "notes": notes}, fit=fit)  # fmt: skip
-    return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": files, "notes": notes}
+    out.index(head, gate=g, notes=notes)
+    return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": out.files, "notes": notes}
 
 
-def sensitivity_outputs(
-    dt, out: Path, files: dict, notes: list, write_csv, var_names=None
-) -> float | None:
+def sensitivity_outputs(dt, out: Outputs, notes: list, var_names=None) -> float | None:
     """``sensitivity.csv`` (power-scaling sensitivity of ``var_names``, default every reported
-    parameter, written by ``write_csv(df, name, description)``) and ``sensitivity.png`` into
-    ``out``; the replay stage calls this too. Returns the seconds taken, None (and a note) when
-    the check failed, e.g. for a fit without ``log_prior``/``log_likelihood``."""
+    parameter) and ``sensitivity.png`` into ``out`` (the replay stage's too); returns the seconds
+    taken, None (and a note) when the check failed (e.g. no ``log_prior``/``log_likelihood``)."""
     from ..models.sensitivity import THRESHOLD, plot_sensitivity, sensitivity_table
 
     t0 = time.perf_counter()
@@ -301,17 +288,17 @@ def sensitivity_outputs(
         log.warning("power-scaling sensitivity not computed: %s", err)
         return None
     seconds = time.perf_counter() - t0
-    write_csv(df, "sensitivity.csv",
+    out.write("sensitivity.csv", df,
               f"power-scaling sensitivity (CJS) of the prior and of the likelihood "
               f"({df.attrs['likelihood']}) per parameter, priorsense's verdict at "
               f"{THRESHOLD:g}")  # fmt: skip
     n = df["verdict"].value_counts()
     log.info("power-scaling sensitivity of %s: %.1f s, %d prior-data conflict, %d weak "
-             "likelihood of %d parameters", out.name, seconds, n.get("prior-data conflict", 0),
+             "likelihood of %d parameters", out.path.name, seconds, n.get("prior-data conflict", 0),
              n.get("weak likelihood", 0), len(df))  # fmt: skip
-    title = f"Power-scaling sensitivity of {out.name}"
+    title = f"Power-scaling sensitivity of {out.path.name}"
     desc = "prior against likelihood sensitivity per parameter"
-    _draw(out, "sensitivity.png", desc, lambda: plot_sensitivity(df, title), files, notes)
+    _draw(out, "sensitivity.png", desc, lambda: plot_sensitivity(df, title), notes)
     return seconds
 
 
@@ -339,8 +326,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     from ..models import MODEL_NAMES, VARIANTS
 
     t0 = time.perf_counter()
-    out = Path(run_dir) / "models"
-    out.mkdir(parents=True, exist_ok=True)
+    out = Outputs(run_dir, "models")
+    out.path.mkdir(parents=True, exist_ok=True)
     m = cfg.model
     primary = str(_get(m, "name", "joint"))
     names = list(dict.fromkeys([primary, *[str(x) for x in _get(m, "also_fit", [])]]))
@@ -350,14 +337,13 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     contrasts = [_plain(c) for c in _get(cfg.baselines, "contrasts", [])]
     prov = _provenance(cfg, ds, Path(run_dir))
     headline: dict[str, Any] = {}
-    index_files: dict[str, str] = {}
     notes: list[str] = []
     fits, written = {}, {}
     for name in names:
         fits[name] = fit_one(ds, name, cfg, primary=name == primary)
-        written[name] = _write_model(fits[name], cfg, out / name, prov, contrasts)
+        written[name] = _write_model(fits[name], cfg, run_dir, name, prov, contrasts)
         headline[name] = written[name]["headline"]
-        index_files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
+        out.files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
         notes += [f"{name}: {n}" for n in written[name]["notes"]]
 
     # comparison -----------------------------------------------------------------------------
@@ -376,7 +362,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
                 continue
             dt_v = fit_one(ds, primary, cfg, primary=True, overrides=over)
             label = str(dt_v.attrs.get("variant", v))
-            res = _write_model(dt_v, cfg, out / f"{primary}_{v}", prov, [])
+            res = _write_model(dt_v, cfg, run_dir, f"{primary}_{v}", prov, [])
             headline[f"{primary}_{v}"] = res["headline"]
             cmp[label] = dt_v
         per_fit = [_loo_units(f, cfg.inference) for f in cmp.values()]
@@ -389,9 +375,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             fname = "comparison.csv" if u == unit else f"comparison_by_{u}.csv"
             table = compare_fits(cmp, var_name=var.pop())
             table.insert(0, "unit", u)
-            results.write(run_dir, f"models/{fname}", table.reset_index())
             desc = f"az.compare (PSIS-LOO per {u}, stacking) of the primary's variants"
-            index_files[fname] = desc
+            out.write(fname, table.reset_index(), desc)
             if u == unit:
                 headline["best_variant"] = str(table.index[0])
                 headline["loo_unit"] = u
@@ -401,13 +386,10 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         if rows:
             table = pd.concat(rows, ignore_index=True)
             table["note"] = "inference.compare is false: PSIS-LOO per model, no az.compare"
-            results.write(run_dir, "models/comparison.csv", table)
-            index_files["comparison.csv"] = "PSIS-LOO per fitted model (comparison disabled)"
+            out.write("comparison.csv", table, "PSIS-LOO per fitted model (comparison disabled)")
     failing = [k for k, v in headline.items() if isinstance(v, dict) and not v.get("passed", True)]
     headline["all_passed"] = not failing
     if failing:
         notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
     headline["seconds"] = time.perf_counter() - t0
-    results.write(run_dir, "models/index.json",
-                  {"files": index_files, "headline": headline, "notes": notes})  # fmt: skip
-    return headline
+    return out.index(headline, notes=notes)

@@ -19,10 +19,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .. import results
 from ..baselines import replay_plots as plots
 from ..baselines.replay_study import analyse_replay, apply_cutoffs
-from . import sampler_kwargs
+from . import Outputs, sampler_kwargs
 from . import setting as _get
 from .models import sensitivity_outputs
 
@@ -88,8 +87,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     ``cfg.inference``), write ``run_dir/replay/`` and return the headline (also in index.json)."""
     r = cfg.replay if "replay" in cfg else cfg
     res = analyse_replay(ds, r)
-    out = Path(run_dir) / "replay"
-    files: dict[str, str] = {}
+    out = Outputs(run_dir, "replay")
+    write = out.write
     notes = list(res.notes)
     for n in notes:
         if n.startswith("CLUSTERS ARE WINDOWS"):
@@ -97,11 +96,6 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     st = res.settings
     ci, cluster, seed = f"{round(100 * st['ci_prob'])}%", st["cluster"], st["seed"]
     windows = " (clusters = windows)" if res.headline["clustering"] == "window" else ""
-
-    def write(key: str, table: pd.DataFrame | None, desc: str) -> None:
-        if table is not None:
-            results.write(run_dir, f"replay/{key}", table)
-            files[key] = desc
 
     write("prevalence.csv", res.prevalence,
           f"prevalence per model x category (pooled over the category's codes) and per model x "
@@ -128,7 +122,6 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     write("turn_profile.csv", res.turn_profile,
           "category prevalence by user-turn position in the window")  # fmt: skip
 
-    formats = list(st["figure_formats"])
     figures = [
         (plots.plot_prevalence, res.prevalence, "prevalence",
          "prevalence per model x category with bootstrap CIs"),
@@ -146,10 +139,10 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         table, diag, tree = _bayes(res.study, cfg, res.prevalence)
         write("bayes_prevalence.csv", table, _bayes_description(st, diag))
         params, prevalences = reported_replay_vars(tree)  # what the sensitivity check scales
-        sensitivity_outputs(tree, out, files, notes, lambda df, key, desc: write(key, df, desc),
-                            var_names=params + prevalences)  # fmt: skip
-        results.write(run_dir, "replay/bayes_diagnostics.json", diag)
-        files["bayes_diagnostics.json"] = "sampler diagnostics of the Bayesian prevalence model"
+        sensitivity_outputs(tree, out, notes, var_names=params + prevalences)
+        write(
+            "bayes_diagnostics.json", diag, "sampler diagnostics of the Bayesian prevalence model"
+        )
         if not diag["passed"]:
             notes.append("Bayesian prevalence model: diagnostics did not pass on the "
                          f"prevalences ({'; '.join(diag['reasons'])}); treat it as provisional")  # fmt: skip
@@ -165,11 +158,9 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         notes.append("Bayesian prevalence model not run (replay.bayes = false)")
     for plot, table, stem, desc in figures:
         if table is not None and len(table):
-            for p in plot(table, out / stem, formats):
-                files[p.name] = desc
-    index = {"files": files, "headline": headline, "notes": notes}
-    results.write(run_dir, "replay/index.json", index)
-    return headline
+            for p in plot(table, out.path / stem, list(st["figure_formats"])):
+                out.files[p.name] = desc
+    return out.index(headline, notes=notes)
 
 
 def _bayes_description(st: dict, diag: dict) -> str:
