@@ -91,8 +91,7 @@ def screenshot(html: str | Path, png: str | Path, width: int = 1280, height: int
 def print_pdf(html: str | Path, pdf: str | Path) -> Path:
     """Print the page to ``pdf`` (A4, backgrounds on, no header/footer)."""
     pdf = Path(pdf).resolve()
-    if pdf.exists():
-        pdf.unlink()
+    pdf.unlink(missing_ok=True)
     res = _run([f"--print-to-pdf={pdf}", "--no-pdf-header-footer", "--virtual-time-budget=10000",
                 Path(html).resolve().as_uri()])  # fmt: skip
     if not pdf.is_file() or pdf.stat().st_size == 0:

@@ -165,8 +165,7 @@ def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
                      + ("" if ok else "; `replay/bayes_prevalence.csv` is provisional"))  # fmt: skip
     if not lines:
         return None
-    head = f"Gate: {thresholds}." if thresholds else ""
-    text = "\n".join(([head] if head else []) + lines)
+    text = "\n".join(([f"Gate: {thresholds}."] if thresholds else []) + lines)
     if failed:
         return Note("warning", text, "Diagnostics failed")
     return Note("notrun" if unknown else "ok", text, "Diagnostics")
@@ -175,8 +174,7 @@ def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
 def opening(run: RunDir, diag: Diagnostics) -> list[Any]:
     """The blocks the overview opens with: the findings, then the diagnostics block."""
     blocks: list[Any] = []
-    sim = simulated(run)
-    found = findings(run)
+    sim, found = simulated(run), findings(run)
     if found:
         lead = "What this run found"
         lead += (f" (SIMULATED data, {sim}: the numbers describe the simulation, not real "

@@ -179,14 +179,13 @@ def _overview(b: Builder, diag) -> Section:
             rows.append((name, "FAILED" if status == "failed" else status or "not run"))
     s.add(Paragraph("This document was generated from the files the pipeline stages saved in the "
                     "run directory; every number in it is read from a stage's CSV (linked under "
-                    'each table). Missing stages are marked "Not run".'))  # fmt: skip
-    s.add(Paragraph("Stages (their full headline results are under Provenance):"))
-    s.add(KeyValues(rows))
-    notes = [(name, n) for name in SOURCE_STAGES for n in run.stage(name).notes]
+                    'each table). Missing stages are marked "Not run".'),
+          Paragraph("Stages (their full headline results are under Provenance):"),
+          KeyValues(rows))  # fmt: skip
+    notes = [f"{name}: {n}" for name in SOURCE_STAGES for n in run.stage(name).notes]
     if notes:
         s.add(Paragraph("Analysis notes recorded by the stages (rules applied, censoring, "
-                        "missing data):"))  # fmt: skip
-        s.add(Bullets([f"{name}: {n}" for name, n in notes]))
+                        "missing data):"), Bullets(notes))  # fmt: skip
     return s
 
 
@@ -230,16 +229,14 @@ def _provenance(b: Builder, diag) -> Section:
     elif diag.verdicts:
         passed = ", ".join(f"`{v.model}`" for v in diag.verdicts if v.passed)
         s.add(Note("ok", f"Diagnostics passed for: {passed}."))
-    s.add(KeyValues(provenance_rows(run)))
-    s.add(Paragraph("Package and dependency versions at report time:"))
-    s.add(KeyValues(list(versions().items())))
+    s.add(KeyValues(provenance_rows(run)),
+          Paragraph("Package and dependency versions at report time:"),
+          KeyValues(list(versions().items())))  # fmt: skip
     heads = headline_json(run)
     if heads != "{}":
-        s.add(Paragraph("Headline results of each stage (`<stage>/index.json`):"))
-        s.add(Code(heads, "json"))
-    s.add(Paragraph("Resolved configuration of the run:"))
-    s.add(Code(config_text(run), "yaml"))
-    return s
+        s.add(Paragraph("Headline results of each stage (`<stage>/index.json`):"),
+              Code(heads, "json"))  # fmt: skip
+    return s.add(Paragraph("Resolved configuration of the run:"), Code(config_text(run), "yaml"))
 
 
 # PDF ---------------------------------------------------------------------------------------
@@ -259,8 +256,8 @@ def _pdf(html_path: Path, cfg: ReportConfig) -> Path | None:
             log.warning("PDF not written: %s", err)
             return None
     if shutil.which("pandoc") and shutil.which("pdflatex"):
-        md = html_path.with_suffix(".md")
-        res = subprocess.run(["pandoc", str(md), "-o", str(out)], cwd=html_path.parent,
+        md = str(html_path.with_suffix(".md"))
+        res = subprocess.run(["pandoc", md, "-o", str(out)], cwd=html_path.parent,
                              capture_output=True, text=True, timeout=300)  # fmt: skip
         if res.returncode == 0 and out.is_file():
             return out
