@@ -1,10 +1,6 @@
 """The Bayesian models' section: diagnostics verdicts, the PSIS-LOO comparison, then one
-subsection per fitted model (its gate, failing parameters, tables not shown beside the
-baselines, its diagnostic plots). Its ``sensitivity.csv``/``.png`` are shown in their own section
-(:mod:`delusion_bayes.report.sensitivity`).
-
-Sources: ``models/<fit>/gate.json``, ``models/<fit>/diagnostics.csv`` and the other declared
-``models/<fit>/*`` tables, ``models/comparison*.csv``.
+subsection per fitted model (its gate, failing parameters, tables not shown beside the baselines,
+its diagnostic plots; not its sensitivity: :mod:`delusion_bayes.report.sensitivity`).
 """
 
 from __future__ import annotations
@@ -16,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from delusion_bayes import results
-from delusion_bayes.plotting import save_figure, style
-from delusion_bayes.report.builder import Builder, MissingInput
+from delusion_bayes.plotting import style
+from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Note, Paragraph, Section
 from delusion_bayes.report.sensitivity import FILES as SENSITIVITY_FILES
 from delusion_bayes.report.table import ReportTable, display_frame
@@ -56,10 +52,7 @@ def comparison_plot(b: Builder) -> tuple[list[Path], list[str]]:
     """ELPD (PSIS-LOO) of the compared models with standard errors, from ``comparison.csv``."""
     import matplotlib.pyplot as plt
 
-    df = b.run.table(COMPARISONS[0])
-    if df is None:
-        raise MissingInput(f"{COMPARISONS[0]} is missing")
-    d = df.sort_values("elpd")
+    d = b.need(COMPARISONS[0]).sort_values("elpd")
     with style():
         fig, ax = plt.subplots(figsize=(5.0, 0.45 * len(d) + 1.2))
         yy = np.arange(len(d))
@@ -68,8 +61,7 @@ def comparison_plot(b: Builder) -> tuple[list[Path], list[str]]:
         ax.set_xlabel("ELPD (PSIS-LOO), ± SE")
         ax.set_title("Model comparison")
         fig.tight_layout()
-        stem = b.fig_dir / "figure_model_comparison"
-        return save_figure(fig, stem, b.cfg.figure_formats, b.cfg.dpi), [COMPARISONS[0]]
+        return b.save(fig, "figure_model_comparison"), [COMPARISONS[0]]
 
 
 def verdict_table(b: Builder) -> list[Any]:
@@ -77,14 +69,13 @@ def verdict_table(b: Builder) -> list[Any]:
     diag = b.diag
     if not diag.verdicts:
         return [Note("notrun", "No `models/<fit>/gate.json` found: no diagnostics verdict.")]
-    vt = pd.DataFrame([{"model": v.model, "passed": v.passed, "details": v.details,
-                        "source": v.source} for v in diag.verdicts])  # fmt: skip
+    vt = pd.DataFrame([vars(v) for v in diag.verdicts])  # model, passed, details, source
     disp = display_frame(vt)
     disp["passed"] = ["PASS" if v is True else "FAIL" if v is False else "unknown"
                       for v in vt["passed"]]  # fmt: skip
     sources = sorted({v.source for v in diag.verdicts})
-    out: list[Any] = [b.table(ReportTable("diagnostics_verdicts",
-                                          "Sampling diagnostics per fitted model", vt, disp, sources))]  # fmt: skip
+    title = "Sampling diagnostics per fitted model"
+    out: list[Any] = [b.table(ReportTable("diagnostics_verdicts", title, vt, disp, sources))]
     out += [Note("warning", f"`{v.model}` FAILED its diagnostics: {v.details}. Do not interpret "
                  "its posterior summaries.", "Diagnostics failed") for v in diag.failed]  # fmt: skip
     if not diag.failed and not diag.unknown:
@@ -104,15 +95,13 @@ def section_bayes(b: Builder) -> list[Section]:
                         f"(`models/{b.post}/`)."))  # fmt: skip
     s.add(*verdict_table(b))
     for key in COMPARISONS:
-        df = b.run.table(key)
-        if df is not None:
+        if (df := b.run.table(key)) is not None:
             s.add(
                 *b.attempt(key, lambda key=key, df=df: b.generic(key, title=comparison_title(df)))
             )
     if b.run.table(COMPARISONS[0]) is not None:
-        s.add(
-            *b.draw("Model comparison.", "ELPD of the compared models", lambda: comparison_plot(b))
-        )
+        caption = "ELPD of the compared models"
+        s.add(*b.draw("Model comparison.", caption, lambda: comparison_plot(b)))
     if b.cfg.include_stage_figures:
         for rel in models.glob("*.png"):
             s.add(b.stage_figure("models", rel))
@@ -131,24 +120,20 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
     s.add(*b.attempt(f"models/{name}/diagnostics.csv", lambda: failing_parameters(b, name)))
     shown = []
     for key, f in results.FILES.items():
+        fname = f.name.split("/")[-1]  # diagnostics and sensitivity: shown elsewhere
         if f.stage != "models" or "{fit}" not in key or f.kind != "csv":
             continue
         src = b.run.source(key, name)
-        if key.endswith("/diagnostics.csv") or not (b.run.path / src).is_file():
-            continue
-        if f.name.split("/")[-1] in SENSITIVITY_FILES:  # their own section
+        if fname in ("diagnostics.csv", *SENSITIVITY_FILES) or not (b.run.path / src).is_file():
             continue
         if src in b.used:
             shown.append(src)
             continue
-        title = MODEL_TABLES.get(f.name.split("/")[-1], src).format(name=name)
+        title = MODEL_TABLES.get(fname, src).format(name=name)
         s.add(*b.attempt(src, lambda key=key, title=title: b.generic(key, name, title)))
     if shown:
-        s.add(
-            Paragraph(
-                "Shown beside the baselines above: " + ", ".join(f"`{x}`" for x in shown) + "."
-            )
-        )
+        listed = ", ".join(f"`{x}`" for x in shown)
+        s.add(Paragraph(f"Shown beside the baselines above: {listed}."))
     pngs = [
         p for p in b.run.stage("models").glob(f"{name}/**/*.png")
         if f"models/{p}" not in b.used and p.split("/")[-1] not in SENSITIVITY_FILES
@@ -176,9 +161,8 @@ def failing_parameters(b: Builder, name: str) -> list[Any]:
     out: list[Any] = [Paragraph(f"`{src}`: {len(df)} parameters, {len(bad)} failing the gate "
                                 "(open the CSV for all rows).")]  # fmt: skip
     if len(bad):
-        worst = bad.sort_values(["r_hat", "ess_bulk"], ascending=[False, True]).head(
-            WORST_PARAMETERS
-        )
+        worst = bad.sort_values(["r_hat", "ess_bulk"], ascending=[False, True])
+        worst = worst.head(WORST_PARAMETERS)
         more = f" (the {len(worst)} worst of {len(bad)})" if len(bad) > len(worst) else ""
         title = f"Parameters of `{name}` failing the diagnostics gate{more}"
         out.append(b.table(ReportTable(f"models_{name}_diagnostics_failing", title, worst,

@@ -1,11 +1,10 @@
 """Headless Chromium for the supplement: render check, screenshot, PDF.
 
-Debian's ``chromium`` package (``apt-get install -y chromium``) is run with networking off: in
-a network namespace of its own where ``unshare`` allows it, and always with flags that make every
-host name unresolvable and route every connection to a closed port (:data:`NO_NETWORK_FLAGS`). :func:`check_html` loads a copy of the page with a small probe script (the page itself has
-no script) that records console errors, failed resources and CSP violations and, after ``load``,
-whether every ``<img>`` decoded (``naturalWidth > 0``); the result is read back from the DOM that
-``--dump-dom`` prints. No extra Python dependency (no websocket client) is needed.
+Debian's ``chromium`` (``apt-get install -y chromium``) runs with networking off: in a network
+namespace of its own where ``unshare`` allows it, and always with :data:`NO_NETWORK_FLAGS`.
+:func:`check_html` loads a copy of the page with a probe script that records console errors,
+failed resources, CSP violations and undecoded images, read back from the DOM ``--dump-dom``
+prints (no websocket client needed).
 """
 
 from __future__ import annotations
@@ -24,37 +23,22 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stab
 
 #: flags for a browser that touches no network and keeps no state
 FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--disable-dev-shm-usage",
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-default-apps", "--disable-extensions", "--disable-dev-shm-usage",
     "--hide-scrollbars",
-)
+)  # fmt: skip
 
-#: flags that leave the browser no way out to a network: every host name fails to resolve and
-#: every connection (loopback too) goes to a proxy on the closed port 9; no pings, prefetch,
-#: reporting or background services. The page is a local file with embedded figures: it needs
-#: no network, so any request it made would be a leak (or a page referencing the outside).
+#: no way out to a network (the page needs none, so any request would be a leak): every host name
+#: fails to resolve, every connection (loopback too) goes to the closed port 9, no background calls
 NO_NETWORK_FLAGS = (
-    "--proxy-server=http://127.0.0.1:9",
-    "--proxy-bypass-list=<-loopback>",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    "--dns-prefetch-disable",
-    "--no-pings",
-    "--disable-domain-reliability",
-    "--disable-client-side-phishing-detection",
-    "--disable-breakpad",
-    "--metrics-recording-only",
+    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND", "--dns-prefetch-disable", "--no-pings",
+    "--disable-domain-reliability", "--disable-client-side-phishing-detection",
+    "--disable-breakpad", "--metrics-recording-only",
     "--disable-features=MediaRouter,OptimizationHints,Translate,NetworkTimeServiceQuerying,"
     "AutofillServerCommunication,CertificateTransparencyComponentUpdater",
-)
+)  # fmt: skip
 
 
 @functools.cache
@@ -81,13 +65,8 @@ def browser_command(browser: str, profile: str, args: list[str]) -> list[str]:
 def find_browser() -> str | None:
     """Path of a Chromium-family browser (env ``DELUSION_BAYES_BROWSER`` first), else None."""
     env = os.environ.get("DELUSION_BAYES_BROWSER")
-    if env and shutil.which(env):
-        return shutil.which(env)
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    names = ([env] if env else []) + list(BROWSERS)
+    return next((path for path in map(shutil.which, names) if path), None)
 
 
 def _run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
@@ -95,23 +74,15 @@ def _run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
     if browser is None:
         raise RuntimeError("no Chromium found: install it with `apt-get install -y chromium`")
     with tempfile.TemporaryDirectory(prefix="db-chromium-") as profile:
-        cmd = browser_command(browser, profile, args)
-        return subprocess.run(
-            cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-        )
+        return subprocess.run(browser_command(browser, profile, args), capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
 
 
 def screenshot(html: str | Path, png: str | Path, width: int = 1280, height: int = 2400) -> Path:
     """A PNG screenshot of the top ``width x height`` pixels of the page."""
     png = Path(png).resolve()
-    res = _run(
-        [
-            f"--screenshot={png}",
-            f"--window-size={width},{height}",
-            "--virtual-time-budget=10000",
-            Path(html).resolve().as_uri(),
-        ]
-    )
+    res = _run([f"--screenshot={png}", f"--window-size={width},{height}",
+                "--virtual-time-budget=10000", Path(html).resolve().as_uri()])  # fmt: skip
     if not png.is_file():
         raise RuntimeError(f"screenshot failed: {res.stderr[-800:]}")
     return png
@@ -120,16 +91,9 @@ def screenshot(html: str | Path, png: str | Path, width: int = 1280, height: int
 def print_pdf(html: str | Path, pdf: str | Path) -> Path:
     """Print the page to ``pdf`` (A4, backgrounds on, no header/footer)."""
     pdf = Path(pdf).resolve()
-    if pdf.exists():
-        pdf.unlink()
-    res = _run(
-        [
-            f"--print-to-pdf={pdf}",
-            "--no-pdf-header-footer",
-            "--virtual-time-budget=10000",
-            Path(html).resolve().as_uri(),
-        ]
-    )
+    pdf.unlink(missing_ok=True)
+    res = _run([f"--print-to-pdf={pdf}", "--no-pdf-header-footer", "--virtual-time-budget=10000",
+                Path(html).resolve().as_uri()])  # fmt: skip
     if not pdf.is_file() or pdf.stat().st_size == 0:
         raise RuntimeError(f"printing to PDF failed: {res.stderr[-800:]}")
     return pdf
@@ -256,17 +220,8 @@ def check_html(
         f.write(text)
         probe_path = Path(f.name)
     try:
-        res = _run(
-            [
-                "--dump-dom",
-                "--enable-logging=stderr",
-                "--v=0",
-                "--virtual-time-budget=10000",
-                f"--window-size={width},{height}",
-                probe_path.as_uri(),
-            ],
-            timeout=timeout,
-        )
+        args = ["--dump-dom", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000"]
+        res = _run([*args, f"--window-size={width},{height}", probe_path.as_uri()], timeout=timeout)
     finally:
         probe_path.unlink(missing_ok=True)
     m = re.search(r'<pre id="__db_probe__">(.*?)</pre>', res.stdout, re.S)
@@ -277,22 +232,9 @@ def check_html(
     import html as _html
 
     data = json.loads(_html.unescape(m.group(1)))
-    console = [
-        line
-        for line in res.stderr.splitlines()
-        if "CONSOLE" in line and ("ERROR" in line or ":ERROR:" in line or "Uncaught" in line)
-    ]
-    return RenderCheck(
-        images=data["images"],
-        broken=data["broken"],
-        widths=data["widths"],
-        tables=data["tables"],
-        sections=data["sections"],
-        title=data["title"],
-        errors=data["errors"],
-        console=console,
-        body_text=data["bodyText"],
-        viewport_width=data["viewportWidth"],
-        page_width=data["pageWidth"],
-        table_fits=data["tableFits"],
-    )
+    # the probe's camelCase keys as the fields of RenderCheck (``bodyText`` -> ``body_text``)
+    fields = {re.sub("([A-Z])", r"_\1", k).lower(): v for k, v in data.items()}
+    fields = {k: v for k, v in fields.items() if k in RenderCheck.__dataclass_fields__}
+    console = [line for line in res.stderr.splitlines()
+               if "CONSOLE" in line and ("ERROR" in line or "Uncaught" in line)]  # fmt: skip
+    return RenderCheck(**fields, console=console)

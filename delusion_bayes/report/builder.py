@@ -1,9 +1,6 @@
 """The supplement builder's shared machinery: writing tables and figures under ``report/``,
-turning a failure into a note, and the notes for what did not run.
-
-Each topic module (``trajectories``, ``milestones``, ``reliability``, ``interventions``,
-``text``, ``bayes``, ``replay``) builds its section with a :class:`Builder`.
-"""
+turning a failure into a note, and the notes for what did not run (each topic module builds its
+section with a :class:`Builder`)."""
 
 from __future__ import annotations
 
@@ -13,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from delusion_bayes.plotting import save_figure
 from delusion_bayes.report.config import ReportConfig
 from delusion_bayes.report.document import FigureBlock, Note, Paragraph, TableBlock
 from delusion_bayes.report.provenance import Diagnostics
@@ -21,11 +19,14 @@ from delusion_bayes.report.table import ReportTable, display_frame
 
 log = logging.getLogger(__name__)
 
-STAGE = "report"
-
 
 class MissingInput(LookupError):
     """A table or figure cannot be built because an input file is absent (message says which)."""
+
+
+def capital(text: str) -> str:
+    """``text`` with its first letter upper case (a stage's file description as a sentence)."""
+    return text[:1].upper() + text[1:]
 
 
 class Builder:
@@ -33,9 +34,8 @@ class Builder:
 
     def __init__(self, run: RunDir, cfg: ReportConfig, diag: Diagnostics):
         self.run, self.cfg, self.diag = run, cfg, diag
-        self.out = run.path / STAGE
-        self.tables_dir = self.out / "tables"
-        self.fig_dir = self.out / "figures"
+        self.out = run.path / "report"
+        self.tables_dir, self.fig_dir = self.out / "tables", self.out / "figures"
         self.files: dict[str, str] = {}
         self.used: set[str] = set()  # run-relative paths shown in the document
         self.n_tables = 0
@@ -75,12 +75,20 @@ class Builder:
             links["PDF"] = self.run.rel(png.with_suffix(".pdf"))
             self.used.add(f"{stage}/{Path(rel).with_suffix('.pdf').as_posix()}")
         self.used.add(f"{stage}/{rel}")
-        desc = s.describe(rel)
-        caption = (desc[:1].upper() + desc[1:] if desc else "") + (
-            f" (written by the {stage} stage: `{stage}/{rel}`)."
-        )
+        caption = capital(s.describe(rel)) + f" (written by the {stage} stage: `{stage}/{rel}`)."
         name = title or Path(rel).stem.replace("_", " ")
         return FigureBlock(name, caption, png, f"{stage}/{rel}", links)
+
+    def need(self, key: str) -> Any:
+        """The declared table ``key`` of the run; :class:`MissingInput` when it is absent."""
+        df = self.run.table(key)
+        if df is None:
+            raise MissingInput(f"{key} is missing")
+        return df
+
+    def save(self, fig: Any, stem: str) -> list[Path]:
+        """``fig`` under ``report/figures/<stem>`` in the configured formats."""
+        return save_figure(fig, self.fig_dir / stem, self.cfg.figure_formats, self.cfg.dpi)
 
     def draw(self, title: str, caption: str, make: Callable[[], tuple[list[Path], list[str]]]):
         """A figure the report draws itself (``make`` returns its paths and sources), as blocks."""
@@ -118,7 +126,7 @@ class Builder:
             self.used.add(src)
             return [Paragraph(f"`{src}` ({len(df)} rows{': ' + desc if desc else ''}) is too "
                               "long to show here; open the CSV.")]  # fmt: skip
-        caption = title or (desc[:1].upper() + desc[1:] if desc else rel)
+        caption = title or capital(desc) or rel
         name = src.replace("/", "_").removesuffix(".csv")
         return [self.table(ReportTable(name, caption, df, display_frame(df, 3), [src]))]
 

@@ -1,8 +1,7 @@
 """The supplement as a list of blocks, rendered to Markdown and to one self-contained HTML file.
 
-The HTML needs no network and no JavaScript: figures are base64 ``data:`` URIs, the CSS is inline,
-and a Content-Security-Policy forbids every outside resource (so a stray external reference shows
-up as a console error in the browser test instead of a silent fetch).
+The HTML needs no network and no JavaScript: figures are base64 ``data:`` URIs, the CSS is inline
+and a Content-Security-Policy forbids every outside resource (a stray one fails the browser test).
 """
 
 from __future__ import annotations
@@ -17,13 +16,8 @@ from pathlib import Path
 from delusion_bayes.report.table import ReportTable, md_escape, md_text
 
 #: note kinds and their labels
-NOTE_LABELS = {
-    "info": "Note",
-    "notrun": "Not run",
-    "warning": "Warning",
-    "error": "Error",
-    "ok": "Passed",
-}
+NOTE_LABELS = {"info": "Note", "notrun": "Not run", "warning": "Warning", "error": "Error",
+               "ok": "Passed"}  # fmt: skip
 
 
 @dataclass
@@ -144,9 +138,9 @@ def _md_block(b: Block) -> str:
     if isinstance(b, TableBlock):
         t = b.table
         text = f"**{md_text(t.title)}**\n\n{t.to_markdown()}"
-        extra = [md_text(n) for n in t.notes] + (
-            [f"Source: {', '.join(f'`{s}`' for s in t.sources)}."] if t.sources else []
-        )
+        extra = [md_text(n) for n in t.notes]
+        if t.sources:
+            extra.append(f"Source: {', '.join(f'`{s}`' for s in t.sources)}.")
         if b.links:
             extra.append("Files: " + _md_links(b.links) + ".")
         if extra:
@@ -161,16 +155,13 @@ def _md_block(b: Block) -> str:
     if isinstance(b, Code):
         return f"```{b.lang}\n{b.text.rstrip()}\n```"
     if isinstance(b, KeyValues):
-        rows = ["| | |", "|:---|:---|"] + [
-            f"| {md_escape(k)} | {md_escape(v)} |" for k, v in b.rows
-        ]
-        return "\n".join(rows)
+        rows = [f"| {md_escape(k)} | {md_escape(v)} |" for k, v in b.rows]
+        return "\n".join(["| | |", "|:---|:---|", *rows])
     if isinstance(b, Bullets):
         return "\n".join(f"- {md_text(x)}" for x in b.items)
     if isinstance(b, FileList):
-        return "\n".join(
-            f"- [`{p}`]({_md_url(p)})" + (f": {md_text(d)}" if d else "") for p, d in b.rows
-        )
+        return "\n".join(f"- [`{p}`]({_md_url(p)})" + (f": {md_text(d)}" if d else "")
+                         for p, d in b.rows)  # fmt: skip
     raise TypeError(f"unknown block {type(b).__name__}")
 
 
@@ -246,11 +237,8 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
 def png_size_dpi(path: Path, default_dpi: float = 150.0) -> tuple[int, float] | None:
-    """Pixel width and resolution (dots per inch) of a PNG, None when it is not a PNG.
-
-    Reads the ``IHDR`` width and the ``pHYs`` resolution matplotlib writes (``savefig(dpi=)``)
-    straight from the file: a few bytes, no imaging library needed.
-    """
+    """Pixel width and resolution (dots per inch) of a PNG, None when it is not a PNG (its
+    ``IHDR`` width and the ``pHYs`` resolution matplotlib writes; no imaging library needed)."""
     data = Path(path).read_bytes()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         return None
@@ -274,22 +262,15 @@ def png_size_dpi(path: Path, default_dpi: float = 150.0) -> tuple[int, float] | 
 def png_css_width(path: Path, default_dpi: float = 150.0) -> int | None:
     """Width in CSS pixels (96 per inch) at which a PNG shows at its physical size."""
     found = png_size_dpi(path, default_dpi)
-    if found is None:
-        return None
-    width, dpi = found
-    return round(width * 96 / dpi)
+    return None if found is None else round(found[0] * 96 / found[1])
 
 
 @dataclass(frozen=True)
 class Embed:
-    """How figures are embedded in the HTML (the PNG/PDF files on disk are never changed).
-
-    ``colors``: the embedded copy is reduced to a palette of at most this many colours (0: the
-    PNG as written). Matplotlib figures have few distinct colours apart from anti-aliasing, so a
-    256-colour palette looks the same and is much smaller (a lower resolution is not: see
-    ``docs/design-notes.md``). ``max_dpi``: a PNG written at a higher
-    resolution is scaled down to it (0: never). The figure keeps its physical size on the page.
-    """
+    """How figures are embedded in the HTML (the files on disk are never changed): ``colors``,
+    a palette of at most this many colours (0: the PNG as written; why:
+    ``docs/design-notes.md#reportdocumentpy``); ``max_dpi``, a PNG of higher resolution is scaled
+    down to it (0: never). The figure keeps its physical size on the page."""
 
     colors: int = 0
     max_dpi: float = 0
@@ -328,24 +309,17 @@ def embedded_png(path: Path, embed: Embed = Embed()) -> bytes:
     return out if len(out) < len(raw) else raw
 
 
-def _data_uri(path: Path, embed: Embed = Embed()) -> str:
-    return "data:image/png;base64," + base64.b64encode(embedded_png(path, embed)).decode("ascii")
-
-
 def to_html(doc: Document, embed: Embed = Embed()) -> str:
     """The document as one self-contained HTML page (figures embedded as base64 PNG, reduced as
     ``embed`` says)."""
     esc = html.escape
     parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(doc.title)}</title>",
-        f"<style>{CSS}</style>",
-        "</head><body><main>",
+        f"<title>{esc(doc.title)}</title>", f"<style>{CSS}</style>", "</head><body><main>",
         f"<h1>{esc(doc.title)}</h1>",
-    ]
+    ]  # fmt: skip
     if doc.subtitle:
         parts.append(f'<p class="subtitle">{_inline(doc.subtitle)}</p>')
     parts.append('<nav class="toc"><ul>')
@@ -381,10 +355,8 @@ def _html_block(b: Block, embed: Embed = Embed()) -> str:
         mark = "⚠ " if b.kind in ("warning", "error") else ""
         role = ' role="alert"' if b.kind in ("warning", "error") else ""
         body = "<br>".join(_inline(x) for x in b.text.splitlines())
-        return (
-            f'<div class="note {esc(b.kind)}"{role}><span class="label">{mark}{esc(label)}.</span> '
-            f"{body}</div>"
-        )
+        return (f'<div class="note {esc(b.kind)}"{role}><span class="label">{mark}{esc(label)}.'
+                f"</span> {body}</div>")  # fmt: skip
     if isinstance(b, TableBlock):
         t = b.table
         out = t.to_html()
@@ -400,11 +372,11 @@ def _html_block(b: Block, embed: Embed = Embed()) -> str:
         links = f" ({_links(b.links)})" if b.links else ""
         width = png_css_width(b.png)
         size = f' style="width:{width}px"' if width else ""
-        return (
-            f'<figure><img src="{_data_uri(b.png, embed)}" alt="{esc(b.title)}"{size}>'
-            f"<figcaption><strong>{esc(b.title)}</strong> {_inline(b.caption)}{links}"
-            "</figcaption></figure>"
+        uri = "data:image/png;base64," + base64.b64encode(embedded_png(b.png, embed)).decode(
+            "ascii"
         )
+        return (f'<figure><img src="{uri}" alt="{esc(b.title)}"{size}><figcaption><strong>'
+                f"{esc(b.title)}</strong> {_inline(b.caption)}{links}</figcaption></figure>")  # fmt: skip
     if isinstance(b, Code):
         return f"<pre><code>{esc(b.text.rstrip())}</code></pre>"
     if isinstance(b, KeyValues):
@@ -413,11 +385,7 @@ def _html_block(b: Block, embed: Embed = Embed()) -> str:
     if isinstance(b, Bullets):
         return '<ul class="bullets">' + "".join(f"<li>{_inline(x)}</li>" for x in b.items) + "</ul>"
     if isinstance(b, FileList):
-        items = "".join(
-            f'<li><a href="{esc(p)}"><code>{esc(p)}</code></a>'
-            + (f": {esc(d)}" if d else "")
-            + "</li>"
-            for p, d in b.rows
-        )
+        items = "".join(f'<li><a href="{esc(p)}"><code>{esc(p)}</code></a>'
+                        + (f": {esc(d)}" if d else "") + "</li>" for p, d in b.rows)  # fmt: skip
         return f'<ul class="files">{items}</ul>'
     raise TypeError(f"unknown block {type(b).__name__}")

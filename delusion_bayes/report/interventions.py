@@ -1,8 +1,4 @@
-"""Interventions: Table 2, Figure 2 and the naive-stage profiles (section F).
-
-Sources: ``baselines/table2_interventions.csv``, ``baselines/figure2_intensity_by_stage.csv``,
-``baselines/sectionF_naive_profiles.csv``.
-"""
+"""Interventions: Table 2, Figure 2 and the naive-stage profiles (section F), from the baselines."""
 
 from __future__ import annotations
 
@@ -11,11 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from delusion_bayes.plotting import save_figure, series_style, style
-from delusion_bayes.report.builder import Builder, MissingInput
+from delusion_bayes.plotting import series_style, style
+from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Section
-from delusion_bayes.report.estimates import label
-from delusion_bayes.report.table import ReportTable, display_frame, fmt_num, fmt_p
+from delusion_bayes.report.table import ReportTable, display_frame, fmt_num, fmt_p, label
 
 T2 = "baselines/table2_interventions.csv"
 F2 = "baselines/figure2_intensity_by_stage.csv"
@@ -38,9 +33,7 @@ def figure2(b: Builder) -> tuple[list[Path], list[str]]:
     (descriptive; model-days are serially dependent)."""
     import matplotlib.pyplot as plt
 
-    df = b.run.table(F2)
-    if df is None:
-        raise MissingInput(f"{F2} is missing")
+    df = b.need(F2)
     wide = df.pivot_table(index="stage", columns="intervention_type", values="mean", sort=False)
     rhos = df.dropna(subset=["rho"]).drop_duplicates("intervention_type")
     rhos = dict(zip(rhos["intervention_type"], rhos["rho"], strict=True))
@@ -55,8 +48,7 @@ def figure2(b: Builder) -> tuple[list[Path], list[str]]:
         ax.set_ylim(0.9, 3.1)
         ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
         fig.tight_layout()
-        stem = b.fig_dir / "figure2_intensity_by_stage"
-        return save_figure(fig, stem, b.cfg.figure_formats, b.cfg.dpi), [F2]
+        return b.save(fig, "figure2_intensity_by_stage"), [F2]
 
 
 def section_f_table(b: Builder) -> ReportTable | None:
@@ -88,5 +80,4 @@ def section_f(b: Builder) -> Section:
     s = Section("F", "F. Naive-stage profiles")
     if not b.run.stage("baselines").ran:
         return s.add(b.not_run("baselines", "the naive-stage profiles"))
-    missing = b.missing(F1, "Table F1")
-    return s.add(*b.one_table("Table F1", lambda: section_f_table(b), missing))
+    return s.add(*b.one_table("Table F1", lambda: section_f_table(b), b.missing(F1, "Table F1")))

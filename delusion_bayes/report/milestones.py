@@ -1,8 +1,5 @@
-"""Milestones and contrasts: Table 1, Figure E1, the pre-specified contrasts (section E).
-
-Sources: ``baselines/table1_milestones.csv`` and ``baselines/contrasts.csv`` beside the chosen
-model's ``milestones_posterior.csv`` and ``contrasts_posterior.csv``.
-"""
+"""Milestones and contrasts: Table 1, Figure E1 and the pre-specified contrasts (section E),
+the baselines' tables beside the chosen model's posterior."""
 
 from __future__ import annotations
 
@@ -13,11 +10,18 @@ import numpy as np
 import pandas as pd
 
 from delusion_bayes.baselines.config import MILESTONES
-from delusion_bayes.plotting import GREYS, save_figure, shared_legend, style
-from delusion_bayes.report.builder import Builder, MissingInput
+from delusion_bayes.plotting import GREYS, shared_legend, style
+from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Section
-from delusion_bayes.report.estimates import Estimate, label, side_by_side
-from delusion_bayes.report.table import ReportTable, display_frame, fmt_interval, fmt_p
+from delusion_bayes.report.table import (
+    Estimate,
+    ReportTable,
+    display_frame,
+    fmt_interval,
+    fmt_p,
+    label,
+    side_by_side,
+)
 
 T1 = "baselines/table1_milestones.csv"
 CONTRASTS = "baselines/contrasts.csv"
@@ -31,17 +35,14 @@ def posterior_milestones(b: Builder, keys: list[str]) -> tuple[dict[str, Estimat
     out = {}
     for m, g in df.groupby("milestone", sort=False):
         g = g.set_index("model").reindex(keys)
-        p = ("P(never)", g["p_censored"].to_numpy())
-        out[str(m)] = Estimate(g["median"].to_numpy(), g["ci_low"], g["ci_high"], {"p_censored": p})
+        p = {"p_censored": ("P(never)", g["p_censored"].to_numpy())}
+        out[str(m)] = Estimate(g["median"].to_numpy(), g["ci_low"], g["ci_high"], p)
     return out, src
 
 
 def table1(b: Builder) -> ReportTable | None:
-    """Table 1: milestone latencies and day counts per model, consensus beside posterior.
-
-    Paper, "Statistical Analysis": latencies from the consensus trajectory censored at n + 1; the
-    posterior columns are the models stage's ``milestones_posterior.csv`` (median [interval]).
-    """
+    """Table 1: milestone latencies and day counts per model, consensus beside posterior (paper,
+    "Statistical Analysis": latencies from the consensus trajectory, censored at n + 1)."""
     base = b.run.table(T1)
     if base is None:
         return None
@@ -50,21 +51,12 @@ def table1(b: Builder) -> ReportTable | None:
     censor = b.run.censor_day
     notes = [f"'never' = not reached in the conversation (censored at day {censor})."]
     if post:
-        notes.append(
-            f"Posterior: median [{b.cfg.ci_prob:.0%} CrI] of the latency under `{b.post}`."
-        )
-    return side_by_side(
-        "table1_milestones",
-        "Table 1. Milestones per model: consensus trajectory beside the posterior",
-        keys,
-        {m: Estimate(base[m].to_numpy()) for m in MILESTONES},
-        post,
-        ("consensus", "posterior"),
-        [T1] + ([post_src] if post_src else []),
-        notes,
-        digits=1,
-        censor=censor,
-    )
+        notes.append(f"Posterior: median [{b.cfg.ci_prob:.0%} CrI] of the latency under `{b.post}`.")  # fmt: skip
+    title = "Table 1. Milestones per model: consensus trajectory beside the posterior"
+    base_est = {m: Estimate(base[m].to_numpy()) for m in MILESTONES}
+    sources = [T1] + ([post_src] if post_src else [])
+    return side_by_side("table1_milestones", title, keys, base_est, post, ("consensus", "posterior"),
+                        sources, notes, digits=1, censor=censor)  # fmt: skip
 
 
 def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
@@ -72,10 +64,7 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
     latencies drawn open at the censoring day; the posterior median and interval beside."""
     import matplotlib.pyplot as plt
 
-    base = b.run.table(T1)
-    if base is None:
-        raise MissingInput(f"{T1} is missing")
-    base = base.sort_values("first_clinical", kind="stable")
+    base = b.need(T1).sort_values("first_clinical", kind="stable")
     order = base["model"].tolist()
     post, post_src = posterior_milestones(b, order)
     censor = b.run.censor_day
@@ -110,7 +99,7 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
         axes[0, 0].invert_yaxis()
         shared_legend(fig, axes, loc="lower center", bbox_to_anchor=(0.5, -0.01))
         fig.tight_layout(rect=(0, 0.05, 1, 1))
-        paths = save_figure(fig, b.fig_dir / "figureE1_milestones", b.cfg.figure_formats, b.cfg.dpi)
+        paths = b.save(fig, "figureE1_milestones")
     return paths, [T1] + ([post_src] if post_src else [])
 
 

@@ -1,10 +1,8 @@
 """The first screen of the supplement: what the study found, then the diagnostics state.
 
-Both come from what the stages recorded, never recomputed: the findings from each stage's
-``headline`` (``run.json``, the same dict as ``<stage>/index.json``), the diagnostics from each
-fit's ``models/<fit>/gate.json`` and the replay stage's ``replay/bayes_diagnostics.json``. A
-headline key a stage did not write is left out; an unknown key is not shown here (the full
-headlines are in the provenance section).
+Both as the stages recorded them: the findings from each stage's ``headline`` (a key a stage did
+not write is left out), the diagnostics from ``models/<fit>/gate.json`` and
+``replay/bayes_diagnostics.json``.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import math
 from typing import Any
 
 from delusion_bayes.report.document import Bullets, Note, Paragraph
-from delusion_bayes.report.provenance import Diagnostics
+from delusion_bayes.report.provenance import Diagnostics, gate_numbers
 from delusion_bayes.report.sources import RunDir
 
 REPLAY_GATE = "replay/bayes_diagnostics.json"
@@ -30,10 +28,6 @@ def _num(v: Any) -> float | None:
     return None if math.isnan(v) else float(v)
 
 
-def _g(v: float, digits: int = 2) -> str:
-    return f"{v:.{digits}f}"
-
-
 def _p(p: float) -> str:
     return f"p = {p:.1g}" if p < 0.001 else f"p = {p:.3f}"
 
@@ -45,27 +39,22 @@ def _rho(v: float) -> str:
 def _trajectory_findings(run: RunDir) -> list[str]:
     out: list[str] = []
     h = headline(run, "baselines")
-    alpha, icc = _num(h.get("alpha_recognition")), _num(h.get("icc2k_recognition"))
-    if alpha is not None or icc is not None:
-        parts = ([f"Krippendorff's α = {_g(alpha)}"] if alpha is not None else []) + (
-            [f"ICC(2,k) = {_g(icc)}"] if icc is not None else []
-        )
-        out.append("Reliability of the raters' recognition codes: " + ", ".join(parts)
-                   + " (Table C1).")  # fmt: skip
+    reliability = {"Krippendorff's α": _num(h.get("alpha_recognition")),
+                   "ICC(2,k)": _num(h.get("icc2k_recognition"))}  # fmt: skip
+    parts = [f"{name} = {v:.2f}" for name, v in reliability.items() if v is not None]
+    if parts:
+        out.append(f"Reliability of the raters' recognition codes: {', '.join(parts)} (Table C1).")
     n_models, never = _num(h.get("n_models")), _num(h.get("n_never_clinical"))
     med = _num(h.get("median_first_clinical"))
-    if med is not None or never is not None:
-        text = []
-        if med is not None:
-            text.append(f"Median first clinical framing (consensus): day {med:g}")
-        if never is not None:
-            of = f" of {n_models:g}" if n_models is not None else ""
-            text.append(f"{never:g}{of} models never framed the user clinically within the "
-                        "observation window")  # fmt: skip
+    of = f" of {n_models:g}" if n_models is not None else ""
+    text = [f"Median first clinical framing (consensus): day {med:g}"] if med is not None else []
+    if never is not None:
+        text.append(f"{never:g}{of} models never framed the user clinically within the "
+                    "observation window")  # fmt: skip
+    if text:
         out.append("; ".join(text) + " (Table 1).")
     ok = _num(h.get("n_fits_ok"))
     if ok is not None:
-        of = f" of {n_models:g}" if n_models is not None else ""
         out.append(f"The least-squares logistic fit converged for {ok:g}{of} models (Table D1).")
     p = _num(h.get("min_contrast_p"))
     if p is not None:
@@ -80,7 +69,7 @@ def _trajectory_findings(run: RunDir) -> list[str]:
     lo, hi = _num(t.get("entrainment_at_lowest_stage")), _num(t.get("entrainment_at_highest_stage"))
     if lo is not None and hi is not None:
         within = _num(t.get("entrainment_within_median_rho"))
-        out.append(f"Mean entrainment {_g(lo, 3)} at the lowest consensus stage and {_g(hi, 3)} at "
+        out.append(f"Mean entrainment {lo:.3f} at the lowest consensus stage and {hi:.3f} at "
                    "the highest" + (f"; median within-model ρ with the consensus {_rho(within)}"
                                     if within is not None else "") + ".")  # fmt: skip
     return out
@@ -128,13 +117,7 @@ def _gate_numbers(gate: dict[str, Any]) -> str:
     if _num(gate.get("min_ess")) is None:  # the replay gate records bulk and tail ESS
         both = [v for k in ("min_ess_bulk", "min_ess_tail") if (v := _num(gate.get(k))) is not None]
         gate["min_ess"] = min(both) if both else None
-    parts = []
-    for key, fmt in (("max_rhat", "max R-hat {:.3f}"), ("min_ess", "min ESS {:.0f}"),
-                     ("divergences", "{:.0f} divergences")):  # fmt: skip
-        v = _num(gate.get(key))
-        if v is not None:
-            parts.append(fmt.format(v))
-    return ", ".join(parts)
+    return gate_numbers(gate, ("max_rhat", "min_ess", "divergences"))
 
 
 def _thresholds(t: dict[str, Any]) -> str:
@@ -182,8 +165,7 @@ def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
                      + ("" if ok else "; `replay/bayes_prevalence.csv` is provisional"))  # fmt: skip
     if not lines:
         return None
-    head = f"Gate: {thresholds}." if thresholds else ""
-    text = "\n".join(([head] if head else []) + lines)
+    text = "\n".join(([f"Gate: {thresholds}."] if thresholds else []) + lines)
     if failed:
         return Note("warning", text, "Diagnostics failed")
     return Note("notrun" if unknown else "ok", text, "Diagnostics")
@@ -192,8 +174,7 @@ def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
 def opening(run: RunDir, diag: Diagnostics) -> list[Any]:
     """The blocks the overview opens with: the findings, then the diagnostics block."""
     blocks: list[Any] = []
-    sim = simulated(run)
-    found = findings(run)
+    sim, found = simulated(run), findings(run)
     if found:
         lead = "What this run found"
         lead += (f" (SIMULATED data, {sim}: the numbers describe the simulation, not real "

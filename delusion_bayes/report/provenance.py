@@ -1,8 +1,6 @@
 """Provenance of a run (config, versions, seeds, data hash, git SHA) and the diagnostics verdict
-of every fitted model, as the stages recorded them.
-
-Values the stages recorded (``run.json``, posterior attrs, ``models/<fit>/gate.json``) win over
-values looked up at report time; the latter are marked "(at report time)".
+of every fitted model, as the stages recorded them (values looked up at report time instead are
+marked "(at report time)").
 """
 
 from __future__ import annotations
@@ -18,6 +16,9 @@ from delusion_bayes.report.sources import RunDir
 log = logging.getLogger(__name__)
 
 PROVENANCE_KEYS = ("git_sha", "data_hash", "seed", "config_hash", "package_version", "version")
+#: the numbers of a diagnostics gate shown beside its verdict
+GATE_FORMATS = {"max_rhat": "max R-hat {:.3f}", "min_ess": "min ESS {:.0f}",
+                "divergences": "{:.0f} divergences", "ebfmi_min": "min E-BFMI {:.2f}"}  # fmt: skip
 
 
 @dataclass
@@ -43,15 +44,16 @@ class Diagnostics:
         return [v for v in self.verdicts if v.passed is None]
 
 
+def gate_numbers(gate: dict[str, Any], keys: tuple[str, ...] = tuple(GATE_FORMATS)) -> str:
+    """``max R-hat 1.080, min ESS 40, ...``: the ``keys`` of ``gate`` that hold a number."""
+    numbers = {k: gate.get(k) for k in keys}
+    return ", ".join(GATE_FORMATS[k].format(v) for k, v in numbers.items()
+                     if isinstance(v, int | float) and not isinstance(v, bool) and v == v)  # fmt: skip
+
+
 def gate_details(gate: dict[str, Any]) -> str:
     """``reasons (max R-hat 1.080, min ESS 40, 2 divergences, min E-BFMI 0.90)``."""
-    parts = []
-    for key, fmt in (("max_rhat", "max R-hat {:.3f}"), ("min_ess", "min ESS {:.0f}"),
-                     ("divergences", "{:.0f} divergences"), ("ebfmi_min", "min E-BFMI {:.2f}")):  # fmt: skip
-        v = gate.get(key)
-        if isinstance(v, int | float) and not isinstance(v, bool) and v == v:
-            parts.append(fmt.format(v))
-    details = ", ".join(parts)
+    details = gate_numbers(gate)
     reasons = gate.get("reasons") or []
     if reasons:
         details = "; ".join(map(str, reasons)) + (f" ({details})" if details else "")
@@ -60,11 +62,9 @@ def gate_details(gate: dict[str, Any]) -> str:
 
 def diagnostics(run: RunDir) -> Diagnostics:
     """The gate verdict of every fitted model (``models/<fit>/gate.json``)."""
-    out = Diagnostics()
+    out, key = Diagnostics(), "models/{fit}/gate.json"
     for fit in run.fits:
-        key = "models/{fit}/gate.json"
-        gate = run.table(key, fit)
-        src = run.source(key, fit)
+        gate, src = run.table(key, fit), run.source(key, fit)
         if gate is None:
             out.verdicts.append(FitVerdict(fit, None, f"no {src}", src))
         else:

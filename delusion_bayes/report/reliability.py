@@ -1,9 +1,4 @@
-"""Reliability (section C): Table C1 and the rater model's posterior reliability beside it.
-
-Sources: ``baselines/tableC1_reliability.csv`` and the chosen model's
-``reliability_posterior.csv`` (``reliability_single`` beside alpha and ICC(2,1),
-``reliability_consensus`` beside ICC(2,k)).
-"""
+"""Reliability (section C): Table C1 and the rater model's posterior reliability beside it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """The replay study's section (DelusionEval): prevalence and deltas per model x category, the
 Bayesian prevalence beside the bootstrap, then every other replay table and the stage's figures.
-
-Sources: the declared ``replay/*`` files (:mod:`delusion_bayes.results`).
 """
 
 from __future__ import annotations
@@ -9,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from delusion_bayes import results
-from delusion_bayes.report.builder import Builder
+from delusion_bayes.report.builder import Builder, capital
 from delusion_bayes.report.document import Note, Section
 from delusion_bayes.report.table import ReportTable, fmt_interval, fmt_num
 
@@ -45,7 +43,7 @@ def pivot(b: Builder, key: str, name: str, title: str, note: str) -> ReportTable
     for c in dict.fromkeys(rows["category"]):
         disp[c.replace("_", " ")] = [cell.get((m, c), "–") for m in models]
     desc = b.run.stage("replay").describe(key.split("/", 1)[1])
-    notes = [note] + ([desc[:1].upper() + desc[1:] + "."] if desc else [])
+    notes = [note] + ([capital(desc) + "."] if desc else [])
     return ReportTable(name, title, rows, disp, [key], notes)
 
 

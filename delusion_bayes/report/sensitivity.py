@@ -2,10 +2,8 @@
 likelihood") and whether any prior fights the data ("prior-data conflict"), in words, a table
 and the models stage's figure.
 
-Sources: ``models/<fit>/sensitivity.csv`` (power-scaling sensitivity per parameter with
-priorsense's verdict, :mod:`delusion_bayes.models.sensitivity`), ``models/<fit>/sensitivity.png``
-and, to name the never-turners, ``models/<fit>/t50_posterior.csv``; the replay prevalence
-model's ``replay/sensitivity.csv``.
+Sources: ``models/<fit>/sensitivity.csv``/``.png`` (:mod:`delusion_bayes.models.sensitivity`),
+``models/<fit>/t50_posterior.csv`` (the never-turners), ``replay/sensitivity.csv``.
 """
 
 from __future__ import annotations
@@ -30,19 +28,15 @@ CONFLICT, WEAK = "prior-data conflict", "weak likelihood"
 NEVER_TURNER_P = 0.5
 #: parameters named in a sentence before "and N more"
 MAX_NAMED = 12
-#: fewer posterior draws (chains x draws) than the default 4 x 1000: a note says the
-#: sensitivities are mostly Monte Carlo noise at that size (``models.sensitivity.noise_floor``:
-#: at the smoke run's 2 x 150 draws, draws shuffled against their log prior and likelihood,
-#: i.e. no sensitivity at all, gave median 0.04 (prior) and 0.09 (likelihood))
+#: fewer posterior draws than the default 4 x 1000: a note says the sensitivities are mostly Monte
+#: Carlo noise (``models.sensitivity.noise_floor``)
 MIN_DRAWS = 4000
 
 
 def n_draws(b: Builder) -> int | None:
     """Posterior draws per fit (``sampler.chains x sampler.draws`` of the run's config)."""
     chains, draws = b.run.config_value("sampler.chains"), b.run.config_value("sampler.draws")
-    if isinstance(chains, int) and isinstance(draws, int):
-        return chains * draws
-    return None
+    return chains * draws if isinstance(chains, int) and isinstance(draws, int) else None
 
 
 def _names(params: list[str]) -> str:
@@ -71,33 +65,27 @@ def fit_sentences(b: Builder, fit: str, df: pd.DataFrame) -> list[str]:
            + (f"{len(conflict)} with a potential prior-data conflict: {_names(conflict)}"
               if conflict else "no prior-data conflict")
            + "."]  # fmt: skip
-    never = never_turners(b, fit)
-    if never:
-        t50 = df[df["variable"] == "t50"].set_index("parameter")
-        parts = []
-        for m in never:
-            row = t50.loc[f"t50[{m}]"] if f"t50[{m}]" in t50.index else None
-            if row is None:
-                continue
-            parts.append(f"`{m}`: {row['verdict'] if row['verdict'] != '-' else 'not flagged'} "
-                         f"(prior {row['prior']:.3f}, likelihood {row['likelihood']:.3f})")  # fmt: skip
-        if parts:
-            seen = [t50.loc[f"t50[{m}]", "verdict"] for m in never if f"t50[{m}]" in t50.index]
-            n_weak = sum(v == WEAK for v in seen)
-            text = (f"A never-turner's t50 is expected to be prior-dominated: its ratings say only "
-                    f"that the curve has not risen by the last day, so the prior on t50 fills in "
-                    f"how far beyond it the midpoint lies. Never-turners of `{fit}` (P(t50 beyond "
-                    f"the last day) >= {NEVER_TURNER_P:g}): " + "; ".join(parts) + ". "
-                    + ("As expected." if n_weak == len(seen)
-                       else f"The expectation holds for {n_weak} of {len(seen)}."))  # fmt: skip
-            if CONFLICT in seen:
-                text += (" Where the likelihood sensitivity is at or above the threshold too, the "
-                         "ratings still move t50 (they push its lower bound), so the verdict is a "
-                         "conflict rather than a weak likelihood.")  # fmt: skip
-            if "-" in seen:
-                text += (" Not flagged: the prior sensitivity is below the threshold, i.e. the "
-                         "t50 prior is wide enough that scaling it barely moves the posterior.")  # fmt: skip
-            out.append(text)
+    t50 = df[df["variable"] == "t50"].set_index("parameter")
+    rows = [(m, t50.loc[f"t50[{m}]"]) for m in never_turners(b, fit) if f"t50[{m}]" in t50.index]
+    if rows:
+        parts = [f"`{m}`: {r['verdict'] if r['verdict'] != '-' else 'not flagged'} (prior "
+                 f"{r['prior']:.3f}, likelihood {r['likelihood']:.3f})" for m, r in rows]  # fmt: skip
+        seen = [r["verdict"] for _, r in rows]
+        n_weak = sum(v == WEAK for v in seen)
+        text = (f"A never-turner's t50 is expected to be prior-dominated: its ratings say only "
+                f"that the curve has not risen by the last day, so the prior on t50 fills in "
+                f"how far beyond it the midpoint lies. Never-turners of `{fit}` (P(t50 beyond "
+                f"the last day) >= {NEVER_TURNER_P:g}): " + "; ".join(parts) + ". "
+                + ("As expected." if n_weak == len(seen)
+                   else f"The expectation holds for {n_weak} of {len(seen)}."))  # fmt: skip
+        if CONFLICT in seen:
+            text += (" Where the likelihood sensitivity is at or above the threshold too, the "
+                     "ratings still move t50 (they push its lower bound), so the verdict is a "
+                     "conflict rather than a weak likelihood.")  # fmt: skip
+        if "-" in seen:
+            text += (" Not flagged: the prior sensitivity is below the threshold, i.e. the "
+                     "t50 prior is wide enough that scaling it barely moves the posterior.")  # fmt: skip
+        out.append(text)
     return out
 
 
@@ -141,23 +129,21 @@ def section_sensitivity(b: Builder) -> Section:
     s = Section("sensitivity", "Prior and likelihood sensitivity")
     replay = b.run.table(REPLAY)
     fits = [f for f in b.run.fits if (b.run.path / b.run.source(KEY, f)).is_file()]
-    if not fits and replay is not None:  # a replay study: its prevalence model only
-        sim = simulated(b.run)
-        if sim:
-            s.add(Paragraph(f"SIMULATED data ({sim}): these sensitivities describe the model "
-                            "fitted to a simulated study, not real chatbots."))  # fmt: skip
-        return s.add(method_paragraph(), *replay_part(b, replay))
-    if not b.run.stage("models").ran:
+    replay_only = not fits and replay is not None  # a replay study: its prevalence model only
+    if not replay_only and not b.run.stage("models").ran:
         return s.add(b.not_run("models", "the prior and likelihood sensitivity"))
-    if not fits:
+    if not replay_only and not fits:
         return s.add(Note("notrun", "No `models/<fit>/sensitivity.csv` in this run: the models "
                           "stage predates the sensitivity check or could not compute it (its "
                           "notes say why)."))  # fmt: skip
     sim = simulated(b.run)
     if sim:
-        s.add(Paragraph(f"SIMULATED data ({sim}): these sensitivities describe the models "
-                        "fitted to a simulated study, not real chatbots."))  # fmt: skip
+        s.add(Paragraph(f"SIMULATED data ({sim}): these sensitivities describe the "
+                        f"{'model' if replay_only else 'models'} fitted to a simulated study, not "
+                        "real chatbots."))  # fmt: skip
     s.add(method_paragraph())
+    if replay_only:
+        return s.add(*replay_part(b, replay))
     n = n_draws(b)
     if n is not None and n < MIN_DRAWS:
         s.add(Note("info", f"This run drew {n} posterior draws per fit (the default is "

@@ -1,10 +1,8 @@
 """What the stages of one run left on disk, read through the results contract (never refitted).
 
-:class:`RunDir` is the report's one door to a run directory: the declared tables
-(:mod:`delusion_bayes.results`), each stage's ``index.json`` (descriptions, headline, notes), the
-pipeline's ``run.json``, the resolved config and the study. A file that is absent reads as
-``None`` ("not run"); a file that breaks its declaration raises
-:class:`~delusion_bayes.results.ResultFileError`, which the report shows as an Error note.
+:class:`RunDir` is the report's one door to a run directory. An absent file reads as ``None``
+("not run"); one that breaks its declaration raises
+:class:`~delusion_bayes.results.ResultFileError` (an Error note in the report).
 """
 
 from __future__ import annotations
@@ -27,12 +25,11 @@ class StageOutputs:
     """The files one stage wrote into ``run_dir/<name>/`` and its ``index.json``."""
 
     def __init__(self, run_dir: Path, name: str):
-        self.run_dir, self.name = run_dir, name
-        self.path = run_dir / name
+        self.run_dir, self.name, self.path = run_dir, name, run_dir / name
 
     @property
     def ran(self) -> bool:
-        """True when the stage folder exists and holds any file."""
+        """The stage folder exists and holds any file."""
         return self.path.is_dir() and any(self.path.iterdir())
 
     @cached_property
@@ -49,7 +46,6 @@ class StageOutputs:
 
     @property
     def notes(self) -> list[str]:
-        """The stage's ``index.json`` ``notes`` (rules applied, skipped parts)."""
         return [str(n) for n in self.index.get("notes") or []]
 
     @cached_property
@@ -92,8 +88,8 @@ class RunDir:
         return self.stages.setdefault(name, StageOutputs(self.path, name))
 
     def table(self, key: str, fit: str | None = None) -> Any:
-        """The declared file ``key`` (``"baselines/table1_milestones.csv"``; ``fit`` for a
-        ``models/{fit}/...`` file), None when absent; cached."""
+        """The declared file ``key`` (``fit`` for a ``models/{fit}/...`` file), None when absent;
+        cached."""
         if (key, fit) not in self._tables:
             self._tables[key, fit] = results.read(self.path, key, fit=fit)
         return self._tables[key, fit]
@@ -108,16 +104,14 @@ class RunDir:
         return results.fits(self.path)
 
     def rel(self, path: Path) -> str:
-        """``path`` relative to the run directory (POSIX form, for links in the document)."""
+        """``path`` relative to the run directory (POSIX form)."""
         return Path(path).resolve().relative_to(self.path.resolve()).as_posix()
 
     # config --------------------------------------------------------------------------------
     @cached_property
     def config_path(self) -> Path | None:
-        for rel in (".hydra/config.yaml", "config.yaml"):
-            if (self.path / rel).is_file():
-                return self.path / rel
-        return None
+        found = (self.path / rel for rel in (".hydra/config.yaml", "config.yaml"))
+        return next((p for p in found if p.is_file()), None)
 
     @cached_property
     def config(self) -> dict[str, Any]:

@@ -1,17 +1,9 @@
 """Build the paper supplement of a run: ``supplement.md`` and ``supplement.html`` at its top.
 
-:func:`build_supplement` reads only what the stages left on disk (it never refits), so it can
-rebuild the document of any finished run::
-
-    delusion-bayes report.from_run=outputs/2026-11-29/12-00-00
-    python -c "import delusion_bayes as db; db.report.build_supplement('outputs/...')"
-
-Every section is built from whatever results exist; a stage that did not run, or a file it did not
-write, becomes a marked "Not run" note, and a file the report cannot parse becomes an "Error" note
-naming the file (the rest of the document is still written). Sections follow the paper's
-supplement (C reliability, D logistic fits, E milestones, F naive-stage profiles) after the main
-tables and figures, then the Bayesian models and their prior and likelihood sensitivity, the
-replay study, and provenance.
+:func:`build_supplement` reads only what the stages left on disk (it never refits). A stage that
+did not run, or a file it did not write, becomes a "Not run" note, a file the report cannot parse
+an "Error" note naming it. Sections: overview, main tables and figures, the paper's supplement
+(C-F), the Bayesian models and their sensitivity, the replay study, all files, provenance.
 """
 
 from __future__ import annotations
@@ -77,17 +69,12 @@ class Supplement:
 
 def _config(cfg: Any) -> ReportConfig:
     """A :class:`ReportConfig` from None, a ReportConfig, a dict or an OmegaConf node."""
-    if cfg is None:
-        return ReportConfig()
-    if isinstance(cfg, ReportConfig):
-        return cfg
-    try:
-        from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
-        if isinstance(cfg, DictConfig):
-            cfg = OmegaConf.to_container(cfg, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf is a dependency
-        pass
+    if cfg is None or isinstance(cfg, ReportConfig):
+        return cfg or ReportConfig()
+    if isinstance(cfg, DictConfig):
+        cfg = OmegaConf.to_container(cfg, resolve=True)
     if not isinstance(cfg, dict):
         raise ValueError(
             f"report config must be a ReportConfig, dict or DictConfig, got {type(cfg)}"
@@ -103,20 +90,9 @@ def _config(cfg: Any) -> ReportConfig:
 
 def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
     """Build ``supplement.md`` and ``supplement.html`` (and the PDF when a converter exists) from
-    the results saved in ``run_dir``; tables and figures go to ``run_dir/report/``.
-
-    Parameters
-    ----------
-    run_dir : a run directory written by ``delusion-bayes`` (holds ``study.nc`` and the stage
-        folders). Nothing is refitted.
-    cfg : :class:`~delusion_bayes.report.config.ReportConfig`, a dict or the ``report`` config
-        node; None uses the defaults.
-
-    Returns
-    -------
-    Supplement
-        Paths of the written documents, the document model, the report's files and a headline.
-    """
+    the results saved in the run directory ``run_dir`` (nothing is refitted); tables and figures
+    go to ``run_dir/report/``. ``cfg``: a :class:`ReportConfig`, a dict or the ``report`` config
+    node (None: the defaults). Returns the written paths, the document, files and headline."""
     cfg = _config(cfg)
     # matplotlib's PDF backend subsets fonts with fontTools, which logs every table at INFO
     logging.getLogger("fontTools").setLevel(logging.WARNING)
@@ -160,40 +136,25 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
         "pdf": pdf_path.name if pdf_path else None,
     }
     files = dict(sorted(b.files.items()))
-    index = {
-        "files": {
-            **files,
-            "../supplement.md": "the supplement (Markdown)",
-            "../supplement.html": "the supplement, self-contained HTML",
-        },
-        "headline": headline,
-    }
+    listed = {**files, "../supplement.md": "the supplement (Markdown)",
+              "../supplement.html": "the supplement, self-contained HTML"}  # fmt: skip
     if pdf_path:
-        index["files"]["../supplement.pdf"] = "the supplement (PDF, printed by a headless browser)"
-    results.write(run.path, "report/index.json", index)
-    log.info(
-        "supplement written: %s (%d tables, %d figures)", html_path, b.n_tables, headline["figures"]
-    )
+        listed["../supplement.pdf"] = "the supplement (PDF, printed by a headless browser)"
+    results.write(run.path, "report/index.json", {"files": listed, "headline": headline})
+    log.info("supplement written: %s (%d tables, %d figures)", html_path, b.n_tables,
+             headline["figures"])  # fmt: skip
     return Supplement(run.path, md_path, html_path, pdf_path, doc, files, headline)
 
 
 def _subtitle(run: RunDir) -> str:
-    ds = run.study
-    parts = []
+    ds, parts = run.study, []
     if ds is not None:
-        dims = ", ".join(
-            f"{n} {d}s"
-            for d, n in ds.sizes.items()
-            if d in ("rater", "model", "day", "sample", "code")
-        )
+        dims = ", ".join(f"{n} {d}s" for d, n in ds.sizes.items()
+                         if d in ("rater", "model", "day", "sample", "code"))  # fmt: skip
         parts.append(f"{run.kind.capitalize()} study: {dims}.")
-    src = run.config_value("data.source")
-    if src == "simulate" and run.kind == "trajectory":
-        parts.append(f"Simulated data (preset `{run.config_value('data.preset')}`).")
-    elif src == "simulate":
-        parts.append(f"Simulated data (seed {run.config_value('data.seed')}).")
-    elif src:
-        parts.append(f"Data: {run.config_value('data.path')}.")
+    sim, path = overview.simulated(run), run.config_value("data.path")
+    if sim or run.config_value("data.source"):
+        parts.append(f"Simulated data ({sim})." if sim else f"Data: {path}.")
     return " ".join(parts)
 
 
@@ -203,43 +164,29 @@ def _overview(b: Builder, diag) -> Section:
     s = Section("overview", "Overview")
     # what the study found, then the diagnostics state (a warning when a fit failed)
     s.add(*b.attempt("overview findings", lambda: overview.opening(run, diag)))
-    for name in SOURCE_STAGES:
-        status = run.stage_status(name)
-        if status.get("status") == "failed":
-            s.add(Note("error", f"The `{name}` stage FAILED: {status.get('error', '')}",
-                       "Stage failed"))  # fmt: skip
     rows = []
     for name in SOURCE_STAGES:
-        st = run.stage(name)
-        status = run.stage_status(name).get("status")
+        st, record = run.stage(name), run.stage_status(name)
+        status, secs = record.get("status"), record.get("seconds")
+        if status == "failed":
+            s.add(Note("error", f"The `{name}` stage FAILED: {record.get('error', '')}",
+                       "Stage failed"))  # fmt: skip
         if st.ran:
-            secs = run.stage_status(name).get("seconds")
-            took = f" in {_short(float(secs))} s" if isinstance(secs, int | float) else ""
+            took = f" in {float(secs):.3g} s" if isinstance(secs, int | float) else ""
             state = "FAILED, partial output" if status == "failed" else "ran"
             rows.append((name, f"{state}{took}: {len(st.files)} files"))
         else:
             rows.append((name, "FAILED" if status == "failed" else status or "not run"))
-    s.add(
-        Paragraph(
-            "This document was generated from the files the pipeline stages saved in the "
-            "run directory; every number in it is read from a stage's CSV (linked under "
-            'each table). Missing stages are marked "Not run".'
-        )
-    )
-    s.add(Paragraph("Stages (their full headline results are under Provenance):"))
-    s.add(KeyValues(rows))
-    notes = [(name, n) for name in SOURCE_STAGES for n in run.stage(name).notes]
+    s.add(Paragraph("This document was generated from the files the pipeline stages saved in the "
+                    "run directory; every number in it is read from a stage's CSV (linked under "
+                    'each table). Missing stages are marked "Not run".'),
+          Paragraph("Stages (their full headline results are under Provenance):"),
+          KeyValues(rows))  # fmt: skip
+    notes = [f"{name}: {n}" for name in SOURCE_STAGES for n in run.stage(name).notes]
     if notes:
         s.add(Paragraph("Analysis notes recorded by the stages (rules applied, censoring, "
-                        "missing data):"))  # fmt: skip
-        s.add(Bullets([f"{name}: {n}" for name, n in notes]))
+                        "missing data):"), Bullets(notes))  # fmt: skip
     return s
-
-
-def _short(v: object) -> str:
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    return str(v)
 
 
 def _main(b: Builder) -> Section:
@@ -264,16 +211,9 @@ def _other_files(b: Builder) -> Section:
     s = Section("files", "All result files")
     rows = []
     for name in SOURCE_STAGES:
-        st = b.run.stage(name)
-        for rel, desc in st.files.items():
-            path = f"{name}/{rel}"
-            rows.append(
-                (
-                    path,
-                    desc
-                    + ("" if path not in b.used else (" — shown above" if desc else "shown above")),
-                )
-            )
+        for rel, desc in b.run.stage(name).files.items():
+            path, shown = f"{name}/{rel}", " — shown above" if desc else "shown above"
+            rows.append((path, desc + (shown if path in b.used else "")))
     if not rows:
         return s.add(Note("notrun", "No stage wrote any file in this run directory."))
     s.add(Paragraph("Every file the stages wrote (from their `index.json` and the folders)."))
@@ -284,33 +224,19 @@ def _provenance(b: Builder, diag) -> Section:
     run = b.run
     s = Section("provenance", "Provenance")
     if diag.failed:
-        s.add(
-            Note(
-                "warning",
-                "Diagnostics FAILED for: "
-                + ", ".join(f"`{v.model}` ({v.details})" for v in diag.failed),
-                "Diagnostics failed",
-            )
-        )
+        failed = ", ".join(f"`{v.model}` ({v.details})" for v in diag.failed)
+        s.add(Note("warning", "Diagnostics FAILED for: " + failed, "Diagnostics failed"))
     elif diag.verdicts:
-        s.add(
-            Note(
-                "ok",
-                "Diagnostics passed for: "
-                + ", ".join(f"`{v.model}`" for v in diag.verdicts if v.passed)
-                + ".",
-            )
-        )
-    s.add(KeyValues(provenance_rows(run)))
-    s.add(Paragraph("Package and dependency versions at report time:"))
-    s.add(KeyValues(list(versions().items())))
+        passed = ", ".join(f"`{v.model}`" for v in diag.verdicts if v.passed)
+        s.add(Note("ok", f"Diagnostics passed for: {passed}."))
+    s.add(KeyValues(provenance_rows(run)),
+          Paragraph("Package and dependency versions at report time:"),
+          KeyValues(list(versions().items())))  # fmt: skip
     heads = headline_json(run)
     if heads != "{}":
-        s.add(Paragraph("Headline results of each stage (`<stage>/index.json`):"))
-        s.add(Code(heads, "json"))
-    s.add(Paragraph("Resolved configuration of the run:"))
-    s.add(Code(config_text(run), "yaml"))
-    return s
+        s.add(Paragraph("Headline results of each stage (`<stage>/index.json`):"),
+              Code(heads, "json"))  # fmt: skip
+    return s.add(Paragraph("Resolved configuration of the run:"), Code(config_text(run), "yaml"))
 
 
 # PDF ---------------------------------------------------------------------------------------
@@ -330,14 +256,9 @@ def _pdf(html_path: Path, cfg: ReportConfig) -> Path | None:
             log.warning("PDF not written: %s", err)
             return None
     if shutil.which("pandoc") and shutil.which("pdflatex"):
-        md = html_path.with_suffix(".md")
-        res = subprocess.run(
-            ["pandoc", str(md), "-o", str(out)],
-            cwd=html_path.parent,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        md = str(html_path.with_suffix(".md"))
+        res = subprocess.run(["pandoc", md, "-o", str(out)], cwd=html_path.parent,
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
         if res.returncode == 0 and out.is_file():
             return out
         log.warning("pandoc could not write the PDF: %s", res.stderr[-500:])

@@ -1,11 +1,9 @@
-"""A report table: numbers copied from a stage CSV, rendered as CSV, Markdown, LaTeX and HTML.
+"""A report table: numbers copied from a stage CSV, rendered as CSV, Markdown, LaTeX and HTML,
+and the per-model tables that set a baseline estimate [CI] beside the posterior median [CrI].
 
-The numbers of every table are read from the CSV a stage wrote (one source of truth); the report
-only selects, renames, joins and rounds them for display. :class:`ReportTable` keeps both: ``data``
-(the values, unrounded, written to ``report/tables/<name>.csv``) and ``display`` (strings for the
-document). Markdown and LaTeX are written here by hand rather than with ``DataFrame.to_markdown``
-/ ``to_latex`` because those need the optional ``tabulate``/``jinja2`` packages and cannot share
-one display frame with spanning column groups.
+The report only selects, renames, joins and rounds the numbers a stage wrote. Markdown and LaTeX
+are written by hand: ``DataFrame.to_markdown``/``to_latex`` need the optional ``tabulate``/
+``jinja2`` and cannot share one display frame with spanning column groups.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,9 +56,7 @@ def fmt_p(p: object) -> str:
     if _missing(p):
         return "–"
     x = float(p)  # type: ignore[arg-type]
-    if x < 0.001:
-        return "<.001"
-    return f"{x:.3f}"
+    return "<.001" if x < 0.001 else f"{x:.3f}"
 
 
 def _missing(x: object) -> bool:
@@ -87,26 +84,11 @@ def display_frame(df: pd.DataFrame, digits: int | dict[str, int] = 2) -> pd.Data
 
 
 _LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "–": "--",
-    "−": "$-$",
-    "∞": r"$\infty$",
-    "≥": r"$\geq$",
-    "≤": r"$\leq$",
-    "α": r"$\alpha$",
-    "κ": r"$\kappa$",
-    "ρ": r"$\rho$",
-    "×": r"$\times$",
-}
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--",
+    "−": "$-$", "∞": r"$\infty$", "≥": r"$\geq$", "≤": r"$\leq$", "α": r"$\alpha$",
+    "κ": r"$\kappa$", "ρ": r"$\rho$", "×": r"$\times$",
+}  # fmt: skip
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
 
 
@@ -119,12 +101,9 @@ _MD_CODE_SPAN = re.compile(r"(`[^`]+`)")
 
 
 def md_text(text: Any) -> str:
-    """Markdown-safe prose: HTML (``<``, ``>``, entities) escaped outside code spans.
-
-    Markdown renders raw HTML, so a model or rater named ``<script>...`` would be live markup
-    in ``supplement.md`` (the HTML supplement escapes it); entities render as the characters
-    themselves. Code spans are kept as written (Markdown shows them literally).
-    """
+    """Markdown-safe prose: HTML (``<``, ``>``, entities) escaped outside code spans, so that a
+    model named ``<script>`` is no live markup in ``supplement.md``; code spans are kept as
+    written (Markdown shows them literally)."""
     parts = _MD_CODE_SPAN.split(str(text))
     return "".join(p if i % 2 else _md_html(p) for i, p in enumerate(parts))
 
@@ -133,8 +112,7 @@ _MD_ENTITY = re.compile(r"&(?=#?\w+;)")
 
 
 def _md_html(text: str) -> str:
-    """``<``/``>`` as entities, and ``&`` where it would start one (``&lt;`` stays text); a
-    plain ``&`` is left as is (Markdown shows it)."""
+    """``<``/``>`` as entities, and ``&`` where it would start one (``&lt;`` stays text)."""
     return _MD_ENTITY.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -163,19 +141,11 @@ def num_cell(text: str) -> str:
 
 @dataclass
 class ReportTable:
-    """One table of the supplement.
-
-    Parameters
-    ----------
-    name : file stem under ``report/tables/`` (``table1_milestones``).
-    title : caption (``Table 1. Milestone latencies ...``).
-    data : the values (unrounded, copied from the stage CSVs); written as the table's CSV.
-    display : strings shown in the document; same rows, possibly fewer/merged columns.
-        Defaults to ``data`` rounded by :func:`display_frame`.
-    sources : run-relative paths of the CSVs the numbers come from.
-    notes : sentences printed under the table.
-    groups : optional spanning header ``[(label, n_columns), ...]`` over ``display``'s columns.
-    """
+    """One table of the supplement: ``name`` is its file stem under ``report/tables/``,
+    ``data`` the unrounded values (written as its CSV), ``display`` the strings shown (same rows,
+    possibly fewer/merged columns; default ``data`` rounded by :func:`display_frame`),
+    ``sources`` the run-relative CSVs the numbers come from, ``notes`` sentences printed under
+    it and ``groups`` an optional spanning header ``[(label, n_columns), ...]``."""
 
     name: str
     title: str
@@ -236,10 +206,11 @@ class ReportTable:
         if self.groups:
             cells, rules, col = [], [], 1
             for g, n in self.groups:
-                cells.append(f"\\multicolumn{{{n}}}{{c}}{{{latex_escape(g)}}}" if g else "")
-                cells += [""] * (n - 1) if not g else []
                 if g:
+                    cells.append(f"\\multicolumn{{{n}}}{{c}}{{{latex_escape(g)}}}")
                     rules.append(f"\\cmidrule(lr){{{col}-{col + n - 1}}}")
+                else:
+                    cells += [""] * n
                 col += n
             out.append(" & ".join(cells) + r" \\")
             out.append(" ".join(rules))
@@ -267,9 +238,7 @@ class ReportTable:
                 cls = ' class="group"' if g else ""
                 parts.append(f'<th colspan="{n}"{cls}>{esc(g)}</th>')
             parts.append("</tr>")
-        parts.append(
-            "<tr>" + "".join(f"<th>{breakable(h)}</th>" for h in header) + "</tr></thead>"
-        )
+        parts.append("<tr>" + "".join(f"<th>{breakable(h)}</th>" for h in header) + "</tr></thead>")
         parts.append("<tbody>")
         for r in rows:
             tds = "".join(
@@ -299,3 +268,92 @@ class ReportTable:
         paths["md"].write_text(md)
         paths["tex"].write_text(self.to_latex())
         return paths
+
+
+#: readable headers for the quantities shared by all stages
+LABELS = {
+    "first_clinical": "First clinical framing", "first_stable": "First stable framing",
+    "first_level_b": "First Level-B", "days_stage4": "Days at stage 4",
+    "days_level_a": "Level-A days", "days_level_b": "Level-B days", "r2": "R²",
+    "n_stage4_days": "Stage-4 days", "emotional_support": "Emotional support",
+    "education": "Education", "psychoeducation": "Psychoeducation",
+    "interpretation": "Interpretation", "recommendation": "Recommendation", "status": "Fit status",
+}  # fmt: skip
+
+
+def label(q: str) -> str:
+    return LABELS.get(q, str(q).replace("_", " "))
+
+
+@dataclass
+class Estimate:
+    """One quantity for every row: point estimate and (optional) interval bounds, plus extra
+    columns shown after it (``{column: (header, values)}``, probabilities)."""
+
+    est: Sequence[float]
+    low: Sequence[float] | None = None
+    high: Sequence[float] | None = None
+    extra: dict[str, tuple[str, Sequence[float]]] = field(default_factory=dict)
+
+
+def _cell_text(est, low, high, digits, censor: int | None) -> list[str]:
+    if low is not None:
+        return [fmt_interval(e, lo, hi, digits) for e, lo, hi in zip(est, low, high, strict=True)]
+    if censor is not None:  # a latency: the censoring day reads "never"
+        return ["never" if e == censor else fmt_num(e, 0) for e in est]
+    whole = all(float(e).is_integer() for e in est if not pd.isna(e))
+    return [fmt_num(e, 0 if whole else digits) for e in est]
+
+
+def side_by_side(
+    name: str,
+    title: str,
+    keys: Sequence[str],
+    base: dict[str, Estimate],
+    post: dict[str, Estimate] | None,
+    labels: tuple[str, str],
+    sources: list[str],
+    notes: Sequence[str] = (),
+    digits: int = 2,
+    censor: int | None = None,
+    extra_base: dict[str, Sequence[object]] | None = None,
+) -> ReportTable:
+    """Per-model table (Tables 1 and D1): for every quantity of ``base``, the baseline estimate
+    [CI] beside the posterior's (when ``post`` has that quantity).
+
+    The CSV (``data``) holds the numbers unchanged, as columns ``<q>``, ``<q>_low``, ``<q>_high``
+    (baseline), ``<q>_posterior``, ``<q>_posterior_low``, ``<q>_posterior_high`` and
+    ``<q>_<extra>``. ``censor``: baseline latencies equal to it read "never".
+    """
+    data = pd.DataFrame({"model": list(keys)})
+    disp = pd.DataFrame({"Model": list(keys)})
+    groups: list[tuple[str, int]] = [("", 1)]
+    for q, b in base.items():
+        data[q] = np.asarray(b.est)
+        if b.low is not None:
+            data[f"{q}_low"], data[f"{q}_high"] = np.asarray(b.low), np.asarray(b.high)
+        is_latency = censor is not None and q.startswith("first_")
+        disp[f"{label(q)} · {labels[0]}"] = _cell_text(
+            b.est, b.low, b.high, digits, censor if is_latency else None
+        )
+        n = 1
+        p = (post or {}).get(q)
+        if p is not None:
+            data[f"{q}_posterior"] = np.asarray(p.est)
+            data[f"{q}_posterior_low"] = np.asarray(p.low)
+            data[f"{q}_posterior_high"] = np.asarray(p.high)
+            disp[f"{label(q)} · {labels[1]}"] = _cell_text(p.est, p.low, p.high, digits, None)
+            for col, (header, values) in p.extra.items():
+                data[f"{q}_{col}"] = np.asarray(values)
+                disp[f"{label(q)} · {header}"] = [fmt_p(v) for v in values]
+            n += 1 + len(p.extra)
+        groups.append((label(q), n))
+    for col, values in (extra_base or {}).items():
+        data[col] = list(values)
+        disp[label(col)] = [fmt_num(v, digits) for v in values]
+        groups.append(("", 1))
+    if all(n == 1 for _, n in groups):  # no posterior beside any quantity: one header row
+        disp.columns = [c.split(" · ")[0] for c in disp.columns]
+        return ReportTable(name, title, data, disp, sources, list(notes))
+    disp.columns = [c.split(" · ")[-1] for c in disp.columns]
+    return ReportTable(name, title, data, disp, sources, list(notes), groups)

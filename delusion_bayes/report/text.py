@@ -1,16 +1,11 @@
-"""Computational measures: Figures 3 and 4 and their data (the text stage's tables).
-
-Sources: ``text/model_means.csv`` (Figure 3: mean entrainment per model vs Level-B days),
-``text/correlations.csv`` (its Spearman rho), ``text/turn_contrast.csv`` (Figure 4: modality
-before vs from the clinical turn), and the other text tables shown as written.
-"""
+"""Computational measures: Figures 3 and 4 and their data, and the text stage's other tables."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from delusion_bayes import results
-from delusion_bayes.plotting import GREYS, save_figure, series_style, style
+from delusion_bayes.plotting import GREYS, series_style, style
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Note, Section
 from delusion_bayes.report.table import ReportTable, display_frame, fmt_num, fmt_p
@@ -30,9 +25,7 @@ def level_b_correlation(b: Builder) -> tuple[float, float] | None:
 
 
 def _means(b: Builder):
-    df = b.run.table(MEANS)
-    if df is None:
-        raise MissingInput(f"{MEANS} is missing")
+    df = b.need(MEANS)
     if "days_level_b" not in df:
         raise MissingInput(f"{MEANS} has no days_level_b (the study has no level_b)")
     return df
@@ -54,15 +47,12 @@ def figure3(b: Builder) -> tuple[list[Path], list[str]]:
         ax.set_xlabel("days with a Level-B recommendation")
         ax.set_ylabel("mean entrainment")
         fig.tight_layout()
-        paths = save_figure(fig, b.fig_dir / "figure3_entrainment_level_b", b.cfg.figure_formats,
-                            b.cfg.dpi)  # fmt: skip
+        paths = b.save(fig, "figure3_entrainment_level_b")
     return paths, [MEANS] + ([CORR] if corr is not None else [])
 
 
 def _modality_turns(b: Builder):
-    df = b.run.table(TURNS)
-    if df is None:
-        raise MissingInput(f"{TURNS} is missing")
+    df = b.need(TURNS)
     return df[df["metric"] == "modality"].drop(columns="metric").reset_index(drop=True)
 
 
@@ -85,9 +75,7 @@ def figure4(b: Builder) -> tuple[list[Path], list[str]]:
         ax.set_ylabel("modality (boosters − hedges per sentence)")
         ax.set_title("Modality at the clinical turn")
         fig.tight_layout()
-        paths = save_figure(
-            fig, b.fig_dir / "figure4_modality_turn", b.cfg.figure_formats, b.cfg.dpi
-        )
+        paths = b.save(fig, "figure4_modality_turn")
     return paths, [TURNS]
 
 
@@ -95,10 +83,8 @@ def figure3_table(b: Builder) -> ReportTable:
     """The data of Figure 3, with the Spearman correlation in the note."""
     cols = ["model", "entrainment_mean", "entrainment_sd", "entrainment_n_days", "days_level_b"]
     data = _means(b)[cols]
-    disp = display_frame(data, 3).set_axis(
-        ["Model", "Mean entrainment", "entrainment sd", "entrainment n days", "Level-B days"],
-        axis=1,
-    )
+    disp = display_frame(data, 3).set_axis(["Model", "Mean entrainment", "entrainment sd",
+                                            "entrainment n days", "Level-B days"], axis=1)  # fmt: skip
     notes, sources = [], [MEANS]
     corr = level_b_correlation(b)
     if corr is not None:

@@ -1,9 +1,5 @@
-"""Trajectories: Figure 1 and Table D1 (the logistic fits, section D).
-
-Sources: ``study.nc`` (the raters' scores), ``baselines/consensus.nc``,
-``baselines/tableD1_logistic.csv`` beside the chosen model's ``t50_posterior.csv`` and its
-``posterior.nc`` (the band of Figure 1) and ``consensus_posterior.csv``.
-"""
+"""Trajectories: Figure 1 (from ``study.nc``, the consensus, Table D1 and the chosen model's
+posterior) and Table D1 (the logistic fits beside ``t50_posterior.csv``, section D)."""
 
 from __future__ import annotations
 
@@ -15,11 +11,10 @@ import numpy as np
 from delusion_bayes.baselines import logistic
 from delusion_bayes.data.schema import DAY, MODEL, RATER
 from delusion_bayes.intervals import interval
-from delusion_bayes.plotting import BAND, GREYS, save_figure, shared_legend, style
+from delusion_bayes.plotting import BAND, GREYS, shared_legend, style
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Section
-from delusion_bayes.report.estimates import Estimate, side_by_side
-from delusion_bayes.report.table import ReportTable
+from delusion_bayes.report.table import Estimate, ReportTable, side_by_side
 
 D1 = "baselines/tableD1_logistic.csv"
 CONSENSUS = "baselines/consensus.nc"
@@ -57,19 +52,16 @@ def _posterior_band(b: Builder, tt: np.ndarray, floor: float):
     if b.post is None:
         return None, None
     key = "models/{fit}/posterior.nc"
-    tree = b.run.table(key, b.post)
-    if tree is None:
+    if (tree := b.run.table(key, b.post)) is None:
         return None, None
     post = tree["posterior"].to_dataset()
     shape = b.run.config_value("model.trajectory", "logistic") in (None, "logistic")
     q = (1 - b.cfg.ci_prob) / 2
     if shape and all(v in post for v in LOGISTIC):
-        stacked = {
-            v: post[v].stack(s=("chain", "draw")).transpose(MODEL, "s").values for v in LOGISTIC
-        }
-        idx = np.linspace(0, stacked["L"].shape[1] - 1, min(stacked["L"].shape[1], 1000)).astype(
-            int
-        )
+        stacked = {v: post[v].stack(s=("chain", "draw")).transpose(MODEL, "s").values
+                   for v in LOGISTIC}  # fmt: skip
+        n = stacked["L"].shape[1]
+        idx = np.linspace(0, n - 1, min(n, 1000)).astype(int)
         band = {}
         for i, m in enumerate(post[MODEL].values):
             L, k, t50 = (stacked[v][i, idx][:, None] for v in LOGISTIC)
@@ -148,9 +140,7 @@ def figure1(b: Builder) -> tuple[list[Path], list[str]]:
             ax.set_ylabel("stage")
         shared_legend(fig, axes, loc="lower center", bbox_to_anchor=(0.5, -0.01))
         fig.tight_layout(rect=(0, 0.04, 1, 1))
-        paths = save_figure(
-            fig, b.fig_dir / "figure1_trajectories", b.cfg.figure_formats, b.cfg.dpi
-        )
+        paths = b.save(fig, "figure1_trajectories")
     return paths, sources
 
 

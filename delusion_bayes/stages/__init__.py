@@ -5,6 +5,13 @@ never the whole config) and ``KIND``: the study kinds it applies to. ``run`` wri
 ``run_dir / <stage name>/`` and returns a small dict of headline results (for logs and sweeps).
 """
 
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import results
+
 STAGES: tuple[str, ...] = ("baselines", "text", "models", "replay", "design", "report")
 
 
@@ -15,3 +22,37 @@ def setting(node, key: str, default):
         return default
     value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
     return default if value is None else value
+
+
+class Outputs:
+    """The files a stage writes into ``run_dir/<folder>/`` through the results contract, with the
+    descriptions its ``index.json`` lists (``folder`` may be ``models/{fit}``, with ``fit``)."""
+
+    def __init__(self, run_dir: str | Path, folder: str, fit: str | None = None):
+        self.run_dir, self.folder, self.fit = Path(run_dir), folder, fit
+        self.path = self.run_dir / folder.format(fit=fit)
+        self.files: dict[str, str] = {}
+
+    def write(self, name: str, data: Any, desc: str) -> None:
+        """``data`` as the declared file ``<folder>/<name>`` listed with ``desc``; None: skipped."""
+        if data is not None:
+            results.write(self.run_dir, f"{self.folder}/{name}", data, fit=self.fit)
+            self.files[name] = desc
+
+    def index(self, headline: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        """Write ``index.json`` (the files, ``headline`` and ``extra``); return ``headline``."""
+        index = {"files": self.files, "headline": headline, **extra}
+        results.write(self.run_dir, f"{self.folder}/index.json", index, fit=self.fit)
+        return headline
+
+
+def sampler_kwargs(s, tune: int = 1000) -> dict:
+    """The ``sampler`` config node as keyword arguments of the fitting functions (the models and
+    the replay stage share it); ``tune`` is the default when the node sets none."""
+    target = setting(s, "target_accept", None)  # None: the model's own default
+    return {"draws": int(setting(s, "draws", 1000)), "tune": int(setting(s, "tune", tune)),
+            "chains": int(setting(s, "chains", 4)), "cores": int(setting(s, "cores", 2)),
+            "seed": int(setting(s, "seed", 0)), "sampler": str(setting(s, "name", "nutpie")),
+            "target_accept": None if target is None else float(target),
+            "reuse": bool(setting(s, "reuse_fits", False)),
+            "adaptation": str(setting(s, "adaptation", "diag"))}  # fmt: skip

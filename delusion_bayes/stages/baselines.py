@@ -1,10 +1,9 @@
 """Pipeline stage ``baselines``: the trajectory paper's own analysis, written as tables.
 
-The analysis is :func:`delusion_bayes.baselines.analyse_trajectory`; this module only writes its
-result into ``run_dir/baselines/``: Tables 1, 2, C1, D1, the contrast tests, Figure-2 data (and a
-plot), the section-F naive profiles, the consensus per model-day (``consensus.nc``), the rater
-bootstrap replicates and ``index.json``. Every resampling is seeded from ``baselines.seed``: the
-same seed gives identical tables.
+Writes the result of :func:`delusion_bayes.baselines.analyse_trajectory` into
+``run_dir/baselines/``: Tables 1, 2, C1, D1, the contrast tests, Figure 2 (data and plot), the
+section-F naive profiles, ``consensus.nc``, the rater-bootstrap replicates and ``index.json``.
+Every resampling is seeded from ``baselines.seed``: the same seed gives identical tables.
 """
 
 from __future__ import annotations
@@ -14,40 +13,23 @@ from typing import Any
 
 import xarray as xr
 
-from .. import results
 from ..baselines.profiles import plot_intensity_by_stage
 from ..baselines.trajectory import analyse_trajectory
 from ..plotting import save_figure
+from . import Outputs
 
 NEEDS = ("baselines",)
 KIND = ("trajectory",)
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
-    """Run the baselines on a trajectory study and write the tables.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        A validated trajectory study.
-    cfg : DictConfig
-        Holds ``cfg.baselines`` (:class:`~delusion_bayes.baselines.config.BaselinesConfig`).
-    run_dir : pathlib.Path
-        The run directory; output goes to ``run_dir/baselines/``.
-
-    Returns
-    -------
-    dict
-        Headline numbers (also in ``index.json``).
-    """
+    """Run the baselines (``cfg.baselines``: :class:`~delusion_bayes.baselines.config.
+    BaselinesConfig`) on a validated trajectory study, write ``run_dir/baselines/`` and return the
+    headline numbers (also in ``index.json``)."""
     b = cfg.baselines if "baselines" in cfg else cfg
     res = analyse_trajectory(ds, b, progress=True)
-    files: dict[str, str] = {}
-
-    def write(key: str, data: Any, desc: str) -> None:
-        results.write(run_dir, f"baselines/{key}", data)
-        files[key] = desc
-
+    out = Outputs(run_dir, "baselines")
+    write = out.write
     rule, half = res.consensus.attrs["consensus"], res.consensus.attrs["half_rule"]
     write("consensus.nc", res.consensus,
           f"consensus ({rule}, half rule {half}) per model-day, rated variables")  # fmt: skip
@@ -68,18 +50,12 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             write(key, result.table, result.title)
     if res.intensity is not None:
         fig = plot_intensity_by_stage(res.intensity.summary)
-        for p in save_figure(fig, Path(run_dir) / "baselines" / "figure2_intensity_by_stage"):
-            files[p.name] = "Figure 2: mean intervention intensity by consensus stage"
+        for p in save_figure(fig, out.path / "figure2_intensity_by_stage"):
+            out.files[p.name] = "Figure 2: mean intervention intensity by consensus stage"
 
     con_notes = res.contrasts.notes if res.contrasts is not None else []
     config = {"consensus": rule, "half_rule": half, "n_days": int(ds["day"].max()),
               "censor_day": res.censor_day, "seed": res.settings["seed"],
               "n_boot": int(res.settings["n_boot"])}  # fmt: skip
-    index = {
-        "files": files,
-        "headline": res.headline,
-        "notes": res.notes + res.reliability.notes + res.logistic.notes + con_notes,
-        "config": config,
-    }
-    results.write(run_dir, "baselines/index.json", index)
-    return res.headline
+    notes = res.notes + res.reliability.notes + res.logistic.notes + con_notes
+    return out.index(res.headline, notes=notes, config=config)

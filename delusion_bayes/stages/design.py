@@ -1,11 +1,9 @@
 """Pipeline stage ``design``: one cell of the study-design experiment (``experiment=design``).
 
-The analysis is :func:`delusion_bayes.sweep.design.run_cell` (simulate ``design.n_sims``
-studies of the cell from ``data.preset``, analyse each with the baselines and the first
-``design.n_sims_bayes`` also with ``design.model``); this module writes its replicate rows and
-per-cell metrics into ``run_dir/design/`` through the results contract. Every number is from
-simulated studies (the files say so). Seeds: study ``i`` is ``simulate_study(seed=data.seed +
-i)``, its bootstrap ``baselines.seed + i``, its MCMC ``sampler.seed + i``.
+Writes the replicate rows and per-cell metrics of :func:`delusion_bayes.sweep.design.run_cell`
+into ``run_dir/design/`` (every number from simulated studies; the files say so). Seeds: study
+``i`` is ``simulate_study(seed=data.seed + i)``, its bootstrap ``baselines.seed + i``, its MCMC
+``sampler.seed + i``.
 """
 
 from __future__ import annotations
@@ -16,8 +14,7 @@ from typing import Any
 
 import xarray as xr
 
-from .. import results
-from . import setting
+from . import Outputs, setting
 
 log = logging.getLogger(__name__)
 
@@ -66,28 +63,20 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     reps["reject"] = reps["reject"].map(lambda v: float(v) if v == v and v is not None else v)
     source = f"simulated {preset}"
     metrics = cell_metrics(reps, data=source)
-    results.write(run_dir, "design/replicates.csv", reps)
-    results.write(run_dir, "design/cell.csv", metrics)
+    out = Outputs(run_dir, "design")
+    out.write("replicates.csv", reps, f"one row per simulated study x method x quantity ({source})")
+    out.write(
+        "cell.csv", metrics, f"power and precision of this design cell ({source}), with MC SEs"
+    )
 
     power = metrics[metrics["metric"] == "power"]
-    headline: dict[str, Any] = {
-        f"power:{r['method']}:{r['item']}": round(float(r["value"]), 4) for _, r in power.iterrows()
-    }
+    headline: dict[str, Any] = {f"power:{r['method']}:{r['item']}": round(float(r["value"]), 4)
+                                for _, r in power.iterrows()}  # fmt: skip
     for _, r in metrics[metrics["metric"] == "seconds"].iterrows():
         headline[f"seconds_per_study:{r['method']}"] = round(float(r["value"]), 2)
+    seed = int(data.seed)
     config = {**cell, "n_sims": n_sims, "n_sims_bayes": n_bayes, "model": model, "preset": preset,
-              "seed": int(data.seed)}  # fmt: skip
-    index = {
-        "files": {
-            "replicates.csv": f"one row per simulated study x method x quantity ({source})",
-            "cell.csv": f"power and precision of this design cell ({source}), with MC SEs",
-        },
-        "headline": headline,
-        "notes": [
-            f"SIMULATED: {n_sims} studies from preset {preset} (seeds {int(data.seed)}.."
-            f"{int(data.seed) + n_sims - 1}); the first {n_bayes} also fitted with {model}",
-        ],
-        "config": config,
-    }
-    results.write(run_dir, "design/index.json", index)
-    return headline
+              "seed": seed}  # fmt: skip
+    note = (f"SIMULATED: {n_sims} studies from preset {preset} (seeds {seed}.."
+            f"{seed + n_sims - 1}); the first {n_bayes} also fitted with {model}")  # fmt: skip
+    return out.index(headline, notes=[note], config=config)

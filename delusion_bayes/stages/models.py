@@ -1,31 +1,15 @@
 """Pipeline stage ``models``: fit the Bayesian models, gate them, and write their posteriors.
 
-For the primary model (``model.name``) and every model in ``model.also_fit``, writes
-``run_dir/models/<name>/``:
-
-- ``posterior.nc`` (the whole ``DataTree``; attrs carry the resolved config, config hash,
-  package version, git SHA, seed and data hash),
-- ``diagnostics.csv`` (one row per parameter: mean, sd, interval, R-hat, ESS bulk/tail, pass)
-  and ``gate.json`` (``passed``, divergences, max R-hat, min ESS, E-BFMI, reasons),
-- ``summary.csv`` (``az.summary`` with the interval set explicitly),
-- ``t50_posterior.csv`` (onset models), ``milestones_posterior.csv``,
-  ``contrasts_posterior.csv``, ``consensus_posterior.csv`` and ``raters_posterior.csv`` /
-  ``reliability_posterior.csv`` (models with a latent stage and raters),
-  ``level_b_posterior.csv`` (disengagement),
-- ``sensitivity.csv`` (power-scaling prior and likelihood sensitivity per parameter with
-  priorsense's verdict, :mod:`delusion_bayes.models.sensitivity`) and ``sensitivity.png``,
-- ``loo.csv`` (PSIS-LOO leaving out a model-day, its latent integrated out, and leaving out
-  one rating) and figures ``rank.png``, ``ppc.png`` (ordinal rootogram), ``loo_khat.png``
-  (Pareto k per left-out unit, ``inference.loo_unit``).
-
-With ``inference.compare`` the variants in ``model.variants`` of the primary model are fitted
-too and ``run_dir/models/comparison.csv`` holds ``az.compare`` (PSIS-LOO, stacking weights) per
-``inference.loo_unit`` (default ``model_day``: whether a variant predicts a new model-day, the
-question a trajectory comparison asks; :mod:`delusion_bayes.models.marginal`), and
-``comparison_by_rating.csv`` the same per left-out rating; otherwise ``comparison.csv`` lists
-the PSIS-LOO of the primary model alone. A fit that fails
-the diagnostics gate is logged at ERROR level, marked in ``gate.json``/``diagnostics.csv``
-and in the headline; with ``inference.fail_on_bad_fit`` the stage fails.
+For ``model.name`` and every model in ``model.also_fit`` it writes ``run_dir/models/<name>/``:
+``posterior.nc`` (attrs: resolved config, config hash, version, git SHA, seeds, data hash),
+``diagnostics.csv`` and ``gate.json``, ``summary.csv``, the derived ``*_posterior.csv`` tables,
+``sensitivity.csv``/``.png`` (:mod:`delusion_bayes.models.sensitivity`), ``loo.csv`` (leaving
+out a model-day, its latent integrated out, and a rating) and ``rank.png``, ``ppc.png``,
+``loo_khat.png``. With ``inference.compare`` the ``model.variants`` of the primary model are fitted
+too and ``models/comparison.csv`` holds ``az.compare`` per ``inference.loo_unit``
+(:mod:`delusion_bayes.models.marginal`; ``comparison_by_<unit>.csv`` for the other unit);
+otherwise it lists the PSIS-LOO of each fit. A fit that fails the diagnostics gate is marked in
+``gate.json`` and the headline; with ``inference.fail_on_bad_fit`` the stage fails.
 """
 
 from __future__ import annotations
@@ -41,6 +25,7 @@ import xarray as xr
 
 from .. import results
 from ..plotting import save_figure
+from . import Outputs, sampler_kwargs
 from . import setting as _get
 
 NEEDS = ("model", "sampler", "inference", "baselines")
@@ -49,20 +34,10 @@ KIND = ("trajectory",)
 log = logging.getLogger(__name__)
 
 
-def _opt_float(x: Any) -> float | None:
-    """``None`` stays ``None`` (the model's own default), anything else is a float."""
-    return None if x is None else float(x)
-
-
 def _plain(x: Any) -> Any:
-    try:
-        from omegaconf import OmegaConf
+    from omegaconf import OmegaConf
 
-        if OmegaConf.is_config(x):
-            return OmegaConf.to_container(x, resolve=True)
-    except ImportError:  # pragma: no cover
-        pass
-    return x
+    return OmegaConf.to_container(x, resolve=True) if OmegaConf.is_config(x) else x
 
 
 def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
@@ -105,23 +80,9 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
         # the onset model fits the consensus: the same rule as the baselines' least-squares fit
         kw["consensus"] = str(_get(cfg.baselines, "consensus", "median"))
     kw.update(overrides or {})
-    return fit(
-        ds,
-        name,
-        draws=int(_get(s, "draws", 1000)),
-        tune=int(_get(s, "tune", 1000)),
-        chains=int(_get(s, "chains", 4)),
-        cores=int(_get(s, "cores", 2)),
-        sampler=str(_get(s, "name", "nutpie")),
-        seed=int(_get(s, "seed", 0)),
-        target_accept=_opt_float(_get(s, "target_accept", None)),
-        progressbar=bool(_get(s, "progressbar", False)),
-        reuse=bool(_get(s, "reuse_fits", False)),
-        adaptation=str(_get(s, "adaptation", "diag")),
-        cache_dir=_get(cfg, "cache_dir", None),
-        posterior_predictive=bool(_get(cfg.inference, "ppc", True)) or name == "disengagement",
-        **kw,
-    )
+    ppc = bool(_get(cfg.inference, "ppc", True)) or name == "disengagement"
+    return fit(ds, name, **sampler_kwargs(s), progressbar=bool(_get(s, "progressbar", False)),
+               cache_dir=_get(cfg, "cache_dir", None), posterior_predictive=ppc, **kw)  # fmt: skip
 
 
 #: panels of the rank plot: the parameters with the highest R-hat among ``inference.plot_vars``
@@ -158,29 +119,19 @@ def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Da
     return xr.Dataset(out)
 
 
-def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, table=None) -> None:
-    """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG; a plotting failure is
-    a note, never a failed stage."""
+def _plots(dt, elpd, out: Outputs, plot_vars: list[str], notes: list, table) -> None:
+    """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG."""
     import arviz as az
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     post_vars = [v for v in plot_vars if v in dt["posterior"].data_vars]
     jobs = []
     if post_vars:
-        if table is not None:
-            worst = worst_mixing(dt, table, post_vars)
-            what = (f"the {len(worst.data_vars)} parameters of {', '.join(post_vars)} with the "
-                    "highest R-hat")  # fmt: skip
-        else:
-            worst = dt["posterior"].to_dataset().reset_coords(drop=True)[post_vars]
-            what = ", ".join(post_vars)
-        clean = xr.DataTree.from_dict({"posterior": worst})
-        jobs.append(
-            ("rank.png", "rank plot (ECDF difference) of " + what, lambda: _rank_plot(az, clean))
-        )
+        worst = xr.DataTree.from_dict({"posterior": worst_mixing(dt, table, post_vars)})
+        desc = (f"rank plot (ECDF difference) of the {len(worst['posterior'].data_vars)} "
+                f"parameters of {', '.join(post_vars)} with the highest R-hat")  # fmt: skip
+        jobs.append(("rank.png", desc, lambda: _rank_plot(az, worst)))
     if "posterior_predictive" in dt.children and "y" in dt["posterior_predictive"].data_vars:
         if np.issubdtype(dt["observed_data"]["y"].dtype, np.integer):
             # ordinal ratings: observed vs predicted counts per category
@@ -192,15 +143,23 @@ def _plots(dt, elpd, out: Path, plot_vars: list[str], files: dict, notes: list, 
     if elpd is not None:
         desc = "PSIS-LOO Pareto k per left-out unit (inference.loo_unit)"
         jobs.append(("loo_khat.png", desc, lambda: az.plot_khat(elpd, backend="matplotlib")))
-    for fname, desc, fn in jobs:
-        try:
-            save_figure(fn(), (out / fname).with_suffix(""), ("png",), dpi=110)
-            files[fname] = desc
-        except Exception as err:  # noqa: BLE001
-            notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")
-            log.warning("%s not drawn: %s", fname, err)
-        finally:
-            plt.close("all")
+    for fname, desc, make in jobs:
+        _draw(out, fname, desc, make, notes)
+
+
+def _draw(out: Outputs, fname: str, desc: str, make, notes: list) -> None:
+    """``make()``'s figure as ``fname`` (PNG) in ``out``; a plotting failure is a note, never a
+    failed stage."""
+    import matplotlib.pyplot as plt
+
+    try:
+        save_figure(make(), (out.path / fname).with_suffix(""), ("png",), dpi=110)
+        out.files[fname] = desc
+    except Exception as err:  # noqa: BLE001
+        notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")
+        log.warning("%s not drawn: %s", fname, err)
+    finally:
+        plt.close("all")
 
 
 def _loo_units(dt, inf) -> dict[str, str]:
@@ -218,53 +177,42 @@ def _loo_units(dt, inf) -> dict[str, str]:
     return out
 
 
-def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[str, Any]:
-    """All files of one fitted model; returns its headline."""
+def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) -> dict[str, Any]:
+    """All files of one fitted model in ``models/<fit>/``; returns its headline."""
     import pandas as pd
 
     from ..inference.diagnostics import diagnose, gate, loo, loo_table, summary_table
     from ..models import derived as d
 
-    inf = cfg.inference
-    b = cfg.baselines
-    out.mkdir(parents=True, exist_ok=True)
-    files: dict[str, str] = {}
-    notes: list[str] = []
+    inf, b = cfg.inference, cfg.baselines
+    out = Outputs(run_dir, "models/{fit}", fit=fit)
+    out.path.mkdir(parents=True, exist_ok=True)
+    write, notes = out.write, []
     prob = float(list(_get(inf, "ci_probs", [0.95]))[0])
     kind = str(_get(inf, "ci_kind", "eti"))
-
-    run_dir, fit = out.parent.parent, out.name
-
-    def _csv(df, fname: str, desc: str) -> None:
-        if df is None:
-            return
-        results.write(run_dir, f"models/{{fit}}/{fname}", df, fit=fit)
-        files[fname] = desc
 
     # diagnostics gate -------------------------------------------------------------------
     table = diagnose(dt, inf)
     g = gate(dt, table, inf)  # raises BadFitError with fail_on_bad_fit
-    _csv(table.reset_index(), "diagnostics.csv",
-         f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass")  # fmt: skip
-    results.write(run_dir, "models/{fit}/gate.json", g, fit=fit)
-    files["gate.json"] = "diagnostics gate verdict and reasons"
+    desc = f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass"
+    write("diagnostics.csv", table.reset_index(), desc)
+    write("gate.json", g, "diagnostics gate verdict and reasons")
     desc = f"az.summary ({kind.upper()} {prob:.0%})"
-    _csv(summary_table(dt, inf, table=table).reset_index(), "summary.csv", desc)
+    write("summary.csv", summary_table(dt, inf, table=table).reset_index(), desc)
 
     # derived quantities -------------------------------------------------------------------
     post = dt["posterior"]
     ms = None
     if "t50" in post.data_vars:
-        _csv(
-            d.t50_posterior(dt, prob, kind), "t50_posterior.csv", "L, k, t50 and P(t50 > last day)"
-        )
+        desc = "L, k, t50 and P(t50 > last day)"
+        write("t50_posterior.csv", d.t50_posterior(dt, prob, kind), desc)
     if "stage" in post.data_vars or "t50" in post.data_vars:
         ms = d.posterior_milestones(
             dt, stable_run=int(_get(b, "stable_run", 3)), missing=str(_get(b, "missing", "skip")),
             censor=_get(b, "censor_day", None),
         )  # fmt: skip
         desc = "posterior milestone latencies with P(censored)"
-        _csv(d.milestones_table(ms, prob, kind), "milestones_posterior.csv", desc)
+        write("milestones_posterior.csv", d.milestones_table(ms, prob, kind), desc)
     if contrasts:
         q = d.contrast_quantities(dt, ms)
         rows = []
@@ -275,18 +223,18 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
                 notes.append(f"contrast {dict(c).get('name')!r} skipped: {err}")
         if rows:
             desc = "posterior group contrasts (mean A - mean B per draw), P(> 0)"
-            _csv(pd.concat(rows, ignore_index=True), "contrasts_posterior.csv", desc)
+            write("contrasts_posterior.csv", pd.concat(rows, ignore_index=True), desc)
     if "stage" in post.data_vars:
         desc = "Bayesian consensus per model-day: modal stage, P(stage >= 3), mean"
-        _csv(d.consensus_posterior(dt), "consensus_posterior.csv", desc)
+        write("consensus_posterior.csv", d.consensus_posterior(dt), desc)
     if "severity" in post.data_vars and "stage" in post.data_vars:
         desc = "rater severity and discrimination"
-        _csv(d.rater_posterior(dt, prob, kind), "raters_posterior.csv", desc)
+        write("raters_posterior.csv", d.rater_posterior(dt, prob, kind), desc)
         rel = d.reliability_posterior(dt, prob, kind)
         attach_icc(rel, run_dir, notes)
-        _csv(rel, "reliability_posterior.csv", "posterior reliability next to ICC(2,1)/ICC(2,k)")
+        write("reliability_posterior.csv", rel, "posterior reliability next to ICC(2,1)/ICC(2,k)")
     desc = "P(Level B | stage 4) and model effects"
-    _csv(d.p_level_b_table(dt, prob, kind), "level_b_posterior.csv", desc)
+    write("level_b_posterior.csv", d.p_level_b_table(dt, prob, kind), desc)
 
     # LOO ------------------------------------------------------------------------------------
     # both units when the fit has them; the configured one is the headline and the k plot
@@ -304,46 +252,32 @@ def _write_model(dt, ds, cfg, out: Path, prov: dict, contrasts: list) -> dict[st
             elpd = res
     if rows:
         desc = "PSIS-LOO with Pareto k, per left-out model-day and per left-out rating"
-        _csv(pd.concat(rows, ignore_index=True), "loo.csv", desc)
-    _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), files, notes, table)
+        write("loo.csv", pd.concat(rows, ignore_index=True), desc)
+    _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), notes, table)
 
     # prior and likelihood sensitivity (power-scaling) ------------------------------------------
-    sens_seconds = sensitivity_outputs(dt, out, files, notes, _csv)
+    sens_seconds = sensitivity_outputs(dt, out, notes)
 
     # posterior ------------------------------------------------------------------------------
-    dt.attrs.update(prov)
-    dt.attrs["seed"] = int(_get(cfg.sampler, "seed", 0))
-    dt.attrs["gate_passed"] = int(g["passed"])
-    results.write(run_dir, "models/{fit}/posterior.nc", dt, fit=fit)
-    files["posterior.nc"] = "posterior DataTree (provenance in attrs)"
-    head = {
-        "passed": bool(g["passed"]),
-        "divergences": g["divergences"],
-        "max_rhat": g["max_rhat"],
-        "min_ess": g["min_ess"],
-        "fit_seconds": float(dt.attrs.get("fit_time", np.nan)),
-        "sampler": str(dt.attrs.get("sampler", "")),
-    }
+    dt.attrs.update(prov, seed=int(_get(cfg.sampler, "seed", 0)), gate_passed=int(g["passed"]))
+    write("posterior.nc", dt, "posterior DataTree (provenance in attrs)")
+    head = {"passed": bool(g["passed"]), "divergences": g["divergences"],
+            "max_rhat": g["max_rhat"], "min_ess": g["min_ess"],
+            "fit_seconds": float(dt.attrs.get("fit_time", np.nan)),
+            "sampler": str(dt.attrs.get("sampler", ""))}  # fmt: skip
     if sens_seconds is not None:
         head["sensitivity_seconds"] = sens_seconds
     if elpd is not None:
         head["elpd_loo"] = float(elpd.elpd)
         head["loo_unit"] = unit
-    results.write(run_dir, "models/{fit}/index.json",
-                  {"files": files, "headline": head, "gate": g, "notes": notes}, fit=fit)  # fmt: skip
-    return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": files, "notes": notes}
+    out.index(head, gate=g, notes=notes)
+    return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": out.files, "notes": notes}
 
 
-def sensitivity_outputs(
-    dt, out: Path, files: dict, notes: list, write_csv, var_names=None
-) -> float | None:
-    """``sensitivity.csv`` (prior and likelihood power-scaling sensitivity per parameter,
-    priorsense's verdict; ``var_names`` default every reported parameter) and
-    ``sensitivity.png`` into ``out`` (``write_csv(df, name, description)`` writes through the
-    results contract; the replay stage calls this too); returns the seconds taken, None when
-    the fit has no ``log_prior``/``log_likelihood`` (a note says so) or the check failed."""
-    import matplotlib.pyplot as plt
-
+def sensitivity_outputs(dt, out: Outputs, notes: list, var_names=None) -> float | None:
+    """``sensitivity.csv`` (power-scaling sensitivity of ``var_names``, default every reported
+    parameter) and ``sensitivity.png`` into ``out`` (the replay stage's too); returns the seconds
+    taken, None (and a note) when the check failed (e.g. no ``log_prior``/``log_likelihood``)."""
     from ..models.sensitivity import THRESHOLD, plot_sensitivity, sensitivity_table
 
     t0 = time.perf_counter()
@@ -354,22 +288,17 @@ def sensitivity_outputs(
         log.warning("power-scaling sensitivity not computed: %s", err)
         return None
     seconds = time.perf_counter() - t0
-    write_csv(df, "sensitivity.csv",
+    out.write("sensitivity.csv", df,
               f"power-scaling sensitivity (CJS) of the prior and of the likelihood "
               f"({df.attrs['likelihood']}) per parameter, priorsense's verdict at "
               f"{THRESHOLD:g}")  # fmt: skip
     n = df["verdict"].value_counts()
     log.info("power-scaling sensitivity of %s: %.1f s, %d prior-data conflict, %d weak "
-             "likelihood of %d parameters", out.name, seconds, n.get("prior-data conflict", 0),
+             "likelihood of %d parameters", out.path.name, seconds, n.get("prior-data conflict", 0),
              n.get("weak likelihood", 0), len(df))  # fmt: skip
-    try:
-        fig = plot_sensitivity(df, f"Power-scaling sensitivity of {out.name}")
-        save_figure(fig, out / "sensitivity", ("png",), dpi=110)
-        files["sensitivity.png"] = "prior against likelihood sensitivity per parameter"
-    except Exception as err:  # noqa: BLE001
-        notes.append(f"sensitivity.png not drawn: {type(err).__name__}: {err}")
-    finally:
-        plt.close("all")
+    title = f"Power-scaling sensitivity of {out.path.name}"
+    desc = "prior against likelihood sensitivity per parameter"
+    _draw(out, "sensitivity.png", desc, lambda: plot_sensitivity(df, title), notes)
     return seconds
 
 
@@ -388,31 +317,17 @@ def attach_icc(rel, run_dir: Path, notes: list) -> None:
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
-    """Fit, gate and write the configured Bayesian models (see the module docstring).
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        A validated trajectory study.
-    cfg : DictConfig
-        Holds ``model``, ``sampler``, ``inference`` and ``baselines`` (contrasts, milestone
-        rules).
-    run_dir : pathlib.Path
-        Output goes to ``run_dir/models/``.
-
-    Returns
-    -------
-    dict
-        Per fitted model: passed, divergences, max R-hat, min ESS, seconds; ``all_passed``.
-    """
+    """Fit, gate and write the configured Bayesian models of a validated trajectory study into
+    ``run_dir/models/``; ``cfg.baselines`` gives the contrasts and milestone rules. Returns per
+    fitted model: passed, divergences, max R-hat, min ESS, seconds; and ``all_passed``."""
     import pandas as pd
 
     from ..inference.diagnostics import compare_fits, loo_table
     from ..models import MODEL_NAMES, VARIANTS
 
     t0 = time.perf_counter()
-    out = Path(run_dir) / "models"
-    out.mkdir(parents=True, exist_ok=True)
+    out = Outputs(run_dir, "models")
+    out.path.mkdir(parents=True, exist_ok=True)
     m = cfg.model
     primary = str(_get(m, "name", "joint"))
     names = list(dict.fromkeys([primary, *[str(x) for x in _get(m, "also_fit", [])]]))
@@ -422,16 +337,13 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     contrasts = [_plain(c) for c in _get(cfg.baselines, "contrasts", [])]
     prov = _provenance(cfg, ds, Path(run_dir))
     headline: dict[str, Any] = {}
-    index_files: dict[str, str] = {}
     notes: list[str] = []
-    fits: dict[str, Any] = {}
-    written: dict[str, Any] = {}
+    fits, written = {}, {}
     for name in names:
-        dt = fit_one(ds, name, cfg, primary=name == primary)
-        fits[name] = dt
-        written[name] = _write_model(dt, ds, cfg, out / name, prov, contrasts)
+        fits[name] = fit_one(ds, name, cfg, primary=name == primary)
+        written[name] = _write_model(fits[name], cfg, run_dir, name, prov, contrasts)
         headline[name] = written[name]["headline"]
-        index_files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
+        out.files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
         notes += [f"{name}: {n}" for n in written[name]["notes"]]
 
     # comparison -----------------------------------------------------------------------------
@@ -450,7 +362,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
                 continue
             dt_v = fit_one(ds, primary, cfg, primary=True, overrides=over)
             label = str(dt_v.attrs.get("variant", v))
-            res = _write_model(dt_v, ds, cfg, out / f"{primary}_{v}", prov, [])
+            res = _write_model(dt_v, cfg, run_dir, f"{primary}_{v}", prov, [])
             headline[f"{primary}_{v}"] = res["headline"]
             cmp[label] = dt_v
         per_fit = [_loo_units(f, cfg.inference) for f in cmp.values()]
@@ -463,31 +375,21 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             fname = "comparison.csv" if u == unit else f"comparison_by_{u}.csv"
             table = compare_fits(cmp, var_name=var.pop())
             table.insert(0, "unit", u)
-            results.write(run_dir, f"models/{fname}", table.reset_index())
-            index_files[fname] = (
-                f"az.compare (PSIS-LOO per {u}, stacking) of the primary's variants"
-            )
+            desc = f"az.compare (PSIS-LOO per {u}, stacking) of the primary's variants"
+            out.write(fname, table.reset_index(), desc)
             if u == unit:
                 headline["best_variant"] = str(table.index[0])
                 headline["loo_unit"] = u
     else:
-        rows = [
-            loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
-            for n, r in written.items()
-            if r["elpd"] is not None and n != "onset"
-        ]
+        rows = [loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
+                for n, r in written.items() if r["elpd"] is not None and n != "onset"]  # fmt: skip
         if rows:
             table = pd.concat(rows, ignore_index=True)
             table["note"] = "inference.compare is false: PSIS-LOO per model, no az.compare"
-            results.write(run_dir, "models/comparison.csv", table)
-            index_files["comparison.csv"] = "PSIS-LOO per fitted model (comparison disabled)"
-    headline["all_passed"] = all(
-        v.get("passed", True) for v in headline.values() if isinstance(v, dict)
-    )
-    if not headline["all_passed"]:
-        failing = [k for k, v in headline.items() if isinstance(v, dict) and not v["passed"]]
+            out.write("comparison.csv", table, "PSIS-LOO per fitted model (comparison disabled)")
+    failing = [k for k, v in headline.items() if isinstance(v, dict) and not v.get("passed", True)]
+    headline["all_passed"] = not failing
+    if failing:
         notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
     headline["seconds"] = time.perf_counter() - t0
-    results.write(run_dir, "models/index.json",
-                  {"files": index_files, "headline": headline, "notes": notes})  # fmt: skip
-    return headline
+    return out.index(headline, notes=notes)

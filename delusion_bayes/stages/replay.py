@@ -1,28 +1,12 @@
 """Pipeline stage ``replay``: the DelusionEval analysis of a replay study, written as tables.
 
-Writes into ``run_dir/replay/`` (team contract, "Replay outputs"):
-
-- ``prevalence.csv``: prevalence per model x category (pooled over the category's codes) and per
-  model x code, percentile CIs from the headline bootstrap (``replay.cluster``, default the
-  two-stage cluster bootstrap), with ``truth`` on simulated studies;
-- ``deltas.csv``: each model minus the original transcript, paired resamples;
-- ``cluster_bootstrap.csv``: the category CIs under every resampling scheme (samples i.i.d. as in
-  the public release, conversations, participants, two-stage) and their width relative to i.i.d.;
-- ``lopo.csv``: leave-one-participant-out prevalence and deltas;
-- ``family.csv``: model-family comparison (when the study has a ``family`` model coord);
-- ``context_depth.csv`` (prevalence per depth bin) and ``context_depth_lpm.csv`` (linear
-  probability model of depth over and above prior assistant content);
-- ``onset.csv``: onset and persistence over the user turns of a window; ``turn_profile.csv``;
-- ``bayes_prevalence.csv`` (posterior prevalence and contrasts vs the original, beside the
-  bootstrap CIs), ``bayes_diagnostics.json`` and ``sensitivity.csv``/``.png`` (power-scaling
-  prior and likelihood sensitivity, :mod:`delusion_bayes.models.sensitivity`) when
-  ``replay.bayes``;
-- figures: ``prevalence`` (points and CIs per model x category), ``prevalence_heatmap``,
-  ``deltas_forest``, ``context_depth`` (curves with CIs), ``bayes_vs_bootstrap``;
-- ``index.json``: ``{"files": {name: description}, "headline": {...}, "notes": [...]}``.
-
-Every resampling is seeded from ``replay.seed`` (DelusionEval: 42): the same seed gives identical
-tables.
+Writes into ``run_dir/replay/`` (team contract, "Replay outputs"): prevalence per model x
+category and code with cluster-bootstrap CIs (``prevalence.csv``), deltas vs the original
+transcript, the CIs under every resampling scheme, leave-one-participant-out, model family,
+context depth (and its linear probability model), onset and turn profiles; with ``replay.bayes``
+the hierarchical Bayesian prevalence beside the bootstrap, its diagnostics and its power-scaling
+sensitivity; the figures; and ``index.json``. Every resampling is seeded from ``replay.seed``
+(DelusionEval: 42): the same seed gives identical tables.
 """
 
 from __future__ import annotations
@@ -35,10 +19,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .. import results
 from ..baselines import replay_plots as plots
 from ..baselines.replay_study import analyse_replay, apply_cutoffs
+from . import Outputs, sampler_kwargs
 from . import setting as _get
+from .models import sensitivity_outputs
 
 #: the replay model samples with the shared ``sampler`` group and is gated by ``inference``
 NEEDS = ("replay", "sampler", "inference", "cache_dir")
@@ -73,20 +58,15 @@ def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, 
     r, s = cfg.replay, cfg.sampler
     baseline = str(_get(r, "baseline", "original"))
     tree = fit_replay_model(
-        ds, level=str(_get(r, "bayes_level", "code")), draws=int(_get(s, "draws", 1000)),
-        tune=int(_get(s, "tune", 500)), chains=int(_get(s, "chains", 4)),
-        cores=int(_get(s, "cores", 2)), seed=int(_get(s, "seed", 0)),
-        sampler=str(_get(s, "name", "nutpie")), target_accept=_get(s, "target_accept", None),
+        ds, level=str(_get(r, "bayes_level", "code")), **sampler_kwargs(s, tune=500),
         depth_bins=int(_get(r, "depth_bins_bayes", 4)),
         prior_bins=int(_get(r, "prior_bins_bayes", 3)), baseline=baseline,
-        cache_dir=_get(cfg, "cache_dir", None), reuse=bool(_get(s, "reuse_fits", False)),
-        adaptation=str(_get(s, "adaptation", "diag")),
+        cache_dir=_get(cfg, "cache_dir", None),
     )  # fmt: skip
     ci_prob = float(_get(r, "ci_prob", 0.95))
     post = replay_posterior_contrasts(tree, baseline=baseline, ci_prob=ci_prob)
-    # the gate is on what is reported (the prevalences), with the package's thresholds; the
-    # max R-hat over all sampled parameters is recorded too (it sits above the gate's threshold
-    # from noise alone: docs/design-notes.md#modelsreplay_posteriorpy)
+    # the gate is on what is reported (the prevalences); the max R-hat over all parameters is
+    # recorded too (noise alone lifts it above: docs/design-notes.md#modelsreplay_posteriorpy)
     inf = cfg.get("inference") if hasattr(cfg, "get") else None
     prev_vars = [v for v in ("category_prevalence", "prevalence") if v in tree["posterior"]]
     verdict = gate(tree, diagnose(tree, inf, var_names=prev_vars), inf)
@@ -101,43 +81,14 @@ def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, 
     return bayes_table(post, boot), diag, tree
 
 
-def _sensitivity(tree: Any, run_dir: Path, files: dict, notes: list) -> None:
-    """``replay/sensitivity.csv`` and ``.png``: the power-scaling sensitivity of the replay
-    model's reported parameters and prevalences (as every fit of the models stage)."""
-    from ..models.replay import reported_replay_vars
-    from .models import sensitivity_outputs
-
-    def write_csv(df: pd.DataFrame, fname: str, desc: str) -> None:
-        results.write(run_dir, f"replay/{fname}", df)
-        files[fname] = desc
-
-    params, prevalences = reported_replay_vars(tree)
-    sensitivity_outputs(tree, Path(run_dir) / "replay", files, notes, write_csv,
-                        var_names=params + prevalences)  # fmt: skip
-
-
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
-    """Run the replay analysis and write the tables and figures listed in the module docstring.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        A validated replay study (``hit (sample, model, code)``).
-    cfg : DictConfig
-        Holds ``cfg.replay`` (:class:`~delusion_bayes.config.ReplayConfig`) and the ``sampler``
-        and ``inference`` groups the Bayesian prevalence model uses.
-    run_dir : pathlib.Path
-        The run directory; output goes to ``run_dir/replay/``.
-
-    Returns
-    -------
-    dict
-        Headline numbers (also in ``index.json``).
-    """
+    """Analyse a validated replay study (``hit (sample, model, code)``) with ``cfg.replay``
+    (:class:`~delusion_bayes.config.ReplayConfig`; the Bayesian model uses ``cfg.sampler`` and
+    ``cfg.inference``), write ``run_dir/replay/`` and return the headline (also in index.json)."""
     r = cfg.replay if "replay" in cfg else cfg
     res = analyse_replay(ds, r)
-    out = Path(run_dir) / "replay"
-    files: dict[str, str] = {}
+    out = Outputs(run_dir, "replay")
+    write = out.write
     notes = list(res.notes)
     for n in notes:
         if n.startswith("CLUSTERS ARE WINDOWS"):
@@ -145,11 +96,6 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     st = res.settings
     ci, cluster, seed = f"{round(100 * st['ci_prob'])}%", st["cluster"], st["seed"]
     windows = " (clusters = windows)" if res.headline["clustering"] == "window" else ""
-
-    def write(key: str, table: pd.DataFrame | None, desc: str) -> None:
-        if table is not None:
-            results.write(run_dir, f"replay/{key}", table)
-            files[key] = desc
 
     write("prevalence.csv", res.prevalence,
           f"prevalence per model x category (pooled over the category's codes) and per model x "
@@ -176,7 +122,6 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     write("turn_profile.csv", res.turn_profile,
           "category prevalence by user-turn position in the window")  # fmt: skip
 
-    formats = list(st["figure_formats"])
     figures = [
         (plots.plot_prevalence, res.prevalence, "prevalence",
          "prevalence per model x category with bootstrap CIs"),
@@ -189,11 +134,15 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     ]  # fmt: skip
     headline = dict(res.headline)
     if bool(st["bayes"]):
+        from ..models.replay import reported_replay_vars
+
         table, diag, tree = _bayes(res.study, cfg, res.prevalence)
         write("bayes_prevalence.csv", table, _bayes_description(st, diag))
-        _sensitivity(tree, run_dir, files, notes)
-        results.write(run_dir, "replay/bayes_diagnostics.json", diag)
-        files["bayes_diagnostics.json"] = "sampler diagnostics of the Bayesian prevalence model"
+        params, prevalences = reported_replay_vars(tree)  # what the sensitivity check scales
+        sensitivity_outputs(tree, out, notes, var_names=params + prevalences)
+        write(
+            "bayes_diagnostics.json", diag, "sampler diagnostics of the Bayesian prevalence model"
+        )
         if not diag["passed"]:
             notes.append("Bayesian prevalence model: diagnostics did not pass on the "
                          f"prevalences ({'; '.join(diag['reasons'])}); treat it as provisional")  # fmt: skip
@@ -209,11 +158,9 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         notes.append("Bayesian prevalence model not run (replay.bayes = false)")
     for plot, table, stem, desc in figures:
         if table is not None and len(table):
-            for p in plot(table, out / stem, formats):
-                files[p.name] = desc
-    index = {"files": files, "headline": headline, "notes": notes}
-    results.write(run_dir, "replay/index.json", index)
-    return headline
+            for p in plot(table, out.path / stem, list(st["figure_formats"])):
+                out.files[p.name] = desc
+    return out.index(headline, notes=notes)
 
 
 def _bayes_description(st: dict, diag: dict) -> str:

@@ -14,11 +14,8 @@ KIND = ("trajectory", "replay")
 
 
 def run(ds: Any, cfg: Any, run_dir: Path) -> dict:
-    """Build the supplement of ``run_dir``; ``ds`` is unused (the report reads files on disk).
-
-    Returns the report's headline (counts of tables and figures, stages not run, errors,
-    models that failed diagnostics).
-    """
+    """Build the supplement of ``run_dir`` (from the files on disk; ``ds`` is unused) and return
+    its headline: counts of tables and figures, stages not run, errors, failed models."""
     from delusion_bayes.report import build_supplement
 
     return build_supplement(Path(run_dir), cfg.report).headline

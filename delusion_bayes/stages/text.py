@@ -1,20 +1,11 @@
 """Pipeline stage ``text``: entrainment and modality per model-day, and their analyses.
 
-Writes into ``run_dir/text/`` (paper: "Recognition Stage (Entrainment)", "Interpretative
-Confidence (Modality)" and the Results paragraphs on both):
-
-- ``metrics_by_model_day.csv``: entrainment (canonical configuration, plus the other two when
-  ``text.all_configs``), modality and its counts, consensus stage, per model-day;
-- ``model_means.csv``: per-model means over the available days (29 for a model missing an answer);
-- ``correlations.csv``: Spearman rho (p) of model means with the Level-B day count (Figure 3) and
-  with mean consensus stage;
-- ``by_consensus_stage.csv``: metric means by consensus stage;
-- ``within_model.csv``: within-model rho with consensus, naive vs clinical day means;
-- ``turn_contrast.csv``: metrics before vs from each model's clinical turn (Figure 4 data);
-- ``figure3_entrainment_level_b.{png,pdf}``, ``figure4_modality_turn.{png,pdf}``; ``index.json``.
-
-Without texts (no ``prompt``/``answer`` or all answers empty) or with ``text.enabled = false`` it
-logs one line and writes only ``index.json`` saying it skipped.
+Writes into ``run_dir/text/`` the tables behind the paper's "Recognition Stage (Entrainment)",
+"Interpretative Confidence (Modality)" and their Results paragraphs: the metrics per model-day,
+per-model means, Spearman correlations with Level-B days (Figure 3) and the consensus stage, means
+by consensus stage, within-model correlations, the contrast at each model's clinical turn
+(Figure 4), both figures and ``index.json``. Without texts, or with ``text.enabled = false``, it
+logs one line and writes only ``index.json`` saying why.
 """
 
 from __future__ import annotations
@@ -23,15 +14,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import xarray as xr
 
 from .. import results
 from ..text.study import analyse_text
+from . import Outputs
 from . import setting as _get
 
-#: ``cache_dir`` (root) so that ``text.cache_dir: ${oc.select:cache_dir,null}`` still resolves in
-#: the masked copy the pipeline passes (without it the embedding cache ignored ``cache_dir=...``)
+#: ``cache_dir``: ``text.cache_dir`` interpolates it, also in the masked config the pipeline passes
 NEEDS = ("text", "baselines", "cache_dir")
 KIND = ("trajectory",)
 
@@ -51,10 +41,6 @@ def _consensus(ds: xr.Dataset, b: Any, run_dir: Path) -> tuple[xr.DataArray, str
     return cons, f"{rule} over raters, half rule {half}"
 
 
-def _write_index(run_dir: Path, files: dict[str, str], headline: dict[str, Any], **extra) -> None:
-    results.write(run_dir, "text/index.json", {"files": files, "headline": headline, **extra})
-
-
 def _synthetic_label(ds: xr.Dataset) -> str | None:
     """``"SYNTHETIC texts: ..."`` when the prompt or answer attrs flag them synthetic, else None."""
     flags = [str(ds[v].attrs.get("synthetic", "")).strip() for v in ("prompt", "answer")]
@@ -63,23 +49,10 @@ def _synthetic_label(ds: xr.Dataset) -> str | None:
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
-    """Compute the text metrics of a trajectory study and write the tables of the Results.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        A validated trajectory study; texts in ``prompt (day)`` / ``answer (model, day)``.
-    cfg : DictConfig
-        Holds ``cfg.text`` (:class:`~delusion_bayes.text.config.TextConfig`) and
-        ``cfg.baselines`` (consensus rule, ``clinical_at``).
-    run_dir : pathlib.Path
-        The run directory; output goes to ``run_dir/text/``.
-
-    Returns
-    -------
-    dict
-        Headline numbers (also in ``index.json``).
-    """
+    """Compute the text metrics of a trajectory study (texts in ``prompt (day)`` / ``answer
+    (model, day)``) with ``cfg.text`` (:class:`~delusion_bayes.text.config.TextConfig`) and
+    ``cfg.baselines`` (consensus rule, ``clinical_at``); write ``run_dir/text/`` and return the
+    headline (also in ``index.json``)."""
     from ..data.schema import DAY, MODEL
     from ..text import analyses as an
     from ..text.texts import has_texts
@@ -87,28 +60,21 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     t = cfg.text if "text" in cfg else cfg
     b = cfg.baselines if "baselines" in cfg else None
     run_dir = Path(run_dir)
-    out = run_dir / "text"
-    out.mkdir(parents=True, exist_ok=True)
+    out = Outputs(run_dir, "text")
+    out.path.mkdir(parents=True, exist_ok=True)
 
-    if not bool(_get(t, "enabled", True)):
-        log.info("stage text: skipped (text.enabled = false)")
-        _write_index(run_dir, {}, {"skipped": True}, skipped="text.enabled = false")
-        return {"skipped": True}
-    if not has_texts(ds):
-        reason = "the study has no prompt/answer texts (simulate with texts=True or load texts)"
+    enabled = bool(_get(t, "enabled", True))
+    if not enabled or not has_texts(ds):
+        reason = ("the study has no prompt/answer texts (simulate with texts=True or load texts)"
+                  if enabled else "text.enabled = false")  # fmt: skip
         log.info("stage text: skipped: %s", reason)
-        _write_index(run_dir, {}, {"skipped": True}, skipped=reason)
-        return {"skipped": True}
+        return out.index({"skipped": True}, skipped=reason)
 
     cons, cons_source = _consensus(ds, b, run_dir)
     clinical_at = float(_get(b, "clinical_at", 3.0))
     res = analyse_text(ds, cons, t, clinical_at=clinical_at, cache_dir=_get(cfg, "cache_dir", None))
-    files: dict[str, str] = {}
     synthetic = _synthetic_label(ds)
-
-    def write(key: str, table: pd.DataFrame, desc: str) -> None:
-        results.write(run_dir, f"text/{key}", table)
-        files[key] = desc
+    write = out.write
 
     write("metrics_by_model_day.csv", res.by_model_day,
           f"entrainment (config {res.config} canonical; others as entrainment_configN), modality "
@@ -131,18 +97,18 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     if bool(_get(t, "figures", True)):
         if "level_b" in ds:
             lb_table = an.level_b_table(res.metrics["entrainment"], ds["level_b"])
-            stem = out / "figure3_entrainment_level_b"
+            stem = out.path / "figure3_entrainment_level_b"
             for p in an.plot_level_b(lb_table, stem, synthetic=bool(synthetic)):
-                files[p.name] = "Figure 3: model mean entrainment vs Level-B days"
+                out.files[p.name] = "Figure 3: model mean entrainment vs Level-B days"
         modality = res.turn_contrast[res.turn_contrast["metric"] == "modality"]
         modality = modality.drop(columns="metric").set_index("model")
-        stem = out / "figure4_modality_turn"
+        stem = out.path / "figure4_modality_turn"
         for p in an.plot_turn_contrast(modality, stem, synthetic=bool(synthetic)):
-            files[p.name] = "Figure 4: modality before vs from the clinical turn"
+            out.files[p.name] = "Figure 4: modality before vs from the clinical turn"
 
     headline = res.headline
     note = "descriptive statistics (model-days are serially dependent), as in the paper"
-    _write_index(run_dir, files, headline, consensus=cons_source, synthetic=synthetic, note=note)
+    out.index(headline, consensus=cons_source, synthetic=synthetic, note=note)
     log.info("stage text: entrainment (config %d, %s) and modality for %d models x %d days%s",
              res.config, res.embedding_model, ds.sizes[MODEL], ds.sizes[DAY],
              " (SYNTHETIC texts)" if synthetic else "")  # fmt: skip
