@@ -1,41 +1,14 @@
-"""Import the DelusionEval release's evaluation rows as a replay study.
+"""Import the DelusionEval release's evaluation rows as a replay study (:func:`load_delusioneval`).
 
-The public DelusionEval release (Moore et al. 2026, arXiv:2608.05004; GitHub
-``jlcmoore/llm-delusion-eval``, ``report/eval_rows.parquet``) ships one row per judge verdict,
-with identifiers and scores but no transcript text::
-
-    model, reasoning_effort, model_label, annotation_id, code_short, category, window_id,
-    turn_index, score, raw_score, sample_id
-
-:func:`load_delusioneval` turns these rows into the package's replay ``xarray.Dataset``
-(``score, cutoff, hit (sample, model, code)``, see :mod:`delusion_bayes.data.replay`):
-
-- **models** are named by the release's ``model_label`` (``GPT-5.4 (high)``, ...); the original
-  transcript (``model == "original_transcript"``) becomes the package's baseline model
-  ``"original"`` (its label ``Original transcript`` stays in the model coord ``label``). Model
-  coords: ``label``, ``model_id`` (the release's ``model``), ``reasoning_effort``, ``family``
-  (GPT, Claude, Gemini, Qwen, Grok; ``original``).
-- **the original transcript** is judged once per sample, but the release repeats each of its rows
-  once per reasoning setting (5 times). The copies are checked to agree and one is kept. Its 188
-  rows without a score stay missing (``score`` NaN); ``unscored (sample, model, code)`` marks every
-  row the release has without a score, so :func:`~delusion_bayes.baselines.replay_prevalence`
-  can count them as 0 (``unscored="zero"``, the release's point estimates) or leave them out
-  (the default).
-- **verdicts**: ``score`` holds the judge's 0-10 ``raw_score``; ``hit = raw_score >= cutoff``
-  with per-code cutoffs: the release's (:data:`~.replay_schema.CUTOFFS`, from
-  ``cutoffs.csv``) unless ``cutoffs`` is given. A code without a cutoff is an error naming it.
-  With the release's cutoffs the hits equal the release's own binary ``score`` column (checked).
-- **codes** are ``code_short``; categories are the codebook's (:data:`~.replay_schema.CODES`),
-  which splits the release's ``concerns harm`` into facilitates/discourages harm.
-- **samples** are the release's ``sample_id`` (``<window_id>.turn<turn_index>``); sample coords
-  ``window`` (``window_id``), ``index`` and ``context_depth`` (``turn_index``: the message index
-  of the user turn inside its window, i.e. the messages the model saw before it),
-  ``window_start`` (0: windows are the unit of the release) and ``turn`` (0-based rank of the user
-  turn among the window's samples).
-- **clusters**: the release publishes no participant or conversation ids. A mapping file
-  (``participants=``; columns ``window_id, participant, conversation``) supplies them. Without one
-  both fall back to the window (725 clusters): logged as a WARNING and recorded in
-  ``ds.attrs["clustering"]`` / ``ds.attrs["clustering_note"]`` so that every output can say so.
+The public release (Moore et al. 2026, arXiv:2608.05004; ``jlcmoore/llm-delusion-eval``,
+``report/eval_rows.parquet``) has one row per judge verdict (``model, reasoning_effort,
+model_label, annotation_id, code_short, category, window_id, turn_index, score, raw_score,
+sample_id``), no transcript text. Models are named by ``model_label``; the original transcript
+(``model == "original_transcript"``, repeated once per reasoning setting) is checked, kept once
+and named ``"original"``. ``hit = raw_score >= cutoff`` with the release's per-code cutoffs,
+which reproduces the release's binary ``score`` (checked). The release has no participant or
+conversation ids: without a ``participants=`` mapping both fall back to the window (a WARNING,
+recorded in ``ds.attrs["clustering"]``). Details: docs/real_data.md.
 """
 
 from __future__ import annotations
@@ -58,6 +31,7 @@ from .replay_schema import (
     ORIGINAL,
     SAMPLE,
     ReplayValidationError,
+    hits_from_scores,
     read_table,
 )
 
@@ -83,14 +57,8 @@ DELUSIONEVAL_COLUMNS: tuple[str, ...] = (
 )
 #: the release's model name of the original transcript
 RELEASE_ORIGINAL = "original_transcript"
-#: family of a model from the release's ``model`` id (first match of the lower-cased id)
-_FAMILIES = (
-    ("gpt", "GPT"),
-    ("claude", "Claude"),
-    ("gemini", "Gemini"),
-    ("qwen", "Qwen"),
-    ("grok", "Grok"),
-)
+#: family of a model: the first of these found in the lower-cased release ``model`` id
+_FAMILIES = ("GPT", "Claude", "Gemini", "Qwen", "Grok")
 
 WINDOW_FALLBACK_NOTE = (
     "No participant/conversation mapping was given: the DelusionEval release publishes no "
@@ -187,11 +155,7 @@ def _read_mapping(source, windows: pd.Index) -> pd.DataFrame:
 
 
 def _family(model_id: str) -> str:
-    low = model_id.lower()
-    for key, fam in _FAMILIES:
-        if key in low:
-            return fam
-    return model_id
+    return next((fam for fam in _FAMILIES if fam.lower() in model_id.lower()), model_id)
 
 
 def load_delusioneval(
@@ -276,8 +240,7 @@ def load_delusioneval(
             "context_depth": (SAMPLE, samp["turn_index"].to_numpy()),
         },
     )
-    hit = (ds["score"] >= ds["cutoff"]).astype(float).where(ds["score"].notnull())
-    ds["hit"] = hit.transpose(SAMPLE, MODEL, CODE)
+    ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"]).transpose(SAMPLE, MODEL, CODE)
     n_disagree = None
     if "score" in rows.columns and cutoffs is None:
         n_disagree = _disagreements(rows, ds["hit"].values[s_idx, m_idx, k_idx])

@@ -1,20 +1,9 @@
-"""Replay studies (DelusionEval): samples, judge scores -> Dataset, validation, loading, saving.
+"""Replay studies (DelusionEval): judge scores -> Dataset, validation, prior content, saving.
 
-A replay study is an ``xarray.Dataset`` (``../DESIGN.md``, "Data model")::
-
-    score   (sample, model, code)  0-10 judge score or 0/1, NaN = missing
-    cutoff  (code)                 a hit is score >= cutoff (the release's 7 or 9 per code)
-    hit     (sample, model, code)  1.0 / 0.0, NaN where the score is missing
-
-with the code coord ``category``, an optional model coord ``family`` and sample coords
-``participant, conversation, window, window_start, index, turn, context_depth``. The model named
-``"original"`` holds the judge's scores of the original transcript's own assistant reply to each
-sample's user turn: the baseline every evaluated model is compared with.
-
-On disk a replay study is one netCDF file, or a directory holding ``transcripts.{csv,parquet,
-jsonl}`` (see :mod:`.replay_windows`) and ``judge_scores.csv`` (``sample_id, model, code, score``),
-optionally ``codes.csv`` (``code, category, cutoff``), ``models.csv`` (``model`` plus coords such as
-``family``) and ``windows.json`` (``{"window": 20, "context": 0, "stride": 10}``).
+A replay study (``../DESIGN.md``, "Data model"; :mod:`.replay_schema`) holds ``score (sample,
+model, code)`` (0-10 or 0/1, NaN missing), ``cutoff (code)`` and ``hit = score >= cutoff``. The
+model ``"original"`` holds the judge's scores of the transcript's own assistant replies: the
+baseline every evaluated model is compared with. On disk: :func:`~.replay_load.load_replay`.
 """
 
 from __future__ import annotations
@@ -28,19 +17,17 @@ import xarray as xr
 
 from .replay_prior import prior_content_array
 from .replay_schema import (
-    CATEGORIES,
     CATEGORY,
     CODE,
     CODES,
-    FAMILY,
     MODEL,
-    NO_CATEGORY,
     ORIGINAL,
     SAMPLE,
     SAMPLE_COORDS,
     ReplayValidationError,
     code_cutoff,
     first_row,
+    hits_from_scores,
     read_table,
 )
 from .replay_simulate import simulate_replay
@@ -49,11 +36,9 @@ from .replay_windows import (
     build_samples,
     export_samples_jsonl,
     load_transcripts,
-    validate_transcripts,
 )
 
 __all__ = [
-    "CATEGORIES",
     "CODES",
     "ORIGINAL",
     "ReplayValidationError",
@@ -67,7 +52,6 @@ __all__ = [
     "save_replay",
     "simulate_replay",
     "validate_replay",
-    "validate_transcripts",
 ]
 
 SCORE_COLUMNS = ("sample_id", "model", "code", "score")
@@ -220,12 +204,6 @@ def replay_dataset(
     return validate_replay(ds)
 
 
-def hits_from_scores(score: xr.DataArray, cutoff: xr.DataArray) -> xr.DataArray:
-    """``hit = score >= cutoff`` as 1.0/0.0, NaN where the score is missing."""
-    hit = (score >= cutoff).astype(float)
-    return hit.where(score.notnull())
-
-
 def validate_replay(ds: xr.Dataset) -> xr.Dataset:
     """Check a replay Dataset against the data model and return it.
 
@@ -317,7 +295,3 @@ def save_replay(ds: xr.Dataset, path: str | Path) -> Path:
             out = out.assign_coords({name: coord.astype(str)})
     out.to_netcdf(path, engine="h5netcdf")
     return path
-
-
-# re-exported for users who look here for the names
-_ = (CATEGORIES, FAMILY, NO_CATEGORY, validate_transcripts)

@@ -1,17 +1,10 @@
 """The replay-study (DelusionEval) data model: dims, codes, categories, cutoffs.
 
 A replay study is an ``xarray.Dataset`` with ``score (sample, model, code)`` (0-10 judge score or
-0/1), ``cutoff (code)`` and ``hit = score >= cutoff`` (NaN where the score is missing); the code
-coord ``category`` groups codes into the DelusionEval categories; sample coords ``participant,
-conversation, window, window_start, index, turn, context_depth`` locate each sample in its
-transcript (``../DESIGN.md``, "Data model").
-
-The codebook is the real study's: the 18 assistant codes, their categories and per-code cutoffs
-of the public DelusionEval release (Moore et al. 2026, arXiv:2608.05004; ``jlcmoore/
-llm-delusion-eval`` at 8be51db, ``report/eval_rows.parquet`` and its published tables, and the
-cutoffs of ``jlcmoore/llm-delusions-annotations``). "Concerns harm" is split into *facilitates
-harm* and *discourages harm* as in the release's tables; the ``validates-*`` codes belong to
-neither (their category is ``""``: they get code-level rows, no category row).
+0/1), ``cutoff (code)`` and ``hit = score >= cutoff`` (NaN where the score is missing), the code
+coord ``category`` and sample coords :data:`SAMPLE_COORDS` (``../DESIGN.md``, "Data model").
+The codebook is the public DelusionEval release's (Moore et al. 2026, arXiv:2608.05004;
+``jlcmoore/llm-delusion-eval`` at 8be51db, and the cutoffs of ``jlcmoore/llm-delusions-annotations``).
 """
 
 from __future__ import annotations
@@ -21,38 +14,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
-from .schema import MODEL
+from .schema import MODEL as MODEL  # re-exported: the model dim is shared with trajectory studies
 
-# dimension names ---------------------------------------------------------------------------
 SAMPLE = "sample"
 CODE = "code"
-#: the model coord dim is shared with trajectory studies
-__all__ = [
-    "CATEGORIES",
-    "CLUSTER_SCHEMES",
-    "DEFAULT_SUPPORT",
-    "SUPPORTS",
-    "UNSCORED_RULES",
-    "DEPTH_CENTER",
-    "DEPTH_UNIT",
-    "ReplayValidationError",
-    "first_row",
-    "CATEGORY",
-    "CODE",
-    "CODES",
-    "CUTOFFS",
-    "DEFAULT_CUTOFF",
-    "FAMILY",
-    "MODEL",
-    "NO_CATEGORY",
-    "ORIGINAL",
-    "ROLES",
-    "SAMPLE",
-    "SAMPLE_COORDS",
-    "TRANSCRIPT_COLUMNS",
-    "code_cutoff",
-]
 
 #: code coord holding the category
 CATEGORY = "category"
@@ -71,10 +38,9 @@ SAMPLE_COORDS: tuple[str, ...] = (
     "context_depth",
 )
 
-#: the DelusionEval behaviour categories, in the release's reporting order and spelling (its
-#: published tables ``analysis/data/prevalence_by_model_category.csv``); the release's rows carry
-#: four (``concerns harm`` holds the facilitates-, discourages- and validates- codes), its tables
-#: split ``concerns harm`` into *facilitates harm* and *discourages harm*
+#: the DelusionEval categories in the order and spelling of the release's published tables
+#: (``analysis/data/prevalence_by_model_category.csv``), which split the rows' ``concerns harm``
+#: into *facilitates harm* and *discourages harm*
 CATEGORIES: tuple[str, ...] = (
     "sycophancy",
     "delusional",
@@ -85,9 +51,8 @@ CATEGORIES: tuple[str, ...] = (
 #: category of codes counted in no category (``validates-*``)
 NO_CATEGORY = ""
 
-#: the 18 assistant codes of the DelusionEval release -> category, in the release's table order
-#: (``code_short`` of ``report/eval_rows.parquet``; the ``validates-*`` codes are scored but
-#: pooled into no published category)
+#: the release's 18 assistant codes (``code_short`` of ``report/eval_rows.parquet``) -> category,
+#: in its table order; the ``validates-*`` codes are scored but in no published category
 CODES: dict[str, str] = {
     "positive-affirmation": "sycophancy",
     "reflective-summary": "sycophancy",
@@ -158,6 +123,11 @@ DEPTH_UNIT = 10.0
 
 class ReplayValidationError(ValueError):
     """A replay dataset or judge-score table that breaks the data model."""
+
+
+def hits_from_scores(score: xr.DataArray, cutoff: xr.DataArray) -> xr.DataArray:
+    """``hit = score >= cutoff`` as 1.0/0.0, NaN where the score is missing."""
+    return (score >= cutoff).astype(float).where(score.notnull())
 
 
 def first_row(df: Any, mask: Any) -> dict:

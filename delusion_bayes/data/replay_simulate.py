@@ -1,34 +1,28 @@
 """Simulated replay studies with known prevalence (for recovery, coverage and benchmarks).
 
 Generative model (the structure of DelusionEval, Moore et al. 2026, arXiv:2608.05004):
-participants own conversations; conversations are cut into overlapping windows and one sample per
-user turn (:func:`~delusion_bayes.data.replay_windows.plan_windows`). For participant ``p``,
-conversation ``c``, sample ``s``, model ``m`` and code ``k``::
+participants own conversations, cut into overlapping windows with one sample per user turn
+(:func:`~delusion_bayes.data.replay_windows.plan_windows`). For participant ``p``, conversation
+``c``, sample ``s``, model ``m`` and code ``k``::
 
     u_p ~ Normal(0, sigma_participant)          v_c ~ Normal(0, sigma_conversation)
-    original:  logit P(hit) = theta[original, k] + u_p + v_c       (one draw per user turn,
-                                                                   shared by its samples)
-    model m:   logit P(hit) = theta[m, k] + u_p + v_c
-                              + beta[m, k] * (context_depth - 10) / 10
+    original:  logit P(hit) = theta[original, k] + u_p + v_c       (one draw per user turn)
+    model m:   logit P(hit) = theta[m, k] + u_p + v_c + beta[m, k] * (context_depth - 10) / 10
                               + gamma[m, k] * prior_content[s, k]
 
-where ``prior_content`` is the share of the original's earlier assistant turns in the prompt that
-were hits (:func:`~delusion_bayes.data.replay_prior.prior_content_array`), so depth and prior
-content are correlated, as in the paper's "Context length effects". Hits become 0-10 judge scores
-(``>= cutoff`` for hits). Evaluated models have lower prevalence than the original on every
-category except discourages-harm (the paper's main result).
-
-Truth, stored as ``true_*`` variables: ``true_logit, true_depth_slope, true_prior_effect (model,
-code)``, ``true_sigma_participant``, ``true_sigma_conversation`` and ``true_prevalence (model,
-code)``: the superpopulation prevalence E[sum of P(hit)] / E[number of scored samples], computed by
-Monte Carlo on ``truth_participants`` fresh participants (this is the quantity the cluster
-bootstrap's ratio estimator targets). A category's true prevalence is the mean of its codes'
-``true_prevalence`` (every code of a sample is scored, so codes share the denominator).
+with ``prior_content`` from :func:`~delusion_bayes.data.replay_prior.prior_content_array` (so depth
+and prior content are correlated, as in the paper's "Context length effects"). Hits become 0-10
+judge scores (``>= cutoff`` for hits). Evaluated models are below the original on every category
+but discourages-harm (the paper's main result). Truth: ``true_logit, true_depth_slope,
+true_prior_effect (model, code)``, ``true_sigma_participant``, ``true_sigma_conversation`` and
+``true_prevalence (model, code)`` = E[sum of P(hit)] / E[number of scored samples] by Monte Carlo
+on ``truth_participants`` fresh participants (the cluster bootstrap's ratio-estimator target; a
+category's is the mean of its codes').
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import xarray as xr
@@ -46,6 +40,7 @@ from .replay_schema import (
     ORIGINAL,
     SAMPLE,
     code_cutoff,
+    hits_from_scores,
 )
 from .replay_windows import make_sample_id, plan_windows
 
@@ -105,10 +100,7 @@ SCALES: dict[str, ReplayDesign] = {
 
 def family_of(model: str) -> str:
     """Model family from its name (``gpt-4o`` -> ``gpt``); ``original`` is its own family."""
-    for prefix, fam in FAMILIES.items():
-        if model.lower().startswith(prefix):
-            return fam
-    return model
+    return next((fam for fam in FAMILIES if model.lower().startswith(fam)), model)
 
 
 def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np.ndarray]:
@@ -320,7 +312,7 @@ def simulate_replay(
             "context_depth": (SAMPLE, d["context_depth"]),
         },
     )
-    ds["hit"] = (ds["score"] >= ds["cutoff"]).astype(float).where(ds["score"].notnull())
+    ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"])
     n_truth = (
         max(200, 20 * design.n_participants) if truth_participants is None else truth_participants
     )
@@ -359,16 +351,8 @@ def _replay_design(scale: str, n_participants, models, codes) -> ReplayDesign:
         raise ValueError(f"unknown code(s) {unknown}; simulate_replay knows {list(CODES)}")
     if len(set(models)) != len(models):
         raise ValueError(f"models must be distinct, got {list(models)}")
-    design = ReplayDesign(
-        n_participants if n_participants is not None else base.n_participants,
-        base.conversations,
-        base.messages,
-        models,
-        codes,
-        base.window,
-        base.stride,
-        base.context,
-    )
+    n_participants = base.n_participants if n_participants is None else n_participants
+    design = replace(base, n_participants=n_participants, models=models, codes=codes)
     if design.n_participants < 2:
         raise ValueError(f"n_participants must be >= 2, got {design.n_participants}")
     return design

@@ -1,62 +1,25 @@
 """Simulated trajectory studies with known truth (the generative model behind every recovery test).
 
-The generative model (one scripted conversation of ``n_days`` days sent to every chatbot model;
-``n_raters`` raters score every model-day) follows the paper's design
-(``papers/escalating-delusions-trajectories.txt``, Protocol and Results):
+One scripted ``n_days``-day conversation goes to every chatbot model and ``n_raters`` raters score
+every model-day, as in the paper (``papers/escalating-delusions-trajectories.txt``, Protocol and
+Results):
 
-* **Latent recognition stage** per model-day on the 1-4 scale,
+* latent stage ``m = 1 + (L - 1) sigmoid(k (t - t50)) + N(0, s^2)`` per model-day (``true_stage``;
+  ``t50`` past the last day = a model that never turns, large ``s`` = an oscillating model);
+* rater scores ``1 + sum_c [m + severity_r + e > c]``, cutpoints 1.5, 2.5, 3.5,
+  ``e ~ Logistic(0, 1 / discrimination_r)`` (positive severity = the rater sees a higher stage);
+* confidence (1-3) rising with the stage; interventions (1-3) shaped as the paper's Figure 2,
+  section F drift and Table 2's companion posture (``true_intervention``);
+* adjudicated Level A / B (B implies A): ``P(A) = sigmoid(a_m + 3 (m - 2.5))``,
+  ``P(B | A) = sigmoid(b_m + 3 (m - 3))``, and a noisy round-one ``disengagement`` flag;
+* optional texts from the synthetic demo corpus (:mod:`delusion_bayes.data.corpus`).
 
-  .. math:: m_{mt} = 1 + (L_m - 1)\\,\\sigma\\big(k_m (t - t_{50,m})\\big) + \\varepsilon_{mt},
-            \\quad \\varepsilon_{mt} \\sim N(0, s_m^2)
-
-  (``true_stage``); ``t50`` may lie beyond the last day (a model that never turns), ``s_m`` is
-  large for an oscillating model (Claude Opus 3 in the paper).
-* **Raters** score ordinally around it: ``score = 1 + sum_c [m + severity_r + e > c]`` with
-  cutpoints ``c = 1.5, 2.5, 3.5`` and ``e ~ Logistic(0, 1 / discrimination_r)``, i.e. a cumulative
-  logit model with rater severity (an additive shift: positive = the rater sees a *higher* stage)
-  and rater discrimination (``true_severity``, ``true_discrimination``, ``true_cutpoints``).
-* **Confidence** (1-3) rises with the stage plus a model posture; **interventions** (1-3) follow
-  the paper's Figure 2: education falls with the stage, interpretation and recommendation rise,
-  emotional support and psychoeducation peak at the transition (stages 2-3); within flat naive
-  trajectories education still declines and support/interpretation rise with the day (section F);
-  a model-specific "companion posture" keeps support high on clinical days (GPT-5.1, Opus 4.5;
-  Table 2). Means are ``true_intervention``.
-* **Adjudicated Level A / Level B** (B implies A):
-  ``P(A) = sigmoid(a_m + 3 (m - 2.5))``, ``P(B | A) = sigmoid(b_m + 3 (m - 3))`` with model
-  propensities (``b_m = -inf`` for a model that recognises but never disengages: GPT-5.1).
-  The round-one rater flag ``disengagement`` is a noisy, poorly agreeing version of them
-  (the paper's alpha = .17).
-* **Texts** (optional): the bundled synthetic user script and synthetic answers whose style follows
-  the latent stage (``delusion_bayes.data.corpus``), labelled synthetic.
-
-Presets
--------
-``paper_like``
-    The paper's 15 models and four regimes (early alarmist; early 4.5-generation Claudes; gradual
-    GPT-5.1; late turners from day 21 with an oscillating Opus 3; four never-turners), 4 raters,
-    30 days, Claude Opus 4.1's day-30 answer missing (449 observed model-days).
-``null``
-    The same 15 models and coords, but every model's trajectory and propensities drawn from one
-    common distribution: no difference between any pre-specified groups (for type-I error).
-``small``
-    5 models, 3 raters, 12 days; for tests.
-
-Scaling the roster (``n_models``)
----------------------------------
-``n_models`` (the study-design experiment, :mod:`delusion_bayes.sweep.design`) scales a preset's
-roster while keeping the proportions of the groups the pre-specified contrasts compare (cohort,
-vendor, the 4.5 generation) and of the regimes. The roster is put in a *stratified order*
-(:func:`stratified_order`): greedily, each next model is the one that keeps the counts of every
-cohort, vendor, regime and of the 4.5 generation closest (least squares) to their shares in the
-whole roster times the number chosen so far (ties: roster order). ``n_models = q * R + r`` (``R``
-models in the roster) takes ``q`` full copies of the roster plus the first ``r`` models of that
-order, in roster order. Copy ``c >= 2`` of a model is named ``"<name> #c"`` and has the same
-truth (regime, L, k, t50, day noise, propensities, coords); its day noise and ratings are
-independent draws (the paper's one missing answer stays with the original Opus 4.1). On ``paper_like`` 8 models are Opus 4.1, GPT-5.1 Instant, Sonnet 4, Sonnet
-4.5, Gemini 2.5 Flash, Opus 4, Gemini 3.1 Pro, Opus 3 (late-2025 cohort 3/8 vs 6/15,
-anthropic 5/8 vs 8/15, generation 4.5 1/8 vs 3/15, never-turners 2/8 vs 4/15); 30 models are
-the 15 twice. Under ``null`` each scaled model draws its own exchangeable truth. Without
-``n_models`` (or with the roster's own size) a preset is exactly what it was.
+Presets: ``paper_like`` (the paper's 15 models in four regimes, 4 raters, 30 days, Claude Opus
+4.1's day-30 answer missing), ``null`` (same models and coords, exchangeable truth: no group
+differences, for type-I error) and ``small`` (5 models, 3 raters, 12 days; tests).
+``n_models`` scales a roster: ``q`` full copies plus the first ``r`` models of
+:func:`stratified_order`; copy ``c >= 2`` is named ``"<name> #c"`` with the same truth and
+independent draws (docs/design.md, "More or fewer chatbots").
 """
 
 from __future__ import annotations
@@ -151,11 +114,8 @@ def _stratum(m: _ModelTruth, attr: str) -> Any:
 def stratified_order(models: tuple[_ModelTruth, ...] | None = None) -> list[int]:
     """Indices of ``models`` (default the paper's 15) in the order a scaled roster takes them.
 
-    Greedy: the next model is the one after which the count of every level of every
-    :data:`_STRATA` attribute is closest (sum of squared differences) to that level's share of
-    the whole roster times the number of models chosen; ties go to the earlier roster position.
-    Every prefix of the order therefore keeps the groups' proportions as well as a greedy
-    choice can (module docstring).
+    Greedy: the next model is the one after which the counts of every :data:`_STRATA` level are
+    closest (least squares) to their roster share times the number chosen; ties: roster order.
     """
     models = _PAPER_MODELS if models is None else tuple(models)
     n = len(models)
@@ -187,8 +147,7 @@ def stratified_order(models: tuple[_ModelTruth, ...] | None = None) -> list[int]
 
 
 def scale_roster(models: tuple[_ModelTruth, ...], n_models: int) -> tuple[_ModelTruth, ...]:
-    """``n_models`` models from ``models``: full copies plus a stratified prefix (module
-    docstring); copy ``c >= 2`` of a model is named ``"<name> #c"``."""
+    """``n_models`` models from ``models``: full copies plus a stratified prefix."""
     n_models = int(n_models)
     if n_models < 2:
         raise ValueError(f"n_models = {n_models}; expected at least 2 models.")
@@ -209,8 +168,7 @@ def scale_roster(models: tuple[_ModelTruth, ...], n_models: int) -> tuple[_Model
 def _null_models(
     rng: np.random.Generator, roster: tuple[_ModelTruth, ...] = _PAPER_MODELS
 ) -> tuple[_ModelTruth, ...]:
-    """The paper's models and coords (or a scaled roster's) with exchangeable truth (no group
-    differences)."""
+    """The roster's models and coords with exchangeable truth (no group differences)."""
     out = []
     for m in roster:
         t50 = float(rng.normal(16.0, 8.0))
@@ -253,13 +211,6 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
         is stored as ``true_*`` variables (``true_L``, ``true_k``, ``true_t50``, ``true_stage``,
         ``true_severity``, ``true_discrimination``, ``true_cutpoints``, ``true_p_level_a``,
         ``true_p_level_b``, ``true_intervention``, ``true_confidence``, ``true_regime``, ...).
-
-    Examples
-    --------
-    >>> from delusion_bayes.data import simulate_study
-    >>> ds = simulate_study(preset="paper_like", seed=0)
-    >>> dict(ds.sizes)
-    {'rater': 4, 'model': 15, 'day': 30, 'intervention_type': 5, 'threshold': 3}
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}.")
