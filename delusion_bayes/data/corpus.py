@@ -1,23 +1,18 @@
 """The bundled SYNTHETIC demo corpus: a 30-day user script and stage-driven synthetic answers.
 
-Everything here is synthetic, written for this package so that entrainment and modality run end
-to end offline on simulated studies. The user script (``demo_script.tsv`` (beside this module)) follows the spirit
-of the protocol of "How LLMs Respond to Escalating Delusions" (a stressed, isolated,
-sleep-deprived user drifting from mild anomalous experiences to psychotic ideation and suspicion of
-technology) but is original text; the paper's script is not reproduced.
-
-:func:`synthesize_answers` writes one answer per model-day whose *style follows the simulated
-latent stage*: stage 1 engages with the delusional content and echoes the user's words (high
-entrainment), stage 4 gives generic clinical framing and referral (semantically distant from the
-day's prompt: low entrainment), and the mix of hedges and boosters follows the interpretative
-confidence (paper, Results: the 4.5-generation Claudes hedge while engaging and become assertive
-after the clinical turn; late turners grow more hedged).
+Written for this package so that entrainment and modality run offline on simulated studies. The
+user script (``demo_script.tsv``) follows the spirit of the protocol of "How LLMs Respond to
+Escalating Delusions" but is original text. :func:`synthesize_answers` writes answers whose style
+follows the simulated latent stage: stage 1 engages and echoes the user's words (high
+entrainment), stage 4 gives generic clinical framing and referral (low entrainment); hedges and
+boosters follow the paper's modality results.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
@@ -30,7 +25,7 @@ SYNTHETIC_NOTE = (
     "script and template answers driven by the simulated stage; not data from any study"
 )
 N_PROMPTS = 30
-#: assertiveness of models whose stage never reaches the clinical range (see :func:`_profile`)
+#: assertiveness of models whose stage never reaches the clinical range (:func:`_profile`)
 NEVER_TURNING_ASSERTIVENESS = 0.2
 
 
@@ -124,15 +119,8 @@ _BOOSTERS = ("Clearly,", "Certainly,", "Without doubt,", "In fact,", "Indeed,", 
 
 
 def _sentences(text: str) -> list[str]:
-    out, cur = [], ""
-    for ch in text:
-        cur += ch
-        if ch in ".?!" and cur.strip():
-            out.append(cur.strip())
-            cur = ""
-    if cur.strip():
-        out.append(cur.strip())
-    return out
+    """``text`` split after every ``.``, ``?`` and ``!``, stripped, empty pieces dropped."""
+    return [p.strip() for p in re.findall(r"[^.?!]*[.?!]|[^.?!]+$", text) if p.strip()]
 
 
 def _lower_first(s: str) -> str:
@@ -160,15 +148,9 @@ def _qualify(s: str, a: float, rng: np.random.Generator) -> str:
 def _profile(stage: np.ndarray, n_days: int) -> np.ndarray:
     """Assertiveness per day from one model's stage trajectory (paper, Results, Modality).
 
-    Early turners (clinical turn in the first quarter) hedge while engaging (-0.6) and become
-    assertive after the turn (+0.1); late turners (turn after 60 % of the days) go from -0.1 to
-    -0.45; models in between from -0.2 to -0.1; never-turning models stay at +0.2, which puts
-    their mean modality level with the early turners' (engaging answers carry more qualifiable
-    sentences and questions, so 0 made them the most hedged and modality tracked the regimes:
-    model-level rho with mean consensus .76 on paper_like seed 0; with +0.2: -.01 (seed 0), .21
-    (seed 1); paper: .24, not significant). (Paper: Claude
-    Sonnet 4.5 modality -.33 -> +.02, Opus 4.5 -.35 -> -.11; GPT-4o -.10 -> -.23, Claude Haiku 3.5
-    -.12 -> -.21; no separation of regimes by level.)
+    Early turners (turn in the first quarter) go from -0.6 to +0.1 at the turn, late turners
+    (after 60 % of the days) from -0.1 to -0.45, the others from -0.2 to -0.1; never-turners stay
+    at :data:`NEVER_TURNING_ASSERTIVENESS` (docs/design-notes.md, "From data/").
     """
     clinical = np.flatnonzero(np.nan_to_num(stage, nan=0.0) >= 2.5)
     a = np.full(stage.shape, NEVER_TURNING_ASSERTIVENESS)
@@ -232,18 +214,15 @@ def synthesize_answers(
     rng : numpy.random.Generator
         All randomness comes from it: the same generator state gives the same answers.
     true_confidence : ndarray, shape (n_models, n_days), optional
-        Interpretative confidence on the 1-3 scale. Assertiveness follows the stage trajectory
-        as in the paper (early turners hedge while engaging and assert after the turn; late
-        turners hedge more after it); a model's mean confidence shifts its overall level by
-        ``0.2 * (mean confidence - 2)``, leaving the direction of change at the turn to the stage
-        (confidence rises with the stage in the simulator, so a day-wise term would erase the
-        paper's late-turner pattern).
+        Interpretative confidence (1-3). Assertiveness follows the stage trajectory
+        (:func:`_profile`); a model's mean confidence shifts its level by
+        ``0.2 * (mean confidence - 2)`` (not day by day: confidence rises with the stage, so a
+        day-wise term would erase the paper's late-turner pattern).
 
     Returns
     -------
     ndarray of str, shape (n_models, n_days), dtype object
-        ``''`` where ``true_stage`` is NaN. Stage 1: the day's content engaged with and the user's
-        words echoed; stage 4: generic clinical framing and referral.
+        ``''`` where ``true_stage`` is NaN.
     """
     stage = np.asarray(true_stage, dtype=float)
     if stage.ndim != 2:

@@ -61,6 +61,35 @@ def decode_utf8(path: Path, raw: bytes) -> str:
         ) from None
 
 
+def csv_rows(
+    path: Path, text: str, skip_spaces: bool = True
+) -> tuple[list[str], list[list[str]], list[int]]:
+    """The header, the rows and their file lines of the CSV ``text`` of ``path``; blank lines
+    (and lines of spaces, unless not ``skip_spaces``) are skipped. A row with the wrong number
+    of fields, or an open quote, is a StudyFormatError naming its line."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    try:
+        header = next(reader)
+        for fields in reader:
+            if not fields or (skip_spaces and len(fields) == 1 and not fields[0].strip()):
+                continue
+            if len(fields) != len(header):
+                raise StudyFormatError(
+                    f"{path}, row {reader.line_num}: {len(fields)} field(s) {fields[:8]}; "
+                    f"expected {len(header)}, one per column of the header {header}."
+                )
+            rows.append(fields)
+            lines.append(reader.line_num)
+    except csv.Error as err:
+        raise StudyFormatError(
+            f"{path}, row {reader.line_num}: cannot parse as CSV ({err}); expected "
+            "comma-separated fields, text with commas or quotes in double quotes."
+        ) from None
+    return header, rows, lines
+
+
 def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
     """Read a CSV keeping every cell as text (no silent NA guessing) and check its columns.
 
@@ -79,26 +108,7 @@ def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
             f"{path}: the file is empty; expected a header line with the columns {required} "
             "followed by one row per record."
         )
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows: list[list[str]] = []
-    lines: list[int] = []
-    try:
-        header = next(reader)
-        for fields in reader:
-            if not fields or (len(fields) == 1 and not fields[0].strip()):
-                continue  # a blank line
-            if len(fields) != len(header):
-                raise StudyFormatError(
-                    f"{path}, row {reader.line_num}: {len(fields)} field(s) {fields[:8]}; "
-                    f"expected {len(header)}, one per column of the header {header}."
-                )
-            rows.append(fields)
-            lines.append(reader.line_num)
-    except csv.Error as err:
-        raise StudyFormatError(
-            f"{path}, row {reader.line_num}: cannot parse as CSV ({err}); expected "
-            "comma-separated fields, text with commas or quotes in double quotes."
-        ) from None
+    header, rows, lines = csv_rows(path, text)
     header = [h.strip() if h.strip() in required else h for h in header]
     dup = sorted({h for h in header if header.count(h) > 1})
     if dup:

@@ -1,9 +1,6 @@
-"""Load a replay study from disk (:func:`load_replay`) with the package's own errors only.
-
-A directory's files are checked before the loader reads them, and any remaining library
-exception (pandas, json, h5py, a ``TypeError``) from a malformed file becomes a
-:class:`~delusion_bayes.data.StudyFormatError` naming the file and what is expected.
-"""
+"""Load a replay study from disk (:func:`load_replay`) with the package's own errors only: a
+directory's files are checked first, and any remaining library exception from a malformed file
+becomes a :class:`~delusion_bayes.data.StudyFormatError` naming the file and what is expected."""
 
 from __future__ import annotations
 
@@ -13,10 +10,11 @@ from pathlib import Path
 import pandas as pd
 import xarray as xr
 
-from .csv_format import StudyFormatError, decode_utf8
+from .csv_format import StudyFormatError, csv_rows, decode_utf8
 from .replay import load_judge_scores, replay_dataset, validate_replay
 from .replay_schema import ReplayValidationError
-from .replay_windows import build_samples, load_transcripts
+from .replay_windows import TranscriptError, build_samples, load_transcripts
+from .validate import StudyValidationError
 
 #: the files of a replay study directory this check reads (README, "Replay studies")
 _REPLAY_TABLES = ("transcripts", "judge_scores", "codes", "models")
@@ -24,12 +22,9 @@ _WINDOW_KEYS = ("window", "context", "stride")
 
 
 def check_replay_files(path: Path) -> None:
-    """Check the files of a replay study directory before the loader reads them, so that a
-    malformed one gets an error naming the file, the line and what is expected rather than a
-    pandas/json traceback: empty files, bytes that are not UTF-8, CSV rows with the wrong
-    number of fields or an open quote, a JSONL line that is not JSON, a ``windows.json`` that
-    is not an object of ``window``/``context``/``stride`` integers, a non-numeric ``cutoff`` in
-    ``codes.csv``."""
+    """Check a replay study directory's files before the loader reads them (empty, not UTF-8,
+    bad CSV rows or JSONL lines, a bad ``windows.json`` or ``codes.csv`` cutoff), so that a
+    malformed one gets an error naming the file, the line and what is expected."""
     for stem in _REPLAY_TABLES:
         for f in (path / f"{stem}.csv", path / f"{stem}.jsonl"):
             if not f.is_file():
@@ -71,37 +66,21 @@ def _check_jsonl(f: Path, text: str) -> None:
 
 
 def _check_csv(f: Path, text: str, stem: str) -> None:
-    """Every row of ``text`` parses as CSV with one field per header column (and a numeric
-    ``cutoff`` in ``codes.csv``)."""
-    import csv
-    import io
-
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        header = next(reader)
-        cutoff = header.index("cutoff") if stem == "codes" and "cutoff" in header else None
-        for fields in reader:
-            if not fields:
-                continue
-            if len(fields) != len(header):
+    """Every row of ``text`` has one field per header column (and ``codes.csv`` a numeric
+    ``cutoff``)."""
+    header, rows, lines = csv_rows(f, text, skip_spaces=False)
+    if stem != "codes" or "cutoff" not in header:
+        return
+    k = header.index("cutoff")
+    for fields, line in zip(rows, lines, strict=True):
+        if fields[k].strip():
+            try:
+                float(fields[k])
+            except ValueError:
                 raise StudyFormatError(
-                    f"{f}, row {reader.line_num}: {len(fields)} field(s); expected "
-                    f"{len(header)}, one per column of the header {header}."
-                )
-            if cutoff is not None and fields[cutoff].strip():
-                try:
-                    float(fields[cutoff])
-                except ValueError:
-                    raise StudyFormatError(
-                        f"{f}, row {reader.line_num}, column 'cutoff': "
-                        f"{fields[cutoff]!r} is not a number; expected a judge-score "
-                        "cutoff 0-10 (empty = the default 7)."
-                    ) from None
-    except csv.Error as err:
-        raise StudyFormatError(
-            f"{f}, row {reader.line_num}: cannot parse as CSV ({err}); expected "
-            "comma-separated fields, text with commas or quotes in double quotes."
-        ) from None
+                    f"{f}, row {line}, column 'cutoff': {fields[k]!r} is not a number; expected a "
+                    "judge-score cutoff 0-10 (empty = the default 7)."
+                ) from None
 
 
 def _check_windows_json(wpath: Path) -> None:
@@ -131,12 +110,8 @@ def _check_windows_json(wpath: Path) -> None:
 
 
 def load_replay_checked(path: Path, load) -> xr.Dataset:
-    """``load_replay(path)``, with any library exception (pandas, json, h5py, a TypeError) from
-    a malformed file turned into the package's :class:`~delusion_bayes.data.StudyFormatError`
-    naming the study path and what is expected (the replay loader's own errors pass through)."""
-    from .replay_windows import TranscriptError
-    from .validate import StudyValidationError
-
+    """``load(path)`` with any library exception (pandas, json, h5py, a TypeError) turned into a
+    :class:`StudyFormatError` naming the study path (the package's own errors pass through)."""
     ours = (StudyFormatError, StudyValidationError, ReplayValidationError, TranscriptError,
             FileNotFoundError)  # fmt: skip
     if path.is_dir():
@@ -155,11 +130,8 @@ def load_replay_checked(path: Path, load) -> xr.Dataset:
 
 
 def _find(directory: Path, stem: str) -> Path | None:
-    for suffix in (".csv", ".parquet", ".jsonl"):
-        p = directory / f"{stem}{suffix}"
-        if p.exists():
-            return p
-    return None
+    paths = (directory / f"{stem}{suffix}" for suffix in (".csv", ".parquet", ".jsonl"))
+    return next((p for p in paths if p.exists()), None)
 
 
 def load_replay(path: str | Path) -> xr.Dataset:
@@ -177,7 +149,6 @@ def load_replay(path: str | Path) -> xr.Dataset:
 
 def _load_replay(path: Path) -> xr.Dataset:
     """:func:`load_replay` without the file checks and error translation."""
-    path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"replay study {path} does not exist")
     if path.is_file() and path.suffix.lower() in (".parquet", ".pq", ".csv", ".jsonl"):

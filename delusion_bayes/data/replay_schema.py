@@ -138,18 +138,24 @@ def first_row(df: Any, mask: Any) -> dict:
 
 
 def read_table(
-    path: Path, error: type[Exception] = ValueError, expected: str = ".csv, .parquet or .jsonl"
+    path: Path,
+    error: type[Exception] = ValueError,
+    expected: str = ".csv, .parquet or .jsonl",
+    what: str = "table",
+    text: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """A table from a ``.csv``, ``.parquet``/``.pq`` or ``.jsonl``/``.ndjson`` file (by suffix);
-    any other suffix raises ``error`` listing the ``expected`` formats."""
+    any other suffix raises ``error`` naming the ``what`` and listing the ``expected`` formats.
+    Columns ``text`` are read as strings (and then a CSV's empty cells stay ``""``)."""
     suffix = path.suffix.lower()
+    dtype = dict.fromkeys(text, str) or None
     if suffix == ".csv":
-        return pd.read_csv(path)
+        return pd.read_csv(path, dtype=dtype, keep_default_na=not text)
     if suffix in (".parquet", ".pq"):
         return pd.read_parquet(path)
     if suffix in (".jsonl", ".ndjson"):
-        return pd.read_json(path, lines=True)
-    raise error(f"{path}: unknown table format {suffix!r}; expected {expected}")
+        return pd.read_json(path, lines=True, dtype=dtype)
+    raise error(f"{path}: unknown {what} format {suffix!r}; expected {expected}")
 
 
 #: bootstrap schemes of :func:`delusion_bayes.baselines.replay.replay_prevalence`
