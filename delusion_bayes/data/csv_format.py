@@ -197,10 +197,6 @@ def _check_duplicates(path: Path, df: pd.DataFrame, keys: list[str]) -> None:
         )
 
 
-def _ordered_unique(values) -> list[str]:
-    return list(dict.fromkeys(values))
-
-
 def _index_of(
     path: Path, df: pd.DataFrame, column: str, values, coords: list, source: str | None = None
 ) -> np.ndarray:
