@@ -33,6 +33,7 @@ from .replay_schema import (
     ReplayValidationError,
     hits_from_scores,
     read_table,
+    validate_replay,
 )
 
 __all__ = [
@@ -198,8 +199,6 @@ def load_delusioneval(
         one row per sample x model x code, a code without a cutoff or category, or a mapping
         that misses windows.
     """
-    from .replay import validate_replay
-
     rows, name = _read_rows(path)
     n_rows = len(rows)
     rows, n_dup = _original_once(_checked_rows(rows, name), name)

@@ -1,13 +1,15 @@
-"""Replay studies (DelusionEval): judge scores -> Dataset, validation, prior content, saving.
+"""Replay studies (DelusionEval): judge scores -> Dataset, prior content, loading and saving.
 
 A replay study (``../DESIGN.md``, "Data model"; :mod:`.replay_schema`) holds ``score (sample,
 model, code)`` (0-10 or 0/1, NaN missing), ``cutoff (code)`` and ``hit = score >= cutoff``. The
 model ``"original"`` holds the judge's scores of the transcript's own assistant replies: the
-baseline every evaluated model is compared with. On disk: :func:`~.replay_load.load_replay`.
+baseline every evaluated model is compared with. :func:`load_replay` reads one from disk with
+the package's own errors only (a directory's files are checked first).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .csv_format import StudyFormatError, csv_rows, decode_utf8
 from .replay_prior import prior_content_array
 from .replay_schema import (
     CATEGORY,
@@ -29,6 +32,7 @@ from .replay_schema import (
     first_row,
     hits_from_scores,
     read_table,
+    validate_replay,
 )
 from .replay_simulate import simulate_replay
 from .replay_windows import (
@@ -37,6 +41,7 @@ from .replay_windows import (
     export_samples_jsonl,
     load_transcripts,
 )
+from .validate import StudyValidationError
 
 __all__ = [
     "CODES",
@@ -46,6 +51,7 @@ __all__ = [
     "build_samples",
     "export_samples_jsonl",
     "load_judge_scores",
+    "load_replay",
     "load_transcripts",
     "prior_content",
     "replay_dataset",
@@ -204,53 +210,6 @@ def replay_dataset(
     return validate_replay(ds)
 
 
-def validate_replay(ds: xr.Dataset) -> xr.Dataset:
-    """Check a replay Dataset against the data model and return it.
-
-    Raises
-    ------
-    ReplayValidationError
-        Missing variables/coords, wrong dims, scores outside 0-10, ``hit`` inconsistent with
-        ``score >= cutoff``.
-    """
-    if not isinstance(ds, xr.Dataset):
-        raise ReplayValidationError(f"a replay study is an xarray.Dataset, got {type(ds)!r}")
-    for var, dims in (("score", (SAMPLE, MODEL, CODE)), ("cutoff", (CODE,))):
-        if var not in ds:
-            raise ReplayValidationError(f"replay dataset lacks variable {var!r} with dims {dims}")
-        if set(ds[var].dims) != set(dims):
-            raise ReplayValidationError(
-                f"replay variable {var!r} has dims {ds[var].dims}, expected {dims}"
-            )
-    if CATEGORY not in ds.coords:
-        raise ReplayValidationError(f"replay dataset lacks the code coord {CATEGORY!r}")
-    missing = [c for c in ("participant", "conversation") if c not in ds.coords]
-    if missing:
-        raise ReplayValidationError(
-            f"replay dataset lacks sample coord(s) {missing}; the cluster bootstrap needs them"
-        )
-    score = ds["score"].values
-    finite = score[np.isfinite(score)]
-    if finite.size and (finite.min() < 0 or finite.max() > 10):
-        raise ReplayValidationError(
-            f"replay 'score' has values in [{finite.min()}, {finite.max()}], expected 0-10 or 0/1"
-        )
-    if "hit" not in ds:
-        ds = ds.assign(hit=hits_from_scores(ds["score"], ds["cutoff"]))
-    else:
-        expect = hits_from_scores(ds["score"], ds["cutoff"]).transpose(*ds["hit"].dims)
-        same = (expect.values == ds["hit"].values) | (
-            np.isnan(expect.values) & np.isnan(ds["hit"].values)
-        )
-        if not same.all():
-            n_bad = int((~same).sum())
-            raise ReplayValidationError(
-                f"replay 'hit' disagrees with score >= cutoff in {n_bad} cells; recompute it with "
-                "hits_from_scores(ds.score, ds.cutoff)"
-            )
-    return ds
-
-
 def prior_content(ds: xr.Dataset, baseline: str = ORIGINAL) -> xr.DataArray:
     """Share of the earlier assistant turns in each sample's prompt that the baseline hit.
 
@@ -295,3 +254,183 @@ def save_replay(ds: xr.Dataset, path: str | Path) -> Path:
             out = out.assign_coords({name: coord.astype(str)})
     out.to_netcdf(path, engine="h5netcdf")
     return path
+
+
+#: the files of a replay study directory this check reads (README, "Replay studies")
+_REPLAY_TABLES = ("transcripts", "judge_scores", "codes", "models")
+_WINDOW_KEYS = ("window", "context", "stride")
+
+
+def check_replay_files(path: Path) -> None:
+    """Check a replay study directory's files before the loader reads them (empty, not UTF-8,
+    bad CSV rows or JSONL lines, a bad ``windows.json`` or ``codes.csv`` cutoff), so that a
+    malformed one gets an error naming the file, the line and what is expected."""
+    for stem in _REPLAY_TABLES:
+        for f in (path / f"{stem}.csv", path / f"{stem}.jsonl"):
+            if not f.is_file():
+                continue
+            text = _text_of(f, "a header line and one row per record")
+            if f.suffix == ".jsonl":
+                _check_jsonl(f, text)
+            else:
+                _check_csv(f, text, stem)
+    wpath = path / "windows.json"
+    if wpath.is_file():
+        _check_windows_json(wpath)
+
+
+def _text_of(f: Path, expected: str) -> str:
+    """The text of ``f``: neither empty nor other than UTF-8."""
+    raw = f.read_bytes()
+    if not raw.strip():
+        raise StudyFormatError(f"{f}: the file is empty; expected {expected}.")
+    return decode_utf8(f, raw)
+
+
+def _check_jsonl(f: Path, text: str) -> None:
+    """Every non-blank line of ``text`` is one JSON object."""
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise StudyFormatError(
+                f"{f}, line {n}: not JSON ({err.msg} at column {err.colno}: "
+                f"{line[:60]!r}); expected one JSON object per line."
+            ) from None
+        if not isinstance(row, dict):
+            raise StudyFormatError(
+                f"{f}, line {n}: a JSON {type(row).__name__}; expected one JSON object per line."
+            )
+
+
+def _check_csv(f: Path, text: str, stem: str) -> None:
+    """Every row of ``text`` has one field per header column (and ``codes.csv`` a numeric
+    ``cutoff``)."""
+    header, rows, lines = csv_rows(f, text, skip_spaces=False)
+    if stem != "codes" or "cutoff" not in header:
+        return
+    k = header.index("cutoff")
+    for fields, line in zip(rows, lines, strict=True):
+        if fields[k].strip():
+            try:
+                float(fields[k])
+            except ValueError:
+                raise StudyFormatError(
+                    f"{f}, row {line}, column 'cutoff': {fields[k]!r} is not a number; expected a "
+                    "judge-score cutoff 0-10 (empty = the default 7)."
+                ) from None
+
+
+def _check_windows_json(wpath: Path) -> None:
+    """``windows.json`` is an object of ``window``/``context``/``stride`` integers."""
+    text = _text_of(wpath, 'a JSON object such as {"window": 20, "context": 0}')
+    try:
+        opts = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise StudyFormatError(
+            f"{wpath}: invalid JSON ({err}); expected an object with the keys {list(_WINDOW_KEYS)}."
+        ) from None
+    if not isinstance(opts, dict):
+        raise StudyFormatError(
+            f"{wpath}: a JSON {type(opts).__name__}; expected an object with the keys "
+            f"{list(_WINDOW_KEYS)}."
+        )
+    unknown = sorted(set(opts) - set(_WINDOW_KEYS))
+    if unknown:
+        raise StudyFormatError(
+            f"{wpath}: unknown key(s) {unknown}; expected only {list(_WINDOW_KEYS)}."
+        )
+    for key, value in opts.items():
+        if not (value is None or (isinstance(value, int) and not isinstance(value, bool))):
+            raise StudyFormatError(
+                f"{wpath}: {key} = {value!r}; expected an integer (or null for stride)."
+            )
+
+
+def load_replay_checked(path: Path, load) -> xr.Dataset:
+    """``load(path)`` with any library exception (pandas, json, h5py, a TypeError) turned into a
+    :class:`StudyFormatError` naming the study path (the package's own errors pass through)."""
+    ours = (StudyFormatError, StudyValidationError, ReplayValidationError, TranscriptError,
+            FileNotFoundError)  # fmt: skip
+    if path.is_dir():
+        check_replay_files(path)
+    try:
+        return load(path)
+    except ours:
+        raise
+    except Exception as err:  # noqa: BLE001 - a raw library error: re-raised as ours
+        raise StudyFormatError(
+            f"{path}: cannot read the replay study ({type(err).__name__}: {err}); expected a "
+            "netCDF file or a directory with UTF-8 transcripts.{csv,parquet,jsonl}, "
+            "judge_scores.csv and optional codes.csv, models.csv, windows.json (see "
+            "docs/reference.md, 'Replay studies')."
+        ) from err
+
+
+def _find(directory: Path, stem: str) -> Path | None:
+    paths = (directory / f"{stem}{suffix}" for suffix in (".csv", ".parquet", ".jsonl"))
+    return next((p for p in paths if p.exists()), None)
+
+
+def load_replay(path: str | Path) -> xr.Dataset:
+    """Load a replay study: a netCDF file, a directory of transcripts + judge scores, or the
+    DelusionEval release's evaluation rows (one ``.parquet``/``.csv``/``.jsonl`` table, read by
+    :func:`~delusion_bayes.data.delusioneval.load_delusioneval` with its defaults).
+
+    The directory holds ``transcripts.{csv,parquet,jsonl}`` and ``judge_scores.{csv,parquet,
+    jsonl}``; optionally ``codes.csv`` (``code, category, cutoff``), ``models.csv`` (``model`` +
+    coords such as ``family``) and ``windows.json`` (``window``, ``context``, ``stride`` used to
+    build the samples; defaults 20, 0, 10).
+    """
+    return load_replay_checked(Path(path), _load_replay)
+
+
+def _load_replay(path: Path) -> xr.Dataset:
+    """:func:`load_replay` without the file checks and error translation."""
+    if not path.exists():
+        raise FileNotFoundError(f"replay study {path} does not exist")
+    if path.is_file() and path.suffix.lower() in (".parquet", ".pq", ".csv", ".jsonl"):
+        # one table: the DelusionEval release's evaluation rows
+        from .delusioneval import load_delusioneval
+
+        return load_delusioneval(path)
+    if path.is_file():
+        ds = xr.load_dataset(path, engine="h5netcdf")
+        return validate_replay(ds)
+    tpath = _find(path, "transcripts")
+    spath = _find(path, "judge_scores")
+    if tpath is None or spath is None:
+        raise FileNotFoundError(
+            f"{path}: a replay directory needs transcripts.(csv|parquet|jsonl) and "
+            "judge_scores.(csv|parquet|jsonl)"
+        )
+    opts = {"window": 20, "context": 0, "stride": None}
+    wpath = path / "windows.json"
+    if wpath.exists():
+        opts.update(json.loads(wpath.read_text()))
+    samples = build_samples(load_transcripts(tpath), **opts)
+    cutoffs, categories = None, None
+    cpath = path / "codes.csv"
+    if cpath.exists():
+        codes = pd.read_csv(cpath, keep_default_na=False)
+        if "category" in codes:
+            categories = dict(
+                zip(codes["code"].astype(str), codes["category"].astype(str), strict=True)
+            )
+        if "cutoff" in codes:
+            cutoffs = {
+                str(c): float(v)
+                for c, v in zip(codes["code"], codes["cutoff"], strict=True)
+                if str(v) != ""
+            }
+    mpath = path / "models.csv"
+    model_coords = pd.read_csv(mpath, keep_default_na=False) if mpath.exists() else None
+    return replay_dataset(
+        samples,
+        load_judge_scores(spath),
+        cutoffs=cutoffs,
+        categories=categories,
+        model_coords=model_coords,
+    )

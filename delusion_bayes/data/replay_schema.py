@@ -130,6 +130,53 @@ def hits_from_scores(score: xr.DataArray, cutoff: xr.DataArray) -> xr.DataArray:
     return (score >= cutoff).astype(float).where(score.notnull())
 
 
+def validate_replay(ds: xr.Dataset) -> xr.Dataset:
+    """Check a replay Dataset against the data model and return it.
+
+    Raises
+    ------
+    ReplayValidationError
+        Missing variables/coords, wrong dims, scores outside 0-10, ``hit`` inconsistent with
+        ``score >= cutoff``.
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise ReplayValidationError(f"a replay study is an xarray.Dataset, got {type(ds)!r}")
+    for var, dims in (("score", (SAMPLE, MODEL, CODE)), ("cutoff", (CODE,))):
+        if var not in ds:
+            raise ReplayValidationError(f"replay dataset lacks variable {var!r} with dims {dims}")
+        if set(ds[var].dims) != set(dims):
+            raise ReplayValidationError(
+                f"replay variable {var!r} has dims {ds[var].dims}, expected {dims}"
+            )
+    if CATEGORY not in ds.coords:
+        raise ReplayValidationError(f"replay dataset lacks the code coord {CATEGORY!r}")
+    missing = [c for c in ("participant", "conversation") if c not in ds.coords]
+    if missing:
+        raise ReplayValidationError(
+            f"replay dataset lacks sample coord(s) {missing}; the cluster bootstrap needs them"
+        )
+    score = ds["score"].values
+    finite = score[np.isfinite(score)]
+    if finite.size and (finite.min() < 0 or finite.max() > 10):
+        raise ReplayValidationError(
+            f"replay 'score' has values in [{finite.min()}, {finite.max()}], expected 0-10 or 0/1"
+        )
+    if "hit" not in ds:
+        ds = ds.assign(hit=hits_from_scores(ds["score"], ds["cutoff"]))
+    else:
+        expect = hits_from_scores(ds["score"], ds["cutoff"]).transpose(*ds["hit"].dims)
+        same = (expect.values == ds["hit"].values) | (
+            np.isnan(expect.values) & np.isnan(ds["hit"].values)
+        )
+        if not same.all():
+            n_bad = int((~same).sum())
+            raise ReplayValidationError(
+                f"replay 'hit' disagrees with score >= cutoff in {n_bad} cells; recompute it with "
+                "hits_from_scores(ds.score, ds.cutoff)"
+            )
+    return ds
+
+
 def first_row(df: Any, mask: Any) -> dict:
     """The first row of DataFrame ``df`` under ``mask`` with plain Python scalars (for readable
     error messages)."""
