@@ -107,9 +107,7 @@ def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np
     codes = design.codes
     cats = np.array([CODES.get(c, "") for c in codes])
     n_m, n_k = len(design.models), len(codes)
-    theta = np.zeros((n_m, n_k))
-    beta = np.zeros((n_m, n_k))
-    gamma = np.zeros((n_m, n_k))
+    theta, beta, gamma = np.zeros((3, n_m, n_k))
     base = logit(np.array([BASE_PREVALENCE.get(c, 0.05) for c in codes]))
     cat_names = sorted(set(cats))
     for i, model in enumerate(design.models):
@@ -136,39 +134,28 @@ def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np
 
 def _draw_design(rng: np.random.Generator, design: ReplayDesign, n_participants: int) -> dict:
     """Conversations, roles and samples (no text)."""
-    part, conv, wstart, index, turn, depth, reply = ([] for _ in range(7))
-    conv_part = []
-    c_id = 0
+    rows = []  # per sample: participant, conversation, window start, index, turn, depth, reply
+    conv_part: list[int] = []  # participant of each conversation
     for p in range(n_participants):
-        n_conv = int(rng.integers(design.conversations[0], design.conversations[1] + 1))
-        for _ in range(n_conv):
+        for _ in range(int(rng.integers(design.conversations[0], design.conversations[1] + 1))):
             n = int(rng.integers(design.messages[0], design.messages[1] + 1))
             roles = np.empty(n, dtype=object)
             roles[0] = "assistant" if rng.random() < 0.1 else "user"
             repeat = rng.random(n) < 0.08
             for i in range(1, n):
-                prev = roles[i - 1]
-                roles[i] = "user" if prev == "assistant" or repeat[i] else "assistant"
+                roles[i] = "user" if roles[i - 1] == "assistant" or repeat[i] else "assistant"
+            c_id = len(conv_part)
             for start, pos, t, pstart in plan_windows(
                 roles, design.window, design.stride, design.context
             ):
-                part.append(p)
-                conv.append(c_id)
-                wstart.append(start)
-                index.append(pos)
-                turn.append(t)
-                depth.append(pos - pstart)
-                reply.append(pos + 1 < n and roles[pos + 1] == "assistant")
+                reply = pos + 1 < n and roles[pos + 1] == "assistant"
+                rows.append((p, c_id, start, pos, t, pos - pstart, reply))
             conv_part.append(p)
-            c_id += 1
+    cols = np.array(rows, dtype=np.int64).reshape(-1, 7).T
+    names = ("participant", "conversation", "window_start", "index", "turn", "context_depth")
     return {
-        "participant": np.array(part, dtype=np.int64),
-        "conversation": np.array(conv, dtype=np.int64),
-        "window_start": np.array(wstart, dtype=np.int64),
-        "index": np.array(index, dtype=np.int64),
-        "turn": np.array(turn, dtype=np.int64),
-        "context_depth": np.array(depth, dtype=np.int64),
-        "reply": np.array(reply, dtype=bool),
+        **dict(zip(names, cols[:6], strict=True)),
+        "reply": cols[6].astype(bool),
         "conv_participant": np.array(conv_part, dtype=np.int64),
     }
 
@@ -192,7 +179,7 @@ def _draw_outcomes(
     probs = np.full((n_s, n_m, n_k), np.nan)
     # the original's verdict belongs to the transcript message: one draw per user turn
     key = d["conversation"] * 1_000_000 + d["index"]
-    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
     o = models.index(ORIGINAL) if ORIGINAL in models else None
     if o is not None:
         p_o = expit(params["theta"][o][None, :] + re[first])
@@ -208,11 +195,9 @@ def _draw_outcomes(
     for m in range(n_m):
         if m == o:
             continue
-        eta = params["theta"][m] + re + params["beta"][m] * x + params["gamma"][m] * prior
-        p = expit(eta)
+        p = expit(params["theta"][m] + re + params["beta"][m] * x + params["gamma"][m] * prior)
         h = (rng.random(p.shape) < p).astype(float)
-        missing = rng.random(n_s) < miss_rate
-        h[missing] = np.nan
+        h[rng.random(n_s) < miss_rate] = np.nan
         hits[:, m] = h
         probs[:, m] = p
     return hits, probs
@@ -275,9 +260,8 @@ def simulate_replay(
     """
     design = _replay_design(scale, n_participants, models, codes)
     models, codes = design.models, design.codes
-    params = _draw_params(
-        np.random.default_rng([seed if params_seed is None else params_seed, 1]), design
-    )
+    params_seed = seed if params_seed is None else params_seed
+    params = _draw_params(np.random.default_rng([params_seed, 1]), design)
     rng = np.random.default_rng([seed, 2])
     d = _draw_design(rng, design, design.n_participants)
     hits, _ = _draw_outcomes(
@@ -306,10 +290,7 @@ def simulate_replay(
             "participant": (SAMPLE, pnames),
             "conversation": (SAMPLE, conv_names),
             "window": (SAMPLE, window),
-            "window_start": (SAMPLE, d["window_start"]),
-            "index": (SAMPLE, d["index"]),
-            "turn": (SAMPLE, d["turn"]),
-            "context_depth": (SAMPLE, d["context_depth"]),
+            **{c: (SAMPLE, d[c]) for c in ("window_start", "index", "turn", "context_depth")},
         },
     )
     ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"])
@@ -322,15 +303,14 @@ def simulate_replay(
         _, probs = _draw_outcomes(
             trng, td, params, models, sigma_participant, sigma_conversation, 0.0
         )
-        true_prev = np.nanmean(probs, axis=0)
-        ds["true_prevalence"] = ((MODEL, CODE), true_prev)
+        ds["true_prevalence"] = ((MODEL, CODE), np.nanmean(probs, axis=0))
     ds.attrs.update(
         {
             "kind": "replay",
             "simulated": 1,
             "scale": scale,
             "seed": int(seed),
-            "params_seed": int(seed if params_seed is None else params_seed),
+            "params_seed": int(params_seed),
             "depth_center": DEPTH_CENTER,
             "depth_unit": DEPTH_UNIT,
             "truth_participants": int(n_truth),
@@ -361,19 +341,13 @@ def _replay_design(scale: str, n_participants, models, codes) -> ReplayDesign:
 def _sample_names(d: dict[str, np.ndarray], context: int):
     """Participant, conversation, sample id and window name of every drawn sample."""
     pnames = np.array([f"p{p + 1:02d}" for p in d["participant"]], dtype=object)
+    cp = d["conv_participant"]
     conv_names = np.array(
-        [f"p{d['conv_participant'][c] + 1:02d}-c{c + 1:03d}" for c in d["conversation"]],
-        dtype=object,
+        [f"p{cp[c] + 1:02d}-c{c + 1:03d}" for c in d["conversation"]], dtype=object
     )
-    sid = [
-        make_sample_id(p, c, int(w), int(i), context)
-        for p, c, w, i in zip(pnames, conv_names, d["window_start"], d["index"], strict=True)
-    ]
-    window = np.array(
-        [
-            f"{p}/{c}/w{int(w)}"
-            for p, c, w in zip(pnames, conv_names, d["window_start"], strict=True)
-        ],
-        dtype=object,
+    keys = list(
+        zip(pnames, conv_names, d["window_start"].tolist(), d["index"].tolist(), strict=True)
     )
+    sid = [make_sample_id(p, c, w, i, context) for p, c, w, i in keys]
+    window = np.array([f"{p}/{c}/w{w}" for p, c, w, _ in keys], dtype=object)
     return pnames, conv_names, sid, window

@@ -24,7 +24,7 @@ independent draws (docs/design.md, "More or fewer chatbots").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -161,7 +161,7 @@ def scale_roster(models: tuple[_ModelTruth, ...], n_models: int) -> tuple[_Model
         for i, m in enumerate(models):
             if c < copies or i in extra:
                 name = m.name if c == 0 else f"{m.name} #{c + 1}"
-                out.append(_ModelTruth(name, *[getattr(m, f) for f in _FIELDS[1:]]))
+                out.append(replace(m, name=name))
     return tuple(out)
 
 
@@ -238,7 +238,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
     n_models = len(models)
     names = [m.name for m in models]
     days = np.arange(1, n_days + 1)
-    col = {f: np.array([getattr(m, f) for m in models]) for f in _ModelTruth.__dataclass_fields__}
+    col = {f: np.array([getattr(m, f) for m in models]) for f in _FIELDS}
 
     # latent stage ------------------------------------------------------------------------
     eps = rng_truth.normal(0.0, 1.0, size=(n_models, n_days)) * col["day_noise"][:, None]
@@ -272,13 +272,10 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
         if model_name not in names:
             raise ValueError(f"missing: unknown model {model_name!r}; models are {names}.")
         day_missing[names.index(model_name), int(day) - 1] = True
-    for arr in (recognition, confidence, disengagement):
+    for arr in (recognition, confidence, disengagement, intervention):
         arr[:, day_missing] = np.nan
         if missing_rate:
             arr[rng_miss.random(arr.shape) < missing_rate] = np.nan
-    intervention[:, day_missing, :] = np.nan
-    if missing_rate:
-        intervention[rng_miss.random(intervention.shape) < missing_rate] = np.nan
     level_a[day_missing] = np.nan
     level_b[day_missing] = np.nan
 
@@ -292,10 +289,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
             "disengagement": (rmd, disengagement),
             "level_a": ((MODEL, DAY), level_a),
             "level_b": ((MODEL, DAY), level_b),
-            "true_L": (MODEL, col["L"].astype(float)),
-            "true_k": (MODEL, col["k"].astype(float)),
-            "true_t50": (MODEL, col["t50"].astype(float)),
-            "true_day_noise": (MODEL, col["day_noise"].astype(float)),
+            **{f"true_{f}": (MODEL, col[f].astype(float)) for f in ("L", "k", "t50", "day_noise")},
             "true_stage": ((MODEL, DAY), stage),
             "true_severity": (RATER, severity),
             "true_discrimination": (RATER, discrimination),
@@ -312,9 +306,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
             DAY: days,
             INTERVENTION_TYPE: list(INTERVENTION_TYPES),
             THRESHOLD: np.arange(1, 4),
-            "vendor": (MODEL, col["vendor"].astype(object)),
-            "generation": (MODEL, col["generation"].astype(object)),
-            "cohort": (MODEL, col["cohort"].astype(object)),
+            **{c: (MODEL, col[c].astype(object)) for c in ("vendor", "generation", "cohort")},
         },
         attrs={
             "title": f"simulated trajectory study ({preset})",
