@@ -32,7 +32,7 @@ from .replay_schema import (
     SAMPLE,
     ReplayValidationError,
     hits_from_scores,
-    read_table,
+    load_table,
     validate_replay,
 )
 
@@ -74,8 +74,8 @@ class DelusionEvalFormatError(ReplayValidationError):
     """The evaluation rows (or a mapping / cutoff file) do not follow the release's format."""
 
 
-def _read(path: Path) -> pd.DataFrame:
-    return read_table(path, DelusionEvalFormatError, ".parquet, .csv or .jsonl")
+#: how the release's tables are read (:func:`~.replay_schema.read_table`)
+_FORMAT = {"error": DelusionEvalFormatError, "expected": ".parquet, .csv or .jsonl"}
 
 
 def read_cutoffs(source: str | Path | Mapping[str, float] | pd.DataFrame) -> dict[str, float]:
@@ -86,15 +86,8 @@ def read_cutoffs(source: str | Path | Mapping[str, float] | pd.DataFrame) -> dic
     """
     if isinstance(source, Mapping):
         return {str(k): float(v) for k, v in source.items()}
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-        if not path.exists():
-            raise FileNotFoundError(f"cutoff file {path} does not exist")
-        table, name = _read(path), str(path)
-    elif isinstance(source, pd.DataFrame):
-        table, name = source, "cutoffs"
-    else:
-        raise TypeError(f"cutoffs: expected a path, mapping or DataFrame, got {type(source)!r}")
+    kinds = "a path, mapping or DataFrame"
+    table, name = load_table(source, "cutoffs", "cutoff file {} does not exist", kinds, **_FORMAT)
     key = next((c for c in ("code", "code_short", "annotation_id") if c in table.columns), None)
     if key is None or "cutoff" not in table.columns:
         raise DelusionEvalFormatError(
@@ -116,13 +109,9 @@ def read_cutoffs(source: str | Path | Mapping[str, float] | pd.DataFrame) -> dic
 
 def _read_mapping(source, windows: pd.Index) -> pd.DataFrame:
     """``window_id -> participant, conversation`` covering every window of the rows."""
-    if isinstance(source, pd.DataFrame):
-        table, name = source.copy(), "participants"
-    else:
-        path = Path(source)
-        if not path.exists():
-            raise FileNotFoundError(f"participant mapping {path} does not exist")
-        table, name = _read(path), str(path)
+    table, name = load_table(
+        source, "participants", "participant mapping {} does not exist", **_FORMAT
+    )
     need = ("window_id", "participant")
     missing = [c for c in need if c not in table.columns]
     if missing:
@@ -199,7 +188,8 @@ def load_delusioneval(
         one row per sample x model x code, a code without a cutoff or category, or a mapping
         that misses windows.
     """
-    rows, name = _read_rows(path)
+    missing = "DelusionEval evaluation rows {} do not exist"
+    rows, name = load_table(path, "evaluation rows", missing, **_FORMAT)
     n_rows = len(rows)
     rows, n_dup = _original_once(_checked_rows(rows, name), name)
     cats, codes, cut_map = _codes_and_cutoffs(rows, name, categories, cutoffs)
@@ -260,16 +250,6 @@ def load_delusioneval(
         }
     )
     return validate_replay(ds)
-
-
-def _read_rows(path: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The evaluation rows and their name for messages."""
-    if isinstance(path, pd.DataFrame):
-        return path.copy(), "evaluation rows"
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise FileNotFoundError(f"DelusionEval evaluation rows {p} do not exist")
-    return _read(p), str(p)
 
 
 def _checked_rows(rows: pd.DataFrame, name: str) -> pd.DataFrame:

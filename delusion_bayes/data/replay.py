@@ -31,7 +31,7 @@ from .replay_schema import (
     code_cutoff,
     first_row,
     hits_from_scores,
-    read_table,
+    load_table,
     validate_replay,
 )
 from .replay_simulate import simulate_replay
@@ -73,17 +73,7 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     ReplayValidationError
         Missing columns, non-numeric or out-of-range scores, duplicate rows.
     """
-    name = "judge scores"
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-        if not path.exists():
-            raise FileNotFoundError(f"judge score file {path} does not exist")
-        df = read_table(path)
-        name = str(path)
-    elif isinstance(source, pd.DataFrame):
-        df = source.copy()
-    else:
-        raise TypeError(f"expected a path or DataFrame of judge scores, got {type(source)!r}")
+    df, name = load_table(source, "judge scores", "judge score file {} does not exist")
     missing = [c for c in SCORE_COLUMNS if c not in df.columns]
     if missing:
         raise ReplayValidationError(

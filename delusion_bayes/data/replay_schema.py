@@ -205,6 +205,22 @@ def read_table(
     raise error(f"{path}: unknown {what} format {suffix!r}; expected {expected}")
 
 
+def load_table(
+    source: Any, name: str, missing: str, kinds: str = "a path or DataFrame", **read: Any
+) -> tuple[pd.DataFrame, str]:
+    """``(a copy of the DataFrame source, name)`` or ``(the file source read by read_table with
+    ``read``, its path)``. A path that does not exist raises ``FileNotFoundError(missing)`` (with
+    ``{}`` for the path), any other source a TypeError naming the accepted ``kinds``."""
+    if isinstance(source, pd.DataFrame):
+        return source.copy(), name
+    if not isinstance(source, (str, Path)):
+        raise TypeError(f"{name}: expected {kinds}, got {type(source)!r}")
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(missing.format(path))
+    return read_table(path, **read), str(path)
+
+
 #: bootstrap schemes of :func:`delusion_bayes.baselines.replay.replay_prevalence`
 CLUSTER_SCHEMES: tuple[str, ...] = ("two-stage", "participant", "conversation", "none")
 #: which clusters a resample draws for a cell (see ``replay_prevalence``'s docstring)
