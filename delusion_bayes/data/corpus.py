@@ -207,10 +207,8 @@ def synthesize_answers(
     Parameters
     ----------
     true_stage : ndarray, shape (n_models, n_days)
-        Latent recognition stage on the paper's 1-4 scale (continuous allowed; NaN = no answer).
-        ``n_days`` <= 30: the first ``n_days`` prompts of :func:`demo_prompts` are answered.
-    models : sequence of str
-        Model names (length ``n_models``).
+        Latent stage on the 1-4 scale (continuous; NaN = no answer) for the first ``n_days`` <= 30
+        prompts of :func:`demo_prompts`; ``models`` names its rows.
     rng : numpy.random.Generator
         All randomness comes from it: the same generator state gives the same answers.
     true_confidence : ndarray, shape (n_models, n_days), optional

@@ -159,34 +159,28 @@ def load_delusioneval(
     Parameters
     ----------
     path
-        The release's ``eval_rows.parquet`` (or a CSV / JSONL with the same columns, or the
-        DataFrame itself). Needs ``model, model_label, code_short, window_id, turn_index,
-        raw_score, sample_id``; ``reasoning_effort`` and ``score`` are used when present.
+        The release's ``eval_rows.parquet`` (or a CSV / JSONL, or the DataFrame) with ``model,
+        model_label, code_short, window_id, turn_index, raw_score, sample_id``
+        (``reasoning_effort`` and ``score`` are used when present).
     cutoffs
         Per-code cutoffs (mapping or a ``cutoffs.csv`` with ``annotation_id``/``code`` and
-        ``cutoff``); default the release's (:data:`~.replay_schema.CUTOFFS`). Every code of the
-        rows needs one: a code without a cutoff is an error naming it.
+        ``cutoff``); default the release's (:data:`~.replay_schema.CUTOFFS`).
     participants
-        Optional mapping file or DataFrame ``window_id, participant[, conversation]``. Without it
-        participant and conversation are the window (a WARNING; ``ds.attrs["clustering"] ==
-        "window"``).
+        Optional mapping (file or DataFrame) ``window_id, participant[, conversation]``.
     categories
         ``code -> category`` for codes outside the codebook (:data:`~.replay_schema.CODES`).
 
     Returns
     -------
     xarray.Dataset
-        Validated replay dataset (see the module docstring), plus ``unscored (sample, model,
-        code)`` (1 where the release has a row without a score) and attrs ``source,
-        clustering, clustering_note, n_rows, n_original_duplicates_dropped,
-        n_original_unscored``.
+        Validated replay dataset plus ``unscored (sample, model, code)`` (1 where the release has
+        a row without a score) and attrs ``source, clustering, clustering_note, n_rows, ...``.
 
     Raises
     ------
     DelusionEvalFormatError
-        Missing columns, scores outside 0-10, disagreeing copies of an original row, more than
-        one row per sample x model x code, a code without a cutoff or category, or a mapping
-        that misses windows.
+        Missing columns, scores outside 0-10, disagreeing original copies, duplicate rows, a code
+        without a cutoff or category, or a mapping that misses windows.
     """
     missing = "DelusionEval evaluation rows {} do not exist"
     rows, name = load_table(path, "evaluation rows", missing, **_FORMAT)

@@ -23,24 +23,11 @@ __all__ = ["StudyFormatError", "canonical", "load_study", "save_study"]
 
 
 def load_study(path: str | Path, *, check: bool = True) -> xr.Dataset:
-    """Load a trajectory study from a netCDF file or a directory of tidy CSV files.
+    """Load a trajectory study from a netCDF file or a CSV directory (module docstring).
 
-    Parameters
-    ----------
-    path
-        A ``.nc`` file written by :func:`save_study` (or any netCDF file following the data
-        model), or a directory in the CSV format described in this module's docstring.
-    check
-        Run :func:`delusion_bayes.data.validate` on the result (default).
-
-    Raises
-    ------
-    FileNotFoundError
-        ``path`` does not exist.
-    StudyFormatError
-        A malformed file; the message names the file, row and column.
-    StudyValidationError
-        The content breaks the data model (e.g. a recognition score of 5).
+    ``check`` runs :func:`delusion_bayes.data.validate` on the result. Raises FileNotFoundError
+    (no ``path``), :class:`StudyFormatError` (a malformed file; names the file, row and column)
+    or :class:`StudyValidationError` (content that breaks the data model, e.g. a recognition 5).
     """
     path = Path(path)
     if not path.exists():

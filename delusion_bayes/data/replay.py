@@ -124,9 +124,8 @@ def replay_dataset(
     scores
         From :func:`load_judge_scores`; every ``sample_id`` must be a sample.
     cutoffs, default_cutoff
-        Per-code cutoffs (``score >= cutoff`` is a hit). Codes not listed get the codebook's
-        cutoff (:data:`~.replay_schema.CUTOFFS`: the release's 7 or 9), codes outside the
-        codebook ``default_cutoff`` (default 7); all get 1 when every score is 0/1.
+        Per-code cutoffs (``score >= cutoff`` is a hit); unlisted codes get the codebook's
+        (:data:`~.replay_schema.CUTOFFS`), else ``default_cutoff`` (7), or 1 if all scores are 0/1.
     categories
         ``code -> category`` for codes outside the 18 DelusionEval codes (:data:`CODES`).
     model_coords
@@ -201,19 +200,9 @@ def replay_dataset(
 
 
 def prior_content(ds: xr.Dataset, baseline: str = ORIGINAL) -> xr.DataArray:
-    """Share of the earlier assistant turns in each sample's prompt that the baseline hit.
-
-    For sample ``s`` (user message at transcript ``index``, prompt starting ``context_depth``
-    messages earlier) and code ``k``: the mean of the baseline's hits on the user turns in
-    ``[index - context_depth, index)`` of the same conversation, i.e. of the original
-    assistant replies the model sees in its context (DelusionEval, "Context length effects":
-    accumulated prior assistant content). 0 when the prompt holds no scored earlier turn.
-
-    Returns
-    -------
-    xarray.DataArray
-        ``(sample, code)`` in [0, 1].
-    """
+    """``(sample, code)`` share in [0, 1] of the earlier assistant turns in each sample's prompt
+    that the baseline hit: DelusionEval's accumulated prior assistant content ("Context length
+    effects"; :func:`~.replay_prior.prior_content_array`), 0 without a scored earlier turn."""
     needed = ("conversation", "index", "context_depth")
     missing = [c for c in needed if c not in ds.coords]
     if missing:

@@ -228,18 +228,17 @@ def simulate_replay(
     cutoff: float | None = None,
     truth_participants: int | None = None,
 ) -> xr.Dataset:
-    """A replay study with known per-model x code prevalence (see the module docstring).
+    """A replay study (``score, cutoff, hit``, ``true_*`` variables, model coord ``family``) with
+    known per-model x code prevalence (see the module docstring).
 
     Parameters
     ----------
-    seed
-        Seed of the data (design, random effects, hits, scores).
+    seed, params_seed
+        Seeds of the data (design, random effects, hits, scores) and of the fixed effects
+        (default ``seed``; fix it and vary ``seed`` for repeated studies from one truth).
     scale
         ``"small"`` (6 participants, 3 models; tests) or ``"delusioneval"`` (18 participants,
-        ~600 windows, ~6,800 samples per model, 18 codes, the original + 5 models).
-    params_seed
-        Seed of the fixed effects (``theta``, slopes); default ``seed``. Keep it fixed and vary
-        ``seed`` for repeated studies from the same truth (coverage checks).
+        ~6,800 samples per model, 18 codes, the original + 5 models).
     n_participants, models, codes
         Override the scale's design.
     sigma_participant, sigma_conversation
@@ -247,16 +246,10 @@ def simulate_replay(
     miss_rate
         Share of (sample, model) judge verdicts missing at random.
     cutoff
-        One judge cutoff for every code; default the codebook's per-code cutoffs
-        (:data:`~.replay_schema.CUTOFFS`, the release's 7 or 9).
+        One judge cutoff for every code; default the codebook's (:data:`~.replay_schema.CUTOFFS`).
     truth_participants
         Participants of the Monte Carlo population behind ``true_prevalence`` (default
         ``max(200, 20 * n_participants)``; 0 skips it).
-
-    Returns
-    -------
-    xarray.Dataset
-        Replay dataset (``score, cutoff, hit``) with ``true_*`` variables; model coord ``family``.
     """
     design = _replay_design(scale, n_participants, models, codes)
     models, codes = design.models, design.codes

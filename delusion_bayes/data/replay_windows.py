@@ -174,14 +174,11 @@ def build_samples(
     ----------
     transcripts
         Long table ``participant, conversation, index, role, content`` (validated here).
-    window
-        Messages per window (DelusionEval: 20).
+    window, stride
+        Messages per window (DelusionEval: 20) and between window starts (default
+        ``ceil(window / 2)``: a user turn appears at two context depths).
     context
-        Earlier transcript messages prepended before the window: 0 = window only, ``k`` = up to
-        ``k`` messages before the window start, -1 = the whole earlier transcript.
-    stride
-        Messages between window starts; default ``ceil(window / 2)`` (windows overlap by half,
-        so a user turn appears at two different context depths).
+        Earlier messages prepended to the window: 0 none, ``k`` up to ``k``, -1 all.
 
     Returns
     -------

@@ -193,24 +193,12 @@ def _ordinal(latent: np.ndarray, cuts: np.ndarray, scale: np.ndarray, low: int, 
 def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) -> xr.Dataset:
     """Simulate a trajectory study with known truth.
 
-    Parameters
-    ----------
-    preset
-        ``"paper_like"`` (default), ``"null"`` or ``"small"`` (see the module docstring).
-    seed
-        Seed of every random draw: the same seed gives an identical dataset.
-    **overrides
-        See :data:`OVERRIDES` (``n_raters``, ``n_days``, ``n_models``, ``texts``,
-        ``missing_rate``, ``missing``, ``severity_sd``, ``discrimination_mean``).
-
-    Returns
-    -------
-    xr.Dataset
-        A study following the data model (``recognition``, ``confidence``, ``intervention``,
-        ``disengagement``, ``level_a``, ``level_b``; ``prompt``/``answer`` with texts) whose truth
-        is stored as ``true_*`` variables (``true_L``, ``true_k``, ``true_t50``, ``true_stage``,
-        ``true_severity``, ``true_discrimination``, ``true_cutpoints``, ``true_p_level_a``,
-        ``true_p_level_b``, ``true_intervention``, ``true_confidence``, ``true_regime``, ...).
+    ``preset`` is ``"paper_like"``, ``"null"`` or ``"small"`` (module docstring); the same
+    ``seed`` gives an identical dataset; ``overrides`` are those of :data:`OVERRIDES`. Returns a
+    study following the data model (``prompt``/``answer`` with texts) with its truth as
+    ``true_*`` variables (``true_L``, ``true_k``, ``true_t50``, ``true_stage``, ``true_severity``,
+    ``true_discrimination``, ``true_cutpoints``, ``true_p_level_a``, ``true_p_level_b``,
+    ``true_intervention``, ``true_confidence``, ``true_regime``, ...).
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}.")
