@@ -23,10 +23,6 @@ class StudyFormatError(ValueError):
     """A study file cannot be read: names the file, row and column and what was expected."""
 
 
-# ------------------------------------------------------------------------------------------
-# helpers
-
-
 def canonical(ds: xr.Dataset) -> xr.Dataset:
     """Store every string array as ``object`` (netCDF, CSV and simulation then agree exactly)."""
     out = ds.copy()
@@ -41,11 +37,7 @@ def canonical(ds: xr.Dataset) -> xr.Dataset:
 
 
 def _json_safe(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return value
+    return value.tolist() if isinstance(value, (np.generic, np.ndarray)) else value
 
 
 def decode_utf8(path: Path, raw: bytes) -> str:
@@ -119,10 +111,7 @@ def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
             f"{path}: missing column(s) {missing}; the file has {header} and must have {required}."
         )
     df = pd.DataFrame(rows, columns=header, dtype=object)
-    if not rows:
-        df = pd.DataFrame({c: pd.Series([], dtype=object) for c in header})
     df.attrs["lines"] = lines
-    df.attrs["path"] = str(path)
     return df
 
 

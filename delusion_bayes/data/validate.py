@@ -98,25 +98,13 @@ def _check_text(name: str, da: xr.DataArray, spec: VarSpec) -> None:
         )
 
 
-def _check_unique(ds: xr.Dataset, dim: str) -> None:
+def _check_names(ds: xr.Dataset, dim: str) -> None:
+    """Rater and model names are real names: not NaN/None (a netCDF coordinate can hold NaN),
+    not empty, not padded with whitespace (each would be a phantom rater or model), and unique."""
     if dim not in ds.coords:
         return
     values = [_py(v) for v in ds[dim].values]
-    dupes = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
-    if dupes:
-        raise StudyValidationError(
-            f"coordinate {dim!r} has duplicate names {dupes}; every {dim} must be named once. "
-            f"Rename the duplicates (e.g. add a suffix) before analysis."
-        )
-
-
-def _check_names(ds: xr.Dataset, dim: str) -> None:
-    """Rater and model names are real names: not NaN/None (a netCDF coordinate can hold NaN),
-    not empty, not padded with whitespace (each would be a phantom rater or model)."""
-    if dim not in ds.coords:
-        return
-    for pos, raw in enumerate(ds[dim].values):
-        value = _py(raw)
+    for pos, value in enumerate(values):
         if value is None or (isinstance(value, float) and not np.isfinite(value)):
             problem = "is missing (NaN/None)"
         elif isinstance(value, str) and not value.strip():
@@ -128,6 +116,12 @@ def _check_names(ds: xr.Dataset, dim: str) -> None:
         raise StudyValidationError(
             f"coordinate {dim!r} at position {pos}: the name {value!r} {problem}; expected a "
             f"non-empty name for every {dim}, written without padding."
+        )
+    dupes = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
+    if dupes:
+        raise StudyValidationError(
+            f"coordinate {dim!r} has duplicate names {dupes}; every {dim} must be named once. "
+            f"Rename the duplicates (e.g. add a suffix) before analysis."
         )
 
 
@@ -206,7 +200,6 @@ def validate(ds: xr.Dataset, *, required: Iterable[str] = ("recognition",)) -> x
             )
     for dim in (MODEL, RATER):
         _check_names(ds, dim)
-        _check_unique(ds, dim)
     _check_days(ds)
     _check_intervention_types(ds)
     for name, da in ds.data_vars.items():
