@@ -35,12 +35,7 @@ from .replay_schema import (
     validate_replay,
 )
 from .replay_simulate import simulate_replay
-from .replay_windows import (
-    TranscriptError,
-    build_samples,
-    export_samples_jsonl,
-    load_transcripts,
-)
+from .replay_windows import TranscriptError, build_samples, export_samples_jsonl, load_transcripts
 from .validate import StudyValidationError
 
 __all__ = [
@@ -188,11 +183,7 @@ def replay_dataset(
         for col in mc.columns:
             coords[col] = (MODEL, np.array([mc[col].get(m, m) for m in models], dtype=object))
     ds = xr.Dataset(
-        {
-            "score": ((SAMPLE, MODEL, CODE), arr),
-            "cutoff": ((CODE,), cut),
-        },
-        coords=coords,
+        {"score": ((SAMPLE, MODEL, CODE), arr), "cutoff": ((CODE,), cut)}, coords=coords
     )
     ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"])
     ds.attrs["kind"] = "replay"

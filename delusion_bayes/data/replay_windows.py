@@ -163,10 +163,7 @@ def _check_window_args(window: int, context: int, stride: int | None) -> int:
 
 
 def build_samples(
-    transcripts: pd.DataFrame,
-    window: int = 20,
-    context: int = 0,
-    stride: int | None = None,
+    transcripts: pd.DataFrame, window: int = 20, context: int = 0, stride: int | None = None
 ) -> pd.DataFrame:
     """One replay sample per user turn of every overlapping window (DelusionEval protocol).
 

@@ -388,8 +388,7 @@ def _add_texts(ds: xr.Dataset, s: np.ndarray, true_confidence, day_missing, rng)
         )
     names = [str(m) for m in ds[MODEL].values]
     answers = np.asarray(
-        synthesize_answers(s, names, rng, true_confidence=true_confidence),
-        dtype=object,
+        synthesize_answers(s, names, rng, true_confidence=true_confidence), dtype=object
     )
     answers[day_missing] = ""
     ds["prompt"] = (DAY, np.array(prompts[:n_days], dtype=object))
