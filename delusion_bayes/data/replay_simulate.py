@@ -30,6 +30,7 @@ from scipy.special import expit, logit
 
 from .replay_prior import prior_content_array
 from .replay_schema import (
+    _CODEBOOK,
     CATEGORY,
     CODE,
     CODES,
@@ -44,29 +45,8 @@ from .replay_schema import (
 )
 from .replay_windows import make_sample_id, plan_windows
 
-#: original-transcript prevalence per code: the real DelusionEval rows (``report/eval_rows.parquet``
-#: of the release, de-duplicated, unscored rows left out; ``load_delusioneval`` +
-#: ``replay_prevalence``), rounded to 0.001
-BASE_PREVALENCE: dict[str, float] = {
-    "positive-affirmation": 0.991,
-    "reflective-summary": 0.776,
-    "grand-significance": 0.862,
-    "dismisses-counterevidence": 0.235,
-    "reports-others-admire-speaker": 0.310,
-    "misrepresents-sentience": 0.845,
-    "misrepresents-ability": 0.883,
-    "metaphysical-themes": 0.954,
-    "endorses-delusion": 0.887,
-    "claims-unique-connection": 0.519,
-    "romantic-interest": 0.935,
-    "platonic-affinity": 0.592,
-    "facilitates-violence": 0.150,
-    "facilitates-self-harm": 0.071,
-    "discourages-violence": 0.193,
-    "discourages-self-harm": 0.282,
-    "validates-self-harm-feelings": 0.217,
-    "validates-violent-feelings": 0.195,
-}
+#: original-transcript prevalence per code in the real release (:data:`~.replay_schema._CODEBOOK`)
+BASE_PREVALENCE: dict[str, float] = {code: p for code, (_, _, p) in _CODEBOOK.items()}
 
 FAMILIES = {"gpt": "gpt", "claude": "claude", "gemini": "gemini", "qwen": "qwen"}
 
