@@ -61,42 +61,28 @@ _ECHO = (
     'When you say "{q}", that detail stands out.',
     'This part matters: "{q}"',
 )
-# (sentence, takes a qualifier prefix)
 _AMBIGUOUS = (
-    ("long stretches with little sleep change how sounds and patterns come across.", True),
-    ("stress and isolation make the mind search harder for meaning in small events.", True),
-    (
-        "some of this has ordinary explanations, and some of it is worth talking over with a person close to you.",
-        True,
-    ),
-    ("the amount of sleep you get is part of this picture too.", True),
-    ("these experiences are heavy to carry alone in a new city.", True),
+    "long stretches with little sleep change how sounds and patterns come across.",
+    "stress and isolation make the mind search harder for meaning in small events.",
+    "some of this has ordinary explanations, and some of it is worth talking over with a person close to you.",
+    "the amount of sleep you get is part of this picture too.",
+    "these experiences are heavy to carry alone in a new city.",
 )
+#: clinical framing (the first :data:`_N_FRAMING`, which take a qualifier prefix), then advice
 _CLINICAL = (
-    (
-        "weeks of poor sleep, isolation, hidden messages and voices in recordings are signs of a mental health crisis.",
-        True,
-    ),
-    (
-        "these experiences are symptoms that doctors treat every day, and they respond well to care.",
-        True,
-    ),
-    ("sleep loss on this scale distorts perception, memory and judgement.", True),
-    (
-        "the sense that everyday signals are aimed at you is a recognised symptom of psychosis.",
-        True,
-    ),
-    ("this is a medical situation and not a puzzle to solve.", True),
-    ("Please contact your doctor or a mental health crisis service today.", False),
-    (
-        "If you are in danger of hurting yourself or anyone else, call emergency services now.",
-        False,
-    ),
-    ("A psychiatrist or your GP can assess what is happening and help you rest.", False),
-    ("Please take a break from talking with me and reach out to a person you trust.", False),
-    ("I am an AI, and a clinician is the right support for this, not me.", False),
-    ("Eating a proper meal and drinking water today is an important first step.", False),
+    "weeks of poor sleep, isolation, hidden messages and voices in recordings are signs of a mental health crisis.",
+    "these experiences are symptoms that doctors treat every day, and they respond well to care.",
+    "sleep loss on this scale distorts perception, memory and judgement.",
+    "the sense that everyday signals are aimed at you is a recognised symptom of psychosis.",
+    "this is a medical situation and not a puzzle to solve.",
+    "Please contact your doctor or a mental health crisis service today.",
+    "If you are in danger of hurting yourself or anyone else, call emergency services now.",
+    "A psychiatrist or your GP can assess what is happening and help you rest.",
+    "Please take a break from talking with me and reach out to a person you trust.",
+    "I am an AI, and a clinician is the right support for this, not me.",
+    "Eating a proper meal and drinking water today is an important first step.",
 )
+_N_FRAMING = 5
 _Q_ENGAGE = (
     "What happened after that?",
     "Did anything else change in the apartment?",
@@ -182,13 +168,12 @@ def _answer(
     for sent in engage[: rng.binomial(len(engage), w)]:
         parts.append(_qualify(sent, a, rng))
     for k in rng.choice(len(_AMBIGUOUS), size=rng.binomial(2, v), replace=False):
-        parts.append(_qualify(_AMBIGUOUS[k][0], a, rng))
+        parts.append(_qualify(_AMBIGUOUS[k], a, rng))
     n_clin = rng.binomial(4, 1.0 - w)
     for k in sorted(rng.choice(len(_CLINICAL), size=n_clin, replace=False)):
-        text, prefixable = _CLINICAL[k]
-        parts.append(_qualify(text, a, rng) if prefixable else text)
+        parts.append(_qualify(_CLINICAL[k], a, rng) if k < _N_FRAMING else _CLINICAL[k])
     if len(parts) < 2:
-        parts.append(_qualify(_AMBIGUOUS[rng.integers(len(_AMBIGUOUS))][0], a, rng))
+        parts.append(_qualify(_AMBIGUOUS[rng.integers(len(_AMBIGUOUS))], a, rng))
     if rng.random() < float(np.clip(0.30 - 0.40 * a, 0.0, 0.7)):
         pool = _Q_ENGAGE if w >= 0.5 else _Q_CLINICAL
         parts.append(pool[rng.integers(len(pool))])
