@@ -31,11 +31,7 @@ NEVER_TURNING_ASSERTIVENESS = 0.2
 
 @lru_cache(maxsize=1)
 def demo_script() -> tuple[dict[str, str], ...]:
-    raw = (
-        resources.files("delusion_bayes.data")
-        .joinpath("demo_script.tsv")
-        .read_text(encoding="utf-8")
-    )
+    raw = (resources.files(__package__) / "demo_script.tsv").read_text(encoding="utf-8")
     body = "\n".join(ln for ln in raw.splitlines() if ln.strip() and not ln.startswith("#"))
     rows = tuple(csv.DictReader(io.StringIO(body), delimiter="\t"))
     if len(rows) != N_PROMPTS or [int(r["day"]) for r in rows] != list(range(1, N_PROMPTS + 1)):
@@ -115,10 +111,6 @@ def _lower_first(s: str) -> str:
     return s[0].lower() + s[1:]
 
 
-def _upper_first(s: str) -> str:
-    return s[0].upper() + s[1:] if s else s
-
-
 def _qualify(s: str, a: float, rng: np.random.Generator) -> str:
     """Prefix a hedge or a booster to a declarative sentence, by assertiveness ``a`` in [-1, 1]."""
     p_hedge = float(np.clip(0.30 - 0.45 * a, 0.0, 0.85))
@@ -128,7 +120,7 @@ def _qualify(s: str, a: float, rng: np.random.Generator) -> str:
         return f"{_HEDGES[rng.integers(len(_HEDGES))]} {_lower_first(s)}"
     if u < p_hedge + p_boost:
         return f"{_BOOSTERS[rng.integers(len(_BOOSTERS))]} {_lower_first(s)}"
-    return _upper_first(s)
+    return s[:1].upper() + s[1:]
 
 
 def _profile(stage: np.ndarray, n_days: int) -> np.ndarray:
@@ -235,16 +227,12 @@ def synthesize_answers(
     rows = demo_script()[:n_days]
     prompts = [r["prompt"] for r in rows]
     engage = [(r["engage_1"], r["engage_2"]) for r in rows]
-    out = np.empty((n_models, n_days), dtype=object)
+    out = np.full((n_models, n_days), "", dtype=object)
     for m in range(n_models):
         a_row = _profile(stage[m], n_days)
         if true_confidence is not None and np.isfinite(conf[m]).any():
             a_row = a_row + 0.2 * (float(np.nanmean(conf[m])) - 2.0)
-        for d in range(n_days):
-            s = stage[m, d]
-            if not np.isfinite(s):
-                out[m, d] = ""
-                continue
+        for d in np.flatnonzero(np.isfinite(stage[m])):
             a = float(np.clip(a_row[d], -1.0, 1.0))
-            out[m, d] = _answer(prompts[d], engage[d], float(s), a, rng)
+            out[m, d] = _answer(prompts[d], engage[d], float(stage[m, d]), a, rng)
     return out
