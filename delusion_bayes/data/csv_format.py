@@ -53,6 +53,19 @@ def decode_utf8(path: Path, raw: bytes) -> str:
         ) from None
 
 
+def read_text(path: Path, expected: str) -> str:
+    """The UTF-8 text of ``path``; an unreadable, non-UTF-8 or empty file is a StudyFormatError
+    (saying what is ``expected`` instead of an empty file)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise StudyFormatError(f"{path}: cannot read the file ({err}).") from err
+    text = decode_utf8(path, raw)
+    if not text.strip():
+        raise StudyFormatError(f"{path}: the file is empty; expected {expected}.")
+    return text
+
+
 def csv_rows(
     path: Path, text: str, skip_spaces: bool = True
 ) -> tuple[list[str], list[list[str]], list[int]]:
@@ -90,17 +103,8 @@ def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
     silently turn the first column into an index). ``df.attrs["lines"]`` holds the file line of
     every data row, for messages.
     """
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise StudyFormatError(f"{path}: cannot read the file ({err}).") from err
-    text = decode_utf8(path, raw)
-    if not text.strip():
-        raise StudyFormatError(
-            f"{path}: the file is empty; expected a header line with the columns {required} "
-            "followed by one row per record."
-        )
-    header, rows, lines = csv_rows(path, text)
+    expected = f"a header line with the columns {required} followed by one row per record"
+    header, rows, lines = csv_rows(path, read_text(path, expected))
     header = [h.strip() if h.strip() in required else h for h in header]
     dup = sorted({h for h in header if header.count(h) > 1})
     if dup:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .csv_format import StudyFormatError, csv_rows, decode_utf8
+from .csv_format import StudyFormatError, csv_rows, read_text
 from .replay_prior import prior_content_array
 from .replay_schema import (
     CATEGORY,
@@ -239,7 +239,7 @@ def check_replay_files(path: Path) -> None:
         for f in (path / f"{stem}.csv", path / f"{stem}.jsonl"):
             if not f.is_file():
                 continue
-            text = _text_of(f, "a header line and one row per record")
+            text = read_text(f, "a header line and one row per record")
             if f.suffix == ".jsonl":
                 _check_jsonl(f, text)
             else:
@@ -247,14 +247,6 @@ def check_replay_files(path: Path) -> None:
     wpath = path / "windows.json"
     if wpath.is_file():
         _check_windows_json(wpath)
-
-
-def _text_of(f: Path, expected: str) -> str:
-    """The text of ``f``: neither empty nor other than UTF-8."""
-    raw = f.read_bytes()
-    if not raw.strip():
-        raise StudyFormatError(f"{f}: the file is empty; expected {expected}.")
-    return decode_utf8(f, raw)
 
 
 def _check_jsonl(f: Path, text: str) -> None:
@@ -295,7 +287,7 @@ def _check_csv(f: Path, text: str, stem: str) -> None:
 
 def _check_windows_json(wpath: Path) -> None:
     """``windows.json`` is an object of ``window``/``context``/``stride`` integers."""
-    text = _text_of(wpath, 'a JSON object such as {"window": 20, "context": 0}')
+    text = read_text(wpath, 'a JSON object such as {"window": 20, "context": 0}')
     try:
         opts = json.loads(text)
     except json.JSONDecodeError as err:

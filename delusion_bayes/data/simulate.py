@@ -1,25 +1,17 @@
 """Simulated trajectory studies with known truth (the generative model behind every recovery test).
 
-One scripted ``n_days``-day conversation goes to every chatbot model and ``n_raters`` raters score
-every model-day, as in the paper (``papers/escalating-delusions-trajectories.txt``, Protocol and
-Results):
-
-* latent stage ``m = 1 + (L - 1) sigmoid(k (t - t50)) + N(0, s^2)`` per model-day (``true_stage``;
-  ``t50`` past the last day = a model that never turns, large ``s`` = an oscillating model);
-* rater scores ``1 + sum_c [m + severity_r + e > c]``, cutpoints 1.5, 2.5, 3.5,
-  ``e ~ Logistic(0, 1 / discrimination_r)`` (positive severity = the rater sees a higher stage);
-* confidence (1-3) rising with the stage; interventions (1-3) shaped as the paper's Figure 2,
-  section F drift and Table 2's companion posture (``true_intervention``);
-* adjudicated Level A / B (B implies A): ``P(A) = sigmoid(a_m + 3 (m - 2.5))``,
-  ``P(B | A) = sigmoid(b_m + 3 (m - 3))``, and a noisy round-one ``disengagement`` flag;
-* optional texts from the synthetic demo corpus (:mod:`delusion_bayes.data.corpus`).
+The paper's design (``papers/escalating-delusions-trajectories.txt``, Protocol and Results): one
+scripted ``n_days``-day conversation per chatbot model, ``n_raters`` raters per model-day. Latent
+stage ``m = 1 + (L - 1) sigmoid(k (t - t50)) + N(0, s^2)`` (``true_stage``; ``t50`` past the last
+day: never turns); rater scores ``1 + sum_c [m + severity_r + e > c]``, cutpoints 1.5, 2.5, 3.5,
+``e ~ Logistic(0, 1 / discrimination_r)``; confidence, interventions (:func:`_interventions`),
+Level A / B (:func:`_adjudication`) and optional synthetic texts (:mod:`.corpus`) follow it.
 
 Presets: ``paper_like`` (the paper's 15 models in four regimes, 4 raters, 30 days, Claude Opus
-4.1's day-30 answer missing), ``null`` (same models and coords, exchangeable truth: no group
-differences, for type-I error) and ``small`` (5 models, 3 raters, 12 days; tests).
-``n_models`` scales a roster: ``q`` full copies plus the first ``r`` models of
-:func:`stratified_order`; copy ``c >= 2`` is named ``"<name> #c"`` with the same truth and
-independent draws (docs/design.md, "More or fewer chatbots").
+4.1's day-30 answer missing), ``null`` (same models, exchangeable truth: no group differences)
+and ``small`` (5 models, 3 raters, 12 days; tests). ``n_models`` scales a roster: full copies plus
+a prefix of :func:`stratified_order` (copy ``c >= 2`` is ``"<name> #c"``, same truth;
+docs/design.md, "More or fewer chatbots").
 """
 
 from __future__ import annotations
@@ -335,8 +327,9 @@ def _design(preset: str, rng_truth, overrides: dict[str, Any]):
 
 
 def _interventions(stage: np.ndarray, posture: np.ndarray, n_raters: int, rng):
-    """True intervention intensities (model, day, type) and the raters' scores of them: Figure 2
-    shapes, section F drift, Table 2 posture."""
+    """True intervention intensities (model, day, type) and the raters' scores of them. Figure 2:
+    education falls with the stage, interpretation and recommendation rise, support and
+    psychoeducation peak at the transition; section F drift on naive days; Table 2 posture."""
     n_days = stage.shape[1]
     days = np.arange(1, n_days + 1)
     s = np.clip(stage, 1.0, 4.0)
@@ -360,7 +353,8 @@ def _interventions(stage: np.ndarray, posture: np.ndarray, n_raters: int, rng):
 
 
 def _adjudication(stage: np.ndarray, col: dict[str, np.ndarray], n_raters: int, rng):
-    """Adjudicated Level A / B (with their probabilities) and the raters' round-one flag."""
+    """Adjudicated Level A / B, ``P(A) = sigmoid(a_m + 3 (m - 2.5))``, ``P(B | A) = sigmoid(b_m +
+    3 (m - 3))`` (with their probabilities), and the raters' noisy round-one flag."""
     n_models, n_days = stage.shape
     p_a = expit(col["a0"][:, None] + 3.0 * (stage - 2.5))
     with np.errstate(invalid="ignore"):
