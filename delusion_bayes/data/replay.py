@@ -62,11 +62,8 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     """Read and check judge scores: one row per ``sample_id, model, code`` with a ``score``.
 
     ``score`` is a 0-10 judge score (or 0/1); empty = missing (kept as NaN, never dropped).
-
-    Raises
-    ------
-    ReplayValidationError
-        Missing columns, non-numeric or out-of-range scores, duplicate rows.
+    Missing columns, non-numeric or out-of-range scores and duplicate rows raise
+    :class:`ReplayValidationError`.
     """
     df, name = load_table(source, "judge scores", "judge score file {} does not exist")
     missing = [c for c in SCORE_COLUMNS if c not in df.columns]

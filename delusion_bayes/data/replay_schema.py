@@ -115,14 +115,9 @@ def hits_from_scores(score: xr.DataArray, cutoff: xr.DataArray) -> xr.DataArray:
 
 
 def validate_replay(ds: xr.Dataset) -> xr.Dataset:
-    """Check a replay Dataset against the data model and return it.
-
-    Raises
-    ------
-    ReplayValidationError
-        Missing variables/coords, wrong dims, scores outside 0-10, ``hit`` inconsistent with
-        ``score >= cutoff``.
-    """
+    """Check a replay Dataset against the data model and return it (``hit`` added if absent);
+    missing variables/coords, wrong dims, scores outside 0-10 or a ``hit`` other than ``score >=
+    cutoff`` raise :class:`ReplayValidationError`."""
     if not isinstance(ds, xr.Dataset):
         raise ReplayValidationError(f"a replay study is an xarray.Dataset, got {type(ds)!r}")
     for var, dims in (("score", (SAMPLE, MODEL, CODE)), ("cutoff", (CODE,))):

@@ -36,15 +36,9 @@ def load_transcripts(path: str | Path) -> pd.DataFrame:
 
 
 def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts") -> pd.DataFrame:
-    """Check a transcript table and return a clean, sorted copy.
-
-    Raises
-    ------
-    TranscriptError
-        Missing columns, unknown roles, empty content, non-integer indices, gaps or duplicates
-        in ``index``, or a conversation under two participants; the message names the
-        conversation and message.
-    """
+    """Check a transcript table and return a clean, sorted copy. Missing columns, unknown roles,
+    empty content, non-integer indices, gaps or duplicates in ``index``, or a conversation under
+    two participants raise :class:`TranscriptError` naming the conversation and message."""
     if not isinstance(transcripts, pd.DataFrame):
         raise TranscriptError(f"{source}: expected a pandas DataFrame, got {type(transcripts)!r}")
     missing = [c for c in TRANSCRIPT_COLUMNS if c not in transcripts.columns]
