@@ -16,6 +16,7 @@ docs/design.md, "More or fewer chatbots").
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -115,7 +116,7 @@ def stratified_order(models: tuple[_ModelTruth, ...] | None = None) -> list[int]
     for m in models:
         for a in _STRATA:
             shares[a][_stratum(m, a)] = shares[a].get(_stratum(m, a), 0.0) + 1.0 / n
-    counts: dict[str, dict[Any, int]] = {a: {} for a in _STRATA}
+    counts: dict[str, Counter] = {a: Counter() for a in _STRATA}
     order: list[int] = []
     while len(order) < n:
         size = len(order) + 1
@@ -125,16 +126,14 @@ def stratified_order(models: tuple[_ModelTruth, ...] | None = None) -> list[int]
                 continue
             loss = 0.0
             for a in _STRATA:
-                c = dict(counts[a])
-                c[_stratum(m, a)] = c.get(_stratum(m, a), 0) + 1
-                loss += sum((c.get(level, 0) - size * p) ** 2 for level, p in shares[a].items())
+                c = counts[a] + Counter([_stratum(m, a)])
+                loss += sum((c[level] - size * p) ** 2 for level, p in shares[a].items())
             if best is None or loss < best[0] - 1e-12:
                 best = (loss, i)
         assert best is not None
         order.append(best[1])
         for a in _STRATA:
-            key = _stratum(models[best[1]], a)
-            counts[a][key] = counts[a].get(key, 0) + 1
+            counts[a][_stratum(models[best[1]], a)] += 1
     return order
 
 
