@@ -356,8 +356,7 @@ def _load_replay(path: Path) -> xr.Dataset:
 
         return load_delusioneval(path)
     if path.is_file():
-        ds = xr.load_dataset(path, engine="h5netcdf")
-        return validate_replay(ds)
+        return validate_replay(xr.load_dataset(path, engine="h5netcdf"))
     tpath = _find(path, "transcripts")
     spath = _find(path, "judge_scores")
     if tpath is None or spath is None:
