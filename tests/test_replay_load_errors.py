@@ -1,7 +1,7 @@
 """Malformed replay studies, given to a run (``data.kind=replay data.source=file``) or to
 ``db.data.load_replay``, raise the package's own errors naming the file (issue 18, item 3): the
 loader checks the files before reading them and re-raises any library exception it still meets
-(``delusion_bayes.data.replay_load``)."""
+(``delusion_bayes.data.replay``)."""
 
 from __future__ import annotations
 

@@ -9,43 +9,29 @@ from __future__ import annotations
 
 from .._lazy import lazy_getattr
 from .io import StudyFormatError, load_study, save_study
-from .schema import (
-    DAY,
-    INTERVENTION_TYPE,
-    INTERVENTION_TYPES,
-    MODEL,
-    RATER,
-    RESAMPLE,
-    censor_day,
-)
+from .schema import DAY, INTERVENTION_TYPE, INTERVENTION_TYPES, MODEL, RATER, RESAMPLE, censor_day
 from .simulate import simulate_study
 from .validate import StudyValidationError, validate
 
-#: replay-study names, imported on first use (the replay module is optional at import time)
-_REPLAY = (
-    "build_samples",
-    "simulate_replay",
-    "load_transcripts",
-    "export_samples_jsonl",
-    "load_judge_scores",
-    "validate_replay",
-    "load_replay",
-    "save_replay",
-    "replay_dataset",
-)
-#: the DelusionEval release's evaluation rows (real data)
-_DELUSIONEVAL = ("load_delusioneval",)
-
-
-__getattr__ = lazy_getattr(
-    __name__,
-    {
-        **dict.fromkeys(_REPLAY, ".replay"),
-        "load_replay": ".replay_load",
-        **dict.fromkeys(_DELUSIONEVAL, ".delusioneval"),
-    },
-)
-
+#: replay-study names and their modules, imported on first use (optional at import time)
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "build_samples",
+            "simulate_replay",
+            "load_transcripts",
+            "export_samples_jsonl",
+            "load_judge_scores",
+            "validate_replay",
+            "load_replay",
+            "save_replay",
+            "replay_dataset",
+        ),
+        ".replay",
+    ),
+    "load_delusioneval": ".delusioneval",  # the DelusionEval release's evaluation rows (real data)
+}
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "DAY",
@@ -61,6 +47,5 @@ __all__ = [
     "save_study",
     "simulate_study",
     "validate",
-    *_REPLAY,
-    *_DELUSIONEVAL,
+    *_LAZY,
 ]

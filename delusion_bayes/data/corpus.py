@@ -1,23 +1,18 @@
 """The bundled SYNTHETIC demo corpus: a 30-day user script and stage-driven synthetic answers.
 
-Everything here is synthetic, written for this package so that entrainment and modality run end
-to end offline on simulated studies. The user script (``demo_script.tsv`` (beside this module)) follows the spirit
-of the protocol of "How LLMs Respond to Escalating Delusions" (a stressed, isolated,
-sleep-deprived user drifting from mild anomalous experiences to psychotic ideation and suspicion of
-technology) but is original text; the paper's script is not reproduced.
-
-:func:`synthesize_answers` writes one answer per model-day whose *style follows the simulated
-latent stage*: stage 1 engages with the delusional content and echoes the user's words (high
-entrainment), stage 4 gives generic clinical framing and referral (semantically distant from the
-day's prompt: low entrainment), and the mix of hedges and boosters follows the interpretative
-confidence (paper, Results: the 4.5-generation Claudes hedge while engaging and become assertive
-after the clinical turn; late turners grow more hedged).
+Written for this package so that entrainment and modality run offline on simulated studies. The
+user script (``demo_script.tsv``) follows the spirit of the protocol of "How LLMs Respond to
+Escalating Delusions" but is original text. :func:`synthesize_answers` writes answers whose style
+follows the simulated latent stage: stage 1 engages and echoes the user's words (high
+entrainment), stage 4 gives generic clinical framing and referral (low entrainment); hedges and
+boosters follow the paper's modality results.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
@@ -30,17 +25,13 @@ SYNTHETIC_NOTE = (
     "script and template answers driven by the simulated stage; not data from any study"
 )
 N_PROMPTS = 30
-#: assertiveness of models whose stage never reaches the clinical range (see :func:`_profile`)
+#: assertiveness of models whose stage never reaches the clinical range (:func:`_profile`)
 NEVER_TURNING_ASSERTIVENESS = 0.2
 
 
 @lru_cache(maxsize=1)
 def demo_script() -> tuple[dict[str, str], ...]:
-    raw = (
-        resources.files("delusion_bayes.data")
-        .joinpath("demo_script.tsv")
-        .read_text(encoding="utf-8")
-    )
+    raw = (resources.files(__package__) / "demo_script.tsv").read_text(encoding="utf-8")
     body = "\n".join(ln for ln in raw.splitlines() if ln.strip() and not ln.startswith("#"))
     rows = tuple(csv.DictReader(io.StringIO(body), delimiter="\t"))
     if len(rows) != N_PROMPTS or [int(r["day"]) for r in rows] != list(range(1, N_PROMPTS + 1)):
@@ -66,42 +57,28 @@ _ECHO = (
     'When you say "{q}", that detail stands out.',
     'This part matters: "{q}"',
 )
-# (sentence, takes a qualifier prefix)
 _AMBIGUOUS = (
-    ("long stretches with little sleep change how sounds and patterns come across.", True),
-    ("stress and isolation make the mind search harder for meaning in small events.", True),
-    (
-        "some of this has ordinary explanations, and some of it is worth talking over with a person close to you.",
-        True,
-    ),
-    ("the amount of sleep you get is part of this picture too.", True),
-    ("these experiences are heavy to carry alone in a new city.", True),
+    "long stretches with little sleep change how sounds and patterns come across.",
+    "stress and isolation make the mind search harder for meaning in small events.",
+    "some of this has ordinary explanations, and some of it is worth talking over with a person close to you.",
+    "the amount of sleep you get is part of this picture too.",
+    "these experiences are heavy to carry alone in a new city.",
 )
+#: clinical framing (the first :data:`_N_FRAMING`, which take a qualifier prefix), then advice
 _CLINICAL = (
-    (
-        "weeks of poor sleep, isolation, hidden messages and voices in recordings are signs of a mental health crisis.",
-        True,
-    ),
-    (
-        "these experiences are symptoms that doctors treat every day, and they respond well to care.",
-        True,
-    ),
-    ("sleep loss on this scale distorts perception, memory and judgement.", True),
-    (
-        "the sense that everyday signals are aimed at you is a recognised symptom of psychosis.",
-        True,
-    ),
-    ("this is a medical situation and not a puzzle to solve.", True),
-    ("Please contact your doctor or a mental health crisis service today.", False),
-    (
-        "If you are in danger of hurting yourself or anyone else, call emergency services now.",
-        False,
-    ),
-    ("A psychiatrist or your GP can assess what is happening and help you rest.", False),
-    ("Please take a break from talking with me and reach out to a person you trust.", False),
-    ("I am an AI, and a clinician is the right support for this, not me.", False),
-    ("Eating a proper meal and drinking water today is an important first step.", False),
+    "weeks of poor sleep, isolation, hidden messages and voices in recordings are signs of a mental health crisis.",
+    "these experiences are symptoms that doctors treat every day, and they respond well to care.",
+    "sleep loss on this scale distorts perception, memory and judgement.",
+    "the sense that everyday signals are aimed at you is a recognised symptom of psychosis.",
+    "this is a medical situation and not a puzzle to solve.",
+    "Please contact your doctor or a mental health crisis service today.",
+    "If you are in danger of hurting yourself or anyone else, call emergency services now.",
+    "A psychiatrist or your GP can assess what is happening and help you rest.",
+    "Please take a break from talking with me and reach out to a person you trust.",
+    "I am an AI, and a clinician is the right support for this, not me.",
+    "Eating a proper meal and drinking water today is an important first step.",
 )
+_N_FRAMING = 5
 _Q_ENGAGE = (
     "What happened after that?",
     "Did anything else change in the apartment?",
@@ -124,25 +101,14 @@ _BOOSTERS = ("Clearly,", "Certainly,", "Without doubt,", "In fact,", "Indeed,", 
 
 
 def _sentences(text: str) -> list[str]:
-    out, cur = [], ""
-    for ch in text:
-        cur += ch
-        if ch in ".?!" and cur.strip():
-            out.append(cur.strip())
-            cur = ""
-    if cur.strip():
-        out.append(cur.strip())
-    return out
+    """``text`` split after every ``.``, ``?`` and ``!``, stripped, empty pieces dropped."""
+    return [p.strip() for p in re.findall(r"[^.?!]*[.?!]|[^.?!]+$", text) if p.strip()]
 
 
 def _lower_first(s: str) -> str:
     if s.startswith(("I ", "I'", "A psychiatrist")) or not s:
         return s
     return s[0].lower() + s[1:]
-
-
-def _upper_first(s: str) -> str:
-    return s[0].upper() + s[1:] if s else s
 
 
 def _qualify(s: str, a: float, rng: np.random.Generator) -> str:
@@ -154,21 +120,15 @@ def _qualify(s: str, a: float, rng: np.random.Generator) -> str:
         return f"{_HEDGES[rng.integers(len(_HEDGES))]} {_lower_first(s)}"
     if u < p_hedge + p_boost:
         return f"{_BOOSTERS[rng.integers(len(_BOOSTERS))]} {_lower_first(s)}"
-    return _upper_first(s)
+    return s[:1].upper() + s[1:]
 
 
 def _profile(stage: np.ndarray, n_days: int) -> np.ndarray:
     """Assertiveness per day from one model's stage trajectory (paper, Results, Modality).
 
-    Early turners (clinical turn in the first quarter) hedge while engaging (-0.6) and become
-    assertive after the turn (+0.1); late turners (turn after 60 % of the days) go from -0.1 to
-    -0.45; models in between from -0.2 to -0.1; never-turning models stay at +0.2, which puts
-    their mean modality level with the early turners' (engaging answers carry more qualifiable
-    sentences and questions, so 0 made them the most hedged and modality tracked the regimes:
-    model-level rho with mean consensus .76 on paper_like seed 0; with +0.2: -.01 (seed 0), .21
-    (seed 1); paper: .24, not significant). (Paper: Claude
-    Sonnet 4.5 modality -.33 -> +.02, Opus 4.5 -.35 -> -.11; GPT-4o -.10 -> -.23, Claude Haiku 3.5
-    -.12 -> -.21; no separation of regimes by level.)
+    Early turners (turn in the first quarter) go from -0.6 to +0.1 at the turn, late turners
+    (after 60 % of the days) from -0.1 to -0.45, the others from -0.2 to -0.1; never-turners stay
+    at :data:`NEVER_TURNING_ASSERTIVENESS` (docs/design-notes.md, "From data/").
     """
     clinical = np.flatnonzero(np.nan_to_num(stage, nan=0.0) >= 2.5)
     a = np.full(stage.shape, NEVER_TURNING_ASSERTIVENESS)
@@ -200,13 +160,12 @@ def _answer(
     for sent in engage[: rng.binomial(len(engage), w)]:
         parts.append(_qualify(sent, a, rng))
     for k in rng.choice(len(_AMBIGUOUS), size=rng.binomial(2, v), replace=False):
-        parts.append(_qualify(_AMBIGUOUS[k][0], a, rng))
+        parts.append(_qualify(_AMBIGUOUS[k], a, rng))
     n_clin = rng.binomial(4, 1.0 - w)
     for k in sorted(rng.choice(len(_CLINICAL), size=n_clin, replace=False)):
-        text, prefixable = _CLINICAL[k]
-        parts.append(_qualify(text, a, rng) if prefixable else text)
+        parts.append(_qualify(_CLINICAL[k], a, rng) if k < _N_FRAMING else _CLINICAL[k])
     if len(parts) < 2:
-        parts.append(_qualify(_AMBIGUOUS[rng.integers(len(_AMBIGUOUS))][0], a, rng))
+        parts.append(_qualify(_AMBIGUOUS[rng.integers(len(_AMBIGUOUS))], a, rng))
     if rng.random() < float(np.clip(0.30 - 0.40 * a, 0.0, 0.7)):
         pool = _Q_ENGAGE if w >= 0.5 else _Q_CLINICAL
         parts.append(pool[rng.integers(len(pool))])
@@ -225,25 +184,20 @@ def synthesize_answers(
     Parameters
     ----------
     true_stage : ndarray, shape (n_models, n_days)
-        Latent recognition stage on the paper's 1-4 scale (continuous allowed; NaN = no answer).
-        ``n_days`` <= 30: the first ``n_days`` prompts of :func:`demo_prompts` are answered.
-    models : sequence of str
-        Model names (length ``n_models``).
+        Latent stage on the 1-4 scale (continuous; NaN = no answer) for the first ``n_days`` <= 30
+        prompts of :func:`demo_prompts`; ``models`` names its rows.
     rng : numpy.random.Generator
         All randomness comes from it: the same generator state gives the same answers.
     true_confidence : ndarray, shape (n_models, n_days), optional
-        Interpretative confidence on the 1-3 scale. Assertiveness follows the stage trajectory
-        as in the paper (early turners hedge while engaging and assert after the turn; late
-        turners hedge more after it); a model's mean confidence shifts its overall level by
-        ``0.2 * (mean confidence - 2)``, leaving the direction of change at the turn to the stage
-        (confidence rises with the stage in the simulator, so a day-wise term would erase the
-        paper's late-turner pattern).
+        Interpretative confidence (1-3). Assertiveness follows the stage trajectory
+        (:func:`_profile`); a model's mean confidence shifts its level by
+        ``0.2 * (mean confidence - 2)`` (not day by day: confidence rises with the stage, so a
+        day-wise term would erase the paper's late-turner pattern).
 
     Returns
     -------
     ndarray of str, shape (n_models, n_days), dtype object
-        ``''`` where ``true_stage`` is NaN. Stage 1: the day's content engaged with and the user's
-        words echoed; stage 4: generic clinical framing and referral.
+        ``''`` where ``true_stage`` is NaN.
     """
     stage = np.asarray(true_stage, dtype=float)
     if stage.ndim != 2:
@@ -273,16 +227,12 @@ def synthesize_answers(
     rows = demo_script()[:n_days]
     prompts = [r["prompt"] for r in rows]
     engage = [(r["engage_1"], r["engage_2"]) for r in rows]
-    out = np.empty((n_models, n_days), dtype=object)
+    out = np.full((n_models, n_days), "", dtype=object)
     for m in range(n_models):
         a_row = _profile(stage[m], n_days)
         if true_confidence is not None and np.isfinite(conf[m]).any():
             a_row = a_row + 0.2 * (float(np.nanmean(conf[m])) - 2.0)
-        for d in range(n_days):
-            s = stage[m, d]
-            if not np.isfinite(s):
-                out[m, d] = ""
-                continue
+        for d in np.flatnonzero(np.isfinite(stage[m])):
             a = float(np.clip(a_row[d], -1.0, 1.0))
-            out[m, d] = _answer(prompts[d], engage[d], float(s), a, rng)
+            out[m, d] = _answer(prompts[d], engage[d], float(stage[m, d]), a, rng)
     return out

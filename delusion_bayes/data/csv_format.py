@@ -23,10 +23,6 @@ class StudyFormatError(ValueError):
     """A study file cannot be read: names the file, row and column and what was expected."""
 
 
-# ------------------------------------------------------------------------------------------
-# helpers
-
-
 def canonical(ds: xr.Dataset) -> xr.Dataset:
     """Store every string array as ``object`` (netCDF, CSV and simulation then agree exactly)."""
     out = ds.copy()
@@ -41,11 +37,7 @@ def canonical(ds: xr.Dataset) -> xr.Dataset:
 
 
 def _json_safe(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return value
+    return value.tolist() if isinstance(value, (np.generic, np.ndarray)) else value
 
 
 def decode_utf8(path: Path, raw: bytes) -> str:
@@ -61,32 +53,33 @@ def decode_utf8(path: Path, raw: bytes) -> str:
         ) from None
 
 
-def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
-    """Read a CSV keeping every cell as text (no silent NA guessing) and check its columns.
-
-    Read with the :mod:`csv` module rather than pandas so that a row with too few or too many
-    fields is an error naming its line (pandas pads short rows and, with a longer row, can
-    silently turn the first column into an index). ``df.attrs["lines"]`` holds the file line of
-    every data row, for messages.
-    """
+def read_text(path: Path, expected: str) -> str:
+    """The UTF-8 text of ``path``; an unreadable, non-UTF-8 or empty file is a StudyFormatError
+    (saying what is ``expected`` instead of an empty file)."""
     try:
         raw = path.read_bytes()
     except OSError as err:
         raise StudyFormatError(f"{path}: cannot read the file ({err}).") from err
     text = decode_utf8(path, raw)
     if not text.strip():
-        raise StudyFormatError(
-            f"{path}: the file is empty; expected a header line with the columns {required} "
-            "followed by one row per record."
-        )
+        raise StudyFormatError(f"{path}: the file is empty; expected {expected}.")
+    return text
+
+
+def csv_rows(
+    path: Path, text: str, skip_spaces: bool = True
+) -> tuple[list[str], list[list[str]], list[int]]:
+    """The header, the rows and their file lines of the CSV ``text`` of ``path``; blank lines
+    (and lines of spaces, unless not ``skip_spaces``) are skipped. A row with the wrong number
+    of fields, or an open quote, is a StudyFormatError naming its line."""
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[list[str]] = []
     lines: list[int] = []
     try:
         header = next(reader)
         for fields in reader:
-            if not fields or (len(fields) == 1 and not fields[0].strip()):
-                continue  # a blank line
+            if not fields or (skip_spaces and len(fields) == 1 and not fields[0].strip()):
+                continue
             if len(fields) != len(header):
                 raise StudyFormatError(
                     f"{path}, row {reader.line_num}: {len(fields)} field(s) {fields[:8]}; "
@@ -99,6 +92,19 @@ def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
             f"{path}, row {reader.line_num}: cannot parse as CSV ({err}); expected "
             "comma-separated fields, text with commas or quotes in double quotes."
         ) from None
+    return header, rows, lines
+
+
+def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
+    """Read a CSV keeping every cell as text (no silent NA guessing) and check its columns.
+
+    Read with the :mod:`csv` module rather than pandas so that a row with too few or too many
+    fields is an error naming its line (pandas pads short rows and, with a longer row, can
+    silently turn the first column into an index). ``df.attrs["lines"]`` holds the file line of
+    every data row, for messages.
+    """
+    expected = f"a header line with the columns {required} followed by one row per record"
+    header, rows, lines = csv_rows(path, read_text(path, expected))
     header = [h.strip() if h.strip() in required else h for h in header]
     dup = sorted({h for h in header if header.count(h) > 1})
     if dup:
@@ -109,10 +115,7 @@ def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
             f"{path}: missing column(s) {missing}; the file has {header} and must have {required}."
         )
     df = pd.DataFrame(rows, columns=header, dtype=object)
-    if not rows:
-        df = pd.DataFrame({c: pd.Series([], dtype=object) for c in header})
     df.attrs["lines"] = lines
-    df.attrs["path"] = str(path)
     return df
 
 
@@ -185,10 +188,6 @@ def _check_duplicates(path: Path, df: pd.DataFrame, keys: list[str]) -> None:
             f"{path}: rows {rows} repeat the same ({', '.join(keys)}); each must appear once "
             "(nothing is overwritten silently)."
         )
-
-
-def _ordered_unique(values) -> list[str]:
-    return list(dict.fromkeys(values))
 
 
 def _index_of(

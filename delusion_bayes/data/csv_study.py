@@ -21,7 +21,6 @@ from .csv_format import (
     _check_names,
     _index_of,
     _json_safe,
-    _ordered_unique,
     _parse_numbers,
     _read_csv,
     _row,
@@ -38,9 +37,6 @@ from .schema import (
     RATER,
 )
 
-# ------------------------------------------------------------------------------------------
-# CSV directory
-
 
 def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
@@ -56,13 +52,8 @@ def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
             if itype not in ds[INTERVENTION_TYPE].values:
                 continue
             da = da.sel({INTERVENTION_TYPE: itype}, drop=True)
-        da = da.transpose(RATER, MODEL, DAY)
-        idx = pd.MultiIndex.from_product(
-            [da[RATER].values, da[MODEL].values, da[DAY].values], names=[RATER, MODEL, DAY]
-        )
-        frames.append(
-            pd.DataFrame({"item": name, "score": da.values.ravel()}, index=idx).reset_index()
-        )
+        cells = da.transpose(RATER, MODEL, DAY).reset_coords(drop=True).to_series()
+        frames.append(cells.rename("score").reset_index().assign(item=name))
         written.add(var)
     ratings = pd.concat(frames, ignore_index=True)[[RATER, MODEL, DAY, "item", "score"]]
     ratings.to_csv(path / "ratings.csv", index=False)
@@ -78,9 +69,8 @@ def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
         )
         written.add("prompt")
     if "answer" in ds:
-        da = ds["answer"].transpose(MODEL, DAY)
-        idx = pd.MultiIndex.from_product([da[MODEL].values, da[DAY].values], names=[MODEL, DAY])
-        pd.DataFrame({"text": _texts(da.values.ravel())}, index=idx).reset_index().to_csv(
+        df = ds["answer"].transpose(MODEL, DAY).reset_coords(drop=True).to_series().reset_index()
+        df[[MODEL, DAY]].assign(text=_texts(df["answer"])).to_csv(
             path / "answers.csv", index=False, quoting=csv.QUOTE_NONNUMERIC
         )
         written.add("answer")
@@ -122,23 +112,13 @@ def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
 
 
 def _texts(values) -> list[str]:
-    out = []
-    for v in values:
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            out.append("")
-        else:
-            out.append(str(v))
-    return out
+    """Text cells as strings, None and NaN as ``""``."""
+    return ["" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values]
 
 
 def _load_csv_dir(path: Path) -> xr.Dataset:
-    """Read a CSV study directory (see the module docstring) into a Dataset.
-
-    Nothing is invented: the raters and models are the names written in the files (a padded or
-    empty name is an error, not a new rater), the days are those of ``ratings.csv`` and must run
-    from 1 with no gap (prompts, answers and adjudication cannot add a day), and every
-    ``study.json`` entry is checked against the files it describes.
-    """
+    """Read a CSV study directory (format: :mod:`delusion_bayes.data.io`) into a Dataset; every
+    ``study.json`` entry is checked against the files it describes."""
     ratings_path = path / "ratings.csv"
     if not ratings_path.exists():
         raise StudyFormatError(
@@ -150,16 +130,12 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
     coords_m: dict[str, list] = manifest.get("coords", {})
     ratings, r_day, r_score, days = _read_ratings(path, coords_m)
     meta = _read_metadata(path)
-    others = _read_other_files(path)
-
+    others, parsed = _read_other_files(path, days)
     # coordinates: manifest order, else metadata files, else order of appearance
-    raters = coords_m.get(RATER) or (
-        list(meta[RATER][RATER]) if RATER in meta else _ordered_unique(ratings[RATER])
+    raters, models = (
+        coords_m.get(d) or (list(meta[d][d]) if d in meta else list(dict.fromkeys(ratings[d])))
+        for d in (RATER, MODEL)
     )
-    models = coords_m.get(MODEL) or (
-        list(meta[MODEL][MODEL]) if MODEL in meta else _ordered_unique(ratings[MODEL])
-    )
-    parsed = _other_days(path, others, days)
     present_types = [t for t in INTERVENTION_TYPES if (ratings["item"] == t).any()]
     itypes = coords_m.get(INTERVENTION_TYPE) or present_types
 
@@ -241,8 +217,9 @@ def _read_metadata(path: Path) -> dict[str, pd.DataFrame]:
     return meta
 
 
-def _read_other_files(path: Path) -> dict[str, pd.DataFrame]:
-    """``adjudication.csv``, ``prompts.csv`` and ``answers.csv`` where present, by file name."""
+def _read_other_files(path: Path, days: list[int]):
+    """``adjudication.csv``, ``prompts.csv`` and ``answers.csv`` where present, and their parsed
+    ``day`` columns, by file name."""
     others: dict[str, pd.DataFrame] = {}
     for name, required in (
         ("adjudication.csv", [MODEL, DAY]),
@@ -254,13 +231,8 @@ def _read_other_files(path: Path) -> dict[str, pd.DataFrame]:
             if MODEL in required:
                 _check_names(path / name, df, MODEL)
             others[name] = df
-    return others
-
-
-def _other_days(path: Path, others: dict[str, pd.DataFrame], days: list[int]):
-    """The parsed ``day`` column of each other file, each inside the days of the ratings."""
-    # the day range comes from the ratings alone: another file naming a day outside it is an
-    # error (a prompt for day 13 of a 12-day study would move every never-turner's censoring day)
+    # the day range comes from the ratings alone: a prompt for day 13 of a 12-day study would
+    # move every never-turner's censoring day
     parsed: dict[str, np.ndarray] = {}
     for name, df in others.items():
         parsed[name] = _parse_numbers(path / name, df, DAY, kind="int")
@@ -272,7 +244,7 @@ def _other_days(path: Path, others: dict[str, pd.DataFrame], days: list[int]):
                 f"outside the days of ratings.csv (1..{len(days)}); the day range comes from the "
                 "ratings alone, so a row for another day is an error, not a new day."
             )
-    return parsed
+    return others, parsed
 
 
 def _check_declared_are_rated(path, ratings, meta, coords_m, raters, models) -> None:
@@ -299,15 +271,15 @@ def _check_declared_are_rated(path, ratings, meta, coords_m, raters, models) -> 
 def _rated_variables(ratings_path, ratings, index, r_score, shape, itypes, manifest):
     """The rated variables (``rater x model x day``, interventions also by type) from the
     ratings' rows; ``index`` holds the rater, model and day positions of every row."""
-    ri, mi, di = index
     data_vars: dict[str, Any] = {}
     items = ratings["item"].to_numpy()
-    for var in RATED_VARIABLES:
-        if var == "intervention":
-            mask = np.isin(items, list(INTERVENTION_TYPES))
-            if not mask.any() and "intervention" not in manifest.get("variable_dims", {}):
-                continue
-            arr = np.full((*shape, len(itypes)), np.nan)
+    for var, spec in RATED_VARIABLES.items():
+        typed = INTERVENTION_TYPE in spec.dims
+        mask = np.isin(items, list(INTERVENTION_TYPES)) if typed else items == var
+        if not mask.any() and var not in manifest.get("variable_dims", {}):
+            continue
+        cells = tuple(i[mask] for i in index)
+        if typed:
             tpos = {t: k for k, t in enumerate(itypes)}
             undeclared = sorted(set(items[mask]) - set(tpos))
             if undeclared:
@@ -316,47 +288,34 @@ def _rated_variables(ratings_path, ratings, index, r_score, shape, itypes, manif
                     f"{list(itypes)} of study.json coords.intervention_type; expected them "
                     "declared there too."
                 )
-            ti = np.array([tpos[t] for t in items[mask]], dtype=int)
-            arr[ri[mask], mi[mask], di[mask], ti] = r_score[mask]
-            data_vars[var] = ((RATER, MODEL, DAY, INTERVENTION_TYPE), arr)
-        else:
-            mask = items == var
-            if not mask.any() and var not in manifest.get("variable_dims", {}):
-                continue
-            arr = np.full(shape, np.nan)
-            arr[ri[mask], mi[mask], di[mask]] = r_score[mask]
-            data_vars[var] = ((RATER, MODEL, DAY), arr)
+            cells += (np.array([tpos[t] for t in items[mask]], dtype=int),)
+        arr = np.full((*shape, len(itypes)) if typed else shape, np.nan)
+        arr[cells] = r_score[mask]
+        data_vars[var] = (spec.dims, arr)
     return data_vars
 
 
 def _file_variables(path, others, parsed, models, n_days) -> dict[str, Any]:
     """Adjudication, prompts and answers from their files (where present)."""
     data_vars: dict[str, Any] = {}
-    adj, prompts, answers = (others.get(n) for n in ("adjudication.csv", "prompts.csv",
-                                                        "answers.csv"))  # fmt: skip
-    if adj is not None:
-        apath = path / "adjudication.csv"
-        _check_duplicates(apath, adj, [MODEL, DAY])
-        ami = _index_of(apath, adj, MODEL, adj[MODEL].to_numpy(), models)
-        adi = parsed["adjudication.csv"].astype(int) - 1
-        for var in ADJUDICATED_VARIABLES:
-            if var in adj.columns:
-                arr = np.full((len(models), n_days), np.nan)
-                arr[ami, adi] = _parse_numbers(apath, adj, var)
-                data_vars[var] = ((MODEL, DAY), arr)
-    if prompts is not None:
-        ppath = path / "prompts.csv"
-        _check_duplicates(ppath, prompts, [DAY])
-        arr = np.full(n_days, "", dtype=object)
-        arr[parsed["prompts.csv"].astype(int) - 1] = prompts["text"].to_numpy()
-        data_vars["prompt"] = ((DAY,), arr)
-    if answers is not None:
-        apath = path / "answers.csv"
-        _check_duplicates(apath, answers, [MODEL, DAY])
-        arr = np.full((len(models), n_days), "", dtype=object)
-        ami = _index_of(apath, answers, MODEL, answers[MODEL].to_numpy(), models)
-        arr[ami, parsed["answers.csv"].astype(int) - 1] = answers["text"].to_numpy()
-        data_vars["answer"] = ((MODEL, DAY), arr)
+    for name, df in others.items():
+        fpath = path / name
+        dims = (DAY,) if name == "prompts.csv" else (MODEL, DAY)
+        _check_duplicates(fpath, df, list(dims))
+        cells = (parsed[name].astype(int) - 1,)
+        if MODEL in dims:
+            cells = (_index_of(fpath, df, MODEL, df[MODEL].to_numpy(), models), *cells)
+        shape = tuple(len(models) if d == MODEL else n_days for d in dims)
+        if name == "adjudication.csv":
+            for var in ADJUDICATED_VARIABLES:
+                if var in df.columns:
+                    arr = np.full(shape, np.nan)
+                    arr[cells] = _parse_numbers(fpath, df, var)
+                    data_vars[var] = (dims, arr)
+        else:  # prompts.csv -> prompt, answers.csv -> answer
+            arr = np.full(shape, "", dtype=object)
+            arr[cells] = df["text"].to_numpy()
+            data_vars[name.removesuffix("s.csv")] = (dims, arr)
     return data_vars
 
 
@@ -368,9 +327,8 @@ def _coords(path, manifest, meta, data_vars, raters, models, days, itypes) -> di
         MODEL: np.array(models, dtype=object),
         DAY: np.array(days, dtype=np.int64),
     }
-    if INTERVENTION_TYPE in {d for v in data_vars.values() for d in v[0]} or itypes:
-        if "intervention" in data_vars or INTERVENTION_TYPE in coords_m:
-            coords[INTERVENTION_TYPE] = np.array(itypes, dtype=object)
+    if "intervention" in data_vars or (INTERVENTION_TYPE in coords_m and itypes):
+        coords[INTERVENTION_TYPE] = np.array(itypes, dtype=object)
     for dim, df in meta.items():
         fpath = path / f"{dim}s.csv"
         listed = {v: i for i, v in enumerate(df[dim].tolist())}
@@ -450,15 +408,8 @@ def _days_of_ratings(path: Path, ratings: pd.DataFrame, r_day: np.ndarray) -> li
     return list(range(1, n + 1))
 
 
-#: study.json keys and the JSON type each must have
-_MANIFEST_TYPES: dict[str, type] = {
-    "attrs": dict,
-    "coords": dict,
-    "coord_dtypes": dict,
-    "variable_attrs": dict,
-    "variable_dims": dict,
-    "extra": dict,
-}
+#: study.json keys, each a JSON object
+_MANIFEST_KEYS = ("attrs", "coords", "coord_dtypes", "variable_attrs", "variable_dims", "extra")
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -475,22 +426,21 @@ def _read_manifest(path: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise StudyFormatError(
             f"{mpath}: the file holds a JSON {type(manifest).__name__}; expected an object "
-            f"with the keys {list(_MANIFEST_TYPES)}."
+            f"with the keys {list(_MANIFEST_KEYS)}."
         )
-    for key, kind in _MANIFEST_TYPES.items():
-        if key in manifest and not isinstance(manifest[key], kind):
+    for key in _MANIFEST_KEYS:
+        if key in manifest and not isinstance(manifest[key], dict):
             raise StudyFormatError(
                 f"{mpath}: {key!r} is a JSON {type(manifest[key]).__name__}; expected an object."
             )
-    for key in ("coords", "variable_dims"):
-        for name, values in manifest.get(key, {}).items():
-            if not isinstance(values, list):
-                raise StudyFormatError(f"{mpath}: {key}.{name} = {values!r}; expected a list.")
-    for name, attrs in manifest.get("variable_attrs", {}).items():
-        if not isinstance(attrs, dict):
-            raise StudyFormatError(
-                f"{mpath}: variable_attrs.{name} = {attrs!r}; expected an object."
-            )
+    for key, kind, what in (
+        ("coords", list, "a list"),
+        ("variable_dims", list, "a list"),
+        ("variable_attrs", dict, "an object"),
+    ):
+        for name, value in manifest.get(key, {}).items():
+            if not isinstance(value, kind):
+                raise StudyFormatError(f"{mpath}: {key}.{name} = {value!r}; expected {what}.")
     root = path.resolve()
     for name, info in manifest.get("extra", {}).items():
         if not isinstance(info, dict) or not isinstance(info.get("file"), str):

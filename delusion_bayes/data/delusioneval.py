@@ -1,41 +1,14 @@
-"""Import the DelusionEval release's evaluation rows as a replay study.
+"""Import the DelusionEval release's evaluation rows as a replay study (:func:`load_delusioneval`).
 
-The public DelusionEval release (Moore et al. 2026, arXiv:2608.05004; GitHub
-``jlcmoore/llm-delusion-eval``, ``report/eval_rows.parquet``) ships one row per judge verdict,
-with identifiers and scores but no transcript text::
-
-    model, reasoning_effort, model_label, annotation_id, code_short, category, window_id,
-    turn_index, score, raw_score, sample_id
-
-:func:`load_delusioneval` turns these rows into the package's replay ``xarray.Dataset``
-(``score, cutoff, hit (sample, model, code)``, see :mod:`delusion_bayes.data.replay`):
-
-- **models** are named by the release's ``model_label`` (``GPT-5.4 (high)``, ...); the original
-  transcript (``model == "original_transcript"``) becomes the package's baseline model
-  ``"original"`` (its label ``Original transcript`` stays in the model coord ``label``). Model
-  coords: ``label``, ``model_id`` (the release's ``model``), ``reasoning_effort``, ``family``
-  (GPT, Claude, Gemini, Qwen, Grok; ``original``).
-- **the original transcript** is judged once per sample, but the release repeats each of its rows
-  once per reasoning setting (5 times). The copies are checked to agree and one is kept. Its 188
-  rows without a score stay missing (``score`` NaN); ``unscored (sample, model, code)`` marks every
-  row the release has without a score, so :func:`~delusion_bayes.baselines.replay_prevalence`
-  can count them as 0 (``unscored="zero"``, the release's point estimates) or leave them out
-  (the default).
-- **verdicts**: ``score`` holds the judge's 0-10 ``raw_score``; ``hit = raw_score >= cutoff``
-  with per-code cutoffs: the release's (:data:`~.replay_schema.CUTOFFS`, from
-  ``cutoffs.csv``) unless ``cutoffs`` is given. A code without a cutoff is an error naming it.
-  With the release's cutoffs the hits equal the release's own binary ``score`` column (checked).
-- **codes** are ``code_short``; categories are the codebook's (:data:`~.replay_schema.CODES`),
-  which splits the release's ``concerns harm`` into facilitates/discourages harm.
-- **samples** are the release's ``sample_id`` (``<window_id>.turn<turn_index>``); sample coords
-  ``window`` (``window_id``), ``index`` and ``context_depth`` (``turn_index``: the message index
-  of the user turn inside its window, i.e. the messages the model saw before it),
-  ``window_start`` (0: windows are the unit of the release) and ``turn`` (0-based rank of the user
-  turn among the window's samples).
-- **clusters**: the release publishes no participant or conversation ids. A mapping file
-  (``participants=``; columns ``window_id, participant, conversation``) supplies them. Without one
-  both fall back to the window (725 clusters): logged as a WARNING and recorded in
-  ``ds.attrs["clustering"]`` / ``ds.attrs["clustering_note"]`` so that every output can say so.
+The public release (Moore et al. 2026, arXiv:2608.05004; ``jlcmoore/llm-delusion-eval``,
+``report/eval_rows.parquet``) has one row per judge verdict (``model, reasoning_effort,
+model_label, annotation_id, code_short, category, window_id, turn_index, score, raw_score,
+sample_id``), no transcript text. Models are named by ``model_label``; the original transcript
+(``model == "original_transcript"``, repeated once per reasoning setting) is checked, kept once
+and named ``"original"``. ``hit = raw_score >= cutoff`` with the release's per-code cutoffs,
+which reproduces the release's binary ``score`` (checked). The release has no participant or
+conversation ids: without a ``participants=`` mapping both fall back to the window (a WARNING,
+recorded in ``ds.attrs["clustering"]``). Details: docs/real_data.md.
 """
 
 from __future__ import annotations
@@ -58,7 +31,9 @@ from .replay_schema import (
     ORIGINAL,
     SAMPLE,
     ReplayValidationError,
-    read_table,
+    hits_from_scores,
+    load_table,
+    validate_replay,
 )
 
 __all__ = [
@@ -83,14 +58,8 @@ DELUSIONEVAL_COLUMNS: tuple[str, ...] = (
 )
 #: the release's model name of the original transcript
 RELEASE_ORIGINAL = "original_transcript"
-#: family of a model from the release's ``model`` id (first match of the lower-cased id)
-_FAMILIES = (
-    ("gpt", "GPT"),
-    ("claude", "Claude"),
-    ("gemini", "Gemini"),
-    ("qwen", "Qwen"),
-    ("grok", "Grok"),
-)
+#: family of a model: the first of these found in the lower-cased release ``model`` id
+_FAMILIES = ("GPT", "Claude", "Gemini", "Qwen", "Grok")
 
 WINDOW_FALLBACK_NOTE = (
     "No participant/conversation mapping was given: the DelusionEval release publishes no "
@@ -105,8 +74,8 @@ class DelusionEvalFormatError(ReplayValidationError):
     """The evaluation rows (or a mapping / cutoff file) do not follow the release's format."""
 
 
-def _read(path: Path) -> pd.DataFrame:
-    return read_table(path, DelusionEvalFormatError, ".parquet, .csv or .jsonl")
+#: how the release's tables are read (:func:`~.replay_schema.read_table`)
+_FORMAT = {"error": DelusionEvalFormatError, "expected": ".parquet, .csv or .jsonl"}
 
 
 def read_cutoffs(source: str | Path | Mapping[str, float] | pd.DataFrame) -> dict[str, float]:
@@ -117,15 +86,8 @@ def read_cutoffs(source: str | Path | Mapping[str, float] | pd.DataFrame) -> dic
     """
     if isinstance(source, Mapping):
         return {str(k): float(v) for k, v in source.items()}
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-        if not path.exists():
-            raise FileNotFoundError(f"cutoff file {path} does not exist")
-        table, name = _read(path), str(path)
-    elif isinstance(source, pd.DataFrame):
-        table, name = source, "cutoffs"
-    else:
-        raise TypeError(f"cutoffs: expected a path, mapping or DataFrame, got {type(source)!r}")
+    kinds = "a path, mapping or DataFrame"
+    table, name = load_table(source, "cutoffs", "cutoff file {} does not exist", kinds, **_FORMAT)
     key = next((c for c in ("code", "code_short", "annotation_id") if c in table.columns), None)
     if key is None or "cutoff" not in table.columns:
         raise DelusionEvalFormatError(
@@ -147,13 +109,9 @@ def read_cutoffs(source: str | Path | Mapping[str, float] | pd.DataFrame) -> dic
 
 def _read_mapping(source, windows: pd.Index) -> pd.DataFrame:
     """``window_id -> participant, conversation`` covering every window of the rows."""
-    if isinstance(source, pd.DataFrame):
-        table, name = source.copy(), "participants"
-    else:
-        path = Path(source)
-        if not path.exists():
-            raise FileNotFoundError(f"participant mapping {path} does not exist")
-        table, name = _read(path), str(path)
+    table, name = load_table(
+        source, "participants", "participant mapping {} does not exist", **_FORMAT
+    )
     need = ("window_id", "participant")
     missing = [c for c in need if c not in table.columns]
     if missing:
@@ -187,11 +145,7 @@ def _read_mapping(source, windows: pd.Index) -> pd.DataFrame:
 
 
 def _family(model_id: str) -> str:
-    low = model_id.lower()
-    for key, fam in _FAMILIES:
-        if key in low:
-            return fam
-    return model_id
+    return next((fam for fam in _FAMILIES if fam.lower() in model_id.lower()), model_id)
 
 
 def load_delusioneval(
@@ -205,38 +159,31 @@ def load_delusioneval(
     Parameters
     ----------
     path
-        The release's ``eval_rows.parquet`` (or a CSV / JSONL with the same columns, or the
-        DataFrame itself). Needs ``model, model_label, code_short, window_id, turn_index,
-        raw_score, sample_id``; ``reasoning_effort`` and ``score`` are used when present.
+        The release's ``eval_rows.parquet`` (or a CSV / JSONL, or the DataFrame) with ``model,
+        model_label, code_short, window_id, turn_index, raw_score, sample_id``
+        (``reasoning_effort`` and ``score`` are used when present).
     cutoffs
         Per-code cutoffs (mapping or a ``cutoffs.csv`` with ``annotation_id``/``code`` and
-        ``cutoff``); default the release's (:data:`~.replay_schema.CUTOFFS`). Every code of the
-        rows needs one: a code without a cutoff is an error naming it.
+        ``cutoff``); default the release's (:data:`~.replay_schema.CUTOFFS`).
     participants
-        Optional mapping file or DataFrame ``window_id, participant[, conversation]``. Without it
-        participant and conversation are the window (a WARNING; ``ds.attrs["clustering"] ==
-        "window"``).
+        Optional mapping (file or DataFrame) ``window_id, participant[, conversation]``.
     categories
         ``code -> category`` for codes outside the codebook (:data:`~.replay_schema.CODES`).
 
     Returns
     -------
     xarray.Dataset
-        Validated replay dataset (see the module docstring), plus ``unscored (sample, model,
-        code)`` (1 where the release has a row without a score) and attrs ``source,
-        clustering, clustering_note, n_rows, n_original_duplicates_dropped,
-        n_original_unscored``.
+        Validated replay dataset plus ``unscored (sample, model, code)`` (1 where the release has
+        a row without a score) and attrs ``source, clustering, clustering_note, n_rows, ...``.
 
     Raises
     ------
     DelusionEvalFormatError
-        Missing columns, scores outside 0-10, disagreeing copies of an original row, more than
-        one row per sample x model x code, a code without a cutoff or category, or a mapping
-        that misses windows.
+        Missing columns, scores outside 0-10, disagreeing original copies, duplicate rows, a code
+        without a cutoff or category, or a mapping that misses windows.
     """
-    from .replay import validate_replay
-
-    rows, name = _read_rows(path)
+    missing = "DelusionEval evaluation rows {} do not exist"
+    rows, name = load_table(path, "evaluation rows", missing, **_FORMAT)
     n_rows = len(rows)
     rows, n_dup = _original_once(_checked_rows(rows, name), name)
     cats, codes, cut_map = _codes_and_cutoffs(rows, name, categories, cutoffs)
@@ -276,8 +223,7 @@ def load_delusioneval(
             "context_depth": (SAMPLE, samp["turn_index"].to_numpy()),
         },
     )
-    hit = (ds["score"] >= ds["cutoff"]).astype(float).where(ds["score"].notnull())
-    ds["hit"] = hit.transpose(SAMPLE, MODEL, CODE)
+    ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"]).transpose(SAMPLE, MODEL, CODE)
     n_disagree = None
     if "score" in rows.columns and cutoffs is None:
         n_disagree = _disagreements(rows, ds["hit"].values[s_idx, m_idx, k_idx])
@@ -298,16 +244,6 @@ def load_delusioneval(
         }
     )
     return validate_replay(ds)
-
-
-def _read_rows(path: str | Path | pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """The evaluation rows and their name for messages."""
-    if isinstance(path, pd.DataFrame):
-        return path.copy(), "evaluation rows"
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise FileNotFoundError(f"DelusionEval evaluation rows {p} do not exist")
-    return _read(p), str(p)
 
 
 def _checked_rows(rows: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -1,30 +1,12 @@
 """Loading and saving trajectory studies: one netCDF file, or a directory of tidy CSV files.
 
-CSV directory format (all files UTF-8, comma-separated, header in the first line)::
-
-    ratings.csv        rater,model,day,item,score        (required; long format, one row a rating)
-    adjudication.csv   model,day,level_a,level_b          (optional; 0/1, empty = missing)
-    prompts.csv        day,text                           (optional; the user's message of each day)
-    answers.csv        model,day,text                     (optional; empty text = missing answer)
-    models.csv         model,<metadata columns...>        (optional; model order + coords such as
-                                                           vendor, generation used by contrasts)
-    raters.csv         rater,<metadata columns...>        (optional; rater order)
-    study.json         written by save_study: attrs, coordinate order, variable attrs, extra
-                       variables (optional for hand-made directories)
-    extra/<name>.csv   any other variable (e.g. simulated truth true_*), long format with its dims
-                       as columns and a ``value`` column
-
-``item`` is one of ``recognition``, ``confidence``, ``disengagement`` or an intervention type
-(``education``, ``psychoeducation``, ``emotional_support``, ``interpretation``,
-``recommendation``). An empty ``score`` (or ``NA``/``nan``, read alike in every numeric column) is a
-missing rating and stays missing: ``save_study`` writes every cell, missing ones included, so that
-both formats round-trip exactly.
-
-Nothing is invented on load: names are taken exactly as written (a padded or empty rater/model
-name is an error, not another rater), the days are those of ``ratings.csv`` and must run 1..n
-with no gap (a day without ratings is declared by rows with an empty score; prompts, answers and
-adjudication cannot add a day), and ``study.json``'s ``extra`` files must lie inside the folder.
-Every malformed file raises :class:`StudyFormatError` naming the file, row, column and value.
+The CSV format (docs/reference.md, "Study format on disk"): ``ratings.csv`` (``rater, model, day,
+item, score``, long, required), optional ``adjudication.csv``, ``prompts.csv``, ``answers.csv``,
+``models.csv``, ``raters.csv``, ``study.json`` (attrs, coord order, extra variables) and
+``extra/<name>.csv``. An empty (or NA/nan) cell is missing and stays missing, so both formats
+round-trip exactly. Nothing is invented on load: names are taken as written, the days are those
+of ``ratings.csv`` (1..n, no gap), and a malformed file raises :class:`StudyFormatError` naming
+the file, row, column and value.
 """
 
 from __future__ import annotations
@@ -33,40 +15,19 @@ from pathlib import Path
 
 import xarray as xr
 
-from .csv_format import (
-    NETCDF_SUFFIXES,
-    StudyFormatError,
-    canonical,
-)
+from .csv_format import NETCDF_SUFFIXES, StudyFormatError, canonical
 from .csv_study import _load_csv_dir, _save_csv_dir
 from .validate import StudyValidationError, validate
 
 __all__ = ["StudyFormatError", "canonical", "load_study", "save_study"]
 
 
-# ------------------------------------------------------------------------------------------
-# public API
-
-
 def load_study(path: str | Path, *, check: bool = True) -> xr.Dataset:
-    """Load a trajectory study from a netCDF file or a directory of tidy CSV files.
+    """Load a trajectory study from a netCDF file or a CSV directory (module docstring).
 
-    Parameters
-    ----------
-    path
-        A ``.nc`` file written by :func:`save_study` (or any netCDF file following the data
-        model), or a directory in the CSV format described in this module's docstring.
-    check
-        Run :func:`delusion_bayes.data.validate` on the result (default).
-
-    Raises
-    ------
-    FileNotFoundError
-        ``path`` does not exist.
-    StudyFormatError
-        A malformed file; the message names the file, row and column.
-    StudyValidationError
-        The content breaks the data model (e.g. a recognition score of 5).
+    ``check`` runs :func:`delusion_bayes.data.validate` on the result. Raises FileNotFoundError
+    (no ``path``), :class:`StudyFormatError` (a malformed file; names the file, row and column)
+    or :class:`StudyValidationError` (content that breaks the data model, e.g. a recognition 5).
     """
     path = Path(path)
     if not path.exists():

@@ -1,24 +1,15 @@
-"""Replay studies (DelusionEval): samples, judge scores -> Dataset, validation, loading, saving.
+"""Replay studies (DelusionEval): judge scores -> Dataset, prior content, loading and saving.
 
-A replay study is an ``xarray.Dataset`` (``../DESIGN.md``, "Data model")::
-
-    score   (sample, model, code)  0-10 judge score or 0/1, NaN = missing
-    cutoff  (code)                 a hit is score >= cutoff (the release's 7 or 9 per code)
-    hit     (sample, model, code)  1.0 / 0.0, NaN where the score is missing
-
-with the code coord ``category``, an optional model coord ``family`` and sample coords
-``participant, conversation, window, window_start, index, turn, context_depth``. The model named
-``"original"`` holds the judge's scores of the original transcript's own assistant reply to each
-sample's user turn: the baseline every evaluated model is compared with.
-
-On disk a replay study is one netCDF file, or a directory holding ``transcripts.{csv,parquet,
-jsonl}`` (see :mod:`.replay_windows`) and ``judge_scores.csv`` (``sample_id, model, code, score``),
-optionally ``codes.csv`` (``code, category, cutoff``), ``models.csv`` (``model`` plus coords such as
-``family``) and ``windows.json`` (``{"window": 20, "context": 0, "stride": 10}``).
+A replay study (``../DESIGN.md``, "Data model"; :mod:`.replay_schema`) holds ``score (sample,
+model, code)`` (0-10 or 0/1, NaN missing), ``cutoff (code)`` and ``hit = score >= cutoff``. The
+model ``"original"`` holds the judge's scores of the transcript's own assistant replies: the
+baseline every evaluated model is compared with. :func:`load_replay` reads one from disk with
+the package's own errors only (a directory's files are checked first).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,34 +17,28 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .csv_format import StudyFormatError, csv_rows, read_text
 from .replay_prior import prior_content_array
 from .replay_schema import (
-    CATEGORIES,
     CATEGORY,
     CODE,
     CODES,
-    FAMILY,
     MODEL,
-    NO_CATEGORY,
     ORIGINAL,
     SAMPLE,
     SAMPLE_COORDS,
     ReplayValidationError,
     code_cutoff,
     first_row,
-    read_table,
+    hits_from_scores,
+    load_table,
+    validate_replay,
 )
 from .replay_simulate import simulate_replay
-from .replay_windows import (
-    TranscriptError,
-    build_samples,
-    export_samples_jsonl,
-    load_transcripts,
-    validate_transcripts,
-)
+from .replay_windows import TranscriptError, build_samples, export_samples_jsonl, load_transcripts
+from .validate import StudyValidationError
 
 __all__ = [
-    "CATEGORIES",
     "CODES",
     "ORIGINAL",
     "ReplayValidationError",
@@ -61,13 +46,13 @@ __all__ = [
     "build_samples",
     "export_samples_jsonl",
     "load_judge_scores",
+    "load_replay",
     "load_transcripts",
     "prior_content",
     "replay_dataset",
     "save_replay",
     "simulate_replay",
     "validate_replay",
-    "validate_transcripts",
 ]
 
 SCORE_COLUMNS = ("sample_id", "model", "code", "score")
@@ -77,23 +62,10 @@ def load_judge_scores(source: str | Path | pd.DataFrame) -> pd.DataFrame:
     """Read and check judge scores: one row per ``sample_id, model, code`` with a ``score``.
 
     ``score`` is a 0-10 judge score (or 0/1); empty = missing (kept as NaN, never dropped).
-
-    Raises
-    ------
-    ReplayValidationError
-        Missing columns, non-numeric or out-of-range scores, duplicate rows.
+    Missing columns, non-numeric or out-of-range scores and duplicate rows raise
+    :class:`ReplayValidationError`.
     """
-    name = "judge scores"
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-        if not path.exists():
-            raise FileNotFoundError(f"judge score file {path} does not exist")
-        df = read_table(path)
-        name = str(path)
-    elif isinstance(source, pd.DataFrame):
-        df = source.copy()
-    else:
-        raise TypeError(f"expected a path or DataFrame of judge scores, got {type(source)!r}")
+    df, name = load_table(source, "judge scores", "judge score file {} does not exist")
     missing = [c for c in SCORE_COLUMNS if c not in df.columns]
     if missing:
         raise ReplayValidationError(
@@ -144,9 +116,8 @@ def replay_dataset(
     scores
         From :func:`load_judge_scores`; every ``sample_id`` must be a sample.
     cutoffs, default_cutoff
-        Per-code cutoffs (``score >= cutoff`` is a hit). Codes not listed get the codebook's
-        cutoff (:data:`~.replay_schema.CUTOFFS`: the release's 7 or 9), codes outside the
-        codebook ``default_cutoff`` (default 7); all get 1 when every score is 0/1.
+        Per-code cutoffs (``score >= cutoff`` is a hit); unlisted codes get the codebook's
+        (:data:`~.replay_schema.CUTOFFS`), else ``default_cutoff`` (7), or 1 if all scores are 0/1.
     categories
         ``code -> category`` for codes outside the 18 DelusionEval codes (:data:`CODES`).
     model_coords
@@ -209,84 +180,17 @@ def replay_dataset(
         for col in mc.columns:
             coords[col] = (MODEL, np.array([mc[col].get(m, m) for m in models], dtype=object))
     ds = xr.Dataset(
-        {
-            "score": ((SAMPLE, MODEL, CODE), arr),
-            "cutoff": ((CODE,), cut),
-        },
-        coords=coords,
+        {"score": ((SAMPLE, MODEL, CODE), arr), "cutoff": ((CODE,), cut)}, coords=coords
     )
     ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"])
     ds.attrs["kind"] = "replay"
     return validate_replay(ds)
 
 
-def hits_from_scores(score: xr.DataArray, cutoff: xr.DataArray) -> xr.DataArray:
-    """``hit = score >= cutoff`` as 1.0/0.0, NaN where the score is missing."""
-    hit = (score >= cutoff).astype(float)
-    return hit.where(score.notnull())
-
-
-def validate_replay(ds: xr.Dataset) -> xr.Dataset:
-    """Check a replay Dataset against the data model and return it.
-
-    Raises
-    ------
-    ReplayValidationError
-        Missing variables/coords, wrong dims, scores outside 0-10, ``hit`` inconsistent with
-        ``score >= cutoff``.
-    """
-    if not isinstance(ds, xr.Dataset):
-        raise ReplayValidationError(f"a replay study is an xarray.Dataset, got {type(ds)!r}")
-    for var, dims in (("score", (SAMPLE, MODEL, CODE)), ("cutoff", (CODE,))):
-        if var not in ds:
-            raise ReplayValidationError(f"replay dataset lacks variable {var!r} with dims {dims}")
-        if set(ds[var].dims) != set(dims):
-            raise ReplayValidationError(
-                f"replay variable {var!r} has dims {ds[var].dims}, expected {dims}"
-            )
-    if CATEGORY not in ds.coords:
-        raise ReplayValidationError(f"replay dataset lacks the code coord {CATEGORY!r}")
-    missing = [c for c in ("participant", "conversation") if c not in ds.coords]
-    if missing:
-        raise ReplayValidationError(
-            f"replay dataset lacks sample coord(s) {missing}; the cluster bootstrap needs them"
-        )
-    score = ds["score"].values
-    finite = score[np.isfinite(score)]
-    if finite.size and (finite.min() < 0 or finite.max() > 10):
-        raise ReplayValidationError(
-            f"replay 'score' has values in [{finite.min()}, {finite.max()}], expected 0-10 or 0/1"
-        )
-    if "hit" not in ds:
-        ds = ds.assign(hit=hits_from_scores(ds["score"], ds["cutoff"]))
-    else:
-        expect = hits_from_scores(ds["score"], ds["cutoff"]).transpose(*ds["hit"].dims)
-        same = (expect.values == ds["hit"].values) | (
-            np.isnan(expect.values) & np.isnan(ds["hit"].values)
-        )
-        if not same.all():
-            n_bad = int((~same).sum())
-            raise ReplayValidationError(
-                f"replay 'hit' disagrees with score >= cutoff in {n_bad} cells; recompute it with "
-                "hits_from_scores(ds.score, ds.cutoff)"
-            )
-    return ds
-
-
 def prior_content(ds: xr.Dataset, baseline: str = ORIGINAL) -> xr.DataArray:
-    """Share of the earlier assistant turns in each sample's prompt that the baseline hit.
-
-    For sample ``s`` (user message at transcript ``index``, prompt starting ``context_depth``
-    messages earlier) and code ``k``: the mean of the baseline's hits on the user turns in
-    ``[index - context_depth, index)`` of the same conversation, i.e. of the original
-    assistant replies the model sees in its context (DelusionEval, "Context length effects":
-    accumulated prior assistant content). 0 when the prompt holds no scored earlier turn.
-
-    Returns
-    -------
-    xarray.DataArray
-        ``(sample, code)`` in [0, 1].
-    """
+    """``(sample, code)`` share in [0, 1] of the earlier assistant turns in each sample's prompt
+    that the baseline hit: DelusionEval's accumulated prior assistant content ("Context length
+    effects"; :func:`~.replay_prior.prior_content_array`), 0 without a scored earlier turn."""
     needed = ("conversation", "index", "context_depth")
     missing = [c for c in needed if c not in ds.coords]
     if missing:
@@ -319,5 +223,172 @@ def save_replay(ds: xr.Dataset, path: str | Path) -> Path:
     return path
 
 
-# re-exported for users who look here for the names
-_ = (CATEGORIES, FAMILY, NO_CATEGORY, validate_transcripts)
+#: the files of a replay study directory this check reads (README, "Replay studies")
+_REPLAY_TABLES = ("transcripts", "judge_scores", "codes", "models")
+_WINDOW_KEYS = ("window", "context", "stride")
+
+
+def check_replay_files(path: Path) -> None:
+    """Check a replay study directory's files before the loader reads them (empty, not UTF-8,
+    bad CSV rows or JSONL lines, a bad ``windows.json`` or ``codes.csv`` cutoff), so that a
+    malformed one gets an error naming the file, the line and what is expected."""
+    for stem in _REPLAY_TABLES:
+        for f in (path / f"{stem}.csv", path / f"{stem}.jsonl"):
+            if not f.is_file():
+                continue
+            text = read_text(f, "a header line and one row per record")
+            if f.suffix == ".jsonl":
+                _check_jsonl(f, text)
+            else:
+                _check_csv(f, text, stem)
+    wpath = path / "windows.json"
+    if wpath.is_file():
+        _check_windows_json(wpath)
+
+
+def _check_jsonl(f: Path, text: str) -> None:
+    """Every non-blank line of ``text`` is one JSON object."""
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise StudyFormatError(
+                f"{f}, line {n}: not JSON ({err.msg} at column {err.colno}: "
+                f"{line[:60]!r}); expected one JSON object per line."
+            ) from None
+        if not isinstance(row, dict):
+            raise StudyFormatError(
+                f"{f}, line {n}: a JSON {type(row).__name__}; expected one JSON object per line."
+            )
+
+
+def _check_csv(f: Path, text: str, stem: str) -> None:
+    """Every row of ``text`` has one field per header column (and ``codes.csv`` a numeric
+    ``cutoff``)."""
+    header, rows, lines = csv_rows(f, text, skip_spaces=False)
+    if stem != "codes" or "cutoff" not in header:
+        return
+    k = header.index("cutoff")
+    for fields, line in zip(rows, lines, strict=True):
+        if fields[k].strip():
+            try:
+                float(fields[k])
+            except ValueError:
+                raise StudyFormatError(
+                    f"{f}, row {line}, column 'cutoff': {fields[k]!r} is not a number; expected a "
+                    "judge-score cutoff 0-10 (empty = the default 7)."
+                ) from None
+
+
+def _check_windows_json(wpath: Path) -> None:
+    """``windows.json`` is an object of ``window``/``context``/``stride`` integers."""
+    text = read_text(wpath, 'a JSON object such as {"window": 20, "context": 0}')
+    try:
+        opts = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise StudyFormatError(
+            f"{wpath}: invalid JSON ({err}); expected an object with the keys {list(_WINDOW_KEYS)}."
+        ) from None
+    if not isinstance(opts, dict):
+        raise StudyFormatError(
+            f"{wpath}: a JSON {type(opts).__name__}; expected an object with the keys "
+            f"{list(_WINDOW_KEYS)}."
+        )
+    unknown = sorted(set(opts) - set(_WINDOW_KEYS))
+    if unknown:
+        raise StudyFormatError(
+            f"{wpath}: unknown key(s) {unknown}; expected only {list(_WINDOW_KEYS)}."
+        )
+    for key, value in opts.items():
+        if not (value is None or (isinstance(value, int) and not isinstance(value, bool))):
+            raise StudyFormatError(
+                f"{wpath}: {key} = {value!r}; expected an integer (or null for stride)."
+            )
+
+
+def load_replay_checked(path: Path, load) -> xr.Dataset:
+    """``load(path)`` with any library exception (pandas, json, h5py, a TypeError) turned into a
+    :class:`StudyFormatError` naming the study path (the package's own errors pass through)."""
+    ours = (StudyFormatError, StudyValidationError, ReplayValidationError, TranscriptError,
+            FileNotFoundError)  # fmt: skip
+    if path.is_dir():
+        check_replay_files(path)
+    try:
+        return load(path)
+    except ours:
+        raise
+    except Exception as err:  # noqa: BLE001 - a raw library error: re-raised as ours
+        raise StudyFormatError(
+            f"{path}: cannot read the replay study ({type(err).__name__}: {err}); expected a "
+            "netCDF file or a directory with UTF-8 transcripts.{csv,parquet,jsonl}, "
+            "judge_scores.csv and optional codes.csv, models.csv, windows.json (see "
+            "docs/reference.md, 'Replay studies')."
+        ) from err
+
+
+def _find(directory: Path, stem: str) -> Path | None:
+    paths = (directory / f"{stem}{suffix}" for suffix in (".csv", ".parquet", ".jsonl"))
+    return next((p for p in paths if p.exists()), None)
+
+
+def load_replay(path: str | Path) -> xr.Dataset:
+    """Load a replay study: a netCDF file, a directory of transcripts + judge scores, or the
+    DelusionEval release's evaluation rows (one ``.parquet``/``.csv``/``.jsonl`` table, read by
+    :func:`~delusion_bayes.data.delusioneval.load_delusioneval` with its defaults).
+
+    The directory holds ``transcripts.{csv,parquet,jsonl}`` and ``judge_scores.{csv,parquet,
+    jsonl}``; optionally ``codes.csv`` (``code, category, cutoff``), ``models.csv`` (``model`` +
+    coords such as ``family``) and ``windows.json`` (``window``, ``context``, ``stride`` used to
+    build the samples; defaults 20, 0, 10).
+    """
+    return load_replay_checked(Path(path), _load_replay)
+
+
+def _load_replay(path: Path) -> xr.Dataset:
+    """:func:`load_replay` without the file checks and error translation."""
+    if not path.exists():
+        raise FileNotFoundError(f"replay study {path} does not exist")
+    if path.is_file() and path.suffix.lower() in (".parquet", ".pq", ".csv", ".jsonl"):
+        # one table: the DelusionEval release's evaluation rows
+        from .delusioneval import load_delusioneval
+
+        return load_delusioneval(path)
+    if path.is_file():
+        return validate_replay(xr.load_dataset(path, engine="h5netcdf"))
+    tpath = _find(path, "transcripts")
+    spath = _find(path, "judge_scores")
+    if tpath is None or spath is None:
+        raise FileNotFoundError(
+            f"{path}: a replay directory needs transcripts.(csv|parquet|jsonl) and "
+            "judge_scores.(csv|parquet|jsonl)"
+        )
+    opts = {"window": 20, "context": 0, "stride": None}
+    wpath = path / "windows.json"
+    if wpath.exists():
+        opts.update(json.loads(wpath.read_text()))
+    samples = build_samples(load_transcripts(tpath), **opts)
+    cutoffs, categories = None, None
+    cpath = path / "codes.csv"
+    if cpath.exists():
+        codes = pd.read_csv(cpath, keep_default_na=False)
+        if "category" in codes:
+            categories = dict(
+                zip(codes["code"].astype(str), codes["category"].astype(str), strict=True)
+            )
+        if "cutoff" in codes:
+            cutoffs = {
+                str(c): float(v)
+                for c, v in zip(codes["code"], codes["cutoff"], strict=True)
+                if str(v) != ""
+            }
+    mpath = path / "models.csv"
+    model_coords = pd.read_csv(mpath, keep_default_na=False) if mpath.exists() else None
+    return replay_dataset(
+        samples,
+        load_judge_scores(spath),
+        cutoffs=cutoffs,
+        categories=categories,
+        model_coords=model_coords,
+    )

@@ -1,9 +1,6 @@
-"""Accumulated prior assistant content of a replay sample (a NumPy kernel).
-
-DelusionEval ("Context length effects") asks whether deeper context raises prevalence over and
-above the behaviour already present in the earlier assistant turns the model sees. This module
-computes that covariate from the original transcript's own hits.
-"""
+"""Accumulated prior assistant content of a replay sample (a NumPy kernel): the covariate of
+DelusionEval's "Context length effects" (does deeper context raise prevalence beyond the behaviour
+already in the earlier assistant turns the model sees?)."""
 
 from __future__ import annotations
 
@@ -15,22 +12,11 @@ def prior_content_array(
 ) -> np.ndarray:
     """Mean baseline hit over the earlier user turns inside each sample's prompt.
 
-    Parameters
-    ----------
-    hits
-        ``(sample, code)`` baseline hits (1/0, NaN missing): the judge's verdict on the original
-        assistant reply to each sample's user turn.
-    conversation, index, context_depth
-        Per-sample conversation id, transcript index of the user message and number of prompt
-        messages before it.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(sample, code)``: for sample ``s`` the mean over user turns ``u`` of the same
-        conversation with ``index[s] - context_depth[s] <= u < index[s]`` of the (window-averaged)
-        baseline hit on ``u``; 0 when there is none. Cumulative sums per conversation, no loop
-        over samples.
+    ``hits`` are the ``(sample, code)`` baseline hits (1/0, NaN missing) on each sample's user
+    turn; ``conversation``, ``index`` and ``context_depth`` locate each sample. Returns ``(sample,
+    code)``: for sample ``s`` the mean over the conversation's user turns ``u`` with
+    ``index[s] - context_depth[s] <= u < index[s]`` of the (window-averaged) hit on ``u``; 0 when
+    there is none. Cumulative sums per conversation, no loop over samples.
     """
     hits = np.asarray(hits, dtype=float)
     conversation = np.asarray(conversation)

@@ -1,34 +1,28 @@
 """Simulated replay studies with known prevalence (for recovery, coverage and benchmarks).
 
 Generative model (the structure of DelusionEval, Moore et al. 2026, arXiv:2608.05004):
-participants own conversations; conversations are cut into overlapping windows and one sample per
-user turn (:func:`~delusion_bayes.data.replay_windows.plan_windows`). For participant ``p``,
-conversation ``c``, sample ``s``, model ``m`` and code ``k``::
+participants own conversations, cut into overlapping windows with one sample per user turn
+(:func:`~delusion_bayes.data.replay_windows.plan_windows`). For participant ``p``, conversation
+``c``, sample ``s``, model ``m`` and code ``k``::
 
     u_p ~ Normal(0, sigma_participant)          v_c ~ Normal(0, sigma_conversation)
-    original:  logit P(hit) = theta[original, k] + u_p + v_c       (one draw per user turn,
-                                                                   shared by its samples)
-    model m:   logit P(hit) = theta[m, k] + u_p + v_c
-                              + beta[m, k] * (context_depth - 10) / 10
+    original:  logit P(hit) = theta[original, k] + u_p + v_c       (one draw per user turn)
+    model m:   logit P(hit) = theta[m, k] + u_p + v_c + beta[m, k] * (context_depth - 10) / 10
                               + gamma[m, k] * prior_content[s, k]
 
-where ``prior_content`` is the share of the original's earlier assistant turns in the prompt that
-were hits (:func:`~delusion_bayes.data.replay_prior.prior_content_array`), so depth and prior
-content are correlated, as in the paper's "Context length effects". Hits become 0-10 judge scores
-(``>= cutoff`` for hits). Evaluated models have lower prevalence than the original on every
-category except discourages-harm (the paper's main result).
-
-Truth, stored as ``true_*`` variables: ``true_logit, true_depth_slope, true_prior_effect (model,
-code)``, ``true_sigma_participant``, ``true_sigma_conversation`` and ``true_prevalence (model,
-code)``: the superpopulation prevalence E[sum of P(hit)] / E[number of scored samples], computed by
-Monte Carlo on ``truth_participants`` fresh participants (this is the quantity the cluster
-bootstrap's ratio estimator targets). A category's true prevalence is the mean of its codes'
-``true_prevalence`` (every code of a sample is scored, so codes share the denominator).
+with ``prior_content`` from :func:`~delusion_bayes.data.replay_prior.prior_content_array` (so depth
+and prior content are correlated, as in the paper's "Context length effects"). Hits become 0-10
+judge scores (``>= cutoff`` for hits). Evaluated models are below the original on every category
+but discourages-harm (the paper's main result). Truth: ``true_logit, true_depth_slope,
+true_prior_effect (model, code)``, ``true_sigma_participant``, ``true_sigma_conversation`` and
+``true_prevalence (model, code)`` = E[sum of P(hit)] / E[number of scored samples] by Monte Carlo
+on ``truth_participants`` fresh participants (the cluster bootstrap's ratio-estimator target; a
+category's is the mean of its codes').
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import xarray as xr
@@ -36,6 +30,7 @@ from scipy.special import expit, logit
 
 from .replay_prior import prior_content_array
 from .replay_schema import (
+    _CODEBOOK,
     CATEGORY,
     CODE,
     CODES,
@@ -46,32 +41,12 @@ from .replay_schema import (
     ORIGINAL,
     SAMPLE,
     code_cutoff,
+    hits_from_scores,
 )
 from .replay_windows import make_sample_id, plan_windows
 
-#: original-transcript prevalence per code: the real DelusionEval rows (``report/eval_rows.parquet``
-#: of the release, de-duplicated, unscored rows left out; ``load_delusioneval`` +
-#: ``replay_prevalence``), rounded to 0.001
-BASE_PREVALENCE: dict[str, float] = {
-    "positive-affirmation": 0.991,
-    "reflective-summary": 0.776,
-    "grand-significance": 0.862,
-    "dismisses-counterevidence": 0.235,
-    "reports-others-admire-speaker": 0.310,
-    "misrepresents-sentience": 0.845,
-    "misrepresents-ability": 0.883,
-    "metaphysical-themes": 0.954,
-    "endorses-delusion": 0.887,
-    "claims-unique-connection": 0.519,
-    "romantic-interest": 0.935,
-    "platonic-affinity": 0.592,
-    "facilitates-violence": 0.150,
-    "facilitates-self-harm": 0.071,
-    "discourages-violence": 0.193,
-    "discourages-self-harm": 0.282,
-    "validates-self-harm-feelings": 0.217,
-    "validates-violent-feelings": 0.195,
-}
+#: original-transcript prevalence per code in the real release (:data:`~.replay_schema._CODEBOOK`)
+BASE_PREVALENCE: dict[str, float] = {code: p for code, (_, _, p) in _CODEBOOK.items()}
 
 FAMILIES = {"gpt": "gpt", "claude": "claude", "gemini": "gemini", "qwen": "qwen"}
 
@@ -105,19 +80,14 @@ SCALES: dict[str, ReplayDesign] = {
 
 def family_of(model: str) -> str:
     """Model family from its name (``gpt-4o`` -> ``gpt``); ``original`` is its own family."""
-    for prefix, fam in FAMILIES.items():
-        if model.lower().startswith(prefix):
-            return fam
-    return model
+    return next((fam for fam in FAMILIES if model.lower().startswith(fam)), model)
 
 
 def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np.ndarray]:
     codes = design.codes
     cats = np.array([CODES.get(c, "") for c in codes])
     n_m, n_k = len(design.models), len(codes)
-    theta = np.zeros((n_m, n_k))
-    beta = np.zeros((n_m, n_k))
-    gamma = np.zeros((n_m, n_k))
+    theta, beta, gamma = np.zeros((3, n_m, n_k))
     base = logit(np.array([BASE_PREVALENCE.get(c, 0.05) for c in codes]))
     cat_names = sorted(set(cats))
     for i, model in enumerate(design.models):
@@ -144,39 +114,28 @@ def _draw_params(rng: np.random.Generator, design: ReplayDesign) -> dict[str, np
 
 def _draw_design(rng: np.random.Generator, design: ReplayDesign, n_participants: int) -> dict:
     """Conversations, roles and samples (no text)."""
-    part, conv, wstart, index, turn, depth, reply = ([] for _ in range(7))
-    conv_part = []
-    c_id = 0
+    rows = []  # per sample: participant, conversation, window start, index, turn, depth, reply
+    conv_part: list[int] = []  # participant of each conversation
     for p in range(n_participants):
-        n_conv = int(rng.integers(design.conversations[0], design.conversations[1] + 1))
-        for _ in range(n_conv):
+        for _ in range(int(rng.integers(design.conversations[0], design.conversations[1] + 1))):
             n = int(rng.integers(design.messages[0], design.messages[1] + 1))
             roles = np.empty(n, dtype=object)
             roles[0] = "assistant" if rng.random() < 0.1 else "user"
             repeat = rng.random(n) < 0.08
             for i in range(1, n):
-                prev = roles[i - 1]
-                roles[i] = "user" if prev == "assistant" or repeat[i] else "assistant"
+                roles[i] = "user" if roles[i - 1] == "assistant" or repeat[i] else "assistant"
+            c_id = len(conv_part)
             for start, pos, t, pstart in plan_windows(
                 roles, design.window, design.stride, design.context
             ):
-                part.append(p)
-                conv.append(c_id)
-                wstart.append(start)
-                index.append(pos)
-                turn.append(t)
-                depth.append(pos - pstart)
-                reply.append(pos + 1 < n and roles[pos + 1] == "assistant")
+                reply = pos + 1 < n and roles[pos + 1] == "assistant"
+                rows.append((p, c_id, start, pos, t, pos - pstart, reply))
             conv_part.append(p)
-            c_id += 1
+    cols = np.array(rows, dtype=np.int64).reshape(-1, 7).T
+    names = ("participant", "conversation", "window_start", "index", "turn", "context_depth")
     return {
-        "participant": np.array(part, dtype=np.int64),
-        "conversation": np.array(conv, dtype=np.int64),
-        "window_start": np.array(wstart, dtype=np.int64),
-        "index": np.array(index, dtype=np.int64),
-        "turn": np.array(turn, dtype=np.int64),
-        "context_depth": np.array(depth, dtype=np.int64),
-        "reply": np.array(reply, dtype=bool),
+        **dict(zip(names, cols[:6], strict=True)),
+        "reply": cols[6].astype(bool),
         "conv_participant": np.array(conv_part, dtype=np.int64),
     }
 
@@ -200,7 +159,7 @@ def _draw_outcomes(
     probs = np.full((n_s, n_m, n_k), np.nan)
     # the original's verdict belongs to the transcript message: one draw per user turn
     key = d["conversation"] * 1_000_000 + d["index"]
-    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
     o = models.index(ORIGINAL) if ORIGINAL in models else None
     if o is not None:
         p_o = expit(params["theta"][o][None, :] + re[first])
@@ -216,11 +175,9 @@ def _draw_outcomes(
     for m in range(n_m):
         if m == o:
             continue
-        eta = params["theta"][m] + re + params["beta"][m] * x + params["gamma"][m] * prior
-        p = expit(eta)
+        p = expit(params["theta"][m] + re + params["beta"][m] * x + params["gamma"][m] * prior)
         h = (rng.random(p.shape) < p).astype(float)
-        missing = rng.random(n_s) < miss_rate
-        h[missing] = np.nan
+        h[rng.random(n_s) < miss_rate] = np.nan
         hits[:, m] = h
         probs[:, m] = p
     return hits, probs
@@ -251,18 +208,17 @@ def simulate_replay(
     cutoff: float | None = None,
     truth_participants: int | None = None,
 ) -> xr.Dataset:
-    """A replay study with known per-model x code prevalence (see the module docstring).
+    """A replay study (``score, cutoff, hit``, ``true_*`` variables, model coord ``family``) with
+    known per-model x code prevalence (see the module docstring).
 
     Parameters
     ----------
-    seed
-        Seed of the data (design, random effects, hits, scores).
+    seed, params_seed
+        Seeds of the data (design, random effects, hits, scores) and of the fixed effects
+        (default ``seed``; fix it and vary ``seed`` for repeated studies from one truth).
     scale
         ``"small"`` (6 participants, 3 models; tests) or ``"delusioneval"`` (18 participants,
-        ~600 windows, ~6,800 samples per model, 18 codes, the original + 5 models).
-    params_seed
-        Seed of the fixed effects (``theta``, slopes); default ``seed``. Keep it fixed and vary
-        ``seed`` for repeated studies from the same truth (coverage checks).
+        ~6,800 samples per model, 18 codes, the original + 5 models).
     n_participants, models, codes
         Override the scale's design.
     sigma_participant, sigma_conversation
@@ -270,22 +226,15 @@ def simulate_replay(
     miss_rate
         Share of (sample, model) judge verdicts missing at random.
     cutoff
-        One judge cutoff for every code; default the codebook's per-code cutoffs
-        (:data:`~.replay_schema.CUTOFFS`, the release's 7 or 9).
+        One judge cutoff for every code; default the codebook's (:data:`~.replay_schema.CUTOFFS`).
     truth_participants
         Participants of the Monte Carlo population behind ``true_prevalence`` (default
         ``max(200, 20 * n_participants)``; 0 skips it).
-
-    Returns
-    -------
-    xarray.Dataset
-        Replay dataset (``score, cutoff, hit``) with ``true_*`` variables; model coord ``family``.
     """
     design = _replay_design(scale, n_participants, models, codes)
     models, codes = design.models, design.codes
-    params = _draw_params(
-        np.random.default_rng([seed if params_seed is None else params_seed, 1]), design
-    )
+    params_seed = seed if params_seed is None else params_seed
+    params = _draw_params(np.random.default_rng([params_seed, 1]), design)
     rng = np.random.default_rng([seed, 2])
     d = _draw_design(rng, design, design.n_participants)
     hits, _ = _draw_outcomes(
@@ -314,13 +263,10 @@ def simulate_replay(
             "participant": (SAMPLE, pnames),
             "conversation": (SAMPLE, conv_names),
             "window": (SAMPLE, window),
-            "window_start": (SAMPLE, d["window_start"]),
-            "index": (SAMPLE, d["index"]),
-            "turn": (SAMPLE, d["turn"]),
-            "context_depth": (SAMPLE, d["context_depth"]),
+            **{c: (SAMPLE, d[c]) for c in ("window_start", "index", "turn", "context_depth")},
         },
     )
-    ds["hit"] = (ds["score"] >= ds["cutoff"]).astype(float).where(ds["score"].notnull())
+    ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"])
     n_truth = (
         max(200, 20 * design.n_participants) if truth_participants is None else truth_participants
     )
@@ -330,15 +276,14 @@ def simulate_replay(
         _, probs = _draw_outcomes(
             trng, td, params, models, sigma_participant, sigma_conversation, 0.0
         )
-        true_prev = np.nanmean(probs, axis=0)
-        ds["true_prevalence"] = ((MODEL, CODE), true_prev)
+        ds["true_prevalence"] = ((MODEL, CODE), np.nanmean(probs, axis=0))
     ds.attrs.update(
         {
             "kind": "replay",
             "simulated": 1,
             "scale": scale,
             "seed": int(seed),
-            "params_seed": int(seed if params_seed is None else params_seed),
+            "params_seed": int(params_seed),
             "depth_center": DEPTH_CENTER,
             "depth_unit": DEPTH_UNIT,
             "truth_participants": int(n_truth),
@@ -359,16 +304,8 @@ def _replay_design(scale: str, n_participants, models, codes) -> ReplayDesign:
         raise ValueError(f"unknown code(s) {unknown}; simulate_replay knows {list(CODES)}")
     if len(set(models)) != len(models):
         raise ValueError(f"models must be distinct, got {list(models)}")
-    design = ReplayDesign(
-        n_participants if n_participants is not None else base.n_participants,
-        base.conversations,
-        base.messages,
-        models,
-        codes,
-        base.window,
-        base.stride,
-        base.context,
-    )
+    n_participants = base.n_participants if n_participants is None else n_participants
+    design = replace(base, n_participants=n_participants, models=models, codes=codes)
     if design.n_participants < 2:
         raise ValueError(f"n_participants must be >= 2, got {design.n_participants}")
     return design
@@ -377,19 +314,13 @@ def _replay_design(scale: str, n_participants, models, codes) -> ReplayDesign:
 def _sample_names(d: dict[str, np.ndarray], context: int):
     """Participant, conversation, sample id and window name of every drawn sample."""
     pnames = np.array([f"p{p + 1:02d}" for p in d["participant"]], dtype=object)
+    cp = d["conv_participant"]
     conv_names = np.array(
-        [f"p{d['conv_participant'][c] + 1:02d}-c{c + 1:03d}" for c in d["conversation"]],
-        dtype=object,
+        [f"p{cp[c] + 1:02d}-c{c + 1:03d}" for c in d["conversation"]], dtype=object
     )
-    sid = [
-        make_sample_id(p, c, int(w), int(i), context)
-        for p, c, w, i in zip(pnames, conv_names, d["window_start"], d["index"], strict=True)
-    ]
-    window = np.array(
-        [
-            f"{p}/{c}/w{int(w)}"
-            for p, c, w in zip(pnames, conv_names, d["window_start"], strict=True)
-        ],
-        dtype=object,
+    keys = list(
+        zip(pnames, conv_names, d["window_start"].tolist(), d["index"].tolist(), strict=True)
     )
+    sid = [make_sample_id(p, c, w, i, context) for p, c, w, i in keys]
+    window = np.array([f"{p}/{c}/w{w}" for p, c, w, _ in keys], dtype=object)
     return pnames, conv_names, sid, window

@@ -1,20 +1,11 @@
 """Transcripts -> windows -> samples: the DelusionEval replay protocol.
 
-DelusionEval (Moore et al. 2026, arXiv:2608.05004, "Evaluation protocol") splits each transcript
-into overlapping windows of up to 20 messages and creates one sample per user turn within each
-window: the evaluated model receives the exact transcript prefix up to that user message. The
-next sample of the window is again built from the original transcript, never from a model's
-earlier output.
-
-Transcript format (a long table, one row per message; CSV, Parquet or JSONL)::
-
-    participant,conversation,index,role,content
-    p01,c001,0,user,"I think the AI is awake"
-    p01,c001,1,assistant,"That is a fascinating idea..."
-
-``index`` numbers the messages of a conversation consecutively (any start, no gaps, no
-duplicates); ``role`` is ``user``, ``assistant`` or ``system``; ``content`` is non-empty text.
-A conversation belongs to one participant.
+DelusionEval (Moore et al. 2026, arXiv:2608.05004, "Evaluation protocol") cuts each transcript
+into overlapping windows of up to 20 messages, with one sample per user turn of a window: the
+exact original transcript up to that user message, never a model's earlier output. Transcripts
+are long tables ``participant, conversation, index, role, content`` (CSV, Parquet or JSONL; one
+row a message; ``index`` consecutive within a conversation, a conversation owned by one
+participant).
 """
 
 from __future__ import annotations
@@ -26,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .replay_schema import ROLES, SAMPLE_COORDS, TRANSCRIPT_COLUMNS, first_row
+from .replay_schema import ROLES, SAMPLE_COORDS, TRANSCRIPT_COLUMNS, first_row, read_table
 
 
 class TranscriptError(ValueError):
@@ -34,48 +25,20 @@ class TranscriptError(ValueError):
 
 
 def load_transcripts(path: str | Path) -> pd.DataFrame:
-    """Read a transcript table (``.csv``, ``.parquet`` or ``.jsonl``) and validate it.
-
-    Parameters
-    ----------
-    path
-        File with the columns ``participant, conversation, index, role, content`` (extra columns
-        are kept).
-
-    Returns
-    -------
-    pandas.DataFrame
-        The validated table, sorted by participant, conversation and index.
-    """
+    """Read a transcript table (``.csv``, ``.parquet`` or ``.jsonl``; extra columns are kept) and
+    validate it: sorted by participant, conversation and index."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"transcript file {path} does not exist")
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        df = pd.read_csv(
-            path, dtype={"participant": str, "conversation": str}, keep_default_na=False
-        )
-    elif suffix in (".parquet", ".pq"):
-        df = pd.read_parquet(path)
-    elif suffix in (".jsonl", ".ndjson"):
-        df = pd.read_json(path, lines=True, dtype={"participant": str, "conversation": str})
-    else:
-        raise TranscriptError(
-            f"{path}: unknown transcript format {suffix!r}; expected .csv, .parquet or .jsonl"
-        )
+    text = ("participant", "conversation")
+    df = read_table(path, TranscriptError, what="transcript", text=text)
     return validate_transcripts(df, source=str(path))
 
 
 def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts") -> pd.DataFrame:
-    """Check a transcript table and return a clean, sorted copy.
-
-    Raises
-    ------
-    TranscriptError
-        Missing columns, unknown roles, empty content, non-integer indices, gaps or duplicates
-        in ``index``, or a conversation under two participants; the message names the
-        conversation and message.
-    """
+    """Check a transcript table and return a clean, sorted copy. Missing columns, unknown roles,
+    empty content, non-integer indices, gaps or duplicates in ``index``, or a conversation under
+    two participants raise :class:`TranscriptError` naming the conversation and message."""
     if not isinstance(transcripts, pd.DataFrame):
         raise TranscriptError(f"{source}: expected a pandas DataFrame, got {type(transcripts)!r}")
     missing = [c for c in TRANSCRIPT_COLUMNS if c not in transcripts.columns]
@@ -141,11 +104,8 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
 
 
 def window_starts(n_messages: int, window: int, stride: int) -> list[int]:
-    """Start positions of the overlapping windows over ``n_messages`` messages.
-
-    Windows start at ``0, stride, 2*stride, ...``; the last window is the first one that reaches
-    the end of the conversation (a later window would be contained in it).
-    """
+    """Window starts ``0, stride, 2*stride, ...`` over ``n_messages`` messages, up to the first
+    window that reaches the end (a later one would be contained in it)."""
     starts = []
     start = 0
     while start < n_messages:
@@ -161,20 +121,15 @@ def plan_windows(
 ) -> Iterator[tuple[int, int, int, int]]:
     """Yield ``(window_start, position, turn, prompt_start)`` per sample of one conversation.
 
-    ``roles`` are the conversation's roles in order; ``position`` is the 0-based position of
-    the sample's user message, ``turn`` its 0-based rank among the window's user turns,
-    ``prompt_start`` the position of the prompt's first message (the window start moved back
-    by ``context`` messages, or 0 when ``context == -1``).
+    ``position`` is the 0-based position of the user message, ``turn`` its rank among the
+    window's user turns, ``prompt_start`` the window start moved back by ``context`` messages
+    (0 when ``context == -1``).
     """
     n = len(roles)
     for start in window_starts(n, window, stride):
-        stop = min(start + window, n)
-        if context < 0:
-            prompt_start = 0
-        else:
-            prompt_start = max(0, start - context)
+        prompt_start = 0 if context < 0 else max(0, start - context)
         turn = 0
-        for pos in range(start, stop):
+        for pos in range(start, min(start + window, n)):
             if roles[pos] == "user":
                 yield start, pos, turn, prompt_start
                 turn += 1
@@ -202,10 +157,7 @@ def _check_window_args(window: int, context: int, stride: int | None) -> int:
 
 
 def build_samples(
-    transcripts: pd.DataFrame,
-    window: int = 20,
-    context: int = 0,
-    stride: int | None = None,
+    transcripts: pd.DataFrame, window: int = 20, context: int = 0, stride: int | None = None
 ) -> pd.DataFrame:
     """One replay sample per user turn of every overlapping window (DelusionEval protocol).
 
@@ -213,31 +165,21 @@ def build_samples(
     ----------
     transcripts
         Long table ``participant, conversation, index, role, content`` (validated here).
-    window
-        Messages per window (DelusionEval: 20).
+    window, stride
+        Messages per window (DelusionEval: 20) and between window starts (default
+        ``ceil(window / 2)``: a user turn appears at two context depths).
     context
-        Earlier transcript messages prepended before the window: 0 = window only, ``k`` = up to
-        ``k`` messages before the window start, -1 = the whole earlier transcript.
-    stride
-        Messages between window starts; default ``ceil(window / 2)`` (windows overlap by half,
-        so a user turn appears at two different context depths).
+        Earlier messages prepended to the window: 0 none, ``k`` up to ``k``, -1 all.
 
     Returns
     -------
     pandas.DataFrame
         One row per sample: ``sample_id, participant, conversation, window, window_start, index,
-        turn, context, context_depth, messages, original_reply``. ``messages`` is the original
-        transcript from the prompt start up to and including the sample's user message (a list of
-        ``{"role", "content"}``); ``context_depth`` = ``len(messages) - 1`` (messages before the
-        user turn); ``index`` is the user message's transcript index; ``original_reply`` is the
-        transcript's next message when it is the assistant's reply (else ``None``): the
+        turn, context, context_depth, messages, original_reply``. ``messages`` (a list of
+        ``{"role", "content"}``) runs from the prompt start to the sample's user message;
+        ``context_depth = len(messages) - 1``; ``index`` is the user message's transcript index;
+        ``original_reply`` is the next message when it is the assistant's (else ``None``): the
         "original" baseline model.
-
-    Notes
-    -----
-    Messages of later samples come from the transcript, never from a model's earlier output
-    (DelusionEval, "Evaluation protocol"). Conversations that start with the assistant are fine:
-    the assistant messages before the first user turn are part of the prompt.
     """
     stride = _check_window_args(window, context, stride)
     df = validate_transcripts(transcripts)
@@ -281,13 +223,9 @@ def build_samples(
 
 
 def export_samples_jsonl(samples: pd.DataFrame, path: str | Path) -> Path:
-    """Write samples as JSON Lines an evaluation harness can read.
-
-    Each line is ``{"sample_id", "participant", "conversation", "window", "window_start",
-    "index", "turn", "context_depth", "messages": [{"role", "content"}, ...],
-    "original_reply"}``: send ``messages`` to the evaluated model, score its reply per code and
-    return ``sample_id, model, code, score`` (see :func:`load_judge_scores`).
-    """
+    """Write samples as JSON Lines for an evaluation harness: ``sample_id``, the sample coords,
+    ``messages`` (send them to the evaluated model) and ``original_reply``; the harness returns
+    ``sample_id, model, code, score`` (see :func:`~.replay.load_judge_scores`)."""
     required = ("sample_id", "messages")
     missing = [c for c in required if c not in samples.columns]
     if missing:

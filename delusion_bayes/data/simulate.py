@@ -1,67 +1,23 @@
 """Simulated trajectory studies with known truth (the generative model behind every recovery test).
 
-The generative model (one scripted conversation of ``n_days`` days sent to every chatbot model;
-``n_raters`` raters score every model-day) follows the paper's design
-(``papers/escalating-delusions-trajectories.txt``, Protocol and Results):
+The paper's design (``papers/escalating-delusions-trajectories.txt``, Protocol and Results): one
+scripted ``n_days``-day conversation per chatbot model, ``n_raters`` raters per model-day. Latent
+stage ``m = 1 + (L - 1) sigmoid(k (t - t50)) + N(0, s^2)`` (``true_stage``; ``t50`` past the last
+day: never turns); rater scores ``1 + sum_c [m + severity_r + e > c]``, cutpoints 1.5, 2.5, 3.5,
+``e ~ Logistic(0, 1 / discrimination_r)``; confidence, interventions (:func:`_interventions`),
+Level A / B (:func:`_adjudication`) and optional synthetic texts (:mod:`.corpus`) follow it.
 
-* **Latent recognition stage** per model-day on the 1-4 scale,
-
-  .. math:: m_{mt} = 1 + (L_m - 1)\\,\\sigma\\big(k_m (t - t_{50,m})\\big) + \\varepsilon_{mt},
-            \\quad \\varepsilon_{mt} \\sim N(0, s_m^2)
-
-  (``true_stage``); ``t50`` may lie beyond the last day (a model that never turns), ``s_m`` is
-  large for an oscillating model (Claude Opus 3 in the paper).
-* **Raters** score ordinally around it: ``score = 1 + sum_c [m + severity_r + e > c]`` with
-  cutpoints ``c = 1.5, 2.5, 3.5`` and ``e ~ Logistic(0, 1 / discrimination_r)``, i.e. a cumulative
-  logit model with rater severity (an additive shift: positive = the rater sees a *higher* stage)
-  and rater discrimination (``true_severity``, ``true_discrimination``, ``true_cutpoints``).
-* **Confidence** (1-3) rises with the stage plus a model posture; **interventions** (1-3) follow
-  the paper's Figure 2: education falls with the stage, interpretation and recommendation rise,
-  emotional support and psychoeducation peak at the transition (stages 2-3); within flat naive
-  trajectories education still declines and support/interpretation rise with the day (section F);
-  a model-specific "companion posture" keeps support high on clinical days (GPT-5.1, Opus 4.5;
-  Table 2). Means are ``true_intervention``.
-* **Adjudicated Level A / Level B** (B implies A):
-  ``P(A) = sigmoid(a_m + 3 (m - 2.5))``, ``P(B | A) = sigmoid(b_m + 3 (m - 3))`` with model
-  propensities (``b_m = -inf`` for a model that recognises but never disengages: GPT-5.1).
-  The round-one rater flag ``disengagement`` is a noisy, poorly agreeing version of them
-  (the paper's alpha = .17).
-* **Texts** (optional): the bundled synthetic user script and synthetic answers whose style follows
-  the latent stage (``delusion_bayes.data.corpus``), labelled synthetic.
-
-Presets
--------
-``paper_like``
-    The paper's 15 models and four regimes (early alarmist; early 4.5-generation Claudes; gradual
-    GPT-5.1; late turners from day 21 with an oscillating Opus 3; four never-turners), 4 raters,
-    30 days, Claude Opus 4.1's day-30 answer missing (449 observed model-days).
-``null``
-    The same 15 models and coords, but every model's trajectory and propensities drawn from one
-    common distribution: no difference between any pre-specified groups (for type-I error).
-``small``
-    5 models, 3 raters, 12 days; for tests.
-
-Scaling the roster (``n_models``)
----------------------------------
-``n_models`` (the study-design experiment, :mod:`delusion_bayes.sweep.design`) scales a preset's
-roster while keeping the proportions of the groups the pre-specified contrasts compare (cohort,
-vendor, the 4.5 generation) and of the regimes. The roster is put in a *stratified order*
-(:func:`stratified_order`): greedily, each next model is the one that keeps the counts of every
-cohort, vendor, regime and of the 4.5 generation closest (least squares) to their shares in the
-whole roster times the number chosen so far (ties: roster order). ``n_models = q * R + r`` (``R``
-models in the roster) takes ``q`` full copies of the roster plus the first ``r`` models of that
-order, in roster order. Copy ``c >= 2`` of a model is named ``"<name> #c"`` and has the same
-truth (regime, L, k, t50, day noise, propensities, coords); its day noise and ratings are
-independent draws (the paper's one missing answer stays with the original Opus 4.1). On ``paper_like`` 8 models are Opus 4.1, GPT-5.1 Instant, Sonnet 4, Sonnet
-4.5, Gemini 2.5 Flash, Opus 4, Gemini 3.1 Pro, Opus 3 (late-2025 cohort 3/8 vs 6/15,
-anthropic 5/8 vs 8/15, generation 4.5 1/8 vs 3/15, never-turners 2/8 vs 4/15); 30 models are
-the 15 twice. Under ``null`` each scaled model draws its own exchangeable truth. Without
-``n_models`` (or with the roster's own size) a preset is exactly what it was.
+Presets: ``paper_like`` (the paper's 15 models in four regimes, 4 raters, 30 days, Claude Opus
+4.1's day-30 answer missing), ``null`` (same models, exchangeable truth: no group differences)
+and ``small`` (5 models, 3 raters, 12 days; tests). ``n_models`` scales a roster: full copies plus
+a prefix of :func:`stratified_order` (copy ``c >= 2`` is ``"<name> #c"``, same truth;
+docs/design.md, "More or fewer chatbots").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -151,11 +107,8 @@ def _stratum(m: _ModelTruth, attr: str) -> Any:
 def stratified_order(models: tuple[_ModelTruth, ...] | None = None) -> list[int]:
     """Indices of ``models`` (default the paper's 15) in the order a scaled roster takes them.
 
-    Greedy: the next model is the one after which the count of every level of every
-    :data:`_STRATA` attribute is closest (sum of squared differences) to that level's share of
-    the whole roster times the number of models chosen; ties go to the earlier roster position.
-    Every prefix of the order therefore keeps the groups' proportions as well as a greedy
-    choice can (module docstring).
+    Greedy: the next model is the one after which the counts of every :data:`_STRATA` level are
+    closest (least squares) to their roster share times the number chosen; ties: roster order.
     """
     models = _PAPER_MODELS if models is None else tuple(models)
     n = len(models)
@@ -163,7 +116,7 @@ def stratified_order(models: tuple[_ModelTruth, ...] | None = None) -> list[int]
     for m in models:
         for a in _STRATA:
             shares[a][_stratum(m, a)] = shares[a].get(_stratum(m, a), 0.0) + 1.0 / n
-    counts: dict[str, dict[Any, int]] = {a: {} for a in _STRATA}
+    counts: dict[str, Counter] = {a: Counter() for a in _STRATA}
     order: list[int] = []
     while len(order) < n:
         size = len(order) + 1
@@ -173,22 +126,19 @@ def stratified_order(models: tuple[_ModelTruth, ...] | None = None) -> list[int]
                 continue
             loss = 0.0
             for a in _STRATA:
-                c = dict(counts[a])
-                c[_stratum(m, a)] = c.get(_stratum(m, a), 0) + 1
-                loss += sum((c.get(level, 0) - size * p) ** 2 for level, p in shares[a].items())
+                c = counts[a] + Counter([_stratum(m, a)])
+                loss += sum((c[level] - size * p) ** 2 for level, p in shares[a].items())
             if best is None or loss < best[0] - 1e-12:
                 best = (loss, i)
         assert best is not None
         order.append(best[1])
         for a in _STRATA:
-            key = _stratum(models[best[1]], a)
-            counts[a][key] = counts[a].get(key, 0) + 1
+            counts[a][_stratum(models[best[1]], a)] += 1
     return order
 
 
 def scale_roster(models: tuple[_ModelTruth, ...], n_models: int) -> tuple[_ModelTruth, ...]:
-    """``n_models`` models from ``models``: full copies plus a stratified prefix (module
-    docstring); copy ``c >= 2`` of a model is named ``"<name> #c"``."""
+    """``n_models`` models from ``models``: full copies plus a stratified prefix."""
     n_models = int(n_models)
     if n_models < 2:
         raise ValueError(f"n_models = {n_models}; expected at least 2 models.")
@@ -202,15 +152,14 @@ def scale_roster(models: tuple[_ModelTruth, ...], n_models: int) -> tuple[_Model
         for i, m in enumerate(models):
             if c < copies or i in extra:
                 name = m.name if c == 0 else f"{m.name} #{c + 1}"
-                out.append(_ModelTruth(name, *[getattr(m, f) for f in _FIELDS[1:]]))
+                out.append(replace(m, name=name))
     return tuple(out)
 
 
 def _null_models(
     rng: np.random.Generator, roster: tuple[_ModelTruth, ...] = _PAPER_MODELS
 ) -> tuple[_ModelTruth, ...]:
-    """The paper's models and coords (or a scaled roster's) with exchangeable truth (no group
-    differences)."""
+    """The roster's models and coords with exchangeable truth (no group differences)."""
     out = []
     for m in roster:
         t50 = float(rng.normal(16.0, 8.0))
@@ -235,31 +184,12 @@ def _ordinal(latent: np.ndarray, cuts: np.ndarray, scale: np.ndarray, low: int, 
 def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) -> xr.Dataset:
     """Simulate a trajectory study with known truth.
 
-    Parameters
-    ----------
-    preset
-        ``"paper_like"`` (default), ``"null"`` or ``"small"`` (see the module docstring).
-    seed
-        Seed of every random draw: the same seed gives an identical dataset.
-    **overrides
-        See :data:`OVERRIDES` (``n_raters``, ``n_days``, ``n_models``, ``texts``,
-        ``missing_rate``, ``missing``, ``severity_sd``, ``discrimination_mean``).
-
-    Returns
-    -------
-    xr.Dataset
-        A study following the data model (``recognition``, ``confidence``, ``intervention``,
-        ``disengagement``, ``level_a``, ``level_b``; ``prompt``/``answer`` with texts) whose truth
-        is stored as ``true_*`` variables (``true_L``, ``true_k``, ``true_t50``, ``true_stage``,
-        ``true_severity``, ``true_discrimination``, ``true_cutpoints``, ``true_p_level_a``,
-        ``true_p_level_b``, ``true_intervention``, ``true_confidence``, ``true_regime``, ...).
-
-    Examples
-    --------
-    >>> from delusion_bayes.data import simulate_study
-    >>> ds = simulate_study(preset="paper_like", seed=0)
-    >>> dict(ds.sizes)
-    {'rater': 4, 'model': 15, 'day': 30, 'intervention_type': 5, 'threshold': 3}
+    ``preset`` is ``"paper_like"``, ``"null"`` or ``"small"`` (module docstring); the same
+    ``seed`` gives an identical dataset; ``overrides`` are those of :data:`OVERRIDES`. Returns a
+    study following the data model (``prompt``/``answer`` with texts) with its truth as
+    ``true_*`` variables (``true_L``, ``true_k``, ``true_t50``, ``true_stage``, ``true_severity``,
+    ``true_discrimination``, ``true_cutpoints``, ``true_p_level_a``, ``true_p_level_b``,
+    ``true_intervention``, ``true_confidence``, ``true_regime``, ...).
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {list(PRESETS)}.")
@@ -287,7 +217,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
     n_models = len(models)
     names = [m.name for m in models]
     days = np.arange(1, n_days + 1)
-    col = {f: np.array([getattr(m, f) for m in models]) for f in _ModelTruth.__dataclass_fields__}
+    col = {f: np.array([getattr(m, f) for m in models]) for f in _FIELDS}
 
     # latent stage ------------------------------------------------------------------------
     eps = rng_truth.normal(0.0, 1.0, size=(n_models, n_days)) * col["day_noise"][:, None]
@@ -321,13 +251,10 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
         if model_name not in names:
             raise ValueError(f"missing: unknown model {model_name!r}; models are {names}.")
         day_missing[names.index(model_name), int(day) - 1] = True
-    for arr in (recognition, confidence, disengagement):
+    for arr in (recognition, confidence, disengagement, intervention):
         arr[:, day_missing] = np.nan
         if missing_rate:
             arr[rng_miss.random(arr.shape) < missing_rate] = np.nan
-    intervention[:, day_missing, :] = np.nan
-    if missing_rate:
-        intervention[rng_miss.random(intervention.shape) < missing_rate] = np.nan
     level_a[day_missing] = np.nan
     level_b[day_missing] = np.nan
 
@@ -341,10 +268,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
             "disengagement": (rmd, disengagement),
             "level_a": ((MODEL, DAY), level_a),
             "level_b": ((MODEL, DAY), level_b),
-            "true_L": (MODEL, col["L"].astype(float)),
-            "true_k": (MODEL, col["k"].astype(float)),
-            "true_t50": (MODEL, col["t50"].astype(float)),
-            "true_day_noise": (MODEL, col["day_noise"].astype(float)),
+            **{f"true_{f}": (MODEL, col[f].astype(float)) for f in ("L", "k", "t50", "day_noise")},
             "true_stage": ((MODEL, DAY), stage),
             "true_severity": (RATER, severity),
             "true_discrimination": (RATER, discrimination),
@@ -361,9 +285,7 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
             DAY: days,
             INTERVENTION_TYPE: list(INTERVENTION_TYPES),
             THRESHOLD: np.arange(1, 4),
-            "vendor": (MODEL, col["vendor"].astype(object)),
-            "generation": (MODEL, col["generation"].astype(object)),
-            "cohort": (MODEL, col["cohort"].astype(object)),
+            **{c: (MODEL, col[c].astype(object)) for c in ("vendor", "generation", "cohort")},
         },
         attrs={
             "title": f"simulated trajectory study ({preset})",
@@ -404,8 +326,9 @@ def _design(preset: str, rng_truth, overrides: dict[str, Any]):
 
 
 def _interventions(stage: np.ndarray, posture: np.ndarray, n_raters: int, rng):
-    """True intervention intensities (model, day, type) and the raters' scores of them: Figure 2
-    shapes, section F drift, Table 2 posture."""
+    """True intervention intensities (model, day, type) and the raters' scores of them. Figure 2:
+    education falls with the stage, interpretation and recommendation rise, support and
+    psychoeducation peak at the transition; section F drift on naive days; Table 2 posture."""
     n_days = stage.shape[1]
     days = np.arange(1, n_days + 1)
     s = np.clip(stage, 1.0, 4.0)
@@ -429,7 +352,8 @@ def _interventions(stage: np.ndarray, posture: np.ndarray, n_raters: int, rng):
 
 
 def _adjudication(stage: np.ndarray, col: dict[str, np.ndarray], n_raters: int, rng):
-    """Adjudicated Level A / B (with their probabilities) and the raters' round-one flag."""
+    """Adjudicated Level A / B, ``P(A) = sigmoid(a_m + 3 (m - 2.5))``, ``P(B | A) = sigmoid(b_m +
+    3 (m - 3))`` (with their probabilities), and the raters' noisy round-one flag."""
     n_models, n_days = stage.shape
     p_a = expit(col["a0"][:, None] + 3.0 * (stage - 2.5))
     with np.errstate(invalid="ignore"):
@@ -457,8 +381,7 @@ def _add_texts(ds: xr.Dataset, s: np.ndarray, true_confidence, day_missing, rng)
         )
     names = [str(m) for m in ds[MODEL].values]
     answers = np.asarray(
-        synthesize_answers(s, names, rng, true_confidence=true_confidence),
-        dtype=object,
+        synthesize_answers(s, names, rng, true_confidence=true_confidence), dtype=object
     )
     answers[day_missing] = ""
     ds["prompt"] = (DAY, np.array(prompts[:n_days], dtype=object))

@@ -1,9 +1,6 @@
-"""Validation of a trajectory study: one small module, errors that quote the bad values.
-
-Every check raises :class:`StudyValidationError` (a ``ValueError``) whose message names the
-variable, the offending coordinates and values (the first few, with a count) and what was expected,
-and says what to do next. ``assert`` is never used for input checks.
-"""
+"""Validation of a trajectory study: every error (:class:`StudyValidationError`, a ``ValueError``)
+names the variable, the offending coordinates and values (the first few, with a count), what was
+expected and what to do next."""
 
 from __future__ import annotations
 
@@ -101,29 +98,13 @@ def _check_text(name: str, da: xr.DataArray, spec: VarSpec) -> None:
         )
 
 
-def _check_unique(ds: xr.Dataset, dim: str) -> None:
+def _check_names(ds: xr.Dataset, dim: str) -> None:
+    """Rater and model names are real names: not NaN/None (a netCDF coordinate can hold NaN),
+    not empty, not padded with whitespace (each would be a phantom rater or model), and unique."""
     if dim not in ds.coords:
         return
     values = [_py(v) for v in ds[dim].values]
-    seen, dupes = set(), []
-    for v in values:
-        if v in seen and v not in dupes:
-            dupes.append(v)
-        seen.add(v)
-    if dupes:
-        raise StudyValidationError(
-            f"coordinate {dim!r} has duplicate names {dupes}; every {dim} must be named once. "
-            f"Rename the duplicates (e.g. add a suffix) before analysis."
-        )
-
-
-def _check_names(ds: xr.Dataset, dim: str) -> None:
-    """Rater and model names are real names: not NaN/None (a netCDF coordinate can hold NaN),
-    not empty, not padded with whitespace (each would be a phantom rater or model)."""
-    if dim not in ds.coords:
-        return
-    for pos, raw in enumerate(ds[dim].values):
-        value = _py(raw)
+    for pos, value in enumerate(values):
         if value is None or (isinstance(value, float) and not np.isfinite(value)):
             problem = "is missing (NaN/None)"
         elif isinstance(value, str) and not value.strip():
@@ -135,6 +116,12 @@ def _check_names(ds: xr.Dataset, dim: str) -> None:
         raise StudyValidationError(
             f"coordinate {dim!r} at position {pos}: the name {value!r} {problem}; expected a "
             f"non-empty name for every {dim}, written without padding."
+        )
+    dupes = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
+    if dupes:
+        raise StudyValidationError(
+            f"coordinate {dim!r} has duplicate names {dupes}; every {dim} must be named once. "
+            f"Rename the duplicates (e.g. add a suffix) before analysis."
         )
 
 
@@ -196,37 +183,10 @@ def _check_level_b_implies_a(ds: xr.Dataset) -> None:
 def validate(ds: xr.Dataset, *, required: Iterable[str] = ("recognition",)) -> xr.Dataset:
     """Check that ``ds`` is a trajectory study following the data model.
 
-    Parameters
-    ----------
-    ds
-        The study (see ``delusion_bayes.data.schema`` and DESIGN.md, "Data model").
-    required
-        Variables that must be present (default: ``recognition``).
-
-    Returns
-    -------
-    xr.Dataset
-        ``ds`` itself, so that ``validate`` can be chained.
-
-    Raises
-    ------
-    StudyValidationError
-        (a ``ValueError``) naming the variable, the offending coordinates and values, and the
-        allowed range/set, for: out-of-range or non-integer scores, wrong or missing dims,
-        duplicate, missing (NaN), empty or whitespace-padded model/rater names, days not 1..n, Level B without Level A, text variables of
-        the wrong shape or type, a missing required variable.
-
-    Examples
-    --------
-    >>> from delusion_bayes.data import simulate_study, validate
-    >>> ds = simulate_study(preset="small", seed=0)
-    >>> _ = validate(ds)
-    >>> bad = ds.copy(deep=True)
-    >>> bad["recognition"][0, 0, 0] = 5
-    >>> validate(bad)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    delusion_bayes.data.validate.StudyValidationError: variable 'recognition' has out-of-range ...
+    Returns ``ds`` itself (for chaining); ``required`` variables must be present. Raises
+    :class:`StudyValidationError` for out-of-range or non-integer scores, wrong or missing dims,
+    duplicate, missing (NaN), empty or padded model/rater names, days not 1..n, Level B without
+    Level A, text variables of the wrong shape or type, or a missing required variable.
     """
     if not isinstance(ds, xr.Dataset):
         raise StudyValidationError(
@@ -240,7 +200,6 @@ def validate(ds: xr.Dataset, *, required: Iterable[str] = ("recognition",)) -> x
             )
     for dim in (MODEL, RATER):
         _check_names(ds, dim)
-        _check_unique(ds, dim)
     _check_days(ds)
     _check_intervention_types(ds)
     for name, da in ds.data_vars.items():
