@@ -120,7 +120,11 @@ def fit(
     from ..inference.config import check_sampler_settings
 
     check_sampler_settings(
-        draws=draws, tune=tune, chains=chains, target_accept=target_accept, cores=cores,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        target_accept=target_accept,
+        cores=cores,
         adaptation=adaptation,
     )
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import

@@ -1,37 +1,24 @@
 """Model-day log-likelihood with the model-day's latent integrated out, for leave-one-model-day-out
 PSIS-LOO.
 
-Why: the joint model has a free latent per model-day (the trajectory plus day noise). The
-pointwise log-likelihood PyMC stores is *conditional* on that latent, one term per rating, so
-PSIS-LOO on it asks how well the latent fitted to the other raters predicts one held-out rating.
-The question a comparison of trajectories (logistic, linear, step) or of rater models asks is how
-well the model predicts a *new model-day*: all its ratings, its latent drawn from the trajectory
-and the day noise. That is the *marginal* likelihood per model-day (Merkle, Furr &
-Rabe-Hesketh 2019, "Bayesian comparison of latent variable models: conditional versus marginal
-likelihoods", Psychometrika 84; Vehtari, Mononen, Tolvanen, Sivula & Winther 2016, JMLR 17, on
-integrating latent values out for LOO):
+PyMC's pointwise log-likelihood is conditional on each model-day's latent stage (one term per
+rating); comparing trajectories or rater models asks how well a model predicts a *new model-day*,
+i.e. the *marginal* likelihood per model-day (Merkle, Furr & Rabe-Hesketh 2019, Psychometrika 84;
+Vehtari et al. 2016, JMLR 17):
 
 .. math::
 
     \\log p(y_{m,t} \\mid \\phi) = \\log \\int \\prod_{i \\in (m,t)} p(y_i \\mid s)\\;
         N(s;\\, \\mu_{m,t}, \\sigma_m)\\, ds
 
-with, per posterior draw ``phi``:
-
-* ``joint`` (and its variants): ``mu = trajectory[m, t]``, ``sigma = sigma_eps[m]``;
-* ``rater``: ``mu = mu_theta``, ``sigma = sigma_theta``;
-* ``disengagement``: as ``joint``, with the model-day's adjudicated level in the product too.
-
-Every factor is a cumulative logit in ``s`` (``P(y > j) = sigmoid(alpha s + beta - gamma_j)``),
-so the integrand is log-concave. It is integrated as adaptive quadrature does (Pinheiro & Bates
-1995, J. Comput. Graph. Stat. 4; lme4's ``nAGQ``): safeguarded Newton steps find the mode of the
-log-integrand and its curvature, and the nodes are placed there, here on a sinh-spaced grid
-(trapezoid rule in ``u`` for ``e = e_hat + tau sinh(u)``) that also reaches the unit-scale tail
-of a latent cut off on one side, which Gauss-Hermite nodes at the mode miss. Written by hand
-because neither PyMC nor ArviZ integrates latent variables out of a log-likelihood (numba
-loops over draws and model-days). Pareto k is high more often per model-day than per rating
-(``docs/design-notes.md#modelsmarginalpy``), so look at ``loo_khat.png`` before trusting a close
-comparison.
+with ``mu = trajectory[m, t]``, ``sigma = sigma_eps[m]`` (``joint``; ``disengagement`` adds the
+model-day's level to the product) or ``mu_theta``, ``sigma_theta`` (``rater``). Every factor is a
+cumulative logit in ``s``, so the integrand is log-concave: adaptive quadrature (Pinheiro & Bates
+1995, J. Comput. Graph. Stat. 4; lme4's ``nAGQ``) with safeguarded Newton steps to the mode and
+sinh-spaced trapezoid nodes there, which also reach the unit-scale tail of a latent cut off on
+one side. By hand (numba) because neither PyMC nor ArviZ integrates latents out of a
+log-likelihood. Pareto k is high more often per model-day than per rating: look at
+``loo_khat.png`` before trusting a close comparison.
 """
 
 from __future__ import annotations
@@ -221,21 +208,10 @@ def marginal_loglik(
 ) -> np.ndarray:
     """``log int prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)] N(s; mu, sigma) ds``.
 
-    Parameters
-    ----------
-    alpha, a0, b0
-        ``(..., n_groups, n_terms)``: each term is one ordinal observation of the group's latent
-        (``a0 = +OPEN`` for the lowest category, ``b0 = -OPEN`` for the highest; a padding
-        term has both, contributing ``log 1 = 0``).
-    mu, sigma
-        ``(..., n_groups)``: the latent's normal prior, ``sigma > 0``.
-    n_nodes
-        Quadrature nodes, placed around the mode of the log-integrand.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(..., n_groups)`` log-likelihoods.
+    ``alpha, a0, b0``: ``(..., n_groups, n_terms)``, one ordinal observation of the group's
+    latent per term (``a0 = +OPEN`` for the lowest category, ``b0 = -OPEN`` for the highest;
+    a padding term has both, contributing 0). ``mu, sigma``: ``(..., n_groups)``, the latent's
+    normal prior. Returns the ``(..., n_groups)`` log-likelihoods.
     """
     return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes)[0]
 
@@ -249,15 +225,9 @@ def sample_latent(
     rng: np.random.Generator,
     n_nodes: int = DEFAULT_NODES,
 ) -> np.ndarray:
-    """One draw of each latent ``s`` from its conditional posterior, proportional to
-    ``prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)] N(s; mu, sigma)``
-    (arguments as in :func:`marginal_loglik`).
-
-    The density is evaluated on the same adaptive nodes as the integral (``n_nodes`` of them);
-    a node is drawn by inverse CDF of their weights and the draw is uniform within its cell, so
-    the draws are exact up to the piecewise-constant interpolation between nodes (the mean and
-    the category probabilities of the stage agree with a 20,001-point grid to < 1e-3:
-    ``tests/models/test_marginal.py``).
+    """One draw of each latent ``s`` from its conditional posterior, the integrand of
+    :func:`marginal_loglik` (same arguments): a node by inverse CDF of the quadrature weights,
+    then uniform within its cell (exact up to that piecewise-constant interpolation).
     """
     return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng)[1]
 
@@ -276,12 +246,9 @@ def ordinal_terms(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, gamma: np.
 
 
 def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) -> xr.DataArray:
-    """Marginal log-likelihood of each observed model-day of a ``joint``, ``rater`` or
-    ``disengagement`` fit (module docstring), dims ``(chain, draw, model_day)``.
-
-    ``model_day`` runs over the model-days with at least one rating, in (model, day) order, with
-    coords ``model_day_model``/``model_day_day``; the model-day's adjudicated level (the
-    ``disengagement`` model) is part of the same term.
+    """Marginal log-likelihood of each rated model-day of a ``joint``, ``rater`` or
+    ``disengagement`` fit (module docstring), dims ``(chain, draw, model_day)`` in (model, day)
+    order, coords ``model_day_model``/``model_day_day``.
 
     Raises
     ------
@@ -295,11 +262,9 @@ def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) ->
 def loglik_and_stage(
     dt: Any, rng: np.random.Generator, n_nodes: int = DEFAULT_NODES, chunk: int = 250
 ) -> tuple[xr.DataArray, xr.DataArray]:
-    """:func:`model_day_loglik` and, from the same quadrature nodes, posterior draws of the
-    latent stage of every rated model-day (``(chain, draw, model_day)``): per posterior draw of
-    the parameters, one draw from the stage's conditional posterior given the model-day's
-    ratings (and level), as :func:`sample_latent`. Together with the parameter draws these are
-    draws from the joint posterior of the model with the stage as a parameter."""
+    """:func:`model_day_loglik` and, from the same nodes, one draw per parameter draw of every
+    rated model-day's stage from its conditional posterior (:func:`sample_latent`): with the
+    parameter draws, draws from the joint posterior with the stage as a parameter."""
     ll, stage = _integrate(dt, n_nodes, chunk, rng=rng)
     stage.name = "stage"
     stage.attrs = {"description": "latent stage drawn from its conditional posterior"}
@@ -319,14 +284,14 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
             f"model_day_loglik: the {model_name or 'given'} fit has no ordinal ratings 'y' with "
             "severity/discrimination; expected a joint, rater or disengagement fit"
         )
-    models = [str(m) for m in post[MODEL].values] if MODEL in post.dims else None
     y = np.asarray(obs["y"].values, np.int64)
     o_model = np.asarray(obs["obs_model"].values).astype(str)
     o_day = np.asarray(obs["obs_day"].values)
     o_rater = np.asarray(obs["obs_rater"].values).astype(str)
     raters = [str(r) for r in post[RATER].values]
-    if models is None:
-        models = list(dict.fromkeys(o_model))
+    models = (
+        [str(m) for m in post[MODEL].values] if MODEL in post.dims else list(dict.fromkeys(o_model))
+    )
     days = list(post[DAY].values) if DAY in post.dims else sorted(set(o_day.tolist()))
     mi = np.array([models.index(m) for m in o_model])
     di = np.array([days.index(d) for d in o_day])
@@ -357,30 +322,28 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
         level = (lv, lpos)
 
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-    sev = _draws(post, "severity").reshape(n_chain * n_draw, -1)
-    disc = _draws(post, "discrimination").reshape(n_chain * n_draw, -1)
+    n_s = n_chain * n_draw
+
+    def flat(name: str) -> np.ndarray:  # (chain * draw, elements)
+        return _draws(post, name).reshape(n_s, -1)
+
+    sev, disc = flat("severity"), flat("discrimination")
     md_model, md_day = keys // len(days), keys % len(days)
     if "trajectory" in post:
-        mu = _draws(post, "trajectory").reshape(n_chain * n_draw, len(models), len(days))[
-            :, md_model, md_day
-        ]
-        sigma = _draws(post, "sigma_eps").reshape(n_chain * n_draw, -1)[:, md_model]
+        mu = flat("trajectory").reshape(n_s, len(models), len(days))[:, md_model, md_day]
+        sigma = flat("sigma_eps")[:, md_model]
     elif "mu_theta" in post:
-        mu = np.repeat(_draws(post, "mu_theta").reshape(-1, 1), n_md, axis=1)
-        sigma = np.repeat(_draws(post, "sigma_theta").reshape(-1, 1), n_md, axis=1)
+        mu = np.repeat(flat("mu_theta"), n_md, axis=1)
+        sigma = np.repeat(flat("sigma_theta"), n_md, axis=1)
     else:
         raise ValueError(
             f"model_day_loglik: the {model_name or 'given'} fit has neither 'trajectory' and "
             "'sigma_eps' (joint) nor 'mu_theta' and 'sigma_theta' (rater) in its posterior"
         )
     if level is not None:
-        beta = _draws(post, "beta_level").reshape(-1)
-        u = _draws(post, "u").reshape(n_chain * n_draw, -1)
-        c1 = _draws(post, "c_level_1").reshape(-1)
-        c2 = c1 + np.exp(_draws(post, "log_gap_level").reshape(-1))
+        beta, u, c1 = flat("beta_level")[:, 0], flat("u"), flat("c_level_1")[:, 0]
+        c2 = c1 + np.exp(flat("log_gap_level")[:, 0])
     cuts = np.asarray(STAGE_CUTPOINTS, float)
-
-    n_s = n_chain * n_draw
     extra = 1 if level is not None else 0
     out = np.empty((n_s, n_md))
     draws_s = np.full((n_s, n_md), np.nan)
@@ -429,11 +392,7 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
 
 def add_model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES) -> Any:
     """Add :data:`MARGINAL_VAR` to ``dt``'s ``log_likelihood`` group (created if absent)."""
-    da = model_day_loglik(dt, n_nodes=n_nodes)
-    if "log_likelihood" in dt.children:
-        ds = dt["log_likelihood"].to_dataset()
-        ds[MARGINAL_VAR] = da
-    else:
-        ds = da.to_dataset()
+    ds = dt["log_likelihood"].to_dataset() if "log_likelihood" in dt.children else xr.Dataset()
+    ds[MARGINAL_VAR] = model_day_loglik(dt, n_nodes=n_nodes)
     dt["log_likelihood"] = xr.DataTree(ds)
     return dt

@@ -1,25 +1,14 @@
 """Simulation-based calibration (SBC) of the trajectory models with ``simuk``.
 
-Prior SBC (Talts, Betancourt, Simpson, Vehtari & Gelman 2020, arXiv:1804.06788): draw
-parameters from the prior and a study from the prior predictive, fit the model to that study,
-and record the rank of the drawn value among the posterior draws. If the sampler computes the
-model's posterior, every rank is uniform on ``0..n_draws``; ranks piled at the ends mean
-over-confident posteriors, a hump in the middle under-confident ones, a slope a bias.
-
-The simulation loop is ``simuk.SBC`` (one ``pm.sample`` per simulated study, here with nutpie);
-what it lacks and is added here: ranks of the *derived* onset parameters ``L, k, t50`` (the
-quantities users read; ``simuk`` ranks the free variables only), a check that every simulation
-ran (``simuk`` logs an error and stops early instead of raising), a uniformity test per parameter
-and a rank-histogram figure with the binomial band of a uniform histogram.
-
->>> from delusion_bayes.models.sbc import run_sbc, sbc_uniformity    # doctest: +SKIP
->>> ranks = run_sbc(num_simulations=100, draws=200, tune=200)        # doctest: +SKIP
->>> sbc_uniformity(ranks)                                             # doctest: +SKIP
+Prior SBC (Talts, Betancourt, Simpson, Vehtari & Gelman 2020, arXiv:1804.06788): fit the model
+to studies drawn from its prior predictive and rank each drawn value among the posterior draws;
+a correct sampler gives uniform ranks on ``0..n_draws``. The loop is ``simuk.SBC``; added here:
+ranks of the derived ``L, k, t50`` (simuk ranks free variables only), a check that every
+simulation ran (simuk logs a failure and stops), a uniformity test and rank histograms.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,12 +17,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-log = logging.getLogger(__name__)
-
 #: what is ranked by default: derived onset parameters, then the hyper-parameters
 DEFAULT_VARS = ("L", "k", "t50", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
-#: the same for the models with a latent stage (joint): onset parameters, the day-noise scale
-#: per model and its population, rater severity and discrimination
+#: the same for the models with a latent stage (joint)
 MARGINAL_VARS = (
     "L", "k", "t50", "sigma_eps", "severity", "discrimination",
     "mu_log_k", "mu_t50", "sigma_t50", "mu_log_eps",
@@ -60,14 +46,12 @@ def run_sbc(
     Parameters
     ----------
     ds
-        The study whose design is simulated (default ``simulate_study("small", seed=0)``: 5
-        models x 12 days). Only its coords and missingness are used; the ratings are replaced
-        by prior-predictive draws.
+        The study whose design (coords, missingness) is simulated; default
+        ``simulate_study("small", seed=0)``.
     model
-        ``onset`` (the issue's SBC target). Other models run too but are slower.
-    num_simulations, draws, tune, chains, seed, sampler, target_accept
-        Simulations and the NUTS settings of each fit; ``seed`` fixes the prior draws and every
-        fit's sampler seed.
+        ``onset`` or ``joint``.
+    seed
+        Fixes the prior draws and every fit's sampler seed.
     var_names
         Parameters to rank (free variables or deterministics such as ``L``, ``k``, ``t50``).
 
@@ -104,17 +88,11 @@ def run_sbc(
             cache_dir=cache_dir, progressbar=progressbar,
         )  # fmt: skip
     pm_model = _prior_model(ds, model, var_names)
-    sample_kwargs: dict[str, Any] = {
-        "draws": int(draws),
-        "tune": int(tune),
-        "chains": int(chains),
-        "nuts_sampler": sampler,
-        "target_accept": float(target_accept),
-        "progressbar": False,
-        "compute_convergence_checks": False,
-    }
-    if sampler == "pymc":
-        sample_kwargs["cores"] = 1
+    sample_kwargs: dict[str, Any] = dict(
+        draws=int(draws), tune=int(tune), chains=int(chains), nuts_sampler=sampler,
+        target_accept=float(target_accept), progressbar=False, compute_convergence_checks=False,
+        **({"cores": 1} if sampler == "pymc" else {}),
+    )  # fmt: skip
     sbc = simuk.SBC(
         pm_model,
         num_simulations=int(num_simulations),
@@ -139,9 +117,8 @@ def run_sbc(
 
 
 def _prior_model(ds: xr.Dataset, model: str, var_names: Sequence[str]):
-    """The ``pm.Model`` of ``model`` on ``ds`` with every t50 centred, so that its prior can be
-    drawn through it (no never-turner coordinate, a ``pm.Flat``; the same model:
-    ``blocks._t50``); ``var_names`` checked against its variables."""
+    """The ``pm.Model`` of ``model`` on ``ds`` with every t50 centred (no ``pm.Flat``, so its
+    prior can be drawn; the same model); ``var_names`` checked against its variables."""
     from .build import build_model
     from .spec import build_spec
 
@@ -185,14 +162,10 @@ def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Datas
 
 def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, sampler,
                   target_accept, var_names, cache_dir, progressbar) -> xr.DataTree:  # fmt: skip
-    """Prior SBC of a model whose likelihood integrates the latent stage out (``joint``):
-    simuk simulates data through the model's observed variables, which this likelihood (a
-    ``pm.Potential``) does not have, so the loop is written here: prior draws of the
-    parameters (PyMC's prior sampling of the same model, every t50 centred so that nothing is
-    ``pm.Flat``), ratings from the generative process (:func:`simulate_ratings`), a fit with
-    :func:`delusion_bayes.models.fit`, and the rank of each drawn value among the posterior
-    draws (thinned to every second draw per chain: ranks of autocorrelated draws are not
-    uniform even for a correct sampler, Talts et al. 2020, section 5)."""
+    """Prior SBC of the ``joint`` model, whose likelihood (a ``pm.Potential``) simuk cannot
+    simulate through: prior draws, ratings from :func:`simulate_ratings`, a fit, and ranks
+    among every second posterior draw per chain (ranks of autocorrelated draws are not uniform
+    even for a correct sampler, Talts et al. 2020, section 5)."""
     import pymc as pm
     from tqdm.auto import tqdm
 
@@ -228,11 +201,10 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
             drawn = np.asarray(prior[v].isel(draw=i).values, float)
             p = np.asarray(post[v].values, float).reshape(-1, *drawn.shape)
             ranks[v].append((p < drawn).sum(axis=0))
-    data = {}
-    for v in var_names:
-        arr = np.stack(ranks[v])[None]  # (chain=1, draw=simulation, ...)
-        dims = ("chain", "draw", *[d for d in prior[v].dims if d not in ("draw",)])
-        data[v] = (dims, arr)
+    data = {  # (chain=1, draw=simulation, ...)
+        v: (("chain", "draw", *[d for d in prior[v].dims if d != "draw"]), np.stack(ranks[v])[None])
+        for v in var_names
+    }
     out = xr.DataTree.from_dict({"prior_sbc": xr.Dataset(data)})
     out.attrs.update(n_draws=int(chains) * len(range(0, int(draws), 2)),
                      num_simulations=int(num_simulations), model=model, sampler=sampler,
@@ -250,19 +222,9 @@ def _rank_edges(n_ranks: int, n_draws: int, n_bins: int | None) -> np.ndarray:
     return np.linspace(0, n_draws + 1, bins + 1)
 
 
-def _chisq(x: np.ndarray, edges: np.ndarray) -> tuple[float, float]:
-    from scipy import stats
-
-    counts, _ = np.histogram(x, bins=edges)
-    res = stats.chisquare(counts)
-    return float(res.statistic), float(res.pvalue)
-
-
 def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
-    """Chi-square test of uniform ranks, per scalar parameter and pooled per variable.
-
-    Ranks ``0..n_draws`` are put into ``n_bins`` equal bins (default: about 5 simulations per
-    bin, 2-20 bins); the test is ``scipy.stats.chisquare`` against equal counts.
+    """Chi-square test (``scipy.stats.chisquare``) of uniform ranks in ``n_bins`` equal bins
+    (default about 5 simulations per bin, 2-20 bins), per scalar parameter and per variable.
 
     Returns
     -------
@@ -271,6 +233,8 @@ def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
         vector variable's elements, which are not independent tests) with ``n``, ``chi2``,
         ``p_value``, ``mean_rank`` (uniform: ``n_draws / 2``).
     """
+    from scipy import stats
+
     ranks = _ranks(dt)
     n_draws = int(dt.attrs["n_draws"])
     rows = []
@@ -281,20 +245,18 @@ def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
         vector = arr.shape[1] > 1
         tests = [(str(j) if vector else "", arr[:, j]) for j in range(arr.shape[1])]
         for index, x in tests + ([("all", arr.ravel())] if vector else []):
-            chi2, p = _chisq(x, edges)
-            rows.append({"variable": name, "index": index, "n": x.size, "chi2": chi2,
-                         "p_value": p, "mean_rank": float(x.mean())})  # fmt: skip
+            res = stats.chisquare(np.histogram(x, bins=edges)[0])
+            rows.append({"variable": name, "index": index, "n": x.size,
+                         "chi2": float(res.statistic), "p_value": float(res.pvalue),
+                         "mean_rank": float(x.mean())})  # fmt: skip
     out = pd.DataFrame(rows)
     out.attrs["n_draws"] = n_draws
     return out
 
 
 def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None = None):
-    """Rank histograms (one panel per variable, vector elements pooled) with the 99% band of a
-    histogram of uniform ranks (binomial quantiles per bin), as in Talts et al. (2020), Fig. 1.
-
-    Returns the matplotlib figure (also saved to ``path`` when given).
-    """
+    """Rank histograms (one panel per variable, elements pooled) with the 99% binomial band of
+    uniform ranks, as in Talts et al. (2020), Fig. 1; the figure, saved to ``path`` if given."""
     import matplotlib.pyplot as plt
     from scipy import stats
 
