@@ -244,10 +244,7 @@ def contrast_quantities(dt: Any, ms: xr.Dataset | None = None) -> xr.Dataset:
 
 
 def posterior_contrasts(
-    quantities: xr.Dataset,
-    contrasts: Iterable[Any],
-    ci_prob: float = 0.95,
-    ci_kind: str = "eti",
+    quantities: xr.Dataset, contrasts: Iterable[Any], ci_prob: float = 0.95, ci_kind: str = "eti"
 ) -> pd.DataFrame:
     """Posterior group contrasts: per draw, mean over the models of group A minus mean over
     group B, for each quantity the contrast lists.

@@ -83,11 +83,7 @@ def _design(spec: Any, cells: pd.DataFrame, arrays: dict[str, np.ndarray]):
 
 
 def replay_posterior_prevalence(
-    tree,
-    spec: Any,
-    target: str = "population",
-    n_nodes: int = 16,
-    seed: int = 0,
+    tree, spec: Any, target: str = "population", n_nodes: int = 16, seed: int = 0
 ) -> tuple[xr.DataArray, xr.DataArray]:
     """Posterior prevalence per ``(model, effect)`` and ``(model, category)``.
 
