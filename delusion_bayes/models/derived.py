@@ -1,22 +1,11 @@
 """Derived quantities from a fitted posterior (numpy/xarray only: no PyMC, no ArviZ).
 
-Every function takes the ``xarray.DataTree`` returned by :func:`delusion_bayes.models.fit` (or
-anything with a ``posterior`` group holding the same variables) and returns an
-``xarray.Dataset`` of draws or a tidy ``pandas.DataFrame`` of summaries. Intervals are
-equal-tailed (ETI) or highest-density (HDI) at an explicit probability.
-
-Conventions (the paper's Statistical Analysis, reused from :mod:`delusion_bayes.baselines`):
-
-- the *posterior stage category* of a model-day is the latent stage rounded to the nearest stage
-  and clipped to 1-4 (a rater with severity 0 and infinite discrimination scores exactly this,
-  because the ordinal cutpoints sit at 1.5, 2.5, 3.5);
-- milestones are :func:`delusion_bayes.baselines.milestones` applied draw by draw to that
-  category: ``first_clinical`` = first day at stage >= 3, ``first_stable`` = first run of
-  ``stable_run`` days at stage 4, ``first_level_b`` = first day with a (posterior predictive)
-  Level-B recommendation; a milestone never reached equals the censoring day ``n_days + 1``,
-  and ``P(censored)`` is the posterior probability of that;
-- a model-day nobody rated is missing in the stage (NaN): it is never a hit, and a consensus row
-  for it is NaN.
+Every function takes the ``xarray.DataTree`` of :func:`delusion_bayes.models.fit` (or anything
+with such a ``posterior`` group) and returns draws (``xarray.Dataset``) or a tidy summary
+(``pandas.DataFrame``; ETI or HDI intervals). The *posterior stage category* is the latent stage
+rounded to the nearest stage in 1-4 (what a rater with severity 0 and infinite discrimination
+scores); milestones are :func:`delusion_bayes.baselines.milestones` applied draw by draw to it
+(never reached = the censoring day ``n_days + 1``). A model-day nobody rated is NaN.
 """
 
 from __future__ import annotations
@@ -36,9 +25,6 @@ SAMPLE_DIMS: tuple[str, ...] = ("chain", "draw")
 ONSET_PARAMS: tuple[str, ...] = ("L", "k", "t50")
 
 
-# --------------------------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------------------------
 def _posterior(dt: Any) -> xr.Dataset:
     if isinstance(dt, xr.Dataset):
         return dt
@@ -76,13 +62,10 @@ def _summ(da: xr.DataArray, prob: float, kind: str) -> dict[str, xr.DataArray]:
 
 
 def stage_category(stage: xr.DataArray) -> xr.DataArray:
-    """Latent stage -> nearest stage 1-4 (half-way values round up: 2.5 -> 3); NaN stays NaN."""
+    """Latent stage -> nearest stage 1-4 (2.5 -> 3); NaN stays NaN."""
     return np.clip(np.floor(stage + 0.5), 1, 4)
 
 
-# --------------------------------------------------------------------------------------------
-# onset parameters
-# --------------------------------------------------------------------------------------------
 def t50_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
     """Posterior of the onset parameters per model and ``P(t50 > last day)``.
 
@@ -106,9 +89,6 @@ def t50_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.Da
     return df
 
 
-# --------------------------------------------------------------------------------------------
-# milestones
-# --------------------------------------------------------------------------------------------
 def _obs_to_grid(
     values: xr.DataArray, model_idx: Sequence[str], day_idx: Sequence[int], post: xr.Dataset
 ) -> xr.DataArray:
@@ -127,10 +107,9 @@ def _obs_to_grid(
 
 
 def trajectory_stage(dt: Any, days: Sequence[float] | None = None) -> xr.DataArray:
-    """The logistic trajectory ``1 + (L - 1) sigmoid(k (t - t50))`` per draw, model and day
-    (the ``onset`` model's stage, which has no day noise). ``days`` default to the posterior's
-    ``day`` coord, else ``1..n_days``; model-days nobody rated are not masked here (the onset
-    model's trajectory exists on every day)."""
+    """The logistic trajectory ``1 + (L - 1) sigmoid(k (t - t50))`` per draw, model and day (the
+    ``onset`` model's stage; not masked). ``days`` default to the ``day`` coord, else
+    ``1..n_days``."""
     post = _posterior(dt)
     for p in ONSET_PARAMS:
         _need(post, p, "trajectory_stage")
@@ -144,9 +123,8 @@ def trajectory_stage(dt: Any, days: Sequence[float] | None = None) -> xr.DataArr
 
 
 def predicted_levels(dt: Any) -> xr.Dataset | None:
-    """Posterior predictive Level A / Level B codes on ``(chain, draw, model, day)`` from the
-    disengagement model's ``level`` (0 none, 1 A only, 2 B); ``None`` without it. Model-days
-    without an adjudicated outcome stay NaN."""
+    """Posterior predictive ``level_a``/``level_b`` on ``(chain, draw, model, day)`` from the
+    disengagement model's ``level``; ``None`` without it. Unadjudicated model-days are NaN."""
     try:
         pp = dt["posterior_predictive"].to_dataset()
     except (KeyError, AttributeError):
@@ -171,19 +149,10 @@ def posterior_milestones(
 ) -> xr.Dataset:
     """Milestone latencies and day counts per draw and model.
 
-    Parameters
-    ----------
-    dt
-        A fit with ``stage (chain, draw, model, day)`` in the posterior (``joint``, ``rater``,
-        ``disengagement``), or with ``L``, ``k``, ``t50`` (``onset``: the trajectory is the
-        stage, :func:`trajectory_stage`).
-    stable_run, missing
-        As in :func:`delusion_bayes.baselines.milestones`.
-    censor
-        Censoring day (default ``n_days + 1``).
-    levels
-        ``level_a``/``level_b`` draws on ``(chain, draw, model, day)``; default: the
-        disengagement model's posterior predictive (:func:`predicted_levels`), if any.
+    ``dt`` has ``stage`` in its posterior, or ``L``, ``k``, ``t50`` (the onset model:
+    :func:`trajectory_stage`); ``stable_run`` and ``missing`` as in
+    :func:`delusion_bayes.baselines.milestones`; ``censor`` defaults to ``n_days + 1``;
+    ``levels`` (``level_a``/``level_b`` draws) to :func:`predicted_levels`.
 
     Returns
     -------
@@ -228,9 +197,6 @@ def milestones_table(ms: xr.Dataset, ci_prob: float = 0.95, ci_kind: str = "eti"
     return df
 
 
-# --------------------------------------------------------------------------------------------
-# contrasts
-# --------------------------------------------------------------------------------------------
 def contrast_quantities(dt: Any, ms: xr.Dataset | None = None) -> xr.Dataset:
     """The per-model draws contrasts can use: milestones (if given) plus ``t50``, ``L``, ``k``
     (if in the posterior), all over ``(chain, draw, model)`` with the model coords."""
@@ -247,16 +213,9 @@ def posterior_contrasts(
     quantities: xr.Dataset, contrasts: Iterable[Any], ci_prob: float = 0.95, ci_kind: str = "eti"
 ) -> pd.DataFrame:
     """Posterior group contrasts: per draw, mean over the models of group A minus mean over
-    group B, for each quantity the contrast lists.
-
-    Parameters
-    ----------
-    quantities
-        Draws over ``(chain, draw, model)`` with the model coords the contrasts group by
-        (:func:`contrast_quantities`).
-    contrasts
-        The same specs as the permutation tests (``conf/baselines/default.yaml`` ``contrasts``:
-        ``{name, by, a, b, alternative, quantities}``).
+    group B, for each quantity the contrast lists (``quantities``: draws over ``(chain, draw,
+    model)`` with model coords, :func:`contrast_quantities`; ``contrasts``: the permutation
+    tests' specs ``{name, by, a, b, alternative, quantities}``).
 
     Returns
     -------
@@ -294,9 +253,6 @@ def posterior_contrasts(
     return df
 
 
-# --------------------------------------------------------------------------------------------
-# consensus, raters, reliability
-# --------------------------------------------------------------------------------------------
 def consensus_posterior(dt: Any) -> pd.DataFrame:
     """Bayesian consensus per model-day: the modal posterior stage category, ``P(stage >= 3)``
     (clinical framing) and the posterior mean of the latent stage. A model-day nobody rated has
@@ -342,14 +298,8 @@ def rater_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.
 
 
 def reliability_draws(dt: Any) -> xr.Dataset:
-    """Posterior reliability of one rater and of the k-rater consensus, per draw.
-
-    With ``v_theta`` the variance of the latent stage over the observed model-days,
-    ``v_s`` the variance of the rater severities and ``v_e = mean_r(pi^2 / (3 d_r^2))`` the
-    logistic error variance on the stage scale:
-    ``rho_1 = v_theta / (v_theta + v_s + v_e)`` and ``rho_k = v_theta / (v_theta + (v_s + v_e)/k)``
-    (the ICC(2,1)/ICC(2,k) analogues; math in :mod:`delusion_bayes.models.rater`).
-    """
+    """Posterior reliability of one rater and of the k-rater consensus per draw (the
+    ICC(2,1)/ICC(2,k) analogues; math in :mod:`delusion_bayes.models.rater`)."""
     post = _posterior(dt)
     stage = _need(post, "stage", "reliability")
     sev = _need(post, "severity", "reliability")

@@ -21,11 +21,8 @@ log = logging.getLogger(__name__)
 
 #: posterior variables on (model, day) that must be NaN on a model-day nobody rated
 MASKED_VARS = ("stage",)
-#: models whose likelihood integrates each model-day's latent stage out
-#: (:func:`delusion_bayes.models.blocks.marginal_ratings`); their stage, ``observed_data``,
-#: ``log_likelihood`` (``y`` given the stage, ``y_model_day`` integrated) and posterior
-#: predictive are added after sampling (:mod:`delusion_bayes.models.latent`). The ``onset``
-#: model's likelihood is one term per model-day already
+#: models whose likelihood integrates each model-day's latent stage out; their stage and other
+#: groups are added after sampling (:mod:`delusion_bayes.models.latent`)
 MARGINAL_MODELS = ("joint", "rater", "disengagement")
 
 
@@ -59,74 +56,46 @@ def fit(
     Parameters
     ----------
     ds
-        Trajectory study (``delusion_bayes.data`` schema), or a replay study with a
-        ``spec`` from :func:`delusion_bayes.models.replay.replay_model_spec` (the replay
-        prevalence model: :func:`~delusion_bayes.models.replay.fit_replay_model`).
+        Trajectory study, or a replay study with a ``spec`` from
+        :func:`delusion_bayes.models.replay.replay_model_spec`.
     model
-        ``joint`` (default), ``onset``, ``rater`` or ``disengagement`` (math in each module's
-        docstring: :mod:`delusion_bayes.models.joint`, ...).
-    draws, tune, chains, sampler, seed, cores, target_accept
-        NUTS settings; ``sampler`` is ``nutpie`` (default), ``pymc`` or ``numpyro`` (falls
-        back to ``pymc`` with a warning when not installed). ``target_accept=None``: the
-        model's own (:data:`delusion_bayes.models.config.TARGET_ACCEPT`).
-    adaptation
-        nutpie's mass-matrix adaptation, ``diag`` or ``low_rank`` (the main job's default,
-        ``conf/sampler/nutpie.yaml``); ignored by the pymc and numpyro samplers.
-    priors
-        Overrides of the default prior table (:data:`delusion_bayes.models.priors.DEFAULT_PRIORS`).
-    trajectory, cutpoints, group_terms, consensus
-        Model variant and the ``onset`` model's consensus rule (see
-        :func:`delusion_bayes.models.build_spec`).
-    log_likelihood, posterior_predictive
-        Add the ``log_likelihood`` / ``posterior_predictive`` groups. ``log_likelihood`` holds
-        ``y``, one term per rating given the model-day's latent, and for the ``joint``,
-        ``rater`` and ``disengagement`` models ``y_model_day``: all ratings (and the level) of
-        a model-day with its latent integrated out, the unit for comparing trajectories
-        (:mod:`delusion_bayes.models.marginal`).
-    log_prior
-        Add the ``log_prior`` group: one ``(chain, draw)`` variable per top-level prior term
-        (the model's prior table), the input of the power-scaling sensitivity
-        (:mod:`delusion_bayes.models.sensitivity`; a few seconds per fit).
+        ``joint`` (default), ``onset``, ``rater`` or ``disengagement``.
+    draws, tune, chains, sampler, seed, cores, target_accept, adaptation
+        NUTS settings; ``sampler`` is ``nutpie``, ``pymc`` or ``numpyro`` (falls back to
+        ``pymc`` with a warning when not installed); ``target_accept=None``: the model's own
+        (:data:`delusion_bayes.models.config.TARGET_ACCEPT`); ``adaptation`` (nutpie only):
+        ``diag`` or ``low_rank``.
+    priors, trajectory, cutpoints, group_terms, consensus
+        As in :func:`delusion_bayes.models.build_spec`.
+    log_likelihood, log_prior, posterior_predictive
+        Add these groups. ``log_likelihood`` holds ``y`` (one term per rating given the latent)
+        and, for the marginal models, ``y_model_day`` (:mod:`delusion_bayes.models.marginal`);
+        ``log_prior`` one ``(chain, draw)`` variable per top-level prior term
+        (:mod:`delusion_bayes.models.sensitivity`).
     cache_dir
         Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``).
     spec
         A ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
     reuse
-        Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling. The
-        key is the spec hash (data, priors, variant), every setting that changes the draws and
-        a hash of the package's model/inference code and the samplers' versions, so a hit is
-        the fit this call would have produced, bit for bit (numba's fastmath is off:
-        :mod:`delusion_bayes.inference.cache`). Off by default; the sensitivity sweep turns it
-        on (``sampler.reuse_fits``) because most of its jobs differ only in choices made after
-        the model fit. ``attrs["fit_reused"]`` says whether a fit came from the cache.
+        Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling, keyed
+        by the spec hash, every setting that changes the draws and a hash of the package's code
+        and samplers' versions (:mod:`delusion_bayes.inference.cache`), so a hit is bit for bit
+        this call's fit. ``attrs["fit_reused"]`` says whether it came from the cache.
 
     Returns
     -------
     xarray.DataTree
         Groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model`` for the onset models, with
-        the study's model names and model coords), ``sample_stats``, ``log_likelihood``,
-        ``log_prior``,
+        the study's model coords), ``sample_stats``, ``log_likelihood``, ``log_prior``,
         ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs`` with
         coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
         NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
-
-    Examples
-    --------
-    >>> import delusion_bayes as db  # doctest: +SKIP
-    >>> dt = db.models.fit(db.data.simulate_study(preset="small"), draws=500, chains=2)  # doctest: +SKIP
-    >>> dt.posterior["t50"].mean(("chain", "draw"))  # doctest: +SKIP
     """
     from ..inference.cache import compiled_kernels, configure_pytensor_cache, kernels_written
     from ..inference.config import check_sampler_settings
 
-    check_sampler_settings(
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        target_accept=target_accept,
-        cores=cores,
-        adaptation=adaptation,
-    )
+    check_sampler_settings(draws=draws, tune=tune, chains=chains, target_accept=target_accept,
+                           cores=cores, adaptation=adaptation)  # fmt: skip
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
     import pymc as pm
 
@@ -150,9 +119,8 @@ def fit(
         cached = load_fit(key, cache_dir)
         if cached is not None:
             log.info("reusing the cached fit %s of %s", key, spec.variant)
-            cached.attrs.update(fit_reused=1, fit_time=time.perf_counter() - t0)
-            # nothing compiled here (the stored attrs are those of the job that sampled it)
-            cached.attrs.update(compile_cache_found=len(compiled_kernels(compiledir)),
+            cached.attrs.update(fit_reused=1, fit_time=time.perf_counter() - t0,
+                                compile_cache_found=len(compiled_kernels(compiledir)),
                                 compile_cache_written=0)  # fmt: skip
             return cached
     pm_model = build_model(spec)
@@ -174,8 +142,7 @@ def fit(
         log.info("latent stage drawn, log-likelihood and PPC: %.1f s", time.perf_counter() - t1)
     else:
         if log_likelihood:
-            # PyMC's log-likelihood rebuilds the model as a graph, which refuses start values
-            # (blocks._t50 sets them on the wall coordinates); they served the sampler only
+            # the rebuilt graph refuses start values (blocks._t50's, for the sampler only)
             for rv in pm_model.rvs_to_initial_values:
                 pm_model.rvs_to_initial_values[rv] = None
             dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
@@ -191,11 +158,8 @@ def fit(
              " (the model was compiled already)" if kernels and not written else "")  # fmt: skip
     if not hasattr(spec, "finish"):
         dt = finish_fit(dt, spec)
-    dt.attrs["fit_time"] = time.perf_counter() - t0
-    # whether this fit found its model compiled in cache_dir (a sweep's later jobs: 0 written)
-    dt.attrs["compile_cache_found"] = len(kernels)
-    dt.attrs["compile_cache_written"] = written
-    dt.attrs["fit_reused"] = 0
+    dt.attrs.update(fit_time=time.perf_counter() - t0, compile_cache_found=len(kernels),
+                    compile_cache_written=written, fit_reused=0)  # fmt: skip
     if key is not None:
         from ..inference.cache import save_fit
 
@@ -228,7 +192,8 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
     for v in MASKED_VARS:
         if v in post:
             post[v] = post[v].where(~missing)
-    post = _model_coords(post, spec)
+    if MODEL in post.dims:
+        post = post.assign_coords({k: (MODEL, np.asarray(v)) for k, v in spec.model_coords.items()})
     dt["posterior"] = xr.DataTree(post)
     d, c = spec.data, {k: np.asarray(spec.coords[k]) for k in (RATER, MODEL, DAY)}
     obs_coords: dict[str, Any] = {}
@@ -255,10 +220,3 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
                     spec_hash=spec.hash(), n_days=int(spec.n_days),
                     sampler=str(post.attrs.get("sampler", "")))  # fmt: skip
     return dt
-
-
-def _model_coords(post: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
-    if MODEL not in post.dims:
-        return post
-    extra = {k: (MODEL, np.asarray(v)) for k, v in spec.model_coords.items()}
-    return post.assign_coords(extra)

@@ -1,19 +1,12 @@
 """The latent stage after sampling, for the models that integrate it out of their likelihood
-(``joint``, ``rater``, ``disengagement``: :func:`delusion_bayes.models.blocks.marginal_ratings`).
+(``joint``, ``rater``, ``disengagement``).
 
-NUTS sees only the ~70 population, model and rater parameters; the per-model-day stage is
-drawn afterwards from its conditional posterior given each parameter draw
-(:func:`delusion_bayes.models.marginal.sample_stage`), which together are draws from the joint
-posterior of the model with the stage as a parameter. From those draws this module adds what
-the sampler no longer produces:
-
-- ``observed_data``: the ratings ``y`` (dim ``obs``, 0-based categories) and the adjudicated
-  ``level`` (dim ``obs_level``), with their rater/model/day coords;
-- ``posterior["stage"]`` (``model, day``; NaN on model-days nobody rated);
-- ``log_likelihood``: ``y`` per rating given the drawn stage (the conditional unit) and
-  ``y_model_day`` with the stage integrated out (:mod:`delusion_bayes.models.marginal`);
-- ``posterior_predictive``: ``y`` (and ``level``) drawn around the stage draws, in numpy (no
-  numba object-mode fallback of a ``CustomDist``'s random function).
+NUTS sees only the population, model and rater parameters; per parameter draw the stage is drawn
+from its conditional posterior (:func:`delusion_bayes.models.marginal.loglik_and_stage`), which
+together are draws from the joint posterior. From those this module adds ``observed_data``
+(``y`` on dim ``obs``, 0-based categories; ``level`` on ``obs_level``), ``posterior["stage"]``
+(NaN on model-days nobody rated), ``log_likelihood`` (``y`` per rating given the drawn stage and
+``y_model_day`` integrated) and ``posterior_predictive`` (drawn in numpy).
 """
 
 from __future__ import annotations
@@ -26,7 +19,6 @@ from ..data.schema import DAY, MODEL, RATER
 from .marginal import MARGINAL_VAR, MODEL_DAY, _draws, loglik_and_stage
 from .spec import OBS, OBS_LEVEL, STAGE_CUTPOINTS, ModelSpec
 
-#: posterior variables the latent stage feeds (an ordinal rating's cumulative logit)
 _CUTS = np.asarray(STAGE_CUTPOINTS, float)
 
 
@@ -67,8 +59,7 @@ def _ordinal_logp(y: np.ndarray, eta: np.ndarray, scale: np.ndarray, cuts: np.nd
     gap = np.where((y > 0) & (y < n_cut), scale * (hi - lo), np.inf)
     # log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) + log sigmoid(-b) + log(1 - e^{-(a - b)})
     with np.errstate(over="ignore", invalid="ignore"):
-        out = log_expit(a) + log_expit(-b) + np.log1p(-np.exp(-gap))
-    return out
+        return log_expit(a) + log_expit(-b) + np.log1p(-np.exp(-gap))
 
 
 def _ordinal_draw(eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray, rng) -> np.ndarray:
@@ -87,8 +78,8 @@ def add_latent_groups(
     log_likelihood: bool = True,
     posterior_predictive: bool = True,
 ) -> xr.DataTree:
-    """Add the groups listed in the module docstring to a fit of a marginal model (in place;
-    returns ``dt``). ``seed`` seeds the stage draws and the predictive draws."""
+    """Add the module docstring's groups to a fit of a marginal model (in place; returns
+    ``dt``); ``seed`` seeds the stage and predictive draws."""
     rng = np.random.default_rng([int(seed), 7])
     obs = observed_group(spec)
     dt["observed_data"] = xr.DataTree(obs)
@@ -144,8 +135,8 @@ def add_latent_groups(
 
 
 def onset_predictive(dt: xr.DataTree, spec: ModelSpec, seed: int) -> xr.DataTree:
-    """Posterior predictive consensus of the ``onset`` model, ``max(1, N(trajectory, sigma_y))``
-    (its likelihood: :mod:`delusion_bayes.models.onset`), drawn in numpy."""
+    """Posterior predictive consensus of the ``onset`` model, ``max(1, N(trajectory, sigma_y))``,
+    drawn in numpy."""
     from .onset import SCALE_MIN
 
     rng = np.random.default_rng([int(seed), 8])
