@@ -6,17 +6,7 @@ from .spec import ModelSpec
 
 
 def build_model(spec: ModelSpec):
-    """Build the PyMC model of ``spec`` (dispatch on ``spec.name``).
-
-    Parameters
-    ----------
-    spec
-        From :func:`delusion_bayes.models.build_spec`.
-
-    Returns
-    -------
-    pymc.Model
-    """
+    """Build the ``pymc.Model`` of ``spec`` (from :func:`delusion_bayes.models.build_spec`)."""
     if hasattr(spec, "build"):  # a spec that brings its own graph (the replay model)
         return spec.build()
     from .disengagement import build_disengagement
