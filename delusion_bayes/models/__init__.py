@@ -21,37 +21,19 @@ VARIANTS: dict[str, dict[str, str]] = {
     "step": {"trajectory": "step"},
 }
 
+_DERIVED = (
+    "posterior_milestones", "milestones_table", "t50_posterior", "posterior_contrasts",
+    "consensus_posterior", "rater_posterior", "reliability_posterior", "interval",
+)  # fmt: skip
 _LAZY = {
     "build_model": ".build",
-    "posterior_milestones": ".derived",
-    "milestones_table": ".derived",
-    "t50_posterior": ".derived",
-    "posterior_contrasts": ".derived",
-    "consensus_posterior": ".derived",
-    "rater_posterior": ".derived",
-    "reliability_posterior": ".derived",
-    "interval": ".derived",
-    "run_sbc": ".sbc",
-    "sbc_uniformity": ".sbc",
-    "plot_sbc": ".sbc",
+    **dict.fromkeys(_DERIVED, ".derived"),
+    **dict.fromkeys(("run_sbc", "sbc_uniformity", "plot_sbc"), ".sbc"),
 }
-
 
 __getattr__ = lazy_getattr(__name__, _LAZY)
 
-
 __all__ = [
-    "CUTPOINTS",
-    "DEFAULT_PRIORS",
-    "MODEL_NAMES",
-    "TRAJECTORIES",
-    "VARIANTS",
-    "ModelConfig",
-    "ModelSpec",
-    "build_spec",
-    "default_priors",
-    "fit",
-    "prior_table",
-    "resolve_priors",
-    *_LAZY,
-]
+    "CUTPOINTS", "DEFAULT_PRIORS", "MODEL_NAMES", "TRAJECTORIES", "VARIANTS", "ModelConfig",
+    "ModelSpec", "build_spec", "default_priors", "fit", "prior_table", "resolve_priors", *_LAZY,
+]  # fmt: skip

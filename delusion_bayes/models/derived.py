@@ -346,18 +346,8 @@ def p_level_b_table(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.
 
 
 __all__ = [
-    "interval",
-    "stage_category",
-    "t50_posterior",
-    "predicted_levels",
-    "trajectory_stage",
-    "posterior_milestones",
-    "milestones_table",
-    "contrast_quantities",
-    "posterior_contrasts",
-    "consensus_posterior",
-    "rater_posterior",
-    "reliability_draws",
-    "reliability_posterior",
+    "interval", "stage_category", "t50_posterior", "predicted_levels", "trajectory_stage",
+    "posterior_milestones", "milestones_table", "contrast_quantities", "posterior_contrasts",
+    "consensus_posterior", "rater_posterior", "reliability_draws", "reliability_posterior",
     "p_level_b_table",
-]
+]  # fmt: skip

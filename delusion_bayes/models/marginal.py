@@ -185,16 +185,8 @@ def _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng=None):
     n = flat[0].shape[0]
     out, out_s = np.empty((n, 1)), np.full((n, 1), np.nan)
     unif = rng.uniform(size=(n, 1, 2)) if rng is not None else np.zeros((0, 1, 2))
-    _kernel(
-        *flat,
-        np.ascontiguousarray(mu.reshape(-1, 1)),
-        np.ascontiguousarray(sigma.reshape(-1, 1)),
-        int(n_nodes),
-        _NEWTON_STEPS,
-        unif,
-        out,
-        out_s,
-    )
+    mu, sigma = (np.ascontiguousarray(v.reshape(-1, 1)) for v in (mu, sigma))
+    _kernel(*flat, mu, sigma, int(n_nodes), _NEWTON_STEPS, unif, out, out_s)
     return out.reshape(lead), (out_s.reshape(lead) if rng is not None else None)
 
 
@@ -375,17 +367,11 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
         f"{MODEL_DAY}_day": (MODEL_DAY, np.asarray(days)[md_day]),
     }
     dims = ("chain", "draw", MODEL_DAY)
-    ll = xr.DataArray(
-        out.reshape(n_chain, n_draw, n_md),
-        dims=dims,
-        coords=coords,
-        name=MARGINAL_VAR,
-        attrs={
-            "description": "log p(all ratings of a model-day | parameters), the model-day's "
-            "latent stage integrated out (adaptive quadrature)",
-            "n_nodes": int(n_nodes),
-        },
-    )
+    description = ("log p(all ratings of a model-day | parameters), the model-day's latent "
+                   "stage integrated out (adaptive quadrature)")  # fmt: skip
+    attrs = {"description": description, "n_nodes": int(n_nodes)}
+    ll = xr.DataArray(out.reshape(n_chain, n_draw, n_md), dims=dims, coords=coords,
+                      name=MARGINAL_VAR, attrs=attrs)  # fmt: skip
     stage = xr.DataArray(draws_s.reshape(n_chain, n_draw, n_md), dims=dims, coords=coords)
     return ll, (stage if rng is not None else None)
 

@@ -69,25 +69,16 @@ from .replay_posterior import (
     UNCATEGORISED,
     finish_replay_fit,
     log_binomial_coefficients,
-    replay_loglik,
     replay_posterior_contrasts,
     replay_posterior_prevalence,
     reported_replay_vars,
 )
 
 __all__ = [
-    "REPLAY_PRIORS",
-    "ReplayModelSpec",
-    "build_replay_model",
-    "finish_replay_fit",
-    "fit_replay_model",
-    "replay_model_spec",
-    "replay_posterior_contrasts",
-    "replay_loglik",
-    "replay_posterior_prevalence",
-    "reported_replay_vars",
-]
-
+    "REPLAY_PRIORS", "ReplayModelSpec", "build_replay_model", "finish_replay_fit",
+    "fit_replay_model", "replay_model_spec", "replay_posterior_contrasts",
+    "replay_posterior_prevalence", "reported_replay_vars",
+]  # fmt: skip
 
 #: default priors (logit scale) in one table
 REPLAY_PRIORS: dict[str, dict[str, Any]] = {

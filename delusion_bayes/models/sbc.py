@@ -93,15 +93,9 @@ def run_sbc(
         target_accept=float(target_accept), progressbar=False, compute_convergence_checks=False,
         **({"cores": 1} if sampler == "pymc" else {}),
     )  # fmt: skip
-    sbc = simuk.SBC(
-        pm_model,
-        num_simulations=int(num_simulations),
-        sample_kwargs=sample_kwargs,
-        seed=int(seed),
-        progress_bar=bool(progressbar),
-    )
-    # simuk ranks its `var_names` (the free RVs by default); the prior and posterior draws it
-    # keeps also hold the deterministics, so derived parameters can be ranked the same way
+    sbc = simuk.SBC(pm_model, num_simulations=int(num_simulations), sample_kwargs=sample_kwargs,
+                    seed=int(seed), progress_bar=bool(progressbar))  # fmt: skip
+    # simuk's draws also hold the deterministics, so derived parameters can be ranked too
     sbc.var_names = list(var_names)
     sbc.run_simulations()
     done = int(sbc._simulations_complete)

@@ -297,15 +297,6 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
 
 
 __all__ = [
-    "MAX_LABELS",
-    "THRESHOLD",
-    "VERDICTS",
-    "flagged",
-    "likelihood_var",
-    "log_prior_dataset",
-    "noise_floor",
-    "plot_sensitivity",
-    "prior_terms",
-    "reported_vars",
-    "sensitivity_table",
-]
+    "MAX_LABELS", "THRESHOLD", "VERDICTS", "flagged", "likelihood_var", "log_prior_dataset",
+    "noise_floor", "plot_sensitivity", "prior_terms", "reported_vars", "sensitivity_table",
+]  # fmt: skip
