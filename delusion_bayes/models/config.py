@@ -34,23 +34,12 @@ def target_accept_for(model: str, value: float | None = None) -> float:
 class ModelConfig:
     """What the ``models`` stage fits.
 
-    Attributes
-    ----------
-    name
-        The primary model (one of :data:`MODEL_NAMES`).
-    priors
-        Prior overrides for the primary model, ``{parameter: {dist: Normal, mu: 0, sigma: 1}}``.
-    group_terms
-        Model coordinates (e.g. ``[vendor, generation]``) whose levels shift the hyper-means of
-        the onset parameters; ``[]`` pools all models together.
-    trajectory, cutpoints
-        As in :func:`delusion_bayes.models.build_spec`.
-    variants
-        Variants of the primary model fitted for ``az.compare`` (names from
-        ``delusion_bayes.models.VARIANTS``); none by default, as none passes the diagnostics
-        gate on paper_like (``docs/models.md``).
-    also_fit
-        Further models fitted in the same stage with their default priors.
+    ``name`` is the primary model, ``priors`` its prior overrides (``{parameter: {dist: Normal,
+    mu: 0, sigma: 1}}``); ``group_terms``, ``trajectory`` and ``cutpoints`` as in
+    :func:`delusion_bayes.models.build_spec`. ``variants`` (names from
+    ``delusion_bayes.models.VARIANTS``) are fitted for ``az.compare`` (none by default: none
+    passes the gate on paper_like, ``docs/models.md``); ``also_fit`` are further models fitted
+    with their default priors.
     """
 
     name: str = "joint"

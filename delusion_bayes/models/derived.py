@@ -69,11 +69,9 @@ def stage_category(stage: xr.DataArray) -> xr.DataArray:
 def t50_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
     """Posterior of the onset parameters per model and ``P(t50 > last day)``.
 
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model: ``model``, ``L_median``, ``L_ci_low``, ``L_ci_high`` (and the same for
-        ``k`` and ``t50``), ``p_beyond_last_day`` = P(t50 > n_days), ``ci_prob``, ``ci_kind``.
+    Returns a ``pandas.DataFrame``: one row per model: ``model``, ``L_median``, ``L_ci_low``,
+    ``L_ci_high`` (and the same for ``k`` and ``t50``), ``p_beyond_last_day`` = P(t50 > n_days),
+    ``ci_prob``, ``ci_kind``.
     """
     post = _posterior(dt)
     n_days = _n_days(dt, post)
@@ -154,12 +152,9 @@ def posterior_milestones(
     :func:`delusion_bayes.baselines.milestones`; ``censor`` defaults to ``n_days + 1``;
     ``levels`` (``level_a``/``level_b`` draws) to :func:`predicted_levels`.
 
-    Returns
-    -------
-    xarray.Dataset
-        ``first_clinical``, ``first_stable``, ``days_stage4`` (+ ``first_level_b``,
-        ``days_level_a``, ``days_level_b`` with levels) over ``(chain, draw, model)``;
-        ``attrs["censor_day"]``.
+    Returns an ``xarray.Dataset``: ``first_clinical``, ``first_stable``, ``days_stage4`` (+
+    ``first_level_b``, ``days_level_a``, ``days_level_b`` with levels) over ``(chain, draw,
+    model)``; ``attrs["censor_day"]``.
     """
     from ..baselines import milestones
 
@@ -217,12 +212,9 @@ def posterior_contrasts(
     model)`` with model coords, :func:`contrast_quantities`; ``contrasts``: the permutation
     tests' specs ``{name, by, a, b, alternative, quantities}``).
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``name``, ``quantity``, ``median``, ``ci_low``, ``ci_high``, ``p_gt_0`` (posterior
-        probability that A's mean exceeds B's), ``mean``, ``n_a``, ``n_b``, ``alternative``,
-        ``note`` (why a row is NaN: a quantity this model does not give).
+    Returns a ``pandas.DataFrame``: ``name``, ``quantity``, ``median``, ``ci_low``, ``ci_high``,
+    ``p_gt_0`` (posterior probability that A's mean exceeds B's), ``mean``, ``n_a``, ``n_b``,
+    ``alternative``, ``note`` (why a row is NaN: a quantity this model does not give).
     """
     from ..baselines.permutation import as_contrast, contrast_groups
 
@@ -258,10 +250,8 @@ def consensus_posterior(dt: Any) -> pd.DataFrame:
     (clinical framing) and the posterior mean of the latent stage. A model-day nobody rated has
     NaN in every column.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``day``, ``modal_stage``, ``p_ge3``, ``p_ge4``, ``mean``, ``p1``..``p4``.
+    Returns a ``pandas.DataFrame``: ``model``, ``day``, ``modal_stage``, ``p_ge3``, ``p_ge4``,
+    ``mean``, ``p1``..``p4``.
     """
     post = _posterior(dt)
     stage = _need(post, "stage", "consensus_posterior")

@@ -55,11 +55,9 @@ def fit(
 
     Parameters
     ----------
-    ds
-        Trajectory study, or a replay study with a ``spec`` from
-        :func:`delusion_bayes.models.replay.replay_model_spec`.
-    model
-        ``joint`` (default), ``onset``, ``rater`` or ``disengagement``.
+    ds, model
+        Trajectory study and ``joint``, ``onset``, ``rater`` or ``disengagement``; or a replay
+        study with a ``spec`` from :func:`delusion_bayes.models.replay.replay_model_spec`.
     draws, tune, chains, sampler, seed, cores, target_accept, adaptation
         NUTS settings; ``sampler`` is ``nutpie``, ``pymc`` or ``numpyro`` (falls back to
         ``pymc`` with a warning when not installed); ``target_accept=None``: the model's own
@@ -72,24 +70,20 @@ def fit(
         and, for the marginal models, ``y_model_day`` (:mod:`delusion_bayes.models.marginal`);
         ``log_prior`` one ``(chain, draw)`` variable per top-level prior term
         (:mod:`delusion_bayes.models.sensitivity`).
-    cache_dir
-        Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``).
-    spec
-        A ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
+    cache_dir, spec
+        Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``); a
+        ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
     reuse
         Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling, keyed
         by the spec hash, every setting that changes the draws and a hash of the package's code
         and samplers' versions (:mod:`delusion_bayes.inference.cache`), so a hit is bit for bit
         this call's fit. ``attrs["fit_reused"]`` says whether it came from the cache.
 
-    Returns
-    -------
-    xarray.DataTree
-        Groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model`` for the onset models, with
-        the study's model coords), ``sample_stats``, ``log_likelihood``, ``log_prior``,
-        ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs`` with
-        coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
-        NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
+    Returns an ``xarray.DataTree``: groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model``
+    for the onset models, with the study's model coords), ``sample_stats``, ``log_likelihood``,
+    ``log_prior``, ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs``
+    with coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
+    NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
     """
     from ..inference.cache import compiled_kernels, configure_pytensor_cache, kernels_written
     from ..inference.config import check_sampler_settings

@@ -174,11 +174,8 @@ def replay_posterior_contrasts(
 ) -> pd.DataFrame:
     """Posterior prevalence and model - baseline contrasts with equal-tailed intervals.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, level, category, code, quantity (prevalence | delta), mean, ci_low, ci_high,
-        prob_below_zero`` (``prob_below_zero`` only for deltas).
+    Returns a ``pandas.DataFrame``: ``model, level, category, code, quantity (prevalence |
+    delta), mean, ci_low, ci_high, prob_below_zero`` (``prob_below_zero`` only for deltas).
     """
     post = tree["posterior"]
     rows = []

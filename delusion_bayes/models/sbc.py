@@ -41,33 +41,14 @@ def run_sbc(
     cache_dir: str | Path | None = None,
     progressbar: bool = True,
 ) -> xr.DataTree:
-    """Prior SBC of ``model`` on the design (models, days, missing model-days) of ``ds``.
+    """Prior SBC of ``model`` (``onset`` or ``joint``) on the design (coords, missingness) of
+    ``ds`` (default ``simulate_study("small", seed=0)``); ``seed`` fixes the prior draws and
+    every fit's sampler seed; ``var_names`` may name deterministics such as ``L``, ``k``, ``t50``.
 
-    Parameters
-    ----------
-    ds
-        The study whose design (coords, missingness) is simulated; default
-        ``simulate_study("small", seed=0)``.
-    model
-        ``onset`` or ``joint``.
-    seed
-        Fixes the prior draws and every fit's sampler seed.
-    var_names
-        Parameters to rank (free variables or deterministics such as ``L``, ``k``, ``t50``).
-
-    Returns
-    -------
-    xarray.DataTree
-        Group ``prior_sbc`` with integer ranks (``chain`` of size 1, ``draw`` = simulation, the
-        parameter's own dims); attrs ``n_draws`` (posterior draws per fit = the maximum rank),
-        ``num_simulations``, ``model``, ``sampler``, ``seed``.
-
-    Raises
-    ------
-    RuntimeError
-        When a simulation failed (``simuk`` stops at the first failure and only logs it).
-    ValueError
-        For a name in ``var_names`` that is not a variable of the model.
+    Returns a DataTree with group ``prior_sbc`` of integer ranks (``chain`` of size 1, ``draw`` =
+    simulation) and attrs ``n_draws`` (the maximum rank), ``num_simulations``, ``model``,
+    ``sampler``, ``seed``. Raises RuntimeError when a simulation failed, ValueError for a name in
+    ``var_names`` that is not a variable of the model.
     """
     from ..inference.cache import configure_pytensor_cache
 
@@ -135,6 +116,7 @@ def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Datas
     from scipy.special import expit
 
     from ..data.schema import DAY, MODEL, RATER
+    from .latent import _CUTS, _ordinal_draw
 
     def get(name):
         return np.asarray(prior[name].isel(draw=i).values, float)
@@ -146,8 +128,7 @@ def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Datas
     stage = traj + sig[:, None] * rng.standard_normal(traj.shape)
     sev, disc = get("severity"), get("discrimination")
     eta = stage[None] + sev[:, None, None]
-    p_gt = expit(disc[:, None, None, None] * (eta[..., None] - np.array([1.5, 2.5, 3.5])))
-    y = 1.0 + (rng.uniform(size=eta.shape)[..., None] < p_gt).sum(-1)
+    y = 1.0 + _ordinal_draw(eta, np.broadcast_to(disc[:, None, None], eta.shape), _CUTS, rng)
     y = np.where(np.isnan(rec.values), np.nan, y)
     out = ds.copy()
     out["recognition"] = rec.copy(data=y)
@@ -220,12 +201,9 @@ def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
     """Chi-square test (``scipy.stats.chisquare``) of uniform ranks in ``n_bins`` equal bins
     (default about 5 simulations per bin, 2-20 bins), per scalar parameter and per variable.
 
-    Returns
-    -------
-    pandas.DataFrame
-        One row per scalar parameter (``variable``, ``index``; ``index = "all"`` pools a
-        vector variable's elements, which are not independent tests) with ``n``, ``chi2``,
-        ``p_value``, ``mean_rank`` (uniform: ``n_draws / 2``).
+    Returns a ``pandas.DataFrame``: one row per scalar parameter (``variable``, ``index``;
+    ``index = "all"`` pools a vector variable's elements, which are not independent tests) with
+    ``n``, ``chi2``, ``p_value``, ``mean_rank`` (uniform: ``n_draws / 2``).
     """
     from scipy import stats
 

@@ -169,20 +169,11 @@ def sensitivity_table(
     ``dt`` needs ``posterior``, ``log_prior`` and ``log_likelihood`` groups; ``var_names``
     default to :func:`reported_vars`, ``likelihood`` to :func:`likelihood_var`.
 
-    Returns
-    -------
-    pandas.DataFrame
-        One row per scalar parameter: ``parameter`` (``t50[Late]``), ``variable``, ``prior``
-        and ``likelihood`` (CJS-based sensitivity), ``diagnosis`` (``psense_summary``'s own
-        text), ``verdict`` (:data:`VERDICTS`: ``prior-data conflict`` when both are at or
-        above ``threshold``, ``weak likelihood`` when the prior's is above it and the
-        likelihood's below, ``-`` otherwise) and ``threshold``. ``attrs``: the likelihood
-        variable, prior terms and seconds taken.
-
-    Raises
-    ------
-    ValueError
-        When the fit has no ``log_prior`` group or no log-likelihood variable to scale.
+    Returns one row per scalar parameter: ``parameter`` (``t50[Late]``), ``variable``,
+    ``prior`` and ``likelihood`` (CJS-based sensitivity), ``diagnosis`` (``psense_summary``'s),
+    ``verdict`` (:data:`VERDICTS`) and ``threshold``; ``attrs``: the likelihood variable, prior
+    terms and seconds taken. Raises ValueError without a ``log_prior`` group or a
+    log-likelihood variable to scale.
     """
     from arviz_stats import psense_summary
 
