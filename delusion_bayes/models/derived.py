@@ -75,11 +75,11 @@ def t50_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.Da
     """
     post = _posterior(dt)
     n_days = _n_days(dt, post)
-    cols: dict[str, Any] = {}
-    for p in ONSET_PARAMS:
-        s = _summ(_need(post, p, "t50_posterior"), ci_prob, ci_kind)
-        for k, v in s.items():
-            cols[f"{p}_{k}"] = v.values
+    cols: dict[str, Any] = {
+        f"{p}_{k}": v.values
+        for p in ONSET_PARAMS
+        for k, v in _summ(_need(post, p, "t50_posterior"), ci_prob, ci_kind).items()
+    }
     t50 = post["t50"]
     cols["p_beyond_last_day"] = (t50 > n_days).mean(_sample_dims(t50)).values
     df = pd.DataFrame({MODEL: [str(m) for m in post[MODEL].values], **cols})
@@ -99,8 +99,7 @@ def _obs_to_grid(
     v = values.transpose(*dims, ...).values
     grid = np.full((*v.shape[:-1], len(models), len(days)), np.nan)
     grid[..., mi, di] = v
-    coords = {d: values[d].values for d in dims}
-    coords.update({MODEL: post[MODEL].values, DAY: days})
+    coords = {**{d: values[d].values for d in dims}, MODEL: post[MODEL].values, DAY: days}
     return xr.DataArray(grid, dims=(*dims, MODEL, DAY), coords=coords)
 
 
@@ -275,9 +274,8 @@ def rater_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.
     """Rater severity (shift on the stage scale: > 0 scores higher than the latent) and
     discrimination per rater: ``rater``, ``<param>_median/_ci_low/_ci_high/_mean``."""
     post = _posterior(dt)
-    df = pd.DataFrame(
-        {RATER: [str(r) for r in _need(post, "severity", "rater_posterior")[RATER].values]}
-    )
+    raters = _need(post, "severity", "rater_posterior")[RATER].values
+    df = pd.DataFrame({RATER: [str(r) for r in raters]})
     for p in ("severity", "discrimination"):
         da = _need(post, p, "rater_posterior")
         for k, v in _summ(da, ci_prob, ci_kind).items():
@@ -298,12 +296,10 @@ def reliability_draws(dt: Any) -> xr.Dataset:
     v_s = sev.var(RATER)
     v_e = ((np.pi**2 / 3.0) / disc**2).mean(RATER)
     k = sev.sizes[RATER]
-    return xr.Dataset(
-        {
-            "reliability_single": v_theta / (v_theta + v_s + v_e),
-            "reliability_consensus": v_theta / (v_theta + (v_s + v_e) / k),
-        }
-    ).reset_coords(drop=True)
+    return xr.Dataset({
+        "reliability_single": v_theta / (v_theta + v_s + v_e),
+        "reliability_consensus": v_theta / (v_theta + (v_s + v_e) / k),
+    }).reset_coords(drop=True)  # fmt: skip
 
 
 def reliability_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:

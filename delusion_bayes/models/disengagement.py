@@ -2,8 +2,6 @@
 with model effects, on top of the joint model. The paper's "recognising the crisis and acting on
 it dissociate" becomes the model effect ``u_m`` and ``p_level_b_at_stage4[m]``.
 
-Math
-----
 Stage as in :mod:`delusion_bayes.models.joint`, plus, for the adjudicated outcome
 :math:`D_{m,t} \\in \\{0: \\text{none}, 1: \\text{Level A only}, 2: \\text{Level B}\\}` (Level B
 implies Level A, so the pair is one ordinal variable):

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..data.schema import DAY, MODEL, RATER
+from ..data.schema import DAY, MODEL
 from ..inference.config import SamplerConfig
 from .config import target_accept_for
-from .spec import OBS, OBS_LEVEL, ModelSpec, build_spec
+from .spec import OBS, OBS_LEVEL, ModelSpec, build_spec, observation_coords
 
 log = logging.getLogger(__name__)
 
@@ -30,27 +30,17 @@ def fit(
     ds: xr.Dataset,
     model: str = "joint",
     *,
-    draws: int = 1000,
-    tune: int = 500,
-    chains: int = 4,
-    sampler: str = "nutpie",
-    seed: int = 0,
+    draws: int = 1000, tune: int = 500, chains: int = 4, sampler: str = "nutpie", seed: int = 0,
     priors: Mapping[str, Any] | None = None,
-    cores: int = 2,
-    target_accept: float | None = None,
-    adaptation: str = "diag",
-    trajectory: str = "logistic",
-    cutpoints: str = "rater",
-    group_terms: Sequence[str] = (),
+    cores: int = 2, target_accept: float | None = None, adaptation: str = "diag",
+    trajectory: str = "logistic", cutpoints: str = "rater", group_terms: Sequence[str] = (),
     consensus: str = "median",
-    log_likelihood: bool = True,
-    log_prior: bool = True,
-    posterior_predictive: bool = True,
+    log_likelihood: bool = True, log_prior: bool = True, posterior_predictive: bool = True,
     cache_dir: str | Path | None = None,
     progressbar: bool = False,
     spec: ModelSpec | None = None,
     reuse: bool = False,
-) -> xr.DataTree:
+) -> xr.DataTree:  # fmt: skip
     """Fit a Bayesian model of a trajectory study.
 
     Parameters
@@ -189,26 +179,13 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
     if MODEL in post.dims:
         post = post.assign_coords({k: (MODEL, np.asarray(v)) for k, v in spec.model_coords.items()})
     dt["posterior"] = xr.DataTree(post)
-    d, c = spec.data, {k: np.asarray(spec.coords[k]) for k in (RATER, MODEL, DAY)}
-    obs_coords: dict[str, Any] = {}
-    if "rater_idx" in d:
-        obs_coords["obs_rater"] = (OBS, c[RATER][d["rater_idx"]])
-    if "model_idx" in d:
-        obs_coords["obs_model"] = (OBS, c[MODEL][d["model_idx"]])
-        obs_coords["obs_day"] = (OBS, c[DAY][d["day_idx"]])
-    lvl_coords: dict[str, Any] = {}
-    if "level_model_idx" in d:
-        lvl_coords["obs_level_model"] = (OBS_LEVEL, c[MODEL][d["level_model_idx"]])
-        lvl_coords["obs_level_day"] = (OBS_LEVEL, c[DAY][d["level_day_idx"]])
+    coords = observation_coords(spec)
     for group in ("observed_data", "posterior_predictive", "log_likelihood"):
-        if group not in dt.children:
-            continue
-        g = dt[group].to_dataset()
-        if OBS in g.dims:
-            g = g.assign_coords(obs_coords)
-        if OBS_LEVEL in g.dims:
-            g = g.assign_coords(lvl_coords)
-        dt[group] = xr.DataTree(g)
+        if group in dt.children:
+            g = dt[group].to_dataset()
+            for dim in (OBS, OBS_LEVEL):
+                g = g.assign_coords(coords[dim]) if dim in g.dims else g
+            dt[group] = xr.DataTree(g)
     dt.attrs.update(model=spec.name, variant=spec.variant, trajectory=spec.trajectory,
                     cutpoints=spec.cutpoints, group_terms=",".join(spec.group_terms),
                     spec_hash=spec.hash(), n_days=int(spec.n_days),

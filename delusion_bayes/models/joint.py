@@ -1,8 +1,6 @@
 """The joint model: hierarchical logistic onset of a latent stage, rated ordinally by every rater,
 with each model-day's stage integrated out of the likelihood.
 
-Math
-----
 For model ``m`` (of M), day ``t`` (1..T) and rater ``r``:
 
 .. math::

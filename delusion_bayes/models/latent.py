@@ -15,35 +15,23 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit, log_expit
 
-from ..data.schema import DAY, MODEL, RATER
+from ..data.schema import DAY, MODEL
 from .marginal import MARGINAL_VAR, MODEL_DAY, _draws, loglik_and_stage
-from .spec import OBS, OBS_LEVEL, STAGE_CUTPOINTS, ModelSpec
+from .spec import OBS, OBS_LEVEL, STAGE_CUTPOINTS, ModelSpec, observation_coords
 
 _CUTS = np.asarray(STAGE_CUTPOINTS, float)
 
 
 def observed_group(spec: ModelSpec) -> xr.Dataset:
     """``y`` (and ``level``) as observed, with coords naming each observation's cell."""
-    d, c = spec.data, spec.coords
-    obs = xr.Dataset(
-        {"y": (OBS, np.asarray(d["y"], np.int64))},
-        coords={
-            OBS: np.arange(len(d["y"])),
-            "obs_rater": (OBS, np.asarray(c[RATER])[d["rater_idx"]]),
-            "obs_model": (OBS, np.asarray(c[MODEL])[d["model_idx"]]),
-            "obs_day": (OBS, np.asarray(c[DAY])[d["day_idx"]]),
-        },
-    )
+    d, coords = spec.data, observation_coords(spec)
+    obs = xr.Dataset({"y": (OBS, np.asarray(d["y"], np.int64))},
+                     coords={OBS: np.arange(len(d["y"])), **coords[OBS]})  # fmt: skip
     if "level" in d:
         obs["level"] = xr.DataArray(
-            np.asarray(d["level"], np.int64),
-            dims=OBS_LEVEL,
-            coords={
-                OBS_LEVEL: np.arange(len(d["level"])),
-                "obs_level_model": (OBS_LEVEL, np.asarray(c[MODEL])[d["level_model_idx"]]),
-                "obs_level_day": (OBS_LEVEL, np.asarray(c[DAY])[d["level_day_idx"]]),
-            },
-        )
+            np.asarray(d["level"], np.int64), dims=OBS_LEVEL,
+            coords={OBS_LEVEL: np.arange(len(d["level"])), **coords[OBS_LEVEL]},
+        )  # fmt: skip
     return obs
 
 

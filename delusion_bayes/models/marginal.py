@@ -85,10 +85,9 @@ def _derivs(a, b, alpha):
 
 @numba.njit(cache=True, inline="always")
 def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
-    # mode e_hat of G(e) = sum_k l_k(m + sg e) - e^2 / 2 and the node scale tau there. G is
-    # strictly concave, but nearly linear in the logistic tails, where plain Newton overshoots
-    # and cycles: Newton safeguarded by bisection on the sign of G' (Numerical Recipes'
-    # rtsafe) in the bracket |e| <= sg sum_k alpha_k (|l_k'| <= alpha_k)
+    # mode e_hat of G(e) = sum_k l_k(m + sg e) - e^2 / 2 and the node scale tau there: Newton
+    # safeguarded by bisection (Numerical Recipes' rtsafe; plain Newton cycles in the logistic
+    # tails) in the bracket |e| <= sg sum_k alpha_k
     half = 1e-9
     for k in range(n_terms):
         half += sg * abs(alpha[i, j, k])
@@ -124,12 +123,9 @@ def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
 
 @numba.njit(cache=True, inline="always")
 def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
-    # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u: spacing ~tau at the mode, growing
-    # outwards to e_hat +- 7 (G <= G(e_hat) - (e - e_hat)^2 / 2 as G'' <= -1: nothing lies
-    # beyond). Gauss-Hermite at the mode (lme4's nAGQ) misses the unit-scale tail of a latent
-    # cut off on one side (a floor day: every rater says stage 1 under a prior of sd 1.3).
-    # Fills vals[q] with the log integrand times the node's weight;
-    # returns (u_min, du, max of vals)
+    # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u, out to e_hat +- 7 (G'' <= -1: nothing
+    # lies beyond). Fills vals[q] with the log integrand times the node's weight; returns
+    # (u_min, du, max of vals)
     log_2pi = np.log(2.0 * np.pi)
     umax = np.arcsinh(7.0 / tau)
     du = 2.0 * umax / (n_nodes - 1)
@@ -150,8 +146,7 @@ def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
 @numba.njit(cache=True, parallel=True)
 def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
     # the integral per (draw, group) into out; with unif of shape (n_draws, n_groups, 2) also
-    # one draw of the latent from its conditional posterior into out_s: a node by inverse CDF
-    # of the quadrature weights, then uniform within its cell in u (one pass for both)
+    # one draw of the latent into out_s (:func:`sample_latent`)
     n_draws, n_groups, n_terms = alpha.shape
     sample = unif.shape[0] == n_draws
     for i in numba.prange(n_draws):
@@ -190,14 +185,8 @@ def _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng=None):
     return out.reshape(lead), (out_s.reshape(lead) if rng is not None else None)
 
 
-def marginal_loglik(
-    alpha: np.ndarray,
-    a0: np.ndarray,
-    b0: np.ndarray,
-    mu: np.ndarray,
-    sigma: np.ndarray,
-    n_nodes: int = DEFAULT_NODES,
-) -> np.ndarray:
+def marginal_loglik(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.ndarray,
+                    sigma: np.ndarray, n_nodes: int = DEFAULT_NODES) -> np.ndarray:  # fmt: skip
     """``log int prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)] N(s; mu, sigma) ds``.
 
     ``alpha, a0, b0``: ``(..., n_groups, n_terms)``, one ordinal observation of the group's
@@ -208,15 +197,9 @@ def marginal_loglik(
     return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes)[0]
 
 
-def sample_latent(
-    alpha: np.ndarray,
-    a0: np.ndarray,
-    b0: np.ndarray,
-    mu: np.ndarray,
-    sigma: np.ndarray,
-    rng: np.random.Generator,
-    n_nodes: int = DEFAULT_NODES,
-) -> np.ndarray:
+def sample_latent(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.ndarray,
+                  sigma: np.ndarray, rng: np.random.Generator,
+                  n_nodes: int = DEFAULT_NODES) -> np.ndarray:  # fmt: skip
     """One draw of each latent ``s`` from its conditional posterior, the integrand of
     :func:`marginal_loglik` (same arguments): a node by inverse CDF of the quadrature weights,
     then uniform within its cell (exact up to that piecewise-constant interpolation).

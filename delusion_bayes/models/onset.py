@@ -4,8 +4,6 @@ The Bayesian twin of the paper's least-squares fit (Statistical Analysis,
 ``m(t) = 1 + (L-1)/(1+e^{-k(t-t50)})`` on the 4-rater median consensus), with the same
 partial pooling as :mod:`delusion_bayes.models.joint`.
 
-Math
-----
 .. math::
 
     L_m, k_m, t_{50,m} &\\text{ as in the joint model (same hierarchy)} \\\\

@@ -1,8 +1,6 @@
 """The rater (measurement) model: a latent score per model-day with rater severity and
 discrimination, no trajectory; how well the raters measure (the paper's Evaluation Reliability).
 
-Math
-----
 .. math::
 
     \\theta_{m,t} &= \\mu_\\theta + \\sigma_\\theta z_{m,t} \\\\

@@ -22,6 +22,7 @@ second derivative raises ``NotImplementedError``.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
@@ -92,12 +93,15 @@ def rating_terms_kernel(s, sev, disc, lo, hi):
     return ll, dll_ds, j_sev, j_disc
 
 
+@functools.cache
 def _make_op():
-    """Build the Op class (PyTensor is imported only here)."""
+    """Build the Op class and register its numba implementation, once (PyTensor is imported
+    only here)."""
     import pytensor.tensor as pt
     from pytensor.gradient import DisconnectedType
     from pytensor.graph.basic import Apply
     from pytensor.graph.op import Op
+    from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 
     class RatingTerms(Op):
         """Fused rating terms with their partial derivatives (module docstring)."""
@@ -150,25 +154,7 @@ def _make_op():
             # pullback and raises instead of silently being 0); the bounds are data
             return [[True] * 4] * 3 + [[False] * 4] * 2
 
-    return RatingTerms
-
-
-_OP_CLASS = None
-
-
-def rating_terms_op():
-    """The :class:`RatingTerms` Op instance (its numba implementation registered once)."""
-    global _OP_CLASS
-    if _OP_CLASS is None:
-        _OP_CLASS = _make_op()
-        _register_numba(_OP_CLASS)
-    return _OP_CLASS()
-
-
-def _register_numba(op_class) -> None:
-    from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-
-    @register_funcify_default_op_cache_key(op_class)
+    @register_funcify_default_op_cache_key(RatingTerms)
     def _funcify(op, node=None, **kwargs):
         kernel = rating_terms_kernel
 
@@ -177,6 +163,13 @@ def _register_numba(op_class) -> None:
             return kernel(s, sev, disc, lo, hi)
 
         return rating_terms, _KERNEL_VERSION
+
+    return RatingTerms
+
+
+def rating_terms_op():
+    """The :class:`RatingTerms` Op instance."""
+    return _make_op()()
 
 
 def rating_terms(s, severity, disc, lo, hi):

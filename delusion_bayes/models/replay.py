@@ -45,6 +45,8 @@ The prevalences (the intercepts integrated out) and contrasts are derived after 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,9 +134,6 @@ class ReplayModelSpec:
 
     def hash(self) -> str:
         """Hash of everything that shapes the compiled graph (the compile cache's key)."""
-        import hashlib
-        import json
-
         h = hashlib.sha256()
         meta = {"model": "replay_prevalence", "level": self.level, "coords": self.coords,
                 "priors": self.priors, "single_level": self.single_level}  # fmt: skip
@@ -294,14 +293,9 @@ def _design(spec: ReplayModelSpec) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def to_sampling_coordinates(
-    spec: ReplayModelSpec,
-    theta: np.ndarray,
-    beta: np.ndarray,
-    gamma: np.ndarray,
-    u_participant: np.ndarray,
-    u_conversation: np.ndarray,
-) -> dict[str, np.ndarray]:
+def to_sampling_coordinates(spec: ReplayModelSpec, theta: np.ndarray, beta: np.ndarray,
+                            gamma: np.ndarray, u_participant: np.ndarray,
+                            u_conversation: np.ndarray) -> dict[str, np.ndarray]:  # fmt: skip
     """``theta_centred`` and the zero-sum ``conversation_total`` of the docstring's parameters:
     the inverse of the graph's deterministic ``theta`` and ``u_conversation``."""
     d = _design(spec)
@@ -432,21 +426,18 @@ def build_reference_model(spec: ReplayModelSpec):
     change of variables, for the exactness test and the benchmark."""
     import pymc as pm
 
-    c = spec.cells
-    n_e, n_g = len(spec.coords["effect"]), len(spec.coords["group"])
-    m, e = c["model"].to_numpy(), c["effect"].to_numpy()
-    mg = m * n_g + spec.effect_group[e]
+    c, d = spec.cells, _design(spec)
     with pm.Model(coords=spec.coords) as model:
         theta = make_rv("theta", spec.priors["theta"], dims=(MODEL, "effect"))
         beta, gamma, sigma_p, sigma_c = _slopes_and_scales(spec)
         u_p = pm.ZeroSumNormal("u_participant", sigma=sigma_p, dims="participant")
         u_c = pm.ZeroSumNormal("u_conversation", sigma=sigma_c, dims="conversation")
         eta = (
-            theta.reshape((-1,))[m * n_e + e]
+            theta.reshape((-1,))[d["me"]]
             + u_p[c["participant"].to_numpy()]
-            + u_c[c["conversation"].to_numpy()]
-            + beta.reshape((-1,))[mg] * c["depth"].to_numpy()
-            + gamma.reshape((-1,))[mg] * (c["prior"].to_numpy() - spec.prior_center)
+            + u_c[d["conv"]]
+            + beta.reshape((-1,))[d["mg"]] * d["depth"]
+            + gamma.reshape((-1,))[d["mg"]] * d["prior"]
         )
         pm.Binomial("y", n=c["n"].to_numpy(), logit_p=eta, observed=c["y"].to_numpy())
     return model
@@ -455,22 +446,13 @@ def build_reference_model(spec: ReplayModelSpec):
 def fit_replay_model(
     ds: xr.Dataset,
     level: str = "code",
-    draws: int = 500,
-    tune: int = 300,
-    chains: int = 2,
-    seed: int = 0,
-    sampler: str = "nutpie",
-    target_accept: float = 0.9,
-    cores: int = 2,
-    depth_bins: int = 4,
-    prior_bins: int = 3,
-    baseline: str = ORIGINAL,
+    draws: int = 500, tune: int = 300, chains: int = 2, seed: int = 0, sampler: str = "nutpie",
+    target_accept: float = 0.9, cores: int = 2,
+    depth_bins: int = 4, prior_bins: int = 3, baseline: str = ORIGINAL,
     priors: dict[str, dict[str, Any]] | None = None,
-    cache_dir: str | Path | None = None,
-    reuse: bool = False,
-    progressbar: bool = False,
+    cache_dir: str | Path | None = None, reuse: bool = False, progressbar: bool = False,
     adaptation: str = "diag",
-) -> xr.DataTree:
+) -> xr.DataTree:  # fmt: skip
     """Fit the hierarchical prevalence model through :func:`delusion_bayes.models.fit` (spec:
     :func:`replay_model_spec`).
 

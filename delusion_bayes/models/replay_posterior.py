@@ -9,8 +9,9 @@ from typing import Any
 import numba
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 import xarray as xr
-from scipy.special import expit
+from scipy.special import expit, gammaln
 
 from ..data.replay_schema import DEPTH_CENTER, DEPTH_UNIT, MODEL, ORIGINAL
 from ..intervals import eti
@@ -49,8 +50,6 @@ def _design(spec: Any, cells: pd.DataFrame, arrays: dict[str, np.ndarray]):
     column) and the draws of ``arrays`` (posterior variable -> ``(draw, ...)``; ``theta``,
     ``beta_depth``, ``gamma_prior`` and, if given, ``u_conversation``, ``u_participant``) side
     by side, ``(draw, column)``. One sparse product instead of fancy indexing per parameter."""
-    import scipy.sparse as sp
-
     m, e = cells["model"].to_numpy(), cells["effect"].to_numpy()
     mg = m * len(spec.coords["group"]) + spec.effect_group[e]
 
@@ -93,8 +92,6 @@ def replay_posterior_prevalence(
     """
     if target not in ("population", "sample"):
         raise ValueError(f"target must be 'population' or 'sample', got {target!r}")
-    import scipy.sparse as sp
-
     post = tree["posterior"]
     post = post.to_dataset() if hasattr(post, "to_dataset") else post
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
@@ -207,8 +204,6 @@ def replay_posterior_contrasts(
 
 def log_binomial_coefficients(n: np.ndarray, y: np.ndarray) -> float:
     """``sum_i log C(n_i, y_i)``."""
-    from scipy.special import gammaln
-
     return float((gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1)).sum())
 
 

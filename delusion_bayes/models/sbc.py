@@ -9,6 +9,7 @@ simulation ran (simuk logs a failure and stops), a uniformity test and rank hist
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy import stats
+from scipy.special import expit
+
+from ..data.schema import DAY, MODEL, RATER
+from .latent import _CUTS, _ordinal_draw
 
 #: what is ranked by default: derived onset parameters, then the hyper-parameters
 DEFAULT_VARS = ("L", "k", "t50", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
@@ -31,16 +37,12 @@ def run_sbc(
     model: str = "onset",
     *,
     num_simulations: int = 20,
-    draws: int = 200,
-    tune: int = 200,
-    chains: int = 2,
-    seed: int = 0,
-    sampler: str = "nutpie",
+    draws: int = 200, tune: int = 200, chains: int = 2, seed: int = 0, sampler: str = "nutpie",
     target_accept: float = 0.95,
     var_names: Sequence[str] = DEFAULT_VARS,
     cache_dir: str | Path | None = None,
     progressbar: bool = True,
-) -> xr.DataTree:
+) -> xr.DataTree:  # fmt: skip
     """Prior SBC of ``model`` (``onset`` or ``joint``) on the design (coords, missingness) of
     ``ds`` (default ``simulate_study("small", seed=0)``); ``seed`` fixes the prior draws and
     every fit's sampler seed; ``var_names`` may name deterministics such as ``L``, ``k``, ``t50``.
@@ -113,10 +115,6 @@ def _prior_model(ds: xr.Dataset, model: str, var_names: Sequence[str]):
 def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Dataset:
     """The study ``ds`` with its recognition ratings replaced by draws from the joint model's
     generative process at prior draw ``i`` (missing ratings stay missing)."""
-    from scipy.special import expit
-
-    from ..data.schema import DAY, MODEL, RATER
-    from .latent import _CUTS, _ordinal_draw
 
     def get(name):
         return np.asarray(prior[name].isel(draw=i).values, float)
@@ -153,8 +151,6 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
         )
     pm_model = _prior_model(ds, model, var_names)
     need = sorted(set(var_names) | {"L", "k", "t50", "sigma_eps", "severity", "discrimination"})
-    import warnings
-
     with warnings.catch_warnings():
         # the only Potential is the likelihood, which the prior draws must ignore
         warnings.filterwarnings("ignore", "The effect of Potentials", UserWarning)
@@ -205,8 +201,6 @@ def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
     ``index = "all"`` pools a vector variable's elements, which are not independent tests) with
     ``n``, ``chi2``, ``p_value``, ``mean_rank`` (uniform: ``n_draws / 2``).
     """
-    from scipy import stats
-
     ranks = _ranks(dt)
     n_draws = int(dt.attrs["n_draws"])
     rows = []
@@ -230,7 +224,6 @@ def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None
     """Rank histograms (one panel per variable, elements pooled) with the 99% binomial band of
     uniform ranks, as in Talts et al. (2020), Fig. 1; the figure, saved to ``path`` if given."""
     import matplotlib.pyplot as plt
-    from scipy import stats
 
     ranks = _ranks(dt)
     n_draws = int(dt.attrs["n_draws"])

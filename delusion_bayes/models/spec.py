@@ -186,6 +186,23 @@ def build_spec(
                      missing=missing, model_coords=model_coords)  # fmt: skip
 
 
+def observation_coords(spec: ModelSpec) -> dict[str, dict[str, tuple]]:
+    """Per observation dim, the coords naming each observation's cell: ``obs_rater``,
+    ``obs_model``, ``obs_day`` on ``obs``; ``obs_level_model``, ``obs_level_day`` on
+    ``obs_level``."""
+    d, c = spec.data, {k: np.asarray(spec.coords[k]) for k in (RATER, MODEL, DAY)}
+    out: dict[str, dict[str, tuple]] = {OBS: {}, OBS_LEVEL: {}}
+    if "rater_idx" in d:
+        out[OBS]["obs_rater"] = (OBS, c[RATER][d["rater_idx"]])
+    if "model_idx" in d:
+        out[OBS]["obs_model"] = (OBS, c[MODEL][d["model_idx"]])
+        out[OBS]["obs_day"] = (OBS, c[DAY][d["day_idx"]])
+    if "level_model_idx" in d:
+        out[OBS_LEVEL]["obs_level_model"] = (OBS_LEVEL, c[MODEL][d["level_model_idx"]])
+        out[OBS_LEVEL]["obs_level_day"] = (OBS_LEVEL, c[DAY][d["level_day_idx"]])
+    return out
+
+
 def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int) -> dict:
     """The ratings (and levels) grouped by model-day for
     :func:`delusion_bayes.models.blocks.marginal_ratings`.
