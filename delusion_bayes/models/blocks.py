@@ -12,10 +12,8 @@ from .spec import K_MAX, K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
 
 
 def _group_shift(spec: ModelSpec, param: str):
-    """Sum over group terms of the level effect of each model: ``sum_g b_{param,g}[group_g(m)]``.
-
-    Non-centred: ``b = sd * z`` with ``sd ~ group_sd`` (one scale per parameter and term).
-    """
+    """``sum_g b_{param,g}[group_g(m)]`` over the group terms, non-centred: ``b = sd * z``,
+    ``sd ~ group_sd`` per parameter and term."""
     import pymc as pm
 
     shift = 0.0
@@ -194,10 +192,9 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     :data:`END_VAR` at an end of the scale): ``1/tau^2 = 1/sigma^2 + P_u``,
     ``m = tau^2 (mu / sigma^2 + P_u yhat_u)``. Smooth in every parameter.
 
-    Each rating's term ``log(sigmoid(a) - sigmoid(b))`` is ``-softplus(-a) - softplus(b)``
-    (:mod:`delusion_bayes.models.rating_terms`) plus ``log(1 - e^{-d (c_hi - c_lo)})``, constant
-    in ``s`` and added once per rater (``n_interior``). ``nodes`` default to :data:`GH_NODES`.
-    ``level`` (disengagement): ``(beta, u, c1, c2)``; the adjudicated level with
+    The rating terms: :mod:`delusion_bayes.models.rating_terms` (their constant part is added
+    once per rater, ``n_interior``). ``nodes`` default to :data:`GH_NODES`. ``level``
+    (disengagement): ``(beta, u, c1, c2)``; the adjudicated level with
     ``P(D >= j) = sigmoid(beta (s - 2.5) + u_m - c_j)`` joins the integrand.
 
     Why by hand: PyMC marginalises discrete variables only; this is a fixed-node version of

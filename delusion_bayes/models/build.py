@@ -14,12 +14,8 @@ def build_model(spec: ModelSpec):
     from .onset import build_onset
     from .rater import build_rater
 
-    builders = {
-        "joint": build_joint,
-        "onset": build_onset,
-        "rater": build_rater,
-        "disengagement": build_disengagement,
-    }
+    builders = {"joint": build_joint, "onset": build_onset, "rater": build_rater,
+                "disengagement": build_disengagement}  # fmt: skip
     if spec.name not in builders:
         raise ValueError(f"no builder for model {spec.name!r}; expected one of {sorted(builders)}")
     return builders[spec.name](spec)

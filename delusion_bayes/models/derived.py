@@ -1,11 +1,8 @@
-"""Derived quantities from a fitted posterior (numpy/xarray only: no PyMC, no ArviZ).
+"""Derived quantities (draws or tidy summaries) from a fit's posterior; numpy/xarray only.
 
-Every function takes the ``xarray.DataTree`` of :func:`delusion_bayes.models.fit` (or anything
-with such a ``posterior`` group) and returns draws (``xarray.Dataset``) or a tidy summary
-(``pandas.DataFrame``; ETI or HDI intervals). The *posterior stage category* is the latent stage
-rounded to the nearest stage in 1-4 (what a rater with severity 0 and infinite discrimination
-scores); milestones are :func:`delusion_bayes.baselines.milestones` applied draw by draw to it
-(never reached = the censoring day ``n_days + 1``). A model-day nobody rated is NaN.
+The *posterior stage category* is the latent stage rounded to the nearest stage in 1-4;
+milestones are :func:`delusion_bayes.baselines.milestones` applied draw by draw to it (never
+reached = the censoring day ``n_days + 1``). A model-day nobody rated is NaN.
 """
 
 from __future__ import annotations
@@ -108,12 +105,10 @@ def trajectory_stage(dt: Any, days: Sequence[float] | None = None) -> xr.DataArr
     ``onset`` model's stage; not masked). ``days`` default to the ``day`` coord, else
     ``1..n_days``."""
     post = _posterior(dt)
-    for p in ONSET_PARAMS:
-        _need(post, p, "trajectory_stage")
+    L, k, t50 = [_need(post, p, "trajectory_stage").reset_coords(drop=True) for p in ONSET_PARAMS]
     if days is None:
         days = post[DAY].values if DAY in post.coords else np.arange(1, _n_days(dt, post) + 1)
     t = xr.DataArray(np.asarray(days), dims=DAY, coords={DAY: np.asarray(days)})
-    L, k, t50 = (post[p].reset_coords(drop=True) for p in ONSET_PARAMS)
     from scipy.special import expit  # no overflow warning far from t50
 
     return 1.0 + (L - 1.0) * expit(k * (t - t50))
@@ -137,13 +132,9 @@ def predicted_levels(dt: Any) -> xr.Dataset | None:
 
 
 def posterior_milestones(
-    dt: Any,
-    *,
-    stable_run: int = 3,
-    missing: str = "skip",
-    censor: int | None = None,
+    dt: Any, *, stable_run: int = 3, missing: str = "skip", censor: int | None = None,
     levels: xr.Dataset | None = None,
-) -> xr.Dataset:
+) -> xr.Dataset:  # fmt: skip
     """Milestone latencies and day counts per draw and model.
 
     ``dt`` has ``stage`` in its posterior, or ``L``, ``k``, ``t50`` (the onset model:
@@ -197,10 +188,9 @@ def contrast_quantities(dt: Any, ms: xr.Dataset | None = None) -> xr.Dataset:
     post = _posterior(dt)
     out = {p: post[p] for p in ONSET_PARAMS if p in post}
     if ms is not None:
-        out.update({k: v for k, v in ms.data_vars.items()})
-    ds = xr.Dataset(out)
+        out.update(ms.data_vars)
     model_coords = {k: post.coords[k] for k in post.coords if post.coords[k].dims == (MODEL,)}
-    return ds.assign_coords(model_coords)
+    return xr.Dataset(out).assign_coords(model_coords)
 
 
 def posterior_contrasts(

@@ -42,14 +42,8 @@ def build_disengagement(spec: ModelSpec):
         gap = make_rv("log_gap_level", p["log_gap_level"])
         c2 = c1 + pt.exp(gap)
         d = spec.data
-        marginal_ratings(
-            spec,
-            mu[d["md_model"], d["md_day"]],
-            sigma_eps[d["md_model"]],
-            severity,
-            disc,
-            level=(beta, u, c1, c2),
-        )
+        marginal_ratings(spec, mu[d["md_model"], d["md_day"]], sigma_eps[d["md_model"]], severity,
+                         disc, level=(beta, u, c1, c2))  # fmt: skip
         eta4 = beta * 1.5 + u
         pm.Deterministic("p_level_a_at_stage4", pm.math.sigmoid(eta4 - c1), dims=MODEL)
         pm.Deterministic("p_level_b_at_stage4", pm.math.sigmoid(eta4 - c2), dims=MODEL)

@@ -85,6 +85,7 @@ def fit(
 
     from ..inference.sampling import sample
     from .build import build_model
+    from .latent import add_latent_groups, onset_predictive
 
     t0 = time.perf_counter()
     target_accept = target_accept_for(spec.name if spec is not None else model, target_accept)
@@ -118,8 +119,6 @@ def fit(
     if hasattr(spec, "finish"):  # a spec with its own post-processing (the replay model)
         dt = spec.finish(dt, seed=seed, log_likelihood=log_likelihood)
     elif spec.name in MARGINAL_MODELS:
-        from .latent import add_latent_groups
-
         t1 = time.perf_counter()
         dt = add_latent_groups(dt, spec, seed=seed, log_likelihood=log_likelihood,
                                posterior_predictive=posterior_predictive)  # fmt: skip
@@ -131,8 +130,6 @@ def fit(
                 pm_model.rvs_to_initial_values[rv] = None
             dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
         if posterior_predictive:
-            from .latent import onset_predictive
-
             dt = onset_predictive(dt, spec, seed=seed + 1)
     if prior_group is not None:
         dt["log_prior"] = xr.DataTree(prior_group)

@@ -26,12 +26,9 @@ its conditional posterior (:mod:`delusion_bayes.models.latent`). Group terms add
 (day noise integrated out, the never-turners' t50 wall coordinate, partial centring, fixed rater
 priors): ``docs/design-notes.md#modelsjointpy``.
 
-Why fixed cutpoints: the latent is *defined* on the paper's 1-4 recognition scale (Statistical
-Analysis: ``m(t) = 1 + (L-1)/(1+e^{-k(t-t50)})``), so L, k and t50 keep the meaning of the
-least-squares fit; cutpoints half-way between the stages identify its location and scale, and
-what free cutpoints would add is carried by the rater severity ``s_r`` and discrimination
-``d_r`` (a graded-response parameterisation, no ``ordered`` transform, which nutpie rejects; the
-generative model of ``delusion_bayes.data.simulate_study``).
+Fixed cutpoints define the latent on the paper's 1-4 scale (Statistical Analysis), so L, k and
+t50 keep the least-squares fit's meaning; the rater severity and discrimination carry what free
+cutpoints would add (``docs/design-notes.md``, "From models/").
 
 ``t50`` is not bounded by the study: a never-turner has its posterior mass beyond day T, not a
 failed fit. A model-day no rater saw is NaN in ``stage``.

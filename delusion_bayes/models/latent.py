@@ -59,13 +59,9 @@ def _ordinal_draw(eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray, rng) -> 
 
 
 def add_latent_groups(
-    dt: xr.DataTree,
-    spec: ModelSpec,
-    *,
-    seed: int,
-    log_likelihood: bool = True,
+    dt: xr.DataTree, spec: ModelSpec, *, seed: int, log_likelihood: bool = True,
     posterior_predictive: bool = True,
-) -> xr.DataTree:
+) -> xr.DataTree:  # fmt: skip
     """Add the module docstring's groups to a fit of a marginal model (in place; returns
     ``dt``); ``seed`` seeds the stage and predictive draws."""
     rng = np.random.default_rng([int(seed), 7])
@@ -79,12 +75,10 @@ def add_latent_groups(
     di = np.array([days.index(int(t)) for t in md[f"{MODEL_DAY}_day"].values])
     grid = np.full((n_chain, n_draw, len(models), len(days)), np.nan)
     grid[:, :, mi, di] = md.values
-    post["stage"] = xr.DataArray(
-        grid,
-        dims=("chain", "draw", MODEL, DAY),
-        coords={MODEL: post[MODEL].values if MODEL in post.coords else models, DAY: days},
-        attrs={"description": "latent stage, drawn from its conditional posterior per draw"},
-    )
+    model_coord = post[MODEL].values if MODEL in post.coords else models
+    attrs = {"description": "latent stage, drawn from its conditional posterior per draw"}
+    post["stage"] = xr.DataArray(grid, dims=("chain", "draw", MODEL, DAY), attrs=attrs,
+                                 coords={MODEL: model_coord, DAY: days})  # fmt: skip
     dt["posterior"] = xr.DataTree(post)
 
     d = spec.data
@@ -94,8 +88,7 @@ def add_latent_groups(
     scale = disc[..., d["rater_idx"]]
     level_eta = None
     if "level" in d:
-        beta, u = _draws(post, "beta_level"), _draws(post, "u")
-        c1 = _draws(post, "c_level_1")
+        beta, u, c1 = (_draws(post, v) for v in ("beta_level", "u", "c_level_1"))
         c2 = c1 + np.exp(_draws(post, "log_gap_level"))
         s_l = grid[:, :, d["level_model_idx"], d["level_day_idx"]]
         level_eta = beta[..., None] * (s_l - 2.5) + u[..., d["level_model_idx"]]

@@ -17,8 +17,7 @@ cumulative logit in ``s``, so the integrand is log-concave: adaptive quadrature 
 1995, J. Comput. Graph. Stat. 4; lme4's ``nAGQ``) with safeguarded Newton steps to the mode and
 sinh-spaced trapezoid nodes there, which also reach the unit-scale tail of a latent cut off on
 one side. By hand (numba) because neither PyMC nor ArviZ integrates latents out of a
-log-likelihood. Pareto k is high more often per model-day than per rating: look at
-``loo_khat.png`` before trusting a close comparison.
+log-likelihood. Look at ``loo_khat.png`` before trusting a close comparison.
 """
 
 from __future__ import annotations
@@ -223,13 +222,8 @@ def ordinal_terms(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, gamma: np.
 def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) -> xr.DataArray:
     """Marginal log-likelihood of each rated model-day of a ``joint``, ``rater`` or
     ``disengagement`` fit (module docstring), dims ``(chain, draw, model_day)`` in (model, day)
-    order, coords ``model_day_model``/``model_day_day``.
-
-    Raises
-    ------
-    ValueError
-        For a fit without the variables the integral needs (``onset``: its likelihood is already
-        one term per model-day, the consensus).
+    order, coords ``model_day_model``/``model_day_day``. ValueError for a fit without the
+    variables the integral needs (``onset``: its likelihood is one term per model-day already).
     """
     return _integrate(dt, n_nodes, chunk, rng=None)[0]
 
@@ -276,12 +270,10 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
     md_key = mi * len(days) + di
     keys, md_of_obs = np.unique(md_key, return_inverse=True)
     n_md = keys.size
-    counts = np.bincount(md_of_obs, minlength=n_md)
-    n_terms = int(counts.max())
+    n_terms = int(np.bincount(md_of_obs).max())
     order = np.argsort(md_of_obs, kind="stable")
-    slot = np.empty_like(md_of_obs)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    slot[order] = np.arange(order.size) - np.repeat(starts, counts)
+    slot = np.empty_like(md_of_obs)  # rank of each rating within its model-day
+    slot[order] = np.arange(order.size) - np.searchsorted(md_of_obs[order], md_of_obs[order])
 
     level = None
     if "level" in obs and "beta_level" in post:
@@ -342,13 +334,10 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
         out[sl], s_draw = _run_kernel(A, A0, B0, mu[sl], sigma[sl], n_nodes, rng)
         if s_draw is not None:
             draws_s[sl] = s_draw
-    coords = {
-        "chain": post["chain"].values,
-        "draw": post["draw"].values,
-        MODEL_DAY: np.arange(n_md),
-        f"{MODEL_DAY}_model": (MODEL_DAY, np.asarray(models)[md_model]),
-        f"{MODEL_DAY}_day": (MODEL_DAY, np.asarray(days)[md_day]),
-    }
+    coords = {"chain": post["chain"].values, "draw": post["draw"].values,
+              MODEL_DAY: np.arange(n_md),
+              f"{MODEL_DAY}_model": (MODEL_DAY, np.asarray(models)[md_model]),
+              f"{MODEL_DAY}_day": (MODEL_DAY, np.asarray(days)[md_day])}  # fmt: skip
     dims = ("chain", "draw", MODEL_DAY)
     description = ("log p(all ratings of a model-day | parameters), the model-day's latent "
                    "stage integrated out (adaptive quadrature)")  # fmt: skip

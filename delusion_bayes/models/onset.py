@@ -13,11 +13,9 @@ partial pooling as :mod:`delusion_bayes.models.joint`.
 where :math:`\\bar y_{m,t}` is ``delusion_bayes.baselines.consensus(recognition,
 rule="median")`` (x.5 values allowed). Model-days without a consensus are left out.
 
-The consensus is censored at the floor (a Tobit likelihood: a consensus of 1 has probability
-``Phi((1 - mu) / sigma_y)``): read as Gaussian, a never-turner's rating noise above the floor
-was evidence of a rise and gave the posterior a second mode. Not at the top, where the free
-plateau ``L`` absorbs the noise (censored there, L drifted above the truth). On floor days it
-differs from the least-squares fit by design (``docs/design-notes.md#modelsonsetpy``).
+The consensus is censored at the floor only (a Tobit likelihood: a consensus of 1 has
+probability ``Phi((1 - mu) / sigma_y)``), so on floor days it differs from the least-squares fit
+by design (why: ``docs/design-notes.md#modelsonsetpy``).
 """
 
 from __future__ import annotations

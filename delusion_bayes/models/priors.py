@@ -90,13 +90,8 @@ def default_priors(model: str) -> dict[str, dict[str, Any]]:
 
 
 def resolve_priors(model: str, overrides: Mapping[str, Any] | None = None) -> dict[str, dict]:
-    """Defaults of ``model`` updated by ``overrides`` (entry-wise; validated).
-
-    Raises
-    ------
-    ValueError
-        For an unknown parameter, distribution or distribution argument.
-    """
+    """Defaults of ``model`` updated by ``overrides`` (entry-wise); ValueError for an unknown
+    parameter, distribution or distribution argument."""
     priors = default_priors(model)
     for name, spec in dict(overrides or {}).items():
         if name not in priors:

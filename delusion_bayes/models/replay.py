@@ -151,13 +151,9 @@ def _quantile_bins(x: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def replay_model_spec(
-    ds: xr.Dataset,
-    level: str = "code",
-    depth_bins: int = 4,
-    prior_bins: int = 3,
-    baseline: str = ORIGINAL,
-    priors: dict[str, dict[str, Any]] | None = None,
-) -> ReplayModelSpec:
+    ds: xr.Dataset, level: str = "code", depth_bins: int = 4, prior_bins: int = 3,
+    baseline: str = ORIGINAL, priors: dict[str, dict[str, Any]] | None = None,
+) -> ReplayModelSpec:  # fmt: skip
     """Aggregate a replay Dataset into binomial cells and index arrays.
 
     ``level``: ``code`` (one ``theta`` per model x code) or ``category`` (codes pooled);
@@ -176,12 +172,8 @@ def replay_model_spec(
     cats = [str(c) if str(c) != NO_CATEGORY else UNCATEGORISED for c in ds[CATEGORY].values]
     groups = list(dict.fromkeys(cats))
     if baseline in models:
-        prior = prior_content_array(
-            hit[:, models.index(baseline)],
-            ds["conversation"].values,
-            ds["index"].values,
-            ds["context_depth"].values,
-        )
+        prior = prior_content_array(hit[:, models.index(baseline)], ds["conversation"].values,
+                                    ds["index"].values, ds["context_depth"].values)  # fmt: skip
     else:
         prior = np.zeros((n_s, n_k))
     depth = (ds["context_depth"].values.astype(float) - DEPTH_CENTER) / DEPTH_UNIT
@@ -235,13 +227,9 @@ def replay_model_spec(
                 f"unknown replay prior {name!r}; expected one of {list(REPLAY_PRIORS)}"
             )
         merged[name] = {**REPLAY_PRIORS[name], **spec}
-    coords = {
-        "participant": [str(p) for p in part_names],
-        "conversation": [str(c) for c in conv_names],
-        MODEL: models,
-        "effect": effects,
-        "group": groups,
-    }
+    coords = {"participant": [str(p) for p in part_names],
+              "conversation": [str(c) for c in conv_names],
+              MODEL: models, "effect": effects, "group": groups}  # fmt: skip
     # one level when conversations and participants are the same units (one-to-one)
     single = len(part_names) == len(conv_names) and (
         pd.Series(conv_part).nunique() == len(conv_names)
@@ -265,16 +253,11 @@ def _design(spec: ReplayModelSpec) -> dict[str, Any]:
     n_m, n_e = len(spec.coords[MODEL]), len(spec.coords["effect"])
     n_g = len(spec.coords["group"])
     n_p, n_c = len(spec.coords["participant"]), len(spec.coords["conversation"])
-    m = c["model"].to_numpy()
-    e = c["effect"].to_numpy()
-    g = spec.effect_group[e]
+    m, e = c["model"].to_numpy(), c["effect"].to_numpy()
     # flat 1-d gathers: much cheaper gradients than 2-d advanced indexing
-    me = m * n_e + e
-    mg = m * n_g + g
+    me, mg = m * n_e + e, m * n_g + spec.effect_group[e]
     conv = c["conversation"].to_numpy()
-    n = c["n"].to_numpy().astype(float)
-    y = c["y"].to_numpy().astype(float)
-    depth = c["depth"].to_numpy().astype(float)
+    n, y, depth = (c[k].to_numpy().astype(float) for k in ("n", "y", "depth"))
     prior = c["prior"].to_numpy().astype(float) - spec.prior_center
     # cell-size-weighted covariate means per (model, effect): theta_centred is the logit there
     w = np.bincount(me, weights=n, minlength=n_m * n_e)
@@ -377,8 +360,7 @@ def single_level_groups(spec: ReplayModelSpec) -> tuple[np.ndarray, np.ndarray]:
     when every cluster holds one effect only (DelusionEval's windows), else one group."""
     c = spec.cells
     n_c, n_e = len(spec.coords["conversation"]), len(spec.coords["effect"])
-    per = c.groupby("conversation")["effect"].agg(["nunique", "first"])
-    per = per.reindex(range(n_c))
+    per = c.groupby("conversation")["effect"].agg(["nunique", "first"]).reindex(range(n_c))
     if per["nunique"].fillna(0).max() <= 1 and per["first"].notna().all():
         return per["first"].to_numpy().astype(np.int64), np.arange(n_e, dtype=np.int64)
     return np.zeros(n_c, dtype=np.int64), np.zeros(n_e, dtype=np.int64)

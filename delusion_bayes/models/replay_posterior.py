@@ -117,8 +117,7 @@ def replay_posterior_prevalence(
             shift = rng.standard_normal(total) * np.sqrt(sig_p**2 / n_p + sig_c**2 / n_c)
             arrays["theta"] = arrays["theta"] - shift[:, None, None]
     x, params = _design(spec, rows, arrays)
-    m = rows["model"].to_numpy()
-    e = rows["effect"].to_numpy()
+    m, e = rows["model"].to_numpy(), rows["effect"].to_numpy()
     g = spec.effect_group[e]
     n = rows["n"].to_numpy().astype(float)
     n_m, n_e = len(spec.coords[MODEL]), len(spec.coords["effect"])
@@ -151,18 +150,12 @@ def replay_posterior_prevalence(
         prev_e[sl] = np.asarray((a_e.T @ p.T).T) / np.where(den_e > 0, den_e, np.nan)
         prev_g[sl] = np.asarray((a_g.T @ p.T).T) / np.where(den_g > 0, den_g, np.nan)
     coords = {"chain": post["chain"].values, "draw": post["draw"].values, MODEL: spec.coords[MODEL]}
-    pe = xr.DataArray(
-        prev_e.reshape(n_chain, n_draw, n_m, n_e),
-        dims=("chain", "draw", MODEL, spec.level),
-        coords={**coords, spec.level: spec.coords["effect"]},
-        name="prevalence",
-    )
-    pg = xr.DataArray(
-        prev_g.reshape(n_chain, n_draw, n_m, len(cats)),
-        dims=("chain", "draw", MODEL, "category"),
-        coords={**coords, "category": cats},
-        name="category_prevalence",
-    )
+    pe = xr.DataArray(prev_e.reshape(n_chain, n_draw, n_m, n_e), name="prevalence",
+                      dims=("chain", "draw", MODEL, spec.level),
+                      coords={**coords, spec.level: spec.coords["effect"]})  # fmt: skip
+    pg = xr.DataArray(prev_g.reshape(n_chain, n_draw, n_m, len(cats)), name="category_prevalence",
+                      dims=("chain", "draw", MODEL, "category"),
+                      coords={**coords, "category": cats})  # fmt: skip
     return pe, pg
 
 

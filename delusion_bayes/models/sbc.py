@@ -231,6 +231,7 @@ def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None
     ncol = min(4, len(names))
     nrow = int(np.ceil(len(names) / ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 2.4 * nrow), squeeze=False)
+    n_sims = ranks.sizes["draw"]
     for ax, name in zip(axes.ravel(), names, strict=False):
         x = np.asarray(ranks[name].values, float).ravel()
         edges = _rank_edges(x.size, n_draws, n_bins)
@@ -239,19 +240,13 @@ def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None
         ax.axhspan(lo, hi, color="0.85", zorder=0, label="99% band (uniform)")
         ax.axhline(x.size / bins, color="0.5", lw=0.8)
         ax.hist(x, bins=edges, color="C0", edgecolor="white")
-        ax.set_title(
-            f"{name} ({ranks[name].size // max(ranks.sizes['draw'], 1)} x {ranks.sizes['draw']})",
-            fontsize=9,
-        )
-        ax.set_xlim(0, n_draws + 1)
-        ax.set_xlabel("rank")
+        ax.set_title(f"{name} ({ranks[name].size // max(n_sims, 1)} x {n_sims})", fontsize=9)
+        ax.set(xlim=(0, n_draws + 1), xlabel="rank")
     for ax in axes.ravel()[len(names) :]:
         ax.set_visible(False)
-    fig.suptitle(
-        f"SBC of the {dt.attrs.get('model', '')} model: ranks among {n_draws} posterior draws "
-        f"({dt.attrs.get('num_simulations', '?')} simulated studies)",
-        fontsize=10,
-    )
+    model, n_studies = dt.attrs.get("model", ""), dt.attrs.get("num_simulations", "?")
+    fig.suptitle(f"SBC of the {model} model: ranks among {n_draws} posterior draws ({n_studies} "
+                 "simulated studies)", fontsize=10)  # fmt: skip
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)

@@ -1,13 +1,9 @@
-"""Power-scaling prior and likelihood sensitivity of a fit (Kallioinen et al. 2024).
-
-Raising the prior (or likelihood) to a power ``alpha`` near 1 and reweighting the draws by
-Pareto-smoothed importance sampling shows, without refitting, how much each marginal posterior
-moves (``arviz_stats.psense``). The fit needs a ``log_prior`` group (:func:`log_prior_dataset`:
-one ``(chain, draw)`` sum per top-level prior term, :func:`prior_terms`) and one
-``log_likelihood`` variable to scale (:func:`likelihood_var`: ``y_model_day`` where the latent
-stage is integrated out, since ``psense`` sums the group and ``y`` given a drawn stage would count
-the ratings twice; ``y`` for the onset model). :func:`sensitivity_table` keeps priorsense's
-diagnosis (threshold 0.05), relabelled :data:`VERDICTS`.
+"""Power-scaling prior and likelihood sensitivity of a fit (Kallioinen et al. 2024;
+``arviz_stats.psense``): how much each marginal posterior moves when the prior or likelihood is
+raised to a power near 1, without refitting. Needs a ``log_prior`` group
+(:func:`log_prior_dataset`) and one ``log_likelihood`` variable (:func:`likelihood_var`:
+``y_model_day`` where the stage is integrated out, as ``y`` given a drawn stage would count the
+ratings twice).
 """
 
 from __future__ import annotations
@@ -158,12 +154,9 @@ def reported_vars(dt: xr.DataTree, var_names: Sequence[str] | None = None) -> li
 
 
 def sensitivity_table(
-    dt: xr.DataTree,
-    var_names: Sequence[str] | None = None,
-    *,
-    threshold: float = THRESHOLD,
+    dt: xr.DataTree, var_names: Sequence[str] | None = None, *, threshold: float = THRESHOLD,
     likelihood: str | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame:  # fmt: skip
     """Prior and likelihood power-scaling sensitivity per parameter, with priorsense's verdict.
 
     ``dt`` needs ``posterior``, ``log_prior`` and ``log_likelihood`` groups; ``var_names``
@@ -262,8 +255,7 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
             if sel.any():
                 ax.scatter(x[sel], y[sel], s=22, marker=marker, color=color, zorder=3,
                            label=f"{verdict} ({int(sel.sum())})")  # fmt: skip
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        ax.set(xscale="log", yscale="log")
         ax.set_xlim(left=min(x.min(), thr) / 1.3)
         ax.set_ylim(bottom=min(y.min(), thr) / 1.3)
         # plain numbers: the package style turns mathtext off, and log ticks are mathtext
@@ -279,9 +271,9 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
         for _, r in flagged_rows.head(MAX_LABELS).iterrows():
             ax.annotate(str(r["parameter"]), (max(r["prior"], floor), max(r["likelihood"], floor)),
                         fontsize=6, xytext=(3, 2), textcoords="offset points")  # fmt: skip
-        ax.set_xlabel(f"prior sensitivity (CJS; threshold {thr:g})")
-        ax.set_ylabel("likelihood sensitivity (CJS)")
-        ax.set_title(title or "Power-scaling sensitivity")
+        ax.set(xlabel=f"prior sensitivity (CJS; threshold {thr:g})",
+               ylabel="likelihood sensitivity (CJS)",
+               title=title or "Power-scaling sensitivity")  # fmt: skip
         ax.legend(loc="lower left")
         fig.tight_layout()
     return fig

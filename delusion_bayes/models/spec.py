@@ -97,11 +97,9 @@ def build_spec(
     model: str = "joint",
     priors: Mapping[str, Any] | None = None,
     *,
-    trajectory: str = "logistic",
-    cutpoints: str = "rater",
-    group_terms: Sequence[str] = (),
+    trajectory: str = "logistic", cutpoints: str = "rater", group_terms: Sequence[str] = (),
     consensus: str = "median",
-) -> ModelSpec:
+) -> ModelSpec:  # fmt: skip
     """Build the spec of ``model`` for a trajectory study (``recognition (rater, model, day)``;
     ``level_a``/``level_b`` for ``disengagement``).
 
@@ -236,15 +234,10 @@ def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int)
         level[np.searchsorted(md, lv_keys)] = np.asarray(data["level"], np.int64)
     interior = (y > 0) & (y < n_cut)
     return {
-        "md_model": (md // n_days).astype(np.int64),
-        "md_day": (md % n_days).astype(np.int64),
-        "md_lo": lo,
-        "md_hi": hi,
-        "md_rating": rating,
-        "md_end": end,
-        "md_level": level,
+        "md_model": (md // n_days).astype(np.int64), "md_day": (md % n_days).astype(np.int64),
+        "md_lo": lo, "md_hi": hi, "md_rating": rating, "md_end": end, "md_level": level,
         "n_interior": np.bincount(r[interior], minlength=n_raters).astype(float),
-    }
+    }  # fmt: skip
 
 
 def _recognition(ds: xr.Dataset) -> xr.DataArray:
@@ -267,8 +260,7 @@ def _recognition(ds: xr.Dataset) -> xr.DataArray:
         raise ValueError(
             f"'recognition' value {float(vals[r, m, t])!r} at "
             f"rater={rec[RATER].values[r].item()!r}, model={rec[MODEL].values[m].item()!r}, "
-            f"day={rec[DAY].values[t].item()!r} is not on the scale "
-            f"{scale} (NaN = missing)"
+            f"day={rec[DAY].values[t].item()!r} is not on the scale {scale} (NaN = missing)"
         )
     if np.isnan(vals).all():
         raise ValueError("'recognition' has no observed rating (all NaN)")
