@@ -35,11 +35,9 @@ class ModelConfig:
     """What the ``models`` stage fits.
 
     ``name`` is the primary model, ``priors`` its prior overrides (``{parameter: {dist: Normal,
-    mu: 0, sigma: 1}}``); ``group_terms``, ``trajectory`` and ``cutpoints`` as in
-    :func:`delusion_bayes.models.build_spec`. ``variants`` (names from
-    ``delusion_bayes.models.VARIANTS``) are fitted for ``az.compare`` (none by default: none
-    passes the gate on paper_like, ``docs/models.md``); ``also_fit`` are further models fitted
-    with their default priors.
+    mu: 0, sigma: 1}}``), the rest as in :func:`delusion_bayes.models.build_spec`; ``variants``
+    (``delusion_bayes.models.VARIANTS``; none passes the gate on paper_like) are fitted for
+    ``az.compare``, ``also_fit`` models with their default priors.
     """
 
     name: str = "joint"

@@ -135,11 +135,9 @@ def posterior_milestones(
     dt: Any, *, stable_run: int = 3, missing: str = "skip", censor: int | None = None,
     levels: xr.Dataset | None = None,
 ) -> xr.Dataset:  # fmt: skip
-    """Milestone latencies and day counts per draw and model.
-
-    ``dt`` has ``stage`` in its posterior, or ``L``, ``k``, ``t50`` (the onset model:
-    :func:`trajectory_stage`); ``stable_run`` and ``missing`` as in
-    :func:`delusion_bayes.baselines.milestones`; ``censor`` defaults to ``n_days + 1``;
+    """Milestone latencies and day counts per draw and model from ``stage`` (or the onset
+    model's :func:`trajectory_stage`); ``stable_run``, ``missing`` as in
+    :func:`delusion_bayes.baselines.milestones`; ``censor`` defaults to ``n_days + 1``,
     ``levels`` (``level_a``/``level_b`` draws) to :func:`predicted_levels`.
 
     Returns an ``xarray.Dataset``: ``first_clinical``, ``first_stable``, ``days_stage4`` (+

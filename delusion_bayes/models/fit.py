@@ -64,10 +64,8 @@ def fit(
         Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``); a
         ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
     reuse
-        Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling, keyed
-        by the spec hash, every setting that changes the draws and a hash of the package's code
-        and samplers' versions (:mod:`delusion_bayes.inference.cache`), so a hit is bit for bit
-        this call's fit. ``attrs["fit_reused"]`` says whether it came from the cache.
+        Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling; a hit
+        (``attrs["fit_reused"]``) is this call's fit bit for bit (``inference/cache.py``).
 
     Returns an ``xarray.DataTree``: groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model``
     for the onset models, with the study's model coords), ``sample_stats``, ``log_likelihood``,

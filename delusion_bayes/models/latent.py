@@ -1,12 +1,9 @@
-"""The latent stage after sampling, for the models that integrate it out of their likelihood
-(``joint``, ``rater``, ``disengagement``).
-
-NUTS sees only the population, model and rater parameters; per parameter draw the stage is drawn
-from its conditional posterior (:func:`delusion_bayes.models.marginal.loglik_and_stage`), which
-together are draws from the joint posterior. From those this module adds ``observed_data``
-(``y`` on dim ``obs``, 0-based categories; ``level`` on ``obs_level``), ``posterior["stage"]``
-(NaN on model-days nobody rated), ``log_likelihood`` (``y`` per rating given the drawn stage and
-``y_model_day`` integrated) and ``posterior_predictive`` (drawn in numpy).
+"""The latent stage after sampling, for the models that integrate it out (``joint``, ``rater``,
+``disengagement``): per parameter draw, a draw of each model-day's stage from its conditional
+posterior (:func:`delusion_bayes.models.marginal.loglik_and_stage`), and the groups
+``observed_data`` (``y`` on ``obs``, 0-based; ``level`` on ``obs_level``), ``posterior["stage"]``
+(NaN where nobody rated), ``log_likelihood`` (``y`` given the drawn stage, ``y_model_day``) and
+``posterior_predictive`` (drawn in numpy).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Model-day log-likelihood with the model-day's latent integrated out, for leave-one-model-day-out
 PSIS-LOO.
 
-PyMC's pointwise log-likelihood is conditional on each model-day's latent stage (one term per
-rating); comparing trajectories or rater models asks how well a model predicts a *new model-day*,
-i.e. the *marginal* likelihood per model-day (Merkle, Furr & Rabe-Hesketh 2019, Psychometrika 84;
-Vehtari et al. 2016, JMLR 17):
+Comparing trajectories or rater models asks how well a model predicts a *new model-day*: the
+*marginal* likelihood per model-day, not PyMC's per rating given the latent (Merkle, Furr &
+Rabe-Hesketh 2019, Psychometrika 84; Vehtari et al. 2016, JMLR 17):
 
 .. math::
 
@@ -16,8 +15,8 @@ model-day's level to the product) or ``mu_theta``, ``sigma_theta`` (``rater``). 
 cumulative logit in ``s``, so the integrand is log-concave: adaptive quadrature (Pinheiro & Bates
 1995, J. Comput. Graph. Stat. 4; lme4's ``nAGQ``) with safeguarded Newton steps to the mode and
 sinh-spaced trapezoid nodes there, which also reach the unit-scale tail of a latent cut off on
-one side. By hand (numba) because neither PyMC nor ArviZ integrates latents out of a
-log-likelihood. Look at ``loo_khat.png`` before trusting a close comparison.
+one side. By hand (numba): neither PyMC nor ArviZ integrates latents out of a log-likelihood.
+Check ``loo_khat.png`` before trusting a close comparison.
 """
 
 from __future__ import annotations

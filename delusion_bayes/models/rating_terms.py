@@ -14,10 +14,8 @@ transcendental functions forward and as many in the gradient; one numba loop com
 and every partial derivative in one pass, and the pullback contracts the stored partials with
 the upstream gradient, so a log-density with its gradient runs the kernel once.
 
-Outputs of :class:`RatingTerms` (``s``: ``(U, Q)``, ``severity``, ``disc``: ``(R,)``, ``lo``,
-``hi``: ``(U, R)``): ``ll`` ``(U, Q)``, ``dll_ds`` ``(U, Q)``, ``j_sev`` and ``j_disc``
-``(U, R, Q)`` (``d l / d severity_r``, ``d l / d disc_r``). Only ``ll`` is meant for use; a
-second derivative raises ``NotImplementedError``.
+:class:`RatingTerms` (``s`` ``(U, Q)``, ``severity``, ``disc`` ``(R,)``, ``lo``, ``hi`` ``(U, R)``)
+returns ``ll``, ``dll_ds`` ``(U, Q)``, ``j_sev``, ``j_disc`` ``(U, R, Q)``; only ``ll`` is for use.
 """
 
 from __future__ import annotations

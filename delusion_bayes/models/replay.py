@@ -17,8 +17,7 @@ with ``g`` the category of effect ``e`` (codes without a category form their own
 ``x^depth = (context_depth - 10) / 10`` and ``x^prior`` the share of the original transcript's
 earlier assistant turns in the prompt that showed the code
 (:func:`delusion_bayes.data.replay.prior_content`). Samples are aggregated into cells on binned
-covariates (each with its rows' mean covariates): one likelihood term per non-empty cell. The
-original transcript's rows are counted once per user turn.
+covariates (with their rows' mean covariates); the original's rows count once per user turn.
 
 Sampling coordinates (an exact change of variables, tested in ``tests/replay/test_bayes.py``):
 the data pin each conversation's total intercept ``u_p + v_c`` but not its split, and ``theta``
@@ -367,13 +366,10 @@ def single_level_groups(spec: ReplayModelSpec) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _build_single_level(spec: ReplayModelSpec):
-    """One clustering level (``spec.single_level``): ``eta = theta + u_c + slopes`` with
-    ``u_c ~ Normal(0, sigma_conversation)`` i.i.d. and no participant term; ``theta`` is then the
-    logit at ``u = 0``, the population location (no zero-sum correction).
-
-    Sampling coordinates: with one effect per cluster, an effect's model intercepts and its
-    clusters' mean intercept are confounded. So, with ``g`` the group (effect) of a cluster
-    and ``n_g`` its number of clusters::
+    """One clustering level: ``eta = theta + u_c + slopes``, ``u_c ~ Normal(0, sigma_conversation)``
+    i.i.d. (``theta`` is the population location). With one effect per cluster an effect's model
+    intercepts and its clusters' mean intercept are confounded, so with ``g`` the group (effect)
+    of a cluster and ``n_g`` its number of clusters the sampling coordinates are::
 
         u_c = ubar_g + z_c - zbar_g,   ubar_g ~ Normal(0, sigma / sqrt(n_g)),  z ~ Normal(0, sigma)
         theta_centred[m, e] = theta[m, e] + ubar_e + beta xbar^depth + gamma xbar^prior

@@ -83,12 +83,10 @@ def replay_posterior_prevalence(
     """Posterior prevalence per ``(model, effect)`` and ``(model, category)``: the
     cell-size-weighted mean of ``logit^-1(eta)`` over the study's cells, per draw.
 
-    ``target="population"``: the intercepts integrated out, ``E[logit^-1(eta_fixed + u + v)]``
-    with ``u + v ~ Normal(0, sigma_p^2 + sigma_c^2)`` (Gauss-Hermite, ``n_nodes``), the
-    prevalence among new participants (the cluster bootstrap's target, ``simulate_replay``'s
-    ``true_prevalence``); ``theta`` is shifted by the zero-sum intercepts' unconstrained mean,
-    drawn (``seed``) from ``Normal(0, sigma_p^2/P + sigma_c^2/C)``. ``target="sample"``: the
-    study's own fitted intercepts (in-sample; narrower).
+    ``target="population"``: ``E[logit^-1(eta_fixed + u + v)]``, ``u + v ~ Normal(0, sigma_p^2 +
+    sigma_c^2)`` (Gauss-Hermite, ``n_nodes``), for new participants (``simulate_replay``'s
+    ``true_prevalence``), ``theta`` shifted by the zero-sum intercepts' mean drawn (``seed``) from
+    ``Normal(0, sigma_p^2/P + sigma_c^2/C)``; ``"sample"``: the study's own intercepts.
     """
     if target not in ("population", "sample"):
         raise ValueError(f"target must be 'population' or 'sample', got {target!r}")

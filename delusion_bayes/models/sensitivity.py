@@ -34,13 +34,9 @@ _REPORTED_AS = {"log_L1": "L", "log_disc": "discrimination", "log_disc_shared": 
 
 
 def prior_terms(pm_model: Any, prior_keys: Collection[str]) -> list[str]:
-    """The top-level prior terms of a package model: its free variables and ``*_prior``
-    Potentials named after an entry of its prior table (``sd_*`` for ``group_sd``,
-    ``log_disc_shared`` for ``log_disc``).
-
-    Not the population terms of the hierarchy (``z_log_k``, ``w_t50_prior``, ...): scaling
-    those would change the hierarchical model, not a prior choice (priorsense's ``lprior``
-    scales the top-level priors only)."""
+    """The free variables and ``*_prior`` Potentials of ``pm_model`` named after an entry of its
+    prior table (``sd_*`` for ``group_sd``, ``log_disc_shared`` for ``log_disc``); not the
+    hierarchy's population terms, as priorsense's ``lprior``."""
     keys = set(prior_keys)
     out = [
         str(rv.name)
@@ -58,14 +54,11 @@ def log_prior_dataset(
     dt: xr.DataTree, pm_model: Any, var_names: Sequence[str] | None = None
 ) -> xr.Dataset:
     """The ``log_prior`` group of a fit: one ``(chain, draw)`` variable per prior term of
-    ``pm_model`` (each summed over its elements, at its constrained value, no Jacobian), at the
-    posterior draws of ``dt``.
+    ``pm_model`` (summed over its elements, no Jacobian) at the posterior draws of ``dt``.
 
-    ``var_names``: the terms (free variables, ``*_prior`` Potentials); default every free
-    variable but a ``pm.Flat`` coordinate and every ``*_prior`` Potential (the whole prior, as
-    ``pm.compute_log_prior``, but one ``vectorize_graph`` evaluation over all draws). The
-    model's start values are cleared first: the model rebuilt without value transforms refuses
-    them (they served the sampler only).
+    ``var_names`` default to every free variable but a ``pm.Flat`` and every ``*_prior``
+    Potential (as ``pm.compute_log_prior``, in one ``vectorize_graph`` evaluation). Clears the
+    model's start values (the model rebuilt without value transforms refuses them).
     """
     import pytensor
     import pytensor.tensor as pt

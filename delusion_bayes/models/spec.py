@@ -203,9 +203,8 @@ def observation_coords(spec: ModelSpec) -> dict[str, dict[str, tuple]]:
 
 def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int) -> dict:
     """The ratings (and levels) grouped by model-day for
-    :func:`delusion_bayes.models.blocks.marginal_ratings`.
-
-    Model-days ``u`` with a rating or level, in (model, day) order: ``md_model``/``md_day``
+    :func:`delusion_bayes.models.blocks.marginal_ratings`: model-days ``u`` with a rating or
+    level, in (model, day) order: ``md_model``/``md_day``
     ``(U,)``. Per model-day and rater ``(U, R)``: ``md_lo``/``md_hi``, the observed category's
     cutpoints (``-OPEN``/``+OPEN`` at an open end, both where the rater gave no rating);
     ``md_rating`` (1-4, 0 if missing) and ``md_end`` (1 at an end of the scale) for the
@@ -296,11 +295,10 @@ def noise_identified(rec: xr.DataArray) -> np.ndarray:
     """Models whose day noise the ratings identify (their day-noise scale is sampled centred,
     :func:`delusion_bayes.models.blocks.day_noise_scale`; geometry only).
 
-    ``lambda = s2 / (s2 + v) >= 1/2``, the share of the rater mean's variance around the
-    trajectory that is day noise (Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59):
-    ``s2 + v`` from the residual of the rater mean around its least-squares logistic fit, ``v``
-    the pooled between-rater variance over the raters per model-day. Why by hand: PyMC has no
-    automatic reparameterisation, and a rough estimate only costs efficiency.
+    ``lambda = s2 / (s2 + v) >= 1/2``, the day noise's share of the rater mean's variance around
+    the trajectory (Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59): ``s2 + v`` from the
+    residual around the least-squares logistic fit, ``v`` the pooled between-rater variance over
+    the raters per model-day. By hand: PyMC has no automatic reparameterisation.
     """
     from ..baselines.logistic import fit_logistic_batch
 
