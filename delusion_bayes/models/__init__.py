@@ -2,10 +2,6 @@
 
 ``import delusion_bayes.models`` imports no PyMC: specs (:func:`build_spec`) are plain numpy;
 :func:`build_model` and :func:`fit` import PyMC inside.
-
->>> import delusion_bayes as db                                           # doctest: +SKIP
->>> dt = db.models.fit(db.data.simulate_study(preset="small"), draws=300, chains=2)  # doctest: +SKIP
->>> db.models.t50_posterior(dt)                                            # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -13,8 +9,7 @@ from __future__ import annotations
 from .._lazy import lazy_getattr
 from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES, ModelConfig
 
-# bound eagerly (fit.py imports PyMC only inside ``fit``): as a lazy name, importing the
-# submodule ``delusion_bayes.models.fit`` first would make ``db.models.fit`` that module
+# bound eagerly: as a lazy name, importing the submodule first made ``db.models.fit`` a module
 from .fit import fit
 from .priors import DEFAULT_PRIORS, default_priors, prior_table, resolve_priors
 from .spec import ModelSpec, build_spec
@@ -26,37 +21,19 @@ VARIANTS: dict[str, dict[str, str]] = {
     "step": {"trajectory": "step"},
 }
 
+_DERIVED = (
+    "posterior_milestones", "milestones_table", "t50_posterior", "posterior_contrasts",
+    "consensus_posterior", "rater_posterior", "reliability_posterior", "interval",
+)  # fmt: skip
 _LAZY = {
     "build_model": ".build",
-    "posterior_milestones": ".derived",
-    "milestones_table": ".derived",
-    "t50_posterior": ".derived",
-    "posterior_contrasts": ".derived",
-    "consensus_posterior": ".derived",
-    "rater_posterior": ".derived",
-    "reliability_posterior": ".derived",
-    "interval": ".derived",
-    "run_sbc": ".sbc",
-    "sbc_uniformity": ".sbc",
-    "plot_sbc": ".sbc",
+    **dict.fromkeys(_DERIVED, ".derived"),
+    **dict.fromkeys(("run_sbc", "sbc_uniformity", "plot_sbc"), ".sbc"),
 }
-
 
 __getattr__ = lazy_getattr(__name__, _LAZY)
 
-
 __all__ = [
-    "CUTPOINTS",
-    "DEFAULT_PRIORS",
-    "MODEL_NAMES",
-    "TRAJECTORIES",
-    "VARIANTS",
-    "ModelConfig",
-    "ModelSpec",
-    "build_spec",
-    "default_priors",
-    "fit",
-    "prior_table",
-    "resolve_priors",
-    *_LAZY,
-]
+    "CUTPOINTS", "DEFAULT_PRIORS", "MODEL_NAMES", "TRAJECTORIES", "VARIANTS", "ModelConfig",
+    "ModelSpec", "build_spec", "default_priors", "fit", "prior_table", "resolve_priors", *_LAZY,
+]  # fmt: skip

@@ -1,8 +1,5 @@
-"""Building blocks shared by the model graphs (called inside a ``pm.Model`` context).
-
-Kept apart from the four model modules so each of those reads as its math. Heavy imports
-(PyMC, PyTensor) happen inside the functions.
-"""
+"""Building blocks shared by the model graphs (called inside a ``pm.Model`` context; PyMC and
+PyTensor are imported inside the functions)."""
 
 from __future__ import annotations
 
@@ -11,14 +8,12 @@ import numpy as np
 from ..data.schema import DAY, MODEL, RATER
 from .priors import make_rv
 from .rating_terms import rating_terms
-from .spec import CUT, K_MAX, K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
+from .spec import K_MAX, K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
 
 
 def _group_shift(spec: ModelSpec, param: str):
-    """Sum over group terms of the level effect of each model: ``sum_g b_{param,g}[group_g(m)]``.
-
-    Non-centred: ``b = sd * z`` with ``sd ~ group_sd`` (one scale per parameter and term).
-    """
+    """``sum_g b_{param,g}[group_g(m)]`` over the group terms, non-centred: ``b = sd * z``,
+    ``sd ~ group_sd`` per parameter and term."""
     import pymc as pm
 
     shift = 0.0
@@ -32,19 +27,13 @@ def _group_shift(spec: ModelSpec, param: str):
 
 
 def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
-    """``t50 ~ N(T (mu_t50 + shift), T sigma_t50)`` in two coordinates, the same prior in both.
+    """``t50 ~ N(T (mu_t50 + shift), T sigma_t50)``, the same prior in every coordinate.
 
-    Centred (free ``t50_centred``) for models whose median rating reaches stage 2.5 on some day:
-    the data pin their t50 to within a day while the population spread is ~T/2, so a
-    non-centred z would sit on a narrow ridge along (mu_t50, sigma_t50).
-
-    For the others (never-turners), whose ratings say only "the curve has not risen by day T",
-    i.e. ``h = k (t50 - T) > c`` (``c ~ 2``), the free variable is ``w`` with
-    ``t50 = T + c sinh(w) / k`` (``c = T50_SHEAR``), and the prior density of t50 enters with
-    its Jacobian (``pm.Flat`` + ``pm.Potential``). In ``w`` that wall is flat in ``k`` and of
-    unit width; in ``z = (t50 - loc) / scale`` (non-centred, sheared or not) its width is
-    ``1 / (k T sigma_t50)``, so NUTS had to take steps of the thinnest wall everywhere
-    (``docs/design-notes.md#modelsblockspy``).
+    Centred (``t50_centred``) for models whose data pin t50 (:func:`_turned`). A never-turner's
+    ratings bound only ``h = k (t50 - T) > ~2``, a wall whose width in a whitened t50 shrinks
+    with k; its free variable is ``w`` with ``t50 = T + c sinh(w) / k`` (``c = T50_SHEAR``;
+    mirrored at the first day for a model turned from day 1), where the wall has unit width,
+    and the prior enters with its Jacobian (``pm.Flat`` + ``pm.Potential``).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -61,19 +50,14 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     if ic.size:
         tc = pm.Normal("t50_centred", loc[ic], scale, shape=ic.size)
         t50 = pt.set_subtensor(t50[ic], tc)
-    # t50 = T + c sinh(w) / k: h = k (t50 - T) = c sinh(w) is the logit distance of the last
-    # day from the midpoint, the one thing a never-turner's ratings bound (h > ~c); in w that
-    # wall sits at w ~ asinh(1) with a width that does not depend on k. The mirror for a model
-    # already turned on the first day: t50 = t_1 - c sinh(w) / k. The prior t50 ~ N(loc, scale)
-    # is kept exactly: its density in w is N(t50; loc, scale) |dt50/dw|
+    # the prior density in w is N(t50; loc, scale) |dt50/dw|
     for name, idx, anchor, sign in (("w_t50", np.flatnonzero(late), T, 1.0),
                                     ("w_t50_early", np.flatnonzero(early), t_first, -1.0)):  # fmt: skip
         if not idx.size:
             continue
         kk = k[idx]
-        # started on the side of the wall the data put the model (h = c sinh(w) = 2c, the curve
-        # at 98% of its rise away from the anchor), not at w = 0, the wall itself: an
-        # already-turned model started there could settle in a flat-line local mode
+        # started on the data's side of the wall (h = 2c), not on it (w = 0): an already-turned
+        # model started there could settle in a flat-line local mode
         w = pm.Flat(name, shape=idx.size, initval=np.full(idx.size, np.arcsinh(2.0)))
         t_w = anchor + sign * T50_SHEAR * pt.sinh(w) / kk
         jac = pt.log(T50_SHEAR * pt.cosh(w) / kk)
@@ -84,24 +68,17 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
 
 
 def _turned(spec: ModelSpec, n_models: int) -> np.ndarray:
-    """Models whose median rating reaches clinical framing (2.5) within the study, but not on
-    its first day (``t50_centred`` and not ``t50_early`` of the spec): the data pin their onset
-    parameters. A never-turner's are bounded from below only, an already-turned model's
-    (2.5 on day 1) from above only."""
+    """Models whose median rating reaches 2.5 within the study but not on its first day
+    (``t50_centred`` and not ``t50_early``): the data pin their onset parameters."""
     centred = np.asarray(spec.data.get("t50_centred", np.ones(n_models, bool)), bool)
     early = np.asarray(spec.data.get("t50_early", np.zeros(n_models, bool)), bool)
     return centred & ~early
 
 
 def _partially_centred(name: str, loc, scale, centred: np.ndarray):
-    """``x_m ~ N(loc_m, scale)`` per model: centred (free ``<name>_centred``) where ``centred``,
-    non-centred (``z_<name>``, ``x = loc + scale z``) elsewhere. The same model either way.
-
-    Centred for models whose data pin ``x`` (a turner's log k and t50: the population spread
-    is wide next to the posterior, and a non-centred ``z = (x - loc) / scale`` is then tied to
-    the hyper-parameters); non-centred for never-turners, whose ``x`` follows the population
-    (the funnel non-centring is for).
-    """
+    """``x_m ~ N(loc_m, scale)`` per model: centred (free ``<name>_centred``) where ``centred``
+    (the data pin ``x``), non-centred (``z_<name>``, ``x = loc + scale z``) elsewhere (``x``
+    follows the population). The same model either way."""
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -118,22 +95,16 @@ def _partially_centred(name: str, loc, scale, centred: np.ndarray):
 
 
 def onset_trajectory(spec: ModelSpec):
-    """Hierarchical onset parameters and the ``(model, day)`` trajectory (math and the reasons
-    for each parameterisation: :mod:`delusion_bayes.models.joint`).
-
-    Adds ``L``, ``k``, ``t50`` (dim ``model``) and ``trajectory`` (``model, day``) to the model
-    and returns the trajectory mu[m, t].
-    """
+    """Add the hierarchical ``L``, ``k``, ``t50`` (dim ``model``) and ``trajectory`` (``model,
+    day``) to the model and return the trajectory (math: :mod:`delusion_bayes.models.joint`)."""
     import pymc as pm
     import pytensor.tensor as pt
 
     p = spec.priors
     n_models = len(spec.coords[MODEL])
     turned = _turned(spec, n_models)
-    # the plateau with a fixed prior per model, no population: log(L - 1) ~ N(log 3, 0.2), L = 4
-    # (the scale top, where turners plateau) with 95% in [3.0, 5.5]. A hierarchy over L had
-    # nothing to learn and funnels to fall into (docs/design-notes.md#modelsblockspy).
-    # log(L - 1), not logit((L - 1) / 3): L = 4 is an interior point, not logit -> +inf
+    # a fixed prior per model, no population (docs/design-notes.md#modelsblockspy); log(L - 1),
+    # not logit((L - 1) / 3): L = 4 is an interior point
     log_L1 = make_rv("log_L1", p["log_L1"], dims=MODEL) + _group_shift(spec, "L")
     L = pm.Deterministic("L", 1.0 + pt.exp(log_L1), dims=MODEL)
     if spec.trajectory == "step":
@@ -141,12 +112,8 @@ def onset_trajectory(spec: ModelSpec):
     else:
         mu_log_k = make_rv("mu_log_k", p["mu_log_k"])
         sigma_log_k = make_rv("sigma_log_k", p["sigma_log_k"])
-        # soft bounds: k = k_min + (K_MAX - k_min) sigmoid(a - log(K_MAX - k_min)), ~k_min + exp(a)
-        # for k << K_MAX. Above: an overnight switch leaves the likelihood flat in k; unbounded,
-        # log k drifts and t50 between two days becomes a ridge with walls of slope k. Below,
-        # in the onset model only: the flat-line mode of a model at its plateau from day 1
-        # (spec.K_MIN says why). The joint models pass their gate without it and mix worse with
-        # it, so they keep k_min = 0
+        # soft bounds: k = k_min + (K_MAX - k_min) sigmoid(a - log(K_MAX - k_min)) (spec.K_MAX,
+        # spec.K_MIN); the joint models mix worse with K_MIN, so they keep k_min = 0
         a = _partially_centred("log_k", mu_log_k + _group_shift(spec, "log_k"), sigma_log_k, turned)
         k_min = K_MIN if spec.name == "onset" else 0.0
         span = K_MAX - k_min
@@ -161,21 +128,13 @@ def onset_trajectory(spec: ModelSpec):
         shape = pt.clip(0.5 + x / 4.0, 0.0, 1.0)
     else:
         shape = pm.math.sigmoid(x)
-    # kept (on every day, rated or not): the marginal model-day log-likelihood integrates the
-    # day noise around it (:mod:`delusion_bayes.models.marginal`)
     return pm.Deterministic("trajectory", 1.0 + (L - 1.0)[:, None] * shape, dims=(MODEL, DAY))
 
 
 def day_noise_scale(spec: ModelSpec):
-    """Per-model day-noise SD ``sigma_eps[m]``, ``log sigma_eps ~ N(mu_log_eps, sigma_log_eps)``.
-
-    Partially centred (:func:`_partially_centred`): centred for a model whose ratings identify
-    its day noise (``eps_centred``: :func:`delusion_bayes.models.spec.noise_identified`, the
-    oscillating Claude Opus 3 of paper_like), non-centred for a calm model, whose noise is
-    below what four raters resolve and follows the population. An oscillating model gets a
-    large one instead of distorting the shared fit. The noise itself is integrated out of the
-    likelihood (:func:`marginal_ratings`).
-    """
+    """Per-model day-noise SD ``sigma_eps[m]``, ``log sigma_eps ~ N(mu_log_eps, sigma_log_eps)``,
+    centred where the ratings identify the noise (``eps_centred``:
+    :func:`delusion_bayes.models.spec.noise_identified`), non-centred elsewhere."""
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -189,14 +148,9 @@ def day_noise_scale(spec: ModelSpec):
 
 
 def rater_effects(spec: ModelSpec):
-    """Rater severity (shift) and discrimination (scale), each with a fixed prior per rater.
-
-    ``severity ~ ZeroSumNormal(sigma)`` (the mean rater defines the stage scale, as in the
-    simulator) and ``log discrimination_r ~ N(mu, sigma)`` independently. No population level:
-    a hierarchy over four raters cannot estimate its own spread, and with hundreds of ratings
-    per rater the fixed weakly-informative priors are overwhelmed by the data anyway.
-    ``shared`` fixes severity to 0 and uses one discrimination for all raters.
-    """
+    """Rater severity (``ZeroSumNormal``: the mean rater defines the stage scale) and
+    discrimination (``log d_r ~ N``), fixed priors per rater: a hierarchy over four raters
+    cannot estimate its spread. ``shared`` cutpoints: severity 0, one discrimination."""
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -213,13 +167,10 @@ def rater_effects(spec: ModelSpec):
     return severity, disc
 
 
-#: Gauss-Hermite nodes of the latent-stage integral per model (:func:`marginal_ratings`), the
-#: fewest that keep the summed model-day log-likelihood of paper_like within ~1e-3 of the
-#: adaptive reference (:mod:`delusion_bayes.models.marginal`) where the posterior lies (checked
-#: in tests/models/test_marginal.py; docs/design-notes.md#modelsblockspy)
+#: Gauss-Hermite nodes of the latent-stage integral per model, the fewest that keep paper_like's
+#: summed model-day log-likelihood within ~1e-3 of :mod:`delusion_bayes.models.marginal`
 GH_NODES: dict[str, int] = {"joint": 12, "disengagement": 12, "rater": 16}
-#: extra variance (stage units) the quadrature's proposal gives a rating at an end of the
-#: scale (1 or 4 says only "at or beyond"): it widens the nodes on a floor or plateau day
+#: extra variance (stage units) the quadrature's proposal gives a rating at an end of the scale
 END_VAR: float = 1.0
 
 
@@ -235,32 +186,20 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
             + \\sum_r \\log p(y_{r,u} \\mid s_q) + \\log N(s_q; \\mu_u, \\sigma_u)
             + \\log(\\sqrt{2\\pi}\\,\\tau_u)\\Big]
 
-    with Gauss-Hermite nodes ``s_q = m_u + sqrt(2) tau_u x_q`` placed on a Gaussian proposal
-    ``N(m_u, tau_u)`` (importance-weighted, so any proposal gives the same integral; a good one
-    needs few nodes). The proposal combines the prior with a Gaussian reading of the ratings
-    (each ``y - severity_r`` with variance ``pi^2 / (3 d_r^2) + 1/12``, plus :data:`END_VAR` at
-    an end of the scale): ``1/tau^2 = 1/sigma^2 + P_u``, ``m = tau^2 (mu / sigma^2 + P_u yhat_u)``.
-    For a calm model (``sigma`` small) it is the prior, plain Gauss-Hermite; for an oscillating
-    one, whose raters pin each day more tightly than the noise does, it sits where the ratings
-    put the stage. Smooth in every parameter, so NUTS differentiates through it.
+    with Gauss-Hermite nodes ``s_q = m_u + sqrt(2) tau_u x_q`` on an importance-weighted
+    Gaussian proposal ``N(m_u, tau_u)`` combining the prior with a Gaussian reading of the
+    ratings (each ``y - severity_r`` with variance ``pi^2 / (3 d_r^2) + 1/12``, plus
+    :data:`END_VAR` at an end of the scale): ``1/tau^2 = 1/sigma^2 + P_u``,
+    ``m = tau^2 (mu / sigma^2 + P_u yhat_u)``. Smooth in every parameter.
 
-    Each rating's term is ``log(sigmoid(a) - sigmoid(b))`` with ``a = d (s + sev - c_lo)``,
-    ``b = d (s + sev - c_hi)``, written ``-softplus(-a) - softplus(b) + log(1 - e^{-d (c_hi -
-    c_lo)})``; the last term does not depend on ``s`` (fixed unit gaps) and is added once per
-    rater (``n_interior``). Only the ``U x R x Q`` terms the data have are computed (dense
-    because every rater may rate every model-day), in one fused Op with their derivatives
-    (:mod:`delusion_bayes.models.rating_terms`); the (model, day) grid's unrated cells are
-    never touched.
+    The rating terms: :mod:`delusion_bayes.models.rating_terms` (their constant part is added
+    once per rater, ``n_interior``). ``nodes`` default to :data:`GH_NODES`. ``level``
+    (disengagement): ``(beta, u, c1, c2)``; the adjudicated level with
+    ``P(D >= j) = sigmoid(beta (s - 2.5) + u_m - c_j)`` joins the integrand.
 
-    ``nodes``: quadrature nodes (default :data:`GH_NODES` of the model).
-
-    ``level`` (disengagement): ``(beta, u, c1, c2)``; the model-day's adjudicated level
-    ``D`` with ``P(D >= j) = sigmoid(beta (s - 2.5) + u_m - c_j)`` joins the integrand.
-
-    Why by hand: PyMC marginalises discrete variables (pymc-extras), not a continuous latent;
-    this is the Laplace-free, fixed-node version of lme4's adaptive Gauss-Hermite (Pinheiro &
-    Bates 1995, J. Comput. Graph. Stat. 4), with the node centre taken from the data rather
-    than an inner optimisation so the graph stays small.
+    Why by hand: PyMC marginalises discrete variables only; this is a fixed-node version of
+    lme4's adaptive Gauss-Hermite (Pinheiro & Bates 1995, J. Comput. Graph. Stat. 4) with the
+    node centre taken from the data instead of an inner optimisation.
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -281,8 +220,6 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     centre = (mu * inv_s2 + yhat) / prec_post
     tau = 1.0 / pt.sqrt(prec_post)
     s = centre[:, None] + tau[:, None] * xq[None, :]  # (U, Q)
-    # sum over raters of the s-dependent rating terms, (U, Q), one fused numba pass with its
-    # partial derivatives (models/rating_terms.py)
     ll = rating_terms(s, severity, disc, lo, hi)
     if level is not None:
         beta, u, c1, c2 = level
@@ -302,4 +239,4 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     return per_md
 
 
-__all__ = ["onset_trajectory", "day_noise_scale", "rater_effects", "marginal_ratings", "CUT"]
+__all__ = ["onset_trajectory", "day_noise_scale", "rater_effects", "marginal_ratings"]

@@ -1,7 +1,4 @@
-"""Typed config of the Bayesian models (Hydra ConfigStore schema; values in ``conf/model/``).
-
-Pure dataclasses, no heavy imports: the lead's root ``Config`` registers :class:`ModelConfig`.
-"""
+"""Typed config of the Bayesian models (Hydra ConfigStore schema; values in ``conf/model/``)."""
 
 from __future__ import annotations
 
@@ -16,8 +13,7 @@ MODEL_NAMES: tuple[str, ...] = ("joint", "onset", "rater", "disengagement")
 TRAJECTORIES: tuple[str, ...] = ("logistic", "linear", "step")
 #: ``rater``: severity shift and discrimination per rater; ``shared``: one set of cutpoints
 CUTPOINTS: tuple[str, ...] = ("rater", "shared")
-#: NUTS target acceptance per model when the sampler config leaves it ``null`` (measured:
-#: docs/models.md, docs/design-notes.md#modelsconfigpy).
+#: NUTS target acceptance per model when the sampler config leaves it ``null`` (docs/models.md)
 TARGET_ACCEPT: dict[str, float] = {
     "joint": 0.9,
     "onset": 0.99,
@@ -28,8 +24,7 @@ TARGET_ACCEPT: dict[str, float] = {
 
 
 def target_accept_for(model: str, value: float | None = None) -> float:
-    """``value`` if given, else the model's :data:`TARGET_ACCEPT` (the general default for an
-    unknown name)."""
+    """``value`` if given, else the model's :data:`TARGET_ACCEPT` (or the general default)."""
     if value is not None:
         return float(value)
     return float(TARGET_ACCEPT.get(model, DEFAULT_TARGET_ACCEPT))
@@ -39,26 +34,10 @@ def target_accept_for(model: str, value: float | None = None) -> float:
 class ModelConfig:
     """What the ``models`` stage fits.
 
-    Attributes
-    ----------
-    name
-        The primary model (one of :data:`MODEL_NAMES`).
-    priors
-        Prior overrides for the primary model, ``{parameter: {dist: Normal, mu: 0, sigma: 1}}``;
-        parameters not named keep the defaults of ``delusion_bayes.models.priors``.
-    group_terms
-        Model coordinates (e.g. ``[vendor, generation]``) whose levels shift the hyper-means of
-        the onset parameters (``L``, ``log k``, ``t50``); ``[]`` pools all models together.
-    trajectory
-        ``logistic`` (default), ``linear`` or ``step`` (a logistic with a fixed steep slope).
-    cutpoints
-        ``rater`` (rater severity + discrimination) or ``shared``.
-    variants
-        Variants of the primary model fitted for ``az.compare`` (names from
-        ``delusion_bayes.models.VARIANTS``: ``shared_cutpoints``, ``linear``, ``step``); none by
-        default, as none passes the diagnostics gate on paper_like (``docs/models.md``).
-    also_fit
-        Further models fitted in the same stage with their default priors.
+    ``name`` is the primary model, ``priors`` its prior overrides (``{parameter: {dist: Normal,
+    mu: 0, sigma: 1}}``), the rest as in :func:`delusion_bayes.models.build_spec`; ``variants``
+    (``delusion_bayes.models.VARIANTS``; none passes the gate on paper_like) are fitted for
+    ``az.compare``, ``also_fit`` models with their default priors.
     """
 
     name: str = "joint"

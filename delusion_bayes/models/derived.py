@@ -1,22 +1,8 @@
-"""Derived quantities from a fitted posterior (numpy/xarray only: no PyMC, no ArviZ).
+"""Derived quantities (draws or tidy summaries) from a fit's posterior; numpy/xarray only.
 
-Every function takes the ``xarray.DataTree`` returned by :func:`delusion_bayes.models.fit` (or
-anything with a ``posterior`` group holding the same variables) and returns an
-``xarray.Dataset`` of draws or a tidy ``pandas.DataFrame`` of summaries. Intervals are
-equal-tailed (ETI) or highest-density (HDI) at an explicit probability.
-
-Conventions (the paper's Statistical Analysis, reused from :mod:`delusion_bayes.baselines`):
-
-- the *posterior stage category* of a model-day is the latent stage rounded to the nearest stage
-  and clipped to 1-4 (a rater with severity 0 and infinite discrimination scores exactly this,
-  because the ordinal cutpoints sit at 1.5, 2.5, 3.5);
-- milestones are :func:`delusion_bayes.baselines.milestones` applied draw by draw to that
-  category: ``first_clinical`` = first day at stage >= 3, ``first_stable`` = first run of
-  ``stable_run`` days at stage 4, ``first_level_b`` = first day with a (posterior predictive)
-  Level-B recommendation; a milestone never reached equals the censoring day ``n_days + 1``,
-  and ``P(censored)`` is the posterior probability of that;
-- a model-day nobody rated is missing in the stage (NaN): it is never a hit, and a consensus row
-  for it is NaN.
+The *posterior stage category* is the latent stage rounded to the nearest stage in 1-4;
+milestones are :func:`delusion_bayes.baselines.milestones` applied draw by draw to it (never
+reached = the censoring day ``n_days + 1``). A model-day nobody rated is NaN.
 """
 
 from __future__ import annotations
@@ -36,9 +22,6 @@ SAMPLE_DIMS: tuple[str, ...] = ("chain", "draw")
 ONSET_PARAMS: tuple[str, ...] = ("L", "k", "t50")
 
 
-# --------------------------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------------------------
 def _posterior(dt: Any) -> xr.Dataset:
     if isinstance(dt, xr.Dataset):
         return dt
@@ -76,29 +59,24 @@ def _summ(da: xr.DataArray, prob: float, kind: str) -> dict[str, xr.DataArray]:
 
 
 def stage_category(stage: xr.DataArray) -> xr.DataArray:
-    """Latent stage -> nearest stage 1-4 (half-way values round up: 2.5 -> 3); NaN stays NaN."""
+    """Latent stage -> nearest stage 1-4 (2.5 -> 3); NaN stays NaN."""
     return np.clip(np.floor(stage + 0.5), 1, 4)
 
 
-# --------------------------------------------------------------------------------------------
-# onset parameters
-# --------------------------------------------------------------------------------------------
 def t50_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
     """Posterior of the onset parameters per model and ``P(t50 > last day)``.
 
-    Returns
-    -------
-    pandas.DataFrame
-        One row per model: ``model``, ``L_median``, ``L_ci_low``, ``L_ci_high`` (and the same for
-        ``k`` and ``t50``), ``p_beyond_last_day`` = P(t50 > n_days), ``ci_prob``, ``ci_kind``.
+    Returns a ``pandas.DataFrame``: one row per model: ``model``, ``L_median``, ``L_ci_low``,
+    ``L_ci_high`` (and the same for ``k`` and ``t50``), ``p_beyond_last_day`` = P(t50 > n_days),
+    ``ci_prob``, ``ci_kind``.
     """
     post = _posterior(dt)
     n_days = _n_days(dt, post)
-    cols: dict[str, Any] = {}
-    for p in ONSET_PARAMS:
-        s = _summ(_need(post, p, "t50_posterior"), ci_prob, ci_kind)
-        for k, v in s.items():
-            cols[f"{p}_{k}"] = v.values
+    cols: dict[str, Any] = {
+        f"{p}_{k}": v.values
+        for p in ONSET_PARAMS
+        for k, v in _summ(_need(post, p, "t50_posterior"), ci_prob, ci_kind).items()
+    }
     t50 = post["t50"]
     cols["p_beyond_last_day"] = (t50 > n_days).mean(_sample_dims(t50)).values
     df = pd.DataFrame({MODEL: [str(m) for m in post[MODEL].values], **cols})
@@ -106,9 +84,6 @@ def t50_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.Da
     return df
 
 
-# --------------------------------------------------------------------------------------------
-# milestones
-# --------------------------------------------------------------------------------------------
 def _obs_to_grid(
     values: xr.DataArray, model_idx: Sequence[str], day_idx: Sequence[int], post: xr.Dataset
 ) -> xr.DataArray:
@@ -121,32 +96,27 @@ def _obs_to_grid(
     v = values.transpose(*dims, ...).values
     grid = np.full((*v.shape[:-1], len(models), len(days)), np.nan)
     grid[..., mi, di] = v
-    coords = {d: values[d].values for d in dims}
-    coords.update({MODEL: post[MODEL].values, DAY: days})
+    coords = {**{d: values[d].values for d in dims}, MODEL: post[MODEL].values, DAY: days}
     return xr.DataArray(grid, dims=(*dims, MODEL, DAY), coords=coords)
 
 
 def trajectory_stage(dt: Any, days: Sequence[float] | None = None) -> xr.DataArray:
-    """The logistic trajectory ``1 + (L - 1) sigmoid(k (t - t50))`` per draw, model and day
-    (the ``onset`` model's stage, which has no day noise). ``days`` default to the posterior's
-    ``day`` coord, else ``1..n_days``; model-days nobody rated are not masked here (the onset
-    model's trajectory exists on every day)."""
+    """The logistic trajectory ``1 + (L - 1) sigmoid(k (t - t50))`` per draw, model and day (the
+    ``onset`` model's stage; not masked). ``days`` default to the ``day`` coord, else
+    ``1..n_days``."""
     post = _posterior(dt)
-    for p in ONSET_PARAMS:
-        _need(post, p, "trajectory_stage")
+    L, k, t50 = [_need(post, p, "trajectory_stage").reset_coords(drop=True) for p in ONSET_PARAMS]
     if days is None:
         days = post[DAY].values if DAY in post.coords else np.arange(1, _n_days(dt, post) + 1)
     t = xr.DataArray(np.asarray(days), dims=DAY, coords={DAY: np.asarray(days)})
-    L, k, t50 = (post[p].reset_coords(drop=True) for p in ONSET_PARAMS)
     from scipy.special import expit  # no overflow warning far from t50
 
     return 1.0 + (L - 1.0) * expit(k * (t - t50))
 
 
 def predicted_levels(dt: Any) -> xr.Dataset | None:
-    """Posterior predictive Level A / Level B codes on ``(chain, draw, model, day)`` from the
-    disengagement model's ``level`` (0 none, 1 A only, 2 B); ``None`` without it. Model-days
-    without an adjudicated outcome stay NaN."""
+    """Posterior predictive ``level_a``/``level_b`` on ``(chain, draw, model, day)`` from the
+    disengagement model's ``level``; ``None`` without it. Unadjudicated model-days are NaN."""
     try:
         pp = dt["posterior_predictive"].to_dataset()
     except (KeyError, AttributeError):
@@ -162,35 +132,17 @@ def predicted_levels(dt: Any) -> xr.Dataset | None:
 
 
 def posterior_milestones(
-    dt: Any,
-    *,
-    stable_run: int = 3,
-    missing: str = "skip",
-    censor: int | None = None,
+    dt: Any, *, stable_run: int = 3, missing: str = "skip", censor: int | None = None,
     levels: xr.Dataset | None = None,
-) -> xr.Dataset:
-    """Milestone latencies and day counts per draw and model.
+) -> xr.Dataset:  # fmt: skip
+    """Milestone latencies and day counts per draw and model from ``stage`` (or the onset
+    model's :func:`trajectory_stage`); ``stable_run``, ``missing`` as in
+    :func:`delusion_bayes.baselines.milestones`; ``censor`` defaults to ``n_days + 1``,
+    ``levels`` (``level_a``/``level_b`` draws) to :func:`predicted_levels`.
 
-    Parameters
-    ----------
-    dt
-        A fit with ``stage (chain, draw, model, day)`` in the posterior (``joint``, ``rater``,
-        ``disengagement``), or with ``L``, ``k``, ``t50`` (``onset``: the trajectory is the
-        stage, :func:`trajectory_stage`).
-    stable_run, missing
-        As in :func:`delusion_bayes.baselines.milestones`.
-    censor
-        Censoring day (default ``n_days + 1``).
-    levels
-        ``level_a``/``level_b`` draws on ``(chain, draw, model, day)``; default: the
-        disengagement model's posterior predictive (:func:`predicted_levels`), if any.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``first_clinical``, ``first_stable``, ``days_stage4`` (+ ``first_level_b``,
-        ``days_level_a``, ``days_level_b`` with levels) over ``(chain, draw, model)``;
-        ``attrs["censor_day"]``.
+    Returns an ``xarray.Dataset``: ``first_clinical``, ``first_stable``, ``days_stage4`` (+
+    ``first_level_b``, ``days_level_a``, ``days_level_b`` with levels) over ``(chain, draw,
+    model)``; ``attrs["censor_day"]``.
     """
     from ..baselines import milestones
 
@@ -228,45 +180,28 @@ def milestones_table(ms: xr.Dataset, ci_prob: float = 0.95, ci_kind: str = "eti"
     return df
 
 
-# --------------------------------------------------------------------------------------------
-# contrasts
-# --------------------------------------------------------------------------------------------
 def contrast_quantities(dt: Any, ms: xr.Dataset | None = None) -> xr.Dataset:
     """The per-model draws contrasts can use: milestones (if given) plus ``t50``, ``L``, ``k``
     (if in the posterior), all over ``(chain, draw, model)`` with the model coords."""
     post = _posterior(dt)
     out = {p: post[p] for p in ONSET_PARAMS if p in post}
     if ms is not None:
-        out.update({k: v for k, v in ms.data_vars.items()})
-    ds = xr.Dataset(out)
+        out.update(ms.data_vars)
     model_coords = {k: post.coords[k] for k in post.coords if post.coords[k].dims == (MODEL,)}
-    return ds.assign_coords(model_coords)
+    return xr.Dataset(out).assign_coords(model_coords)
 
 
 def posterior_contrasts(
-    quantities: xr.Dataset,
-    contrasts: Iterable[Any],
-    ci_prob: float = 0.95,
-    ci_kind: str = "eti",
+    quantities: xr.Dataset, contrasts: Iterable[Any], ci_prob: float = 0.95, ci_kind: str = "eti"
 ) -> pd.DataFrame:
     """Posterior group contrasts: per draw, mean over the models of group A minus mean over
-    group B, for each quantity the contrast lists.
+    group B, for each quantity the contrast lists (``quantities``: draws over ``(chain, draw,
+    model)`` with model coords, :func:`contrast_quantities`; ``contrasts``: the permutation
+    tests' specs ``{name, by, a, b, alternative, quantities}``).
 
-    Parameters
-    ----------
-    quantities
-        Draws over ``(chain, draw, model)`` with the model coords the contrasts group by
-        (:func:`contrast_quantities`).
-    contrasts
-        The same specs as the permutation tests (``conf/baselines/default.yaml`` ``contrasts``:
-        ``{name, by, a, b, alternative, quantities}``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``name``, ``quantity``, ``median``, ``ci_low``, ``ci_high``, ``p_gt_0`` (posterior
-        probability that A's mean exceeds B's), ``mean``, ``n_a``, ``n_b``, ``alternative``,
-        ``note`` (why a row is NaN: a quantity this model does not give).
+    Returns a ``pandas.DataFrame``: ``name``, ``quantity``, ``median``, ``ci_low``, ``ci_high``,
+    ``p_gt_0`` (posterior probability that A's mean exceeds B's), ``mean``, ``n_a``, ``n_b``,
+    ``alternative``, ``note`` (why a row is NaN: a quantity this model does not give).
     """
     from ..baselines.permutation import as_contrast, contrast_groups
 
@@ -297,18 +232,13 @@ def posterior_contrasts(
     return df
 
 
-# --------------------------------------------------------------------------------------------
-# consensus, raters, reliability
-# --------------------------------------------------------------------------------------------
 def consensus_posterior(dt: Any) -> pd.DataFrame:
     """Bayesian consensus per model-day: the modal posterior stage category, ``P(stage >= 3)``
     (clinical framing) and the posterior mean of the latent stage. A model-day nobody rated has
     NaN in every column.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``model``, ``day``, ``modal_stage``, ``p_ge3``, ``p_ge4``, ``mean``, ``p1``..``p4``.
+    Returns a ``pandas.DataFrame``: ``model``, ``day``, ``modal_stage``, ``p_ge3``, ``p_ge4``,
+    ``mean``, ``p1``..``p4``.
     """
     post = _posterior(dt)
     stage = _need(post, "stage", "consensus_posterior")
@@ -332,9 +262,8 @@ def rater_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.
     """Rater severity (shift on the stage scale: > 0 scores higher than the latent) and
     discrimination per rater: ``rater``, ``<param>_median/_ci_low/_ci_high/_mean``."""
     post = _posterior(dt)
-    df = pd.DataFrame(
-        {RATER: [str(r) for r in _need(post, "severity", "rater_posterior")[RATER].values]}
-    )
+    raters = _need(post, "severity", "rater_posterior")[RATER].values
+    df = pd.DataFrame({RATER: [str(r) for r in raters]})
     for p in ("severity", "discrimination"):
         da = _need(post, p, "rater_posterior")
         for k, v in _summ(da, ci_prob, ci_kind).items():
@@ -345,14 +274,8 @@ def rater_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.
 
 
 def reliability_draws(dt: Any) -> xr.Dataset:
-    """Posterior reliability of one rater and of the k-rater consensus, per draw.
-
-    With ``v_theta`` the variance of the latent stage over the observed model-days,
-    ``v_s`` the variance of the rater severities and ``v_e = mean_r(pi^2 / (3 d_r^2))`` the
-    logistic error variance on the stage scale:
-    ``rho_1 = v_theta / (v_theta + v_s + v_e)`` and ``rho_k = v_theta / (v_theta + (v_s + v_e)/k)``
-    (the ICC(2,1)/ICC(2,k) analogues; math in :mod:`delusion_bayes.models.rater`).
-    """
+    """Posterior reliability of one rater and of the k-rater consensus per draw (the
+    ICC(2,1)/ICC(2,k) analogues; math in :mod:`delusion_bayes.models.rater`)."""
     post = _posterior(dt)
     stage = _need(post, "stage", "reliability")
     sev = _need(post, "severity", "reliability")
@@ -361,12 +284,10 @@ def reliability_draws(dt: Any) -> xr.Dataset:
     v_s = sev.var(RATER)
     v_e = ((np.pi**2 / 3.0) / disc**2).mean(RATER)
     k = sev.sizes[RATER]
-    return xr.Dataset(
-        {
-            "reliability_single": v_theta / (v_theta + v_s + v_e),
-            "reliability_consensus": v_theta / (v_theta + (v_s + v_e) / k),
-        }
-    ).reset_coords(drop=True)
+    return xr.Dataset({
+        "reliability_single": v_theta / (v_theta + v_s + v_e),
+        "reliability_consensus": v_theta / (v_theta + (v_s + v_e) / k),
+    }).reset_coords(drop=True)  # fmt: skip
 
 
 def reliability_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
@@ -399,18 +320,8 @@ def p_level_b_table(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.
 
 
 __all__ = [
-    "interval",
-    "stage_category",
-    "t50_posterior",
-    "predicted_levels",
-    "trajectory_stage",
-    "posterior_milestones",
-    "milestones_table",
-    "contrast_quantities",
-    "posterior_contrasts",
-    "consensus_posterior",
-    "rater_posterior",
-    "reliability_draws",
-    "reliability_posterior",
+    "interval", "stage_category", "t50_posterior", "predicted_levels", "trajectory_stage",
+    "posterior_milestones", "milestones_table", "contrast_quantities", "posterior_contrasts",
+    "consensus_posterior", "rater_posterior", "reliability_draws", "reliability_posterior",
     "p_level_b_table",
-]
+]  # fmt: skip

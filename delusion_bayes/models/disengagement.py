@@ -1,13 +1,7 @@
 """The disengagement model: the adjudicated Level A/B outcome as a function of the latent stage,
-with model effects, on top of the joint model.
+with model effects, on top of the joint model. The paper's "recognising the crisis and acting on
+it dissociate" becomes the model effect ``u_m`` and ``p_level_b_at_stage4[m]``.
 
-The paper's "recognising the crisis and acting on it dissociate" (GPT-5.1 reached stable
-clinical framing yet never recommended stepping away) becomes a posterior quantity: the model
-effect ``u_m`` and ``p_level_b_at_stage4[m]``, the probability of a Level-B recommendation on a
-day the model frames clinically (stage 4).
-
-Math
-----
 Stage as in :mod:`delusion_bayes.models.joint`, plus, for the adjudicated outcome
 :math:`D_{m,t} \\in \\{0: \\text{none}, 1: \\text{Level A only}, 2: \\text{Level B}\\}` (Level B
 implies Level A, so the pair is one ordinal variable):
@@ -19,9 +13,6 @@ implies Level A, so the pair is one ordinal variable):
     P(D_{m,t} \\geq 1) &= \\mathrm{sigmoid}(\\eta_{m,t} - c_1), \\quad
     P(D_{m,t} = 2) = \\mathrm{sigmoid}(\\eta_{m,t} - c_2), \\quad
     c_2 = c_1 + e^{\\gamma}
-
-The second cutpoint is the first plus a positive increment, so no ``ordered`` transform is
-needed.
 """
 
 from __future__ import annotations
@@ -44,23 +35,15 @@ def build_disengagement(spec: ModelSpec):
         severity, disc = rater_effects(spec)
         beta = make_rv("beta_level", p["beta_level"])
         sigma_u = make_rv("sigma_u", p["sigma_u"])
-        # zero-sum: with free means the first cutpoint and the mean model effect trade off
-        # (docs/design-notes.md#modelsdisengagementpy); the cutpoint is the average model's, u_m
-        # the departure from it
+        # zero-sum: else the first cutpoint and the mean model effect trade off
         z_u = pm.ZeroSumNormal("z_u", sigma=1.0, dims=MODEL)
         u = pm.Deterministic("u", sigma_u * z_u, dims=MODEL)
         c1 = make_rv("c_level_1", p["c_level_1"])
         gap = make_rv("log_gap_level", p["log_gap_level"])
         c2 = c1 + pt.exp(gap)
         d = spec.data
-        marginal_ratings(
-            spec,
-            mu[d["md_model"], d["md_day"]],
-            sigma_eps[d["md_model"]],
-            severity,
-            disc,
-            level=(beta, u, c1, c2),
-        )
+        marginal_ratings(spec, mu[d["md_model"], d["md_day"]], sigma_eps[d["md_model"]], severity,
+                         disc, level=(beta, u, c1, c2))  # fmt: skip
         eta4 = beta * 1.5 + u
         pm.Deterministic("p_level_a_at_stage4", pm.math.sigmoid(eta4 - c1), dims=MODEL)
         pm.Deterministic("p_level_b_at_stage4", pm.math.sigmoid(eta4 - c2), dims=MODEL)

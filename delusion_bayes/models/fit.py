@@ -12,20 +12,17 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..data.schema import DAY, MODEL, RATER
+from ..data.schema import DAY, MODEL
 from ..inference.config import SamplerConfig
 from .config import target_accept_for
-from .spec import OBS, OBS_LEVEL, ModelSpec, build_spec
+from .spec import OBS, OBS_LEVEL, ModelSpec, build_spec, observation_coords
 
 log = logging.getLogger(__name__)
 
 #: posterior variables on (model, day) that must be NaN on a model-day nobody rated
 MASKED_VARS = ("stage",)
-#: models whose likelihood integrates each model-day's latent stage out
-#: (:func:`delusion_bayes.models.blocks.marginal_ratings`); their stage, ``observed_data``,
-#: ``log_likelihood`` (``y`` given the stage, ``y_model_day`` integrated) and posterior
-#: predictive are added after sampling (:mod:`delusion_bayes.models.latent`). The ``onset``
-#: model's likelihood is one term per model-day already
+#: models whose likelihood integrates each model-day's latent stage out; their stage and other
+#: groups are added after sampling (:mod:`delusion_bayes.models.latent`)
 MARGINAL_MODELS = ("joint", "rater", "disengagement")
 
 
@@ -33,101 +30,60 @@ def fit(
     ds: xr.Dataset,
     model: str = "joint",
     *,
-    draws: int = 1000,
-    tune: int = 500,
-    chains: int = 4,
-    sampler: str = "nutpie",
-    seed: int = 0,
+    draws: int = 1000, tune: int = 500, chains: int = 4, sampler: str = "nutpie", seed: int = 0,
     priors: Mapping[str, Any] | None = None,
-    cores: int = 2,
-    target_accept: float | None = None,
-    adaptation: str = "diag",
-    trajectory: str = "logistic",
-    cutpoints: str = "rater",
-    group_terms: Sequence[str] = (),
+    cores: int = 2, target_accept: float | None = None, adaptation: str = "diag",
+    trajectory: str = "logistic", cutpoints: str = "rater", group_terms: Sequence[str] = (),
     consensus: str = "median",
-    log_likelihood: bool = True,
-    log_prior: bool = True,
-    posterior_predictive: bool = True,
+    log_likelihood: bool = True, log_prior: bool = True, posterior_predictive: bool = True,
     cache_dir: str | Path | None = None,
     progressbar: bool = False,
     spec: ModelSpec | None = None,
     reuse: bool = False,
-) -> xr.DataTree:
+) -> xr.DataTree:  # fmt: skip
     """Fit a Bayesian model of a trajectory study.
 
     Parameters
     ----------
-    ds
-        Trajectory study (``delusion_bayes.data`` schema), or a replay study with a
-        ``spec`` from :func:`delusion_bayes.models.replay.replay_model_spec` (the replay
-        prevalence model: :func:`~delusion_bayes.models.replay.fit_replay_model`).
-    model
-        ``joint`` (default), ``onset``, ``rater`` or ``disengagement`` (math in each module's
-        docstring: :mod:`delusion_bayes.models.joint`, ...).
-    draws, tune, chains, sampler, seed, cores, target_accept
-        NUTS settings; ``sampler`` is ``nutpie`` (default), ``pymc`` or ``numpyro`` (falls
-        back to ``pymc`` with a warning when not installed). ``target_accept=None``: the
-        model's own (:data:`delusion_bayes.models.config.TARGET_ACCEPT`).
-    adaptation
-        nutpie's mass-matrix adaptation, ``diag`` or ``low_rank`` (the main job's default,
-        ``conf/sampler/nutpie.yaml``); ignored by the pymc and numpyro samplers.
-    priors
-        Overrides of the default prior table (:data:`delusion_bayes.models.priors.DEFAULT_PRIORS`).
-    trajectory, cutpoints, group_terms, consensus
-        Model variant and the ``onset`` model's consensus rule (see
-        :func:`delusion_bayes.models.build_spec`).
-    log_likelihood, posterior_predictive
-        Add the ``log_likelihood`` / ``posterior_predictive`` groups. ``log_likelihood`` holds
-        ``y``, one term per rating given the model-day's latent, and for the ``joint``,
-        ``rater`` and ``disengagement`` models ``y_model_day``: all ratings (and the level) of
-        a model-day with its latent integrated out, the unit for comparing trajectories
-        (:mod:`delusion_bayes.models.marginal`).
-    log_prior
-        Add the ``log_prior`` group: one ``(chain, draw)`` variable per top-level prior term
-        (the model's prior table), the input of the power-scaling sensitivity
-        (:mod:`delusion_bayes.models.sensitivity`; a few seconds per fit).
-    cache_dir
-        Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``).
-    spec
-        A ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
+    ds, model
+        Trajectory study and ``joint``, ``onset``, ``rater`` or ``disengagement``; or a replay
+        study with a ``spec`` from :func:`delusion_bayes.models.replay.replay_model_spec`.
+    draws, tune, chains, sampler, seed, cores, target_accept, adaptation
+        NUTS settings; ``sampler`` is ``nutpie``, ``pymc`` or ``numpyro`` (falls back to
+        ``pymc`` with a warning when not installed); ``target_accept=None``: the model's own
+        (:data:`delusion_bayes.models.config.TARGET_ACCEPT`); ``adaptation`` (nutpie only):
+        ``diag`` or ``low_rank``.
+    priors, trajectory, cutpoints, group_terms, consensus
+        As in :func:`delusion_bayes.models.build_spec`.
+    log_likelihood, log_prior, posterior_predictive
+        Add these groups. ``log_likelihood`` holds ``y`` (one term per rating given the latent)
+        and, for the marginal models, ``y_model_day`` (:mod:`delusion_bayes.models.marginal`);
+        ``log_prior`` one ``(chain, draw)`` variable per top-level prior term
+        (:mod:`delusion_bayes.models.sensitivity`).
+    cache_dir, spec
+        Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``); a
+        ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
     reuse
-        Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling. The
-        key is the spec hash (data, priors, variant), every setting that changes the draws and
-        a hash of the package's model/inference code and the samplers' versions, so a hit is
-        the fit this call would have produced, bit for bit (numba's fastmath is off:
-        :mod:`delusion_bayes.inference.cache`). Off by default; the sensitivity sweep turns it
-        on (``sampler.reuse_fits``) because most of its jobs differ only in choices made after
-        the model fit. ``attrs["fit_reused"]`` says whether a fit came from the cache.
+        Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling; a hit
+        (``attrs["fit_reused"]``) is this call's fit bit for bit (``inference/cache.py``).
 
-    Returns
-    -------
-    xarray.DataTree
-        Groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model`` for the onset models, with
-        the study's model names and model coords), ``sample_stats``, ``log_likelihood``,
-        ``log_prior``,
-        ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs`` with
-        coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
-        NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
-
-    Examples
-    --------
-    >>> import delusion_bayes as db  # doctest: +SKIP
-    >>> dt = db.models.fit(db.data.simulate_study(preset="small"), draws=500, chains=2)  # doctest: +SKIP
-    >>> dt.posterior["t50"].mean(("chain", "draw"))  # doctest: +SKIP
+    Returns an ``xarray.DataTree``: groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model``
+    for the onset models, with the study's model coords), ``sample_stats``, ``log_likelihood``,
+    ``log_prior``, ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs``
+    with coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
+    NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
     """
     from ..inference.cache import compiled_kernels, configure_pytensor_cache, kernels_written
     from ..inference.config import check_sampler_settings
 
-    check_sampler_settings(
-        draws=draws, tune=tune, chains=chains, target_accept=target_accept, cores=cores,
-        adaptation=adaptation,
-    )
+    check_sampler_settings(draws=draws, tune=tune, chains=chains, target_accept=target_accept,
+                           cores=cores, adaptation=adaptation)  # fmt: skip
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
     import pymc as pm
 
     from ..inference.sampling import sample
     from .build import build_model
+    from .latent import add_latent_groups, onset_predictive
 
     t0 = time.perf_counter()
     target_accept = target_accept_for(spec.name if spec is not None else model, target_accept)
@@ -146,9 +102,8 @@ def fit(
         cached = load_fit(key, cache_dir)
         if cached is not None:
             log.info("reusing the cached fit %s of %s", key, spec.variant)
-            cached.attrs.update(fit_reused=1, fit_time=time.perf_counter() - t0)
-            # nothing compiled here (the stored attrs are those of the job that sampled it)
-            cached.attrs.update(compile_cache_found=len(compiled_kernels(compiledir)),
+            cached.attrs.update(fit_reused=1, fit_time=time.perf_counter() - t0,
+                                compile_cache_found=len(compiled_kernels(compiledir)),
                                 compile_cache_written=0)  # fmt: skip
             return cached
     pm_model = build_model(spec)
@@ -162,22 +117,17 @@ def fit(
     if hasattr(spec, "finish"):  # a spec with its own post-processing (the replay model)
         dt = spec.finish(dt, seed=seed, log_likelihood=log_likelihood)
     elif spec.name in MARGINAL_MODELS:
-        from .latent import add_latent_groups
-
         t1 = time.perf_counter()
         dt = add_latent_groups(dt, spec, seed=seed, log_likelihood=log_likelihood,
                                posterior_predictive=posterior_predictive)  # fmt: skip
         log.info("latent stage drawn, log-likelihood and PPC: %.1f s", time.perf_counter() - t1)
     else:
         if log_likelihood:
-            # PyMC's log-likelihood rebuilds the model as a graph, which refuses start values
-            # (blocks._t50 sets them on the wall coordinates); they served the sampler only
+            # the rebuilt graph refuses start values (blocks._t50's, for the sampler only)
             for rv in pm_model.rvs_to_initial_values:
                 pm_model.rvs_to_initial_values[rv] = None
             dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
         if posterior_predictive:
-            from .latent import onset_predictive
-
             dt = onset_predictive(dt, spec, seed=seed + 1)
     if prior_group is not None:
         dt["log_prior"] = xr.DataTree(prior_group)
@@ -187,11 +137,8 @@ def fit(
              " (the model was compiled already)" if kernels and not written else "")  # fmt: skip
     if not hasattr(spec, "finish"):
         dt = finish_fit(dt, spec)
-    dt.attrs["fit_time"] = time.perf_counter() - t0
-    # whether this fit found its model compiled in cache_dir (a sweep's later jobs: 0 written)
-    dt.attrs["compile_cache_found"] = len(kernels)
-    dt.attrs["compile_cache_written"] = written
-    dt.attrs["fit_reused"] = 0
+    dt.attrs.update(fit_time=time.perf_counter() - t0, compile_cache_found=len(kernels),
+                    compile_cache_written=written, fit_reused=0)  # fmt: skip
     if key is not None:
         from ..inference.cache import save_fit
 
@@ -224,37 +171,18 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
     for v in MASKED_VARS:
         if v in post:
             post[v] = post[v].where(~missing)
-    post = _model_coords(post, spec)
+    if MODEL in post.dims:
+        post = post.assign_coords({k: (MODEL, np.asarray(v)) for k, v in spec.model_coords.items()})
     dt["posterior"] = xr.DataTree(post)
-    d, c = spec.data, {k: np.asarray(spec.coords[k]) for k in (RATER, MODEL, DAY)}
-    obs_coords: dict[str, Any] = {}
-    if "rater_idx" in d:
-        obs_coords["obs_rater"] = (OBS, c[RATER][d["rater_idx"]])
-    if "model_idx" in d:
-        obs_coords["obs_model"] = (OBS, c[MODEL][d["model_idx"]])
-        obs_coords["obs_day"] = (OBS, c[DAY][d["day_idx"]])
-    lvl_coords: dict[str, Any] = {}
-    if "level_model_idx" in d:
-        lvl_coords["obs_level_model"] = (OBS_LEVEL, c[MODEL][d["level_model_idx"]])
-        lvl_coords["obs_level_day"] = (OBS_LEVEL, c[DAY][d["level_day_idx"]])
+    coords = observation_coords(spec)
     for group in ("observed_data", "posterior_predictive", "log_likelihood"):
-        if group not in dt.children:
-            continue
-        g = dt[group].to_dataset()
-        if OBS in g.dims:
-            g = g.assign_coords(obs_coords)
-        if OBS_LEVEL in g.dims:
-            g = g.assign_coords(lvl_coords)
-        dt[group] = xr.DataTree(g)
+        if group in dt.children:
+            g = dt[group].to_dataset()
+            for dim in (OBS, OBS_LEVEL):
+                g = g.assign_coords(coords[dim]) if dim in g.dims else g
+            dt[group] = xr.DataTree(g)
     dt.attrs.update(model=spec.name, variant=spec.variant, trajectory=spec.trajectory,
                     cutpoints=spec.cutpoints, group_terms=",".join(spec.group_terms),
                     spec_hash=spec.hash(), n_days=int(spec.n_days),
                     sampler=str(post.attrs.get("sampler", "")))  # fmt: skip
     return dt
-
-
-def _model_coords(post: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
-    if MODEL not in post.dims:
-        return post
-    extra = {k: (MODEL, np.asarray(v)) for k, v in spec.model_coords.items()}
-    return post.assign_coords(extra)

@@ -1,8 +1,6 @@
 """The joint model: hierarchical logistic onset of a latent stage, rated ordinally by every rater,
 with each model-day's stage integrated out of the likelihood.
 
-Math
-----
 For model ``m`` (of M), day ``t`` (1..T) and rater ``r``:
 
 .. math::
@@ -21,44 +19,19 @@ For model ``m`` (of M), day ``t`` (1..T) and rater ``r``:
         \\quad c = (1.5, 2.5, 3.5) \\\\
     s &\\sim \\mathrm{ZeroSumNormal}(0.5), \\qquad \\log d_r \\sim N(1.2, 0.5)
 
-and the likelihood of model-day (m, t) is its ratings with the stage integrated out,
-``log int prod_r p(y_{r,m,t} | s) N(s; mu_{m,t}, sigma_eps_m) ds`` (16-node Gauss-Hermite on a
-proposal built from the prior and the ratings: :func:`delusion_bayes.models.blocks.
-marginal_ratings`). The stage's posterior is drawn after sampling, per parameter draw from its
-conditional posterior (:mod:`delusion_bayes.models.latent`), so ``stage`` is in the posterior
-as before. Optional group terms (``group_terms=["vendor", ...]``) add ``b_{p,g}[group_g(m)]``
-to the hyper-means of ``p`` in (log(L - 1), a = log k, t50/T). Hyper-priors:
-:mod:`delusion_bayes.models.priors`.
+and the likelihood of model-day (m, t) is its ratings with the stage integrated out
+(:func:`delusion_bayes.models.blocks.marginal_ratings`); ``stage`` is drawn after sampling from
+its conditional posterior (:mod:`delusion_bayes.models.latent`). Group terms add
+``b_{p,g}[group_g(m)]`` to the hyper-means of (log(L - 1), log k, t50/T). Why this structure
+(day noise integrated out, the never-turners' t50 wall coordinate, partial centring, fixed rater
+priors): ``docs/design-notes.md#modelsjointpy``.
 
-Why this structure (measurements: ``docs/design-notes.md#modelsjointpy``; history in
-``docs/models.md``):
+Fixed cutpoints define the latent on the paper's 1-4 scale (Statistical Analysis), so L, k and
+t50 keep the least-squares fit's meaning; the rater severity and discrimination carry what free
+cutpoints would add (``docs/design-notes.md``, "From models/").
 
-* **The day noise is integrated out**: sampled, the model-day stages made a funnel with the
-  noise scales.
-* **Never-turners' t50 in the coordinate of their wall** (:func:`delusion_bayes.models.
-  blocks._t50`): their ratings bound only ``k (t50 - T) > ~2``, a wall whose width in any
-  whitened t50 coordinate shrinks with k.
-* **Partial centring of log k and t50**: centred for models whose median rating reaches 2.5
-  (the data pin them), non-centred for never-turners (they follow the population).
-* **Rater effects with fixed priors, no hierarchy over four raters** (a population spread from
-  four values is not estimable).
-* ``k`` has a soft upper bound ``K_max = 20`` per day, the least-squares fits' ``k_max``
-  (:mod:`delusion_bayes.baselines.logistic`): a model that switches overnight leaves the
-  likelihood flat in k. ``L - 1`` is log-normal: most turners plateau at the scale top,
-  ``L = 4``, an interior point on the log scale.
-
-Why fixed cutpoints: the latent stage is *defined* on the paper's 1-4 recognition scale
-(Statistical Analysis: ``m(t) = 1 + (L-1)/(1+e^{-k(t-t50)})``), so L, k and t50 keep the meaning
-of the least-squares fit. Fixing the cutpoints half-way between the stages identifies the
-location and scale of that latent; what free cutpoints would add is carried by a rater severity
-shift ``s_r`` (a rater who sees a stage early) and a rater discrimination ``d_r`` (how sharply a
-rater's scores follow the latent). This is a graded-response / many-facet parameterisation, it
-needs no ``ordered`` transform (which nutpie rejects), and it is the generative model of
-``delusion_bayes.data.simulate_study``.
-
-``t50`` is not bounded by the study: a model that never turns has its posterior mass beyond day
-T (``P(t50 > T)`` is a derived quantity), not a failed fit. Missing ratings are not in the
-likelihood; a model-day no rater saw is NaN in ``stage``.
+``t50`` is not bounded by the study: a never-turner has its posterior mass beyond day T, not a
+failed fit. A model-day no rater saw is NaN in ``stage``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,9 @@
-"""The latent stage after sampling, for the models that integrate it out of their likelihood
-(``joint``, ``rater``, ``disengagement``: :func:`delusion_bayes.models.blocks.marginal_ratings`).
-
-NUTS sees only the ~70 population, model and rater parameters; the per-model-day stage is
-drawn afterwards from its conditional posterior given each parameter draw
-(:func:`delusion_bayes.models.marginal.sample_stage`), which together are draws from the joint
-posterior of the model with the stage as a parameter. From those draws this module adds what
-the sampler no longer produces:
-
-- ``observed_data``: the ratings ``y`` (dim ``obs``, 0-based categories) and the adjudicated
-  ``level`` (dim ``obs_level``), with their rater/model/day coords;
-- ``posterior["stage"]`` (``model, day``; NaN on model-days nobody rated);
-- ``log_likelihood``: ``y`` per rating given the drawn stage (the conditional unit) and
-  ``y_model_day`` with the stage integrated out (:mod:`delusion_bayes.models.marginal`);
-- ``posterior_predictive``: ``y`` (and ``level``) drawn around the stage draws, in numpy (no
-  numba object-mode fallback of a ``CustomDist``'s random function).
+"""The latent stage after sampling, for the models that integrate it out (``joint``, ``rater``,
+``disengagement``): per parameter draw, a draw of each model-day's stage from its conditional
+posterior (:func:`delusion_bayes.models.marginal.loglik_and_stage`), and the groups
+``observed_data`` (``y`` on ``obs``, 0-based; ``level`` on ``obs_level``), ``posterior["stage"]``
+(NaN where nobody rated), ``log_likelihood`` (``y`` given the drawn stage, ``y_model_day``) and
+``posterior_predictive`` (drawn in numpy).
 """
 
 from __future__ import annotations
@@ -22,36 +12,23 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit, log_expit
 
-from ..data.schema import DAY, MODEL, RATER
+from ..data.schema import DAY, MODEL
 from .marginal import MARGINAL_VAR, MODEL_DAY, _draws, loglik_and_stage
-from .spec import OBS, OBS_LEVEL, STAGE_CUTPOINTS, ModelSpec
+from .spec import OBS, OBS_LEVEL, STAGE_CUTPOINTS, ModelSpec, observation_coords
 
-#: posterior variables the latent stage feeds (an ordinal rating's cumulative logit)
 _CUTS = np.asarray(STAGE_CUTPOINTS, float)
 
 
 def observed_group(spec: ModelSpec) -> xr.Dataset:
     """``y`` (and ``level``) as observed, with coords naming each observation's cell."""
-    d, c = spec.data, spec.coords
-    obs = xr.Dataset(
-        {"y": (OBS, np.asarray(d["y"], np.int64))},
-        coords={
-            OBS: np.arange(len(d["y"])),
-            "obs_rater": (OBS, np.asarray(c[RATER])[d["rater_idx"]]),
-            "obs_model": (OBS, np.asarray(c[MODEL])[d["model_idx"]]),
-            "obs_day": (OBS, np.asarray(c[DAY])[d["day_idx"]]),
-        },
-    )
+    d, coords = spec.data, observation_coords(spec)
+    obs = xr.Dataset({"y": (OBS, np.asarray(d["y"], np.int64))},
+                     coords={OBS: np.arange(len(d["y"])), **coords[OBS]})  # fmt: skip
     if "level" in d:
         obs["level"] = xr.DataArray(
-            np.asarray(d["level"], np.int64),
-            dims=OBS_LEVEL,
-            coords={
-                OBS_LEVEL: np.arange(len(d["level"])),
-                "obs_level_model": (OBS_LEVEL, np.asarray(c[MODEL])[d["level_model_idx"]]),
-                "obs_level_day": (OBS_LEVEL, np.asarray(c[DAY])[d["level_day_idx"]]),
-            },
-        )
+            np.asarray(d["level"], np.int64), dims=OBS_LEVEL,
+            coords={OBS_LEVEL: np.arange(len(d["level"])), **coords[OBS_LEVEL]},
+        )  # fmt: skip
     return obs
 
 
@@ -67,8 +44,7 @@ def _ordinal_logp(y: np.ndarray, eta: np.ndarray, scale: np.ndarray, cuts: np.nd
     gap = np.where((y > 0) & (y < n_cut), scale * (hi - lo), np.inf)
     # log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) + log sigmoid(-b) + log(1 - e^{-(a - b)})
     with np.errstate(over="ignore", invalid="ignore"):
-        out = log_expit(a) + log_expit(-b) + np.log1p(-np.exp(-gap))
-    return out
+        return log_expit(a) + log_expit(-b) + np.log1p(-np.exp(-gap))
 
 
 def _ordinal_draw(eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray, rng) -> np.ndarray:
@@ -80,15 +56,11 @@ def _ordinal_draw(eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray, rng) -> 
 
 
 def add_latent_groups(
-    dt: xr.DataTree,
-    spec: ModelSpec,
-    *,
-    seed: int,
-    log_likelihood: bool = True,
+    dt: xr.DataTree, spec: ModelSpec, *, seed: int, log_likelihood: bool = True,
     posterior_predictive: bool = True,
-) -> xr.DataTree:
-    """Add the groups listed in the module docstring to a fit of a marginal model (in place;
-    returns ``dt``). ``seed`` seeds the stage draws and the predictive draws."""
+) -> xr.DataTree:  # fmt: skip
+    """Add the module docstring's groups to a fit of a marginal model (in place; returns
+    ``dt``); ``seed`` seeds the stage and predictive draws."""
     rng = np.random.default_rng([int(seed), 7])
     obs = observed_group(spec)
     dt["observed_data"] = xr.DataTree(obs)
@@ -100,12 +72,10 @@ def add_latent_groups(
     di = np.array([days.index(int(t)) for t in md[f"{MODEL_DAY}_day"].values])
     grid = np.full((n_chain, n_draw, len(models), len(days)), np.nan)
     grid[:, :, mi, di] = md.values
-    post["stage"] = xr.DataArray(
-        grid,
-        dims=("chain", "draw", MODEL, DAY),
-        coords={MODEL: post[MODEL].values if MODEL in post.coords else models, DAY: days},
-        attrs={"description": "latent stage, drawn from its conditional posterior per draw"},
-    )
+    model_coord = post[MODEL].values if MODEL in post.coords else models
+    attrs = {"description": "latent stage, drawn from its conditional posterior per draw"}
+    post["stage"] = xr.DataArray(grid, dims=("chain", "draw", MODEL, DAY), attrs=attrs,
+                                 coords={MODEL: model_coord, DAY: days})  # fmt: skip
     dt["posterior"] = xr.DataTree(post)
 
     d = spec.data
@@ -115,8 +85,7 @@ def add_latent_groups(
     scale = disc[..., d["rater_idx"]]
     level_eta = None
     if "level" in d:
-        beta, u = _draws(post, "beta_level"), _draws(post, "u")
-        c1 = _draws(post, "c_level_1")
+        beta, u, c1 = (_draws(post, v) for v in ("beta_level", "u", "c_level_1"))
         c2 = c1 + np.exp(_draws(post, "log_gap_level"))
         s_l = grid[:, :, d["level_model_idx"], d["level_day_idx"]]
         level_eta = beta[..., None] * (s_l - 2.5) + u[..., d["level_model_idx"]]
@@ -144,8 +113,8 @@ def add_latent_groups(
 
 
 def onset_predictive(dt: xr.DataTree, spec: ModelSpec, seed: int) -> xr.DataTree:
-    """Posterior predictive consensus of the ``onset`` model, ``max(1, N(trajectory, sigma_y))``
-    (its likelihood: :mod:`delusion_bayes.models.onset`), drawn in numpy."""
+    """Posterior predictive consensus of the ``onset`` model, ``max(1, N(trajectory, sigma_y))``,
+    drawn in numpy."""
     from .onset import SCALE_MIN
 
     rng = np.random.default_rng([int(seed), 8])

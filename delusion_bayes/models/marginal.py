@@ -1,37 +1,22 @@
 """Model-day log-likelihood with the model-day's latent integrated out, for leave-one-model-day-out
 PSIS-LOO.
 
-Why: the joint model has a free latent per model-day (the trajectory plus day noise). The
-pointwise log-likelihood PyMC stores is *conditional* on that latent, one term per rating, so
-PSIS-LOO on it asks how well the latent fitted to the other raters predicts one held-out rating.
-The question a comparison of trajectories (logistic, linear, step) or of rater models asks is how
-well the model predicts a *new model-day*: all its ratings, its latent drawn from the trajectory
-and the day noise. That is the *marginal* likelihood per model-day (Merkle, Furr &
-Rabe-Hesketh 2019, "Bayesian comparison of latent variable models: conditional versus marginal
-likelihoods", Psychometrika 84; Vehtari, Mononen, Tolvanen, Sivula & Winther 2016, JMLR 17, on
-integrating latent values out for LOO):
+Comparing trajectories or rater models asks how well a model predicts a *new model-day*: the
+*marginal* likelihood per model-day, not PyMC's per rating given the latent (Merkle, Furr &
+Rabe-Hesketh 2019, Psychometrika 84; Vehtari et al. 2016, JMLR 17):
 
 .. math::
 
     \\log p(y_{m,t} \\mid \\phi) = \\log \\int \\prod_{i \\in (m,t)} p(y_i \\mid s)\\;
         N(s;\\, \\mu_{m,t}, \\sigma_m)\\, ds
 
-with, per posterior draw ``phi``:
-
-* ``joint`` (and its variants): ``mu = trajectory[m, t]``, ``sigma = sigma_eps[m]``;
-* ``rater``: ``mu = mu_theta``, ``sigma = sigma_theta``;
-* ``disengagement``: as ``joint``, with the model-day's adjudicated level in the product too.
-
-Every factor is a cumulative logit in ``s`` (``P(y > j) = sigmoid(alpha s + beta - gamma_j)``),
-so the integrand is log-concave. It is integrated as adaptive quadrature does (Pinheiro & Bates
-1995, J. Comput. Graph. Stat. 4; lme4's ``nAGQ``): safeguarded Newton steps find the mode of the
-log-integrand and its curvature, and the nodes are placed there, here on a sinh-spaced grid
-(trapezoid rule in ``u`` for ``e = e_hat + tau sinh(u)``) that also reaches the unit-scale tail
-of a latent cut off on one side, which Gauss-Hermite nodes at the mode miss. Written by hand
-because neither PyMC nor ArviZ integrates latent variables out of a log-likelihood (numba
-loops over draws and model-days). Pareto k is high more often per model-day than per rating
-(``docs/design-notes.md#modelsmarginalpy``), so look at ``loo_khat.png`` before trusting a close
-comparison.
+with ``mu = trajectory[m, t]``, ``sigma = sigma_eps[m]`` (``joint``; ``disengagement`` adds the
+model-day's level to the product) or ``mu_theta``, ``sigma_theta`` (``rater``). Every factor is a
+cumulative logit in ``s``, so the integrand is log-concave: adaptive quadrature (Pinheiro & Bates
+1995, J. Comput. Graph. Stat. 4; lme4's ``nAGQ``) with safeguarded Newton steps to the mode and
+sinh-spaced trapezoid nodes there, which also reach the unit-scale tail of a latent cut off on
+one side. By hand (numba): neither PyMC nor ArviZ integrates latents out of a log-likelihood.
+Check ``loo_khat.png`` before trusting a close comparison.
 """
 
 from __future__ import annotations
@@ -98,10 +83,9 @@ def _derivs(a, b, alpha):
 
 @numba.njit(cache=True, inline="always")
 def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
-    # mode e_hat of G(e) = sum_k l_k(m + sg e) - e^2 / 2 and the node scale tau there. G is
-    # strictly concave, but nearly linear in the logistic tails, where plain Newton overshoots
-    # and cycles: Newton safeguarded by bisection on the sign of G' (Numerical Recipes'
-    # rtsafe) in the bracket |e| <= sg sum_k alpha_k (|l_k'| <= alpha_k)
+    # mode e_hat of G(e) = sum_k l_k(m + sg e) - e^2 / 2 and the node scale tau there: Newton
+    # safeguarded by bisection (Numerical Recipes' rtsafe; plain Newton cycles in the logistic
+    # tails) in the bracket |e| <= sg sum_k alpha_k
     half = 1e-9
     for k in range(n_terms):
         half += sg * abs(alpha[i, j, k])
@@ -137,12 +121,9 @@ def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
 
 @numba.njit(cache=True, inline="always")
 def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
-    # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u: spacing ~tau at the mode, growing
-    # outwards to e_hat +- 7 (G <= G(e_hat) - (e - e_hat)^2 / 2 as G'' <= -1: nothing lies
-    # beyond). Gauss-Hermite at the mode (lme4's nAGQ) misses the unit-scale tail of a latent
-    # cut off on one side (a floor day: every rater says stage 1 under a prior of sd 1.3).
-    # Fills vals[q] with the log integrand times the node's weight;
-    # returns (u_min, du, max of vals)
+    # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u, out to e_hat +- 7 (G'' <= -1: nothing
+    # lies beyond). Fills vals[q] with the log integrand times the node's weight; returns
+    # (u_min, du, max of vals)
     log_2pi = np.log(2.0 * np.pi)
     umax = np.arcsinh(7.0 / tau)
     du = 2.0 * umax / (n_nodes - 1)
@@ -163,8 +144,7 @@ def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
 @numba.njit(cache=True, parallel=True)
 def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
     # the integral per (draw, group) into out; with unif of shape (n_draws, n_groups, 2) also
-    # one draw of the latent from its conditional posterior into out_s: a node by inverse CDF
-    # of the quadrature weights, then uniform within its cell in u (one pass for both)
+    # one draw of the latent into out_s (:func:`sample_latent`)
     n_draws, n_groups, n_terms = alpha.shape
     sample = unif.shape[0] == n_draws
     for i in numba.prange(n_draws):
@@ -198,66 +178,29 @@ def _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng=None):
     n = flat[0].shape[0]
     out, out_s = np.empty((n, 1)), np.full((n, 1), np.nan)
     unif = rng.uniform(size=(n, 1, 2)) if rng is not None else np.zeros((0, 1, 2))
-    _kernel(
-        *flat,
-        np.ascontiguousarray(mu.reshape(-1, 1)),
-        np.ascontiguousarray(sigma.reshape(-1, 1)),
-        int(n_nodes),
-        _NEWTON_STEPS,
-        unif,
-        out,
-        out_s,
-    )
+    mu, sigma = (np.ascontiguousarray(v.reshape(-1, 1)) for v in (mu, sigma))
+    _kernel(*flat, mu, sigma, int(n_nodes), _NEWTON_STEPS, unif, out, out_s)
     return out.reshape(lead), (out_s.reshape(lead) if rng is not None else None)
 
 
-def marginal_loglik(
-    alpha: np.ndarray,
-    a0: np.ndarray,
-    b0: np.ndarray,
-    mu: np.ndarray,
-    sigma: np.ndarray,
-    n_nodes: int = DEFAULT_NODES,
-) -> np.ndarray:
+def marginal_loglik(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.ndarray,
+                    sigma: np.ndarray, n_nodes: int = DEFAULT_NODES) -> np.ndarray:  # fmt: skip
     """``log int prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)] N(s; mu, sigma) ds``.
 
-    Parameters
-    ----------
-    alpha, a0, b0
-        ``(..., n_groups, n_terms)``: each term is one ordinal observation of the group's latent
-        (``a0 = +OPEN`` for the lowest category, ``b0 = -OPEN`` for the highest; a padding
-        term has both, contributing ``log 1 = 0``).
-    mu, sigma
-        ``(..., n_groups)``: the latent's normal prior, ``sigma > 0``.
-    n_nodes
-        Quadrature nodes, placed around the mode of the log-integrand.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(..., n_groups)`` log-likelihoods.
+    ``alpha, a0, b0``: ``(..., n_groups, n_terms)``, one ordinal observation of the group's
+    latent per term (``a0 = +OPEN`` for the lowest category, ``b0 = -OPEN`` for the highest;
+    a padding term has both, contributing 0). ``mu, sigma``: ``(..., n_groups)``, the latent's
+    normal prior. Returns the ``(..., n_groups)`` log-likelihoods.
     """
     return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes)[0]
 
 
-def sample_latent(
-    alpha: np.ndarray,
-    a0: np.ndarray,
-    b0: np.ndarray,
-    mu: np.ndarray,
-    sigma: np.ndarray,
-    rng: np.random.Generator,
-    n_nodes: int = DEFAULT_NODES,
-) -> np.ndarray:
-    """One draw of each latent ``s`` from its conditional posterior, proportional to
-    ``prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)] N(s; mu, sigma)``
-    (arguments as in :func:`marginal_loglik`).
-
-    The density is evaluated on the same adaptive nodes as the integral (``n_nodes`` of them);
-    a node is drawn by inverse CDF of their weights and the draw is uniform within its cell, so
-    the draws are exact up to the piecewise-constant interpolation between nodes (the mean and
-    the category probabilities of the stage agree with a 20,001-point grid to < 1e-3:
-    ``tests/models/test_marginal.py``).
+def sample_latent(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.ndarray,
+                  sigma: np.ndarray, rng: np.random.Generator,
+                  n_nodes: int = DEFAULT_NODES) -> np.ndarray:  # fmt: skip
+    """One draw of each latent ``s`` from its conditional posterior, the integrand of
+    :func:`marginal_loglik` (same arguments): a node by inverse CDF of the quadrature weights,
+    then uniform within its cell (exact up to that piecewise-constant interpolation).
     """
     return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng)[1]
 
@@ -276,18 +219,10 @@ def ordinal_terms(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, gamma: np.
 
 
 def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) -> xr.DataArray:
-    """Marginal log-likelihood of each observed model-day of a ``joint``, ``rater`` or
-    ``disengagement`` fit (module docstring), dims ``(chain, draw, model_day)``.
-
-    ``model_day`` runs over the model-days with at least one rating, in (model, day) order, with
-    coords ``model_day_model``/``model_day_day``; the model-day's adjudicated level (the
-    ``disengagement`` model) is part of the same term.
-
-    Raises
-    ------
-    ValueError
-        For a fit without the variables the integral needs (``onset``: its likelihood is already
-        one term per model-day, the consensus).
+    """Marginal log-likelihood of each rated model-day of a ``joint``, ``rater`` or
+    ``disengagement`` fit (module docstring), dims ``(chain, draw, model_day)`` in (model, day)
+    order, coords ``model_day_model``/``model_day_day``. ValueError for a fit without the
+    variables the integral needs (``onset``: its likelihood is one term per model-day already).
     """
     return _integrate(dt, n_nodes, chunk, rng=None)[0]
 
@@ -295,11 +230,9 @@ def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) ->
 def loglik_and_stage(
     dt: Any, rng: np.random.Generator, n_nodes: int = DEFAULT_NODES, chunk: int = 250
 ) -> tuple[xr.DataArray, xr.DataArray]:
-    """:func:`model_day_loglik` and, from the same quadrature nodes, posterior draws of the
-    latent stage of every rated model-day (``(chain, draw, model_day)``): per posterior draw of
-    the parameters, one draw from the stage's conditional posterior given the model-day's
-    ratings (and level), as :func:`sample_latent`. Together with the parameter draws these are
-    draws from the joint posterior of the model with the stage as a parameter."""
+    """:func:`model_day_loglik` and, from the same nodes, one draw per parameter draw of every
+    rated model-day's stage from its conditional posterior (:func:`sample_latent`): with the
+    parameter draws, draws from the joint posterior with the stage as a parameter."""
     ll, stage = _integrate(dt, n_nodes, chunk, rng=rng)
     stage.name = "stage"
     stage.attrs = {"description": "latent stage drawn from its conditional posterior"}
@@ -319,14 +252,14 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
             f"model_day_loglik: the {model_name or 'given'} fit has no ordinal ratings 'y' with "
             "severity/discrimination; expected a joint, rater or disengagement fit"
         )
-    models = [str(m) for m in post[MODEL].values] if MODEL in post.dims else None
     y = np.asarray(obs["y"].values, np.int64)
     o_model = np.asarray(obs["obs_model"].values).astype(str)
     o_day = np.asarray(obs["obs_day"].values)
     o_rater = np.asarray(obs["obs_rater"].values).astype(str)
     raters = [str(r) for r in post[RATER].values]
-    if models is None:
-        models = list(dict.fromkeys(o_model))
+    models = (
+        [str(m) for m in post[MODEL].values] if MODEL in post.dims else list(dict.fromkeys(o_model))
+    )
     days = list(post[DAY].values) if DAY in post.dims else sorted(set(o_day.tolist()))
     mi = np.array([models.index(m) for m in o_model])
     di = np.array([days.index(d) for d in o_day])
@@ -336,12 +269,10 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
     md_key = mi * len(days) + di
     keys, md_of_obs = np.unique(md_key, return_inverse=True)
     n_md = keys.size
-    counts = np.bincount(md_of_obs, minlength=n_md)
-    n_terms = int(counts.max())
+    n_terms = int(np.bincount(md_of_obs).max())
     order = np.argsort(md_of_obs, kind="stable")
-    slot = np.empty_like(md_of_obs)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    slot[order] = np.arange(order.size) - np.repeat(starts, counts)
+    slot = np.empty_like(md_of_obs)  # rank of each rating within its model-day
+    slot[order] = np.arange(order.size) - np.searchsorted(md_of_obs[order], md_of_obs[order])
 
     level = None
     if "level" in obs and "beta_level" in post:
@@ -357,30 +288,28 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
         level = (lv, lpos)
 
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-    sev = _draws(post, "severity").reshape(n_chain * n_draw, -1)
-    disc = _draws(post, "discrimination").reshape(n_chain * n_draw, -1)
+    n_s = n_chain * n_draw
+
+    def flat(name: str) -> np.ndarray:  # (chain * draw, elements)
+        return _draws(post, name).reshape(n_s, -1)
+
+    sev, disc = flat("severity"), flat("discrimination")
     md_model, md_day = keys // len(days), keys % len(days)
     if "trajectory" in post:
-        mu = _draws(post, "trajectory").reshape(n_chain * n_draw, len(models), len(days))[
-            :, md_model, md_day
-        ]
-        sigma = _draws(post, "sigma_eps").reshape(n_chain * n_draw, -1)[:, md_model]
+        mu = flat("trajectory").reshape(n_s, len(models), len(days))[:, md_model, md_day]
+        sigma = flat("sigma_eps")[:, md_model]
     elif "mu_theta" in post:
-        mu = np.repeat(_draws(post, "mu_theta").reshape(-1, 1), n_md, axis=1)
-        sigma = np.repeat(_draws(post, "sigma_theta").reshape(-1, 1), n_md, axis=1)
+        mu = np.repeat(flat("mu_theta"), n_md, axis=1)
+        sigma = np.repeat(flat("sigma_theta"), n_md, axis=1)
     else:
         raise ValueError(
             f"model_day_loglik: the {model_name or 'given'} fit has neither 'trajectory' and "
             "'sigma_eps' (joint) nor 'mu_theta' and 'sigma_theta' (rater) in its posterior"
         )
     if level is not None:
-        beta = _draws(post, "beta_level").reshape(-1)
-        u = _draws(post, "u").reshape(n_chain * n_draw, -1)
-        c1 = _draws(post, "c_level_1").reshape(-1)
-        c2 = c1 + np.exp(_draws(post, "log_gap_level").reshape(-1))
+        beta, u, c1 = flat("beta_level")[:, 0], flat("u"), flat("c_level_1")[:, 0]
+        c2 = c1 + np.exp(flat("log_gap_level")[:, 0])
     cuts = np.asarray(STAGE_CUTPOINTS, float)
-
-    n_s = n_chain * n_draw
     extra = 1 if level is not None else 0
     out = np.empty((n_s, n_md))
     draws_s = np.full((n_s, n_md), np.nan)
@@ -404,36 +333,23 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
         out[sl], s_draw = _run_kernel(A, A0, B0, mu[sl], sigma[sl], n_nodes, rng)
         if s_draw is not None:
             draws_s[sl] = s_draw
-    coords = {
-        "chain": post["chain"].values,
-        "draw": post["draw"].values,
-        MODEL_DAY: np.arange(n_md),
-        f"{MODEL_DAY}_model": (MODEL_DAY, np.asarray(models)[md_model]),
-        f"{MODEL_DAY}_day": (MODEL_DAY, np.asarray(days)[md_day]),
-    }
+    coords = {"chain": post["chain"].values, "draw": post["draw"].values,
+              MODEL_DAY: np.arange(n_md),
+              f"{MODEL_DAY}_model": (MODEL_DAY, np.asarray(models)[md_model]),
+              f"{MODEL_DAY}_day": (MODEL_DAY, np.asarray(days)[md_day])}  # fmt: skip
     dims = ("chain", "draw", MODEL_DAY)
-    ll = xr.DataArray(
-        out.reshape(n_chain, n_draw, n_md),
-        dims=dims,
-        coords=coords,
-        name=MARGINAL_VAR,
-        attrs={
-            "description": "log p(all ratings of a model-day | parameters), the model-day's "
-            "latent stage integrated out (adaptive quadrature)",
-            "n_nodes": int(n_nodes),
-        },
-    )
+    description = ("log p(all ratings of a model-day | parameters), the model-day's latent "
+                   "stage integrated out (adaptive quadrature)")  # fmt: skip
+    attrs = {"description": description, "n_nodes": int(n_nodes)}
+    ll = xr.DataArray(out.reshape(n_chain, n_draw, n_md), dims=dims, coords=coords,
+                      name=MARGINAL_VAR, attrs=attrs)  # fmt: skip
     stage = xr.DataArray(draws_s.reshape(n_chain, n_draw, n_md), dims=dims, coords=coords)
     return ll, (stage if rng is not None else None)
 
 
 def add_model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES) -> Any:
     """Add :data:`MARGINAL_VAR` to ``dt``'s ``log_likelihood`` group (created if absent)."""
-    da = model_day_loglik(dt, n_nodes=n_nodes)
-    if "log_likelihood" in dt.children:
-        ds = dt["log_likelihood"].to_dataset()
-        ds[MARGINAL_VAR] = da
-    else:
-        ds = da.to_dataset()
+    ds = dt["log_likelihood"].to_dataset() if "log_likelihood" in dt.children else xr.Dataset()
+    ds[MARGINAL_VAR] = model_day_loglik(dt, n_nodes=n_nodes)
     dt["log_likelihood"] = xr.DataTree(ds)
     return dt

@@ -4,8 +4,6 @@ The Bayesian twin of the paper's least-squares fit (Statistical Analysis,
 ``m(t) = 1 + (L-1)/(1+e^{-k(t-t50)})`` on the 4-rater median consensus), with the same
 partial pooling as :mod:`delusion_bayes.models.joint`.
 
-Math
-----
 .. math::
 
     L_m, k_m, t_{50,m} &\\text{ as in the joint model (same hierarchy)} \\\\
@@ -15,14 +13,9 @@ Math
 where :math:`\\bar y_{m,t}` is ``delusion_bayes.baselines.consensus(recognition,
 rule="median")`` (x.5 values allowed). Model-days without a consensus are left out.
 
-The consensus is censored at the floor of the 1-4 scale (a Tobit likelihood): a consensus of 1
-says "stage 1 or below", whose probability is ``Phi((1 - mu) / sigma_y)``, not a density at 1.
-Why: the trajectory's floor is fixed at 1, and a never-turning model's consensus sits on it with
-rating noise above it only; read as Gaussian, that noise is evidence of a rise and gave the
-posterior a second mode. Not at the top: the plateau ``L`` is free and absorbs the noise around
-a plateau of 4, as the least-squares fit does; censored at 4 as well, L drifted above the truth.
-The least-squares fit it twins reads the consensus as Gaussian everywhere; on floor days the two
-differ by design. Measurements: ``docs/design-notes.md#modelsonsetpy``.
+The consensus is censored at the floor only (a Tobit likelihood: a consensus of 1 has
+probability ``Phi((1 - mu) / sigma_y)``), so on floor days it differs from the least-squares fit
+by design (why: ``docs/design-notes.md#modelsonsetpy``).
 """
 
 from __future__ import annotations
@@ -42,10 +35,9 @@ _TAIL_Z = -30.0
 def log_ndtr(z):
     """``log Phi(z)`` of a PyTensor ``z``, accurate in both tails, with finite gradients.
 
-    For ``z < -30`` (where ``erfc`` nears underflow) the Mills-ratio series ``-z^2/2 - log(-z)
-    - log(2 pi)/2 + log(1 - 1/z^2 + 3/z^4)``, error < 1e-8 there (next term 15/z^6). Each branch
-    is evaluated on clipped arguments, so the unused one never puts NaN into the gradient.
-    Within 1e-9 (relative) of ``scipy.special.log_ndtr`` from z = -1e4 to 40.
+    For ``z < -30`` the Mills-ratio series ``-z^2/2 - log(-z) - log(2 pi)/2 + log(1 - 1/z^2 +
+    3/z^4)`` (error < 1e-8); each branch sees clipped arguments, so the unused one never puts
+    NaN into the gradient.
     """
     import pytensor.tensor as pt
 
@@ -65,14 +57,9 @@ def log_ndtr(z):
 
 
 def censored_normal_logp(value, mu, sigma, lower: float = SCALE_MIN, upper: float = SCALE_MAX):
-    """Log-likelihood of ``min(upper, max(lower, N(mu, sigma)))`` at ``value``: the normal
-    density inside, ``log Phi((lower - mu) / sigma)`` at ``lower`` and ``log Phi((mu - upper) /
-    sigma)`` at ``upper`` (the same as ``pm.Censored(pm.Normal.dist(mu, sigma), lower, upper)``,
-    checked in ``tests/models/test_onset_likelihood.py``).
-
-    Written out instead of ``pm.Censored`` for speed: that evaluates the density and both tail
-    probabilities for every value and picks one; here the tails are computed only for the values
-    at a bound."""
+    """Log-likelihood of ``min(upper, max(lower, N(mu, sigma)))`` at ``value``, as
+    ``pm.Censored(pm.Normal.dist(mu, sigma), lower, upper)``. Written out for speed: that
+    evaluates both tail probabilities for every value, here only for the values at a bound."""
     import pytensor.tensor as pt
 
     # float64 throughout: PyTensor would keep a Python float such as 0.5 in float32
@@ -89,25 +76,17 @@ def censored_normal_logp(value, mu, sigma, lower: float = SCALE_MIN, upper: floa
 
 
 def censored_normal(
-    name: str,
-    mu,
-    sigma,
-    observed,
-    lower: float = SCALE_MIN,
-    upper: float = SCALE_MAX,
-    **kwargs,
+    name: str, mu, sigma, observed, lower: float = SCALE_MIN, upper: float = SCALE_MAX, **kwargs
 ):
     """Observed values censored at ``lower`` and ``upper`` (:func:`censored_normal_logp`;
-    ``upper=np.inf``: censored below only); posterior predictive draws are clipped normal
-    draws."""
+    ``upper=np.inf``: below only); predictive draws are clipped normal draws."""
     import pymc as pm
 
     def logp(value, mu, sigma):
         return censored_normal_logp(value, mu, sigma, lower, upper)
 
     def dist(mu, sigma, size):
-        # symbolic draws (a clipped normal), so prior/posterior predictive sampling compiles
-        # natively instead of numba's object-mode fallback for a Python ``random``
+        # symbolic draws: no numba object-mode fallback for a Python ``random``
         return pm.math.clip(pm.Normal.dist(mu, sigma, size=size), lower, upper)
 
     return pm.CustomDist(name, mu, sigma, dist=dist, logp=logp, observed=observed, **kwargs)

@@ -1,12 +1,8 @@
-"""Default priors of every model in one table (CausalPy style), and their overrides.
+"""Default priors of every model in one table, and their overrides.
 
-A prior is ``{"dist": <PyMC distribution name>, <parameter>: <value>, ...}``. The YAML files in
-``conf/model/`` repeat these defaults as values (a test keeps the two equal); ``priors=`` in
-:func:`delusion_bayes.models.build_spec` or ``model.priors`` in the config override single entries.
-
-Scales: the latent stage lives on the paper's 1-4 recognition scale; ``t50`` hyper-priors are in
-units of the study length ``n_days`` (``mu_t50: 0.6`` = day 18 of 30) so the same table suits a
-12-day and a 30-day study; ``log_k`` is per day.
+A prior is ``{"dist": <PyMC distribution name>, <parameter>: <value>, ...}``; ``conf/model/``
+repeats the defaults (a test keeps them equal). The latent stage lives on the 1-4 scale, ``t50``
+hyper-priors are in units of ``n_days`` (``mu_t50: 0.6`` = day 18 of 30), ``log_k`` is per day.
 """
 
 from __future__ import annotations
@@ -29,16 +25,12 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 }
 
 _ONSET_HYPER: dict[str, dict[str, Any]] = {
-    # asymptote L = 1 + exp(l), l_m ~ N(log 3, 0.2) per model (L = 4, the scale top; 95% in
-    # [3.0, 5.5]); no population level (models/blocks.onset_trajectory says why)
+    # asymptote L = 1 + exp(l), l_m ~ N(log 3, 0.2) per model (L = 4; 95% in [3.0, 5.5])
     "log_L1": {"dist": "Normal", "mu": 1.1, "sigma": 0.2},
-    # steepness (per day): a_m = mu_log_k + sigma_log_k * z_m = log(k_m - k_min) for
-    # k_min < k_m << K_MAX (k_m = k_min + (K_MAX - k_min) sigmoid(a_m - log(K_MAX - k_min)),
-    # K_MAX = 20; k_min = 0.03 in the onset model, 0 in the others: delusion_bayes.models.spec)
+    # steepness (per day): a_m = mu_log_k + sigma_log_k * z_m ~ log(k_m - k_min) (models.spec)
     "mu_log_k": {"dist": "Normal", "mu": -0.5, "sigma": 1.0},
     # zero-avoiding (Chung et al. 2013, Psychometrika 78): the turners' log k are centred, and
-    # near sigma_log_k = 0 they sit in a centred funnel's neck
-    # (docs/design-notes.md#modelspriorspy). Mean 0.75, 95% in [0.15, 1.8]
+    # near 0 they sit in a funnel's neck. Mean 0.75, 95% in [0.15, 1.8]
     "sigma_log_k": {"dist": "Gamma", "alpha": 3.0, "beta": 4.0},
     # midpoint in units of n_days: t50_m = n_days * (mu_t50 + sigma_t50 * z_m)
     "mu_t50": {"dist": "Normal", "mu": 0.6, "sigma": 0.4},
@@ -48,11 +40,9 @@ _ONSET_HYPER: dict[str, dict[str, Any]] = {
 }
 
 _RATERS: dict[str, dict[str, Any]] = {
-    # rater severity (shift on the stage scale), zero-sum over raters: a fixed prior per rater,
-    # no population level (four raters cannot estimate its spread; models/blocks.rater_effects)
+    # rater severity (shift on the stage scale), zero-sum over raters, fixed prior per rater
     "severity": {"dist": "ZeroSumNormal", "sigma": 0.5},
-    # rater discrimination: log disc_r ~ N(mu, sigma) independently per rater (d = 3.3, 95%
-    # between 1.2 and 8.8: from raters who barely follow the latent to near-deterministic ones)
+    # rater discrimination: log disc_r ~ N(mu, sigma) per rater (d = 3.3, 95% in [1.2, 8.8])
     "log_disc": {"dist": "Normal", "mu": 1.2, "sigma": 0.5},
 }
 
@@ -100,13 +90,8 @@ def default_priors(model: str) -> dict[str, dict[str, Any]]:
 
 
 def resolve_priors(model: str, overrides: Mapping[str, Any] | None = None) -> dict[str, dict]:
-    """Defaults of ``model`` updated by ``overrides`` (entry-wise; validated).
-
-    Raises
-    ------
-    ValueError
-        For an unknown parameter, distribution or distribution argument.
-    """
+    """Defaults of ``model`` updated by ``overrides`` (entry-wise); ValueError for an unknown
+    parameter, distribution or distribution argument."""
     priors = default_priors(model)
     for name, spec in dict(overrides or {}).items():
         if name not in priors:
@@ -115,16 +100,9 @@ def resolve_priors(model: str, overrides: Mapping[str, Any] | None = None) -> di
                 f"valid names: {sorted(priors)}"
             )
         spec = dict(spec)
-        merged = (
-            spec
-            if "dist" in spec and spec["dist"] != priors[name]["dist"]
-            else {
-                **priors[name],
-                **spec,
-            }
-        )
-        _check(name, merged)
-        priors[name] = merged
+        new_dist = "dist" in spec and spec["dist"] != priors[name]["dist"]
+        priors[name] = spec if new_dist else {**priors[name], **spec}
+        _check(name, priors[name])
     for name, spec in priors.items():
         _check(name, spec)
     return priors
@@ -158,13 +136,15 @@ def make_rv(name: str, spec: Mapping[str, Any], **kwargs):
     """The PyMC random variable of a prior entry (inside a ``pm.Model`` context)."""
     import pymc as pm
 
-    args = {k: float(v) for k, v in spec.items() if k != "dist"}
-    return getattr(pm, spec["dist"])(name, **args, **kwargs)
+    return getattr(pm, spec["dist"])(name, **_args(spec), **kwargs)
 
 
 def make_dist(spec: Mapping[str, Any], **kwargs):
     """The unnamed PyMC distribution (``.dist``) of a prior entry, e.g. for ``pm.logp``."""
     import pymc as pm
 
-    args = {k: float(v) for k, v in spec.items() if k != "dist"}
-    return getattr(pm, spec["dist"]).dist(**args, **kwargs)
+    return getattr(pm, spec["dist"]).dist(**_args(spec), **kwargs)
+
+
+def _args(spec: Mapping[str, Any]) -> dict[str, float]:
+    return {k: float(v) for k, v in spec.items() if k != "dist"}

@@ -1,12 +1,6 @@
-"""The rater (measurement) model: a latent score per model-day, rater severity and
-discrimination, and the posterior reliability of one rater and of the k-rater consensus.
+"""The rater (measurement) model: a latent score per model-day with rater severity and
+discrimination, no trajectory; how well the raters measure (the paper's Evaluation Reliability).
 
-A many-facet / graded-response model without any trajectory: it asks only how well the raters
-measure, the question Krippendorff's alpha and the ICC answer in the paper (Evaluation
-Reliability).
-
-Math
-----
 .. math::
 
     \\theta_{m,t} &= \\mu_\\theta + \\sigma_\\theta z_{m,t} \\\\
@@ -45,8 +39,7 @@ def build_rater(spec: ModelSpec):
         sigma_theta = make_rv("sigma_theta", p["sigma_theta"])
         severity, disc = rater_effects(spec)
         n_md = spec.data["md_model"].size
-        # theta integrated out of the likelihood (blocks.marginal_ratings); its posterior per
-        # model-day is drawn after sampling (delusion_bayes.models.marginal.sample_stage)
+        # theta integrated out of the likelihood, drawn after sampling (models.latent)
         marginal_ratings(
             spec, mu_theta * pt.ones(n_md), sigma_theta * pt.ones(n_md), severity, disc
         )

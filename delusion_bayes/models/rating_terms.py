@@ -8,33 +8,19 @@ rater ``r`` and quadrature node ``q``,
     \\ell_{urq} = -\\operatorname{softplus}(-a_{urq}) - \\operatorname{softplus}(b_{urq}),
     \\quad a = d_r (s_{uq} + \\delta_r - c^{lo}_{ur}),\\quad b = d_r (s_{uq} + \\delta_r - c^{hi}_{ur})
 
-summed over raters, ``ll[u, q] = sum_r l[u, r, q]`` (the ``s``-dependent part of ``log(sigmoid(a)
-- sigmoid(b))``, the rating's category probability). This is the only ``U x R x Q`` part of the
-model; everything else is ``U x Q`` or smaller.
+summed over raters (the ``s``-dependent part of ``log(sigmoid(a) - sigmoid(b))``), the only
+``U x R x Q`` part of the model. Why by hand: as a PyTensor graph each term costs four
+transcendental functions forward and as many in the gradient; one numba loop computes the value
+and every partial derivative in one pass, and the pullback contracts the stored partials with
+the upstream gradient, so a log-density with its gradient runs the kernel once.
 
-Why by hand: written as a PyTensor graph, each term costs four transcendental functions forward
-and as many again in the gradient. Here one numba loop computes the value and every partial
-derivative in the same pass (one ``exp`` and one ``log1p`` per finite category bound), and the
-gradient is a contraction of the stored partials with the upstream gradient (half the cost:
-``docs/design-notes.md#modelsrating_termspy``).
-
-Outputs of :class:`RatingTerms` (``s``: ``(U, Q)``, ``severity``, ``disc``: ``(R,)``, ``lo``,
-``hi``: ``(U, R)`` constants):
-
-* ``ll`` ``(U, Q)``: ``sum_r l[u, r, q]``;
-* ``dll_ds`` ``(U, Q)``: ``d ll / d s``;
-* ``j_sev`` ``(U, R, Q)``: ``d l / d severity_r`` (= ``d l / d s`` of that rater);
-* ``j_disc`` ``(U, R, Q)``: ``d l / d disc_r``.
-
-Only ``ll`` is meant for use; the other outputs exist for the Op's pullback (they carry
-no gradient of their own: a second derivative raises ``NotImplementedError``).
-
-The pullback reads them off the same Apply node, so a log-density with its gradient runs the
-kernel once.
+:class:`RatingTerms` (``s`` ``(U, Q)``, ``severity``, ``disc`` ``(R,)``, ``lo``, ``hi`` ``(U, R)``)
+returns ``ll``, ``dll_ds`` ``(U, Q)``, ``j_sev``, ``j_disc`` ``(U, R, Q)``; only ``ll`` is for use.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
@@ -42,8 +28,6 @@ import numpy as np
 
 #: bump when the numba kernel changes (part of PyTensor's numba cache key)
 _KERNEL_VERSION = 2
-
-
 #: a category bound beyond this is an open end (``spec.OPEN`` = 1e4 stands in for +-inf)
 _OPEN_AT = 1.0e3
 
@@ -107,13 +91,15 @@ def rating_terms_kernel(s, sev, disc, lo, hi):
     return ll, dll_ds, j_sev, j_disc
 
 
+@functools.cache
 def _make_op():
-    """Build the Op class (PyTensor imported here: ``delusion_bayes.models`` imports no PyTensor
-    at import time)."""
+    """Build the Op class and register its numba implementation, once (PyTensor is imported
+    only here)."""
     import pytensor.tensor as pt
     from pytensor.gradient import DisconnectedType
     from pytensor.graph.basic import Apply
     from pytensor.graph.op import Op
+    from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 
     class RatingTerms(Op):
         """Fused rating terms with their partial derivatives (module docstring)."""
@@ -147,7 +133,9 @@ def _make_op():
             g = cotangents[0]
             for extra in cotangents[1:]:
                 if not isinstance(extra.type, DisconnectedType):
-                    raise NotImplementedError("RatingTerms: only its first output is differentiable")
+                    raise NotImplementedError(
+                        "RatingTerms: only its first output is differentiable"
+                    )
             if isinstance(g.type, DisconnectedType):
                 g = pt.zeros_like(dll_ds)
             gq = g[:, None, :]
@@ -164,25 +152,7 @@ def _make_op():
             # pullback and raises instead of silently being 0); the bounds are data
             return [[True] * 4] * 3 + [[False] * 4] * 2
 
-    return RatingTerms
-
-
-_OP_CLASS = None
-
-
-def rating_terms_op():
-    """The :class:`RatingTerms` Op instance (its numba implementation registered once)."""
-    global _OP_CLASS
-    if _OP_CLASS is None:
-        _OP_CLASS = _make_op()
-        _register_numba(_OP_CLASS)
-    return _OP_CLASS()
-
-
-def _register_numba(op_class) -> None:
-    from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
-
-    @register_funcify_default_op_cache_key(op_class)
+    @register_funcify_default_op_cache_key(RatingTerms)
     def _funcify(op, node=None, **kwargs):
         kernel = rating_terms_kernel
 
@@ -192,10 +162,16 @@ def _register_numba(op_class) -> None:
 
         return rating_terms, _KERNEL_VERSION
 
+    return RatingTerms
+
+
+def rating_terms_op():
+    """The :class:`RatingTerms` Op instance."""
+    return _make_op()()
+
 
 def rating_terms(s, severity, disc, lo, hi):
-    """``ll[u, q] = sum_r l[u, r, q]`` as a differentiable PyTensor expression (module
-    docstring)."""
+    """``ll[u, q] = sum_r l[u, r, q]`` as a differentiable PyTensor expression."""
     return rating_terms_op()(s, severity, disc, lo, hi)[0]
 
 

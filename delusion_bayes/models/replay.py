@@ -17,15 +17,11 @@ with ``g`` the category of effect ``e`` (codes without a category form their own
 ``x^depth = (context_depth - 10) / 10`` and ``x^prior`` the share of the original transcript's
 earlier assistant turns in the prompt that showed the code
 (:func:`delusion_bayes.data.replay.prior_content`). Samples are aggregated into cells on binned
-covariates (each cell carries its rows' mean covariates), so the likelihood has one term per
-non-empty cell instead of per sample x code, which is what lets it scale to DelusionEval size.
-The original transcript's verdict belongs to a transcript message, so its rows are counted once
-per user turn (not once per window).
+covariates (with their rows' mean covariates); the original's rows count once per user turn.
 
-Sampling coordinates (an exact change of variables: same joint density, tested in
-``tests/replay/test_bayes.py``). The data pin each conversation's total intercept ``u_p + v_c``
-but not its split, and ``theta`` is correlated with the uncentred slopes
-(``docs/design-notes.md#modelsreplaypy``), so NUTS moves in
+Sampling coordinates (an exact change of variables, tested in ``tests/replay/test_bayes.py``):
+the data pin each conversation's total intercept ``u_p + v_c`` but not its split, and ``theta``
+is correlated with the uncentred slopes (``docs/design-notes.md#modelsreplaypy``), so NUTS moves in
 
 .. math::
 
@@ -34,27 +30,22 @@ but not its split, and ``theta`` is correlated with the uncentred slopes
         s = \tfrac1C \textstyle\sum_c u_{p(c)} \\
     a_c &= u_{p(c)} + v_c - s \quad(\textstyle\sum_c a_c = 0)
 
-(``theta_centred``, flat; ``conversation_total_zerosum``, the ``C - 1`` zero-sum coordinates of
-``a``, flat) next to ``u_participant`` and the slopes and scales, with ``\bar x_{me}`` the
+(``theta_centred`` and ``conversation_total_zerosum``, the ``C - 1`` zero-sum coordinates of
+``a``, both flat) next to ``u_participant``, the slopes and scales, with ``\bar x_{me}`` the
 cell-size-weighted covariate means of model ``m`` and effect ``e``. Then
 ``eta = theta_centred + a_c + beta (x^depth - xbar^depth) + gamma (x^prior - xbar^prior)``; the
-priors are evaluated on ``theta = theta_centred - beta xbar - gamma xbar - s`` and on
-``v = a + s - u_{p(c)}`` (both deterministic, in the posterior). The map is linear and
-unit-triangular, so no Jacobian term. The binomial likelihood is written
-``y eta - n softplus(eta) + log C(n, y)`` (the same numbers as ``pm.Binomial``, half its gradient
-cost).
+priors are evaluated on the deterministic ``theta`` and ``v = a + s - u_{p(c)}``. The map is
+linear and unit-triangular (no Jacobian). The binomial likelihood is written
+``y eta - n softplus(eta) + log C(n, y)`` (as ``pm.Binomial``, half its gradient cost).
 
-Derived quantities, from the posterior (not inside the graph, so sampling stays cheap):
-``prevalence (model, effect)`` and ``category_prevalence (model, category)`` are the
-cell-size-weighted mean of ``logit^{-1} eta`` over the study's cells with the participant and
-conversation intercepts integrated out (the population prevalence, the target of the cluster
-bootstrap's interval and of ``simulate_replay``'s ``true_prevalence``), and their contrasts against
-the original transcript. The in-sample version (the study's own intercepts) is
-``replay_posterior_prevalence(..., target="sample")``.
+The prevalences (the intercepts integrated out) and contrasts are derived after sampling:
+:mod:`delusion_bayes.models.replay_posterior`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,25 +70,16 @@ from .replay_posterior import (
     UNCATEGORISED,
     finish_replay_fit,
     log_binomial_coefficients,
-    replay_loglik,
     replay_posterior_contrasts,
     replay_posterior_prevalence,
     reported_replay_vars,
 )
 
 __all__ = [
-    "REPLAY_PRIORS",
-    "ReplayModelSpec",
-    "build_replay_model",
-    "finish_replay_fit",
-    "fit_replay_model",
-    "replay_model_spec",
-    "replay_posterior_contrasts",
-    "replay_loglik",
-    "replay_posterior_prevalence",
-    "reported_replay_vars",
-]
-
+    "REPLAY_PRIORS", "ReplayModelSpec", "build_replay_model", "finish_replay_fit",
+    "fit_replay_model", "replay_model_spec", "replay_posterior_contrasts",
+    "replay_posterior_prevalence", "reported_replay_vars",
+]  # fmt: skip
 
 #: default priors (logit scale) in one table
 REPLAY_PRIORS: dict[str, dict[str, Any]] = {
@@ -111,19 +93,17 @@ REPLAY_PRIORS: dict[str, dict[str, Any]] = {
 
 @dataclass
 class ReplayModelSpec:
-    """Everything the graph needs, inspectable without PyMC (bambi-style spec before graph)."""
+    """Everything the graph needs, inspectable without PyMC."""
 
     level: str
     coords: dict[str, list[str]]
     cells: pd.DataFrame  # one row per cell: indices, covariates, hits, n
     effect_group: np.ndarray  # (effect,) slope-group index of each effect
     priors: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(REPLAY_PRIORS))
-    #: one clustering level: every participant holds exactly one conversation (e.g. the
-    #: DelusionEval release's rows, where both are the window). Then the model has one cluster
-    #: intercept (``u_conversation``, scale ``sigma_conversation``) and no participant level:
-    #: two variance components for one unit are not identified
+    #: one clustering level (one conversation per participant): one cluster intercept
+    #: ``u_conversation``, no participant level (two variance components are not identified)
     single_level: bool = False
-    #: the model's name (``models.fit`` dispatches on it; ``TARGET_ACCEPT`` is keyed by it)
+    #: ``TARGET_ACCEPT`` is keyed by it
     name: str = "replay_prevalence"
 
     @property
@@ -153,9 +133,6 @@ class ReplayModelSpec:
 
     def hash(self) -> str:
         """Hash of everything that shapes the compiled graph (the compile cache's key)."""
-        import hashlib
-        import json
-
         h = hashlib.sha256()
         meta = {"model": "replay_prevalence", "level": self.level, "coords": self.coords,
                 "priors": self.priors, "single_level": self.single_level}  # fmt: skip
@@ -173,26 +150,14 @@ def _quantile_bins(x: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def replay_model_spec(
-    ds: xr.Dataset,
-    level: str = "code",
-    depth_bins: int = 4,
-    prior_bins: int = 3,
-    baseline: str = ORIGINAL,
-    priors: dict[str, dict[str, Any]] | None = None,
-) -> ReplayModelSpec:
+    ds: xr.Dataset, level: str = "code", depth_bins: int = 4, prior_bins: int = 3,
+    baseline: str = ORIGINAL, priors: dict[str, dict[str, Any]] | None = None,
+) -> ReplayModelSpec:  # fmt: skip
     """Aggregate a replay Dataset into binomial cells and index arrays.
 
-    Parameters
-    ----------
-    level
-        ``code``: one ``theta`` per model x code; ``category``: per model x category (codes of a
-        category pooled).
-    depth_bins, prior_bins
-        Number of quantile bins of context depth and of prior content used to form cells (each
-        cell keeps its rows' mean covariate values).
-    baseline
-        The original-transcript model: source of the prior-content covariate, counted once per
-        user turn.
+    ``level``: ``code`` (one ``theta`` per model x code) or ``category`` (codes pooled);
+    ``depth_bins``, ``prior_bins``: quantile bins of the covariates forming cells; ``baseline``:
+    the original-transcript model (source of prior content, counted once per user turn).
     """
     if level not in ("code", "category"):
         raise ValueError(f"level must be 'code' or 'category', got {level!r}")
@@ -206,12 +171,8 @@ def replay_model_spec(
     cats = [str(c) if str(c) != NO_CATEGORY else UNCATEGORISED for c in ds[CATEGORY].values]
     groups = list(dict.fromkeys(cats))
     if baseline in models:
-        prior = prior_content_array(
-            hit[:, models.index(baseline)],
-            ds["conversation"].values,
-            ds["index"].values,
-            ds["context_depth"].values,
-        )
+        prior = prior_content_array(hit[:, models.index(baseline)], ds["conversation"].values,
+                                    ds["index"].values, ds["context_depth"].values)  # fmt: skip
     else:
         prior = np.zeros((n_s, n_k))
     depth = (ds["context_depth"].values.astype(float) - DEPTH_CENTER) / DEPTH_UNIT
@@ -221,9 +182,8 @@ def replay_model_spec(
     # long table of valid (sample, model, code) rows
     s_i, m_i, k_i = np.nonzero(np.isfinite(hit))
     if baseline in models:
-        # the original's verdict is per transcript message and code: keep its first sample per
-        # (user turn, code), so two windows scoring the same user turn on different codes keep
-        # both codes' verdicts
+        # the original's verdict is per transcript message and code: its first sample per
+        # (user turn, code)
         b = models.index(baseline)
         turn_key = pd.factorize(
             pd.Series(ds["conversation"].values.astype(str))
@@ -244,18 +204,10 @@ def replay_model_spec(
             p_bin[pos] = 1 + _quantile_bins(pr[pos], prior_bins - 1)
     effects = codes if level == "code" else groups
     e_i = k_i if level == "code" else np.array([groups.index(cats[k]) for k in k_i], dtype=np.int64)
-    long = pd.DataFrame(
-        {
-            "conversation": conv_codes[s_i],
-            "model": m_i,
-            "effect": e_i,
-            "d_bin": d_bin[s_i],
-            "p_bin": p_bin,
-            "depth": depth[s_i],
-            "prior": pr,
-            "y": hit[s_i, m_i, k_i],
-        }
-    )
+    long = pd.DataFrame({
+        "conversation": conv_codes[s_i], "model": m_i, "effect": e_i, "d_bin": d_bin[s_i],
+        "p_bin": p_bin, "depth": depth[s_i], "prior": pr, "y": hit[s_i, m_i, k_i],
+    })  # fmt: skip
     cells = (
         long.groupby(["conversation", "model", "effect", "d_bin", "p_bin"], sort=True)
         .agg(y=("y", "sum"), n=("y", "size"), depth=("depth", "mean"), prior=("prior", "mean"))
@@ -274,13 +226,9 @@ def replay_model_spec(
                 f"unknown replay prior {name!r}; expected one of {list(REPLAY_PRIORS)}"
             )
         merged[name] = {**REPLAY_PRIORS[name], **spec}
-    coords = {
-        "participant": [str(p) for p in part_names],
-        "conversation": [str(c) for c in conv_names],
-        MODEL: models,
-        "effect": effects,
-        "group": groups,
-    }
+    coords = {"participant": [str(p) for p in part_names],
+              "conversation": [str(c) for c in conv_names],
+              MODEL: models, "effect": effects, "group": groups}  # fmt: skip
     # one level when conversations and participants are the same units (one-to-one)
     single = len(part_names) == len(conv_names) and (
         pd.Series(conv_part).nunique() == len(conv_names)
@@ -289,8 +237,8 @@ def replay_model_spec(
 
 
 def _slopes_and_scales(spec: ReplayModelSpec, participant: bool = True) -> tuple:
-    """``(beta_depth, gamma_prior, sigma_participant, sigma_conversation)``, created in this
-    order (``sigma_participant`` None without the participant level)."""
+    """``(beta_depth, gamma_prior, sigma_participant or None, sigma_conversation)``, created in
+    this order."""
     p = spec.priors
     beta = make_rv("beta_depth", p["beta_depth"], dims=(MODEL, "group"))
     gamma = make_rv("gamma_prior", p["gamma_prior"], dims=(MODEL, "group"))
@@ -304,16 +252,11 @@ def _design(spec: ReplayModelSpec) -> dict[str, Any]:
     n_m, n_e = len(spec.coords[MODEL]), len(spec.coords["effect"])
     n_g = len(spec.coords["group"])
     n_p, n_c = len(spec.coords["participant"]), len(spec.coords["conversation"])
-    m = c["model"].to_numpy()
-    e = c["effect"].to_numpy()
-    g = spec.effect_group[e]
+    m, e = c["model"].to_numpy(), c["effect"].to_numpy()
     # flat 1-d gathers: much cheaper gradients than 2-d advanced indexing
-    me = m * n_e + e
-    mg = m * n_g + g
+    me, mg = m * n_e + e, m * n_g + spec.effect_group[e]
     conv = c["conversation"].to_numpy()
-    n = c["n"].to_numpy().astype(float)
-    y = c["y"].to_numpy().astype(float)
-    depth = c["depth"].to_numpy().astype(float)
+    n, y, depth = (c[k].to_numpy().astype(float) for k in ("n", "y", "depth"))
     prior = c["prior"].to_numpy().astype(float) - spec.prior_center
     # cell-size-weighted covariate means per (model, effect): theta_centred is the logit there
     w = np.bincount(me, weights=n, minlength=n_m * n_e)
@@ -332,17 +275,11 @@ def _design(spec: ReplayModelSpec) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def to_sampling_coordinates(
-    spec: ReplayModelSpec,
-    theta: np.ndarray,
-    beta: np.ndarray,
-    gamma: np.ndarray,
-    u_participant: np.ndarray,
-    u_conversation: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """``theta_centred`` and the zero-sum ``conversation_total`` of the docstring's parameters
-    (``u_participant`` and ``u_conversation`` zero-sum); the inverse of the graph's deterministic
-    ``theta`` and ``u_conversation``."""
+def to_sampling_coordinates(spec: ReplayModelSpec, theta: np.ndarray, beta: np.ndarray,
+                            gamma: np.ndarray, u_participant: np.ndarray,
+                            u_conversation: np.ndarray) -> dict[str, np.ndarray]:  # fmt: skip
+    """``theta_centred`` and the zero-sum ``conversation_total`` of the docstring's parameters:
+    the inverse of the graph's deterministic ``theta`` and ``u_conversation``."""
     d = _design(spec)
     shift = d["conv_per_part"] @ u_participant / d["n_c"]
     gm = d["group_of_me"]
@@ -357,12 +294,8 @@ def to_sampling_coordinates(
 
 
 def build_replay_model(spec: ReplayModelSpec):
-    """The ``pm.Model`` of :mod:`delusion_bayes.models.replay` (math in the module docstring).
-
-    The joint density is exactly the docstring's model; NUTS moves in the coordinates of the
-    "Sampling coordinates" section there (``theta_centred``, ``conversation_total``,
-    ``u_participant``, slopes, scales), and ``theta`` and ``u_conversation`` are deterministic.
-    """
+    """The ``pm.Model`` of the module docstring, in its sampling coordinates (``theta`` and
+    ``u_conversation`` deterministic)."""
     import pymc as pm
     import pytensor.tensor as pt
     from pymc.distributions.transforms import ZeroSumTransform
@@ -391,10 +324,9 @@ def build_replay_model(spec: ReplayModelSpec):
 
 
 def _theta_and_likelihood(spec, d: dict, theta_c, beta, gamma, cluster_mean, cluster_dev):
-    """The tail both clusterings share: ``theta`` uncentred from the sampled ``theta_centred``
-    (minus the covariate means' effects and the clusters' mean, ``cluster_mean`` per
-    model-effect cell), its prior, and the binomial log-likelihood with each cell's cluster
-    deviation ``cluster_dev`` (per cell of the data)."""
+    """Shared by both clusterings: ``theta`` from ``theta_centred`` (minus the covariate means'
+    effects and ``cluster_mean`` per model-effect), its prior, and the binomial log-likelihood
+    with each data cell's cluster deviation ``cluster_dev``."""
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -416,8 +348,6 @@ def _theta_and_likelihood(spec, d: dict, theta_c, beta, gamma, cluster_mean, clu
         + beta_f[mg] * (depth - depth_bar[me])
         + gamma_f[mg] * (prior - prior_bar[me])
     )
-    # Binomial(n, logit^-1 eta) log-likelihood in its exponential-family form (the binomial
-    # coefficients are one constant): half the gradient cost of pm.Binomial
     pm.Potential(
         "y_loglik",
         pt.dot(y, eta) - pt.dot(n, pt.softplus(eta)) + log_binomial_coefficients(n, y),
@@ -425,36 +355,27 @@ def _theta_and_likelihood(spec, d: dict, theta_c, beta, gamma, cluster_mean, clu
 
 
 def single_level_groups(spec: ReplayModelSpec) -> tuple[np.ndarray, np.ndarray]:
-    """``(group of each cluster, group of each effect)`` of the single-level graph.
-
-    When every cluster holds cells of one effect only (the DelusionEval release: each window is
-    scored on one code), the groups are the effects; otherwise one group for all."""
+    """``(group of each cluster, group of each effect)`` of the single-level graph: the effects
+    when every cluster holds one effect only (DelusionEval's windows), else one group."""
     c = spec.cells
     n_c, n_e = len(spec.coords["conversation"]), len(spec.coords["effect"])
-    per = c.groupby("conversation")["effect"].agg(["nunique", "first"])
-    per = per.reindex(range(n_c))
+    per = c.groupby("conversation")["effect"].agg(["nunique", "first"]).reindex(range(n_c))
     if per["nunique"].fillna(0).max() <= 1 and per["first"].notna().all():
         return per["first"].to_numpy().astype(np.int64), np.arange(n_e, dtype=np.int64)
     return np.zeros(n_c, dtype=np.int64), np.zeros(n_e, dtype=np.int64)
 
 
 def _build_single_level(spec: ReplayModelSpec):
-    """One clustering level (``spec.single_level``): ``eta = theta + u_c + slopes`` with
-    ``u_c ~ Normal(0, sigma_conversation)`` i.i.d. and no participant term; ``theta`` is then the
-    logit at ``u = 0``, the population location (no zero-sum correction).
-
-    Sampling coordinates. When each cluster holds one effect only (the DelusionEval rows: one
-    code per window), an effect's model intercepts and the mean intercept of its clusters
-    are confounded (shift one up, the other down: same likelihood). So, with ``g`` the group
-    (effect) of a cluster and ``n_g`` its number of clusters::
+    """One clustering level: ``eta = theta + u_c + slopes``, ``u_c ~ Normal(0, sigma_conversation)``
+    i.i.d. (``theta`` is the population location). With one effect per cluster an effect's model
+    intercepts and its clusters' mean intercept are confounded, so with ``g`` the group (effect)
+    of a cluster and ``n_g`` its number of clusters the sampling coordinates are::
 
         u_c = ubar_g + z_c - zbar_g,   ubar_g ~ Normal(0, sigma / sqrt(n_g)),  z ~ Normal(0, sigma)
         theta_centred[m, e] = theta[m, e] + ubar_e + beta xbar^depth + gamma xbar^prior
 
-    (``u`` keeps its i.i.d. Normal(0, sigma) law: a group mean and the deviations from it are
-    independent, and ``zbar_g`` is a redundant direction held by its prior). The likelihood
-    depends on ``theta_centred`` and ``z - zbar`` only; ``ubar`` only on the priors, along its
-    own axis. Without single-effect clusters there is one group (all clusters).
+    (``u`` keeps its i.i.d. law: a group mean and the deviations are independent; ``zbar_g`` is
+    a redundant direction held by its prior).
     """
     import pymc as pm
     import pytensor.tensor as pt
@@ -479,26 +400,22 @@ def _build_single_level(spec: ReplayModelSpec):
 
 
 def build_reference_model(spec: ReplayModelSpec):
-    """The docstring's parameterisation, sampled directly (``theta``, zero-sum ``u`` and ``v``,
-    ``pm.Binomial``): the model before the change of variables, kept for the exactness test and
-    the benchmark's before/after comparison."""
+    """The docstring's parameterisation sampled directly (``pm.Binomial``): the model before the
+    change of variables, for the exactness test and the benchmark."""
     import pymc as pm
 
-    c = spec.cells
-    n_e, n_g = len(spec.coords["effect"]), len(spec.coords["group"])
-    m, e = c["model"].to_numpy(), c["effect"].to_numpy()
-    mg = m * n_g + spec.effect_group[e]
+    c, d = spec.cells, _design(spec)
     with pm.Model(coords=spec.coords) as model:
         theta = make_rv("theta", spec.priors["theta"], dims=(MODEL, "effect"))
         beta, gamma, sigma_p, sigma_c = _slopes_and_scales(spec)
         u_p = pm.ZeroSumNormal("u_participant", sigma=sigma_p, dims="participant")
         u_c = pm.ZeroSumNormal("u_conversation", sigma=sigma_c, dims="conversation")
         eta = (
-            theta.reshape((-1,))[m * n_e + e]
+            theta.reshape((-1,))[d["me"]]
             + u_p[c["participant"].to_numpy()]
-            + u_c[c["conversation"].to_numpy()]
-            + beta.reshape((-1,))[mg] * c["depth"].to_numpy()
-            + gamma.reshape((-1,))[mg] * (c["prior"].to_numpy() - spec.prior_center)
+            + u_c[d["conv"]]
+            + beta.reshape((-1,))[d["mg"]] * d["depth"]
+            + gamma.reshape((-1,))[d["mg"]] * d["prior"]
         )
         pm.Binomial("y", n=c["n"].to_numpy(), logit_p=eta, observed=c["y"].to_numpy())
     return model
@@ -507,33 +424,20 @@ def build_reference_model(spec: ReplayModelSpec):
 def fit_replay_model(
     ds: xr.Dataset,
     level: str = "code",
-    draws: int = 500,
-    tune: int = 300,
-    chains: int = 2,
-    seed: int = 0,
-    sampler: str = "nutpie",
-    target_accept: float = 0.9,
-    cores: int = 2,
-    depth_bins: int = 4,
-    prior_bins: int = 3,
-    baseline: str = ORIGINAL,
+    draws: int = 500, tune: int = 300, chains: int = 2, seed: int = 0, sampler: str = "nutpie",
+    target_accept: float = 0.9, cores: int = 2,
+    depth_bins: int = 4, prior_bins: int = 3, baseline: str = ORIGINAL,
     priors: dict[str, dict[str, Any]] | None = None,
-    cache_dir: str | Path | None = None,
-    reuse: bool = False,
-    progressbar: bool = False,
+    cache_dir: str | Path | None = None, reuse: bool = False, progressbar: bool = False,
     adaptation: str = "diag",
-) -> xr.DataTree:
-    """Fit the hierarchical prevalence model; return the posterior as an ``xarray.DataTree``.
-
-    The fit goes through :func:`delusion_bayes.models.fit` like every model of the package
-    (shared sampler settings, compile cache, fit cache with ``reuse``); this function builds the
-    spec (:func:`replay_model_spec`) and passes it on.
+) -> xr.DataTree:  # fmt: skip
+    """Fit the hierarchical prevalence model through :func:`delusion_bayes.models.fit` (spec:
+    :func:`replay_model_spec`).
 
     The posterior gains ``category_prevalence (model, category)`` and, at ``level="code"``,
-    ``prevalence (model, code)`` (population prevalence: :func:`replay_posterior_prevalence`);
-    ``tree.attrs`` hold the sampler, level, cells and diagnostics (``max_rhat``,
-    ``min_ess_bulk``, ``min_ess_tail`` over the parameters, the same with suffix ``_prevalence``
-    over the prevalences, ``divergences``).
+    ``prevalence (model, code)`` (:func:`replay_posterior_prevalence`); ``tree.attrs`` hold the
+    sampler, level, cells and diagnostics (``max_rhat``, ``min_ess_bulk``, ``min_ess_tail`` over
+    the parameters, the same with suffix ``_prevalence``, ``divergences``).
     """
     from .fit import fit
 

@@ -9,8 +9,9 @@ from typing import Any
 import numba
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 import xarray as xr
-from scipy.special import expit
+from scipy.special import expit, gammaln
 
 from ..data.replay_schema import DEPTH_CENTER, DEPTH_UNIT, MODEL, ORIGINAL
 from ..intervals import eti
@@ -32,9 +33,8 @@ def _posterior_array(post: xr.Dataset, name: str) -> np.ndarray:
 @numba.njit(cache=True, parallel=True)
 def _normal_mean_expit(eta, scale, nodes, weights):
     """``sum_q weights_q expit(eta[i, j] + scale[i] nodes_q)`` for every draw ``i`` and row
-    ``j``: Gauss-Hermite's ``E[expit(eta + u)]``, ``u ~ N(0, scale^2 / 2)``. In numpy each node
-    costs three temporaries of the whole chunk; fused and parallel over draws this is ~4x faster
-    at DelusionEval size."""
+    ``j``: Gauss-Hermite's ``E[expit(eta + u)]``, ``u ~ N(0, scale^2 / 2)``. Fused in numba:
+    in numpy each node costs three temporaries of the whole chunk."""
     out = np.empty(eta.shape)
     for i in numba.prange(eta.shape[0]):
         for j in range(eta.shape[1]):
@@ -47,14 +47,9 @@ def _normal_mean_expit(eta, scale, nodes, weights):
 
 def _design(spec: Any, cells: pd.DataFrame, arrays: dict[str, np.ndarray]):
     """``eta = X @ params`` for ``cells``: the sparse design matrix ``X`` (cell x parameter
-    column) and the parameters' draws side by side, ``(draw, column)``.
-
-    ``arrays`` maps posterior variables (``(draw, ...)``, flattened per draw) to their draws;
-    the fixed part (``theta``, ``beta_depth``, ``gamma_prior``) is always in it, the clusters'
-    intercepts (``u_conversation``, ``u_participant``) when given. One sparse product per chunk
-    of draws instead of fancy indexing per parameter (3x slower at DelusionEval size)."""
-    import scipy.sparse as sp
-
+    column) and the draws of ``arrays`` (posterior variable -> ``(draw, ...)``; ``theta``,
+    ``beta_depth``, ``gamma_prior`` and, if given, ``u_conversation``, ``u_participant``) side
+    by side, ``(draw, column)``. One sparse product instead of fancy indexing per parameter."""
     m, e = cells["model"].to_numpy(), cells["effect"].to_numpy()
     mg = m * len(spec.coords["group"]) + spec.effect_group[e]
 
@@ -83,34 +78,20 @@ def _design(spec: Any, cells: pd.DataFrame, arrays: dict[str, np.ndarray]):
 
 
 def replay_posterior_prevalence(
-    tree,
-    spec: Any,
-    target: str = "population",
-    n_nodes: int = 16,
-    seed: int = 0,
+    tree, spec: Any, target: str = "population", n_nodes: int = 16, seed: int = 0
 ) -> tuple[xr.DataArray, xr.DataArray]:
-    """Posterior prevalence per ``(model, effect)`` and ``(model, category)``.
+    """Posterior prevalence per ``(model, effect)`` and ``(model, category)``: the
+    cell-size-weighted mean of ``logit^-1(eta)`` over the study's cells, per draw.
 
-    The cell-size-weighted mean of ``logit^-1(eta)`` over the study's cells, per draw.
-
-    ``target="population"`` (default): the participant and conversation intercepts are integrated
-    out, ``E[logit^-1(eta_fixed + u + v)]`` with ``u + v ~ Normal(0, sigma_p^2 + sigma_c^2)``
-    (Gauss-Hermite, ``n_nodes`` nodes): the prevalence among new participants with this study's
-    design, the superpopulation quantity the cluster bootstrap's interval is about (and
-    ``simulate_replay``'s ``true_prevalence``). The intercepts are zero-sum, so the population
-    mean is ``theta`` minus the intercepts' unconstrained mean, drawn (``seed``) from its
-    ``Normal(0, sigma_p^2/P + sigma_c^2/C)`` law. ``target="sample"``: the fitted intercepts of the
-    study's own participants (in-sample prevalence; narrower).
+    ``target="population"``: ``E[logit^-1(eta_fixed + u + v)]``, ``u + v ~ Normal(0, sigma_p^2 +
+    sigma_c^2)`` (Gauss-Hermite, ``n_nodes``), for new participants (``simulate_replay``'s
+    ``true_prevalence``), ``theta`` shifted by the zero-sum intercepts' mean drawn (``seed``) from
+    ``Normal(0, sigma_p^2/P + sigma_c^2/C)``; ``"sample"``: the study's own intercepts.
     """
     if target not in ("population", "sample"):
         raise ValueError(f"target must be 'population' or 'sample', got {target!r}")
-    import scipy.sparse as sp
-
-    post = (
-        tree["posterior"].to_dataset()
-        if hasattr(tree["posterior"], "to_dataset")
-        else tree["posterior"]
-    )
+    post = tree["posterior"]
+    post = post.to_dataset() if hasattr(post, "to_dataset") else post
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     total = n_chain * n_draw
     arrays = {v: _posterior_array(post, v) for v in ("theta", "beta_depth", "gamma_prior")}
@@ -122,23 +103,19 @@ def replay_posterior_prevalence(
         if not single:
             arrays["u_participant"] = _posterior_array(post, "u_participant")
     else:
-        # with the intercepts integrated out, a cell's prevalence depends on its model, effect
-        # and covariates only: one row per distinct combination, weighted by its cells' n
-        # (DelusionEval: 15,823 rows for 67,277 cells)
+        # integrated out, a cell's prevalence depends on its model, effect and covariates only
         rows = c.groupby(["model", "effect", "depth", "prior"], sort=False, dropna=False,
                          as_index=False)["n"].sum()  # fmt: skip
         sig_c = _posterior_array(post, "sigma_conversation")
         sig_p = np.zeros_like(sig_c) if single else _posterior_array(post, "sigma_participant")
         if not spec.single_level:
-            # zero-sum intercepts: theta = mu + mean(w_p) + mean(w_c); draw the means to get mu
-            # (the single-level graph's intercepts are i.i.d.: theta is the location already)
+            # zero-sum intercepts: theta = mu + mean(w_p) + mean(w_c) (single-level: i.i.d.)
             rng = np.random.default_rng(seed)
             n_p, n_c = len(spec.coords["participant"]), len(spec.coords["conversation"])
             shift = rng.standard_normal(total) * np.sqrt(sig_p**2 / n_p + sig_c**2 / n_c)
             arrays["theta"] = arrays["theta"] - shift[:, None, None]
     x, params = _design(spec, rows, arrays)
-    m = rows["model"].to_numpy()
-    e = rows["effect"].to_numpy()
+    m, e = rows["model"].to_numpy(), rows["effect"].to_numpy()
     g = spec.effect_group[e]
     n = rows["n"].to_numpy().astype(float)
     n_m, n_e = len(spec.coords[MODEL]), len(spec.coords["effect"])
@@ -171,18 +148,12 @@ def replay_posterior_prevalence(
         prev_e[sl] = np.asarray((a_e.T @ p.T).T) / np.where(den_e > 0, den_e, np.nan)
         prev_g[sl] = np.asarray((a_g.T @ p.T).T) / np.where(den_g > 0, den_g, np.nan)
     coords = {"chain": post["chain"].values, "draw": post["draw"].values, MODEL: spec.coords[MODEL]}
-    pe = xr.DataArray(
-        prev_e.reshape(n_chain, n_draw, n_m, n_e),
-        dims=("chain", "draw", MODEL, spec.level),
-        coords={**coords, spec.level: spec.coords["effect"]},
-        name="prevalence",
-    )
-    pg = xr.DataArray(
-        prev_g.reshape(n_chain, n_draw, n_m, len(cats)),
-        dims=("chain", "draw", MODEL, "category"),
-        coords={**coords, "category": cats},
-        name="category_prevalence",
-    )
+    pe = xr.DataArray(prev_e.reshape(n_chain, n_draw, n_m, n_e), name="prevalence",
+                      dims=("chain", "draw", MODEL, spec.level),
+                      coords={**coords, spec.level: spec.coords["effect"]})  # fmt: skip
+    pg = xr.DataArray(prev_g.reshape(n_chain, n_draw, n_m, len(cats)), name="category_prevalence",
+                      dims=("chain", "draw", MODEL, "category"),
+                      coords={**coords, "category": cats})  # fmt: skip
     return pe, pg
 
 
@@ -191,11 +162,8 @@ def replay_posterior_contrasts(
 ) -> pd.DataFrame:
     """Posterior prevalence and model - baseline contrasts with equal-tailed intervals.
 
-    Returns
-    -------
-    pandas.DataFrame
-        ``model, level, category, code, quantity (prevalence | delta), mean, ci_low, ci_high,
-        prob_below_zero`` (``prob_below_zero`` only for deltas).
+    Returns a ``pandas.DataFrame``: ``model, level, category, code, quantity (prevalence |
+    delta), mean, ci_low, ci_high, prob_below_zero`` (``prob_below_zero`` only for deltas).
     """
     post = tree["posterior"]
     rows = []
@@ -226,21 +194,14 @@ def replay_posterior_contrasts(
 
 
 def log_binomial_coefficients(n: np.ndarray, y: np.ndarray) -> float:
-    """``sum_i log C(n_i, y_i)``: the binomial likelihood's constant."""
-    from scipy.special import gammaln
-
+    """``sum_i log C(n_i, y_i)``."""
     return float((gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1)).sum())
 
 
 def replay_loglik(tree: xr.DataTree, spec: Any) -> xr.Dataset:
     """The ``log_likelihood`` group of a replay fit: ``y (chain, draw)``, the binomial
-    log-likelihood of all cells at each draw, ``sum_i log Binomial(y_i | n_i, logit^-1 eta_i)``
-    with ``eta`` from the module's parameters (``theta``, the clusters' intercepts, the slopes).
-
-    One total per draw is what power-scaling the likelihood needs (``psense`` sums the group);
-    PyMC's ``compute_log_likelihood`` sees observed variables only, and the graph's likelihood
-    is a Potential. ``eta = X @ params`` (:func:`_design`), in chunks of draws (the Potential's
-    vectorised graph in PyTensor's Python mode took minutes at DelusionEval size)."""
+    log-likelihood of all cells per draw (what power-scaling needs; PyMC's
+    ``compute_log_likelihood`` does not see the graph's Potential)."""
     post = tree["posterior"].to_dataset()
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     c = spec.cells
@@ -263,9 +224,8 @@ def replay_loglik(tree: xr.DataTree, spec: Any) -> xr.Dataset:
 
 
 def reported_replay_vars(tree: xr.DataTree) -> tuple[list[str], list[str]]:
-    """``(parameters, prevalences)``: the posterior variables the replay fit reports (its
-    diagnostics and sensitivity table), not the per-cluster effects; the gate is on the
-    prevalences (``docs/design-notes.md#modelsreplay_posteriorpy``)."""
+    """``(parameters, prevalences)``: the posterior variables the replay fit reports (not the
+    per-cluster effects; the gate is on the prevalences)."""
     post = tree["posterior"]
     params = [v for v in ("theta", "beta_depth", "gamma_prior", "sigma_conversation",
                           "sigma_participant") if v in post.data_vars]  # fmt: skip
@@ -276,9 +236,8 @@ def reported_replay_vars(tree: xr.DataTree) -> tuple[list[str], list[str]]:
 def finish_replay_fit(
     tree: xr.DataTree, spec: Any, seed: int = 0, log_likelihood: bool = True
 ) -> xr.DataTree:
-    """After sampling (:func:`delusion_bayes.models.fit`): the population prevalences as
-    posterior variables, the diagnostics of the parameters and of the prevalences in attrs,
-    and with ``log_likelihood`` the ``log_likelihood`` group (:func:`replay_loglik`)."""
+    """After sampling: the population prevalences as posterior variables, the diagnostics in
+    attrs and, with ``log_likelihood``, the ``log_likelihood`` group (:func:`replay_loglik`)."""
     from ..inference.diagnostics import diagnose
 
     if log_likelihood:
@@ -286,8 +245,7 @@ def finish_replay_fit(
 
     pe, pg = replay_posterior_prevalence(tree, spec, seed=seed)
     post = tree["posterior"].to_dataset()
-    # at category level pe and pg share a dim name with other coords (pe also has the
-    # uncategorised group): keep pg only, else xarray would outer-join them into NaN rows
+    # at category level pe would outer-join with pg into NaN rows (pe has "uncategorised")
     post = post.assign(
         category_prevalence=pg, **({} if spec.level == "category" else {"prevalence": pe})
     )

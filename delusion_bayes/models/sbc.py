@@ -1,25 +1,15 @@
 """Simulation-based calibration (SBC) of the trajectory models with ``simuk``.
 
-Prior SBC (Talts, Betancourt, Simpson, Vehtari & Gelman 2020, arXiv:1804.06788): draw
-parameters from the prior and a study from the prior predictive, fit the model to that study,
-and record the rank of the drawn value among the posterior draws. If the sampler computes the
-model's posterior, every rank is uniform on ``0..n_draws``; ranks piled at the ends mean
-over-confident posteriors, a hump in the middle under-confident ones, a slope a bias.
-
-The simulation loop is ``simuk.SBC`` (one ``pm.sample`` per simulated study, here with nutpie);
-what it lacks and is added here: ranks of the *derived* onset parameters ``L, k, t50`` (the
-quantities users read; ``simuk`` ranks the free variables only), a check that every simulation
-ran (``simuk`` logs an error and stops early instead of raising), a uniformity test per parameter
-and a rank-histogram figure with the binomial band of a uniform histogram.
-
->>> from delusion_bayes.models.sbc import run_sbc, sbc_uniformity    # doctest: +SKIP
->>> ranks = run_sbc(num_simulations=100, draws=200, tune=200)        # doctest: +SKIP
->>> sbc_uniformity(ranks)                                             # doctest: +SKIP
+Prior SBC (Talts, Betancourt, Simpson, Vehtari & Gelman 2020, arXiv:1804.06788): fit the model
+to studies drawn from its prior predictive and rank each drawn value among the posterior draws;
+a correct sampler gives uniform ranks on ``0..n_draws``. The loop is ``simuk.SBC``; added here:
+ranks of the derived ``L, k, t50`` (simuk ranks free variables only), a check that every
+simulation ran (simuk logs a failure and stops), a uniformity test and rank histograms.
 """
 
 from __future__ import annotations
 
-import logging
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,13 +17,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy import stats
+from scipy.special import expit
 
-log = logging.getLogger(__name__)
+from ..data.schema import DAY, MODEL, RATER
+from .latent import _CUTS, _ordinal_draw
 
 #: what is ranked by default: derived onset parameters, then the hyper-parameters
 DEFAULT_VARS = ("L", "k", "t50", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
-#: the same for the models with a latent stage (joint): onset parameters, the day-noise scale
-#: per model and its population, rater severity and discrimination
+#: the same for the models with a latent stage (joint)
 MARGINAL_VARS = (
     "L", "k", "t50", "sigma_eps", "severity", "discrimination",
     "mu_log_k", "mu_t50", "sigma_t50", "mu_log_eps",
@@ -45,45 +37,20 @@ def run_sbc(
     model: str = "onset",
     *,
     num_simulations: int = 20,
-    draws: int = 200,
-    tune: int = 200,
-    chains: int = 2,
-    seed: int = 0,
-    sampler: str = "nutpie",
+    draws: int = 200, tune: int = 200, chains: int = 2, seed: int = 0, sampler: str = "nutpie",
     target_accept: float = 0.95,
     var_names: Sequence[str] = DEFAULT_VARS,
     cache_dir: str | Path | None = None,
     progressbar: bool = True,
-) -> xr.DataTree:
-    """Prior SBC of ``model`` on the design (models, days, missing model-days) of ``ds``.
+) -> xr.DataTree:  # fmt: skip
+    """Prior SBC of ``model`` (``onset`` or ``joint``) on the design (coords, missingness) of
+    ``ds`` (default ``simulate_study("small", seed=0)``); ``seed`` fixes the prior draws and
+    every fit's sampler seed; ``var_names`` may name deterministics such as ``L``, ``k``, ``t50``.
 
-    Parameters
-    ----------
-    ds
-        The study whose design is simulated (default ``simulate_study("small", seed=0)``: 5
-        models x 12 days). Only its coords and missingness are used; the ratings are replaced
-        by prior-predictive draws.
-    model
-        ``onset`` (the issue's SBC target). Other models run too but are slower.
-    num_simulations, draws, tune, chains, seed, sampler, target_accept
-        Simulations and the NUTS settings of each fit; ``seed`` fixes the prior draws and every
-        fit's sampler seed.
-    var_names
-        Parameters to rank (free variables or deterministics such as ``L``, ``k``, ``t50``).
-
-    Returns
-    -------
-    xarray.DataTree
-        Group ``prior_sbc`` with integer ranks (``chain`` of size 1, ``draw`` = simulation, the
-        parameter's own dims); attrs ``n_draws`` (posterior draws per fit = the maximum rank),
-        ``num_simulations``, ``model``, ``sampler``, ``seed``.
-
-    Raises
-    ------
-    RuntimeError
-        When a simulation failed (``simuk`` stops at the first failure and only logs it).
-    ValueError
-        For a name in ``var_names`` that is not a variable of the model.
+    Returns a DataTree with group ``prior_sbc`` of integer ranks (``chain`` of size 1, ``draw`` =
+    simulation) and attrs ``n_draws`` (the maximum rank), ``num_simulations``, ``model``,
+    ``sampler``, ``seed``. Raises RuntimeError when a simulation failed, ValueError for a name in
+    ``var_names`` that is not a variable of the model.
     """
     from ..inference.cache import configure_pytensor_cache
 
@@ -104,26 +71,14 @@ def run_sbc(
             cache_dir=cache_dir, progressbar=progressbar,
         )  # fmt: skip
     pm_model = _prior_model(ds, model, var_names)
-    sample_kwargs: dict[str, Any] = {
-        "draws": int(draws),
-        "tune": int(tune),
-        "chains": int(chains),
-        "nuts_sampler": sampler,
-        "target_accept": float(target_accept),
-        "progressbar": False,
-        "compute_convergence_checks": False,
-    }
-    if sampler == "pymc":
-        sample_kwargs["cores"] = 1
-    sbc = simuk.SBC(
-        pm_model,
-        num_simulations=int(num_simulations),
-        sample_kwargs=sample_kwargs,
-        seed=int(seed),
-        progress_bar=bool(progressbar),
-    )
-    # simuk ranks its `var_names` (the free RVs by default); the prior and posterior draws it
-    # keeps also hold the deterministics, so derived parameters can be ranked the same way
+    sample_kwargs: dict[str, Any] = dict(
+        draws=int(draws), tune=int(tune), chains=int(chains), nuts_sampler=sampler,
+        target_accept=float(target_accept), progressbar=False, compute_convergence_checks=False,
+        **({"cores": 1} if sampler == "pymc" else {}),
+    )  # fmt: skip
+    sbc = simuk.SBC(pm_model, num_simulations=int(num_simulations), sample_kwargs=sample_kwargs,
+                    seed=int(seed), progress_bar=bool(progressbar))  # fmt: skip
+    # simuk's draws also hold the deterministics, so derived parameters can be ranked too
     sbc.var_names = list(var_names)
     sbc.run_simulations()
     done = int(sbc._simulations_complete)
@@ -139,9 +94,8 @@ def run_sbc(
 
 
 def _prior_model(ds: xr.Dataset, model: str, var_names: Sequence[str]):
-    """The ``pm.Model`` of ``model`` on ``ds`` with every t50 centred, so that its prior can be
-    drawn through it (no never-turner coordinate, a ``pm.Flat``; the same model:
-    ``blocks._t50``); ``var_names`` checked against its variables."""
+    """The ``pm.Model`` of ``model`` on ``ds`` with every t50 centred (no ``pm.Flat``, so its
+    prior can be drawn; the same model); ``var_names`` checked against its variables."""
     from .build import build_model
     from .spec import build_spec
 
@@ -161,9 +115,6 @@ def _prior_model(ds: xr.Dataset, model: str, var_names: Sequence[str]):
 def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Dataset:
     """The study ``ds`` with its recognition ratings replaced by draws from the joint model's
     generative process at prior draw ``i`` (missing ratings stay missing)."""
-    from scipy.special import expit
-
-    from ..data.schema import DAY, MODEL, RATER
 
     def get(name):
         return np.asarray(prior[name].isel(draw=i).values, float)
@@ -175,8 +126,7 @@ def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Datas
     stage = traj + sig[:, None] * rng.standard_normal(traj.shape)
     sev, disc = get("severity"), get("discrimination")
     eta = stage[None] + sev[:, None, None]
-    p_gt = expit(disc[:, None, None, None] * (eta[..., None] - np.array([1.5, 2.5, 3.5])))
-    y = 1.0 + (rng.uniform(size=eta.shape)[..., None] < p_gt).sum(-1)
+    y = 1.0 + _ordinal_draw(eta, np.broadcast_to(disc[:, None, None], eta.shape), _CUTS, rng)
     y = np.where(np.isnan(rec.values), np.nan, y)
     out = ds.copy()
     out["recognition"] = rec.copy(data=y)
@@ -185,14 +135,10 @@ def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Datas
 
 def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, sampler,
                   target_accept, var_names, cache_dir, progressbar) -> xr.DataTree:  # fmt: skip
-    """Prior SBC of a model whose likelihood integrates the latent stage out (``joint``):
-    simuk simulates data through the model's observed variables, which this likelihood (a
-    ``pm.Potential``) does not have, so the loop is written here: prior draws of the
-    parameters (PyMC's prior sampling of the same model, every t50 centred so that nothing is
-    ``pm.Flat``), ratings from the generative process (:func:`simulate_ratings`), a fit with
-    :func:`delusion_bayes.models.fit`, and the rank of each drawn value among the posterior
-    draws (thinned to every second draw per chain: ranks of autocorrelated draws are not
-    uniform even for a correct sampler, Talts et al. 2020, section 5)."""
+    """Prior SBC of the ``joint`` model, whose likelihood (a ``pm.Potential``) simuk cannot
+    simulate through: prior draws, ratings from :func:`simulate_ratings`, a fit, and ranks
+    among every second posterior draw per chain (ranks of autocorrelated draws are not uniform
+    even for a correct sampler, Talts et al. 2020, section 5)."""
     import pymc as pm
     from tqdm.auto import tqdm
 
@@ -205,8 +151,6 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
         )
     pm_model = _prior_model(ds, model, var_names)
     need = sorted(set(var_names) | {"L", "k", "t50", "sigma_eps", "severity", "discrimination"})
-    import warnings
-
     with warnings.catch_warnings():
         # the only Potential is the likelihood, which the prior draws must ignore
         warnings.filterwarnings("ignore", "The effect of Potentials", UserWarning)
@@ -228,11 +172,10 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
             drawn = np.asarray(prior[v].isel(draw=i).values, float)
             p = np.asarray(post[v].values, float).reshape(-1, *drawn.shape)
             ranks[v].append((p < drawn).sum(axis=0))
-    data = {}
-    for v in var_names:
-        arr = np.stack(ranks[v])[None]  # (chain=1, draw=simulation, ...)
-        dims = ("chain", "draw", *[d for d in prior[v].dims if d not in ("draw",)])
-        data[v] = (dims, arr)
+    data = {  # (chain=1, draw=simulation, ...)
+        v: (("chain", "draw", *[d for d in prior[v].dims if d != "draw"]), np.stack(ranks[v])[None])
+        for v in var_names
+    }
     out = xr.DataTree.from_dict({"prior_sbc": xr.Dataset(data)})
     out.attrs.update(n_draws=int(chains) * len(range(0, int(draws), 2)),
                      num_simulations=int(num_simulations), model=model, sampler=sampler,
@@ -250,26 +193,13 @@ def _rank_edges(n_ranks: int, n_draws: int, n_bins: int | None) -> np.ndarray:
     return np.linspace(0, n_draws + 1, bins + 1)
 
 
-def _chisq(x: np.ndarray, edges: np.ndarray) -> tuple[float, float]:
-    from scipy import stats
-
-    counts, _ = np.histogram(x, bins=edges)
-    res = stats.chisquare(counts)
-    return float(res.statistic), float(res.pvalue)
-
-
 def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
-    """Chi-square test of uniform ranks, per scalar parameter and pooled per variable.
+    """Chi-square test (``scipy.stats.chisquare``) of uniform ranks in ``n_bins`` equal bins
+    (default about 5 simulations per bin, 2-20 bins), per scalar parameter and per variable.
 
-    Ranks ``0..n_draws`` are put into ``n_bins`` equal bins (default: about 5 simulations per
-    bin, 2-20 bins); the test is ``scipy.stats.chisquare`` against equal counts.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per scalar parameter (``variable``, ``index``; ``index = "all"`` pools a
-        vector variable's elements, which are not independent tests) with ``n``, ``chi2``,
-        ``p_value``, ``mean_rank`` (uniform: ``n_draws / 2``).
+    Returns a ``pandas.DataFrame``: one row per scalar parameter (``variable``, ``index``;
+    ``index = "all"`` pools a vector variable's elements, which are not independent tests) with
+    ``n``, ``chi2``, ``p_value``, ``mean_rank`` (uniform: ``n_draws / 2``).
     """
     ranks = _ranks(dt)
     n_draws = int(dt.attrs["n_draws"])
@@ -281,22 +211,19 @@ def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
         vector = arr.shape[1] > 1
         tests = [(str(j) if vector else "", arr[:, j]) for j in range(arr.shape[1])]
         for index, x in tests + ([("all", arr.ravel())] if vector else []):
-            chi2, p = _chisq(x, edges)
-            rows.append({"variable": name, "index": index, "n": x.size, "chi2": chi2,
-                         "p_value": p, "mean_rank": float(x.mean())})  # fmt: skip
+            res = stats.chisquare(np.histogram(x, bins=edges)[0])
+            rows.append({"variable": name, "index": index, "n": x.size,
+                         "chi2": float(res.statistic), "p_value": float(res.pvalue),
+                         "mean_rank": float(x.mean())})  # fmt: skip
     out = pd.DataFrame(rows)
     out.attrs["n_draws"] = n_draws
     return out
 
 
 def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None = None):
-    """Rank histograms (one panel per variable, vector elements pooled) with the 99% band of a
-    histogram of uniform ranks (binomial quantiles per bin), as in Talts et al. (2020), Fig. 1.
-
-    Returns the matplotlib figure (also saved to ``path`` when given).
-    """
+    """Rank histograms (one panel per variable, elements pooled) with the 99% binomial band of
+    uniform ranks, as in Talts et al. (2020), Fig. 1; the figure, saved to ``path`` if given."""
     import matplotlib.pyplot as plt
-    from scipy import stats
 
     ranks = _ranks(dt)
     n_draws = int(dt.attrs["n_draws"])
@@ -304,6 +231,7 @@ def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None
     ncol = min(4, len(names))
     nrow = int(np.ceil(len(names) / ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(3.2 * ncol, 2.4 * nrow), squeeze=False)
+    n_sims = ranks.sizes["draw"]
     for ax, name in zip(axes.ravel(), names, strict=False):
         x = np.asarray(ranks[name].values, float).ravel()
         edges = _rank_edges(x.size, n_draws, n_bins)
@@ -312,19 +240,13 @@ def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None
         ax.axhspan(lo, hi, color="0.85", zorder=0, label="99% band (uniform)")
         ax.axhline(x.size / bins, color="0.5", lw=0.8)
         ax.hist(x, bins=edges, color="C0", edgecolor="white")
-        ax.set_title(
-            f"{name} ({ranks[name].size // max(ranks.sizes['draw'], 1)} x {ranks.sizes['draw']})",
-            fontsize=9,
-        )
-        ax.set_xlim(0, n_draws + 1)
-        ax.set_xlabel("rank")
+        ax.set_title(f"{name} ({ranks[name].size // max(n_sims, 1)} x {n_sims})", fontsize=9)
+        ax.set(xlim=(0, n_draws + 1), xlabel="rank")
     for ax in axes.ravel()[len(names) :]:
         ax.set_visible(False)
-    fig.suptitle(
-        f"SBC of the {dt.attrs.get('model', '')} model: ranks among {n_draws} posterior draws "
-        f"({dt.attrs.get('num_simulations', '?')} simulated studies)",
-        fontsize=10,
-    )
+    model, n_studies = dt.attrs.get("model", ""), dt.attrs.get("num_simulations", "?")
+    fig.suptitle(f"SBC of the {model} model: ranks among {n_draws} posterior draws ({n_studies} "
+                 "simulated studies)", fontsize=10)  # fmt: skip
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)

@@ -1,31 +1,9 @@
-"""Power-scaling prior and likelihood sensitivity of a fit (Kallioinen et al. 2024).
-
-Raising the prior (or the likelihood) to a power ``alpha`` near 1 and reweighting the existing
-draws by Pareto-smoothed importance sampling shows, without refitting, how much each marginal
-posterior moves; the sensitivity is the derivative of the cumulative Jensen-Shannon distance
-between the base and the power-scaled posterior with respect to ``log2(alpha)``
-(``arviz_stats.psense``). Two pieces are needed in the fit's ``DataTree``:
-
-``log_prior`` (:func:`log_prior_dataset`, added by :func:`delusion_bayes.models.fit`)
-    one ``(chain, draw)`` variable per top-level prior term (:func:`prior_terms`: the entries
-    of the model's prior table, ``mu_log_k``, ``sigma_t50``, ``severity``, ...), each summed
-    over its elements: the prior density at the draw's constrained value, without the
-    transforms' Jacobians (as ``pm.compute_log_prior``; priorsense's ``lprior``). ``psense``
-    sums the whole group, so everything stored is what it scales (``az.psense_summary(dt,
-    likelihood_var_names=["y_model_day"])`` works on a saved ``posterior.nc``); one sum per
-    term and draw keeps a selective scaling (``prior_var_names``) possible.
-``log_likelihood``
-    ``psense`` sums every variable of the group, which would count the ratings twice in the
-    models whose latent stage is integrated out (``y`` given the drawn stage *and*
-    ``y_model_day``). :func:`likelihood_var` picks the likelihood NUTS sampled:
-    ``y_model_day`` (joint, rater, disengagement: all ratings and the level of a model-day,
-    the stage integrated out; ``y`` given a *drawn* stage is not a function of the parameters
-    alone), ``y`` for the onset model (one term per model-day already).
-
-:func:`sensitivity_table` then calls ``arviz_stats.psense_summary`` and keeps its diagnosis
-(priorsense's rule, threshold 0.05: both sensitivities >= 0.05 is a potential prior-data
-conflict; prior > 0.05 > likelihood is a strong prior / weak likelihood), relabelled
-:data:`VERDICTS`.
+"""Power-scaling prior and likelihood sensitivity of a fit (Kallioinen et al. 2024;
+``arviz_stats.psense``): how much each marginal posterior moves when the prior or likelihood is
+raised to a power near 1, without refitting. Needs a ``log_prior`` group
+(:func:`log_prior_dataset`) and one ``log_likelihood`` variable (:func:`likelihood_var`:
+``y_model_day`` where the stage is integrated out, as ``y`` given a drawn stage would count the
+ratings twice).
 """
 
 from __future__ import annotations
@@ -39,8 +17,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-log = logging.getLogger(__name__)
-
 #: priorsense's threshold on the CJS-based sensitivity (Kallioinen et al. 2024;
 #: ``arviz_stats.psense_summary(threshold=0.05)``)
 THRESHOLD = 0.05
@@ -50,35 +26,25 @@ VERDICTS: dict[str, str] = {
     "potential strong prior / weak likelihood": "weak likelihood",
     "✓": "-",
 }
-#: posterior variables that are sampling coordinates of a reported parameter (``z_log_k`` ->
-#: ``k``, ``t50_centred``/``w_t50`` -> ``t50``) or per model-day: not in the default table
+#: sampling coordinates of a reported parameter (``z_log_k`` -> ``k``, ``w_t50`` -> ``t50``)
 _COORDINATE_PREFIXES = ("z_", "w_")
 _COORDINATE_SUFFIXES = ("_centred", "_zerosum", "_raw")
-#: free variables whose reported transform is in the posterior too (``L = 1 + exp(log_L1)``):
-#: one row, the reported one
+#: free variables whose reported transform is in the posterior too: one row, the reported one
 _REPORTED_AS = {"log_L1": "L", "log_disc": "discrimination", "log_disc_shared": "discrimination"}
 
 
 def prior_terms(pm_model: Any, prior_keys: Collection[str]) -> list[str]:
-    """The top-level prior terms of a package model: its free variables and ``*_prior``
-    Potentials named after an entry of its prior table (``spec.priors``: ``mu_log_k``,
-    ``severity``, the replay model's ``theta_prior``; ``sd_*`` for ``group_sd``,
-    ``log_disc_shared`` for ``log_disc``).
-
-    Not the population terms of the hierarchy (``log_k_centred``, ``z_log_k``, ``w_t50_prior``,
-    ``u``, ...): power-scaling ``p(theta_m | mu, sigma)`` would change the hierarchical model
-    itself, not a prior choice, and priorsense's brms interface (``lprior``) scales the
-    top-level priors only."""
+    """The free variables and ``*_prior`` Potentials of ``pm_model`` named after an entry of its
+    prior table (``sd_*`` for ``group_sd``, ``log_disc_shared`` for ``log_disc``); not the
+    hierarchy's population terms, as priorsense's ``lprior``."""
     keys = set(prior_keys)
-    out = []
-    for rv in pm_model.free_RVs:
-        n = str(rv.name)
-        if (
-            n in keys
-            or (n == "log_disc_shared" and "log_disc" in keys)
-            or (n.startswith("sd_") and "group_sd" in keys)
-        ):
-            out.append(n)
+    out = [
+        str(rv.name)
+        for rv in pm_model.free_RVs
+        if str(rv.name) in keys
+        or (rv.name == "log_disc_shared" and "log_disc" in keys)
+        or (str(rv.name).startswith("sd_") and "group_sd" in keys)
+    ]
     out += [str(p.name) for p in pm_model.potentials
             if str(p.name).endswith("_prior") and str(p.name).removesuffix("_prior") in keys]  # fmt: skip
     return out
@@ -87,20 +53,12 @@ def prior_terms(pm_model: Any, prior_keys: Collection[str]) -> list[str]:
 def log_prior_dataset(
     dt: xr.DataTree, pm_model: Any, var_names: Sequence[str] | None = None
 ) -> xr.Dataset:
-    """The ``log_prior`` group of a fit (module docstring): one ``(chain, draw)`` variable per
-    prior term of ``pm_model`` (each summed over its elements), at the posterior draws of
-    ``dt``.
+    """The ``log_prior`` group of a fit: one ``(chain, draw)`` variable per prior term of
+    ``pm_model`` (summed over its elements, no Jacobian) at the posterior draws of ``dt``.
 
-    ``var_names``: the terms (free variables, ``*_prior`` Potentials); default every free
-    variable but a ``pm.Flat`` coordinate (density 0) and every ``*_prior`` Potential, i.e.
-    the whole joint prior, as ``pm.compute_log_prior``. :func:`delusion_bayes.models.fit` passes
-    :func:`prior_terms`. One vectorised evaluation over all draws (PyTensor's
-    ``vectorize_graph``, compiled in ``FAST_COMPILE`` mode; faster than
-    ``pm.compute_log_prior``'s loop over draws).
-
-    The model's start values are cleared first: PyMC rebuilds the model without its value
-    transforms, which refuses them (``blocks._t50`` sets them on the wall coordinates; they
-    served the sampler only), as before ``pm.compute_log_likelihood``.
+    ``var_names`` default to every free variable but a ``pm.Flat`` and every ``*_prior``
+    Potential (as ``pm.compute_log_prior``, in one ``vectorize_graph`` evaluation). Clears the
+    model's start values (the model rebuilt without value transforms refuses them).
     """
     import pytensor
     import pytensor.tensor as pt
@@ -128,8 +86,7 @@ def log_prior_dataset(
     # a Potential is written in terms of the random variables: evaluate it at their values
     terms += umodel.replace_rvs_by_values([pots[n] for n in pot_names])
     values = set(umodel.value_vars)
-    inputs = [v for v in graph_inputs(terms) if v in values]
-    inputs = list(dict.fromkeys(inputs))
+    inputs = list(dict.fromkeys(v for v in graph_inputs(terms) if v in values))
     batched = [pt.tensor(name=v.name, dtype=v.type.dtype, shape=(None, *v.type.shape))
                for v in inputs]  # fmt: skip
     vec = vectorize_graph(terms, replace=dict(zip(inputs, batched, strict=True)))
@@ -141,11 +98,10 @@ def log_prior_dataset(
         da = post[v.name].transpose("chain", "draw", ...)
         args.append(da.values.reshape((n_chain * n_draw, *da.shape[2:])).astype(v.type.dtype))
     out = fn(*args) if terms else []
-    coords = {"chain": post["chain"].values, "draw": post["draw"].values}
     ds = xr.Dataset(
         {n: (("chain", "draw"), np.broadcast_to(np.asarray(o, float), (n_chain * n_draw,))
              .reshape(n_chain, n_draw)) for n, o in zip(names, out, strict=True)},
-        coords=coords,
+        coords={"chain": post["chain"].values, "draw": post["draw"].values},
     )  # fmt: skip
     ds.attrs["description"] = (
         "log prior per term (free variables at their constrained values, no transform "
@@ -156,8 +112,7 @@ def log_prior_dataset(
 
 
 def likelihood_var(dt: xr.DataTree) -> str | None:
-    """The ``log_likelihood`` variable that power-scaling scales (module docstring), None when
-    the fit has none."""
+    """The ``log_likelihood`` variable power-scaling scales (module docstring), or None."""
     if "log_likelihood" not in dt.children:
         return None
     names = list(dt["log_likelihood"].data_vars)
@@ -169,10 +124,8 @@ def likelihood_var(dt: xr.DataTree) -> str | None:
 
 def reported_vars(dt: xr.DataTree, var_names: Sequence[str] | None = None) -> list[str]:
     """The posterior variables of the sensitivity table: ``var_names`` when given, else every
-    parameter the fit reports (L, k, t50, hyper-parameters, rater severity and
-    discrimination, ...): not per model-day (``trajectory``, ``stage``), not a sampling
-    coordinate of another one (``z_*``, ``w_*``, ``*_centred``; ``log_L1`` when ``L`` is
-    there), never NaN."""
+    reported parameter: not per model-day, not a sampling coordinate of another one (``z_*``,
+    ``w_*``, ``*_centred``; ``log_L1`` when ``L`` is there), never NaN."""
     post = dt["posterior"].to_dataset()
     if var_names is not None:
         missing = [v for v in var_names if v not in post.data_vars]
@@ -181,55 +134,32 @@ def reported_vars(dt: xr.DataTree, var_names: Sequence[str] | None = None) -> li
                 f"sensitivity_table: {missing} not in the posterior (has {sorted(post.data_vars)})"
             )
         return list(var_names)
-    out = []
-    for name, da in post.data_vars.items():
-        if "day" in da.dims or name in ("trajectory", "stage"):
-            continue
-        if name.startswith(_COORDINATE_PREFIXES) or name.endswith(_COORDINATE_SUFFIXES):
-            continue
-        if _REPORTED_AS.get(str(name)) in post.data_vars:
-            continue
-        if not np.isfinite(da.values).all():
-            continue
-        out.append(str(name))
-    return out
+    return [
+        str(name)
+        for name, da in post.data_vars.items()
+        if "day" not in da.dims
+        and name not in ("trajectory", "stage")
+        and not name.startswith(_COORDINATE_PREFIXES)
+        and not name.endswith(_COORDINATE_SUFFIXES)
+        and _REPORTED_AS.get(str(name)) not in post.data_vars
+        and np.isfinite(da.values).all()
+    ]
 
 
 def sensitivity_table(
-    dt: xr.DataTree,
-    var_names: Sequence[str] | None = None,
-    *,
-    threshold: float = THRESHOLD,
+    dt: xr.DataTree, var_names: Sequence[str] | None = None, *, threshold: float = THRESHOLD,
     likelihood: str | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame:  # fmt: skip
     """Prior and likelihood power-scaling sensitivity per parameter, with priorsense's verdict.
 
-    Parameters
-    ----------
-    dt
-        A fit with ``posterior``, ``log_prior`` and ``log_likelihood`` groups
-        (:func:`delusion_bayes.models.fit` adds both).
-    var_names
-        Posterior variables (default: :func:`reported_vars`).
-    threshold
-        Sensitivity threshold (0.05, priorsense's and the paper's).
-    likelihood
-        The ``log_likelihood`` variable to scale (default: :func:`likelihood_var`).
+    ``dt`` needs ``posterior``, ``log_prior`` and ``log_likelihood`` groups; ``var_names``
+    default to :func:`reported_vars`, ``likelihood`` to :func:`likelihood_var`.
 
-    Returns
-    -------
-    pandas.DataFrame
-        One row per scalar parameter: ``parameter`` (``t50[Late]``), ``variable``, ``prior``
-        and ``likelihood`` (CJS-based sensitivity), ``diagnosis`` (``psense_summary``'s own
-        text), ``verdict`` (:data:`VERDICTS`: ``prior-data conflict`` when both are at or
-        above ``threshold``, ``weak likelihood`` when the prior's is above it and the
-        likelihood's below, ``-`` otherwise) and ``threshold``. ``attrs``: the likelihood
-        variable, prior terms and seconds taken.
-
-    Raises
-    ------
-    ValueError
-        When the fit has no ``log_prior`` group or no log-likelihood variable to scale.
+    Returns one row per scalar parameter: ``parameter`` (``t50[Late]``), ``variable``,
+    ``prior`` and ``likelihood`` (CJS-based sensitivity), ``diagnosis`` (``psense_summary``'s),
+    ``verdict`` (:data:`VERDICTS`) and ``threshold``; ``attrs``: the likelihood variable, prior
+    terms and seconds taken. Raises ValueError without a ``log_prior`` group or a
+    log-likelihood variable to scale.
     """
     from arviz_stats import psense_summary
 
@@ -260,7 +190,7 @@ def sensitivity_table(
     finally:
         alog.setLevel(level)
     df = df.reset_index().rename(columns={"index": "parameter"})
-    df["parameter"] = [_label(p) for p in df["parameter"]]
+    df["parameter"] = [str(p).replace(", ", ",") for p in df["parameter"]]  # as diagnostics.csv
     df.insert(1, "variable", [p.split("[")[0] for p in df["parameter"]])
     df["verdict"] = df["diagnosis"].map(VERDICTS).fillna("-")
     df["threshold"] = float(threshold)
@@ -272,31 +202,19 @@ def sensitivity_table(
 
 def noise_floor(dt: xr.DataTree, seed: int = 0, **kwargs: Any) -> pd.DataFrame:
     """:func:`sensitivity_table` of ``dt`` with its ``log_prior`` and ``log_likelihood`` draws
-    shuffled against the posterior draws: no parameter is then sensitive to either, so what
-    the table shows is the Monte Carlo noise of the estimate at this number of draws (the
-    sensitivity is a difference of weighted and unweighted ECDFs divided by
-    ``log2(1.01)``, so small random weight differences are amplified ~70 times; measured
-    floors: ``docs/models.md``, ``docs/design-notes.md#modelssensitivitypy``)."""
-    rng = np.random.default_rng(seed)
+    shuffled against the posterior draws: what it shows is the Monte Carlo noise of the
+    estimate at this number of draws (measured floors: ``docs/models.md``)."""
     post = dt["posterior"].to_dataset()
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-    perm = rng.permutation(n_chain * n_draw)
-    groups = {"posterior": post}
-    for g in ("log_prior", "log_likelihood"):
-        ds = dt[g].to_dataset()
-        groups[g] = ds.map(lambda da: _shuffle_draws(da, perm, n_chain, n_draw))
-    return sensitivity_table(xr.DataTree.from_dict(groups), **kwargs)
+    perm = np.random.default_rng(seed).permutation(n_chain * n_draw)
 
+    def shuffle(da: xr.DataArray) -> xr.DataArray:
+        da = da.transpose("chain", "draw", ...)
+        flat = da.values.reshape((n_chain * n_draw, *da.shape[2:]))[perm]
+        return da.copy(data=flat.reshape(da.shape))
 
-def _shuffle_draws(da: xr.DataArray, perm: np.ndarray, n_chain: int, n_draw: int):
-    da = da.transpose("chain", "draw", ...)
-    flat = da.values.reshape((n_chain * n_draw, *da.shape[2:]))[perm]
-    return da.copy(data=flat.reshape(da.shape))
-
-
-def _label(p: Any) -> str:
-    """ArviZ's ``var[a, b]`` as the diagnostics table's ``var[a,b]``."""
-    return str(p).replace(", ", ",")
+    groups = {g: dt[g].to_dataset().map(shuffle) for g in ("log_prior", "log_likelihood")}
+    return sensitivity_table(xr.DataTree.from_dict({"posterior": post, **groups}), **kwargs)
 
 
 def flagged(df: pd.DataFrame, verdict: str) -> list[str]:
@@ -304,29 +222,13 @@ def flagged(df: pd.DataFrame, verdict: str) -> list[str]:
     return df.loc[df["verdict"] == verdict, "parameter"].astype(str).tolist()
 
 
-__all__ = [
-    "THRESHOLD",
-    "VERDICTS",
-    "flagged",
-    "likelihood_var",
-    "log_prior_dataset",
-    "noise_floor",
-    "prior_terms",
-    "reported_vars",
-    "sensitivity_table",
-]
-
-
-#: labels drawn next to their point in :func:`plot_sensitivity` (the flagged parameters, the
-#: prior-dominated first; every value is in ``sensitivity.csv``)
+#: labels drawn next to their point in :func:`plot_sensitivity` (every value is in the CSV)
 MAX_LABELS = 10
 
 
 def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
     """Prior against likelihood sensitivity, one point per parameter (log axes, the threshold
-    as dotted lines): the lower-right quadrant is "weak likelihood", the upper right
-    "prior-data conflict". Up to MAX_LABELS flagged parameters are labelled, the prior-dominated
-    first."""
+    dotted); up to :data:`MAX_LABELS` flagged parameters labelled, the prior-dominated first."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -346,8 +248,7 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
             if sel.any():
                 ax.scatter(x[sel], y[sel], s=22, marker=marker, color=color, zorder=3,
                            label=f"{verdict} ({int(sel.sum())})")  # fmt: skip
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        ax.set(xscale="log", yscale="log")
         ax.set_xlim(left=min(x.min(), thr) / 1.3)
         ax.set_ylim(bottom=min(y.min(), thr) / 1.3)
         # plain numbers: the package style turns mathtext off, and log ticks are mathtext
@@ -363,12 +264,15 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
         for _, r in flagged_rows.head(MAX_LABELS).iterrows():
             ax.annotate(str(r["parameter"]), (max(r["prior"], floor), max(r["likelihood"], floor)),
                         fontsize=6, xytext=(3, 2), textcoords="offset points")  # fmt: skip
-        ax.set_xlabel(f"prior sensitivity (CJS; threshold {thr:g})")
-        ax.set_ylabel("likelihood sensitivity (CJS)")
-        ax.set_title(title or "Power-scaling sensitivity")
+        ax.set(xlabel=f"prior sensitivity (CJS; threshold {thr:g})",
+               ylabel="likelihood sensitivity (CJS)",
+               title=title or "Power-scaling sensitivity")  # fmt: skip
         ax.legend(loc="lower left")
         fig.tight_layout()
     return fig
 
 
-__all__ += ["MAX_LABELS", "plot_sensitivity"]
+__all__ = [
+    "MAX_LABELS", "THRESHOLD", "VERDICTS", "flagged", "likelihood_var", "log_prior_dataset",
+    "noise_floor", "plot_sensitivity", "prior_terms", "reported_vars", "sensitivity_table",
+]  # fmt: skip

@@ -1,10 +1,6 @@
 """Model specs: coords, index arrays of the observed cells and the prior table, built from a
-study without PyMC (bambi's "spec before graph"). :func:`delusion_bayes.models.build_model`
-turns a spec into a ``pm.Model``.
-
-Missing ratings are never imputed: only observed cells are indexed into the likelihood
-(``data["rater_idx"], data["model_idx"], data["day_idx"], data["y"]``). A model-day without any
-rating is recorded in ``missing`` so every output can keep it NaN.
+study without PyMC (bambi's "spec before graph"; :func:`delusion_bayes.models.build_model` makes
+the graph). Missing ratings are never imputed; a model-day nobody rated is kept in ``missing``.
 """
 
 from __future__ import annotations
@@ -27,25 +23,19 @@ from .priors import prior_table, resolve_priors
 #: fixed ordinal cutpoints on the 1-4 stage scale (a rater with severity 0 and infinite
 #: discrimination gives the stage rounded to the nearest integer)
 STAGE_CUTPOINTS: tuple[float, ...] = (1.5, 2.5, 3.5)
-#: soft upper bound of the onset steepness ``k`` (per day), the same as the least-squares fits'
-#: ``k_max`` (``delusion_bayes.baselines.logistic``, default 20): on daily data a steeper curve
-#: is a step, and the likelihood cannot tell k = 20 from k = 200
+#: soft upper bound of the onset steepness ``k`` (per day), the least-squares fits' ``k_max``
+#: (``delusion_bayes.baselines.logistic``): on daily data the likelihood cannot tell 20 from 200
 K_MAX: float = 20.0
-#: soft lower bound of the onset model's ``k`` (per day): ``k = K_MIN + (K_MAX - K_MIN)
-#: sigmoid(a - log(K_MAX - K_MIN))``, ~``K_MIN + exp(a)``. A 10-90% rise over 146 days, flat over
-#: any study, so no trajectory the data can show is excluded. Without it, a model at its plateau
-#: from day 1 had a second posterior mode: k -> 0 makes the curve a flat line at 1 + (L - 1)
-#: sigmoid(h) (docs/design-notes.md#modelsspecpy). The joint models do not use it
-#: (``blocks.onset_trajectory`` says why)
+#: soft lower bound of the onset model's ``k`` (per day; a 10-90% rise over 146 days): without
+#: it a model at its plateau from day 1 had a flat-line mode at k -> 0
+#: (docs/design-notes.md#modelsspecpy). Not used by the joint models
 K_MIN: float = 0.03
 #: steepness of the ``step`` trajectory variant (per day; Claude Opus 4.1's k ~ 10 in the paper)
 STEP_K: float = 10.0
-#: logit distance ``c`` of a never-turner's "not risen by the last day" wall ``t50 > T + c / k``,
-#: the shear of its non-centred t50 coordinate (:func:`delusion_bayes.models.blocks._t50`; any
-#: value gives the same model, this one straightens the wall)
+#: logit distance ``c`` of a never-turner's wall ``t50 > T + c / k``, the shear of its t50
+#: coordinate (``blocks._t50``; any value gives the same model)
 T50_SHEAR: float = 2.0
-#: stands in for the open end of an ordinal category (a cutpoint at -inf or +inf): the latent
-#: stays within a few units of the 1-4 scale, so ``d (s - OPEN)`` saturates the logistic exactly
+#: stands in for the open end of an ordinal category (a cutpoint at -inf or +inf)
 OPEN: float = 1.0e4
 OBS = "obs"
 OBS_LEVEL = "obs_level"
@@ -56,24 +46,10 @@ CUT = "cut"
 class ModelSpec:
     """Everything a model needs, inspectable and testable without sampling.
 
-    Attributes
-    ----------
-    name
-        ``joint``, ``onset``, ``rater`` or ``disengagement``.
-    coords
-        Coordinates of every dim the model uses (``rater``, ``model``, ``day``, ``obs``, ...).
-    data
-        Index arrays (0-based, into ``coords``) and observations of the likelihood terms.
-    priors
-        Resolved prior table ``{parameter: {dist, args...}}``.
-    trajectory, cutpoints, group_terms
-        The variant (see :class:`delusion_bayes.models.ModelConfig`).
-    n_days
-        Study length; ``t50`` hyper-priors are in units of it.
-    missing
-        ``(model, day)`` bool array: True where no rater rated the model-day.
-    model_coords
-        Non-dim coordinates of ``model`` in the study (vendor, generation, ...).
+    ``data`` holds 0-based index arrays into ``coords`` and the observations; ``priors`` the
+    resolved prior table; ``n_days`` the study length (the unit of the ``t50`` hyper-priors);
+    ``missing`` the ``(model, day)`` cells nobody rated; ``model_coords`` the non-dim
+    coordinates of ``model`` (vendor, generation, ...).
     """
 
     name: str
@@ -121,37 +97,17 @@ def build_spec(
     model: str = "joint",
     priors: Mapping[str, Any] | None = None,
     *,
-    trajectory: str = "logistic",
-    cutpoints: str = "rater",
-    group_terms: Sequence[str] = (),
+    trajectory: str = "logistic", cutpoints: str = "rater", group_terms: Sequence[str] = (),
     consensus: str = "median",
-) -> ModelSpec:
-    """Build the spec of ``model`` for a trajectory study.
+) -> ModelSpec:  # fmt: skip
+    """Build the spec of ``model`` for a trajectory study (``recognition (rater, model, day)``;
+    ``level_a``/``level_b`` for ``disengagement``).
 
-    Parameters
-    ----------
-    ds
-        Trajectory study (``recognition (rater, model, day)``; ``level_a``/``level_b`` for
-        ``disengagement``).
-    model
-        ``joint``, ``onset``, ``rater`` or ``disengagement``.
-    priors
-        Overrides of the default prior table (``delusion_bayes.models.priors``).
-    trajectory
-        ``logistic``, ``linear`` (a floor-to-L ramp with the logistic's midpoint slope) or
-        ``step`` (logistic with ``k`` fixed at :data:`STEP_K`).
-    cutpoints
-        ``rater`` (severity + discrimination per rater) or ``shared``.
-    group_terms
-        Model coords whose levels shift the onset hyper-means.
-    consensus
-        How the ``onset`` model's consensus combines the raters (the rules of
-        :func:`delusion_bayes.baselines.consensus`; the paper's is ``median``). Ignored by the
-        models that see every rating.
-
-    Returns
-    -------
-    ModelSpec
+    ``priors`` override the defaults (:mod:`delusion_bayes.models.priors`); ``trajectory`` is
+    ``logistic``, ``linear`` (a floor-to-L ramp with the logistic's midpoint slope) or ``step``
+    (``k`` fixed at :data:`STEP_K`); ``cutpoints`` ``rater`` or ``shared``; ``group_terms``
+    model coords whose levels shift the onset hyper-means; ``consensus`` the rule of
+    :func:`delusion_bayes.baselines.consensus` for the ``onset`` model's consensus.
     """
     if model not in MODEL_NAMES:
         raise ValueError(f"unknown model {model!r}; expected one of {list(MODEL_NAMES)}")
@@ -176,22 +132,20 @@ def build_spec(
     }
     missing = np.isnan(rec.values).all(axis=0)  # (model, day)
     data: dict[str, np.ndarray] = {"day_values": days.astype(float)}
-    # partial centring of t50: centred where the median rating reaches clinical framing (2.5) on
-    # some day (the data pin t50), non-centred where it never does (t50 only bounded below)
+    # t50's coordinate (blocks._t50): the median rating reaches 2.5 on some day / on day 1
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         med = np.nanmedian(rec.values, axis=0)  # (model, day)
         peak = np.nanmax(med, axis=1)
     data["t50_centred"] = np.nan_to_num(peak, nan=0.0) >= 2.5
-    # already turned on the first rated day: t50 only bounded from above by the data (the
-    # mirror of a never-turner)
     first = np.array([row[np.isfinite(row)][0] if np.isfinite(row).any() else 0.0 for row in med])
     data["t50_early"] = first >= 2.5
     if model in ("joint", "disengagement"):
         data["eps_centred"] = noise_identified(rec)
 
     if model in ("joint", "rater", "disengagement"):
-        r, m, t, y = _observed_ratings(rec)
+        r, m, t = (a.astype(np.int64) for a in np.nonzero(~np.isnan(rec.values)))
+        y = rec.values[r, m, t].astype(np.int64) - 1  # categories 0..3
         coords[OBS] = list(range(len(y)))
         coords[CUT] = [1, 2, 3]
         data.update(rater_idx=r, model_idx=m, day_idx=t, y=y)
@@ -230,20 +184,32 @@ def build_spec(
                      missing=missing, model_coords=model_coords)  # fmt: skip
 
 
-def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int) -> dict:
-    """The ratings (and adjudicated levels) grouped by model-day, for the likelihood with the
-    model-day's latent stage integrated out (:func:`delusion_bayes.models.blocks.
-    marginal_ratings`).
+def observation_coords(spec: ModelSpec) -> dict[str, dict[str, tuple]]:
+    """Per observation dim, the coords naming each observation's cell: ``obs_rater``,
+    ``obs_model``, ``obs_day`` on ``obs``; ``obs_level_model``, ``obs_level_day`` on
+    ``obs_level``."""
+    d, c = spec.data, {k: np.asarray(spec.coords[k]) for k in (RATER, MODEL, DAY)}
+    out: dict[str, dict[str, tuple]] = {OBS: {}, OBS_LEVEL: {}}
+    if "rater_idx" in d:
+        out[OBS]["obs_rater"] = (OBS, c[RATER][d["rater_idx"]])
+    if "model_idx" in d:
+        out[OBS]["obs_model"] = (OBS, c[MODEL][d["model_idx"]])
+        out[OBS]["obs_day"] = (OBS, c[DAY][d["day_idx"]])
+    if "level_model_idx" in d:
+        out[OBS_LEVEL]["obs_level_model"] = (OBS_LEVEL, c[MODEL][d["level_model_idx"]])
+        out[OBS_LEVEL]["obs_level_day"] = (OBS_LEVEL, c[DAY][d["level_day_idx"]])
+    return out
 
-    The model-days ``u`` are those with at least one rating or level, in (model, day) order:
-    ``md_model``/``md_day`` (``(U,)``). Per model-day and rater (``(U, R)``, dense, as every rater
-    may rate every model-day): ``md_lo``/``md_hi``, the lower and upper cutpoint of the observed
-    category on the 1-4 stage scale (``-OPEN``/``+OPEN`` at an open end, both open where the rater
-    gave no rating, so the term is ``log 1 = 0``); ``md_rating`` (1-4, 0 if missing) and
-    ``md_end`` (1 for a rating at an end of the scale) feed the quadrature's proposal only.
-    ``md_level`` (``(U,)``, -1 if none) is the adjudicated level; ``n_interior`` (``(R,)``) counts
-    each rater's ratings in an interior category (their ``log(1 - e^{-d})`` term is constant
-    over the latent).
+
+def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int) -> dict:
+    """The ratings (and levels) grouped by model-day for
+    :func:`delusion_bayes.models.blocks.marginal_ratings`: model-days ``u`` with a rating or
+    level, in (model, day) order: ``md_model``/``md_day``
+    ``(U,)``. Per model-day and rater ``(U, R)``: ``md_lo``/``md_hi``, the observed category's
+    cutpoints (``-OPEN``/``+OPEN`` at an open end, both where the rater gave no rating);
+    ``md_rating`` (1-4, 0 if missing) and ``md_end`` (1 at an end of the scale) for the
+    proposal. ``md_level`` ``(U,)``, -1 if none; ``n_interior`` ``(R,)``, each rater's ratings
+    in an interior category.
     """
     r, m, t, y = (np.asarray(data[k]) for k in ("rater_idx", "model_idx", "day_idx", "y"))
     keys = m * n_days + t
@@ -267,15 +233,10 @@ def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int)
         level[np.searchsorted(md, lv_keys)] = np.asarray(data["level"], np.int64)
     interior = (y > 0) & (y < n_cut)
     return {
-        "md_model": (md // n_days).astype(np.int64),
-        "md_day": (md % n_days).astype(np.int64),
-        "md_lo": lo,
-        "md_hi": hi,
-        "md_rating": rating,
-        "md_end": end,
-        "md_level": level,
+        "md_model": (md // n_days).astype(np.int64), "md_day": (md % n_days).astype(np.int64),
+        "md_lo": lo, "md_hi": hi, "md_rating": rating, "md_end": end, "md_level": level,
         "n_interior": np.bincount(r[interior], minlength=n_raters).astype(float),
-    }
+    }  # fmt: skip
 
 
 def _recognition(ds: xr.Dataset) -> xr.DataArray:
@@ -298,19 +259,11 @@ def _recognition(ds: xr.Dataset) -> xr.DataArray:
         raise ValueError(
             f"'recognition' value {float(vals[r, m, t])!r} at "
             f"rater={rec[RATER].values[r].item()!r}, model={rec[MODEL].values[m].item()!r}, "
-            f"day={rec[DAY].values[t].item()!r} is not on the scale "
-            f"{scale} (NaN = missing)"
+            f"day={rec[DAY].values[t].item()!r} is not on the scale {scale} (NaN = missing)"
         )
     if np.isnan(vals).all():
         raise ValueError("'recognition' has no observed rating (all NaN)")
     return rec
-
-
-def _observed_ratings(rec: xr.DataArray):
-    vals = rec.values
-    r, m, t = np.nonzero(~np.isnan(vals))
-    y = vals[r, m, t].astype(np.int64) - 1  # categories 0..3
-    return r.astype(np.int64), m.astype(np.int64), t.astype(np.int64), y
 
 
 def _disengagement_levels(ds: xr.Dataset, rec: xr.DataArray):
@@ -322,37 +275,30 @@ def _disengagement_levels(ds: xr.Dataset, rec: xr.DataArray):
         bad = ~np.isnan(v.astype(float)) & ~np.isin(v, scale.values)
         if bad.any():
             raise ValueError(f"{name!r} has values outside {scale}: {np.unique(v[bad])[:5]}")
-    a = ds["level_a"].transpose(MODEL, DAY).reindex_like(rec.isel({RATER: 0}, drop=True))
-    b = ds["level_b"].transpose(MODEL, DAY).reindex_like(rec.isel({RATER: 0}, drop=True))
-    a, b = a.values.astype(float), b.values.astype(float)
-    if np.any((b == 1) & (a == 0)):
-        n = int(np.sum((b == 1) & (a == 0)))
+    grid = rec.isel({RATER: 0}, drop=True)
+    a, b = (
+        ds[name].transpose(MODEL, DAY).reindex_like(grid).values.astype(float)
+        for name in ("level_a", "level_b")
+    )
+    n = int(np.sum((b == 1) & (a == 0)))
+    if n:
         raise ValueError(
             f"{n} model-days have level_b=1 but level_a=0; Level B implies Level A "
             "(adjudication rule of the paper's Evaluation Reliability section)"
         )
     # Level B implies A, so the pair is one ordinal outcome: 0 none, 1 A only, 2 B
-    ok = ~np.isnan(a) & ~np.isnan(b)
-    m, t = np.nonzero(ok)
-    lvl = (a[m, t] + b[m, t]).astype(np.int64)
-    return m.astype(np.int64), t.astype(np.int64), lvl
+    m, t = np.nonzero(~np.isnan(a) & ~np.isnan(b))
+    return m.astype(np.int64), t.astype(np.int64), (a[m, t] + b[m, t]).astype(np.int64)
 
 
 def noise_identified(rec: xr.DataArray) -> np.ndarray:
-    """Models whose day noise the ratings identify (geometry only: the day-noise scale of
-    these is sampled centred, :func:`delusion_bayes.models.blocks.day_noise_scale`).
+    """Models whose day noise the ratings identify (their day-noise scale is sampled centred,
+    :func:`delusion_bayes.models.blocks.day_noise_scale`; geometry only).
 
-    A model's weight ``lambda_m`` in [0, 1] below is the share of its rater mean's variance
-    around the trajectory that is day noise rather than measurement; ``lambda >= 1/2`` marks
-    the noise as identified (paper_like: only the oscillating Claude Opus 3). With a Gaussian
-    latent of prior variance ``s2`` measured with variance ``v``, ``lambda = s2 / (s2 + v)``
-    (Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59). Both are estimated from the
-    ratings: ``s2 + v`` as the mean squared residual of the rater mean around its least-squares
-    logistic fit (:func:`delusion_bayes.baselines.logistic.fit_logistic_batch`), ``v`` as the
-    pooled between-rater variance of a model-day divided by the raters per model-day.
-
-    Why by hand: PyMC has no automatic reparameterisation, and the estimate only has to be
-    rough (either coordinate gives the same posterior; a poor choice costs only efficiency).
+    ``lambda = s2 / (s2 + v) >= 1/2``, the day noise's share of the rater mean's variance around
+    the trajectory (Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59): ``s2 + v`` from the
+    residual around the least-squares logistic fit, ``v`` the pooled between-rater variance over
+    the raters per model-day. By hand: PyMC has no automatic reparameterisation.
     """
     from ..baselines.logistic import fit_logistic_batch
 
@@ -366,12 +312,7 @@ def noise_identified(rec: xr.DataArray) -> np.ndarray:
         v = float(np.mean(between[ok] / n[ok])) if ok.any() else 0.0
         fit = fit_logistic_batch(np.asarray(rec[DAY].values, float), mean)
         resid2 = np.asarray(fit["rss"], float) / np.maximum(np.asarray(fit["n_obs"], float), 1.0)
-        # s2 = resid2 - 2 v, not resid2 - v: the residual also holds the logistic's misfit to an
-        # ordinal mean (compressed at the floor and the top), ~v on paper_like's smooth models;
-        # erring low is the cheap side (lambda too high on a model whose noise is ~0 is the
-        # centred funnel)
+        # - 2 v: the residual also holds the logistic's misfit to an ordinal mean, ~v
         s2 = np.maximum(resid2 - 2.0 * v, 0.0)
         lam = s2 / (s2 + v) if v > 0 else np.where(s2 > 0, 1.0, 0.0)
-        # only where the day noise dominates the measurement (docs/design-notes.md#modelsspecpy)
-        lam = np.where(lam >= 0.5, lam, 0.0)
     return np.nan_to_num(lam, nan=0.0) >= 0.5
