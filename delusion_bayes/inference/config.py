@@ -26,9 +26,8 @@ class SamplerConfig:
     #: applies to every model
     target_accept: float | None = None
     seed: int = 0
-    #: nutpie's mass-matrix adaptation: ``diag`` or ``low_rank`` (a diagonal plus the few
-    #: directions where draws and gradients disagree most; docs/models.md "Speed" measures it);
-    #: the pymc and numpyro samplers adapt a diagonal only and ignore it
+    #: nutpie's mass-matrix adaptation: ``diag`` or ``low_rank`` (docs/models.md "Speed"); the
+    #: pymc and numpyro samplers adapt a diagonal only and ignore it
     adaptation: str = "diag"
     #: cache compiled models under ``<cache_dir>/models`` (nutpie) and ``<cache_dir>/pytensor``
     compile_cache: bool = True
@@ -53,16 +52,8 @@ def check_sampler_settings(
     cores: Any = 1,
     adaptation: Any = "diag",
 ) -> None:
-    """Reject impossible NUTS settings before anything compiles.
-
-    Raises
-    ------
-    ValueError
-        Naming the setting (``sampler.draws`` ...), its value and what is allowed: ``draws``,
-        ``chains`` and ``cores`` whole numbers >= 1, ``tune`` a whole number >= 0 (0: no
-        adaptation), ``target_accept`` ``null`` or a number strictly between 0 and 1,
-        ``adaptation`` one of :data:`ADAPTATIONS`.
-    """
+    """Reject impossible NUTS settings before anything compiles: a ``ValueError`` names the
+    setting (``sampler.draws`` ...), its value and what is allowed."""
     if adaptation not in ADAPTATIONS:
         raise ValueError(
             f"sampler.adaptation={adaptation!r}: expected one of {list(ADAPTATIONS)} "
@@ -78,8 +69,7 @@ def check_sampler_settings(
             )
     if target_accept is not None:
         number = isinstance(target_accept, int | float | np.floating)
-        ok = number and not isinstance(target_accept, bool)
-        if not ok or not 0.0 < float(target_accept) < 1.0:
+        if not number or isinstance(target_accept, bool) or not 0.0 < float(target_accept) < 1.0:
             raise ValueError(
                 f"sampler.target_accept={target_accept!r}: expected null (each model's own) or "
                 "a number strictly between 0 and 1 (e.g. 0.9)"
