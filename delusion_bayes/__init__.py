@@ -15,16 +15,8 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 _SUBMODULES = (
-    "data",
-    "baselines",
-    "text",
-    "models",
-    "inference",
-    "report",
-    "pipeline",
-    "sweep",
-    "config",
-)
+    "data", "baselines", "text", "models", "inference", "report", "pipeline", "sweep", "config"
+)  # fmt: skip
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import baselines, config, data, inference, models, pipeline, report, sweep, text  # noqa: F401

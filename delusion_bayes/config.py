@@ -1,10 +1,8 @@
 """The typed root config (Hydra ConfigStore schema); YAML files in ``conf/`` hold values only.
 
-Each config group has its dataclass in the package that reads it (``delusion_bayes/<pkg>/config.py``,
-pure dataclasses, no heavy imports); the ``replay`` group spans two packages (the bootstrap in
-``baselines``, the prevalence model in ``models``), so :class:`ReplayConfig` lives here; this module puts them together under one root ``Config`` and
-registers it as ``base_config``, the first entry of ``conf/config.yaml``'s defaults list. A YAML key
-that the schema does not know fails at composition time instead of being silently ignored.
+Each group's dataclass lives in the package that reads it (``delusion_bayes/<pkg>/config.py``);
+:class:`ReplayConfig` is here because two packages read it. The root ``Config`` is registered as
+``base_config`` (first in ``conf/config.yaml``'s defaults), so an unknown YAML key fails at once.
 """
 
 from __future__ import annotations
@@ -63,61 +61,33 @@ class _Top:
     cache_dir: str = field(default_factory=default_cache_dir)
     #: stop at the first failing stage instead of running the rest (the report still runs)
     fail_fast: bool = False
-    #: write into a run folder that already holds results: remove the previous run's files and
-    #: the folders of the stages this run reruns (others are kept only if made from the same
-    #: data with the same settings); without it such a folder is refused
+    #: write into a run folder that already holds results, replacing them (stage folders made
+    #: from the same data with the same settings are kept); without it such a folder is refused
     overwrite: bool = False
-    #: rerun a sweep (or a run) into its folders: a folder holding a finished run with every
-    #: stage ok and the same settings is left as it is (nothing recomputed); any other folder
-    #: (a job killed, cancelled or failed, or made with other settings) is redone as with
-    #: ``overwrite=true``. Compiled models and cached fits come from ``cache_dir``.
+    #: rerun into existing folders: one holding a finished, ok run with the same settings is left
+    #: as it is; any other is redone as with ``overwrite=true``
     resume: bool = False
 
 
 @dataclass
 class ReplayConfig:
-    """Replay-study (DelusionEval) analysis settings.
+    """Replay-study (DelusionEval) analysis settings (also commented in ``conf/replay/``).
 
-    Attributes
-    ----------
-    n_boot, seed, ci_prob
-        Percentile bootstrap: 10,000 resamples, seed 42, 95% intervals (DelusionEval release).
-    cluster
-        Headline bootstrap scheme: ``two-stage`` (participants, then conversations within
-        participant), ``participant``, ``conversation`` or ``none`` (samples i.i.d., as in the
-        public release's plain percentile bootstrap).
-    support
-        ``unconditional`` (every cluster in every cell) or ``conditional`` (only the clusters
-        with rows in the cell, as the DelusionEval release); see ``replay_prevalence``.
-    unscored
-        ``exclude`` rows without a score (default) or count them as 0 in the point estimate
-        (``zero``, the release's rule for its original-transcript rows).
-    also_iid
-        Also write the sample-level (``none``) bootstrap table for comparison.
-    cutoffs, default_cutoff
-        Per-code judge-score cutoffs (hit = score >= cutoff) applied to loaded studies whose
-        ``cutoff`` should be overridden; empty = keep the study's.
-    (windowing is not an analysis setting: a study read from transcripts carries its own in
-    ``windows.json``; see :func:`delusion_bayes.data.load_replay`)
-    baseline
-        Model the deltas are taken against (the original transcript's own replies).
-    depth_bins
-        Left edges of the context-depth bins of the depth curves (messages before the user turn).
-    max_turn
-        Turn-position profiles pool user turns >= ``max_turn`` into one bin.
-    onset_unit
-        Unit of ``onset.csv``'s onset: ``turn`` (1-based user-turn rank) or ``message`` (message
-        index in the window, the DelusionEval release's ``turn_index``).
-    bayes
-        Fit the hierarchical Bayesian prevalence model (:mod:`delusion_bayes.models.replay`).
-    bayes_level
-        ``code`` (model x code effects) or ``category``.
-    depth_bins_bayes, prior_bins_bayes
-        Quantile bins of context depth / prior content that form the model's binomial cells.
-    (the Bayesian model is sampled with the shared ``sampler`` group and checked by the shared
-    ``inference`` gate, like every other model: ``sampler.draws=...``)
-    figure_formats
-        File formats of the stage's figures.
+    ``n_boot``, ``seed``, ``ci_prob``: percentile bootstrap as the DelusionEval release (10,000,
+    42, 95%). ``cluster``: headline bootstrap scheme, ``two-stage`` (participants, then their
+    conversations), ``participant``, ``conversation`` or ``none`` (samples i.i.d., the release's).
+    ``support``: ``unconditional`` (every cluster in every cell) or ``conditional`` (only clusters
+    with rows in the cell, the release's). ``unscored``: ``exclude`` rows without a score, or
+    count them 0 (``zero``, the release's rule for original transcripts). ``also_iid``: also
+    write the i.i.d. table. ``cutoffs``, ``default_cutoff``: per-code judge-score cutoffs (hit =
+    score >= cutoff) overriding a loaded study's; empty keeps the study's. ``baseline``: model the
+    deltas are taken against. ``depth_bins``: left edges of the context-depth bins (messages
+    before the user turn). ``max_turn``: turn profiles pool turns >= it. ``onset_unit``: ``turn``
+    (1-based user-turn rank) or ``message`` (index in the window, the release's ``turn_index``).
+    ``bayes``: fit :mod:`delusion_bayes.models.replay` (with the shared ``sampler`` and
+    ``inference`` groups); ``bayes_level``: ``code`` or ``category``; ``depth_bins_bayes``,
+    ``prior_bins_bayes``: quantile bins forming its binomial cells. ``figure_formats``: of the
+    stage's figures. Windowing is the study's own (``windows.json``, :func:`~.data.load_replay`).
     """
 
     n_boot: int = 10_000
@@ -140,16 +110,10 @@ class ReplayConfig:
     figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
 
 
-def _schema(group: str) -> type:
-    module, name = GROUP_SCHEMAS[group]
-    return getattr(importlib.import_module(module), name)
-
-
 def root_schema() -> type:
     """The root ``Config`` dataclass: one field per group plus the top-level keys."""
-    fields = [
-        (group, _schema(group), field(default_factory=_schema(group))) for group in GROUP_SCHEMAS
-    ]
+    schemas = {g: getattr(importlib.import_module(m), n) for g, (m, n) in GROUP_SCHEMAS.items()}
+    fields = [(group, schema, field(default_factory=schema)) for group, schema in schemas.items()]
     return make_dataclass("Config", fields, bases=(_Top,))
 
 
@@ -167,10 +131,7 @@ def conf_dir() -> Path:
 
 
 def compose(overrides: list[str] | None = None, config_name: str = "config") -> Any:
-    """Compose the config without running (for notebooks and tests).
-
-    >>> cfg = compose(["experiment=smoke"])  # doctest: +SKIP
-    """
+    """Compose the config without running (notebooks, tests): ``compose(["experiment=smoke"])``."""
     from hydra import compose as _compose
     from hydra import initialize_config_dir
 

@@ -1,15 +1,9 @@
 """A quiet, informative log: this package's lines at INFO, other libraries' only from WARNING.
 
-Hydra sends every logger's INFO records to the terminal and to ``<run dir>/<job>.log``. Left
-alone, that log is mostly other libraries talking about themselves (PyTensor's config parser and
-g++ flag probing, ArviZ's backend discovery, matplotlib's font cache, sentence-transformers
-loading a model). :func:`quiet_third_party` keeps this package's INFO lines (one per stage with
-its time, fits, sampling progress) and drops another library's records below WARNING, so a
-warning that matters still shows. ``hydra.verbose=true`` turns the filter off (everything at
-DEBUG, as Hydra documents); ``hydra.verbose=[pytensor]`` lets the named loggers through.
-
-Python warnings that a user cannot act on are silenced here too (:data:`IGNORED_WARNINGS`);
-every other warning is printed as usual.
+Hydra sends every logger's INFO records to the terminal and ``<run dir>/<job>.log``, mostly other
+libraries talking about themselves (PyTensor, ArviZ, matplotlib, ...). ``hydra.verbose=true``
+turns the filter off, ``hydra.verbose=[pytensor]`` lets named loggers through. Warnings a user
+cannot act on (:data:`IGNORED_WARNINGS`) are silenced too.
 """
 
 from __future__ import annotations
@@ -17,6 +11,9 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Iterable
+
+from hydra.experimental.callback import Callback
+from omegaconf import OmegaConf
 
 #: loggers whose INFO lines are kept: this package, the script itself, Hydra's own messages
 OWN_LOGGERS: tuple[str, ...] = ("delusion_bayes", "__main__", "hydra")
@@ -75,16 +72,9 @@ def ignore_unactionable_warnings() -> None:
 def quiet_third_party(verbose: object = False) -> None:
     """Keep other libraries' log records below WARNING out of the terminal and the log file.
 
-    Parameters
-    ----------
-    verbose
-        Hydra's ``hydra.verbose``: ``False`` (default) filters; ``True`` leaves logging as it
-        is; a logger name or list of names lets those through.
-
-    Notes
-    -----
-    Call after Hydra configured logging (inside the ``@hydra.main`` function): the filter is
-    attached to the root logger's handlers (Hydra's console and file handlers).
+    ``verbose`` is Hydra's ``hydra.verbose``: ``False`` filters, ``True`` leaves logging as it
+    is, a logger name or list of names lets those through. Call after Hydra configured logging:
+    the filter goes on the root logger's handlers.
     """
     ignore_unactionable_warnings()
     everything, names = _verbose_names(verbose)
@@ -99,21 +89,9 @@ def quiet_third_party(verbose: object = False) -> None:
             handler.addFilter(ThirdPartyFilter(names))
 
 
-def _hydra_callback_base() -> type:
-    try:
-        from hydra.experimental.callback import Callback
-    except ImportError:  # pragma: no cover - hydra is a dependency
-        return object
-    return Callback
-
-
-class QuietLogCallback(_hydra_callback_base()):  # type: ignore[misc]
-    """Hydra callback: :func:`quiet_third_party` in every job, after Hydra set up logging.
-
-    Listed under ``hydra.callbacks`` in ``conf/config.yaml``, so that ``delusion-bayes``,
-    ``delusion-bayes-coverage`` and every job of a sweep (in whatever process a launcher runs
-    it) get the same quiet log.
-    """
+class QuietLogCallback(Callback):
+    """Hydra callback (``hydra.callbacks`` in ``conf/config.yaml``): :func:`quiet_third_party` in
+    every job of every command and launcher, after Hydra set up logging."""
 
     def on_job_start(self, config: object, **kwargs: object) -> None:
         verbose = False
@@ -121,11 +99,6 @@ class QuietLogCallback(_hydra_callback_base()):  # type: ignore[misc]
             verbose = config.hydra.verbose  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - no hydra node: the default
             pass
-        try:
-            from omegaconf import OmegaConf
-
-            if OmegaConf.is_config(verbose):
-                verbose = OmegaConf.to_container(verbose)
-        except ImportError:  # pragma: no cover
-            pass
+        if OmegaConf.is_config(verbose):
+            verbose = OmegaConf.to_container(verbose)
         quiet_third_party(verbose)

@@ -1,16 +1,9 @@
 """The results contract: every file a stage writes for another reader, declared once.
 
-A stage writes a table through :func:`write`, the report and the sweep summaries read it through
-:func:`read`; both check the declaration, so a column a stage renames fails its own tests instead
-of silently vanishing from the supplement. A file that is absent reads as ``None``: "not run".
-
-Each :class:`ResultFile` names the file (``<stage>/<name>``, ``{fit}`` for one folder per fitted
-model), what it holds, and its columns with their dtypes (``str``, ``float``, ``int``, ``bool``);
-:data:`COLUMN_MEANINGS` says what a column name means wherever it appears. The table in
-ARCHITECTURE.md ("Files between stages") is generated from :data:`FILES` (:func:`contract_table`).
-
->>> from delusion_bayes import results                                        # doctest: +SKIP
->>> results.read(run_dir, "baselines/tableD1_logistic.csv")                   # doctest: +SKIP
+Stages write through :func:`write`, the report and sweep summaries read through :func:`read`
+(``read(run_dir, "baselines/tableD1_logistic.csv")``; an absent file reads as ``None``); both
+check the declared columns and dtypes. ARCHITECTURE.md's "Files between stages" table is
+:func:`contract_table`; :data:`COLUMN_MEANINGS` says what a column name means wherever it appears.
 """
 
 from __future__ import annotations
@@ -75,10 +68,9 @@ class ResultFile:
         return Path(self.name).suffix.lstrip(".")
 
     def path(self, run_dir: str | Path, fit: str | None = None) -> Path:
-        name = self.name.format(fit=fit) if "{fit}" in self.name else self.name
         if "{fit}" in self.name and fit is None:
             raise ValueError(f"{self.key} is one file per fitted model: pass fit=<model name>")
-        return Path(run_dir) / self.stage / name
+        return Path(run_dir) / self.stage / self.name.format(fit=fit)
 
     def dtypes(self) -> dict[str, str]:
         return dict(self.columns + self.optional)
@@ -423,13 +415,6 @@ def contract_table() -> str:
 
 
 __all__ = [
-    "COLUMN_MEANINGS",
-    "FILES",
-    "ResultFile",
-    "ResultFileError",
-    "contract_table",
-    "fits",
-    "read",
-    "spec",
-    "write",
-]
+    "COLUMN_MEANINGS", "FILES", "ResultFile", "ResultFileError", "contract_table", "fits", "read",
+    "spec", "write",
+]  # fmt: skip
