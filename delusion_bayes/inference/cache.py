@@ -1,10 +1,6 @@
-"""Compile caching, so that a second run does not recompile the model, and the opt-in fit cache.
-
-The on-disk compile cache is PyTensor's numba cache under ``<cache_dir>/pytensor`` (nutpie's
-compiled model cannot be pickled; docs/design-notes.md#inferencecachepy); within one process
-compiled models are also memoised by the spec hash. Both caches hold what a run trusts, so cache
-folders must be private (:func:`private_dir`) and a cached fit is checked on read (:func:`verify_fit`).
-"""
+"""Compile caching (PyTensor's numba cache under ``<cache_dir>/pytensor``, and in-process memos;
+docs/design-notes.md#inferencecachepy) and the opt-in fit cache. Cache folders must be private
+(:func:`private_dir`); a cached fit is checked on read (:func:`verify_fit`)."""
 
 from __future__ import annotations
 
@@ -39,8 +35,7 @@ def private_dir(path: str | Path) -> Path:
     that an existing one is: owned by someone else or group/other-writable raises
     :class:`CacheDirError` (another user could substitute compiled code or fits)."""
     path = Path(path).expanduser()
-    missing = [p for p in (path, *path.parents) if not p.exists()]
-    for p in reversed(missing):
+    for p in reversed([p for p in (path, *path.parents) if not p.exists()]):
         with contextlib.suppress(FileExistsError):  # a parallel job made it first
             p.mkdir(mode=0o700)
     st = path.stat()
@@ -68,11 +63,8 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
 
 def configure_pytensor_cache(cache_dir: str | Path | None = None) -> Path | None:
     """Point PyTensor's compile cache at ``<cache_root>/pytensor`` and turn numba's fastmath off
-    (same draws from the same seed, cold or warm cache: docs/design-notes.md#inferencecachepy).
-
-    Must run before PyTensor is first imported (it reads ``PYTENSOR_FLAGS`` once); later calls
-    only turn fastmath off (read at compile time) and log the directory in use. Returns it.
-    """
+    (same draws from a seed, cold or warm cache). Returns the directory in use; once PyTensor is
+    imported (it reads ``PYTENSOR_FLAGS`` once), only fastmath can still be turned off."""
     target = cache_root(cache_dir) / "pytensor"
     if "pytensor" in sys.modules:
         import pytensor
@@ -131,9 +123,8 @@ def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str
     return compiled
 
 
-# fitted posteriors (opt-in: sweeps whose jobs share a model fit)
-#: the code a fit depends on: a change to any of these files (or to a library's version) makes
-#: every cached fit stale
+# fitted posteriors (opt-in: sweeps whose jobs share a fit)
+#: the code and libraries a fit depends on: a change to any makes every cached fit stale
 _FIT_CODE = ("models", "inference", "data/schema.py")
 _FIT_LIBS = ("pymc", "pytensor", "nutpie", "numpyro", "jax", "numba", "arviz", "xarray")
 
@@ -199,15 +190,10 @@ CACHE_ATTRS = ("cache_key", "cache_inputs", "cache_content_sha256")
 
 
 def verify_fit(dt: Any, key: str) -> str | None:
-    """Why ``dt`` is not the cached fit of ``key`` (None when it is).
-
-    Checks, in order: the stored key is ``key``; the stored inputs hash to ``key`` and equal the
-    inputs this process computed it from; the draws' shape matches the stored chains and draws;
-    the arrays hash to the stored content digest (values changed after writing).
-    """
+    """Why ``dt`` is not the cached fit of ``key`` (None when it is): checks the stored key, that
+    the stored inputs hash to it and equal this process's, the draws' shape, the content digest."""
     attrs = dict(dt.attrs)
-    missing = [a for a in CACHE_ATTRS if a not in attrs]
-    if missing:
+    if missing := [a for a in CACHE_ATTRS if a not in attrs]:
         return f"it has no {missing} (written by an older version, or not by save_fit)"
     if attrs["cache_key"] != key:
         return f"it is the cached fit of key {attrs['cache_key']!r}, not of {key!r}"
@@ -258,8 +244,7 @@ def load_fit(key: str, cache_dir: str | Path | None = None):
     except Exception as err:  # noqa: BLE001 - a bad cache entry must not end the run
         log.warning("ignoring the unreadable cached fit %s (%s); refitting", path, err)
         return None
-    problem = verify_fit(dt, key)
-    if problem is not None:
+    if (problem := verify_fit(dt, key)) is not None:
         log.warning("ignoring the cached fit %s: %s; refitting", path, problem)
         return None
     return dt

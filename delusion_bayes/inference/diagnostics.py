@@ -23,8 +23,6 @@ class BadFitError(RuntimeError):
 
 
 def _cfg(cfg: Any) -> InferenceConfig:
-    if cfg is None:
-        return InferenceConfig()
     if isinstance(cfg, InferenceConfig):
         return cfg
     fields = InferenceConfig.__dataclass_fields__
@@ -36,8 +34,7 @@ def _clean_posterior(dt: Any, var_names: Sequence[str] | None) -> xr.Dataset:
     post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt
     post = post.reset_coords(drop=True)
     if var_names is not None:
-        missing = [v for v in var_names if v not in post]
-        if missing:
+        if missing := [v for v in var_names if v not in post]:
             raise ValueError(
                 f"diagnose: variables {missing} are not in the posterior "
                 f"(has {sorted(post.data_vars)})"
@@ -63,15 +60,9 @@ def _flat(ds: xr.Dataset) -> pd.Series:
 
 
 def diagnose(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -> pd.DataFrame:
-    """Per-parameter diagnostics of a fit (``DataTree`` with ``posterior``) with pass/fail
-    against ``cfg`` (an :class:`InferenceConfig` or a mapping with its keys); ``var_names``:
-    variables to check (default all).
-
-    Returns a DataFrame indexed by ``parameter`` (``t50[Late]``) with ``variable``, ``mean``,
-    ``sd``, ``ci_low``, ``ci_high``, ``r_hat``, ``ess_bulk``, ``ess_tail``, ``constant`` (no
-    posterior variance, e.g. ``k`` of the step variant: not gated) and ``pass``; ``attrs`` hold
-    ``ci_prob``, ``ci_kind``, ``ess_min``, ``rhat_max``.
-    """
+    """Per-parameter diagnostics of ``var_names`` (default all) with pass/fail against ``cfg``
+    (:class:`InferenceConfig` or a mapping): the columns of ``models/{fit}/diagnostics.csv``; a
+    ``constant`` parameter (no posterior variance, e.g. ``k`` of the step variant) is not gated."""
     import arviz as az
 
     from ..models.derived import interval
@@ -131,13 +122,9 @@ def sampler_stats(dt: Any) -> dict[str, Any]:
 
 
 def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[str, Any]:
-    """The diagnostics gate: may this fit be used? A failure is logged at ERROR level, and
-    raises :class:`BadFitError` when ``cfg.fail_on_bad_fit`` is true.
-
-    Returns a dict: ``passed``, ``divergences``, ``max_rhat``, ``min_ess`` (bulk and tail),
-    ``ebfmi_min``, ``treedepth_hits``, ``n_failing`` parameters, ``reasons`` (empty when passed)
-    and the ``thresholds`` used.
-    """
+    """The diagnostics gate: may this fit be used? Returns the checked numbers, ``passed`` and
+    the ``reasons`` when not; a failure is logged at ERROR level, and raises
+    :class:`BadFitError` when ``cfg.fail_on_bad_fit`` is true."""
     c = _cfg(cfg)
     table = diagnose(dt, c) if table is None else table
     st = sampler_stats(dt)
@@ -150,9 +137,8 @@ def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[st
         reasons.append(f"{st['divergences']} divergent transitions (allowed {c.max_divergences})")
     bad_r = gated[gated["r_hat"] > c.rhat_max]
     if len(bad_r):
-        worst = bad_r["r_hat"].idxmax()
         reasons.append(
-            f"R-hat > {c.rhat_max} for {len(bad_r)} parameters (worst {worst}: "
+            f"R-hat > {c.rhat_max} for {len(bad_r)} parameters (worst {bad_r['r_hat'].idxmax()}: "
             f"{bad_r['r_hat'].max():.3f})"
         )
     ess_min = table.attrs.get("ess_min", c.ess_min_per_chain)
@@ -183,11 +169,9 @@ def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[st
 
 
 def summary_table(
-    dt: Any,
-    cfg: Any = None,
-    var_names: Sequence[str] | None = None,
+    dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None,
     table: pd.DataFrame | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame:  # fmt: skip
     """``az.summary`` with the interval kind and probability set explicitly (ArviZ 1's default
     is an 89% ETI), model coords dropped (``az.summary`` cannot stack variables with different
     non-index coords). ``table``: this fit's :func:`diagnose` table, whose R-hat and ESS are

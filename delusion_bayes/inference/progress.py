@@ -1,11 +1,7 @@
 """Sampling progress: a ``tqdm`` bar with the time left at a terminal, and INFO lines in the log
 (``sampling <label>:  40% (480/1,200 draws incl. warm-up), 12 s elapsed, ~18 s left``) at each
-10% (at most one per :attr:`~SamplingProgress.min_interval` seconds, at least one per
-:attr:`~SamplingProgress.max_interval`), so that a batch job's log shows how far a fit is.
-
-The time left is the elapsed time scaled by the draws still to do (from 5% on); warm-up draws
-are slower, so it leans pessimistic. Divergences are left to the diagnostics gate.
-"""
+10%, so that a batch job's log shows how far a fit is. The time left is the elapsed time scaled
+by the draws to do (from 5% on; warm-up draws are slower, so it leans pessimistic)."""
 
 from __future__ import annotations
 
@@ -34,10 +30,8 @@ class SamplingProgress:
     ``joint[logistic,rater]``), fed the finished draws of ``total`` (``chains * (tune + draws)``)
     by the sampler's callback; ``bar``: draw a bar when stderr is a terminal."""
 
-    #: log at each 10% step, but not more often than this (seconds)
-    min_interval: float = 5.0
-    #: log at least this often while sampling (seconds)
-    max_interval: float = 30.0
+    min_interval: float = 5.0  #: seconds: a line at each 10% step, but not more often
+    max_interval: float = 30.0  #: seconds: a line at least this often
     step: float = 0.1
 
     def __init__(
@@ -78,8 +72,7 @@ class SamplingProgress:
                 or since >= self.max_interval
             ):
                 self._line(now, frac)
-                # the next 10% mark at least half a step away (a line at 9.7% by the clock
-                # is not followed by another at 10%)
+                # the next 10% mark at least half a step away (no 10% line right after 9.7%)
                 while self._next_step <= frac + self.step / 2:
                     self._next_step += self.step
 

@@ -1,8 +1,5 @@
-"""Run NUTS with the configured sampler (nutpie, PyMC or numpyro) and return a DataTree.
-
-nutpie and PyMC report progress through :class:`~.progress.SamplingProgress`; numpyro shows its
-own bar and writes no log lines. A sampler that is not importable falls back to PyMC's NUTS.
-"""
+"""Run NUTS with the configured sampler (nutpie, PyMC or numpyro; one not importable falls back
+to PyMC's) and return a DataTree. numpyro shows its own bar and writes no progress lines."""
 
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ def resolve_sampler(name: str) -> str:
     if name not in SAMPLERS:
         raise ValueError(f"sampler {name!r} is unknown; expected one of {list(SAMPLERS)}")
     needs = {"nutpie": ("nutpie",), "numpyro": ("numpyro", "jax"), "pymc": ()}[name]
-    missing = [m for m in needs if importlib.util.find_spec(m) is None]
-    if missing:
+    if missing := [m for m in needs if importlib.util.find_spec(m) is None]:
         log.warning(
             "sampler %r is not importable here (missing %s); falling back to PyMC's NUTS. "
             "Install it with `pip install %s` to use it.",
@@ -63,21 +59,13 @@ def compile_lock():
 
 
 def sample(
-    model: Any,
-    cfg: SamplerConfig | None = None,
-    *,
-    cache_dir: str | Path | None = None,
-    key: str | None = None,
-    label: str | None = None,
-) -> Any:
+    model: Any, cfg: SamplerConfig | None = None, *, cache_dir: str | Path | None = None,
+    key: str | None = None, label: str | None = None,
+) -> Any:  # fmt: skip
     """Sample ``model`` (a ``pm.Model``) with the sampler of ``cfg`` (default
-    :class:`SamplerConfig`).
-
-    ``key``: cache key of the model graph (e.g. ``ModelSpec.hash()``), memoising the compiled
-    nutpie model in this process; ``cache_dir``: root of the compile cache; ``label``: the fit's
-    name in the progress lines (default the model's name). Returns a DataTree whose posterior
-    attrs hold ``sampler``, ``sampling_time`` and ``compile_time`` (seconds).
-    """
+    :class:`SamplerConfig`); ``key`` (e.g. ``ModelSpec.hash()``) memoises the compiled nutpie
+    model, ``label`` names the fit in the progress lines. Returns a DataTree whose posterior
+    attrs hold ``sampler``, ``sampling_time`` and ``compile_time`` (seconds)."""
     import pymc as pm
 
     cfg = cfg or SamplerConfig()
