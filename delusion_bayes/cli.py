@@ -75,8 +75,7 @@ def init_study(target: str | Path, *, force: bool = False) -> Path:
 def _groups() -> str:
     """``group: option | option`` lines for the help, from the config folder."""
     lines = []
-    root = conf_dir()
-    for group in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "hydra"):
+    for group in sorted(p for p in conf_dir().iterdir() if p.is_dir() and p.name != "hydra"):
         options = sorted(p.stem for p in group.glob("*.yaml"))
         if options:
             lines.append(f"  {group.name:<12}{' | '.join(options)}")

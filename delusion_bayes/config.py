@@ -1,9 +1,6 @@
-"""The typed root config (Hydra ConfigStore schema); YAML files in ``conf/`` hold values only.
-
-Each group's dataclass lives in the package that reads it (``delusion_bayes/<pkg>/config.py``);
-:class:`ReplayConfig` is here because two packages read it. The root ``Config`` is registered as
-``base_config`` (first in ``conf/config.yaml``'s defaults), so an unknown YAML key fails at once.
-"""
+"""The typed root config (Hydra ConfigStore schema ``base_config``: an unknown YAML key fails at
+once). Each group's dataclass lives in the package that reads it; :class:`ReplayConfig` is here
+because two packages read it."""
 
 from __future__ import annotations
 
@@ -51,62 +48,48 @@ def config_values(defaults: Any, node: Any) -> dict[str, Any]:
 
 @dataclass
 class _Top:
-    #: free label of the run (experiments set it)
-    name: str = "default"
-    #: global seed (stages have their own seeds in their groups; this one seeds the rest)
-    seed: int = 0
+    name: str = "default"  #: free label of the run (experiments set it)
+    seed: int = 0  #: global seed (stages have their own in their groups; this one seeds the rest)
     #: stages to run in order: baselines, text, models, replay, design, report
     stages: list[str] = field(default_factory=lambda: list(DEFAULT_STAGES))
     #: shared on-disk cache for compiled models and embeddings (shared across sweep jobs)
     cache_dir: str = field(default_factory=default_cache_dir)
-    #: stop at the first failing stage instead of running the rest (the report still runs)
-    fail_fast: bool = False
-    #: write into a run folder that already holds results, replacing them (stage folders made
-    #: from the same data with the same settings are kept); without it such a folder is refused
+    fail_fast: bool = False  #: stop at the first failing stage (the report still runs)
+    #: replace the results in a used run folder (refused without it; same-settings stages kept)
     overwrite: bool = False
-    #: rerun into existing folders: one holding a finished, ok run with the same settings is left
-    #: as it is; any other is redone as with ``overwrite=true``
+    #: leave a folder holding a finished, ok run with the same settings; redo any other in place
     resume: bool = False
 
 
 @dataclass
 class ReplayConfig:
-    """Replay-study (DelusionEval) analysis settings (also commented in ``conf/replay/``).
-
-    ``n_boot``, ``seed``, ``ci_prob``: percentile bootstrap as the DelusionEval release (10,000,
-    42, 95%). ``cluster``: headline bootstrap scheme, ``two-stage`` (participants, then their
-    conversations), ``participant``, ``conversation`` or ``none`` (samples i.i.d., the release's).
-    ``support``: ``unconditional`` (every cluster in every cell) or ``conditional`` (only clusters
-    with rows in the cell, the release's). ``unscored``: ``exclude`` rows without a score, or
-    count them 0 (``zero``, the release's rule for original transcripts). ``also_iid``: also
-    write the i.i.d. table. ``cutoffs``, ``default_cutoff``: per-code judge-score cutoffs (hit =
-    score >= cutoff) overriding a loaded study's; empty keeps the study's. ``baseline``: model the
-    deltas are taken against. ``depth_bins``: left edges of the context-depth bins (messages
-    before the user turn). ``max_turn``: turn profiles pool turns >= it. ``onset_unit``: ``turn``
-    (1-based user-turn rank) or ``message`` (index in the window, the release's ``turn_index``).
-    ``bayes``: fit :mod:`delusion_bayes.models.replay` (with the shared ``sampler`` and
-    ``inference`` groups); ``bayes_level``: ``code`` or ``category``; ``depth_bins_bayes``,
-    ``prior_bins_bayes``: quantile bins forming its binomial cells. ``figure_formats``: of the
-    stage's figures. Windowing is the study's own (``windows.json``, :func:`~.data.load_replay`).
-    """
+    """Replay-study (DelusionEval) analysis settings (also commented in ``conf/replay/``); the
+    bootstrap's are the release's. Windowing is the study's own (``windows.json``)."""
 
     n_boot: int = 10_000
     seed: int = 42
     ci_prob: float = 0.95
+    #: headline bootstrap: ``two-stage`` (participants, then their conversations),
+    #: ``participant``, ``conversation`` or ``none`` (samples i.i.d., the release's)
     cluster: str = "two-stage"
+    #: ``unconditional`` (every cluster in every cell) or ``conditional`` (only the clusters with
+    #: rows in the cell, the release's)
     support: str = "unconditional"
-    unscored: str = "exclude"
-    also_iid: bool = True
+    unscored: str = "exclude"  #: or ``zero``: rows without a score count 0 (the release's rule)
+    also_iid: bool = True  #: also write the i.i.d. (``none``) bootstrap table
+    #: per-code judge-score cutoffs (hit = score >= cutoff) overriding a study's; empty: keep
     cutoffs: dict[str, float] = field(default_factory=dict)
     default_cutoff: float = 7.0
-    baseline: str = "original"
+    baseline: str = "original"  #: the model the deltas are taken against
+    #: left edges of the context-depth bins (messages before the user turn)
     depth_bins: list[int] = field(default_factory=lambda: [0, 4, 8, 12, 16, 20])
-    max_turn: int = 8
-    onset_unit: str = "turn"
+    max_turn: int = 8  #: turn profiles pool user turns >= max_turn
+    onset_unit: str = "turn"  #: 1-based user-turn rank, or ``message`` (index in the window)
+    #: fit :mod:`delusion_bayes.models.replay` (with the shared sampler and inference groups)
     bayes: bool = True
-    bayes_level: str = "code"
-    depth_bins_bayes: int = 4
-    prior_bins_bayes: int = 3
+    bayes_level: str = "code"  #: or ``category``
+    depth_bins_bayes: int = 4  #: quantile bins of context depth forming the model's cells
+    prior_bins_bayes: int = 3  #: quantile bins of prior content forming the model's cells
     figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
 
 

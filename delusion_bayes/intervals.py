@@ -21,12 +21,9 @@ def _check_prob(prob: float) -> None:
 def eti(
     x: Any, prob: float = 0.95, axis: int = 0, *, skipna: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-tailed ``prob`` interval of ``x`` along ``axis``: quantiles ``(1-prob)/2`` and
-    ``(1+prob)/2`` (linear interpolation), as arrays (0-d for a scalar result).
-
-    ``skipna=True`` (bootstrap replicates; a failed one is NaN) gives NaN only where every value
-    is NaN, ``skipna=False`` (posterior draws) wherever one is. No values along ``axis``: NaN.
-    """
+    """Equal-tailed ``prob`` interval of ``x`` along ``axis`` (quantiles ``(1-prob)/2``,
+    ``(1+prob)/2``, linear interpolation) as arrays; NaN where every value is NaN (``skipna``,
+    bootstrap replicates), or any is (posterior draws), or there are no values."""
     _check_prob(prob)
     q = [(1 - prob) / 2, (1 + prob) / 2]
     x = np.asarray(x, dtype=float)
@@ -51,12 +48,9 @@ def sample_dims(da: Any, dims: Sequence[str] | None = None) -> list[str]:
 
 
 def interval(da: Any, prob: float = 0.95, kind: str = "eti", dims: Sequence[str] | None = None):
-    """Lower and upper bound (DataArrays) of the ``prob`` interval of ``da`` over its sample dims.
-
-    ``kind="eti"``: equal-tailed (quantiles ``(1-prob)/2`` and ``(1+prob)/2``, linear
-    interpolation); ``kind="hdi"``: the shortest interval holding ``ceil(prob * n)`` draws.
-    NaN draws (a missing model-day) give NaN bounds.
-    """
+    """Lower and upper bound (DataArrays) of the ``prob`` interval of ``da`` over its sample dims:
+    ``kind="eti"`` equal-tailed (as :func:`eti`), ``"hdi"`` the shortest interval holding
+    ``ceil(prob * n)`` draws. NaN draws (a missing model-day) give NaN bounds."""
     _check_prob(prob)
     dims = sample_dims(da, dims)
     if kind == "eti":

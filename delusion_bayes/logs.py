@@ -1,10 +1,6 @@
-"""A quiet, informative log: this package's lines at INFO, other libraries' only from WARNING.
-
-Hydra sends every logger's INFO records to the terminal and ``<run dir>/<job>.log``, mostly other
-libraries talking about themselves (PyTensor, ArviZ, matplotlib, ...). ``hydra.verbose=true``
-turns the filter off, ``hydra.verbose=[pytensor]`` lets named loggers through. Warnings a user
-cannot act on (:data:`IGNORED_WARNINGS`) are silenced too.
-"""
+"""A quiet, informative log: this package's lines at INFO, other libraries' only from WARNING
+(``hydra.verbose=true``: all; ``hydra.verbose=[pytensor]``: those too), and no warnings a user
+cannot act on (:data:`IGNORED_WARNINGS`)."""
 
 from __future__ import annotations
 
@@ -18,8 +14,7 @@ from omegaconf import OmegaConf
 #: loggers whose INFO lines are kept: this package, the script itself, Hydra's own messages
 OWN_LOGGERS: tuple[str, ...] = ("delusion_bayes", "__main__", "hydra")
 
-#: libraries set to WARNING up front (cheaper than filtering every record they emit); the
-#: handler filter catches the rest, including loggers named by a file path (PyTensor's C linker)
+#: libraries set to WARNING up front (cheaper); the handler filter catches the rest
 NOISY_LOGGERS: tuple[str, ...] = (
     "pytensor", "pymc", "arviz", "arviz_base", "arviz_stats", "arviz_plots", "numba", "jax",
     "jaxlib", "numpyro", "nutpie", "matplotlib", "PIL", "fontTools", "h5py", "h5netcdf",
@@ -29,10 +24,9 @@ NOISY_LOGGERS: tuple[str, ...] = (
 
 #: (message regex, category) of warnings the user cannot act on
 IGNORED_WARNINGS: tuple[tuple[str, type[Warning]], ...] = (
-    # PyTensor runs an op without a numba kernel in object mode: slower, same result; the
-    # package chose the ops, the user cannot change them
+    # PyTensor (an op without a numba kernel) or numba (a jitted helper) in object mode: slower,
+    # same result, and the package chose the ops
     (r"Numba will use object mode", UserWarning),
-    # numba's own NumbaWarning when a jitted helper is compiled in object mode: same
     (r"[\s\S]*falling back to object mode", Warning),
 )
 
@@ -47,8 +41,7 @@ class ThirdPartyFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno >= logging.WARNING:
             return True
-        name = record.name
-        return any(name == a or name.startswith(a + ".") for a in self.allowed)
+        return any(record.name == a or record.name.startswith(a + ".") for a in self.allowed)
 
 
 def _verbose_names(verbose: object) -> tuple[bool, tuple[str, ...]]:
@@ -70,12 +63,9 @@ def ignore_unactionable_warnings() -> None:
 
 
 def quiet_third_party(verbose: object = False) -> None:
-    """Keep other libraries' log records below WARNING out of the terminal and the log file.
-
-    ``verbose`` is Hydra's ``hydra.verbose``: ``False`` filters, ``True`` leaves logging as it
-    is, a logger name or list of names lets those through. Call after Hydra configured logging:
-    the filter goes on the root logger's handlers.
-    """
+    """Keep other libraries' log records below WARNING out of the root logger's handlers (call
+    after Hydra configured logging). ``verbose`` is ``hydra.verbose``: ``False`` filters, ``True``
+    leaves logging as it is, a logger name or list of names lets those through."""
     ignore_unactionable_warnings()
     everything, names = _verbose_names(verbose)
     if everything:
@@ -94,11 +84,10 @@ class QuietLogCallback(Callback):
     every job of every command and launcher, after Hydra set up logging."""
 
     def on_job_start(self, config: object, **kwargs: object) -> None:
-        verbose = False
         try:
             verbose = config.hydra.verbose  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - no hydra node: the default
-            pass
+            verbose = False
         if OmegaConf.is_config(verbose):
             verbose = OmegaConf.to_container(verbose)
         quiet_third_party(verbose)

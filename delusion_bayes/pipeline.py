@@ -1,10 +1,6 @@
 """Run the configured stages on one study: the testable core behind the ``delusion-bayes`` CLI.
-
-Load or simulate the study, then each stage of :mod:`delusion_bayes.stages` with the config nodes
-it ``NEEDS``, writing ``run_dir/<stage>/``; the run folder also holds ``study.nc``, the resolved
-``config.yaml`` and ``run.json`` (provenance, stage status and timings). A failing stage is
-recorded and the others and the report still run; then :class:`PipelineError` is raised.
-"""
+Each stage gets the config nodes it ``NEEDS`` and writes ``run_dir/<stage>/``; a failing stage is
+recorded in ``run.json``, the others still run, then :class:`PipelineError` is raised."""
 
 from __future__ import annotations
 
@@ -74,8 +70,7 @@ def _check_run_dir(run_dir: Path, overwrite: bool) -> list[str]:
     return found
 
 
-#: top-level keys that do not change a run's results (ignored when ``resume`` compares settings);
-#: ``cache_dir`` is dropped at every depth (``text.cache_dir`` follows it)
+#: top-level keys that do not change a run's results; ``cache_dir`` is dropped at every depth
 _NOT_RESULTS = ("cache_dir", "overwrite", "resume")
 
 
@@ -171,47 +166,41 @@ def _clear_previous(run_dir: Path, cfg: Any, data_hash: str) -> dict[str, Any]:
 
 def load_data(data_cfg: Any) -> xr.Dataset:
     """Load or simulate the study described by the ``data`` config node, validated."""
-    kind = data_cfg.kind
+    kind, source = data_cfg.kind, data_cfg.source
     if kind not in KINDS:
         raise ValueError(f"data.kind = {kind!r}; expected one of {list(KINDS)}.")
     overrides = dict(data_cfg.get("overrides") or {})
-    if data_cfg.source == "simulate":
-        if kind == "trajectory":
-            from .data import simulate_study
+    if source == "simulate" and kind == "trajectory":
+        from .data import simulate_study
 
-            return simulate_study(preset=data_cfg.preset, seed=int(data_cfg.seed), **overrides)
+        return simulate_study(preset=data_cfg.preset, seed=int(data_cfg.seed), **overrides)
+    if source == "simulate":
         from .data.replay import simulate_replay
 
         return simulate_replay(seed=int(data_cfg.seed), **overrides)
-    if data_cfg.source == "file":
-        if not data_cfg.path:
-            raise ValueError("data.source = 'file' needs data.path (a .nc file or a CSV dir).")
-        path = Path(str(data_cfg.path)).expanduser()
-        if kind == "trajectory":
-            from .data import load_study
-
-            return load_study(path)
-        from .data import load_replay
-
-        return load_replay(path)
-    if data_cfg.source == "delusioneval":
-        # the DelusionEval release's evaluation rows (a replay study): data.path is the
-        # eval_rows.parquet; data.overrides.cutoffs / .participants name optional CSV files
-        if kind != "replay":
-            raise ValueError(
-                "data.source = 'delusioneval' reads a replay study; set data.kind=replay "
-                "(experiment=replay does)"
-            )
-        if not data_cfg.path:
-            raise ValueError("data.source = 'delusioneval' needs data.path (eval_rows.parquet).")
+    if source not in ("file", "delusioneval"):
+        raise ValueError(
+            f"data.source = {source!r}; expected 'simulate', 'file' or 'delusioneval'."
+        )
+    if source == "delusioneval" and kind != "replay":
+        raise ValueError(
+            "data.source = 'delusioneval' reads a replay study; set data.kind=replay "
+            "(experiment=replay does)"
+        )
+    if not data_cfg.path:
+        wanted = "a .nc file or a CSV dir" if source == "file" else "eval_rows.parquet"
+        raise ValueError(f"data.source = {source!r} needs data.path ({wanted}).")
+    path = Path(str(data_cfg.path)).expanduser()
+    if source == "delusioneval":  # the release's evaluation rows; overrides name optional CSVs
         from .data.delusioneval import load_delusioneval
 
-        return load_delusioneval(Path(str(data_cfg.path)).expanduser(),
-                                 cutoffs=overrides.get("cutoffs"),
+        return load_delusioneval(path, cutoffs=overrides.get("cutoffs"),
                                  participants=overrides.get("participants"))  # fmt: skip
-    raise ValueError(
-        f"data.source = {data_cfg.source!r}; expected 'simulate', 'file' or 'delusioneval'."
-    )
+    if kind == "trajectory":
+        from .data import load_study as load
+    else:
+        from .data import load_replay as load
+    return load(path)
 
 
 def _stage_module(name: str):
@@ -221,8 +210,7 @@ def _stage_module(name: str):
 
 
 def sub_config(cfg: Any, needs: tuple[str, ...]) -> Any:
-    missing = [n for n in needs if n not in cfg]
-    if missing:
+    if missing := [n for n in needs if n not in cfg]:
         raise ValueError(f"config has no node(s) {missing} that the stage needs.")
     # the shared cache root reaches every stage (compiled models, fits, embeddings)
     keys = list(needs) + (["cache_dir"] if "cache_dir" in cfg and "cache_dir" not in needs else [])
@@ -239,27 +227,19 @@ def _default_run_dir() -> Path:
 
 
 def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
-    """Run the configured stages on the configured study and write the run directory
-    (``run_dir``, default Hydra's output directory or the working directory).
-
-    Returns the content of ``run.json``: provenance and, per stage, status, seconds, headline.
-    Raises :class:`RunDirError` when ``run_dir`` already holds results (anything but Hydra's
-    ``.hydra/``, ``*.log``, ``job.json``) and neither ``cfg.overwrite`` (replace them:
-    :func:`_clear_previous`) nor ``cfg.resume`` (:func:`finished_run`, else overwrite) is set.
-    """
+    """Run the configured stages on the configured study into ``run_dir`` (default Hydra's output
+    directory, else the working directory); returns ``run.json``'s content. :class:`RunDirError`
+    when ``run_dir`` holds results (not Hydra's own files) and neither ``cfg.overwrite``
+    (:func:`_clear_previous`) nor ``cfg.resume`` (:func:`finished_run`) is set."""
     run_dir = Path(run_dir) if run_dir is not None else _default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
-
     from_run = cfg.get("report", {}).get("from_run") if "report" in cfg else None
     if from_run:
         from .report import build_supplement
 
         log.info("rebuilding the supplement of %s without refitting", from_run)
-        path = build_supplement(Path(str(from_run)), cfg.report)
-        return {"supplement": str(path)}
-
-    unknown = [n for n in cfg.stages if n not in STAGES]
-    if unknown:  # a config error: say so before any work is done
+        return {"supplement": str(build_supplement(Path(str(from_run)), cfg.report))}
+    if unknown := [n for n in cfg.stages if n not in STAGES]:  # say so before any work is done
         raise ValueError(
             f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
         )
@@ -317,15 +297,11 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
     ds = load_data(cfg.data)
     kept: dict[str, Any] = _clear_previous(run_dir, cfg, dataset_hash(ds)) if found else {}
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    study_path = run_dir / "study.nc"
     if cfg.data.kind == "trajectory":
-        from .data import save_study
-
-        save_study(ds, study_path)
+        from .data import save_study as save
     else:
-        from .data.replay import save_replay
-
-        save_replay(ds, study_path)
+        from .data.replay import save_replay as save
+    save(ds, run_dir / "study.nc")
     record: dict[str, Any] = {
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "provenance": provenance(cfg, ds),
@@ -370,8 +346,7 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
         status["seconds"] = round(time.perf_counter() - t0, 3)
         record["stages"][name] = status
         write_record()
-    record["seconds"] = round(time.perf_counter() - started, 3)
-    record["failed"] = failed
+    record.update(seconds=round(time.perf_counter() - started, 3), failed=failed)
     write_record()
     if failed:
         raise PipelineError(

@@ -29,8 +29,7 @@ RC: dict[str, Any] = {
     "grid.color": "#e3e3e3", "grid.linewidth": 0.6, "axes.axisbelow": True,
     "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 8, "legend.frameon": False,
     "lines.linewidth": 1.4, "lines.markersize": 4.5, "image.cmap": "Greys",
-    # labels are data (model, rater, group names): "Cost $\\foo$ tier" must print as written,
-    # not be parsed as mathtext (an unknown symbol made matplotlib drop the whole figure)
+    # labels are data: "Cost $\\foo$ tier" must print as written, not fail as mathtext
     "text.parse_math": False,
     # TrueType fonts in PDF/PS: editable text, accepted by journals
     "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none",

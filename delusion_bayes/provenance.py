@@ -1,8 +1,5 @@
-"""Provenance of a run: versions, git SHA, config and data hashes (the one place they are made).
-
-The pipeline writes :func:`provenance` into ``run.json``; fitted posteriors copy it into their
-attrs; the report shows it (``report/provenance.py`` reads what the stages recorded).
-"""
+"""Provenance of a run: versions, git SHA, config and data hashes (the one place they are made),
+written into ``run.json`` and fitted posteriors' attrs."""
 
 from __future__ import annotations
 
@@ -62,10 +59,8 @@ def file_sha256(path: Path) -> str:
 
 
 def dataset_hash(ds: Any) -> str:
-    """A content hash of a study (names, dims, coords, values; not attrs): SHA-256, hex.
-
-    Independent of the file format, so the same study loaded from netCDF or CSV hashes the same.
-    """
+    """A content hash of a study (names, dims, coords, values; not attrs): SHA-256, hex, the same
+    whether the study was loaded from netCDF or CSV."""
     h = hashlib.sha256()
     for name in sorted(map(str, ds.variables)):
         var = ds.variables[name]

@@ -1,10 +1,6 @@
-"""The results contract: every file a stage writes for another reader, declared once.
-
-Stages write through :func:`write`, the report and sweep summaries read through :func:`read`
-(``read(run_dir, "baselines/tableD1_logistic.csv")``; an absent file reads as ``None``); both
-check the declared columns and dtypes. ARCHITECTURE.md's "Files between stages" table is
-:func:`contract_table`; :data:`COLUMN_MEANINGS` says what a column name means wherever it appears.
-"""
+"""The results contract: every file a stage writes for another reader, declared once and checked
+by :func:`write` and :func:`read` (``read(run_dir, "baselines/tableD1_logistic.csv")``, None when
+absent). ARCHITECTURE.md's "Files between stages" table is :func:`contract_table`."""
 
 from __future__ import annotations
 
@@ -45,11 +41,8 @@ COLUMN_MEANINGS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ResultFile:
-    """One file between stages: where it lives, what it holds, its columns (CSV only).
-
-    ``columns`` must all be present; ``optional`` columns may be absent (e.g. ``truth`` on a real
-    study); ``extra`` describes further columns that may follow (``""``: none allowed).
-    """
+    """One file between stages: where it lives, what it holds, its columns (CSV only): all
+    ``columns`` present, ``optional`` ones maybe, ``extra`` describes any more (``""``: none)."""
 
     stage: str
     name: str
@@ -365,11 +358,7 @@ def _json_default(v: Any) -> Any:
 
 def read(run_dir: str | Path, key: str, fit: str | None = None) -> Any:
     """The declared file ``key`` of ``run_dir`` (DataFrame, dict, Dataset or DataTree), or None
-    when it is absent: the stage did not run or did not write it.
-
-    Raises :class:`ResultFileError` when the file exists but breaks its declaration (a CSV
-    without a declared column, unreadable bytes, JSON that is not an object).
-    """
+    when absent; :class:`ResultFileError` when it breaks its declaration or cannot be read."""
     f = spec(key)
     path = f.path(run_dir, fit)
     if not path.is_file():
