@@ -1,11 +1,5 @@
 """delusion_bayes: trajectory and replay studies of chatbot responses to delusional spirals.
-
-Submodules are imported lazily (PEP 562) so that ``import delusion_bayes`` stays light: no PyMC,
-torch or spaCy is imported until a stage needs it.
-
->>> import delusion_bayes as db
->>> ds = db.data.simulate_study(preset="small", seed=0)      # doctest: +SKIP
-"""
+Submodules are imported lazily (PEP 562): no PyMC, torch or spaCy until a stage needs them."""
 
 from __future__ import annotations
 
@@ -15,16 +9,8 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 _SUBMODULES = (
-    "data",
-    "baselines",
-    "text",
-    "models",
-    "inference",
-    "report",
-    "pipeline",
-    "sweep",
-    "config",
-)
+    "data", "baselines", "text", "models", "inference", "report", "pipeline", "sweep", "config"
+)  # fmt: skip
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import baselines, config, data, inference, models, pipeline, report, sweep, text  # noqa: F401

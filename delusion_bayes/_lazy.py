@@ -1,5 +1,4 @@
-"""PEP 562 lazy attributes for the subpackages: heavy modules (PyMC, ArviZ, torch) are imported
-on first use of a name, so that ``import delusion_bayes.<pkg>`` stays light."""
+"""PEP 562 lazy attributes: ``import delusion_bayes.<pkg>`` imports no PyMC, ArviZ or torch."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
 """``delusion-bayes``: a thin ``@hydra.main`` over :func:`delusion_bayes.pipeline.run`, plus
-``--help`` (the common commands) and ``init-study DIR`` (a template study to fill in).
-
-delusion-bayes                                   # default study (paper_like), all stages
-delusion-bayes experiment=smoke hydra.run.dir=/tmp/smoke
-delusion-bayes init-study my_study               # then: delusion-bayes data=file data.path=my_study
-delusion-bayes -m experiment=smoke baselines.stable_run=2,3 hydra/launcher=joblib
-delusion-bayes report.from_run=outputs/2026-11-29/12-00-00   # rebuild the supplement only
-"""
+``--help`` (the common commands, :data:`USAGE`) and ``init-study DIR`` (a template study)."""
 
 from __future__ import annotations
 
@@ -62,13 +55,8 @@ def template_dir() -> Path:
 
 
 def init_study(target: str | Path, *, force: bool = False) -> Path:
-    """Copy the template study into ``target`` and return its path.
-
-    Raises
-    ------
-    FileExistsError
-        ``target`` holds files and ``force`` is false (nothing is overwritten silently).
-    """
+    """Copy the template study into ``target`` and return its path; ``FileExistsError`` when
+    ``target`` is a file, or holds files and ``force`` is false."""
     target = Path(target).expanduser()
     if target.exists() and not target.is_dir():
         raise FileExistsError(f"{target} is a file; expected a new or empty folder.")
@@ -87,8 +75,7 @@ def init_study(target: str | Path, *, force: bool = False) -> Path:
 def _groups() -> str:
     """``group: option | option`` lines for the help, from the config folder."""
     lines = []
-    root = conf_dir()
-    for group in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "hydra"):
+    for group in sorted(p for p in conf_dir().iterdir() if p.is_dir() and p.name != "hydra"):
         options = sorted(p.stem for p in group.glob("*.yaml"))
         if options:
             lines.append(f"  {group.name:<12}{' | '.join(options)}")
@@ -126,11 +113,9 @@ def _main(cfg) -> None:
 
 
 def main(argv: list[str] | None = None) -> int | None:
-    """Console-script entry point (``delusion-bayes`` and ``python -m delusion_bayes``).
-
-    ``--help``/``-h`` print the common commands and the config groups; ``init-study DIR``
-    writes the template study; anything else goes to Hydra (overrides, ``-m``, ``--cfg``, ...).
-    """
+    """Console-script entry point (``delusion-bayes``, ``python -m delusion_bayes``): ``--help``
+    prints the common commands and config groups, ``init-study DIR`` writes the template study,
+    anything else goes to Hydra."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args and args[0] == "init-study":
         return _init_study_main(args[1:])

@@ -1,11 +1,6 @@
-"""The typed root config (Hydra ConfigStore schema); YAML files in ``conf/`` hold values only.
-
-Each config group has its dataclass in the package that reads it (``delusion_bayes/<pkg>/config.py``,
-pure dataclasses, no heavy imports); the ``replay`` group spans two packages (the bootstrap in
-``baselines``, the prevalence model in ``models``), so :class:`ReplayConfig` lives here; this module puts them together under one root ``Config`` and
-registers it as ``base_config``, the first entry of ``conf/config.yaml``'s defaults list. A YAML key
-that the schema does not know fails at composition time instead of being silently ignored.
-"""
+"""The typed root config (Hydra ConfigStore schema ``base_config``: an unknown YAML key fails at
+once). Each group's dataclass lives in the package that reads it; :class:`ReplayConfig` is here
+because two packages read it."""
 
 from __future__ import annotations
 
@@ -53,103 +48,55 @@ def config_values(defaults: Any, node: Any) -> dict[str, Any]:
 
 @dataclass
 class _Top:
-    #: free label of the run (experiments set it)
-    name: str = "default"
-    #: global seed (stages have their own seeds in their groups; this one seeds the rest)
-    seed: int = 0
+    name: str = "default"  #: free label of the run (experiments set it)
+    seed: int = 0  #: global seed (stages have their own in their groups; this one seeds the rest)
     #: stages to run in order: baselines, text, models, replay, design, report
     stages: list[str] = field(default_factory=lambda: list(DEFAULT_STAGES))
     #: shared on-disk cache for compiled models and embeddings (shared across sweep jobs)
     cache_dir: str = field(default_factory=default_cache_dir)
-    #: stop at the first failing stage instead of running the rest (the report still runs)
-    fail_fast: bool = False
-    #: write into a run folder that already holds results: remove the previous run's files and
-    #: the folders of the stages this run reruns (others are kept only if made from the same
-    #: data with the same settings); without it such a folder is refused
+    fail_fast: bool = False  #: stop at the first failing stage (the report still runs)
+    #: replace the results in a used run folder (refused without it; same-settings stages kept)
     overwrite: bool = False
-    #: rerun a sweep (or a run) into its folders: a folder holding a finished run with every
-    #: stage ok and the same settings is left as it is (nothing recomputed); any other folder
-    #: (a job killed, cancelled or failed, or made with other settings) is redone as with
-    #: ``overwrite=true``. Compiled models and cached fits come from ``cache_dir``.
+    #: leave a folder holding a finished, ok run with the same settings; redo any other in place
     resume: bool = False
 
 
 @dataclass
 class ReplayConfig:
-    """Replay-study (DelusionEval) analysis settings.
-
-    Attributes
-    ----------
-    n_boot, seed, ci_prob
-        Percentile bootstrap: 10,000 resamples, seed 42, 95% intervals (DelusionEval release).
-    cluster
-        Headline bootstrap scheme: ``two-stage`` (participants, then conversations within
-        participant), ``participant``, ``conversation`` or ``none`` (samples i.i.d., as in the
-        public release's plain percentile bootstrap).
-    support
-        ``unconditional`` (every cluster in every cell) or ``conditional`` (only the clusters
-        with rows in the cell, as the DelusionEval release); see ``replay_prevalence``.
-    unscored
-        ``exclude`` rows without a score (default) or count them as 0 in the point estimate
-        (``zero``, the release's rule for its original-transcript rows).
-    also_iid
-        Also write the sample-level (``none``) bootstrap table for comparison.
-    cutoffs, default_cutoff
-        Per-code judge-score cutoffs (hit = score >= cutoff) applied to loaded studies whose
-        ``cutoff`` should be overridden; empty = keep the study's.
-    (windowing is not an analysis setting: a study read from transcripts carries its own in
-    ``windows.json``; see :func:`delusion_bayes.data.load_replay`)
-    baseline
-        Model the deltas are taken against (the original transcript's own replies).
-    depth_bins
-        Left edges of the context-depth bins of the depth curves (messages before the user turn).
-    max_turn
-        Turn-position profiles pool user turns >= ``max_turn`` into one bin.
-    onset_unit
-        Unit of ``onset.csv``'s onset: ``turn`` (1-based user-turn rank) or ``message`` (message
-        index in the window, the DelusionEval release's ``turn_index``).
-    bayes
-        Fit the hierarchical Bayesian prevalence model (:mod:`delusion_bayes.models.replay`).
-    bayes_level
-        ``code`` (model x code effects) or ``category``.
-    depth_bins_bayes, prior_bins_bayes
-        Quantile bins of context depth / prior content that form the model's binomial cells.
-    (the Bayesian model is sampled with the shared ``sampler`` group and checked by the shared
-    ``inference`` gate, like every other model: ``sampler.draws=...``)
-    figure_formats
-        File formats of the stage's figures.
-    """
+    """Replay-study (DelusionEval) analysis settings (also commented in ``conf/replay/``); the
+    bootstrap's are the release's. Windowing is the study's own (``windows.json``)."""
 
     n_boot: int = 10_000
     seed: int = 42
     ci_prob: float = 0.95
+    #: headline bootstrap: ``two-stage`` (participants, then their conversations),
+    #: ``participant``, ``conversation`` or ``none`` (samples i.i.d., the release's)
     cluster: str = "two-stage"
+    #: ``unconditional`` (every cluster in every cell) or ``conditional`` (only the clusters with
+    #: rows in the cell, the release's)
     support: str = "unconditional"
-    unscored: str = "exclude"
-    also_iid: bool = True
+    unscored: str = "exclude"  #: or ``zero``: rows without a score count 0 (the release's rule)
+    also_iid: bool = True  #: also write the i.i.d. (``none``) bootstrap table
+    #: per-code judge-score cutoffs (hit = score >= cutoff) overriding a study's; empty: keep
     cutoffs: dict[str, float] = field(default_factory=dict)
     default_cutoff: float = 7.0
-    baseline: str = "original"
+    baseline: str = "original"  #: the model the deltas are taken against
+    #: left edges of the context-depth bins (messages before the user turn)
     depth_bins: list[int] = field(default_factory=lambda: [0, 4, 8, 12, 16, 20])
-    max_turn: int = 8
-    onset_unit: str = "turn"
+    max_turn: int = 8  #: turn profiles pool user turns >= max_turn
+    onset_unit: str = "turn"  #: 1-based user-turn rank, or ``message`` (index in the window)
+    #: fit :mod:`delusion_bayes.models.replay` (with the shared sampler and inference groups)
     bayes: bool = True
-    bayes_level: str = "code"
-    depth_bins_bayes: int = 4
-    prior_bins_bayes: int = 3
+    bayes_level: str = "code"  #: or ``category``
+    depth_bins_bayes: int = 4  #: quantile bins of context depth forming the model's cells
+    prior_bins_bayes: int = 3  #: quantile bins of prior content forming the model's cells
     figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
-
-
-def _schema(group: str) -> type:
-    module, name = GROUP_SCHEMAS[group]
-    return getattr(importlib.import_module(module), name)
 
 
 def root_schema() -> type:
     """The root ``Config`` dataclass: one field per group plus the top-level keys."""
-    fields = [
-        (group, _schema(group), field(default_factory=_schema(group))) for group in GROUP_SCHEMAS
-    ]
+    schemas = {g: getattr(importlib.import_module(m), n) for g, (m, n) in GROUP_SCHEMAS.items()}
+    fields = [(group, schema, field(default_factory=schema)) for group, schema in schemas.items()]
     return make_dataclass("Config", fields, bases=(_Top,))
 
 
@@ -167,10 +114,7 @@ def conf_dir() -> Path:
 
 
 def compose(overrides: list[str] | None = None, config_name: str = "config") -> Any:
-    """Compose the config without running (for notebooks and tests).
-
-    >>> cfg = compose(["experiment=smoke"])  # doctest: +SKIP
-    """
+    """Compose the config without running (notebooks, tests): ``compose(["experiment=smoke"])``."""
     from hydra import compose as _compose
     from hydra import initialize_config_dir
 

@@ -1,9 +1,5 @@
-"""The one interval helper: equal-tailed (or highest-density) intervals over the sample dims.
-
-A NumPy kernel over an axis (:func:`eti`, for bootstrap replicate arrays) and an xarray
-function over named dims (:func:`interval`): ``chain``/``draw`` for MCMC draws, ``resample``
-for bootstrap replicates. Baselines, models, sweeps and the report all call these two.
-"""
+"""The one interval helper: equal-tailed (or highest-density) intervals over the sample dims,
+as a NumPy kernel over an axis (:func:`eti`) and over named xarray dims (:func:`interval`)."""
 
 from __future__ import annotations
 
@@ -25,18 +21,13 @@ def _check_prob(prob: float) -> None:
 def eti(
     x: Any, prob: float = 0.95, axis: int = 0, *, skipna: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-tailed ``prob`` interval of ``x`` along ``axis``: quantiles ``(1-prob)/2`` and
-    ``(1+prob)/2`` (linear interpolation).
-
-    ``skipna=True`` (bootstrap replicates, where a failed replicate is NaN) ignores NaN and gives
-    NaN only where every value is NaN; ``skipna=False`` (posterior draws) gives NaN wherever a NaN
-    occurs. Scalars come back as 0-d arrays (``float()`` them). No values along ``axis`` (a
-    bootstrap with 0 replicates) give NaN.
-    """
+    """Equal-tailed ``prob`` interval of ``x`` along ``axis`` (quantiles ``(1-prob)/2``,
+    ``(1+prob)/2``, linear interpolation) as arrays; NaN where every value is NaN (``skipna``,
+    bootstrap replicates), or any is (posterior draws), or there are no values."""
     _check_prob(prob)
     q = [(1 - prob) / 2, (1 + prob) / 2]
     x = np.asarray(x, dtype=float)
-    if x.ndim and x.shape[axis] == 0:  # no replicates (n_boot=0): no interval, NaN
+    if x.ndim and x.shape[axis] == 0:  # no replicates (n_boot=0)
         empty = np.full(np.delete(x.shape, axis), np.nan)
         return empty, empty.copy()
     if not skipna:
@@ -57,12 +48,9 @@ def sample_dims(da: Any, dims: Sequence[str] | None = None) -> list[str]:
 
 
 def interval(da: Any, prob: float = 0.95, kind: str = "eti", dims: Sequence[str] | None = None):
-    """Lower and upper bound (DataArrays) of the ``prob`` interval of ``da`` over its sample dims.
-
-    ``kind="eti"``: equal-tailed (quantiles ``(1-prob)/2`` and ``(1+prob)/2``, linear
-    interpolation); ``kind="hdi"``: the shortest interval holding ``ceil(prob * n)`` draws.
-    NaN draws (a missing model-day) give NaN bounds.
-    """
+    """Lower and upper bound (DataArrays) of the ``prob`` interval of ``da`` over its sample dims:
+    ``kind="eti"`` equal-tailed (as :func:`eti`), ``"hdi"`` the shortest interval holding
+    ``ceil(prob * n)`` draws. NaN draws (a missing model-day) give NaN bounds."""
     _check_prob(prob)
     dims = sample_dims(da, dims)
     if kind == "eti":

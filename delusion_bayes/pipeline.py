@@ -1,18 +1,6 @@
 """Run the configured stages on one study: the testable core behind the ``delusion-bayes`` CLI.
-
-The data flow (DESIGN.md): load or simulate -> validate -> stages (baselines, text, models, replay)
--> report. Each stage module in :mod:`delusion_bayes.stages` declares the config nodes it ``NEEDS``
-and receives only those; it writes into ``run_dir/<stage>/`` and returns its headline numbers.
-
-A run directory holds ``study.nc``, ``config.yaml`` (resolved), ``run.json`` (provenance, stage
-status and timings), one folder per stage, and ``supplement.html`` from the report stage.
-A run refuses a folder that already holds results (``overwrite=true`` replaces them, keeping
-only stage folders made from the same data with the same settings), so that a supplement never
-mixes two studies; ``resume=true`` (a rerun sweep) leaves a folder holding a finished, ok run with
-the same settings as it is and redoes any other in place (:func:`finished_run`). A failing stage is logged with its traceback and recorded in ``run.json``; the other stages and the
-report still run (the report shows the failure), then the run raises :class:`PipelineError` so that
-the exit status and a sweep's summary show it.
-"""
+Each stage gets the config nodes it ``NEEDS`` and writes ``run_dir/<stage>/``; a failing stage is
+recorded in ``run.json``, the others still run, then :class:`PipelineError` is raised."""
 
 from __future__ import annotations
 
@@ -28,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import xarray as xr
+from omegaconf import OmegaConf
 
 from .provenance import dataset_hash, provenance
 from .stages import STAGES
@@ -50,13 +39,8 @@ CACHE_STAGES = ("text", "models", "replay", "design")
 
 #: what a run writes at the top of its folder, besides one folder per stage
 RUN_FILES = (
-    "study.nc",
-    "run.json",
-    "config.yaml",
-    "supplement.html",
-    "supplement.md",
-    "supplement.pdf",
-)
+    "study.nc", "run.json", "config.yaml", "supplement.html", "supplement.md", "supplement.pdf"
+)  # fmt: skip
 
 
 def _is_hydra_entry(p: Path) -> bool:
@@ -86,8 +70,7 @@ def _check_run_dir(run_dir: Path, overwrite: bool) -> list[str]:
     return found
 
 
-#: top-level keys that do not change a run's results (ignored when ``resume`` compares settings);
-#: ``cache_dir`` is dropped at every depth (``text.cache_dir`` follows it)
+#: top-level keys that do not change a run's results; ``cache_dir`` is dropped at every depth
 _NOT_RESULTS = ("cache_dir", "overwrite", "resume")
 
 
@@ -101,22 +84,14 @@ def _results_settings(plain: Any, top: bool = True) -> Any:
 
 def _settings(cfg: Any) -> dict[str, Any]:
     """The resolved config as ``config.yaml`` holds it, less :data:`_NOT_RESULTS`."""
-    from omegaconf import OmegaConf
-
     plain = OmegaConf.to_container(OmegaConf.create(OmegaConf.to_yaml(cfg, resolve=True)))
     return _results_settings(plain)
 
 
 def finished_run(run_dir: str | Path, cfg: Any) -> dict[str, Any] | None:
     """``resume=true``: the ``run.json`` record of ``run_dir`` when it holds a run that finished
-    (final record written) with every stage ok or skipped, and whose ``config.yaml`` equals
-    ``cfg`` (resolved; ``cache_dir``, ``overwrite`` and ``resume`` aside); otherwise None.
-
-    A job killed by the scheduler (cancelled, time or memory limit) never writes the final
-    record, so it is redone; so is a job with a failed stage, and one made with other settings.
-    """
-    from omegaconf import OmegaConf
-
+    (final record written; a killed job never writes it) with every stage ok or skipped, and
+    whose ``config.yaml`` equals ``cfg`` (resolved, :data:`_NOT_RESULTS` aside); else None."""
     run_dir = Path(run_dir)
     try:
         record = json.loads((run_dir / "run.json").read_text())
@@ -136,8 +111,6 @@ def finished_run(run_dir: str | Path, cfg: Any) -> dict[str, Any] | None:
 
 def _stage_config(cfg: Any, name: str) -> Any:
     """The part of ``cfg`` stage ``name`` reads (resolved, plain), or None if unknown."""
-    from omegaconf import OmegaConf
-
     try:
         module = _stage_module(name)
         sub = OmegaConf.to_container(sub_config(cfg, tuple(module.NEEDS)), resolve=True)
@@ -149,18 +122,15 @@ def _stage_config(cfg: Any, name: str) -> Any:
 
 def _clear_previous(run_dir: Path, cfg: Any, data_hash: str) -> dict[str, Any]:
     """``overwrite=true``: remove the previous run's files and the folders of the stages this
-    run reruns; keep another stage's folder only when the previous ``run.json`` shows that it
-    ran (status ok) on a study with this data hash and with the same stage settings. Returns
-    the previous run.json records of the kept stages."""
-    from omegaconf import OmegaConf
-
+    run reruns; keep another stage's folder only when the previous ``run.json`` says it ran ok
+    on this data hash with the same stage settings. Returns the kept stages' records."""
     old_record: dict[str, Any] = {}
     old_cfg = None
     try:
         old_record = json.loads((run_dir / "run.json").read_text())
         old_cfg = OmegaConf.load(run_dir / "config.yaml")
     except Exception:  # noqa: BLE001 - unreadable run.json/config.yaml: nothing is kept
-        old_cfg = None
+        pass
     old_hash = (old_record.get("provenance") or {}).get("data_hash")
     kept: dict[str, Any] = {}
     for name in STAGES:
@@ -190,56 +160,47 @@ def _clear_previous(run_dir: Path, cfg: Any, data_hash: str) -> dict[str, Any]:
         log.warning("overwrite: removing %s/ (%s)", folder, reason)
         shutil.rmtree(folder) if folder.is_dir() else folder.unlink()
     for fname in RUN_FILES:
-        if (run_dir / fname).exists():
-            (run_dir / fname).unlink()
+        (run_dir / fname).unlink(missing_ok=True)
     return kept
 
 
 def load_data(data_cfg: Any) -> xr.Dataset:
     """Load or simulate the study described by the ``data`` config node, validated."""
-    kind = data_cfg.kind
+    kind, source = data_cfg.kind, data_cfg.source
     if kind not in KINDS:
         raise ValueError(f"data.kind = {kind!r}; expected one of {list(KINDS)}.")
     overrides = dict(data_cfg.get("overrides") or {})
-    if data_cfg.source == "simulate":
-        if kind == "trajectory":
-            from .data import simulate_study
+    if source == "simulate" and kind == "trajectory":
+        from .data import simulate_study
 
-            return simulate_study(preset=data_cfg.preset, seed=int(data_cfg.seed), **overrides)
+        return simulate_study(preset=data_cfg.preset, seed=int(data_cfg.seed), **overrides)
+    if source == "simulate":
         from .data.replay import simulate_replay
 
         return simulate_replay(seed=int(data_cfg.seed), **overrides)
-    if data_cfg.source == "file":
-        if not data_cfg.path:
-            raise ValueError("data.source = 'file' needs data.path (a .nc file or a CSV dir).")
-        path = Path(str(data_cfg.path)).expanduser()
-        if kind == "trajectory":
-            from .data import load_study
-
-            return load_study(path)
-        from .data import load_replay
-
-        return load_replay(path)
-    if data_cfg.source == "delusioneval":
-        # the DelusionEval release's evaluation rows (a replay study): data.path is the
-        # eval_rows.parquet; data.overrides.cutoffs / .participants name optional CSV files
-        if kind != "replay":
-            raise ValueError(
-                "data.source = 'delusioneval' reads a replay study; set data.kind=replay "
-                "(experiment=replay does)"
-            )
-        if not data_cfg.path:
-            raise ValueError("data.source = 'delusioneval' needs data.path (eval_rows.parquet).")
+    if source not in ("file", "delusioneval"):
+        raise ValueError(
+            f"data.source = {source!r}; expected 'simulate', 'file' or 'delusioneval'."
+        )
+    if source == "delusioneval" and kind != "replay":
+        raise ValueError(
+            "data.source = 'delusioneval' reads a replay study; set data.kind=replay "
+            "(experiment=replay does)"
+        )
+    if not data_cfg.path:
+        wanted = "a .nc file or a CSV dir" if source == "file" else "eval_rows.parquet"
+        raise ValueError(f"data.source = {source!r} needs data.path ({wanted}).")
+    path = Path(str(data_cfg.path)).expanduser()
+    if source == "delusioneval":  # the release's evaluation rows; overrides name optional CSVs
         from .data.delusioneval import load_delusioneval
 
-        return load_delusioneval(
-            Path(str(data_cfg.path)).expanduser(),
-            cutoffs=overrides.get("cutoffs"),
-            participants=overrides.get("participants"),
-        )
-    raise ValueError(
-        f"data.source = {data_cfg.source!r}; expected 'simulate', 'file' or 'delusioneval'."
-    )
+        return load_delusioneval(path, cutoffs=overrides.get("cutoffs"),
+                                 participants=overrides.get("participants"))  # fmt: skip
+    if kind == "trajectory":
+        from .data import load_study as load
+    else:
+        from .data import load_replay as load
+    return load(path)
 
 
 def _stage_module(name: str):
@@ -249,10 +210,7 @@ def _stage_module(name: str):
 
 
 def sub_config(cfg: Any, needs: tuple[str, ...]) -> Any:
-    from omegaconf import OmegaConf
-
-    missing = [n for n in needs if n not in cfg]
-    if missing:
+    if missing := [n for n in needs if n not in cfg]:
         raise ValueError(f"config has no node(s) {missing} that the stage needs.")
     # the shared cache root reaches every stage (compiled models, fits, embeddings)
     keys = list(needs) + (["cache_dir"] if "cache_dir" in cfg and "cache_dir" not in needs else [])
@@ -269,44 +227,19 @@ def _default_run_dir() -> Path:
 
 
 def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
-    """Run the configured stages on the configured study and write the run directory.
-
-    Parameters
-    ----------
-    cfg
-        The composed config (``delusion_bayes.config.compose([...])`` or Hydra's).
-    run_dir
-        Where to write; default Hydra's output directory (or the working directory).
-
-    Returns
-    -------
-    dict
-        The content of ``run.json``: provenance and, per stage, status, seconds and headline.
-
-    Raises
-    ------
-    RunDirError
-        ``run_dir`` already holds results (anything but Hydra's ``.hydra/``, ``*.log``,
-        ``job.json``) and ``cfg.overwrite`` is false. With ``overwrite=true`` the previous
-        run's files and the folders of the stages this run reruns are removed; another stage's
-        folder is kept only when the previous ``run.json`` shows it ran ok on the same data
-        (data hash) with the same stage settings, and ``run.json`` then marks it ``kept_from``.
-        With ``cfg.resume`` a folder that holds a finished run with every stage ok and the same
-        settings is returned as it is (its ``run.json`` record); any other is redone in place.
-    """
+    """Run the configured stages on the configured study into ``run_dir`` (default Hydra's output
+    directory, else the working directory); returns ``run.json``'s content. :class:`RunDirError`
+    when ``run_dir`` holds results (not Hydra's own files) and neither ``cfg.overwrite``
+    (:func:`_clear_previous`) nor ``cfg.resume`` (:func:`finished_run`) is set."""
     run_dir = Path(run_dir) if run_dir is not None else _default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
-
     from_run = cfg.get("report", {}).get("from_run") if "report" in cfg else None
     if from_run:
         from .report import build_supplement
 
         log.info("rebuilding the supplement of %s without refitting", from_run)
-        path = build_supplement(Path(str(from_run)), cfg.report)
-        return {"supplement": str(path)}
-
-    unknown = [n for n in cfg.stages if n not in STAGES]
-    if unknown:  # a config error: say so before any work is done
+        return {"supplement": str(build_supplement(Path(str(from_run)), cfg.report))}
+    if unknown := [n for n in cfg.stages if n not in STAGES]:  # say so before any work is done
         raise ValueError(
             f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
         )
@@ -315,10 +248,7 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
 
         s = cfg.sampler
         check_sampler_settings(
-            draws=s.get("draws"),
-            tune=s.get("tune"),
-            chains=s.get("chains"),
-            target_accept=s.get("target_accept"),
+            **{k: s.get(k) for k in ("draws", "tune", "chains", "target_accept")},
             cores=s.get("cores", 1),
         )
     overwrite = bool(cfg.get("overwrite", False))
@@ -341,8 +271,7 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
 
 def _with_cache_env(cache_dir: str, fn, *args):
     """Run ``fn`` with ``$DELUSION_BAYES_CACHE`` = ``cache_dir`` (restored afterwards), so that
-    every cache (compiled models, fits, embeddings), in whatever stage or library helper it is
-    opened, lives under the configured ``cache_dir``."""
+    every cache, wherever it is opened, lives under the configured ``cache_dir``."""
     from .inference.cache import CACHE_ENV
 
     before = os.environ.get(CACHE_ENV)
@@ -356,24 +285,23 @@ def _with_cache_env(cache_dir: str, fn, *args):
             os.environ[CACHE_ENV] = before
 
 
-def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
-    from omegaconf import OmegaConf
+def _failure(err: Exception) -> dict[str, Any]:
+    """A failed stage's ``run.json`` record (called in the ``except`` block)."""
+    tb = traceback.format_exc()
+    return {"status": "failed", "error": f"{type(err).__name__}: {err}", "traceback": tb}
 
+
+def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
     started = time.perf_counter()
     log.info("loading the study (%s, %s)", cfg.data.kind, cfg.data.source)
     ds = load_data(cfg.data)
-    data_hash = dataset_hash(ds)
-    kept: dict[str, Any] = _clear_previous(run_dir, cfg, data_hash) if found else {}
+    kept: dict[str, Any] = _clear_previous(run_dir, cfg, dataset_hash(ds)) if found else {}
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    study_path = run_dir / "study.nc"
     if cfg.data.kind == "trajectory":
-        from .data import save_study
-
-        save_study(ds, study_path)
+        from .data import save_study as save
     else:
-        from .data.replay import save_replay
-
-        save_replay(ds, study_path)
+        from .data.replay import save_replay as save
+    save(ds, run_dir / "study.nc")
     record: dict[str, Any] = {
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "provenance": provenance(cfg, ds),
@@ -386,19 +314,12 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
 
     write_record()
     failed: list[str] = []
-    stages = list(cfg.stages)
-    for name in stages:
+    for name in list(cfg.stages):
         try:
             module = _stage_module(name)
-        except (
-            ImportError
-        ) as err:  # e.g. an optional extra not installed: this stage fails, not the run
+        except ImportError as err:  # e.g. an optional extra not installed: the stage fails
             failed.append(name)
-            record["stages"][name] = {
-                "status": "failed",
-                "error": f"{type(err).__name__}: {err}",
-                "traceback": traceback.format_exc(),
-            }
+            record["stages"][name] = _failure(err)
             log.error("stage %s FAILED to import: %s", name, err)
             write_record()
             continue
@@ -420,17 +341,12 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
             log.info("stage %s: done in %.1f s", name, time.perf_counter() - t0)
         except Exception as err:  # noqa: BLE001 - recorded, shown in the report, re-raised below
             failed.append(name)
-            status = {
-                "status": "failed",
-                "error": f"{type(err).__name__}: {err}",
-                "traceback": traceback.format_exc(),
-            }
-            log.error("stage %s FAILED: %s\n%s", name, err, traceback.format_exc())
+            status = _failure(err)
+            log.error("stage %s FAILED: %s\n%s", name, err, status["traceback"])
         status["seconds"] = round(time.perf_counter() - t0, 3)
         record["stages"][name] = status
         write_record()
-    record["seconds"] = round(time.perf_counter() - started, 3)
-    record["failed"] = failed
+    record.update(seconds=round(time.perf_counter() - started, 3), failed=failed)
     write_record()
     if failed:
         raise PipelineError(

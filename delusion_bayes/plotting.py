@@ -1,16 +1,6 @@
-"""One figure style for every stage: readable in greyscale, fonts embedded, white background.
-
-Every figure the package draws goes through :func:`style` (a context manager) or
-:func:`apply_style` so that the supplement looks like one document. Series are told apart by
-line style and marker as well as by grey level, so a black-and-white print keeps them apart.
-
->>> from delusion_bayes.plotting import style, save_figure
->>> with style():                                   # doctest: +SKIP
-...     fig, ax = plt.subplots()
-...     save_figure(fig, "out/fig", formats=("png", "pdf"))
-
-matplotlib is imported inside the functions so that importing this module stays cheap.
-"""
+"""One figure style for every stage (:func:`style`, :func:`apply_style`, :func:`save_figure`):
+readable in greyscale (series differ in line style and marker too), fonts embedded, white
+background. matplotlib is imported inside the functions."""
 
 from __future__ import annotations
 
@@ -29,51 +19,29 @@ BAND = "#c8c8c8"
 #: one accent for warnings/highlights (dark orange: dark enough to print as a mid grey)
 ACCENT = "#b35900"
 
+# fmt: off
 RC: dict[str, Any] = {
-    "figure.facecolor": "white",
-    "figure.dpi": 100,
-    "savefig.dpi": 150,
-    "savefig.bbox": "tight",
-    "savefig.facecolor": "white",
-    "font.family": "DejaVu Sans",
-    "font.size": 9,
-    "axes.titlesize": 9,
-    "axes.labelsize": 9,
-    "axes.edgecolor": "#333333",
-    "axes.linewidth": 0.8,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.color": "#e3e3e3",
-    "grid.linewidth": 0.6,
-    "axes.axisbelow": True,
-    "xtick.labelsize": 8,
-    "ytick.labelsize": 8,
-    "legend.fontsize": 8,
-    "legend.frameon": False,
-    "lines.linewidth": 1.4,
-    "lines.markersize": 4.5,
-    "image.cmap": "Greys",
-    # TrueType fonts in PDF/PS: editable text, accepted by journals
-    # labels are data (model, rater, group names): "Cost $\\foo$ tier" must print as written,
-    # not be parsed as mathtext (an unknown symbol made matplotlib drop the whole figure)
+    "figure.facecolor": "white", "figure.dpi": 100,
+    "savefig.dpi": 150, "savefig.bbox": "tight", "savefig.facecolor": "white",
+    "font.family": "DejaVu Sans", "font.size": 9,
+    "axes.titlesize": 9, "axes.labelsize": 9, "axes.edgecolor": "#333333", "axes.linewidth": 0.8,
+    "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
+    "grid.color": "#e3e3e3", "grid.linewidth": 0.6, "axes.axisbelow": True,
+    "xtick.labelsize": 8, "ytick.labelsize": 8, "legend.fontsize": 8, "legend.frameon": False,
+    "lines.linewidth": 1.4, "lines.markersize": 4.5, "image.cmap": "Greys",
+    # labels are data: "Cost $\\foo$ tier" must print as written, not fail as mathtext
     "text.parse_math": False,
-    "pdf.fonttype": 42,
-    "ps.fonttype": 42,
-    "svg.fonttype": "none",
+    # TrueType fonts in PDF/PS: editable text, accepted by journals
+    "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none",
 }
+# fmt: on
 
 
 def _rc() -> dict[str, Any]:
     from cycler import cycler
 
-    rc = dict(RC)
-    rc["axes.prop_cycle"] = (
-        cycler(color=list(GREYS))
-        + cycler(linestyle=list(LINESTYLES))
-        + cycler(marker=list(MARKERS))
-    )
-    return rc
+    cycle = cycler(color=list(GREYS)) + cycler(linestyle=list(LINESTYLES))
+    return {**RC, "axes.prop_cycle": cycle + cycler(marker=list(MARKERS))}
 
 
 def apply_style() -> None:
@@ -112,18 +80,8 @@ def shared_legend(fig: Any, axes: Any, **kwargs: Any) -> dict[str, Any]:
 def save_figure(
     fig: Any, stem: str | Path, formats: Sequence[str] = ("png", "pdf"), dpi: int = 150
 ) -> list[Path]:
-    """Save ``fig`` as ``stem.<fmt>`` for every format, close it and return the paths.
-
-    The one way the package saves a figure (stages, report, sweeps).
-
-    Parameters
-    ----------
-    fig : matplotlib.figure.Figure, or an ArviZ ``PlotCollection`` (saved through its
-        ``savefig``).
-    stem : path without suffix; parent folders are created.
-    formats : file formats understood by matplotlib (``png``, ``pdf``, ``svg``).
-    dpi : resolution of raster formats.
-    """
+    """Save ``fig`` (a matplotlib Figure or an ArviZ ``PlotCollection``) as ``stem.<fmt>`` for
+    every format (parent folders created), close it and return the paths."""
     import matplotlib.pyplot as plt
 
     stem = Path(stem)

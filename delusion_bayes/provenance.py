@@ -1,8 +1,5 @@
-"""Provenance of a run: versions, git SHA, config and data hashes (the one place they are made).
-
-The pipeline writes :func:`provenance` into ``run.json``; fitted posteriors copy it into their
-attrs; the report shows it (``report/provenance.py`` reads what the stages recorded).
-"""
+"""Provenance of a run: versions, git SHA, config and data hashes (the one place they are made),
+written into ``run.json`` and fitted posteriors' attrs."""
 
 from __future__ import annotations
 
@@ -15,30 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from omegaconf import OmegaConf
+
+from ._version import __version__
 
 #: distributions whose versions a run records and the supplement lists (when installed)
 DEPENDENCIES: tuple[str, ...] = (
-    "numpy",
-    "scipy",
-    "pandas",
-    "xarray",
-    "matplotlib",
-    "pymc",
-    "pytensor",
-    "arviz",
-    "arviz-base",
-    "arviz-stats",
-    "nutpie",
-    "numpyro",
-    "jax",
-    "hydra-core",
-    "omegaconf",
-    "h5netcdf",
-    "sentence-transformers",
-    "torch",
-    "spacy",
-    "krippendorff",
-)
+    "numpy", "scipy", "pandas", "xarray", "matplotlib", "pymc", "pytensor", "arviz", "arviz-base",
+    "arviz-stats", "nutpie", "numpyro", "jax", "hydra-core", "omegaconf", "h5netcdf",
+    "sentence-transformers", "torch", "spacy", "krippendorff",
+)  # fmt: skip
 
 
 def versions(names: tuple[str, ...] = DEPENDENCIES) -> dict[str, str]:
@@ -56,20 +39,13 @@ def git_sha(path: Path | None = None) -> str | None:
     """HEAD of the checkout holding this package (``-dirty`` with uncommitted tracked changes),
     None outside a checkout."""
     root = path or Path(__file__).resolve().parent
+    git = {"cwd": root, "capture_output": True, "text": True, "timeout": 10}
     try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        )
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], **git)
         if sha.returncode != 0 or not sha.stdout.strip():
             return None
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        return sha.stdout.strip() + ("-dirty" if dirty else "")
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **git)
+        return sha.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -83,10 +59,8 @@ def file_sha256(path: Path) -> str:
 
 
 def dataset_hash(ds: Any) -> str:
-    """A content hash of a study (names, dims, coords, values; not attrs): SHA-256, hex.
-
-    Independent of the file format, so the same study loaded from netCDF or CSV hashes the same.
-    """
+    """A content hash of a study (names, dims, coords, values; not attrs): SHA-256, hex, the same
+    whether the study was loaded from netCDF or CSV."""
     h = hashlib.sha256()
     for name in sorted(map(str, ds.variables)):
         var = ds.variables[name]
@@ -102,20 +76,12 @@ def dataset_hash(ds: Any) -> str:
 
 def provenance(cfg: Any, ds: Any | None = None) -> dict[str, Any]:
     """Versions, seed, git SHA, config hash and data hash of a run (written to ``run.json``)."""
-    from omegaconf import OmegaConf
-
-    from ._version import __version__
-
     resolved = OmegaConf.to_container(cfg, resolve=True)
     text = json.dumps(resolved, sort_keys=True, default=str)
     return {
-        "package": "delusion_bayes",
-        "version": __version__,
-        "git_sha": git_sha(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "dependencies": versions(),
-        "seed": int(cfg.get("seed", 0)),
+        "package": "delusion_bayes", "version": __version__, "git_sha": git_sha(),
+        "python": platform.python_version(), "platform": platform.platform(),
+        "dependencies": versions(), "seed": int(cfg.get("seed", 0)),
         "config_hash": hashlib.sha256(text.encode()).hexdigest(),
         "data_hash": dataset_hash(ds) if ds is not None else None,
-    }
+    }  # fmt: skip

@@ -1,17 +1,6 @@
-"""The results contract: every file a stage writes for another reader, declared once.
-
-A stage writes a table through :func:`write`, the report and the sweep summaries read it through
-:func:`read`; both check the declaration, so a column a stage renames fails its own tests instead
-of silently vanishing from the supplement. A file that is absent reads as ``None``: "not run".
-
-Each :class:`ResultFile` names the file (``<stage>/<name>``, ``{fit}`` for one folder per fitted
-model), what it holds, and its columns with their dtypes (``str``, ``float``, ``int``, ``bool``);
-:data:`COLUMN_MEANINGS` says what a column name means wherever it appears. The table in
-ARCHITECTURE.md ("Files between stages") is generated from :data:`FILES` (:func:`contract_table`).
-
->>> from delusion_bayes import results                                        # doctest: +SKIP
->>> results.read(run_dir, "baselines/tableD1_logistic.csv")                   # doctest: +SKIP
-"""
+"""The results contract: every file a stage writes for another reader, declared once and checked
+by :func:`write` and :func:`read` (``read(run_dir, "baselines/tableD1_logistic.csv")``, None when
+absent). ARCHITECTURE.md's "Files between stages" table is :func:`contract_table`."""
 
 from __future__ import annotations
 
@@ -52,11 +41,8 @@ COLUMN_MEANINGS: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ResultFile:
-    """One file between stages: where it lives, what it holds, its columns (CSV only).
-
-    ``columns`` must all be present; ``optional`` columns may be absent (e.g. ``truth`` on a real
-    study); ``extra`` describes further columns that may follow (``""``: none allowed).
-    """
+    """One file between stages: where it lives, what it holds, its columns (CSV only): all
+    ``columns`` present, ``optional`` ones maybe, ``extra`` describes any more (``""``: none)."""
 
     stage: str
     name: str
@@ -75,10 +61,9 @@ class ResultFile:
         return Path(self.name).suffix.lstrip(".")
 
     def path(self, run_dir: str | Path, fit: str | None = None) -> Path:
-        name = self.name.format(fit=fit) if "{fit}" in self.name else self.name
         if "{fit}" in self.name and fit is None:
             raise ValueError(f"{self.key} is one file per fitted model: pass fit=<model name>")
-        return Path(run_dir) / self.stage / name
+        return Path(run_dir) / self.stage / self.name.format(fit=fit)
 
     def dtypes(self) -> dict[str, str]:
         return dict(self.columns + self.optional)
@@ -373,11 +358,7 @@ def _json_default(v: Any) -> Any:
 
 def read(run_dir: str | Path, key: str, fit: str | None = None) -> Any:
     """The declared file ``key`` of ``run_dir`` (DataFrame, dict, Dataset or DataTree), or None
-    when it is absent: the stage did not run or did not write it.
-
-    Raises :class:`ResultFileError` when the file exists but breaks its declaration (a CSV
-    without a declared column, unreadable bytes, JSON that is not an object).
-    """
+    when absent; :class:`ResultFileError` when it breaks its declaration or cannot be read."""
     f = spec(key)
     path = f.path(run_dir, fit)
     if not path.is_file():
@@ -423,13 +404,6 @@ def contract_table() -> str:
 
 
 __all__ = [
-    "COLUMN_MEANINGS",
-    "FILES",
-    "ResultFile",
-    "ResultFileError",
-    "contract_table",
-    "fits",
-    "read",
-    "spec",
-    "write",
-]
+    "COLUMN_MEANINGS", "FILES", "ResultFile", "ResultFileError", "contract_table", "fits", "read",
+    "spec", "write",
+]  # fmt: skip

@@ -16,8 +16,6 @@ _LAZY = {
     "loo_table": ".diagnostics",
 }
 
-
 __getattr__ = lazy_getattr(__name__, _LAZY)
-
 
 __all__ = ["SAMPLERS", "InferenceConfig", "SamplerConfig", *_LAZY]

@@ -1,25 +1,21 @@
-"""Compile caching, so that a second run does not recompile the model.
-
-nutpie's compiled model cannot be pickled, so the on-disk cache is PyTensor's own: its numba
-backend caches every compiled kernel under ``<base_compiledir>/numba``, and ``base_compiledir``
-is pointed at ``<cache_dir>/pytensor`` (via ``PYTENSOR_FLAGS`` before PyTensor is imported;
-timings: ``docs/design-notes.md#inferencecachepy``). Within one process compiled models are also
-memoised by the spec hash, so refitting the same spec (tests, variants, SBC) does not compile.
-
-Both caches are trusted with what they return, so both are checked: cache folders are created
-``0o700`` and refused when others can write to them (:func:`private_dir`), and a cached fit
-carries its key, the key's inputs and a digest of its arrays, all checked on read
-(:func:`verify_fit`): a file from another seed or spec copied over it is refitted, not returned.
-"""
+"""Compile caching (PyTensor's numba cache under ``<cache_dir>/pytensor``, and in-process memos;
+docs/design-notes.md#inferencecachepy) and the opt-in fit cache. Cache folders must be private
+(:func:`private_dir`); a cached fit is checked on read (:func:`verify_fit`)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import json
 import logging
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -35,20 +31,13 @@ class CacheDirError(PermissionError):
 
 
 def private_dir(path: str | Path) -> Path:
-    """Create ``path`` (and parents) as a folder only its owner can write, or check it is one.
-
-    The compile cache holds compiled code that every later run loads and executes, and the fit
-    cache holds results a run reports as its own: a folder that another user can write to (or
-    that another user owns) would let them substitute either. New folders are made ``0o700``;
-    an existing folder that is group- or other-writable, or owned by someone else, is refused.
-    """
+    """Create ``path`` (and parents) as a folder only its owner can write (``0o700``), or check
+    that an existing one is: owned by someone else or group/other-writable raises
+    :class:`CacheDirError` (another user could substitute compiled code or fits)."""
     path = Path(path).expanduser()
-    missing = [p for p in (path, *path.parents) if not p.exists()]
-    for p in reversed(missing):
-        try:
+    for p in reversed([p for p in (path, *path.parents) if not p.exists()]):
+        with contextlib.suppress(FileExistsError):  # a parallel job made it first
             p.mkdir(mode=0o700)
-        except FileExistsError:  # a parallel job made it first
-            pass
     st = path.stat()
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         raise CacheDirError(
@@ -73,13 +62,9 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
 
 
 def configure_pytensor_cache(cache_dir: str | Path | None = None) -> Path | None:
-    """Point PyTensor's compile cache at ``<cache_root>/pytensor``.
-
-    Must run before PyTensor is first imported (PyTensor reads ``PYTENSOR_FLAGS`` once); later
-    calls only log which directory is in use (and still turn numba's fastmath off, which
-    PyTensor reads at compile time: a script that imported PyMC before fitting otherwise got
-    other draws from the same seed). Returns the directory used, if known.
-    """
+    """Point PyTensor's compile cache at ``<cache_root>/pytensor`` and turn numba's fastmath off
+    (same draws from a seed, cold or warm cache). Returns the directory in use; once PyTensor is
+    imported (it reads ``PYTENSOR_FLAGS`` once), only fastmath can still be turned off."""
     target = cache_root(cache_dir) / "pytensor"
     if "pytensor" in sys.modules:
         import pytensor
@@ -97,9 +82,6 @@ def configure_pytensor_cache(cache_dir: str | Path | None = None) -> Path | None
     if "base_compiledir" not in flags:
         extra.append(f"base_compiledir={target}")
     if "numba__fastmath" not in flags:
-        # bit-for-bit the same draws from the same seed whether the kernels were just compiled
-        # or loaded from this cache: with fastmath (PyTensor's default) LLVM reorders floating
-        # point differently in cold and warm kernels (docs/design-notes.md#inferencecachepy)
         extra.append("numba__fastmath=False")
     if extra:
         os.environ["PYTENSOR_FLAGS"] = ",".join([f for f in (flags, *extra) if f])
@@ -108,26 +90,17 @@ def configure_pytensor_cache(cache_dir: str | Path | None = None) -> Path | None
 
 def compiled_kernels(compiledir: str | Path | None) -> dict[str, int]:
     """``{file name: mtime_ns}`` of the compiled kernels in PyTensor's numba cache
-    (``<compiledir>/numba/*.nbc``, one file per compiled kernel signature); ``{}`` if none.
-
-    Compared before and after a fit (:func:`kernels_written`) it tells whether the fit found
-    its model compiled in the cache (a sweep job after the first: nothing written) or compiled
-    it (a cold cache). Another job sharing the cache and compiling at the same time counts too.
-    """
-    if compiledir is None:
-        return {}
-    folder = Path(compiledir) / "numba"
+    (``<compiledir>/numba/*.nbc``); ``{}`` if none. Compared before and after a fit
+    (:func:`kernels_written`), it tells whether the fit compiled its model or found it cached."""
     out: dict[str, int] = {}
     try:
-        entries = list(os.scandir(folder))
+        entries = list(os.scandir(Path(compiledir) / "numba")) if compiledir is not None else []
     except OSError:
         return out
     for entry in entries:
         if entry.name.endswith(".nbc"):
-            try:
+            with contextlib.suppress(OSError):  # removed meanwhile
                 out[entry.name] = entry.stat().st_mtime_ns
-            except OSError:  # removed meanwhile
-                continue
     return out
 
 
@@ -137,11 +110,8 @@ def kernels_written(before: dict[str, int], after: dict[str, int]) -> int:
 
 
 def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str | None = None):
-    """``nutpie.compile_pymc_model(model)``, memoised in-process by ``key``.
-
-    ``cache_dir`` is accepted for symmetry: the on-disk part of the cache is PyTensor's numba
-    cache (see :func:`configure_pytensor_cache`), set up by :func:`delusion_bayes.models.fit`.
-    """
+    """``nutpie.compile_pymc_model(model)``, memoised in-process by ``key``. ``cache_dir`` is
+    unused: the on-disk cache is PyTensor's (:func:`configure_pytensor_cache`)."""
     import nutpie
 
     if key is not None and key in _MEMO:
@@ -153,11 +123,8 @@ def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str
     return compiled
 
 
-# ------------------------------------------------------------------------------------------
-# fitted posteriors (opt-in: sweeps whose jobs share a model fit)
-# ------------------------------------------------------------------------------------------
-#: the code a fit depends on: a change to any of these files (or to a sampler's version) makes
-#: every cached fit stale
+# fitted posteriors (opt-in: sweeps whose jobs share a fit)
+#: the code and libraries a fit depends on: a change to any makes every cached fit stale
 _FIT_CODE = ("models", "inference", "data/schema.py")
 _FIT_LIBS = ("pymc", "pytensor", "nutpie", "numpyro", "jax", "numba", "arviz", "xarray")
 
@@ -165,10 +132,7 @@ _FIT_LIBS = ("pymc", "pytensor", "nutpie", "numpyro", "jax", "numba", "arviz", "
 @functools.cache
 def code_fingerprint() -> str:
     """Hash of the package's model and inference code and of the sampling libraries' versions
-    (computed once per process: every fit of a sweep job asks for it)."""
-    import hashlib
-    from importlib import metadata
-
+    (computed once per process)."""
     h = hashlib.sha256()
     pkg = Path(__file__).resolve().parents[1]
     for part in _FIT_CODE:
@@ -187,8 +151,6 @@ def code_fingerprint() -> str:
 def fit_key(spec_hash: str, settings: dict[str, Any]) -> str:
     """Cache key of a fit: the spec (data, priors, variant), every sampler setting that changes
     the draws, and :func:`code_fingerprint`."""
-    import json
-
     inputs = {"spec": spec_hash, "code": code_fingerprint(), **settings}
     key = _hash_inputs(inputs)
     _KEY_INPUTS[key] = json.loads(json.dumps(inputs, sort_keys=True, default=str))
@@ -196,19 +158,12 @@ def fit_key(spec_hash: str, settings: dict[str, Any]) -> str:
 
 
 def _hash_inputs(inputs: dict[str, Any]) -> str:
-    import hashlib
-    import json
-
     blob = json.dumps(inputs, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
 def content_digest(dt: Any) -> str:
     """SHA-256 of every array in every group of a fit (names, dims, values; not attrs)."""
-    import hashlib
-
-    import numpy as np
-
     h = hashlib.sha256()
     for node in sorted(dt.subtree, key=lambda n: n.path):
         ds = node.to_dataset()
@@ -235,19 +190,10 @@ CACHE_ATTRS = ("cache_key", "cache_inputs", "cache_content_sha256")
 
 
 def verify_fit(dt: Any, key: str) -> str | None:
-    """Why ``dt`` is not the cached fit of ``key`` (None when it is).
-
-    Checks, in order: the stored key is ``key``; the stored inputs (spec hash, which covers the
-    data, priors and variant; code fingerprint; sampler, draws, tune, chains, seed, ...) hash to
-    ``key`` and equal the inputs this process computed the key from; the draws' shape matches
-    the stored chains and draws; the arrays hash to the stored content digest (a file whose
-    values were changed after it was written).
-    """
-    import json
-
+    """Why ``dt`` is not the cached fit of ``key`` (None when it is): checks the stored key, that
+    the stored inputs hash to it and equal this process's, the draws' shape, the content digest."""
     attrs = dict(dt.attrs)
-    missing = [a for a in CACHE_ATTRS if a not in attrs]
-    if missing:
+    if missing := [a for a in CACHE_ATTRS if a not in attrs]:
         return f"it has no {missing} (written by an older version, or not by save_fit)"
     if attrs["cache_key"] != key:
         return f"it is the cached fit of key {attrs['cache_key']!r}, not of {key!r}"
@@ -273,8 +219,7 @@ def verify_fit(dt: Any, key: str) -> str | None:
             have = post.sizes.get(dim)
             if want is not None and have is not None and int(want) != int(have):
                 return f"its posterior has {have} {dim}s, its key says {want}"
-    digest = content_digest(dt)
-    if digest != attrs["cache_content_sha256"]:
+    if content_digest(dt) != attrs["cache_content_sha256"]:
         return "its arrays do not match the content digest stored when it was written"
     return None
 
@@ -285,11 +230,8 @@ def fit_path(key: str, cache_dir: str | Path | None = None) -> Path:
 
 
 def load_fit(key: str, cache_dir: str | Path | None = None):
-    """The cached fit of ``key`` as an in-memory ``xarray.DataTree``, or ``None``.
-
-    An unreadable file (a job killed while writing cannot leave one: :func:`save_fit` renames a
-    complete file into place) is logged and ignored.
-    """
+    """The cached fit of ``key`` as an in-memory ``xarray.DataTree``, or ``None`` (also for an
+    unreadable or unverified file, logged)."""
     import xarray as xr
 
     path = fit_path(key, cache_dir)
@@ -302,8 +244,7 @@ def load_fit(key: str, cache_dir: str | Path | None = None):
     except Exception as err:  # noqa: BLE001 - a bad cache entry must not end the run
         log.warning("ignoring the unreadable cached fit %s (%s); refitting", path, err)
         return None
-    problem = verify_fit(dt, key)
-    if problem is not None:
+    if (problem := verify_fit(dt, key)) is not None:
         log.warning("ignoring the cached fit %s: %s; refitting", path, problem)
         return None
     return dt
@@ -312,8 +253,6 @@ def load_fit(key: str, cache_dir: str | Path | None = None):
 def save_fit(dt: Any, key: str, cache_dir: str | Path | None = None) -> Path:
     """Write ``dt`` under ``key`` atomically (temporary file, then rename), with the key, the
     inputs it was computed from and a digest of the arrays in its attrs (checked on read)."""
-    import json
-
     path = fit_path(key, cache_dir)
     private_dir(path.parent.parent)
     private_dir(path.parent)
@@ -324,11 +263,8 @@ def save_fit(dt: Any, key: str, cache_dir: str | Path | None = None) -> Path:
             "returned by fit_key(spec_hash, settings) (its inputs are stored with the fit)."
         )
     dt = dt.copy()
-    dt.attrs.update(
-        cache_key=key,
-        cache_inputs=json.dumps(inputs, sort_keys=True),
-        cache_content_sha256=content_digest(dt),
-    )
+    dt.attrs.update(cache_key=key, cache_inputs=json.dumps(inputs, sort_keys=True),
+                    cache_content_sha256=content_digest(dt))  # fmt: skip
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     dt.to_netcdf(tmp)
     tmp.replace(path)

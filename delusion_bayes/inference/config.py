@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 
 SAMPLERS: tuple[str, ...] = ("nutpie", "pymc", "numpyro")
-#: NUTS target acceptance when neither the config nor the model names one
-DEFAULT_TARGET_ACCEPT: float = 0.95
+DEFAULT_TARGET_ACCEPT: float = 0.95  #: NUTS target acceptance if neither config nor model names one
 
 
 @dataclass
@@ -22,47 +21,27 @@ class SamplerConfig:
     tune: int = 500
     chains: int = 4
     cores: int = 2
-    #: ``None``: each model's own (``delusion_bayes.models.config.TARGET_ACCEPT``); a number
-    #: applies to every model
+    #: ``None``: each model's own (``models.config.TARGET_ACCEPT``); a number: every model's
     target_accept: float | None = None
     seed: int = 0
-    #: nutpie's mass-matrix adaptation: ``diag`` or ``low_rank`` (a diagonal plus the few
-    #: directions where draws and gradients disagree most; docs/models.md "Speed" measures it);
-    #: the pymc and numpyro samplers adapt a diagonal only and ignore it
+    #: nutpie's mass matrix: ``diag`` or ``low_rank`` (docs/models.md "Speed"); pymc, numpyro: diag
     adaptation: str = "diag"
-    #: cache compiled models under ``<cache_dir>/models`` (nutpie) and ``<cache_dir>/pytensor``
-    compile_cache: bool = True
-    #: reuse a fit from ``<cache_dir>/fits`` made with the same data, settings and code
-    #: (:func:`delusion_bayes.models.fit`'s ``reuse``); the sensitivity sweep turns it on
+    compile_cache: bool = True  #: cache compiled models under <cache_dir>/models and /pytensor
+    #: reuse a fit of the same data, settings and code from ``<cache_dir>/fits`` (``fit(reuse=)``)
     reuse_fits: bool = False
-    #: a progress bar with the time left, drawn only when stderr is a terminal (nutpie, pymc;
-    #: numpyro prints its own everywhere); the log gets progress lines either way
+    #: a bar with the time left when stderr is a terminal (numpyro: its own); log lines anyway
     progressbar: bool = True
 
 
-#: nutpie's mass-matrix adaptations that :func:`check_sampler_settings` accepts
-ADAPTATIONS: tuple[str, ...] = ("diag", "low_rank")
+ADAPTATIONS: tuple[str, ...] = ("diag", "low_rank")  #: nutpie's mass-matrix adaptations
 
 
 def check_sampler_settings(
-    *,
-    draws: Any,
-    tune: Any,
-    chains: Any,
-    target_accept: Any = None,
-    cores: Any = 1,
+    *, draws: Any, tune: Any, chains: Any, target_accept: Any = None, cores: Any = 1,
     adaptation: Any = "diag",
-) -> None:
-    """Reject impossible NUTS settings before anything compiles.
-
-    Raises
-    ------
-    ValueError
-        Naming the setting (``sampler.draws`` ...), its value and what is allowed: ``draws``,
-        ``chains`` and ``cores`` whole numbers >= 1, ``tune`` a whole number >= 0 (0: no
-        adaptation), ``target_accept`` ``null`` or a number strictly between 0 and 1,
-        ``adaptation`` one of :data:`ADAPTATIONS`.
-    """
+) -> None:  # fmt: skip
+    """Reject impossible NUTS settings before anything compiles: a ``ValueError`` names the
+    setting (``sampler.draws`` ...), its value and what is allowed."""
     if adaptation not in ADAPTATIONS:
         raise ValueError(
             f"sampler.adaptation={adaptation!r}: expected one of {list(ADAPTATIONS)} "
@@ -78,8 +57,7 @@ def check_sampler_settings(
             )
     if target_accept is not None:
         number = isinstance(target_accept, int | float | np.floating)
-        ok = number and not isinstance(target_accept, bool)
-        if not ok or not 0.0 < float(target_accept) < 1.0:
+        if not number or isinstance(target_accept, bool) or not 0.0 < float(target_accept) < 1.0:
             raise ValueError(
                 f"sampler.target_accept={target_accept!r}: expected null (each model's own) or "
                 "a number strictly between 0 and 1 (e.g. 0.9)"
@@ -94,18 +72,12 @@ class InferenceConfig:
     ess_min_per_chain: float = 100.0
     max_divergences: int = 0
     ebfmi_min: float = 0.3
-    #: interval probabilities reported (first one is the headline interval)
-    ci_probs: list[float] = field(default_factory=lambda: [0.95, 0.9])
+    ci_probs: list[float] = field(default_factory=lambda: [0.95, 0.9])  #: the first: headline
     ci_kind: str = "eti"
-    #: fit the model variants and write ``comparison.csv`` (``az.compare`` on PSIS-LOO)
-    compare: bool = True
-    #: unit left out by PSIS-LOO: ``model_day`` (all ratings of a model-day, its latent
-    #: integrated out: :mod:`delusion_bayes.models.marginal`) or ``rating`` (one rating given
-    #: the model-day's latent); the other unit is written too
+    compare: bool = True  #: fit the variants, write ``comparison.csv`` (az.compare on PSIS-LOO)
+    #: unit left out by PSIS-LOO (the other is written too): ``model_day`` (its latent integrated
+    #: out, :mod:`delusion_bayes.models.marginal`) or ``rating`` (given the model-day's latent)
     loo_unit: str = "model_day"
-    #: draw the posterior predictive and plot the ordinal PPC
-    ppc: bool = True
-    #: rank/trace plots of these parameters
-    plot_vars: list[str] = field(default_factory=lambda: ["L", "k", "t50"])
-    #: a fit failing the gate raises instead of only being flagged (loudly) in the outputs
-    fail_on_bad_fit: bool = False
+    ppc: bool = True  #: draw the posterior predictive and plot the ordinal PPC
+    plot_vars: list[str] = field(default_factory=lambda: ["L", "k", "t50"])  #: rank/trace plots
+    fail_on_bad_fit: bool = False  #: raise on a failed gate (else it is flagged, loudly)

@@ -1,14 +1,6 @@
-"""The ArviZ 1.x diagnostics gate and model comparison.
-
-:func:`diagnose` gives one row per scalar parameter (mean, sd, interval, R-hat, ESS bulk/tail,
-pass); :func:`gate` adds the sampler-level checks (divergences, E-BFMI, tree-depth hits) and
-says whether the fit may be used, with the reasons when not. A failing fit is logged at ERROR
-level and written as such; with ``fail_on_bad_fit`` it raises :class:`BadFitError`.
-
-ArviZ 1.x (``arviz`` 1.3 = ``arviz_base`` + ``arviz_stats`` + ``arviz_plots``): results are
-``xarray.DataTree``; ``az.rhat``/``az.ess`` return Datasets; ``az.loo`` returns ``ELPDData``
-with ``pareto_k``; ``az.compare`` takes ``{name: DataTree}``.
-"""
+"""The ArviZ 1.x diagnostics gate and model comparison: :func:`diagnose` (one row per scalar
+parameter), :func:`gate` (adds divergences, E-BFMI, tree-depth hits: may the fit be used?),
+PSIS-LOO tables and :func:`compare_fits`."""
 
 from __future__ import annotations
 
@@ -31,8 +23,6 @@ class BadFitError(RuntimeError):
 
 
 def _cfg(cfg: Any) -> InferenceConfig:
-    if cfg is None:
-        return InferenceConfig()
     if isinstance(cfg, InferenceConfig):
         return cfg
     fields = InferenceConfig.__dataclass_fields__
@@ -44,8 +34,7 @@ def _clean_posterior(dt: Any, var_names: Sequence[str] | None) -> xr.Dataset:
     post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt
     post = post.reset_coords(drop=True)
     if var_names is not None:
-        missing = [v for v in var_names if v not in post]
-        if missing:
+        if missing := [v for v in var_names if v not in post]:
             raise ValueError(
                 f"diagnose: variables {missing} are not in the posterior "
                 f"(has {sorted(post.data_vars)})"
@@ -71,26 +60,9 @@ def _flat(ds: xr.Dataset) -> pd.Series:
 
 
 def diagnose(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -> pd.DataFrame:
-    """Per-parameter diagnostics with pass/fail against the config thresholds.
-
-    Parameters
-    ----------
-    dt
-        A fit (``xarray.DataTree`` with ``posterior``).
-    cfg
-        :class:`~delusion_bayes.inference.config.InferenceConfig` (or a mapping with its keys):
-        ``rhat_max`` (1.01), ``ess_min_per_chain`` (100), ``ci_probs[0]``, ``ci_kind``.
-    var_names
-        Variables to check (default: every posterior variable).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``parameter`` (``t50[Late]``); columns ``variable``, ``mean``, ``sd``, ``ci_low``,
-        ``ci_high``, ``r_hat``, ``ess_bulk``, ``ess_tail``, ``constant`` (a parameter with no
-        posterior variance, e.g. ``k`` of the step variant: not gated), ``pass``.
-        ``attrs`` hold ``ci_prob``, ``ci_kind``, ``ess_min``.
-    """
+    """Per-parameter diagnostics of ``var_names`` (default all) with pass/fail against ``cfg``
+    (:class:`InferenceConfig` or a mapping): the columns of ``models/{fit}/diagnostics.csv``; a
+    ``constant`` parameter (no posterior variance, e.g. ``k`` of the step variant) is not gated."""
     import arviz as az
 
     from ..models.derived import interval
@@ -99,8 +71,7 @@ def diagnose(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -
     post = _clean_posterior(dt, var_names)
     # parameters NaN in some draws (stage on a missing model-day) are not diagnosable: drop
     finite = post.map(lambda da: da.where(np.isfinite(da)))
-    n_chains = post.sizes.get("chain", 1)
-    ess_min = float(c.ess_min_per_chain) * n_chains
+    ess_min = float(c.ess_min_per_chain) * post.sizes.get("chain", 1)
     prob = float(c.ci_probs[0]) if c.ci_probs else 0.95
     dims = ["chain", "draw"]
     with warnings.catch_warnings():
@@ -151,20 +122,9 @@ def sampler_stats(dt: Any) -> dict[str, Any]:
 
 
 def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[str, Any]:
-    """The diagnostics gate: may this fit be used?
-
-    Returns
-    -------
-    dict
-        ``passed``, ``divergences``, ``max_rhat``, ``min_ess`` (bulk and tail),
-        ``ebfmi_min``, ``treedepth_hits``, ``n_failing`` parameters, ``reasons`` (list of str,
-        empty when passed) and the thresholds used.
-
-    Raises
-    ------
-    BadFitError
-        When the gate fails and ``cfg.fail_on_bad_fit`` is true.
-    """
+    """The diagnostics gate: may this fit be used? Returns the checked numbers, ``passed`` and
+    the ``reasons`` when not; a failure is logged at ERROR level, and raises
+    :class:`BadFitError` when ``cfg.fail_on_bad_fit`` is true."""
     c = _cfg(cfg)
     table = diagnose(dt, c) if table is None else table
     st = sampler_stats(dt)
@@ -177,9 +137,8 @@ def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[st
         reasons.append(f"{st['divergences']} divergent transitions (allowed {c.max_divergences})")
     bad_r = gated[gated["r_hat"] > c.rhat_max]
     if len(bad_r):
-        worst = bad_r["r_hat"].idxmax()
         reasons.append(
-            f"R-hat > {c.rhat_max} for {len(bad_r)} parameters (worst {worst}: "
+            f"R-hat > {c.rhat_max} for {len(bad_r)} parameters (worst {bad_r['r_hat'].idxmax()}: "
             f"{bad_r['r_hat'].max():.3f})"
         )
     ess_min = table.attrs.get("ess_min", c.ess_min_per_chain)
@@ -191,22 +150,13 @@ def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[st
     if gated["r_hat"].isna().any():
         reasons.append(f"R-hat not computable for {int(gated['r_hat'].isna().sum())} parameters")
     result = {
-        "passed": not reasons,
-        "divergences": int(st["divergences"]),
-        "max_rhat": max_rhat,
-        "min_ess": min_ess,
-        "ebfmi_min": ebfmi_min,
-        "treedepth_hits": int(st["treedepth_hits"]),
-        "n_parameters": int(len(table)),
-        "n_failing": int((~table["pass"]).sum()),
+        "passed": not reasons, "divergences": int(st["divergences"]), "max_rhat": max_rhat,
+        "min_ess": min_ess, "ebfmi_min": ebfmi_min, "treedepth_hits": int(st["treedepth_hits"]),
+        "n_parameters": int(len(table)), "n_failing": int((~table["pass"]).sum()),
         "reasons": reasons,
-        "thresholds": {
-            "rhat_max": c.rhat_max,
-            "ess_min": ess_min,
-            "max_divergences": c.max_divergences,
-            "ebfmi_min": c.ebfmi_min,
-        },
-    }
+        "thresholds": {"rhat_max": c.rhat_max, "ess_min": ess_min,
+                       "max_divergences": c.max_divergences, "ebfmi_min": c.ebfmi_min},
+    }  # fmt: skip
     label = getattr(dt, "attrs", {}).get("variant", "fit")
     if reasons:
         log.error("DIAGNOSTICS GATE FAILED for %s: %s", label, "; ".join(reasons))
@@ -219,18 +169,13 @@ def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[st
 
 
 def summary_table(
-    dt: Any,
-    cfg: Any = None,
-    var_names: Sequence[str] | None = None,
+    dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None,
     table: pd.DataFrame | None = None,
-) -> pd.DataFrame:
+) -> pd.DataFrame:  # fmt: skip
     """``az.summary`` with the interval kind and probability set explicitly (ArviZ 1's default
-    is an 89% ETI). Model coords (vendor, ...) are dropped first: ``az.summary`` cannot stack
-    variables that carry different non-index coords.
-
-    ``table``: this fit's :func:`diagnose` table; its R-hat and ESS columns are reused, and only
-    the statistics and MCSE are computed (the same numbers as ``az.summary``'s in a quarter of
-    the time: R-hat and ESS are most of it)."""
+    is an 89% ETI), model coords dropped (``az.summary`` cannot stack variables with different
+    non-index coords). ``table``: this fit's :func:`diagnose` table, whose R-hat and ESS are
+    reused (the same numbers, without recomputing most of ``az.summary``'s work)."""
     import arviz as az
 
     c = _cfg(cfg)
@@ -264,17 +209,9 @@ LOO_UNITS: dict[str, str] = {"model_day": "y_model_day", "rating": "y"}
 
 
 def loo_var(dt: Any, unit: str) -> str | None:
-    """The ``log_likelihood`` variable of ``dt`` for a LOO ``unit`` (``model_day`` or
-    ``rating``), or ``None`` when the fit has none.
-
-    The ``onset`` model's ``y`` is already one term per model-day (its consensus), so it serves
-    both units.
-
-    Raises
-    ------
-    ValueError
-        For a unit other than those in :data:`LOO_UNITS`.
-    """
+    """The ``log_likelihood`` variable of ``dt`` for a LOO ``unit`` (a key of :data:`LOO_UNITS`,
+    else ``ValueError``), or ``None`` when the fit has none. The ``onset`` model's ``y`` is one
+    term per model-day already, so it serves both units."""
     if unit not in LOO_UNITS:
         raise ValueError(f"inference.loo_unit is {unit!r}; expected one of {sorted(LOO_UNITS)}")
     if "log_likelihood" not in dt.children:
@@ -302,40 +239,21 @@ def loo_table(elpd: Any, name: str, unit: str | None = None) -> pd.DataFrame:
     is: ``rating``, ``model_day``) as a column when given."""
     k = np.asarray(elpd.pareto_k).ravel()
     good = float(getattr(elpd, "good_k", 0.7) or 0.7)
-    return pd.DataFrame(
-        [
-            {
-                "model": name,
-                **({"unit": unit} if unit is not None else {}),
-                "elpd_loo": float(elpd.elpd),
-                "se": float(elpd.se),
-                "p_loo": float(elpd.p),
-                "n_data_points": int(elpd.n_data_points),
-                "k_threshold": good,
-                "n_k_good": int(np.sum(k <= good)),
-                "n_k_bad": int(np.sum((k > good) & (k <= 1))),
-                "n_k_very_bad": int(np.sum(k > 1)),
-                "max_k": float(np.nanmax(k)) if k.size else float("nan"),
-            }
-        ]
-    )
+    row = {
+        "model": name, **({"unit": unit} if unit is not None else {}),
+        "elpd_loo": float(elpd.elpd), "se": float(elpd.se), "p_loo": float(elpd.p),
+        "n_data_points": int(elpd.n_data_points), "k_threshold": good,
+        "n_k_good": int(np.sum(k <= good)), "n_k_bad": int(np.sum((k > good) & (k <= 1))),
+        "n_k_very_bad": int(np.sum(k > 1)),
+        "max_k": float(np.nanmax(k)) if k.size else float("nan"),
+    }  # fmt: skip
+    return pd.DataFrame([row])
 
 
 def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.DataFrame:
-    """``az.compare`` (PSIS-LOO, stacking weights) of fits sharing the same observations.
-
-    Parameters
-    ----------
-    fits
-        ``{label: DataTree}`` with ``log_likelihood`` groups holding ``var_name`` over the same
-        observations (e.g. the joint model and its variants; ``var_name`` ``y`` per rating,
-        ``y_model_day`` per model-day).
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``az.compare``'s table (rank, elpd, elpd_diff, dse, weight, ...), index ``model``.
-    """
+    """``az.compare`` (PSIS-LOO, stacking weights) of ``{label: DataTree}`` fits whose
+    ``log_likelihood`` holds ``var_name`` (``y`` per rating, ``y_model_day`` per model-day) over
+    the same observations; ``az.compare``'s table indexed by ``model``."""
     import arviz as az
 
     if len(fits) < 2:
@@ -352,15 +270,5 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
     return df
 
 
-__all__ = [
-    "BadFitError",
-    "diagnose",
-    "gate",
-    "sampler_stats",
-    "summary_table",
-    "LOO_UNITS",
-    "loo",
-    "loo_table",
-    "loo_var",
-    "compare_fits",
-]
+__all__ = ["BadFitError", "diagnose", "gate", "sampler_stats", "summary_table", "LOO_UNITS", "loo",
+           "loo_table", "loo_var", "compare_fits"]  # fmt: skip

@@ -1,21 +1,7 @@
-"""Sampling progress: a bar with an ETA at a terminal, and periodic lines in the log.
-
-A fit of the main job runs for minutes; without this the log says nothing between "fitting"
-and the diagnostics. :class:`SamplingProgress` is fed the number of finished draws (warm-up
-included) by the sampler's callback (nutpie's ``progress_callback``, PyMC's ``callback``) and
-
-- draws a ``tqdm`` bar with the time left when ``bar`` is true and stderr is a terminal;
-- logs ``sampling <label>:  40% (480/1,200 draws incl. warm-up), 12 s elapsed, ~18 s left``
-  at INFO when the next 10% is reached (at most one line per
-  :attr:`min_interval` seconds) and at least every :attr:`max_interval` seconds, so that
-  ``<job>.log`` in a batch job shows how far a fit is;
-- logs one closing line with the sampling time.
-
-The time left is the elapsed time scaled by the draws still to do (from 5% on; the first
-warm-up draws are the slowest); warm-up draws are usually slower than the rest, so estimates
-lean pessimistic. Divergences are not counted here:
-warm-up divergences are expected, and the diagnostics gate reports the ones that matter.
-"""
+"""Sampling progress: a ``tqdm`` bar with the time left at a terminal, and INFO lines in the log
+(``sampling <label>:  40% (480/1,200 draws incl. warm-up), 12 s elapsed, ~18 s left``) at each
+10%, so that a batch job's log shows how far a fit is. The time left is the elapsed time scaled
+by the draws to do (from 5% on; warm-up draws are slower, so it leans pessimistic)."""
 
 from __future__ import annotations
 
@@ -40,24 +26,12 @@ def _clock(seconds: float) -> str:
 
 
 class SamplingProgress:
-    """Progress of one sampling run (all chains together).
+    """Progress of one sampling run (all chains together) of ``label`` (e.g.
+    ``joint[logistic,rater]``), fed the finished draws of ``total`` (``chains * (tune + draws)``)
+    by the sampler's callback; ``bar``: draw a bar when stderr is a terminal."""
 
-    Parameters
-    ----------
-    label
-        What is sampled (e.g. the model variant ``joint[logistic,rater]``).
-    total
-        Draws to do over all chains, warm-up included (``chains * (tune + draws)``).
-    bar
-        Show a terminal progress bar (only drawn when stderr is a terminal).
-    logger
-        Where the periodic lines go (default this module's logger).
-    """
-
-    #: log at each 10% step, but not more often than this (seconds)
-    min_interval: float = 5.0
-    #: log at least this often while sampling (seconds)
-    max_interval: float = 30.0
+    min_interval: float = 5.0  #: seconds: a line at each 10% step, but not more often
+    max_interval: float = 30.0  #: seconds: a line at least this often
     step: float = 0.1
 
     def __init__(
@@ -68,8 +42,7 @@ class SamplingProgress:
         self.log = logger or log
         self.done = 0
         self._lock = threading.Lock()
-        self._start = time.perf_counter()
-        self._last_line = self._start
+        self._start = self._last_line = time.perf_counter()
         self._next_step = self.step
         self._closed = False
         self._bar = None
@@ -82,7 +55,6 @@ class SamplingProgress:
             "sampling %s: %s draws over all chains, warm-up included", label, f"{self.total:,}"
         )
 
-    # -- feeding ----------------------------------------------------------------------------
     def update(self, done: int) -> None:
         """Set the draws finished so far (over all chains)."""
         with self._lock:
@@ -100,8 +72,7 @@ class SamplingProgress:
                 or since >= self.max_interval
             ):
                 self._line(now, frac)
-                # the next 10% mark at least half a step away (a line at 9.7% by the clock
-                # is not followed by another at 10%)
+                # the next 10% mark at least half a step away (no 10% line right after 9.7%)
                 while self._next_step <= frac + self.step / 2:
                     self._next_step += self.step
 
@@ -121,7 +92,6 @@ class SamplingProgress:
         """PyMC's ``pm.sample(callback=...)``: called once per draw of every chain."""
         self.advance(1)
 
-    # -- output ---------------------------------------------------------------------------
     def _line(self, now: float, frac: float) -> None:
         elapsed = now - self._start
         # the first draws of the warm-up are the slowest: no estimate before 5%

@@ -1,12 +1,5 @@
-"""Run NUTS with the configured sampler (nutpie, PyMC or numpyro) and return a DataTree.
-
-nutpie and PyMC report their progress through :class:`~.progress.SamplingProgress`: a bar with
-the time left at a terminal (``sampler.progressbar``) and periodic lines in the log; numpyro
-shows its own bar (``sampler.progressbar``) and no log lines.
-
-The sampler falls back to PyMC's own NUTS, with a logged warning, when nutpie/numpyro is not
-importable. Compile caching: see :mod:`delusion_bayes.inference.cache`.
-"""
+"""Run NUTS with the configured sampler (nutpie, PyMC or numpyro; one not importable falls back
+to PyMC's) and return a DataTree. numpyro shows its own bar and writes no progress lines."""
 
 from __future__ import annotations
 
@@ -24,18 +17,12 @@ log = logging.getLogger(__name__)
 
 
 def resolve_sampler(name: str) -> str:
-    """``name`` if it is usable here, else ``"pymc"`` (logged as a warning).
-
-    Raises
-    ------
-    ValueError
-        For a name that is not one of ``nutpie``, ``pymc``, ``numpyro``.
-    """
+    """``name`` if it is usable here, else ``"pymc"`` (logged as a warning); ``ValueError``
+    for a name not in :data:`~.config.SAMPLERS`."""
     if name not in SAMPLERS:
         raise ValueError(f"sampler {name!r} is unknown; expected one of {list(SAMPLERS)}")
     needs = {"nutpie": ("nutpie",), "numpyro": ("numpyro", "jax"), "pymc": ()}[name]
-    missing = [m for m in needs if importlib.util.find_spec(m) is None]
-    if missing:
+    if missing := [m for m in needs if importlib.util.find_spec(m) is None]:
         log.warning(
             "sampler %r is not importable here (missing %s); falling back to PyMC's NUTS. "
             "Install it with `pip install %s` to use it.",
@@ -48,11 +35,8 @@ def resolve_sampler(name: str) -> str:
 @contextlib.contextmanager
 def compile_lock():
     """Hold ``<PyTensor's compile dir>/.compile.lock`` (an exclusive ``flock``) while compiling,
-    so that processes sharing one compile cache compile one at a time. PyTensor locks its C
-    cache but not the numba kernels nutpie compiles: two sweep workers compiling into the same
-    empty cache once failed with a numba typing error (``specify_shape`` compiled for an int16
-    shape constant, called with an int8 one; docs/design.md). No lock where ``fcntl`` does not
-    exist (Windows)."""
+    so that processes sharing one compile cache compile one at a time (PyTensor does not lock
+    the numba kernels nutpie compiles; docs/design.md). No lock without ``fcntl`` (Windows)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
@@ -75,34 +59,13 @@ def compile_lock():
 
 
 def sample(
-    model: Any,
-    cfg: SamplerConfig | None = None,
-    *,
-    cache_dir: str | Path | None = None,
-    key: str | None = None,
-    label: str | None = None,
-) -> Any:
-    """Sample ``model`` (a ``pm.Model``) with the sampler of ``cfg``.
-
-    Parameters
-    ----------
-    model
-        The PyMC model.
-    cfg
-        Sampler settings (defaults: nutpie, 4 chains x 1000 draws, 1000 tuning steps).
-    cache_dir
-        Root of the compile cache (``None``: no on-disk caching of the compiled nutpie model).
-    key
-        Cache key of the model graph (e.g. ``ModelSpec.hash()``); required for caching.
-    label
-        Name of the fit in the progress lines (default the model's name).
-
-    Returns
-    -------
-    xarray.DataTree
-        ``posterior``, ``sample_stats``, ``observed_data`` (and ``constant_data``); the
-        posterior attrs hold ``sampler``, ``sampling_time`` and ``compile_time`` (seconds).
-    """
+    model: Any, cfg: SamplerConfig | None = None, *, cache_dir: str | Path | None = None,
+    key: str | None = None, label: str | None = None,
+) -> Any:  # fmt: skip
+    """Sample ``model`` (a ``pm.Model``) with the sampler of ``cfg`` (default
+    :class:`SamplerConfig`); ``key`` (e.g. ``ModelSpec.hash()``) memoises the compiled nutpie
+    model, ``label`` names the fit in the progress lines. Returns a DataTree whose posterior
+    attrs hold ``sampler``, ``sampling_time`` and ``compile_time`` (seconds)."""
     import pymc as pm
 
     cfg = cfg or SamplerConfig()
@@ -128,47 +91,28 @@ def sample(
         compile_time = time.perf_counter() - tc
         log.info("compiled %s in %.1f s", label, compile_time)
         ts = time.perf_counter()
-        # our own bar and log lines (nutpie's bar writes no log lines, and floods a
-        # non-terminal stderr)
+        # our own bar and log lines: nutpie's writes no log lines and floods a non-terminal stderr
         with SamplingProgress(label, total, bar=bool(cfg.progressbar)) as progress:
             dt = nutpie.sample(
-                compiled,
-                **common,
-                cores=cores,
-                seed=int(cfg.seed),
-                save_warmup=False,
-                progress_bar=False,
-                progress_callback=progress.nutpie_callback,
-                progress_rate=500,
-                target_accept=target_accept,
-                adaptation=str(cfg.adaptation),
-            )
+                compiled, **common, cores=cores, seed=int(cfg.seed), save_warmup=False,
+                progress_bar=False, progress_callback=progress.nutpie_callback, progress_rate=500,
+                target_accept=target_accept, adaptation=str(cfg.adaptation),
+            )  # fmt: skip
         patch_nutpie_idata(dt, model, sampling_time=time.perf_counter() - ts)
     elif name == "numpyro":
+        chain_method = "parallel" if cores > 1 else "sequential"
         dt = pm.sample(
-            **common,
-            random_seed=int(cfg.seed),
-            nuts_sampler="numpyro",
-            nuts_sampler_kwargs={
-                "chain_method": "parallel" if cores > 1 else "sequential",
-                "target_accept": target_accept,
-            },
-            progressbar=bool(cfg.progressbar),
-            model=model,
-        )
+            **common, random_seed=int(cfg.seed), nuts_sampler="numpyro",
+            nuts_sampler_kwargs={"chain_method": chain_method, "target_accept": target_accept},
+            progressbar=bool(cfg.progressbar), model=model,
+        )  # fmt: skip
     else:
         with SamplingProgress(label, total, bar=bool(cfg.progressbar)) as progress:
             dt = pm.sample(
-                **common,
-                cores=cores,
-                random_seed=int(cfg.seed),
-                nuts_sampler="pymc",
-                target_accept=target_accept,
-                progressbar=False,
-                callback=progress.pymc_callback,
-                compute_convergence_checks=False,
-                model=model,
-            )
+                **common, cores=cores, random_seed=int(cfg.seed), nuts_sampler="pymc",
+                target_accept=target_accept, progressbar=False, callback=progress.pymc_callback,
+                compute_convergence_checks=False, model=model,
+            )  # fmt: skip
     dt.posterior.attrs.update(sampler=name, sampler_requested=cfg.name, target_accept=target_accept,
                               total_time=time.perf_counter() - t0)  # fmt: skip
     if compile_time is not None:
