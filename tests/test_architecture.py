@@ -66,8 +66,10 @@ def test_no_private_name_crosses_a_package_boundary():
     bad = []
     for module, path in MODULES.items():
         for target, name in _imports(module, path):
-            if _private(name) and target.startswith("delusion_bayes") and (
-                _subpackage(target) != _subpackage(module)
+            if (
+                _private(name)
+                and target.startswith("delusion_bayes")
+                and (_subpackage(target) != _subpackage(module))
             ):
                 bad.append(f"{path.relative_to(ROOT)}: {name} from {target}")
     for path in [*(ROOT / "experiments").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:

@@ -63,7 +63,14 @@ def test_declarations_are_complete():
     with pytest.raises(ValueError, match="pass fit="):
         results.spec(KEY).path("run")
     for f in results.FILES.values():
-        assert f.meaning and f.stage in ("baselines", "text", "models", "replay", "design", "report")
+        assert f.meaning and f.stage in (
+            "baselines",
+            "text",
+            "models",
+            "replay",
+            "design",
+            "report",
+        )
         if f.kind == "csv":
             assert f.columns, f.key
     table = results.contract_table()

@@ -62,15 +62,19 @@ def main() -> None:
     a = ap.parse_args()
     warnings.filterwarnings("ignore")
     res = run(a.model, a.preset, a.seed, a.draws, a.tune, a.chains)
-    print(f"{a.model}, {a.preset} seed {a.seed}, {a.chains} x {a.draws} after {a.tune} tuning steps")
+    print(
+        f"{a.model}, {a.preset} seed {a.seed}, {a.chains} x {a.draws} after {a.tune} tuning steps"
+    )
     for name, r in res.items():
         print(f"  {name:9s} wall {r['wall_s']:6.1f} s  steps/draw {r['steps_per_draw']:5.1f}  "
               f"divergences {r['divergences']}  min ESS {r['min_ess']:6.0f}  "
               f"max R-hat {r['max_rhat']:.4f}  ESS/gradient {r['ess_per_gradient']:.4f}")  # fmt: skip
     lr, dg = res["low_rank"], res["diag"]
-    print(f"  low_rank / diag: wall {lr['wall_s'] / dg['wall_s']:.2f}x, "
-          f"ESS/gradient {lr['ess_per_gradient'] / dg['ess_per_gradient']:.2f}x, "
-          f"ESS per second {(lr['min_ess'] / lr['wall_s']) / (dg['min_ess'] / dg['wall_s']):.2f}x")
+    print(
+        f"  low_rank / diag: wall {lr['wall_s'] / dg['wall_s']:.2f}x, "
+        f"ESS/gradient {lr['ess_per_gradient'] / dg['ess_per_gradient']:.2f}x, "
+        f"ESS per second {(lr['min_ess'] / lr['wall_s']) / (dg['min_ess'] / dg['wall_s']):.2f}x"
+    )
 
 
 if __name__ == "__main__":

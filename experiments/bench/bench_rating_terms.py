@@ -24,6 +24,7 @@ import argparse
 import os
 import time
 
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="paper_like")

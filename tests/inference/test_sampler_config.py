@@ -15,7 +15,10 @@ from delusion_bayes.inference.config import ADAPTATIONS, SamplerConfig, check_sa
         ({"tune": -1}, "sampler.tune=-1: expected a whole number >= 0"),
         ({"chains": 2.5}, "sampler.chains=2.5: expected a whole number >= 1"),
         ({"target_accept": 1.0}, "sampler.target_accept=1.0: expected null"),
-        ({"adaptation": "dense"}, "sampler.adaptation='dense': expected one of ['diag', 'low_rank']"),
+        (
+            {"adaptation": "dense"},
+            "sampler.adaptation='dense': expected one of ['diag', 'low_rank']",
+        ),
     ],
 )
 def test_bad_settings_are_named(kw, message):

@@ -95,9 +95,7 @@ def test_numbers_come_unchanged_from_stage_tables(smoke_supplement, smoke_run):
     ls = fmt_interval(base.loc[m, "L"], base.loc[m, "L_ci_low"], base.loc[m, "L_ci_high"])
     pl = fmt_interval(post.loc[m, "L_median"], post.loc[m, "L_ci_low"], post.loc[m, "L_ci_high"])
     # (the interval's own spaces are non-breaking in the HTML: it wraps only before the "[")
-    assert (
-        f'<td>{m}</td><td class="num">{num_cell(ls)}</td><td class="num">{num_cell(pl)}' in html
-    )
+    assert f'<td>{m}</td><td class="num">{num_cell(ls)}</td><td class="num">{num_cell(pl)}' in html
 
     t1 = pd.read_csv(tables / "table1_milestones.csv").set_index("model")
     src1 = results.read(smoke_run, "baselines/table1_milestones.csv").set_index("model")
