@@ -307,7 +307,9 @@ def test_real_rows_run_end_to_end_and_the_supplement_renders(tmp_path):
     that the data are real and that the clusters are windows."""
     from delusion_bayes.config import compose
     from delusion_bayes.pipeline import run
-    from delusion_bayes.report.browser import check_html, find_browser
+    from delusion_bayes.report.browser import find_browser
+
+    from ..report.render_check import check_html
 
     cfg = compose(["experiment=replay", "data.source=file", f"data.path={ROWS}",
                    "replay.bayes=false", "replay.n_boot=500", "replay.also_iid=false"])  # fmt: skip

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from delusion_bayes.report.browser import check_html, find_browser, screenshot
+from delusion_bayes.report.browser import find_browser
+
+from .render_check import check_html, screenshot
 
 pytestmark = pytest.mark.slow
 
