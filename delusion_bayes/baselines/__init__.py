@@ -13,7 +13,10 @@ from .logistic import LogisticFit, fit_logistic, fit_logistic_batch, logistic, l
 from .milestones import milestones
 from .permutation import (
     RankSumResult,
+    Skipped,
+    applicable_contrasts,
     contrast_groups,
+    min_two_sided_p,
     permutation_contrasts,
     rank_sum_distribution,
     rank_sum_test,
@@ -75,6 +78,9 @@ __all__ = [
     "naive_profiles",
     "percent_agreement",
     "permutation_contrasts",
+    "applicable_contrasts",
+    "min_two_sided_p",
+    "Skipped",
     "plot_intensity_by_stage",
     "rank_sum_distribution",
     "rank_sum_test",

@@ -22,6 +22,12 @@ MILESTONES: tuple[str, ...] = (
 #: logistic parameters (Table D1)
 LOGISTIC_PARAMS: tuple[str, ...] = ("L", "k", "t50")
 QUANTITIES: tuple[str, ...] = (*MILESTONES, *LOGISTIC_PARAMS)
+#: study variables a quantity needs beyond the recognition ratings (and the file that holds them)
+QUANTITY_NEEDS: dict[str, str] = {
+    "first_level_b": "level_b",
+    "days_level_b": "level_b",
+    "days_level_a": "level_a",
+}
 ALTERNATIVES: tuple[str, ...] = ("two-sided", "less", "greater")
 CONSENSUS_RULES: tuple[str, ...] = ("median", "mean", "mode")
 HALF_RULES: tuple[str, ...] = ("keep", "down", "up")

@@ -21,7 +21,7 @@ from scipy import stats
 
 from ..data.schema import MODEL
 from ._validate import as_float_array, check_option
-from .config import ALTERNATIVES, QUANTITIES, ContrastConfig
+from .config import ALTERNATIVES, QUANTITIES, QUANTITY_NEEDS, ContrastConfig
 from .results import BaselineResult
 
 #: DP tables larger than this many cells switch to Monte Carlo (memory: 8 bytes per cell)
@@ -238,6 +238,86 @@ def contrast_groups(ds: xr.Dataset | xr.DataArray, contrast: Any) -> tuple[np.nd
     if not mask_b.any():
         raise ValueError(f"contrast {c.name!r}: group b is empty (a covers every model)")
     return mask_a, mask_b
+
+
+@dataclass
+class Skipped:
+    """An analysis a study cannot support: what it is, why, and what would switch it on."""
+
+    analysis: str
+    reason: str
+    #: the files (relative to the stage folder) the analysis would have written
+    files: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.analysis}: {self.reason}"
+
+
+def _group_problem(ds: xr.Dataset | xr.DataArray, c: ContrastConfig) -> str | None:
+    """Why the study's model metadata cannot form the contrast's groups, or None if it can."""
+    if c.by == MODEL:
+        labels = np.asarray(ds[MODEL].values)
+    else:
+        coord_names = [k for k in ds.coords if ds.coords[k].dims == (MODEL,) and k != MODEL]
+        if c.by not in coord_names:
+            have = f"it has {coord_names}" if coord_names else "it has no model metadata"
+            return (f"the study has no {c.by!r} coordinate on {MODEL!r} ({have}); add a "
+                    f"{c.by!r} column to models.csv to run it")  # fmt: skip
+        labels = np.asarray(ds[c.by].values)
+    lab = [str(v) for v in labels]
+    available = sorted(set(lab))
+    for group, values in (("a", c.a), ("b", c.b)):
+        if values is None:
+            continue
+        absent = [str(v) for v in values if str(v) not in available]
+        if absent:
+            return (f"no model has {c.by}={absent} (group {group}); the study's values of "
+                    f"{c.by!r}: {available}")  # fmt: skip
+    if c.b is None and set(lab) <= {str(v) for v in c.a}:
+        return f"group b is empty: every model has {c.by} in {[str(v) for v in c.a]}"
+    return None
+
+
+def applicable_contrasts(
+    data: xr.Dataset | xr.DataArray, contrasts: Iterable[Any], quantities: Iterable[str] | None
+) -> tuple[list[ContrastConfig], list[Skipped]]:
+    """The contrasts (and their quantities) this study can support, and the ones it cannot.
+
+    A contrast is skipped when its ``by`` coordinate is not model metadata of the study (no
+    ``models.csv`` column) or when no model carries group A's (or B's) values; a quantity is
+    dropped from a contrast when the study does not have it (``quantities``: the names
+    available; ``first_level_b`` needs ``level_b`` from ``adjudication.csv``). A contrast left
+    with no quantity is skipped. Malformed contrasts (unknown key, bad alternative, overlapping
+    groups) still raise: those are configuration errors, not missing data.
+    """
+    have = None if quantities is None else set(quantities)
+    usable: list[ContrastConfig] = []
+    skipped: list[Skipped] = []
+    for raw in contrasts:
+        c = as_contrast(raw)
+        check_option(f"contrast {c.name!r} alternative", c.alternative, ALTERNATIVES)
+        label = f"contrast {c.name!r}"
+        problem = _group_problem(data, c)
+        if problem is not None:
+            skipped.append(Skipped(label, problem, ("contrasts.csv",)))
+            continue
+        keep = list(c.quantities) if have is None else [q for q in c.quantities if q in have]
+        for q in c.quantities:
+            if q not in keep:
+                need = QUANTITY_NEEDS.get(q)
+                why = (f"needs {need!r} (adjudication.csv), which the study does not have"
+                       if need else "not computed for this study")  # fmt: skip
+                skipped.append(Skipped(f"{label}, quantity {q!r}", why))
+        if not keep:
+            continue
+        usable.append(ContrastConfig(**{**asdict(c), "quantities": keep}))
+    return usable, skipped
+
+
+def min_two_sided_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p an exact rank-sum test of ``n_a`` vs ``n_b`` untied values can
+    reach: ``2 / C(n_a + n_b, n_a)`` (one arrangement in each tail), at most 1."""
+    return min(1.0, 2.0 / math.comb(int(n_a) + int(n_b), int(n_a)))
 
 
 def permutation_contrasts(

@@ -18,7 +18,7 @@ from .config import BaselinesConfig
 from .consensus import consensus
 from .logistic import logistic_bootstrap
 from .milestones import milestones
-from .permutation import permutation_contrasts
+from .permutation import Skipped, applicable_contrasts, min_two_sided_p, permutation_contrasts
 from .profiles import intensity_by_stage, intervention_profiles, naive_profiles
 from .reliability import reliability_table
 from .results import BaselineResult
@@ -69,6 +69,8 @@ class TrajectoryAnalysis:
     #: milestones recomputed on the rater bootstrap's own resamples (resample, model)
     milestone_replicates: xr.Dataset | None = None
     notes: list[str] = field(default_factory=list)
+    #: the analyses this study cannot support (missing items, adjudication, metadata), with why
+    skipped: list[Skipped] = field(default_factory=list)
     #: the settings used (the config's values, defaults filled in, the seed actually used)
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -132,8 +134,13 @@ def analyse_trajectory(
     )  # fmt: skip
 
     level_a, level_b = ds.get("level_a"), ds.get("level_b")
+    skipped: list[Skipped] = []
     if level_b is None:
-        notes.append("no level_b in the study: first_level_b / days_level_b not computed")
+        skipped.append(Skipped("Table 1: first_level_b, days_level_b",
+                               "needs level_b (adjudication.csv), which the study does not have"))  # fmt: skip
+    if level_a is None:
+        skipped.append(Skipped("Table 1: days_level_a",
+                               "needs level_a (adjudication.csv), which the study does not have"))  # fmt: skip
     ms_kw = dict(stable_run=int(b["stable_run"]), censor_day=cens, missing=str(b["missing"]),
                  clinical_at=float(b["clinical_at"]), stable_at=float(b["stable_at"]))  # fmt: skip
     ms = milestones(cons["recognition"], level_b, level_a=level_a, **ms_kw)
@@ -145,7 +152,8 @@ def analyse_trajectory(
         upper=float(RATED_VARIABLES["recognition"].scale.high), k_max=float(b["k_max"]),
         ci=float(b["ci"]), turn_at=float(b["clinical_at"]), progress=progress,
     )  # fmt: skip
-    res = TrajectoryAnalysis(cons, rel, ms, d1, cens, notes=notes, settings={**b, "seed": seed})
+    res = TrajectoryAnalysis(cons, rel, ms, d1, cens, notes=notes, skipped=skipped,
+                             settings={**b, "seed": seed})  # fmt: skip
     if milestone_replicates:
         rec = ds["recognition"].transpose(RATER, MODEL, DAY)
         idx = d1.extra["replicates"]["rater_index"].values
@@ -163,11 +171,15 @@ def analyse_trajectory(
         for p in ("L", "k"):
             quantities[p] = (MODEL, table[p].to_numpy(dtype=float))
         quantities["t50"] = (MODEL, t50_for_ranking(table, ms["first_clinical"].values, cens))
-        res.contrasts = permutation_contrasts(
-            quantities, b["contrasts"], max_exact=int(b["max_exact"]), n_mc=int(b["n_mc"]),
-            seed=seed,
-        )  # fmt: skip
-        res.contrasts.notes.append(t50_for_ranking.__doc__.split("\n\n")[0].strip())
+        usable, cannot = applicable_contrasts(quantities, b["contrasts"], quantities.data_vars)
+        skipped += cannot
+        if usable:
+            res.contrasts = permutation_contrasts(
+                quantities, usable, max_exact=int(b["max_exact"]), n_mc=int(b["n_mc"]),
+                seed=seed,
+            )  # fmt: skip
+            res.contrasts.notes.append(t50_for_ranking.__doc__.split("\n\n")[0].strip())
+            res.contrasts.notes += _power_notes(res.contrasts.summary)
     else:
         notes.append("no contrasts configured (baselines.contrasts is empty)")
 
@@ -179,5 +191,20 @@ def analyse_trajectory(
         res.intensity = intensity_by_stage(stage, interv)
         res.naive = naive_profiles(stage, interv, clinical_at=float(b["clinical_at"]))
     else:
-        notes.append("no intervention ratings in the study: Table 2, Figure 2, section F skipped")
+        skipped.append(Skipped("Table 2, Figure 2, section F (interventions)",
+                               "needs intervention ratings (items education, psychoeducation, "
+                               "emotional_support, interpretation, recommendation in "
+                               "ratings.csv)", ("table2_interventions.csv",
+                               "figure2_intensity_by_stage.csv", "sectionF_naive_profiles.csv")))  # fmt: skip
     return res
+
+
+def _power_notes(summary: Any) -> list[str]:
+    """One note per contrast whose groups are too small for any p below 0.05 (exact test)."""
+    out = []
+    sizes = summary.drop_duplicates("contrast")[["contrast", "n_a", "n_b"]]
+    for name, n_a, n_b in sizes.itertuples(index=False):
+        if n_a and n_b and (p := min_two_sided_p(n_a, n_b)) > 0.05:
+            out.append(f"contrast {name!r}: with {n_a} vs {n_b} models the smallest attainable "
+                       f"two-sided p is {p:.2g}; the test cannot reject at 0.05")  # fmt: skip
+    return out

@@ -148,7 +148,12 @@ class Builder:
         )
 
     def missing(self, src: str, what: str) -> Note:
-        stage = src.split("/")[0]
+        stage, rel = src.split("/", 1)
+        reasons = [f"{s.get('analysis')}: {s.get('reason')}"
+                   for s in self.run.stage(stage).index.get("skipped") or []
+                   if isinstance(s, dict) and rel in (s.get("files") or [])]  # fmt: skip
+        if reasons:
+            return Note("notrun", f"{what}: not computed for this study ({'; '.join(reasons)}).")
         return Note("notrun", f"{what}: `{src}` was not written by the {stage} stage.")
 
     def post_warning(self, what: str) -> list[Note]:

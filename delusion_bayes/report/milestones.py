@@ -53,7 +53,9 @@ def table1(b: Builder) -> ReportTable | None:
     if post:
         notes.append(f"Posterior: median [{b.cfg.ci_prob:.0%} CrI] of the latency under `{b.post}`.")  # fmt: skip
     title = "Table 1. Milestones per model: consensus trajectory beside the posterior"
-    base_est = {m: Estimate(base[m].to_numpy()) for m in MILESTONES}
+    base_est = {m: Estimate(base[m].to_numpy()) for m in MILESTONES if m in base}
+    if absent := [m for m in MILESTONES if m not in base]:
+        notes.append(f"Not computed for this study (no adjudication.csv): {', '.join(absent)}.")
     sources = [T1] + ([post_src] if post_src else [])
     return side_by_side("table1_milestones", title, keys, base_est, post, ("consensus", "posterior"),
                         sources, notes, digits=1, censor=censor)  # fmt: skip
@@ -68,13 +70,14 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
     order = base["model"].tolist()
     post, post_src = posterior_milestones(b, order)
     censor = b.run.censor_day
+    shown = [m for m in MILESTONES if m in base]  # level-based ones need adjudication
     ncols = 3
-    nrows = math.ceil(len(MILESTONES) / ncols)
+    nrows = math.ceil(len(shown) / ncols)
     with style():
         fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 0.22 * len(order) * nrows + 1.4),
                                  sharey=True, squeeze=False)  # fmt: skip
         y = np.arange(len(order))
-        for ax, q in zip(axes.flat, MILESTONES, strict=False):
+        for ax, q in zip(axes.flat, shown, strict=False):
             v = base[q].to_numpy(float)
             if q in post:
                 p = post[q]
@@ -95,6 +98,8 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
             ax.set_xlabel("day" if q.startswith("first_") else "days")
             ax.grid(True, axis="x")
             ax.grid(False, axis="y")
+        for ax in axes.flat[len(shown) :]:
+            ax.set_visible(False)
         axes[0, 0].set_yticks(y, order)
         axes[0, 0].invert_yaxis()
         shared_legend(fig, axes, loc="lower center", bbox_to_anchor=(0.5, -0.01))

@@ -120,7 +120,14 @@ def section_text(b: Builder) -> Section:
     if not text.ran:
         return s.add(b.not_run("text", "Figures 3 and 4"))
     if text.headline.get("skipped"):
-        reason = text.index.get("skipped", "no texts in the study")
+        skipped = text.index.get("skipped") or "no texts in the study"
+        reason = (
+            skipped
+            if isinstance(skipped, str)
+            else "; ".join(
+                str(x.get("reason", x)) if isinstance(x, dict) else str(x) for x in skipped
+            )
+        )
         return s.add(Note("notrun", f"The text stage skipped its analyses: {reason}."))
     for title, draw, caption, own in FIGURES:
         made = b.draw(title, caption, lambda draw=draw: draw(b))

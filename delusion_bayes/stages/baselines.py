@@ -58,4 +58,4 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
               "censor_day": res.censor_day, "seed": res.settings["seed"],
               "n_boot": int(res.settings["n_boot"])}  # fmt: skip
     notes = res.notes + res.reliability.notes + res.logistic.notes + con_notes
-    return out.index(res.headline, notes=notes, config=config)
+    return out.index(res.headline, skipped=res.skipped, notes=notes, config=config)

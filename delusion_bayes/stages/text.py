@@ -65,10 +65,11 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
     enabled = bool(_get(t, "enabled", True))
     if not enabled or not has_texts(ds):
-        reason = ("the study has no prompt/answer texts (simulate with texts=True or load texts)"
+        reason = ("the study has no prompt/answer texts (add prompts.csv and answers.csv, or "
+                  "simulate with texts=True)"
                   if enabled else "text.enabled = false")  # fmt: skip
-        log.info("stage text: skipped: %s", reason)
-        return out.index({"skipped": True}, skipped=reason)
+        what = "text stage (entrainment, modality, Figures 3-4)"
+        return out.index({"skipped": True}, skipped=[{"analysis": what, "reason": reason}])
 
     cons, cons_source = _consensus(ds, b, run_dir)
     clinical_at = float(_get(b, "clinical_at", 3.0))

@@ -161,7 +161,7 @@ def test_skips_without_texts(small_study, tmp_path, caplog):
     assert len(lines) == 1 and "skipped" in lines[0].getMessage()
     assert "no prompt/answer" in lines[0].getMessage()
     index = json.loads((tmp_path / "run" / "text" / "index.json").read_text())
-    assert index["files"] == {} and "no prompt/answer" in index["skipped"]
+    assert index["files"] == {} and "no prompt/answer" in index["skipped"][0]["reason"]
     assert [p.name for p in (tmp_path / "run" / "text").iterdir()] == ["index.json"]
 
 
