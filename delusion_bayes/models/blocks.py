@@ -114,7 +114,9 @@ def onset_trajectory(spec: ModelSpec):
         sigma_log_k = make_rv("sigma_log_k", p["sigma_log_k"])
         # soft bounds: k = k_min + (K_MAX - k_min) sigmoid(a - log(K_MAX - k_min)) (spec.K_MAX,
         # spec.K_MIN); the joint models mix worse with K_MIN, so they keep k_min = 0
-        a = _partially_centred("log_k", mu_log_k + _group_shift(spec, "log_k"), sigma_log_k, turned)
+        # centred where the ratings pin log k (spec.log_k_centring), else non-centred
+        pinned = np.asarray(spec.data.get("log_k_centred", turned), bool) & turned
+        a = _partially_centred("log_k", mu_log_k + _group_shift(spec, "log_k"), sigma_log_k, pinned)
         k_min = K_MIN if spec.name == "onset" else 0.0
         span = K_MAX - k_min
         k = pm.Deterministic("k", k_min + span * pm.math.sigmoid(a - np.log(span)), dims=MODEL)

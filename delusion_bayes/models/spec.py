@@ -142,6 +142,7 @@ def build_spec(
     data["t50_early"] = first >= 2.5
     if model in ("joint", "disengagement"):
         data["eps_centred"] = noise_identified(rec)
+        data["log_k_centred"] = log_k_centring(data["t50_centred"] & ~data["t50_early"])
 
     if model in ("joint", "rater", "disengagement"):
         r, m, t = (a.astype(np.int64) for a in np.nonzero(~np.isnan(rec.values)))
@@ -289,6 +290,26 @@ def _disengagement_levels(ds: xr.Dataset, rec: xr.DataArray):
     # Level B implies A, so the pair is one ordinal outcome: 0 none, 1 A only, 2 B
     m, t = np.nonzero(~np.isnan(a) & ~np.isnan(b))
     return m.astype(np.int64), t.astype(np.int64), (a[m, t] + b[m, t]).astype(np.int64)
+
+
+#: fewest turning models whose log k the joint models sample centred (fewer: non-centred)
+MIN_CENTRED_TURNERS: int = 8
+
+
+def log_k_centring(turned: np.ndarray) -> np.ndarray:
+    """Which turning models have their log k sampled centred (geometry only; the same model).
+
+    Centred where the data pin log k more tightly than the population does (Papaspiliopoulos,
+    Roberts & Skold 2007): true of every turner's own curve on paper_like, but the population
+    scale ``sigma_log_k`` is learnt from the turners alone. With fewer than
+    :data:`MIN_CENTRED_TURNERS` of them its posterior reaches down to scales below a turner's
+    own precision, where the centred pair forms a funnel: the ``init-study`` template (4
+    turners, 12 days, 3 raters) had 8 divergences centred, 0 non-centred; paper_like (11
+    turners) mixes best centred (docs/models.md). By hand: PyMC has no automatic
+    reparameterisation.
+    """
+    turned = np.asarray(turned, bool)
+    return turned if int(turned.sum()) >= MIN_CENTRED_TURNERS else np.zeros_like(turned)
 
 
 def noise_identified(rec: xr.DataArray) -> np.ndarray:
