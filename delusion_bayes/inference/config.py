@@ -81,3 +81,6 @@ class InferenceConfig:
     ppc: bool = True  #: draw the posterior predictive and plot the ordinal PPC
     plot_vars: list[str] = field(default_factory=lambda: ["L", "k", "t50"])  #: rank/trace plots
     fail_on_bad_fit: bool = False  #: raise on a failed gate (else it is flagged, loudly)
+    #: a fit with divergences is refitted once at this target acceptance (same seed; both
+    #: attempts in ``gate.json``); ``None``: no refit
+    refit_target_accept: float | None = 0.99

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from .._lazy import lazy_getattr
-from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES, ModelConfig
+from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES, ModelConfig, missing_inputs
 
 # bound eagerly: as a lazy name, importing the submodule first made ``db.models.fit`` a module
 from .fit import fit
@@ -35,5 +35,6 @@ __getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "CUTPOINTS", "DEFAULT_PRIORS", "MODEL_NAMES", "TRAJECTORIES", "VARIANTS", "ModelConfig",
-    "ModelSpec", "build_spec", "default_priors", "fit", "prior_table", "resolve_priors", *_LAZY,
+    "ModelSpec", "build_spec", "default_priors", "fit", "missing_inputs", "prior_table",
+    "resolve_priors", *_LAZY,
 ]  # fmt: skip

@@ -9,6 +9,25 @@ from ..inference.config import DEFAULT_TARGET_ACCEPT
 
 #: the models this package defines (``delusion_bayes.models.build_spec``)
 MODEL_NAMES: tuple[str, ...] = ("joint", "onset", "rater", "disengagement")
+#: study variables each model needs beyond ``recognition (rater, model, day)``, and the file of a
+#: CSV study that holds them: without them the models stage skips the model (with a note)
+MODEL_NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "disengagement": (("level_a", "adjudication.csv"), ("level_b", "adjudication.csv")),
+}
+
+
+def missing_inputs(variables: Any, model: str) -> str | None:
+    """Why a study with ``variables`` (names, e.g. ``ds.data_vars``) cannot fit ``model``, or
+    None when it can."""
+    have = set(variables)
+    absent = [(v, f) for v, f in MODEL_NEEDS.get(model, ()) if v not in have]
+    if not absent:
+        return None
+    names = ", ".join(v for v, _ in absent)
+    files = ", ".join(sorted({f for _, f in absent}))
+    return f"needs {names} ({files}), which the study does not have"
+
+
 #: trajectory shapes of the onset models (``logistic`` is the paper's; the others are variants)
 TRAJECTORIES: tuple[str, ...] = ("logistic", "linear", "step")
 #: ``rater``: severity shift and discrimination per rater; ``shared``: one set of cutpoints

@@ -131,6 +131,16 @@ def _thresholds(t: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def refit_text(gate: dict[str, Any]) -> str:
+    """`` (refitted: ...)`` when the gate records an automatic refit, else ``""``."""
+    attempts = gate.get("attempts") or []
+    if len(attempts) < 2:
+        return ""
+    first, last = attempts[0], attempts[-1]
+    return (f" (refitted automatically at target_accept {last.get('target_accept', 0):g} after "
+            f"{first.get('divergences')} divergences at {first.get('target_accept', 0):g})")  # fmt: skip
+
+
 def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
     """One line per Bayesian fit (passed/FAILED, max R-hat, min ESS, divergences): a warning
     when any failed, ``ok`` when all passed, None when nothing was fitted."""
@@ -142,14 +152,17 @@ def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
             lines.append(f"`{v.model}`: no verdict ({v.details})")
             continue
         thresholds = thresholds or _thresholds(gate.get("thresholds") or {})
+        refit = refit_text(gate)
         if v.passed:
-            lines.append(f"`{v.model}`: passed — {_gate_numbers(gate)}")
+            lines.append(f"`{v.model}`: passed — {_gate_numbers(gate)}{refit}")
         else:
             failed = True
             reasons = "; ".join(map(str, gate.get("reasons") or []))
+            advice = "; ".join(map(str, gate.get("advice") or []))
             lines.append(f"`{v.model}`: FAILED — {_gate_numbers(gate)}"
-                         + (f" ({reasons})" if reasons else "")
-                         + f"; its posterior results are not trustworthy, see `{v.source}`")  # fmt: skip
+                         + (f" ({reasons})" if reasons else "") + refit
+                         + f"; its posterior results are not trustworthy, see `{v.source}`"
+                         + (f". What to try: {advice}" if advice else ""))  # fmt: skip
     rg = run.table(REPLAY_GATE) if run.stage("replay").ran else None
     if isinstance(rg, dict) and "passed" in rg:
         ok = bool(rg["passed"])
@@ -171,6 +184,29 @@ def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
     return Note("notrun" if unknown else "ok", text, "Diagnostics")
 
 
+def skipped_analyses(run: RunDir) -> list[str]:
+    """One line per analysis a stage skipped because the study lacks its input (each stage's
+    ``index.json`` ``skipped`` entries), in stage order."""
+    lines = []
+    for name in ("baselines", "text", "models", "replay"):
+        for s in run.stage(name).index.get("skipped") or []:
+            if isinstance(s, dict):
+                lines.append(f"{s.get('analysis', '?')}: {s.get('reason', '')}")
+            else:  # an older run's text stage wrote one string
+                lines.append(f"{name} stage: {s}")
+    return lines
+
+
+def skipped_note(run: RunDir) -> Note | None:
+    """The overview's list of analyses not run for want of input (None when there are none)."""
+    lines = skipped_analyses(run)
+    if not lines:
+        return None
+    text = ("Not run: this study does not have what these analyses need (a skip is not a "
+            "failure; add the input named to switch one on):\n" + "\n".join(lines))  # fmt: skip
+    return Note("notrun", text, "Analyses skipped")
+
+
 def opening(run: RunDir, diag: Diagnostics) -> list[Any]:
     """The blocks the overview opens with: the findings, then the diagnostics block."""
     blocks: list[Any] = []
@@ -182,7 +218,7 @@ def opening(run: RunDir, diag: Diagnostics) -> list[Any]:
         blocks += [Paragraph(lead), Bullets(found)]
     elif sim:
         blocks.append(Paragraph(f"SIMULATED data ({sim})."))
-    note = diagnostics_note(run, diag)
-    if note is not None:
-        blocks.append(note)
+    for note in (skipped_note(run), diagnostics_note(run, diag)):
+        if note is not None:
+            blocks.append(note)
     return blocks

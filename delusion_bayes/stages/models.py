@@ -81,8 +81,42 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
         kw["consensus"] = str(_get(cfg.baselines, "consensus", "median"))
     kw.update(overrides or {})
     ppc = bool(_get(cfg.inference, "ppc", True)) or name == "disengagement"
-    return fit(ds, name, **sampler_kwargs(s), progressbar=bool(_get(s, "progressbar", False)),
-               cache_dir=_get(cfg, "cache_dir", None), posterior_predictive=ppc, **kw)  # fmt: skip
+    kw.update(sampler_kwargs(s), progressbar=bool(_get(s, "progressbar", False)),
+              cache_dir=_get(cfg, "cache_dir", None), posterior_predictive=ppc)  # fmt: skip
+    return refit_if_divergent(lambda **more: fit(ds, name, **{**kw, **more}), cfg.inference)
+
+
+def refit_if_divergent(make, inf: Any):
+    """``make()``'s fit; when it has more divergences than the gate allows, one refit
+    ``make(target_accept=...)`` at ``inference.refit_target_accept`` (halfway from the first
+    attempt's target to 1 when that was as high already) with the same seed
+    (the compiled model is reused: the refit costs sampling only). The fit returned carries
+    ``attrs["gate_attempts"]``: JSON, one ``{target_accept, divergences, seconds}`` per attempt
+    (the stage writes it into ``gate.json``)."""
+    from ..inference.diagnostics import sampler_stats
+
+    allowed = int(_get(inf, "max_divergences", 0))
+    refit_at = _get(inf, "refit_target_accept", None)
+    dt = make()
+    attempts = [_attempt(dt, sampler_stats(dt)["divergences"])]
+    if refit_at is not None and attempts[0]["divergences"] > allowed:
+        # at or above refit_target_accept already (the onset model's 0.99): halfway to 1
+        first = attempts[0]["target_accept"]
+        target = max(float(refit_at), 1.0 - (1.0 - first) / 2.0)
+        log.warning("%s: %d divergent transitions at target_accept %.3g; refitting once at "
+                    "%.4g (inference.refit_target_accept)", dt.attrs.get("variant", "fit"),
+                    attempts[0]["divergences"], first, target)  # fmt: skip
+        dt = make(target_accept=target)
+        attempts.append(_attempt(dt, sampler_stats(dt)["divergences"]))
+    dt.attrs["gate_attempts"] = json.dumps(attempts)
+    return dt
+
+
+def _attempt(dt, divergences: int) -> dict[str, Any]:
+    post = dt["posterior"].attrs
+    return {"target_accept": float(post.get("target_accept", np.nan)),
+            "divergences": int(divergences),
+            "seconds": round(float(dt.attrs.get("fit_time", np.nan)), 2)}  # fmt: skip
 
 
 #: panels of the rank plot: the parameters with the highest R-hat among ``inference.plot_vars``
@@ -162,6 +196,39 @@ def _draw(out: Outputs, fname: str, desc: str, make, notes: list) -> None:
         plt.close("all")
 
 
+def fit_attempts(dt, g: dict[str, Any]) -> dict[str, Any]:
+    """``{attempts, refitted}`` for ``gate.json``: every sampling attempt of this fit
+    (:func:`refit_if_divergent`), the last one with the gate's verdict."""
+    attempts = json.loads(dt.attrs.get("gate_attempts", "[]") or "[]")
+    if attempts:
+        attempts[-1].update(passed=bool(g["passed"]), max_rhat=g["max_rhat"], min_ess=g["min_ess"])
+    return {"attempts": attempts, "refitted": len(attempts) > 1}
+
+
+def gate_advice(dt, g: dict[str, Any]) -> list[str]:
+    """What to try for a fit that failed its gate, with the study design's likely reason."""
+    post = dt["posterior"]
+    out = []
+    n_raters = post.sizes.get("rater")
+    n_models = post.sizes.get("model")
+    if n_raters is not None and n_raters <= 2:
+        out.append(f"{n_raters} raters: rater severity and discrimination are weakly identified; "
+                   "try model.cutpoints=shared (one discrimination for all raters)")  # fmt: skip
+    if n_models is not None and n_models < 8:
+        out.append(f"{n_models} chatbots: the between-chatbot scales (sigma_*) rest mostly on "
+                   "their priors; a divergence there is a funnel, not a coding error")  # fmt: skip
+    if "t50" in post.data_vars and "n_days" in dt.attrs:
+        beyond = (post["t50"] > float(dt.attrs["n_days"])).mean(("chain", "draw"))
+        if bool((beyond > 0.5).all()):
+            out.append("no chatbot turns within the study: t50 and k are set by their priors")
+    if g.get("divergences", 0):
+        out.append("divergences: raise sampler.target_accept (e.g. 0.995) and sampler.tune "
+                   "(e.g. 2000)")  # fmt: skip
+    if any("R-hat" in r or "ESS" in r for r in g.get("reasons", [])):
+        out.append("R-hat or ESS: more draws (sampler.draws=3000) and look at rank.png")
+    return out
+
+
 def _loo_units(dt, inf) -> dict[str, str]:
     """``{unit: log-likelihood variable}`` of a fit, the configured ``inference.loo_unit`` first;
     a unit whose variable is the configured one's (the onset model's ``y`` serves both) is
@@ -194,6 +261,9 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
     # diagnostics gate -------------------------------------------------------------------
     table = diagnose(dt, inf)
     g = gate(dt, table, inf)  # raises BadFitError with fail_on_bad_fit
+    g.update(fit_attempts(dt, g))
+    if not g["passed"]:
+        g["advice"] = gate_advice(dt, g)
     desc = f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass"
     write("diagnostics.csv", table.reset_index(), desc)
     write("gate.json", g, "diagnostics gate verdict and reasons")
@@ -316,6 +386,21 @@ def attach_icc(rel, run_dir: Path, notes: list) -> None:
     rel["frequentist"] = [float(row[column[a]].iloc[0]) for a in rel["analogue"]]
 
 
+def study_contrasts(ds: xr.Dataset, contrasts: Any) -> tuple[list[dict], list[dict]]:
+    """The configured contrasts this study's metadata and variables support (as plain dicts),
+    and ``{analysis, reason}`` for each one (or quantity) it cannot
+    (:func:`delusion_bayes.baselines.applicable_contrasts`)."""
+    from dataclasses import asdict
+
+    from ..baselines import applicable_contrasts
+    from ..baselines.config import QUANTITIES, QUANTITY_NEEDS
+
+    available = [q for q in QUANTITIES if QUANTITY_NEEDS.get(q, "recognition") in ds]
+    usable, cannot = applicable_contrasts(ds, [_plain(c) for c in contrasts or []], available)
+    skipped = [{"analysis": f"posterior {c.analysis}", "reason": c.reason} for c in cannot]
+    return [asdict(c) for c in usable], skipped
+
+
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     """Fit, gate and write the configured Bayesian models of a validated trajectory study into
     ``run_dir/models/``; ``cfg.baselines`` gives the contrasts and milestone rules. Returns per
@@ -323,7 +408,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     import pandas as pd
 
     from ..inference.diagnostics import compare_fits, loo_table
-    from ..models import MODEL_NAMES, VARIANTS
+    from ..models import MODEL_NAMES, VARIANTS, missing_inputs
 
     t0 = time.perf_counter()
     out = Outputs(run_dir, "models")
@@ -334,7 +419,13 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     bad = [n for n in names if n not in MODEL_NAMES]
     if bad:
         raise ValueError(f"model.name/also_fit name unknown models {bad}; expected {MODEL_NAMES}")
-    contrasts = [_plain(c) for c in _get(cfg.baselines, "contrasts", [])]
+    contrasts, skipped = study_contrasts(ds, _get(cfg.baselines, "contrasts", []))
+    if why := missing_inputs(ds.data_vars, primary):
+        raise ValueError(f"model.name={primary!r} {why}; choose another model (e.g. model=joint) "
+                         "or add the missing file to the study")  # fmt: skip
+    skipped += [{"analysis": f"model {n!r}", "reason": why}
+               for n in names if (why := missing_inputs(ds.data_vars, n))]  # fmt: skip
+    names = [n for n in names if not missing_inputs(ds.data_vars, n)]
     prov = _provenance(cfg, ds, Path(run_dir))
     headline: dict[str, Any] = {}
     notes: list[str] = []
@@ -392,4 +483,4 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     if failing:
         notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
     headline["seconds"] = time.perf_counter() - t0
-    return out.index(headline, notes=notes)
+    return out.index(headline, skipped=skipped, notes=notes)
