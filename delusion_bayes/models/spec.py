@@ -140,9 +140,9 @@ def build_spec(
     data["t50_centred"] = np.nan_to_num(peak, nan=0.0) >= 2.5
     first = np.array([row[np.isfinite(row)][0] if np.isfinite(row).any() else 0.0 for row in med])
     data["t50_early"] = first >= 2.5
+    data["log_k_centred"] = log_k_centring(data["t50_centred"] & ~data["t50_early"])
     if model in ("joint", "disengagement"):
         data["eps_centred"] = noise_identified(rec)
-        data["log_k_centred"] = log_k_centring(data["t50_centred"] & ~data["t50_early"])
 
     if model in ("joint", "rater", "disengagement"):
         r, m, t = (a.astype(np.int64) for a in np.nonzero(~np.isnan(rec.values)))
@@ -303,9 +303,11 @@ def log_k_centring(turned: np.ndarray) -> np.ndarray:
     Roberts & Skold 2007): true of every turner's own curve on paper_like, but the population
     scale ``sigma_log_k`` is learnt from the turners alone. With fewer than
     :data:`MIN_CENTRED_TURNERS` of them its posterior reaches down to scales below a turner's
-    own precision, where the centred pair forms a funnel: the ``init-study`` template (4
-    turners, 12 days, 3 raters) had 8 divergences centred, 0 non-centred; paper_like (11
-    turners) mixes best centred (docs/models.md). By hand: PyMC has no automatic
+    own precision, where the centred pair forms a funnel: on the ``init-study`` template (4
+    turners, 12 days, 3 raters) the joint model had 8 divergences centred, 0 non-centred; the
+    onset model on ``small`` seed 2 had 3 divergences centred at ``sigma_log_k`` ~0.23, 0
+    non-centred (ESS 942 -> 1,917); paper_like (11 turners) mixes best centred
+    (docs/models.md). By hand: PyMC has no automatic
     reparameterisation.
     """
     turned = np.asarray(turned, bool)
