@@ -207,6 +207,7 @@ def test_never_turner_t50_coordinate_keeps_the_normal_prior(study):
     centred = np.ones(len(spec.coords["model"]), bool)
     centred[3] = False
     spec.data["t50_centred"] = centred
+    spec.data["log_k_centred"] = centred  # the turners' log k centred: one z_log_k, model 3's
     model = build_model(spec)
     assert model["w_t50"].type.shape == (1,)
     import pytensor
@@ -303,3 +304,17 @@ def test_models_fit_is_the_function_even_after_importing_its_module():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_log_k_centred_only_with_enough_turners(study, paper_like):
+    """Centred log k needs >= 8 turners (``spec.MIN_CENTRED_TURNERS``): the small study's 4
+    turners are all non-centred, paper_like's 11 turners centred (its 4 never-turners not)."""
+    from delusion_bayes.models.spec import MIN_CENTRED_TURNERS, log_k_centring
+
+    assert MIN_CENTRED_TURNERS == 8
+    small = build_spec(study, "joint").data
+    assert small["t50_centred"].sum() == 4 and not small["log_k_centred"].any()
+    big = build_spec(paper_like, "onset").data
+    assert big["log_k_centred"].tolist() == [True] * 11 + [False] * 4
+    assert log_k_centring(np.array([True] * 7 + [False])).sum() == 0
+    assert log_k_centring(np.array([True] * 8)).all()
