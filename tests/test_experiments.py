@@ -30,6 +30,8 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "bench_text.py": ["--preset", "small"],
     "coverage_replay_bayes.py": ["--sims", "1", "--draws", "100", "--tune", "100", "--n-boot", "50"],
     "coverage_replay_support.py": ["--reps", "2", "--n-boot", "50", "--truth-participants", "100"],
+    "gate_grid.py": ["--designs", "minimal", "--models", "rater", "--out", "grid.csv",
+                     "sampler.draws=50", "sampler.tune=50", "sampler.chains=1"],
     "loo_units.py": ["--preset", "small", "--seeds", "0", "--draws", "100", "--chains", "1",
                      "--variants", "linear"],
     "rhat_floor.py": ["--reps", "3", "--draws", "50"],
