@@ -94,7 +94,10 @@ def build(name: str) -> xr.Dataset:
     return ds
 
 
-def fit_design(name: str, ds: xr.Dataset, cfg: Any, models: list[str] | None) -> list[dict]:
+def fit_design(
+    name: str, ds: xr.Dataset, cfg: Any, models: list[str] | None, emit=lambda row: None
+) -> list[dict]:
+    """Every default fit of one design, gated; ``emit(row)`` as each one finishes."""
     from delusion_bayes.inference.diagnostics import diagnose, gate
     from delusion_bayes.models import missing_inputs
     from delusion_bayes.stages.models import fit_attempts, fit_one
@@ -111,6 +114,7 @@ def fit_design(name: str, ds: xr.Dataset, cfg: Any, models: list[str] | None) ->
                 "missing": round(float(ds["recognition"].isnull().mean()), 3)}  # fmt: skip
         if why := missing_inputs(ds.data_vars, m):
             rows.append({**base, "status": "skipped", "note": why})
+            emit(rows[-1])
             continue
         t0 = time.perf_counter()
         dt = fit_one(ds, m, cfg, primary=m == primary)
@@ -122,6 +126,7 @@ def fit_design(name: str, ds: xr.Dataset, cfg: Any, models: list[str] | None) ->
                      "refitted": g["refitted"], "max_rhat": round(g["max_rhat"], 4),
                      "min_ess": round(g["min_ess"]), "seconds": round(time.perf_counter() - t0, 1),
                      "note": "; ".join(g["reasons"])})  # fmt: skip
+        emit(rows[-1])
     return rows
 
 
@@ -167,14 +172,14 @@ def main() -> None:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()
         for i, name in enumerate(names, 1):
-            rows = fit_design(
-                name, build(name), cfg, args.models.split(",") if args.models else None
-            )
-            for r in rows:
-                w.writerow(r)
-                print(f"[{i}/{len(names)}] " + json.dumps(r), flush=True)
-            fh.flush()
-            done += rows
+
+            def emit(row, i=i):
+                w.writerow(row)
+                fh.flush()
+                print(f"[{i}/{len(names)}] " + json.dumps(row), flush=True)
+
+            models = args.models.split(",") if args.models else None
+            done += fit_design(name, build(name), cfg, models, emit)
     print("\nSIMULATED studies; " + table(done))
 
 
