@@ -94,8 +94,8 @@ _FILES = (
     # baselines ---------------------------------------------------------------------------
     _f("baselines", "table1_milestones.csv", "Table 1: milestone latencies (censored at the "
        "censoring day) and day counts per model, from the consensus trajectory",
-       "model:str first_clinical:float first_stable:float days_stage4:float",
-       optional="first_level_b:float days_level_a:float days_level_b:float",
+       "model:str first_clinical:float first_stable:float first_level_b:float "
+       "days_stage4:float days_level_a:float days_level_b:float",
        extra="one column per model coord (vendor, generation, ...)",
        readers=("report", "sweep")),
     _f("baselines", "table2_interventions.csv", "Table 2: mean intervention intensity (1-3) on "

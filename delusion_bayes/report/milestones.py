@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from delusion_bayes.baselines.config import MILESTONES
+from delusion_bayes.baselines.config import MILESTONES, QUANTITY_NEEDS
 from delusion_bayes.plotting import GREYS, shared_legend, style
 from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Section
@@ -40,6 +40,13 @@ def posterior_milestones(b: Builder, keys: list[str]) -> tuple[dict[str, Estimat
     return out, src
 
 
+def computed(base: pd.DataFrame) -> list[str]:
+    """The milestones Table 1 holds for this study: a level-based one (``QUANTITY_NEEDS``) is
+    written as NaN when the study has no adjudication, and left out here."""
+    return [m for m in MILESTONES
+            if m in base and (m not in QUANTITY_NEEDS or base[m].notna().any())]  # fmt: skip
+
+
 def table1(b: Builder) -> ReportTable | None:
     """Table 1: milestone latencies and day counts per model, consensus beside posterior (paper,
     "Statistical Analysis": latencies from the consensus trajectory, censored at n + 1)."""
@@ -53,8 +60,8 @@ def table1(b: Builder) -> ReportTable | None:
     if post:
         notes.append(f"Posterior: median [{b.cfg.ci_prob:.0%} CrI] of the latency under `{b.post}`.")  # fmt: skip
     title = "Table 1. Milestones per model: consensus trajectory beside the posterior"
-    base_est = {m: Estimate(base[m].to_numpy()) for m in MILESTONES if m in base}
-    if absent := [m for m in MILESTONES if m not in base]:
+    base_est = {m: Estimate(base[m].to_numpy()) for m in computed(base)}
+    if absent := [m for m in MILESTONES if m not in base_est]:
         notes.append(f"Not computed for this study (no adjudication.csv): {', '.join(absent)}.")
     sources = [T1] + ([post_src] if post_src else [])
     return side_by_side("table1_milestones", title, keys, base_est, post, ("consensus", "posterior"),
@@ -70,7 +77,7 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
     order = base["model"].tolist()
     post, post_src = posterior_milestones(b, order)
     censor = b.run.censor_day
-    shown = [m for m in MILESTONES if m in base]  # level-based ones need adjudication
+    shown = computed(base)  # level-based ones need adjudication
     ncols = 3
     nrows = math.ceil(len(shown) / ncols)
     with style():

@@ -13,6 +13,7 @@ from typing import Any
 
 import xarray as xr
 
+from ..baselines.config import MILESTONES
 from ..baselines.profiles import plot_intensity_by_stage
 from ..baselines.trajectory import analyse_trajectory
 from ..plotting import save_figure
@@ -34,7 +35,11 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     write("consensus.nc", res.consensus,
           f"consensus ({rule}, half rule {half}) per model-day, rated variables")  # fmt: skip
     write("tableC1_reliability.csv", res.reliability.table, res.reliability.title)
-    write("table1_milestones.csv", res.milestones.to_dataframe().reset_index(),
+    table1 = res.milestones.to_dataframe().reset_index()
+    for m in MILESTONES:  # a level-based milestone without adjudication: NaN (and a skip note)
+        if m not in table1:
+            table1.insert(list(MILESTONES).index(m) + 1, m, float("nan"))
+    write("table1_milestones.csv", table1,
           f"Table 1: milestone latencies (censored at {res.censor_day}) and day counts per "
           "model")  # fmt: skip
     write("tableD1_logistic.csv", res.logistic.table, res.logistic.title)
