@@ -61,7 +61,7 @@ def _inspect():
     try:
         from inspect_ai import log as ilog
         from inspect_ai.scorer import value_to_float
-    except ImportError as err:  # pragma: no cover - exercised only without the extra
+    except ImportError as err:
         raise ImportError(
             f"load_inspect_logs needs the optional extra 'inspect': {EXTRA_HINT}"
         ) from err

@@ -152,3 +152,36 @@ def test_cli_data_inspect_writes_tables_and_supplement(delusion_logs, tmp_path):
     md = (run / "supplement.md").read_text()
     assert "1 errored sample(s) left out" in md
     assert "did not finish: status cancelled, 8 of 16" in md
+
+
+@pytest.mark.slow
+def test_generic_eval_through_data_inspect_with_the_bayesian_fit(match_logs, tmp_path):
+    """A non-DelusionEval eval (binary ``match``, ``topic`` codes, ``user`` clusters) through
+    ``data=inspect`` end to end, the hierarchical Bayesian prevalence included (tiny sampler)."""
+    from delusion_bayes import pipeline
+    from delusion_bayes.config import compose
+
+    cfg = compose(["experiment=replay", "data=inspect", f"data.path={match_logs}",
+                   "data.score=match", "data.code_key=topic", "data.cluster_keys=[user]",
+                   "replay.n_boot=30", "replay.baseline=chat-a", "replay.figure_formats=[png]",
+                   "replay.depth_bins_bayes=1", "replay.prior_bins_bayes=1", "report.pdf=never",
+                   "sampler.draws=100", "sampler.tune=100", "sampler.chains=2",
+                   f"cache_dir={tmp_path / 'cache'}"])  # fmt: skip
+    pipeline.run(cfg, tmp_path / "run")
+    run = tmp_path / "run"
+    prev = pd.read_csv(run / "replay" / "prevalence.csv")
+    code = prev[prev["level"] == "code"].set_index(["model", "code"])["estimate"]
+    assert code[("chat-a", "maths")] == 1.0 and code[("chat-a", "history")] == 0.0
+    assert code[("chat-b", "history")] == 1.0
+    deltas = pd.read_csv(run / "replay" / "deltas.csv")
+    assert set(deltas["model"]) == {"chat-b"}  # paired deltas against chat-a
+    bayes = pd.read_csv(run / "replay" / "bayes_prevalence.csv")
+    assert {"chat-a", "chat-b"} <= set(bayes["model"])
+    assert (run / "supplement.md").is_file()
+
+
+def test_without_inspect_ai_the_error_names_the_extra(monkeypatch, match_logs):
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    with pytest.raises(ImportError, match=r"delusion_bayes\[inspect\]"):
+        load_inspect_logs(match_logs)
