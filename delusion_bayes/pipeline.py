@@ -178,17 +178,18 @@ def load_data(data_cfg: Any) -> xr.Dataset:
         from .data.replay import simulate_replay
 
         return simulate_replay(seed=int(data_cfg.seed), **overrides)
-    if source not in ("file", "delusioneval"):
+    if source not in ("file", "delusioneval", "inspect"):
         raise ValueError(
-            f"data.source = {source!r}; expected 'simulate', 'file' or 'delusioneval'."
+            f"data.source = {source!r}; expected 'simulate', 'file', 'delusioneval' or 'inspect'."
         )
-    if source == "delusioneval" and kind != "replay":
+    if source in ("delusioneval", "inspect") and kind != "replay":
         raise ValueError(
-            "data.source = 'delusioneval' reads a replay study; set data.kind=replay "
+            f"data.source = {source!r} reads a replay study; set data.kind=replay "
             "(experiment=replay does)"
         )
     if not data_cfg.path:
-        wanted = "a .nc file or a CSV dir" if source == "file" else "eval_rows.parquet"
+        wanted = {"file": "a .nc file or a CSV dir", "delusioneval": "eval_rows.parquet",
+                  "inspect": "Inspect .eval/.json logs or their folder"}[source]  # fmt: skip
         raise ValueError(f"data.source = {source!r} needs data.path ({wanted}).")
     path = Path(str(data_cfg.path)).expanduser()
     if source == "delusioneval":  # the release's evaluation rows; overrides name optional CSVs
@@ -196,6 +197,14 @@ def load_data(data_cfg: Any) -> xr.Dataset:
 
         return load_delusioneval(path, cutoffs=overrides.get("cutoffs"),
                                  participants=overrides.get("participants"))  # fmt: skip
+    if source == "inspect":
+        from .data.inspect_logs import load_inspect_logs
+
+        return load_inspect_logs(
+            path, score=data_cfg.get("score"), code_key=data_cfg.get("code_key"),
+            cluster_keys=list(data_cfg.get("cluster_keys") or []), cutoff=data_cfg.get("cutoff"),
+            cutoffs=overrides.get("cutoffs"), turn_key=data_cfg.get("turn_key"),
+        )  # fmt: skip
     if kind == "trajectory":
         from .data import load_study as load
     else:

@@ -90,6 +90,8 @@ def _study_notes(ds: xr.Dataset, unscored: str) -> list[str]:
             f"transcript de-duplicated ({ds.attrs.get('n_original_duplicates_dropped')} repeated "
             f"rows dropped), its {ds.attrs.get('n_original_unscored')} unscored rows {rule}"
         )
+    # what the loader counted (Inspect logs: errored, unscored, cancelled, duplicates, versions)
+    notes += [n for n in str(ds.attrs.get("load_notes", "")).splitlines() if n]
     return notes
 
 

@@ -30,6 +30,7 @@ _LAZY = {
         ".replay",
     ),
     "load_delusioneval": ".delusioneval",  # the DelusionEval release's evaluation rows (real data)
+    "load_inspect_logs": ".inspect_logs",  # Inspect AI evaluation logs (DelusionEval's, any scored)
 }
 __getattr__ = lazy_getattr(__name__, _LAZY)
 
