@@ -130,11 +130,17 @@ def _rank_plot(az, tree):
         return az.plot_rank(tree, backend="matplotlib")
 
 
+#: what a ``/`` in a rank-plot panel's label is drawn as (DataTree forbids ``/`` in names)
+PANEL_SLASH = "\u2215"
+
+
 def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Dataset:
     """The ``n`` parameters of ``plot_vars`` with the highest R-hat (the diagnostics table's
     ``var[coord,...]`` labels), one variable each. Not every element: a reader looks for the
     chains that disagree, which these are, and every panel costs plotting time
-    (``docs/design-notes.md#stagesmodelspy``)."""
+    (``docs/design-notes.md#stagesmodelspy``). A DataTree variable name cannot hold ``/``, so a
+    ``/`` in a label (a model named ``openai/gpt-4o``) becomes the look-alike U+2215 (``∕``):
+    the panel title reads as written."""
     post = dt["posterior"].to_dataset().reset_coords(drop=True)
     rows = table[table["variable"].isin(plot_vars) & ~table["constant"].astype(bool)]
     rows = rows.sort_values("r_hat", ascending=False).head(n)
@@ -149,7 +155,7 @@ def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Da
             da = stacked.isel(__p__=names.index(label[len(var) + 1 : -1])).drop_vars(
                 ["__p__", *extra], errors="ignore"
             )
-        out[label] = da
+        out[label.replace("/", PANEL_SLASH)] = da
     return xr.Dataset(out)
 
 
