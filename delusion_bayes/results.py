@@ -176,10 +176,15 @@ _FILES = (
        "P(censored)", "model:str milestone:str median:float ci_low:float ci_high:float "
        "p_censored:float mean:float ci_prob:float ci_kind:str censor_day:int",
        readers=("report", "sweep")),
-    _f("models", "{fit}/contrasts_posterior.csv", "posterior group contrasts (mean A - mean B "
-       "per draw) and P(> 0)", "name:str quantity:str median:float ci_low:float "
+    _f("models", "{fit}/contrasts_posterior.csv", "posterior group contrasts of these N models "
+       "(mean A - mean B per draw) and P(> 0)", "name:str quantity:str median:float ci_low:float "
        "ci_high:float p_gt_0:float mean:float n_a:int n_b:int alternative:str note:str "
        "ci_prob:float ci_kind:str", readers=("report", "sweep")),
+    _f("models", "{fit}/contrasts_population.csv", "population group contrasts: expected value "
+       "of a new chatbot of group A minus one of group B, between-model variation included "
+       "(models.population), and P(> 0)", "name:str quantity:str median:float ci_low:float "
+       "ci_high:float p_gt_0:float mean:float n_a:int n_b:int alternative:str note:str "
+       "ci_prob:float ci_kind:str", readers=("report",)),
     _f("models", "{fit}/consensus_posterior.csv", "Bayesian consensus per model-day: modal "
        "stage, P(stage >= 3), P(stage >= 4), mean, P(stage = s)",
        "model:str day:int modal_stage:float p_ge3:float p_ge4:float mean:float p1:float "

@@ -94,6 +94,9 @@ OVERRIDES = {
     "discrimination_mean": "typical rater discrimination (default 3.5: recognition alpha near the paper's .76)",
     "n_models": "number of chatbot models: the preset's roster repeated or subsampled in its "
     "stratified order, keeping the contrast groups' and regimes' shares (module docstring)",
+    "group_shift": "null preset only: a known population group effect, {by: cohort|vendor|"
+    "generation, level: <value>, t50: <days>, log_k: <shift>} added to the exchangeable truth "
+    "of that group's models (_null_models)",
 }
 
 #: model attributes whose shares a scaled roster keeps (the contrasts' groups and the regimes)
@@ -157,13 +160,19 @@ def scale_roster(models: tuple[_ModelTruth, ...], n_models: int) -> tuple[_Model
 
 
 def _null_models(
-    rng: np.random.Generator, roster: tuple[_ModelTruth, ...] = _PAPER_MODELS
-) -> tuple[_ModelTruth, ...]:
-    """The roster's models and coords with exchangeable truth (no group differences)."""
+    rng: np.random.Generator, roster: tuple[_ModelTruth, ...] = _PAPER_MODELS,
+    group_shift: dict[str, Any] | None = None,
+) -> tuple[_ModelTruth, ...]:  # fmt: skip
+    """The roster's models and coords with exchangeable truth (no group differences): ``t50 ~
+    N(16, 8)``, ``log k ~ N(0, 0.6)``. ``group_shift`` (:data:`OVERRIDES`) adds ``t50`` days and
+    ``log_k`` to the models whose ``by`` attribute is ``level``: the population means of that
+    group then differ from the others' by exactly those shifts (same draws otherwise)."""
+    by, level, d_t50, d_log_k = _group_shift(group_shift, roster)
     out = []
     for m in roster:
-        t50 = float(rng.normal(16.0, 8.0))
-        k = float(np.exp(rng.normal(np.log(1.0), 0.6)))
+        hit = by is not None and str(getattr(m, by)) == level
+        t50 = float(rng.normal(16.0, 8.0)) + (d_t50 if hit else 0.0)
+        k = float(np.exp(rng.normal(np.log(1.0), 0.6) + (d_log_k if hit else 0.0)))
         out.append(
             _ModelTruth(
                 m.name, m.vendor, m.generation, m.cohort, "exchangeable",
@@ -172,6 +181,25 @@ def _null_models(
             )
         )  # fmt: skip
     return tuple(out)
+
+
+def _group_shift(shift: dict[str, Any] | None, roster: tuple[_ModelTruth, ...]):
+    """``(by, level, t50, log_k)`` of a ``group_shift`` override, checked (``by`` None: none)."""
+    if not shift:
+        return None, "", 0.0, 0.0
+    shift = dict(shift)
+    bad = sorted(set(shift) - {"by", "level", "t50", "log_k"})
+    by = shift.get("by")
+    if bad or by not in ("cohort", "vendor", "generation") or "level" not in shift:
+        raise ValueError(
+            f"group_shift = {shift!r}; expected {{by: cohort|vendor|generation, level: <value>, "
+            "t50: <days>, log_k: <shift>}" + (f" (unknown keys {bad})" if bad else "")
+        )
+    level = str(shift["level"])
+    levels = sorted({str(getattr(m, by)) for m in roster})
+    if level not in levels:
+        raise ValueError(f"group_shift level {level!r} is not a {by} of the roster: {levels}")
+    return by, level, float(shift.get("t50", 0.0)), float(shift.get("log_k", 0.0))
 
 
 def _ordinal(latent: np.ndarray, cuts: np.ndarray, scale: np.ndarray, low: int, rng) -> np.ndarray:
@@ -311,10 +339,16 @@ def _design(preset: str, rng_truth, overrides: dict[str, Any]):
     roster = _SMALL_MODELS if preset == "small" else _PAPER_MODELS
     if overrides.get("n_models") is not None:
         roster = scale_roster(roster, int(overrides["n_models"]))
+    if overrides.get("group_shift") and preset != "null":
+        raise ValueError(
+            f"group_shift applies to the null preset (exchangeable models), not {preset!r}: "
+            "its models have fixed truth, so no population group effect is defined"
+        )
     if preset == "small":
         models, n_raters, n_days, missing = roster, 3, 12, []
     elif preset == "null":
-        models, n_raters, n_days, missing = _null_models(rng_truth, roster), 4, 30, []
+        models = _null_models(rng_truth, roster, overrides.get("group_shift"))
+        n_raters, n_days, missing = 4, 30, []
     else:
         models, n_raters, n_days = roster, 4, 30
         # the paper's one missing answer, where that model is in the (scaled) roster

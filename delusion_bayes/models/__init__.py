@@ -28,6 +28,7 @@ _DERIVED = (
 _LAZY = {
     "build_model": ".build",
     **dict.fromkeys(_DERIVED, ".derived"),
+    "population_contrasts": ".population",
     **dict.fromkeys(("run_sbc", "sbc_uniformity", "plot_sbc"), ".sbc"),
 }
 

@@ -290,16 +290,21 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
         desc = "posterior milestone latencies with P(censored)"
         write("milestones_posterior.csv", d.milestones_table(ms, prob, kind), desc)
     if contrasts:
+        from ..models.population import population_contrasts
+
         q = d.contrast_quantities(dt, ms)
-        rows = []
+        rows, pop, seed = [], [], int(_get(b, "seed", 0))
         for c in contrasts:
             try:
                 rows.append(d.posterior_contrasts(q, [c], prob, kind))
+                pop.append(population_contrasts(q, [c], prob, kind, seed=seed))
             except ValueError as err:
                 notes.append(f"contrast {dict(c).get('name')!r} skipped: {err}")
         if rows:
-            desc = "posterior group contrasts (mean A - mean B per draw), P(> 0)"
+            desc = f"posterior group contrasts of these {q.sizes['model']} models (mean A - mean B)"
             write("contrasts_posterior.csv", pd.concat(rows, ignore_index=True), desc)
+            desc = "population group contrasts: a new chatbot of group A minus one of group B"
+            write("contrasts_population.csv", pd.concat(pop, ignore_index=True), desc)
     if "stage" in post.data_vars:
         desc = "Bayesian consensus per model-day: modal stage, P(stage >= 3), mean"
         write("consensus_posterior.csv", d.consensus_posterior(dt), desc)
