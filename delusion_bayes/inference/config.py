@@ -84,3 +84,6 @@ class InferenceConfig:
     #: a fit with divergences is refitted once at this target acceptance (same seed; both
     #: attempts in ``gate.json``); ``None``: no refit
     refit_target_accept: float | None = 0.99
+    #: then, a fit whose R-hat or ESS fails the gate (no divergences left) is refitted once with
+    #: this many times the draws and tuning steps; ``None``: no refit
+    refit_draws_factor: float | None = 2.0

@@ -114,7 +114,7 @@ def sample(
                 compute_convergence_checks=False, model=model,
             )  # fmt: skip
     dt.posterior.attrs.update(sampler=name, sampler_requested=cfg.name, target_accept=target_accept,
-                              total_time=time.perf_counter() - t0)  # fmt: skip
+                              tune=int(cfg.tune), total_time=time.perf_counter() - t0)  # fmt: skip
     if compile_time is not None:
         dt.posterior.attrs["compile_time"] = compile_time
     return dt

@@ -132,14 +132,11 @@ def build_spec(
     }
     missing = np.isnan(rec.values).all(axis=0)  # (model, day)
     data: dict[str, np.ndarray] = {"day_values": days.astype(float)}
-    # t50's coordinate (blocks._t50): the median rating reaches 2.5 on some day / on day 1
+    # t50's coordinate (blocks._t50): the median rating holds 2.5 within the study / from its start
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         med = np.nanmedian(rec.values, axis=0)  # (model, day)
-        peak = np.nanmax(med, axis=1)
-    data["t50_centred"] = np.nan_to_num(peak, nan=0.0) >= 2.5
-    first = np.array([row[np.isfinite(row)][0] if np.isfinite(row).any() else 0.0 for row in med])
-    data["t50_early"] = first >= 2.5
+    data["t50_centred"], data["t50_early"] = onset_geometry(med)
     data["log_k_centred"] = log_k_centring(data["t50_centred"] & ~data["t50_early"])
     if model in ("joint", "disengagement"):
         data["eps_centred"] = noise_identified(rec)
@@ -290,6 +287,34 @@ def _disengagement_levels(ds: xr.Dataset, rec: xr.DataArray):
     # Level B implies A, so the pair is one ordinal outcome: 0 none, 1 A only, 2 B
     m, t = np.nonzero(~np.isnan(a) & ~np.isnan(b))
     return m.astype(np.int64), t.astype(np.int64), (a[m, t] + b[m, t]).astype(np.int64)
+
+
+#: consecutive rated days on which the median rating must be >= 2.5 for a model to count as
+#: turned (and, on the first days, as turned from the start) when the graph's geometry is chosen
+TURN_RUN: int = 2
+
+
+def onset_geometry(med: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(turned, early)`` per model from the median ratings ``med`` (model, day; NaN unrated):
+    which models have their t50 sampled centred, and which of those from the first day
+    (:func:`delusion_bayes.models.blocks._t50`; geometry only, the same model).
+
+    Turned: the median is >= 2.5 on :data:`TURN_RUN` consecutive rated days; early: on the
+    first ``TURN_RUN`` rated days. One day is not enough: a never-turner whose raters split
+    2/3 on day 1 (2 or 4 raters, common in small studies) read as "turned from day 1", whose
+    geometry (t50 before the first day) then fought its flat ratings: 33 divergences in the
+    disengagement model on 4 paper-roster chatbots (docs/models.md). paper_like, ``null``,
+    ``small`` and the template classify every model as before.
+    """
+    turned, early = np.zeros(len(med), bool), np.zeros(len(med), bool)
+    for i, row in enumerate(np.asarray(med, float)):
+        high = row[np.isfinite(row)] >= 2.5
+        if high.size < TURN_RUN:  # too few rated days for a run: all of them high
+            turned[i] = bool(high.size) and bool(high.all())
+        else:
+            turned[i] = bool((np.convolve(high, np.ones(TURN_RUN, int), "valid") >= TURN_RUN).any())
+        early[i] = turned[i] and bool(high[:TURN_RUN].all())
+    return turned, early
 
 
 #: fewest turning models whose log k the joint models sample centred (fewer: non-centred)

@@ -8,6 +8,7 @@ not write is left out), the diagnostics from ``models/<fit>/gate.json`` and
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Any
 
 from delusion_bayes.report.document import Bullets, Note, Paragraph
@@ -132,13 +133,20 @@ def _thresholds(t: dict[str, Any]) -> str:
 
 
 def refit_text(gate: dict[str, Any]) -> str:
-    """`` (refitted: ...)`` when the gate records an automatic refit, else ``""``."""
+    """`` (refitted automatically: ...)`` naming each automatic refit and what prompted it when
+    the gate records one (:func:`delusion_bayes.stages.models.fit_with_refits`), else ``""``."""
     attempts = gate.get("attempts") or []
-    if len(attempts) < 2:
-        return ""
-    first, last = attempts[0], attempts[-1]
-    return (f" (refitted automatically at target_accept {last.get('target_accept', 0):g} after "
-            f"{first.get('divergences')} divergences at {first.get('target_accept', 0):g})")  # fmt: skip
+    steps = []
+    for before, after in pairwise(attempts):
+        if after.get("target_accept") != before.get("target_accept"):
+            steps.append(f"at target_accept {after.get('target_accept', 0):g} after "
+                         f"{before.get('divergences')} divergences at "
+                         f"{before.get('target_accept', 0):g}")  # fmt: skip
+        else:
+            steps.append(f"with {after.get('draws')} draws per chain after R-hat "
+                         f"{before.get('max_rhat', float('nan')):.3f} / ESS "
+                         f"{before.get('min_ess', float('nan')):.0f} at {before.get('draws')}")  # fmt: skip
+    return f" (refitted automatically {'; then '.join(steps)})" if steps else ""
 
 
 def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:

@@ -83,40 +83,80 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
     ppc = bool(_get(cfg.inference, "ppc", True)) or name == "disengagement"
     kw.update(sampler_kwargs(s), progressbar=bool(_get(s, "progressbar", False)),
               cache_dir=_get(cfg, "cache_dir", None), posterior_predictive=ppc)  # fmt: skip
-    return refit_if_divergent(lambda **more: fit(ds, name, **{**kw, **more}), cfg.inference)
+    return fit_with_refits(lambda **more: fit(ds, name, **{**kw, **more}), cfg.inference)
 
 
-def refit_if_divergent(make, inf: Any):
-    """``make()``'s fit; when it has more divergences than the gate allows, one refit
-    ``make(target_accept=...)`` at ``inference.refit_target_accept`` (halfway from the first
-    attempt's target to 1 when that was as high already) with the same seed
-    (the compiled model is reused: the refit costs sampling only). The fit returned carries
-    ``attrs["gate_attempts"]``: JSON, one ``{target_accept, divergences, seconds}`` per attempt
-    (the stage writes it into ``gate.json``)."""
+def fit_with_refits(make, inf: Any):
+    """``make()``'s fit, refitted by the standard remedies while it fails its gate, at most once
+    each (same seed; the compiled model is reused, so a refit costs sampling only):
+
+    1. more divergences than the gate allows: ``make(target_accept=...)`` at
+       ``inference.refit_target_accept`` (halfway from the attempt's target to 1 when that was
+       as high already);
+    2. then, if the latest attempt has no excess divergences but its R-hat or ESS fails the
+       gate: ``make(draws=..., tune=...)`` with ``inference.refit_draws_factor`` times the draws
+       and tuning steps, at the latest attempt's target. Chains of a few hundred effective
+       draws put R-hat above 1.01 for some of ~100 parameters by chance alone; longer chains
+       are what Vehtari et al. (2021, Bayesian Analysis 16:667) prescribe, and a real
+       multimodality still fails.
+
+    The fit returned carries ``attrs["gate_attempts"]``: JSON, one ``{target_accept, draws,
+    divergences, seconds, max_rhat, min_ess}`` per attempt (the stage writes it into
+    ``gate.json``)."""
     from ..inference.diagnostics import sampler_stats
 
     allowed = int(_get(inf, "max_divergences", 0))
     refit_at = _get(inf, "refit_target_accept", None)
+    factor = _get(inf, "refit_draws_factor", None)
     dt = make()
-    attempts = [_attempt(dt, sampler_stats(dt)["divergences"])]
-    if refit_at is not None and attempts[0]["divergences"] > allowed:
+    attempts = [_attempt(dt, sampler_stats(dt)["divergences"], inf)]
+    if refit_at is not None and attempts[-1]["divergences"] > allowed:
         # at or above refit_target_accept already (the onset model's 0.99): halfway to 1
-        first = attempts[0]["target_accept"]
+        first = attempts[-1]["target_accept"]
         target = max(float(refit_at), 1.0 - (1.0 - first) / 2.0)
-        log.warning("%s: %d divergent transitions at target_accept %.3g; refitting once at "
-                    "%.4g (inference.refit_target_accept)", dt.attrs.get("variant", "fit"),
-                    attempts[0]["divergences"], first, target)  # fmt: skip
+        log.warning("%s: %d divergent transitions at target_accept %.3g; refitting at %.4g "
+                    "(inference.refit_target_accept)", dt.attrs.get("variant", "fit"),
+                    attempts[-1]["divergences"], first, target)  # fmt: skip
         dt = make(target_accept=target)
-        attempts.append(_attempt(dt, sampler_stats(dt)["divergences"]))
+        attempts.append(_attempt(dt, sampler_stats(dt)["divergences"], inf))
+    last = attempts[-1]
+    if factor is not None and float(factor) > 1 and last["divergences"] <= allowed:
+        if not last["mixed"]:
+            draws = int(round(last["draws"] * float(factor)))
+            tune = int(round(last["tune"] * float(factor)))
+            log.warning("%s: R-hat %.4f or ESS %.0f fails the gate; refitting with %d draws and "
+                        "%d tuning steps per chain (inference.refit_draws_factor)",
+                        dt.attrs.get("variant", "fit"), last["max_rhat"], last["min_ess"], draws,
+                        tune)  # fmt: skip
+            more = {"draws": draws, "tune": tune}
+            if len(attempts) > 1:
+                more["target_accept"] = last["target_accept"]
+            dt = make(**more)
+            attempts.append(_attempt(dt, sampler_stats(dt)["divergences"], inf))
+    for a in attempts:
+        a.pop("mixed")
     dt.attrs["gate_attempts"] = json.dumps(attempts)
     return dt
 
 
-def _attempt(dt, divergences: int) -> dict[str, Any]:
-    post = dt["posterior"].attrs
-    return {"target_accept": float(post.get("target_accept", np.nan)),
+def _attempt(dt, divergences: int, inf: Any) -> dict[str, Any]:
+    """One sampling attempt's settings and diagnostics (``mixed``: R-hat and ESS pass)."""
+    from ..inference.diagnostics import diagnose
+
+    post = dt["posterior"]
+    table = diagnose(dt, inf)
+    gated = table[~table["constant"]]
+    ok = (gated["r_hat"] <= table.attrs["rhat_max"]) & (
+        gated[["ess_bulk", "ess_tail"]].min(axis=1) >= table.attrs["ess_min"]
+    )
+    return {"target_accept": float(post.attrs.get("target_accept", np.nan)),
+            "draws": int(post.sizes["draw"]), "tune": int(post.attrs.get("tune", 0) or 0),
             "divergences": int(divergences),
-            "seconds": round(float(dt.attrs.get("fit_time", np.nan)), 2)}  # fmt: skip
+            "seconds": round(float(dt.attrs.get("fit_time", np.nan)), 2),
+            "max_rhat": round(float(gated["r_hat"].max()), 4) if len(gated) else float("nan"),
+            "min_ess": round(float(gated[["ess_bulk", "ess_tail"]].min().min()), 1)
+            if len(gated) else float("nan"),
+            "mixed": bool(ok.all())}  # fmt: skip
 
 
 #: panels of the rank plot: the parameters with the highest R-hat among ``inference.plot_vars``
@@ -204,7 +244,7 @@ def _draw(out: Outputs, fname: str, desc: str, make, notes: list) -> None:
 
 def fit_attempts(dt, g: dict[str, Any]) -> dict[str, Any]:
     """``{attempts, refitted}`` for ``gate.json``: every sampling attempt of this fit
-    (:func:`refit_if_divergent`), the last one with the gate's verdict."""
+    (:func:`fit_with_refits`), the last one with the gate's verdict."""
     attempts = json.loads(dt.attrs.get("gate_attempts", "[]") or "[]")
     if attempts:
         attempts[-1].update(passed=bool(g["passed"]), max_rhat=g["max_rhat"], min_ess=g["min_ess"])

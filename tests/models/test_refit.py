@@ -1,4 +1,5 @@
-"""The models stage's automatic refit on divergences and its advice on a failed gate (issue 33).
+"""The models stage's automatic refits (divergences, then R-hat/ESS) and its advice on a failed
+gate (issue 33).
 
 No sampling: ``make`` returns DataTrees with the sample stats a sampler would write, so the rule
 itself is under test (the end-to-end gate on real fits: ``tests/test_own_data.py``).
@@ -12,17 +13,32 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from delusion_bayes.stages.models import fit_attempts, gate_advice, refit_if_divergent
+from delusion_bayes.stages.models import fit_attempts, fit_with_refits, gate_advice
 
 
-def fake_fit(divergences: int, target_accept: float, n_raters: int = 3, n_models: int = 5):
-    div = np.zeros((2, 50), bool)
+def fake_fit(
+    divergences: int,
+    target_accept: float,
+    n_raters: int = 3,
+    n_models: int = 5,
+    draws: int = 50,
+    stuck: bool = False,
+):
+    """A fit's DataTree; ``stuck``: one parameter whose two chains sit 3 SD apart (R-hat ~2.3),
+    else independent normal draws (seeded) that mix."""
+    div = np.zeros((2, draws), bool)
     div.flat[:divergences] = True
+    mu = np.random.default_rng(draws).normal(size=(2, draws)) + (
+        np.array([[0.0], [3.0]]) if stuck else 0.0
+    )
     post = xr.Dataset(
-        {"t50": (("chain", "draw", "model"), np.full((2, 50, n_models), 40.0)),
-         "severity": (("chain", "draw", "rater"), np.zeros((2, 50, n_raters)))},
-        attrs={"target_accept": target_accept},
-    )  # fmt: skip
+        {
+            "t50": (("chain", "draw", "model"), np.full((2, draws, n_models), 40.0)),
+            "severity": (("chain", "draw", "rater"), np.zeros((2, draws, n_raters))),
+            "mu": (("chain", "draw"), mu),
+        },
+        attrs={"target_accept": target_accept, "tune": draws},
+    )
     dt = xr.DataTree.from_dict(
         {"posterior": post, "sample_stats": xr.Dataset({"diverging": (("chain", "draw"), div)})}
     )
@@ -38,16 +54,18 @@ class Maker:
 
     def __call__(self, **more):
         self.calls.append(more)
-        div, default_ta = self.plan.pop(0)
-        return fake_fit(div, more.get("target_accept", default_ta))
+        div, default_ta, *stuck = self.plan.pop(0)
+        draws = more.get("draws", 50)
+        return fake_fit(div, more.get("target_accept", default_ta), draws=draws, stuck=any(stuck))
 
 
-INF = {"max_divergences": 0, "refit_target_accept": 0.99}
+# ess_min_per_chain 10: the fake fits' 2 x 50 independent draws pass it
+INF = {"max_divergences": 0, "refit_target_accept": 0.99, "ess_min_per_chain": 10.0}
 
 
 def test_divergent_fit_is_refitted_once_at_the_configured_target():
     make = Maker((8, 0.9), (0, 0.99))
-    dt = refit_if_divergent(make, INF)
+    dt = fit_with_refits(make, INF)
     assert make.calls == [{}, {"target_accept": 0.99}]
     attempts = json.loads(dt.attrs["gate_attempts"])
     assert [(a["target_accept"], a["divergences"]) for a in attempts] == [(0.9, 8), (0.99, 0)]
@@ -56,25 +74,29 @@ def test_divergent_fit_is_refitted_once_at_the_configured_target():
 def test_already_at_the_target_goes_halfway_to_one():
     """The onset model samples at 0.99 already: its refit is at 0.995."""
     make = Maker((1, 0.99), (0, 0.995))
-    refit_if_divergent(make, INF)
+    fit_with_refits(make, INF)
     assert make.calls[1] == {"target_accept": pytest.approx(0.995)}
 
 
 def test_refit_is_attempted_once_even_if_it_still_diverges():
     make = Maker((8, 0.9), (2, 0.99))
-    dt = refit_if_divergent(make, INF)
+    dt = fit_with_refits(make, INF)
     assert len(make.calls) == 2
     g = {"passed": False, "max_rhat": 1.0, "min_ess": 900.0, "divergences": 2, "reasons": []}
     rec = fit_attempts(dt, g)
     assert rec["refitted"] is True
-    assert rec["attempts"][-1] == {"target_accept": 0.99, "divergences": 2, "seconds": 1.5,
-                                   "passed": False, "max_rhat": 1.0, "min_ess": 900.0}  # fmt: skip
+    assert {k: rec["attempts"][-1][k] for k in ("target_accept", "draws", "divergences")} == {
+        "target_accept": 0.99,
+        "draws": 50,
+        "divergences": 2,
+    }
+    assert rec["attempts"][-1]["passed"] is False and rec["attempts"][-1]["min_ess"] == 900.0
 
 
 @pytest.mark.parametrize("inf", [INF, {**INF, "refit_target_accept": None}])
 def test_no_refit_without_divergences_or_when_switched_off(inf):
     make = Maker((0 if inf["refit_target_accept"] else 5, 0.9))
-    dt = refit_if_divergent(make, inf)
+    dt = fit_with_refits(make, inf)
     assert make.calls == [{}]
     assert len(json.loads(dt.attrs["gate_attempts"])) == 1
 
@@ -89,3 +111,48 @@ def test_advice_names_the_design_reason():
     assert "sampler.target_accept" in advice[3]
     ok = gate_advice(fake_fit(0, 0.9, n_raters=4, n_models=15), {"divergences": 0, "reasons": []})
     assert ok == ["no chatbot turns within the study: t50 and k are set by their priors"]
+
+
+MIX = {**INF, "refit_draws_factor": 2.0}
+
+
+def test_poor_mixing_is_refitted_once_with_twice_the_draws():
+    """R-hat fails (chains 3 SD apart), no divergences: one refit with 2 x draws and tuning."""
+    make = Maker((0, 0.9, True), (0, 0.9))
+    dt = fit_with_refits(make, MIX)
+    assert make.calls == [{}, {"draws": 100, "tune": 100}]
+    first, second = json.loads(dt.attrs["gate_attempts"])
+    assert first["max_rhat"] > 1.5 and second["max_rhat"] < 1.05
+    assert (first["draws"], second["draws"]) == (50, 100)
+
+
+def test_divergence_refit_then_mixing_refit_keeps_the_raised_target():
+    make = Maker((4, 0.9), (0, 0.99, True), (0, 0.99))
+    dt = fit_with_refits(make, MIX)
+    assert make.calls == [{}, {"target_accept": 0.99}, {"draws": 100, "tune": 100,
+                                                         "target_accept": 0.99}]  # fmt: skip
+    assert len(json.loads(dt.attrs["gate_attempts"])) == 3
+
+
+def test_no_mixing_refit_while_divergent_or_when_switched_off():
+    make = Maker((4, 0.9), (2, 0.99, True))
+    fit_with_refits(make, MIX)
+    assert len(make.calls) == 2  # still divergent: more draws would not help
+    make = Maker((0, 0.9, True))
+    fit_with_refits(make, {**MIX, "refit_draws_factor": None})
+    assert make.calls == [{}]
+
+
+def test_overview_names_each_refit_and_its_reason():
+    from delusion_bayes.report.overview import refit_text
+
+    gate = {"attempts": [
+        {"target_accept": 0.9, "draws": 1000, "divergences": 5, "max_rhat": 1.02, "min_ess": 300},
+        {"target_accept": 0.99, "draws": 1000, "divergences": 0, "max_rhat": 1.012, "min_ess": 450},
+        {"target_accept": 0.99, "draws": 2000, "divergences": 0, "max_rhat": 1.004, "min_ess": 900},
+    ]}  # fmt: skip
+    assert refit_text(gate) == (
+        " (refitted automatically at target_accept 0.99 after 5 divergences at 0.9; then with "
+        "2000 draws per chain after R-hat 1.012 / ESS 450 at 1000)"
+    )
+    assert refit_text({"attempts": gate["attempts"][:1]}) == ""

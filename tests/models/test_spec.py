@@ -318,3 +318,40 @@ def test_log_k_centred_only_with_enough_turners(study, paper_like):
     assert big["log_k_centred"].tolist() == [True] * 11 + [False] * 4
     assert log_k_centring(np.array([True] * 7 + [False])).sum() == 0
     assert log_k_centring(np.array([True] * 8)).all()
+
+
+def test_onset_geometry_needs_two_days_at_or_above_2_5():
+    """A one-day 2/3 split (median 2.5) is a never-turner, not a model turned from day 1: that
+    misreading cost the disengagement model 33 divergences on 4 paper-roster chatbots
+    (``simulate_study("paper_like", seed=0, n_models=4)``, "Claude Sonnet 4"); 0 with the rule."""
+    from delusion_bayes.models.spec import onset_geometry
+
+    nan = np.nan
+    med = np.array([
+        [2.5, 2.0, 1.0, 1.0, 1.0, 1.0],  # day-1 blip, then flat: never turned
+        [1.0, 1.0, 2.5, 1.0, 1.5, 1.0],  # mid-study blip: never turned
+        [1.0, 1.0, 2.0, 3.0, 3.5, 4.0],  # turned within the study
+        [3.0, 3.5, 4.0, 4.0, 4.0, 4.0],  # turned from the start
+        [nan, 2.5, 3.0, nan, 4.0, 4.0],  # first rated days high (day 1 missing): from the start
+        [1.0, nan, 2.5, nan, 3.0, nan],  # 2.5 and 3.0 are consecutive rated days: turned
+        [nan] * 6,  # nobody rated it
+    ])  # fmt: skip
+    turned, early = onset_geometry(med)
+    assert turned.tolist() == [False, False, True, True, True, True, False]
+    assert early.tolist() == [False, False, False, True, True, False, False]
+
+
+def test_onset_geometry_unchanged_on_the_bundled_presets():
+    """The rule reclassifies no model of paper_like, null or small (seeds 0-2): their graphs
+    and draws are those of the one-day rule (a model turned iff some median >= 2.5, early iff
+    the first one is)."""
+    import delusion_bayes as db
+    from delusion_bayes.models.spec import onset_geometry
+
+    for preset in ("paper_like", "null", "small"):
+        for seed in range(3):
+            rec = db.data.simulate_study(preset, seed=seed)["recognition"]
+            med = np.nanmedian(rec.transpose("rater", "model", "day").values, axis=0)
+            turned, early = onset_geometry(med)
+            assert turned.tolist() == (np.nanmax(med, axis=1) >= 2.5).tolist(), (preset, seed)
+            assert early.tolist() == (med[:, 0] >= 2.5).tolist(), (preset, seed)
