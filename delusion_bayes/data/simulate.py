@@ -16,6 +16,7 @@ docs/design.md, "More or fewer chatbots").
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
@@ -329,6 +330,9 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
     ds["true_stage"].attrs["description"] = (
         "latent recognition stage m[model, day] on the 1-4 scale"
     )
+    if overrides.get("group_shift"):
+        # the known population effect, for anyone scoring a population contrast (sweep.coverage)
+        ds.attrs["group_shift"] = json.dumps(dict(overrides["group_shift"]), sort_keys=True)
     if texts:
         _add_texts(ds, np.clip(stage, 1.0, 4.0), true_confidence, day_missing, rng_text)
     return ds

@@ -123,10 +123,14 @@ def analyse_posterior(
     stable_run: int = 3,
     censor_day: int | None = None,
     contrasts: Iterable[Any] = (),
+    seed: int = 0,
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """Posterior medians, 90/95% equal-tailed intervals (``arviz.eti``) and contrast rows from a
-    posterior with ``L, k, t50`` (chain, draw, model) and optionally ``stage`` (..., day). A
-    contrast is the difference of group means (A - B) per draw; ``stat`` is the posterior
+    posterior with ``L, k, t50`` (chain, draw, model) and optionally ``stage`` (..., day).
+
+    Two rows per contrast and quantity (``scope``): ``finite``, the difference of these
+    models' group means (A - B) per draw, and ``population``, a new chatbot of group A minus
+    one of B (:func:`_population_row`; ``seed`` seeds its t draws). ``stat`` is the posterior
     probability of the alternative's direction (two-sided: the larger of P(d < 0), P(d > 0)); it
     rejects at >= 0.95 (one-sided) or >= 0.975 (two-sided), mirroring a 5% test."""
     import arviz as az
@@ -140,6 +144,7 @@ def analyse_posterior(
     ms = _true_milestones(stage, ds, stable_run, censor_day)
     quantities.update({m: ms[m].transpose(*sample, MODEL) for m in LATENCIES})
     quantities = {q: da.reindex({MODEL: ds[MODEL].values}) for q, da in quantities.items()}
+    rng = np.random.default_rng(seed)
     estimates: dict[str, Any] = {}
     for q, da in quantities.items():
         ets = {lv: az.eti(da, prob=lv, dim=list(sample)) for lv in LEVELS}
@@ -159,9 +164,60 @@ def analyse_posterior(
             stat = {"less": p_less, "greater": p_greater}.get(alt, max(p_less, p_greater))
             thresh = 0.975 if alt == "two-sided" else 0.95
             rows.append({"contrast": c["name"], "quantity": q, "alternative": alt, "stat": stat,
-                         "reject": bool(stat >= thresh),
-                         "median_diff": float(np.median(diff))})  # fmt: skip
+                         "reject": bool(stat >= thresh), "median_diff": float(np.median(diff)),
+                         "scope": "finite"})  # fmt: skip
+            rows.append(_population_row(quantities[q], mask_a, mask_b, c, q, alt, thresh, rng))
     return estimates, pd.DataFrame(rows)
+
+
+def _population_row(da, mask_a, mask_b, c, q, alt, thresh, rng) -> dict[str, Any]:
+    """The population contrast of one quantity (:func:`delusion_bayes.models.population.
+    population_draws`: a new chatbot of group A minus one of B, between-model variation
+    included): ``stat`` and ``reject`` as for the finite-sample contrast, and its median and
+    90/95% equal-tailed intervals."""
+    from ..data.schema import MODEL
+    from ..models.population import MIN_DRAWS, population_draws
+
+    x = da.transpose(..., MODEL).values.reshape(-1, da.sizes[MODEL])
+    diff = population_draws(x, mask_a, mask_b, rng, max(1, -(-MIN_DRAWS // x.shape[0])))
+    row = {"contrast": c["name"], "quantity": q, "alternative": alt, "scope": "population"}
+    if not np.isfinite(diff).all():  # a group empty or too small in some draw
+        return {**row, "stat": np.nan, "reject": np.nan, "median_diff": np.nan}
+    p_less, p_greater = float((diff < 0).mean()), float((diff > 0).mean())
+    stat = {"less": p_less, "greater": p_greater}.get(alt, max(p_less, p_greater))
+    row.update(stat=stat, reject=bool(stat >= thresh), median_diff=float(np.median(diff)))
+    for lv in LEVELS:
+        lo, hi = eti(diff, lv)
+        row[f"low_{_level_tag(lv)}"], row[f"high_{_level_tag(lv)}"] = float(lo), float(hi)
+    return row
+
+
+def population_truth(ds: xr.Dataset, contrast: Any, quantity: str) -> float:
+    """The true population difference ``mu_A - mu_B`` of a simulated study: 0 on the ``null``
+    preset (one exchangeable population); with its ``group_shift`` override the shift of
+    ``t50`` for a contrast of the shifted group against the rest of its ``by`` (NaN for other
+    quantities, whose population difference has no closed form, and for contrasts on another
+    attribute); NaN on other presets (their models are fixed, not drawn from populations)."""
+    import json
+
+    from ..baselines.permutation import as_contrast
+
+    if ds.attrs.get("preset") != "null":
+        return np.nan
+    shift = json.loads(ds.attrs["group_shift"]) if "group_shift" in ds.attrs else {}
+    if not shift:
+        return 0.0
+    c = as_contrast(contrast)
+    if c.by != shift["by"] or quantity != "t50":
+        return np.nan
+    level, d = str(shift["level"]), float(shift.get("t50", 0.0))
+    a = {str(v) for v in c.a}
+    b = {str(v) for v in c.b} if c.b is not None else {str(v) for v in ds[c.by].values} - a
+    if a == {level}:
+        return d
+    if b == {level}:
+        return -d
+    return np.nan
 
 
 def _diagnostics(dt: Any) -> str:
@@ -251,8 +307,17 @@ def posterior_rows(
     ``started``, a ``time.perf_counter()``, and diagnostics) and its estimates."""
     post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt.posterior
     est, pcon = analyse_posterior(post, ds, stable_run=stable_run, censor_day=censor_day,
-                                  contrasts=contrasts)  # fmt: skip
-    rows = _rows(method, est, pcon, "stat", lambda r: r["reject"], ds, truth, contrasts, base)
+                                  contrasts=contrasts, seed=int(base.get("seed", 0)))  # fmt: skip
+    finite = pcon[pcon["scope"] == "finite"] if len(pcon) else pcon
+    rows = _rows(method, est, finite, "stat", lambda r: r["reject"], ds, truth, contrasts, base)
+    by_name = {(c["name"] if hasattr(c, "keys") else c.name): c for c in reversed(contrasts)}
+    for _, r in (pcon[pcon["scope"] == "population"] if len(pcon) else pcon).iterrows():
+        pop = population_truth(ds, by_name[r["contrast"]], r["quantity"])
+        rows.append({**base, "method": f"{method}{POPULATION}", "kind": "contrast",
+                     "quantity": r["quantity"], "item": r["contrast"],
+                     "alternative": r["alternative"], "stat": r["stat"], "reject": r["reject"],
+                     "estimate": r["median_diff"], "truth": pop, "truth_diff": pop,
+                     **{k: r.get(k, np.nan) for k in ("low_90", "high_90", "low_95", "high_95")}})  # fmt: skip
     rows.append(_seconds_row(base, method, started, note=_diagnostics(dt)))
     return rows, est
 
@@ -266,7 +331,10 @@ def _setup(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):
     cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
     contrasts = list(setting(baselines, "contrasts", []) or [])
     truth = true_quantities(ds, stable_run=stable_run, censor_day=cens)
-    base = {"preset": str(ds.attrs.get("preset", "")), "seed": int(ds.attrs.get("seed", seed))}
+    base = {
+        "preset": preset_label(ds.attrs.get("preset", ""), "group_shift" in ds.attrs),
+        "seed": int(ds.attrs.get("seed", seed)),
+    }
     return cens, contrasts, truth, base, int(setting(baselines, "seed", 0)) + seed
 
 
@@ -309,6 +377,16 @@ def analyse_replicate(
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
 
 
+#: the method suffix of the population-contrast rows (``joint_population``)
+POPULATION = "_population"
+
+
+def preset_label(preset: str, shifted: bool) -> str:
+    """``null`` with a ``group_shift`` override is its own preset in the tables
+    (``null_shift``): its contrasts have a true population difference."""
+    return f"{preset}_shift" if shifted else str(preset)
+
+
 def replicate_path(out_dir: str | Path, preset: str, seed: int) -> Path:
     """``<out_dir>/replicates/<preset>-<seed:04d>.csv``."""
     return Path(out_dir) / REPLICATE_DIR / f"{preset}-{int(seed):04d}.csv"
@@ -334,12 +412,13 @@ def run_replicate(
     written to a temporary name and renamed, so a killed job never leaves a half-written one)."""
     from ..data import simulate_study
 
-    path = replicate_path(out_dir, preset, seed)
+    overrides = dict(simulate_overrides or {})
+    path = replicate_path(out_dir, preset_label(preset, bool(overrides.get("group_shift"))), seed)
     if path.is_file():
         log.info("replicate %s seed %d: already done (%s), skipped", preset, seed, path)
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    ds = simulate_study(preset=preset, seed=int(seed), **dict(simulate_overrides or {}))
+    ds = simulate_study(preset=preset, seed=int(seed), **overrides)
     rows = analyse_replicate(ds, baselines=baselines, methods=methods, fit_kwargs=fit_kwargs,
                              seed=int(seed), fit_fn=fit_fn)  # fmt: skip
     tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -359,9 +438,11 @@ def run_coverage(
     fit_fn: Callable[..., Any] | None = None,
     aggregate: bool = True,
     progress: bool = True,
+    simulate_overrides: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame | None:
     """The whole study in one process (a loop with a progress bar), then
-    :func:`aggregate_coverage`; for parallel or cluster runs use the Hydra entry point."""
+    :func:`aggregate_coverage`; for parallel or cluster runs use the Hydra entry point.
+    ``simulate_overrides`` go to every simulated study (e.g. ``{"group_shift": {...}}``)."""
     from tqdm.auto import tqdm
 
     if baselines is None:
@@ -371,7 +452,8 @@ def run_coverage(
     jobs = [(p, int(s)) for p in presets for s in seeds]
     for preset, seed in tqdm(jobs, desc="coverage replicates", disable=not progress):
         run_replicate(preset, seed, out_dir, baselines=baselines, methods=methods,
-                      fit_kwargs=fit_kwargs, fit_fn=fit_fn)  # fmt: skip
+                      fit_kwargs=fit_kwargs, fit_fn=fit_fn,
+                      simulate_overrides=simulate_overrides)  # fmt: skip
     return aggregate_coverage(Path(out_dir) / REPLICATE_DIR, out_dir) if aggregate else None
 
 

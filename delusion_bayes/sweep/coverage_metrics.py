@@ -122,11 +122,24 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
     for (preset, method, item, q), g in c.groupby(by, sort=False):
         rej, diff = g["reject"], g["truth_diff"]
         null_true = preset == "null" or bool(np.all(np.abs(diff.to_numpy(float)) <= tol))
-        rows.append({"preset": preset, "method": method, "contrast": item, "quantity": q,
-                     "what": "type-I error" if null_true else "power", "n": int(rej.notna().sum()),
-                     "rejection_rate": float(rej.mean()), "mean_stat": float(g["stat"].mean()),
-                     "truth_diff": float(diff.mean()),
-                     "mean_abs_truth_diff": float(diff.abs().mean())})  # fmt: skip
+        n = int(rej.notna().sum())
+        rate = float(rej.mean())
+        row = {"preset": preset, "method": method, "contrast": item, "quantity": q,
+               "what": "type-I error" if null_true else "power", "n": n,
+               "rejection_rate": rate, "se": float(np.sqrt(rate * (1 - rate) / n)) if n else np.nan,
+               "mean_stat": float(g["stat"].mean()), "truth_diff": float(diff.mean()),
+               "mean_abs_truth_diff": float(diff.abs().mean())}  # fmt: skip
+        # intervals (the population contrast's): coverage of the true population difference
+        for lv in LEVELS:
+            lo, hi = (f"{e}_{_level_tag(lv)}" for e in ("low", "high"))
+            row[f"coverage_{_level_tag(lv)}"] = np.nan
+            if {lo, hi, "truth"} <= set(g.columns):
+                ok = g[[lo, hi, "truth"]].notna().all(axis=1)
+                t = g.loc[ok, "truth"]
+                if ok.any():
+                    cov = (g.loc[ok, lo] <= t) & (t <= g.loc[ok, hi])
+                    row[f"coverage_{_level_tag(lv)}"] = float(cov.mean())
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

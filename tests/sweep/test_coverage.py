@@ -218,3 +218,47 @@ def test_aggregate_writes_table_side_by_side(tmp_path, bcfg):
     assert coverage_table(cov, 0.9).columns[2] == "baselines coverage 90%"
     with pytest.raises(ValueError, match="holds no replicate file"):
         load_replicates(tmp_path / "nothing")
+
+
+SHIFT = {"by": "cohort", "level": "late-2025", "t50": -8.0}
+
+
+def test_population_rows_score_the_known_population_difference(bcfg):
+    """Beside each finite-sample posterior contrast, a ``<method>_population`` row: the new-
+    chatbot contrast (models.population) with 90/95% intervals, its truth the population
+    difference: 0 on ``null``, the ``group_shift`` for t50 on ``null_shift`` (NaN for the
+    milestones, which have no closed form), NaN on paper_like (fixed models, no population).
+    With the oracle posterior (each model's true t50 to +-0.02) the t50 interval is the exact
+    pooled-t interval of the true values: it must contain the true shift here."""
+    pop = {}
+    for label, over in (("null", {}), ("null_shift", {"group_shift": SHIFT})):
+        ds = simulate_study("null", seed=3, **over)
+        rows = analyse_replicate(ds, baselines=bcfg, methods=("onset",), fit_fn=_oracle_fit,
+                                 fit_kwargs={"sd": 0.02}, seed=3)  # fmt: skip
+        assert set(rows["preset"]) == {label}
+        con = rows[rows["kind"] == "contrast"].set_index(["method", "quantity"])
+        assert {"baselines", "onset", "onset_population"} == set(con.index.get_level_values(0))
+        pop[label] = con.loc["onset_population"]
+    assert (pop["null"]["truth"] == 0.0).all() and (pop["null"]["truth_diff"] == 0.0).all()
+    shifted = pop["null_shift"]
+    assert shifted.loc["t50", "truth"] == -8.0 and np.isnan(shifted.loc["first_clinical", "truth"])
+    t50 = shifted.loc["t50"]
+    assert t50["low_95"] < t50["low_90"] < t50["estimate"] < t50["high_90"] < t50["high_95"]
+    assert t50["low_95"] <= -8.0 <= t50["high_95"]
+    # wider than the finite-sample contrast's certainty: between-model SD 8 over 5 vs 10 models
+    assert t50["high_95"] - t50["low_95"] > 2 * 8.0 * np.sqrt(1 / 5 + 1 / 10)
+    paper = analyse_replicate(simulate_study("paper_like", seed=1), baselines=bcfg,
+                              methods=("onset",), fit_fn=_oracle_fit, seed=1)  # fmt: skip
+    assert paper.loc[paper["method"] == "onset_population", "truth"].isna().all()
+
+
+def test_contrast_metrics_coverage_and_se_of_population_rows():
+    rows = [{"preset": "null_shift", "seed": s, "method": "joint_population", "kind": "contrast",
+             "quantity": "t50", "item": "c", "stat": 0.99, "reject": s < 3, "truth": -8.0,
+             "truth_diff": -8.0, "low_95": lo, "high_95": hi, "low_90": lo + 1, "high_90": hi - 1}
+            for s, (lo, hi) in enumerate([(-12, -4), (-9, -7.5), (-15, -1), (-7.5, 2)])]  # fmt: skip
+    err = contrast_metrics(pd.DataFrame(rows)).iloc[0]
+    assert err["what"] == "power" and err["rejection_rate"] == 0.75
+    assert err["se"] == pytest.approx(np.sqrt(0.75 * 0.25 / 4))
+    assert err["coverage_95"] == 0.75  # (-7.5, 2) misses -8
+    assert err["coverage_90"] == 0.5  # (-8, -6.5) and (-6.5, 1) miss; (-11,-5), (-14,-2) cover
