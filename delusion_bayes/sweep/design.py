@@ -24,7 +24,14 @@ import xarray as xr
 
 from ..stages import setting as _get
 from .config import DesignConfig
-from .coverage import _fit_rows, _seconds_row, _setup, baseline_estimates, baseline_rows
+from .coverage import (
+    POPULATION,
+    _fit_rows,
+    _seconds_row,
+    _setup,
+    baseline_estimates,
+    baseline_rows,
+)
 from .coverage_metrics import BASELINE, REPLICATE_COLUMNS, _markdown
 
 #: what makes a cell of the design (the sweep's factors)
@@ -145,10 +152,18 @@ def analyse_study(
     if method:
         new, pest = _fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, seed=seed,
                               fit_kwargs=fit_kwargs, stable_run=stable_run, cens=cens)  # fmt: skip
-        rows += new
+        # the Bayesian power is the population contrast's (the permutation test's question: do
+        # the groups' populations differ?), not that of these models' group means
+        rows += [_as_method(r, method) for r in new
+                 if not (r["kind"] == "contrast" and r["method"] == method)]  # fmt: skip
         rows += _classify_rows(method, pest["first_clinical"][0], pest["first_stable"][0],
                                ds, cens, base)  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
+
+
+def _as_method(row: dict[str, Any], method: str) -> dict[str, Any]:
+    """A population-contrast row of ``method`` (``<method>_population``) as ``method``'s."""
+    return {**row, "method": method} if row["method"] == f"{method}{POPULATION}" else row
 
 
 def run_cell(
@@ -281,7 +296,7 @@ def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TAR
     sub = power[(power["item"] == item) & (power["method"] == method)]
     what = item.replace(": ", " contrast on ").replace("first_stable", "first stable framing")
     how = ("permutation test, p < .05" if method == BASELINE
-           else f"{method} posterior, 95% interval of the difference excludes 0")  # fmt: skip
+           else f"{method} posterior, 95% interval of the population difference excludes 0")  # fmt: skip
     source = str(cells["data"].iloc[0]) if "data" in cells and len(cells) else "simulated"
     if sub.empty:
         return f"Simulated design study: no cell scored {item!r} ({how})."

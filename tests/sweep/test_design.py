@@ -207,3 +207,25 @@ def test_design_command_pair_with_the_onset_model(tmp_path):
     assert table.loc["onset", "n_sims"] == 1 and table.loc["baselines", "n_sims"] == 2
     assert np.isfinite(table.loc["onset", "t50_width"])
     assert 0.0 <= table.loc["onset", "power: late-2025 vs earlier cohort: first_stable"] <= 1.0
+
+
+def test_bayesian_power_is_the_population_contrasts():
+    """The design's Bayesian contrast rows are the population contrast's (a new chatbot of
+    each group; its 95% interval excludes 0), the permutation test's question, labelled with
+    the fitted method; the finite-sample contrast of these models is not scored here. With an
+    oracle posterior (every model's true t50 and stage, SD 0.02) on one ``null`` study the
+    population interval of first clinical framing is the pooled-t interval of the true
+    milestones: (-8.48, 8.04) at seed 3 (t draws seeded by the study's seed)."""
+    from tests.sweep.test_coverage import _oracle_fit
+
+    from delusion_bayes.sweep.design import analyse_study
+
+    bcfg = BaselinesConfig(n_boot=5, alpha_boot=0, contrasts=[COHORT])
+    rows = analyse_study(simulate_study("null", seed=3), baselines=bcfg, method="onset",
+                         fit_fn=_oracle_fit, fit_kwargs={"sd": 0.02}, seed=3)  # fmt: skip
+    con = rows[rows["kind"] == "contrast"]
+    assert set(con["method"]) == {"baselines", "onset"}
+    onset = con[con["method"] == "onset"].set_index("quantity")
+    assert onset["low_95"].notna().all() and (onset["truth_diff"] == 0.0).all()
+    lo, hi = onset.loc["first_clinical", ["low_95", "high_95"]]
+    assert (lo, hi) == pytest.approx((-8.475, 8.041), abs=2e-3)
