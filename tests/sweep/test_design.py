@@ -216,9 +216,8 @@ def test_bayesian_power_is_the_population_contrasts():
     oracle posterior (every model's true t50 and stage, SD 0.02) on one ``null`` study the
     population interval of first clinical framing is the pooled-t interval of the true
     milestones: (-8.48, 8.04) at seed 3 (t draws seeded by the study's seed)."""
-    from tests.sweep.test_coverage import _oracle_fit
-
     from delusion_bayes.sweep.design import analyse_study
+    from tests.sweep.test_coverage import _oracle_fit
 
     bcfg = BaselinesConfig(n_boot=5, alpha_boot=0, contrasts=[COHORT])
     rows = analyse_study(simulate_study("null", seed=3), baselines=bcfg, method="onset",
