@@ -265,27 +265,26 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
     di = np.array([days.index(d) for d in o_day])
     ri = np.array([raters.index(r) for r in o_rater])
 
-    # observed model-days and, per model-day, its ratings (padded)
+    # observed model-days (a rating or, disengagement, an adjudicated level: a level on a day
+    # nobody rated is integrated over the trajectory's prior alone, as the fitted graph does,
+    # spec.model_day_layout) and, per model-day, its ratings (padded)
     md_key = mi * len(days) + di
-    keys, md_of_obs = np.unique(md_key, return_inverse=True)
+    lv_key = np.empty(0, np.int64)
+    if "level" in obs and "beta_level" in post:
+        lm = np.array([models.index(str(m)) for m in obs["obs_level_model"].values], np.int64)
+        ld = np.array([days.index(d) for d in obs["obs_level_day"].values], np.int64)
+        lv_key = lm * len(days) + ld
+    keys = np.unique(np.concatenate([md_key, lv_key]))
+    md_of_obs = np.searchsorted(keys, md_key)
     n_md = keys.size
-    n_terms = int(np.bincount(md_of_obs).max())
+    n_terms = int(np.bincount(md_of_obs, minlength=n_md).max())
     order = np.argsort(md_of_obs, kind="stable")
     slot = np.empty_like(md_of_obs)  # rank of each rating within its model-day
     slot[order] = np.arange(order.size) - np.searchsorted(md_of_obs[order], md_of_obs[order])
 
     level = None
-    if "level" in obs and "beta_level" in post:
-        lv = np.asarray(obs["level"].values, np.int64)
-        lm = np.array([models.index(str(m)) for m in obs["obs_level_model"].values])
-        ld = np.array([days.index(d) for d in obs["obs_level_day"].values])
-        lpos = np.searchsorted(keys, lm * len(days) + ld)
-        if np.any(keys[np.minimum(lpos, n_md - 1)] != lm * len(days) + ld):
-            raise ValueError(
-                "model_day_loglik: a model-day has an adjudicated level but no rating; "
-                "expected every level to sit on a rated model-day"
-            )
-        level = (lv, lpos)
+    if lv_key.size:
+        level = (np.asarray(obs["level"].values, np.int64), np.searchsorted(keys, lv_key))
 
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     n_s = n_chain * n_draw

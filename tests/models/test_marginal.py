@@ -307,3 +307,31 @@ def test_stage_draws_follow_the_conditional_posterior():
     cat = np.digitize(s, CUTS)
     for c in range(4):
         assert abs(np.mean(np.digitize(draws, CUTS) == c) - w[cat == c].sum()) < 0.01
+
+
+def test_a_level_on_an_unrated_model_day_is_integrated_not_refused():
+    """A model-day with an adjudicated level but no rating (15% of ratings missing, seen in
+    the gate grid) is kept, as the fitted graph keeps it (spec.model_day_layout): its value is
+    log int P(level | s) N(s; trajectory, sigma_eps) ds, the ratings' product being empty."""
+    dt, (ri, mi, ti, y, lv) = _fake_fit(True)
+    od = dt["observed_data"].to_dataset()
+    od = xr.concat([od[["level", "obs_level_model", "obs_level_day"]].isel(obs_level=[0]).assign(
+        level=("obs_level", [2])).assign_coords(obs_level_model=("obs_level", ["B"]),
+                                                obs_level_day=("obs_level", [2])),
+                    od[["level", "obs_level_model", "obs_level_day"]]], "obs_level").merge(
+        od[["y"]])  # fmt: skip
+    dt["observed_data"] = xr.DataTree(od)
+    da = model_day_loglik(dt)
+    assert da.sizes[MODEL_DAY] == 6
+    j = int(np.flatnonzero((da[f"{MODEL_DAY}_model"].values == "B")
+                           & (da[f"{MODEL_DAY}_day"].values == 2))[0])  # fmt: skip
+    post = dt["posterior"]
+    for k in range(2):
+        p = {v: post[v].values[0, k] for v in post.data_vars}
+        cut = p["c_level_1"] + np.exp(p["log_gap_level"])
+
+        def log_f(s, p=p, cut=cut):  # level 2 (Level B): P(D >= 2) = sigmoid(eta - c_2)
+            return np.log(expit(p["beta_level"] * (s - 2.5) + p["u"][1] - cut))
+
+        ref = grid_log_integral(log_f, p["trajectory"][1, 1], p["sigma_eps"][1], n=100_001)
+        np.testing.assert_allclose(da.values[0, k, j], ref, atol=2e-5)
