@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -139,12 +140,29 @@ def fit_with_refits(make, inf: Any):
     return dt
 
 
-def _attempt(dt, divergences: int, inf: Any) -> dict[str, Any]:
-    """One sampling attempt's settings and diagnostics (``mixed``: R-hat and ESS pass)."""
+#: ``(weak reference to a fit, its diagnostics table)`` of the last attempt
+#: :func:`fit_with_refits` diagnosed, so that the stage's gate does not compute the same table
+#: again (:func:`diagnostics_of`; a weak reference: never another fit's table)
+_DIAGNOSED: list[Any] = [None, None]
+
+
+def diagnostics_of(dt, inf: Any):
+    """The per-parameter diagnostics table of ``dt``
+    (:func:`delusion_bayes.inference.diagnostics.diagnose`), computed once per fit."""
     from ..inference.diagnostics import diagnose
 
-    post = dt["posterior"]
+    ref, table = _DIAGNOSED
+    if ref is not None and ref() is dt:
+        return table
     table = diagnose(dt, inf)
+    _DIAGNOSED[:] = [weakref.ref(dt), table]
+    return table
+
+
+def _attempt(dt, divergences: int, inf: Any) -> dict[str, Any]:
+    """One sampling attempt's settings and diagnostics (``mixed``: R-hat and ESS pass)."""
+    post = dt["posterior"]
+    table = diagnostics_of(dt, inf)
     gated = table[~table["constant"]]
     ok = (gated["r_hat"] <= table.attrs["rhat_max"]) & (
         gated[["ess_bulk", "ess_tail"]].min(axis=1) >= table.attrs["ess_min"]
@@ -294,7 +312,7 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
     """All files of one fitted model in ``models/<fit>/``; returns its headline."""
     import pandas as pd
 
-    from ..inference.diagnostics import diagnose, gate, loo, loo_table, summary_table
+    from ..inference.diagnostics import gate, loo, loo_table, summary_table
     from ..models import derived as d
 
     inf, b = cfg.inference, cfg.baselines
@@ -305,7 +323,7 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
     kind = str(_get(inf, "ci_kind", "eti"))
 
     # diagnostics gate -------------------------------------------------------------------
-    table = diagnose(dt, inf)
+    table = diagnostics_of(dt, inf)
     g = gate(dt, table, inf)  # raises BadFitError with fail_on_bad_fit
     g.update(fit_attempts(dt, g))
     if not g["passed"]:

@@ -98,9 +98,9 @@ def fit_design(
     name: str, ds: xr.Dataset, cfg: Any, models: list[str] | None, emit=lambda row: None
 ) -> list[dict]:
     """Every default fit of one design, gated; ``emit(row)`` as each one finishes."""
-    from delusion_bayes.inference.diagnostics import diagnose, gate
+    from delusion_bayes.inference.diagnostics import gate
     from delusion_bayes.models import missing_inputs
-    from delusion_bayes.stages.models import fit_attempts, fit_one
+    from delusion_bayes.stages.models import diagnostics_of, fit_attempts, fit_one
 
     primary = str(cfg.model.name)
     names = list(dict.fromkeys([primary, *cfg.model.also_fit]))
@@ -118,7 +118,7 @@ def fit_design(
             continue
         t0 = time.perf_counter()
         dt = fit_one(ds, m, cfg, primary=m == primary)
-        g = gate(dt, diagnose(dt, cfg.inference), cfg.inference)
+        g = gate(dt, diagnostics_of(dt, cfg.inference), cfg.inference)
         g.update(fit_attempts(dt, g))
         first = g["attempts"][0]
         rows.append({**base, "status": "passed" if g["passed"] else "failed",

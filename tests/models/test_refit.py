@@ -156,3 +156,19 @@ def test_overview_names_each_refit_and_its_reason():
         "2000 draws per chain after R-hat 1.012 / ESS 450 at 1000)"
     )
     assert refit_text({"attempts": gate["attempts"][:1]}) == ""
+
+
+def test_the_stage_reuses_the_diagnostics_of_the_last_attempt(monkeypatch):
+    """The gate's table is the one the refit rule computed for the same fit (not recomputed);
+    another fit, even an equal copy, gets its own."""
+    import delusion_bayes.inference.diagnostics as diag
+    from delusion_bayes.stages.models import diagnostics_of
+
+    dt = fit_with_refits(Maker((0, 0.9), (0, 0.9)), MIX)  # 2 x 50 draws may or may not mix
+    calls = []
+    real = diag.diagnose
+    monkeypatch.setattr(diag, "diagnose", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = diagnostics_of(dt, MIX)
+    assert not calls and first["r_hat"].notna().all()
+    diagnostics_of(dt.copy(), MIX)
+    assert calls == [1]
