@@ -169,6 +169,6 @@ def test_the_stage_reuses_the_diagnostics_of_the_last_attempt(monkeypatch):
     real = diag.diagnose
     monkeypatch.setattr(diag, "diagnose", lambda *a, **k: calls.append(1) or real(*a, **k))
     first = diagnostics_of(dt, MIX)
-    assert not calls and first["r_hat"].notna().all()
+    assert not calls and first.loc["mu", "r_hat"] > 0.99
     diagnostics_of(dt.copy(), MIX)
     assert calls == [1]
