@@ -262,3 +262,24 @@ def test_contrast_metrics_coverage_and_se_of_population_rows():
     assert err["se"] == pytest.approx(np.sqrt(0.75 * 0.25 / 4))
     assert err["coverage_95"] == 0.75  # (-7.5, 2) misses -8
     assert err["coverage_90"] == 0.5  # (-8, -6.5) and (-6.5, 1) miss; (-11,-5), (-14,-2) cover
+
+
+def test_population_experiment_sweeps_null_and_the_known_shift(tmp_path):
+    """``experiment=population`` runs every seed twice, without and with the group shift, into
+    ``null-*`` and ``null_shift-*`` replicates (here one seed, baselines only: ``model=rater``
+    fits none of the scored models)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "pop"
+    cmd = [sys.executable, "-m", "delusion_bayes.sweep.coverage", "-m", "experiment=population",
+           "data.seed=4", "baselines.n_boot=10", "model=rater", "hydra/launcher=basic",
+           f"hydra.sweep.dir={out}"]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    names = sorted(p.name for p in (out / "replicates").glob("*.csv"))
+    assert names == ["null-0004.csv", "null_shift-0004.csv"]
+    shifted = pd.read_csv(out / "replicates" / "null_shift-0004.csv", keep_default_na=False)
+    plain = pd.read_csv(out / "replicates" / "null-0004.csv", keep_default_na=False)
+    assert set(shifted["preset"]) == {"null_shift"} and set(plain["preset"]) == {"null"}
+    # same seed, same study but for the late-2025 cohort's t50, so the ratings differ
+    assert not shifted["estimate"].equals(plain["estimate"])
