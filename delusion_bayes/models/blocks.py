@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.schema import DAY, MODEL, RATER
-from .priors import make_rv
+from .priors import make_rv, prior_rms
 from .rating_terms import rating_terms
-from .spec import K_MAX, K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
+from .spec import K_MAX, K_MIN, MIN_T50_SCALE_TURNERS, OPEN, STEP_K, T50_SHEAR, ModelSpec
 
 
 def _group_shift(spec: ModelSpec, param: str):
@@ -121,7 +121,14 @@ def onset_trajectory(spec: ModelSpec):
         span = K_MAX - k_min
         k = pm.Deterministic("k", k_min + span * pm.math.sigmoid(a - np.log(span)), dims=MODEL)
     mu_t50 = make_rv("mu_t50", p["mu_t50"])
-    sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
+    if int(turned.sum()) >= MIN_T50_SCALE_TURNERS:
+        sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
+    else:
+        # fewer than 2 models pin a t50: the others bound theirs from one side only, so the
+        # population's spread is not identified and sampling it is a funnel (a study where no
+        # chatbot turns: 66 divergences, R-hat 1.03 on sigma_t50). Fixed at its prior's root
+        # mean square, which keeps each t50's prior variance (docs/models.md)
+        sigma_t50 = pm.Deterministic("sigma_t50", pt.as_tensor_variable(prior_rms(p["sigma_t50"])))
     t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models, k), dims=MODEL)
     t = pt.as_tensor_variable(spec.data["day_values"])[None, :]
     x = k[:, None] * (t - t50[:, None])

@@ -234,8 +234,7 @@ def _make_op():
 
         def pullback(self, inputs, outputs, cotangents):
             raise NotImplementedError(
-                "RatingTerms: no second derivatives (only its first output is differentiable, "
-                "once)"
+                "RatingTerms: no second derivatives (only its first output is differentiable, once)"
             )
 
     @register_funcify_default_op_cache_key(RatingTerms)

@@ -319,6 +319,9 @@ def onset_geometry(med: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 #: fewest turning models whose log k the joint models sample centred (fewer: non-centred)
 MIN_CENTRED_TURNERS: int = 8
+#: fewest turning models (t50 pinned by the ratings) for the t50 population scale to be sampled;
+#: fewer: ``sigma_t50`` is fixed at its prior's root mean square (models.blocks.onset_trajectory)
+MIN_T50_SCALE_TURNERS: int = 2
 
 
 def log_k_centring(turned: np.ndarray) -> np.ndarray:
