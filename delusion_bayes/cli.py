@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import hydra
 
 from .config import conf_dir, register_configs
+from .errors import UserError
 
 register_configs()
 
@@ -105,11 +107,74 @@ def _init_study_main(argv: list[str]) -> int:
     return 0
 
 
+#: the environment variable that shows the full traceback of a user error (Hydra's own switch)
+FULL_ERROR_ENV = "HYDRA_FULL_ERROR"
+#: the exit status of an error that is the user's to fix (argparse's convention)
+USER_ERROR_STATUS = 2
+#: the prefix of the one line a user error prints
+ERROR_PREFIX = "delusion-bayes: error:"
+
+_state = {"full_error": False, "in_job": False}
+
+
+def user_error_line(err: BaseException) -> str:
+    """The one line ``delusion-bayes`` prints for a user error: the message on one line, then how
+    to see the traceback."""
+    msg = str(err)
+    cause = err.__cause__
+    if cause is not None and _is_config_error(err) and str(cause) and str(cause) not in msg:
+        msg = f"{msg}: {str(cause).splitlines()[0]}"  # e.g. why an override could not be merged
+    msg = " ".join(msg.split()) or type(err).__name__
+    return f"{ERROR_PREFIX} {msg} ({FULL_ERROR_ENV}=1 shows the traceback)"
+
+
+def _is_config_error(err: BaseException) -> bool:
+    """Hydra's and OmegaConf's own errors: a bad override, a missing config option, a typo'd
+    key. Only while composing (before the job runs); inside the job one is a package bug."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    return isinstance(err, HydraException | OmegaConfBaseException)
+
+
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 def _main(cfg) -> None:
     from .pipeline import run
 
-    run(cfg)
+    _state["in_job"] = True
+    try:
+        run(cfg)
+    except UserError as err:
+        if _state["full_error"]:
+            raise
+        # a SystemExit passes Hydra's run_job (it catches Exception), which would otherwise
+        # print "Error executing job with overrides" before the message
+        print(user_error_line(err), file=sys.stderr)
+        raise SystemExit(USER_ERROR_STATUS) from None
+
+
+def _run_hydra() -> int | None:
+    """Run :func:`_main`; a user error (:class:`UserError`, or Hydra/OmegaConf failing to compose
+    the overrides) prints one line and returns :data:`USER_ERROR_STATUS`, unless
+    ``HYDRA_FULL_ERROR=1`` asked for the traceback. Package bugs keep their traceback."""
+    before = os.environ.get(FULL_ERROR_ENV)
+    _state["full_error"] = before == "1"
+    _state["in_job"] = False
+    os.environ[FULL_ERROR_ENV] = "1"  # let errors reach us instead of Hydra's printer
+    try:
+        _main()
+    except Exception as err:
+        user = isinstance(err, UserError) or (_is_config_error(err) and not _state["in_job"])
+        if _state["full_error"] or not user:
+            raise
+        print(user_error_line(err), file=sys.stderr)
+        return USER_ERROR_STATUS
+    finally:
+        if before is None:
+            os.environ.pop(FULL_ERROR_ENV, None)
+        else:
+            os.environ[FULL_ERROR_ENV] = before
+    return None
 
 
 def main(argv: list[str] | None = None) -> int | None:
@@ -124,8 +189,7 @@ def main(argv: list[str] | None = None) -> int | None:
         return 0
     if argv is not None:
         sys.argv = [sys.argv[0], *args]
-    _main()
-    return None
+    return _run_hydra()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,175 @@
+"""Names are labels, never identifiers (issue 31): model, rater, code and group names as
+providers write them (``openai/gpt-4o``, ``anthropic/claude-3.5-sonnet:beta``, ``Qwen3.5-9B
+(low)``, unicode, 120 characters, HTML, ``$x_1$``, brackets) go through both file formats and
+every stage, and come out as written in every table; impossible names are refused at load time
+naming file, row and value; user errors on the command line are one line with exit status 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LONG = ("vendor-éval/" + "long-model-name-" * 8)[:117] + " ü)"  # 120 characters
+assert len(LONG) == 120
+#: the hostile but realistic set (issue 31, deliver 3); Cyrillic and Greek are in DejaVu Sans
+MODELS = [
+    "openai/gpt-4o",
+    "anthropic/claude-3.5-sonnet:beta",
+    "Qwen3.5-9B (low)",
+    "Модель κ [v2] $x_1$ {a}",
+    LONG,
+]
+RATERS = ["<b>x</b>&amp;", "rater|one #1 *", "R_2 \\ 50%"]
+VENDORS = ["open/ai", "anthro:pic", "q w e n", "ü_$ & co", "<i>v</i>"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def hostile(ds):
+    """``ds`` (a small simulated study) with its models, raters and vendor groups renamed."""
+    ds = ds.assign_coords(model=MODELS[: ds.sizes["model"]], rater=RATERS[: ds.sizes["rater"]])
+    if "vendor" in ds.coords:
+        ds = ds.assign_coords(vendor=("model", VENDORS[: ds.sizes["model"]]))
+    return ds
+
+
+@pytest.mark.parametrize("suffix", [".nc", ""])
+def test_hostile_names_round_trip_both_file_formats(small_study, tmp_path, suffix):
+    from delusion_bayes.data import load_study, save_study
+
+    ds = hostile(small_study)
+    back = load_study(save_study(ds, tmp_path / f"study{suffix}"))
+    assert [str(m) for m in back["model"].values] == MODELS
+    assert [str(r) for r in back["rater"].values] == RATERS
+    assert [str(v) for v in back["vendor"].values] == VENDORS
+    assert (back["recognition"].values == ds["recognition"].values).all()
+
+
+@pytest.mark.parametrize(
+    ("names", "value", "problem"),
+    [
+        (["", "b", "c", "d", "e"], "''", "is empty"),
+        (["GPT-4o", "GPT-4o ", "c", "d", "e"], "'GPT-4o '", "leading or trailing whitespace"),
+        (["a\tb", "b", "c", "d", "e"], "'a\\tb'", "control character(s) U+0009"),
+        (["a", "b\nc", "c", "d", "e"], "'b\\nc'", "control character(s) U+000A"),
+    ],
+)
+def test_impossible_model_names_are_refused_in_a_dataset(small_study, names, value, problem):
+    from delusion_bayes.data import validate
+    from delusion_bayes.errors import UserError
+
+    with pytest.raises(UserError) as err:
+        validate(small_study.assign_coords(model=names))
+    msg = str(err.value)
+    assert isinstance(err.value, ValueError)  # old `except ValueError` code keeps working
+    pos = names.index(eval(value))  # noqa: S307 - the repr written above
+    assert f"coordinate 'model' at position {pos} (row {pos + 1} of model)" in msg
+    assert value in msg and problem in msg and "expected a non-empty name" in msg
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [("GPT-4o ", "leading or trailing whitespace"), ("a\x07b", "control character(s) U+0007")],
+)
+def test_impossible_names_in_a_csv_study_name_file_and_line(small_study, tmp_path, bad, problem):
+    from delusion_bayes.data import load_study, save_study
+    from delusion_bayes.data.csv_format import StudyFormatError
+
+    path = save_study(small_study, tmp_path / "study")
+    ratings = path / "ratings.csv"
+    lines = ratings.read_text().splitlines(keepends=True)
+    assert lines[5].startswith("R1,Early,")  # the 6th line of the file is data row 5
+    lines[5] = lines[5].replace("Early", bad, 1)
+    ratings.write_text("".join(lines))
+    with pytest.raises(StudyFormatError) as err:
+        load_study(path)
+    msg = str(err.value)
+    assert str(ratings) in msg and "row 6," in msg and repr(bad) in msg and problem in msg
+
+
+def test_case_and_punctuation_variants_are_distinct_models(small_study):
+    """Only what is impossible is refused: 'GPT-4o' and 'gpt-4o' are two models."""
+    from delusion_bayes.data import validate
+
+    names = ["GPT-4o", "gpt-4o", "gpt-4o.", "gpt 4o", "gpt_4o"]
+    assert list(validate(small_study.assign_coords(model=names))["model"].values) == names
+
+
+# -- one-line user errors (subprocess: what a user sees) ---------------------------------------
+
+
+def _cli(args, tmp_path, **env):
+    return subprocess.run(
+        [sys.executable, "-m", "delusion_bayes", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HYDRA_FULL_ERROR": "", **env},
+        timeout=300,
+    )
+
+
+def _error_lines(stderr: str) -> list[str]:
+    """stderr without the package's log lines (``[time][logger][LEVEL] - ...``)."""
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith("[")]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["sampler.draws=-5"], "sampler.draws=-5: expected a whole number >= 1"),
+        (["sampler.drawz=5"], "Could not override 'sampler.drawz'"),
+        (["data=nope"], "Could not find 'data/nope'"),
+        (["sampler.draws=abc"], "'abc' of type 'str' could not be converted to Integer"),
+        (["data=file", "data.path=missing.nc"], "study 'missing.nc' does not exist"),
+    ],
+)
+def test_user_errors_print_one_line_and_exit_2(tmp_path, args, needle):
+    out = _cli([*args, f"hydra.run.dir={tmp_path / 'run'}"], tmp_path)
+    lines = _error_lines(out.stderr)
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "Traceback" not in out.stderr and "Traceback" not in out.stdout
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("delusion-bayes: error: ") and needle in lines[0]
+    assert lines[0].endswith("(HYDRA_FULL_ERROR=1 shows the traceback)")
+
+
+def test_full_error_shows_the_traceback(tmp_path):
+    args = ["sampler.draws=-5", f"hydra.run.dir={tmp_path / 'run'}"]
+    out = _cli(args, tmp_path, HYDRA_FULL_ERROR="1")
+    assert out.returncode == 1
+    assert "Traceback" in out.stderr and "ConfigError: sampler.draws=-5" in out.stderr
+
+
+def test_a_used_run_folder_is_one_line(tmp_path):
+    run = tmp_path / "run"
+    first = _cli(["stages=[]", f"hydra.run.dir={run}"], tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _cli(["stages=[]", f"hydra.run.dir={run}"], tmp_path)
+    assert second.returncode == 2 and "Traceback" not in second.stderr
+    assert len(_error_lines(second.stderr)) == 1, second.stderr
+
+
+def test_a_package_bug_keeps_its_traceback(monkeypatch, tmp_path):
+    """Not a user error: the exception propagates (Python prints it, exit 1)."""
+    from delusion_bayes import cli, pipeline
+
+    def boom(cfg, run_dir=None):
+        raise KeyError("a package bug")
+
+    monkeypatch.setattr(pipeline, "run", boom)
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with pytest.raises(KeyError, match="a package bug"):
+        cli.main(["stages=[]", f"hydra.run.dir={tmp_path / 'run'}"])
+    assert "HYDRA_FULL_ERROR" not in os.environ  # restored
+
+
+def test_a_user_error_in_process_returns_2(tmp_path, capsys):
+    from delusion_bayes import cli
+
+    assert cli.main(["data=nope", f"hydra.run.dir={tmp_path / 'run'}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("delusion-bayes: error:") == 1 and "Traceback" not in err
