@@ -6,12 +6,16 @@ naming file, row and value; user errors on the command line are one line with ex
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from delusion_bayes.report.browser import find_browser
 
 LONG = ("vendor-éval/" + "long-model-name-" * 8)[:117] + " ü)"  # 120 characters
 assert len(LONG) == 120
@@ -173,3 +177,93 @@ def test_a_user_error_in_process_returns_2(tmp_path, capsys):
     assert cli.main(["data=nope", f"hydra.run.dir={tmp_path / 'run'}"]) == 2
     err = capsys.readouterr().err
     assert err.count("delusion-bayes: error:") == 1 and "Traceback" not in err
+
+
+# -- every stage of the smoke pipeline with renamed models, raters and vendor groups ----------
+
+FITS = ("joint", "onset", "rater", "disengagement")
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory):
+    """``experiment=smoke`` with all four fits and the report (PDF where Chromium is installed)
+    on the small study with texts, renamed to the hostile set: one run for the module."""
+    from delusion_bayes.config import compose
+    from delusion_bayes.data import save_study, simulate_study
+    from delusion_bayes.pipeline import PipelineError, run
+
+    root = tmp_path_factory.mktemp("names")
+    study = save_study(hostile(simulate_study(preset="small", seed=0, texts=True)), root / "s.nc")
+    pdf = "auto" if find_browser() else "never"
+    fits = "model.also_fit=[onset,rater,disengagement]"
+    cfg = compose(
+        ["experiment=smoke", "data=file", f"data.path={study}", fits, f"report.pdf={pdf}"]
+    )
+    try:
+        run(cfg, root / "run")
+    except PipelineError:
+        pass  # run.json says which stage failed: test_every_stage_is_ok shows it
+    return root / "run"
+
+
+def _csv(path):
+    import pandas as pd
+
+    return pd.read_csv(path, keep_default_na=False, dtype=str)
+
+
+@pytest.mark.slow
+def test_every_stage_is_ok(hostile_run):
+    stages = json.loads((hostile_run / "run.json").read_text())["stages"]
+    assert set(stages) >= {"baselines", "text", "models", "report"}
+    bad = {k: v.get("error") for k, v in stages.items() if v["status"] not in ("ok", "skipped")}
+    assert not bad, bad
+    assert stages["models"]["status"] == stages["report"]["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_names_in_the_csv_tables_equal_the_inputs(hostile_run):
+    table1 = _csv(hostile_run / "baselines" / "table1_milestones.csv")
+    assert list(table1["model"]) == MODELS and list(table1["vendor"]) == VENDORS
+    assert sorted(_csv(hostile_run / "text" / "model_means.csv")["model"]) == sorted(MODELS)
+    for fit in FITS:
+        folder = hostile_run / "models" / fit
+        assert (folder / "posterior.nc").is_file(), fit
+        diag = _csv(folder / "diagnostics.csv")
+        for m in MODELS:  # every model's parameters are labelled with its name as written
+            assert diag["parameter"].str.contains(f"[{m}", regex=False).any(), (fit, m)
+    assert list(_csv(hostile_run / "models" / "joint" / "t50_posterior.csv")["model"]) == MODELS
+    raters = _csv(hostile_run / "models" / "joint" / "raters_posterior.csv")
+    assert list(raters["rater"]) == RATERS
+
+
+@pytest.mark.slow
+def test_names_in_markdown_html_and_latex_equal_the_inputs(hostile_run):
+    from delusion_bayes.report.table import latex_escape, md_escape
+
+    md = (hostile_run / "supplement.md").read_text()
+    page = (hostile_run / "supplement.html").read_text()
+    tex = "\n".join(p.read_text() for p in (hostile_run / "report" / "tables").glob("*.tex"))
+    for name in [*MODELS, *RATERS]:
+        assert md_escape(name) in md, name
+        assert html.escape(name, quote=False) in page or html.escape(name) in page, name
+        assert latex_escape(name) in tex, name
+    assert "<b>x</b>" not in page and "<b>x</b>" not in md  # a rater's HTML is text, not markup
+
+
+@pytest.mark.slow
+def test_figures_are_drawn(hostile_run):
+    figs = hostile_run / "report" / "figures"
+    for stem in ("figure1_trajectories", "figureE1_milestones"):
+        assert (figs / f"{stem}.png").is_file(), stem
+    for fit in FITS:
+        assert (hostile_run / "models" / fit / "rank.png").is_file(), fit
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    find_browser() is None,
+    reason="no Chromium installed: supplement.pdf cannot be printed here (as tests/report/)",
+)
+def test_the_pdf_is_written(hostile_run):
+    assert (hostile_run / "supplement.pdf").stat().st_size > 10_000
