@@ -70,6 +70,17 @@ def plain_text() -> Iterator[None]:
         yield
 
 
+def mpl_escape(name: object) -> str:
+    """``name`` as a matplotlib label that draws as written where mathtext is on (``$`` escaped;
+    ``_``, ``^`` and ``\\`` are literal outside ``$...$``); unchanged where it is off (the
+    package :func:`style`), since there an escape would show. For figures that need mathtext
+    elsewhere (log tick labels), where :func:`plain_text` cannot be used."""
+    import matplotlib as mpl
+
+    text = str(name)
+    return text.replace("$", r"\$") if mpl.rcParams["text.parse_math"] else text
+
+
 #: the longest name drawn in full in a figure label (:func:`short_label`)
 LABEL_CHARS = 40
 

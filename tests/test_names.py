@@ -267,3 +267,51 @@ def test_figures_are_drawn(hostile_run):
 )
 def test_the_pdf_is_written(hostile_run):
     assert (hostile_run / "supplement.pdf").stat().st_size > 10_000
+
+
+# -- figure labels ---------------------------------------------------------------------------
+
+
+def test_figure_labels_draw_names_as_written():
+    """Where mathtext is on, mpl_escape's label is not math and draws as the name; under the
+    package style (mathtext off) it is the name itself; short_label keeps start and end."""
+    import matplotlib as mpl
+    from matplotlib.text import Text
+
+    from delusion_bayes.plotting import mpl_escape, plain_text, short_label, style
+
+    name = MODELS[3]  # "Модель κ [v2] $x_1$ {a}"
+    with mpl.rc_context({"text.parse_math": True}):
+        t = Text(0, 0, mpl_escape(name))
+        assert t._preprocess_math(t.get_text()) == (name, False)
+        with plain_text():
+            t = Text(0, 0, name)
+            assert t._preprocess_math(t.get_text()) == (name, False)
+    with style():
+        assert mpl_escape(name) == name
+    short = short_label(LONG)
+    assert len(short) == 40 and short.startswith(LONG[:26]) and short.endswith(LONG[-13:])
+    assert short_label(MODELS[0]) == MODELS[0]
+
+
+# -- a two-job sweep and its summary ---------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_sweep_and_its_summary_keep_the_names(small_study, tmp_path):
+    from delusion_bayes.data import save_study
+
+    study = save_study(hostile(small_study), tmp_path / "study.nc")
+    sweep = tmp_path / "sweep"
+    args = ["-m", "experiment=smoke", "data=file", f"data.path={study}", "stages=[baselines]"]
+    out = _cli([*args, "baselines.stable_run=2,3", f"hydra.sweep.dir={sweep}"], tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "delusion_bayes.sweep", str(sweep)]
+    summ = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert summ.returncode == 0, summ.stderr[-3000:]
+    summary = _csv(sweep / "summary.csv")
+    assert sorted(summary["job"].unique()) == ["0", "1"]
+    first = summary[summary["quantity"] == "first_clinical"]
+    assert sorted(first["item"].unique()) == sorted(MODELS)
+    assert (sweep / "multiverse.png").is_file()
