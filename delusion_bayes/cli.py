@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import hydra
 
@@ -137,32 +140,38 @@ def _is_config_error(err: BaseException) -> bool:
     return isinstance(err, HydraException | OmegaConfBaseException)
 
 
-@hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
-def _main(cfg) -> None:
-    from .pipeline import run
+def one_line_user_errors(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``task`` (a Hydra task function) with a :class:`UserError` printed as one line and exit
+    status 2, unless ``HYDRA_FULL_ERROR=1`` asked for the traceback."""
 
-    _state["in_job"] = True
-    try:
-        run(cfg)
-    except UserError as err:
-        if _state["full_error"]:
-            raise
-        # a SystemExit passes Hydra's run_job (it catches Exception), which would otherwise
-        # print "Error executing job with overrides" before the message
-        print(user_error_line(err), file=sys.stderr)
-        raise SystemExit(USER_ERROR_STATUS) from None
+    @functools.wraps(task)
+    def job(cfg):
+        _state["in_job"] = True
+        try:
+            return task(cfg)
+        except UserError as err:
+            if _state["full_error"]:
+                raise
+            # a SystemExit passes Hydra's run_job (it catches Exception), which would otherwise
+            # print "Error executing job with overrides" before the message
+            print(user_error_line(err), file=sys.stderr)
+            raise SystemExit(USER_ERROR_STATUS) from None
+
+    return job
 
 
-def _run_hydra() -> int | None:
-    """Run :func:`_main`; a user error (:class:`UserError`, or Hydra/OmegaConf failing to compose
-    the overrides) prints one line and returns :data:`USER_ERROR_STATUS`, unless
+def run_hydra(task: Callable[[Any], Any]) -> int | None:
+    """Run ``task`` as the package's Hydra app (``conf/config.yaml``, the command-line overrides
+    of ``sys.argv``); a user error (:class:`UserError` in the job, or Hydra/OmegaConf failing to
+    compose the overrides before it) prints one line and gives :data:`USER_ERROR_STATUS`, unless
     ``HYDRA_FULL_ERROR=1`` asked for the traceback. Package bugs keep their traceback."""
     before = os.environ.get(FULL_ERROR_ENV)
     _state["full_error"] = before == "1"
     _state["in_job"] = False
     os.environ[FULL_ERROR_ENV] = "1"  # let errors reach us instead of Hydra's printer
+    app = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
     try:
-        _main()
+        app(one_line_user_errors(task))()
     except Exception as err:
         user = isinstance(err, UserError) or (_is_config_error(err) and not _state["in_job"])
         if _state["full_error"] or not user:
@@ -177,6 +186,12 @@ def _run_hydra() -> int | None:
     return None
 
 
+def _pipeline_job(cfg) -> None:
+    from .pipeline import run
+
+    run(cfg)
+
+
 def main(argv: list[str] | None = None) -> int | None:
     """Console-script entry point (``delusion-bayes``, ``python -m delusion_bayes``): ``--help``
     prints the common commands and config groups, ``init-study DIR`` writes the template study,
@@ -189,7 +204,7 @@ def main(argv: list[str] | None = None) -> int | None:
         return 0
     if argv is not None:
         sys.argv = [sys.argv[0], *args]
-    return _run_hydra()
+    return run_hydra(_pipeline_job)
 
 
 if __name__ == "__main__":  # pragma: no cover
