@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -248,7 +249,9 @@ def test_names_in_markdown_html_and_latex_equal_the_inputs(hostile_run):
         assert md_escape(name) in md, name
         assert html.escape(name, quote=False) in page or html.escape(name) in page, name
         assert latex_escape(name) in tex, name
-    assert "<b>x</b>" not in page and "<b>x</b>" not in md  # a rater's HTML is text, not markup
+    assert "<b>x</b>" not in page  # a rater's HTML is text, not markup
+    outside_code = re.sub(r"`[^`]*`", "", md)  # a code span shows its content as written
+    assert "<b>x</b>" not in outside_code
 
 
 @pytest.mark.slow
@@ -256,8 +259,13 @@ def test_figures_are_drawn(hostile_run):
     figs = hostile_run / "report" / "figures"
     for stem in ("figure1_trajectories", "figureE1_milestones"):
         assert (figs / f"{stem}.png").is_file(), stem
-    for fit in FITS:
-        assert (hostile_run / "models" / fit / "rank.png").is_file(), fit
+    assert (hostile_run / "models" / "joint" / "rank.png").is_file()  # panels titled by model
+    for fit in FITS:  # every figure a fit lists was drawn: none was lost to a name
+        index = json.loads((hostile_run / "models" / fit / "index.json").read_text())
+        assert not [n for n in index["notes"] if "not drawn" in n], (fit, index["notes"])
+        pngs = [f for f in index["files"] if f.endswith(".png")]
+        assert {"ppc.png", "loo_khat.png", "sensitivity.png"} <= set(pngs), (fit, pngs)
+        assert all((hostile_run / "models" / fit / f).is_file() for f in pngs), fit
 
 
 @pytest.mark.slow
