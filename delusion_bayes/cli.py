@@ -140,6 +140,18 @@ def _is_config_error(err: BaseException) -> bool:
     return isinstance(err, HydraException | OmegaConfBaseException)
 
 
+def _multirun() -> bool:
+    """Whether the job is one of a ``-m`` sweep (Hydra then runs the batch's other jobs before
+    raising the first failure: a SystemExit here would cancel them)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        return HydraConfig.get().mode == RunMode.MULTIRUN
+    except ValueError:  # not inside a Hydra job
+        return False
+
+
 def one_line_user_errors(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``task`` (a Hydra task function) with a :class:`UserError` printed as one line and exit
     status 2, unless ``HYDRA_FULL_ERROR=1`` asked for the traceback."""
@@ -150,8 +162,8 @@ def one_line_user_errors(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
         try:
             return task(cfg)
         except UserError as err:
-            if _state["full_error"]:
-                raise
+            if _state["full_error"] or _multirun():
+                raise  # a sweep runs its other jobs first; run_hydra prints the line after
             # a SystemExit passes Hydra's run_job (it catches Exception), which would otherwise
             # print "Error executing job with overrides" before the message
             print(user_error_line(err), file=sys.stderr)
