@@ -18,6 +18,7 @@ from typing import Any
 import xarray as xr
 from omegaconf import OmegaConf
 
+from .errors import ConfigError, UserError
 from .provenance import dataset_hash, provenance
 from .stages import STAGES
 
@@ -30,7 +31,7 @@ class PipelineError(RuntimeError):
     """One or more stages failed; ``run.json`` in the run directory says which and why."""
 
 
-class RunDirError(RuntimeError):
+class RunDirError(UserError, RuntimeError):
     """The run folder already holds another run's results and ``overwrite`` was not given."""
 
 
@@ -168,7 +169,7 @@ def load_data(data_cfg: Any) -> xr.Dataset:
     """Load or simulate the study described by the ``data`` config node, validated."""
     kind, source = data_cfg.kind, data_cfg.source
     if kind not in KINDS:
-        raise ValueError(f"data.kind = {kind!r}; expected one of {list(KINDS)}.")
+        raise ConfigError(f"data.kind = {kind!r}; expected one of {list(KINDS)}.")
     overrides = dict(data_cfg.get("overrides") or {})
     if source == "simulate" and kind == "trajectory":
         from .data import simulate_study
@@ -179,18 +180,18 @@ def load_data(data_cfg: Any) -> xr.Dataset:
 
         return simulate_replay(seed=int(data_cfg.seed), **overrides)
     if source not in ("file", "delusioneval", "inspect"):
-        raise ValueError(
+        raise ConfigError(
             f"data.source = {source!r}; expected 'simulate', 'file', 'delusioneval' or 'inspect'."
         )
     if source in ("delusioneval", "inspect") and kind != "replay":
-        raise ValueError(
+        raise ConfigError(
             f"data.source = {source!r} reads a replay study; set data.kind=replay "
             "(experiment=replay does)"
         )
     if not data_cfg.path:
         wanted = {"file": "a .nc file or a CSV dir", "delusioneval": "eval_rows.parquet",
                   "inspect": "Inspect .eval/.json logs or their folder"}[source]  # fmt: skip
-        raise ValueError(f"data.source = {source!r} needs data.path ({wanted}).")
+        raise ConfigError(f"data.source = {source!r} needs data.path ({wanted}).")
     path = Path(str(data_cfg.path)).expanduser()
     if source == "delusioneval":  # the release's evaluation rows; overrides name optional CSVs
         from .data.delusioneval import load_delusioneval
@@ -214,13 +215,13 @@ def load_data(data_cfg: Any) -> xr.Dataset:
 
 def _stage_module(name: str):
     if name not in STAGES:
-        raise ValueError(f"unknown stage {name!r} in `stages`; available stages: {list(STAGES)}.")
+        raise ConfigError(f"unknown stage {name!r} in `stages`; available stages: {list(STAGES)}.")
     return importlib.import_module(f".stages.{name}", __package__)
 
 
 def sub_config(cfg: Any, needs: tuple[str, ...]) -> Any:
     if missing := [n for n in needs if n not in cfg]:
-        raise ValueError(f"config has no node(s) {missing} that the stage needs.")
+        raise ConfigError(f"config has no node(s) {missing} that the stage needs.")
     # the shared cache root reaches every stage (compiled models, fits, embeddings)
     keys = list(needs) + (["cache_dir"] if "cache_dir" in cfg and "cache_dir" not in needs else [])
     return OmegaConf.masked_copy(cfg, keys)
@@ -249,7 +250,7 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         log.info("rebuilding the supplement of %s without refitting", from_run)
         return {"supplement": str(build_supplement(Path(str(from_run)), cfg.report))}
     if unknown := [n for n in cfg.stages if n not in STAGES]:  # say so before any work is done
-        raise ValueError(
+        raise ConfigError(
             f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
         )
     if {"models", "design"} & set(cfg.stages) and "sampler" in cfg:  # bad NUTS settings: first

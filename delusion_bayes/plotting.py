@@ -60,6 +60,42 @@ def style() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def plain_text() -> Iterator[None]:
+    """Context manager: text created inside the block is drawn as written, never as mathtext
+    (a model named ``Cost $x_1$`` keeps its dollars), for figures drawn outside :func:`style`."""
+    import matplotlib as mpl
+
+    with mpl.rc_context({"text.parse_math": False}):
+        yield
+
+
+def mpl_escape(name: object) -> str:
+    """``name`` as a matplotlib label that draws as written where mathtext is on (``$`` escaped;
+    ``_``, ``^`` and ``\\`` are literal outside ``$...$``); unchanged where it is off (the
+    package :func:`style`), since there an escape would show. For figures that need mathtext
+    elsewhere (log tick labels), where :func:`plain_text` cannot be used."""
+    import matplotlib as mpl
+
+    text = str(name)
+    return text.replace("$", r"\$") if mpl.rcParams["text.parse_math"] else text
+
+
+#: the longest name drawn in full in a figure label (:func:`short_label`)
+LABEL_CHARS = 40
+
+
+def short_label(name: object, n: int = LABEL_CHARS) -> str:
+    """``name`` for a figure label next to a point: as written up to ``n`` characters, else its
+    start and end around an ellipsis (the full name is in the figure's table). Only where a long
+    name would squeeze the plot; axes, legends and tables keep the full name."""
+    text = str(name)
+    if len(text) <= n:
+        return text
+    head = (n - 1) * 2 // 3
+    return text[:head] + "\u2026" + text[len(text) - (n - 1 - head) :]
+
+
 def series_style(i: int) -> dict[str, Any]:
     """Keyword arguments (color, linestyle, marker) for the ``i``-th series of a plot."""
     n = len(GREYS)

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import UserError
+
 DTYPES = ("str", "float", "int", "bool")
 
 #: what a column means, wherever it appears in the files below
@@ -69,7 +71,7 @@ class ResultFile:
         return dict(self.columns + self.optional)
 
 
-class ResultFileError(ValueError):
+class ResultFileError(UserError, ValueError):
     """A results file that does not match its declaration (names the file and the columns)."""
 
 

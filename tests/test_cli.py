@@ -181,8 +181,9 @@ def test_cli_refuses_a_used_run_dir_unless_overwrite(tmp_path):
     old = json.loads((run_dir / "run.json").read_text())["provenance"]["data_hash"]
     second = subprocess.run([*exe, "data.seed=5"], capture_output=True, text=True, env=env,
                             cwd=tmp_path)  # fmt: skip
-    assert second.returncode != 0
-    assert "RunDirError" in second.stderr and str(run_dir) in second.stderr
+    assert second.returncode == 2  # a user error: one line, no traceback (issue 31)
+    assert "Traceback" not in second.stderr and "delusion-bayes: error:" in second.stderr
+    assert str(run_dir) in second.stderr
     assert "overwrite=true" in second.stderr
     assert json.loads((run_dir / "run.json").read_text())["provenance"]["data_hash"] == old
     third = subprocess.run([*exe, "data.seed=5", "overwrite=true"], capture_output=True,

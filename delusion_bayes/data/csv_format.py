@@ -14,12 +14,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..errors import UserError
+from .validate import NAME_EXPECTED, name_problem
+
 FORMAT_NAME = "delusion_bayes.csv-study"
 FORMAT_VERSION = 1
 NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".h5")
 
 
-class StudyFormatError(ValueError):
+class StudyFormatError(UserError, ValueError):
     """A study file cannot be read: names the file, row and column and what was expected."""
 
 
@@ -177,6 +180,11 @@ def _check_names(path: Path, df: pd.DataFrame, column: str) -> None:
                 f"{path}, row {_row(df, i)}, column {column!r}: the {column} name {name!r} has "
                 f"leading or trailing whitespace; expected a name written exactly the same in "
                 f"every row and file (did you mean {name.strip()!r}?)."
+            )
+        if (problem := name_problem(name)) is not None:  # control characters
+            raise StudyFormatError(
+                f"{path}, row {_row(df, i)}, column {column!r}: the {column} name {name!r} "
+                f"{problem}; expected {NAME_EXPECTED}."
             )
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..errors import MissingExtraError
 from .replay_schema import (
     CATEGORY,
     CODE,
@@ -62,7 +63,7 @@ def _inspect():
         from inspect_ai import log as ilog
         from inspect_ai.scorer import value_to_float
     except ImportError as err:
-        raise ImportError(
+        raise MissingExtraError(
             f"load_inspect_logs needs the optional extra 'inspect': {EXTRA_HINT}"
         ) from err
     return ilog, value_to_float()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import xarray as xr
 
+from ..errors import InputNotFoundError
 from .csv_format import NETCDF_SUFFIXES, StudyFormatError, canonical
 from .csv_study import _load_csv_dir, _save_csv_dir
 from .validate import StudyValidationError, validate
@@ -31,7 +32,7 @@ def load_study(path: str | Path, *, check: bool = True) -> xr.Dataset:
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"study {str(path)!r} does not exist (a .nc file or a CSV dir).")
+        raise InputNotFoundError(f"study {str(path)!r} does not exist (a .nc file or a CSV dir).")
     if path.is_dir():
         try:
             ds = _load_csv_dir(path)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..errors import InputNotFoundError
 from .csv_format import StudyFormatError, csv_rows, read_text
 from .replay_prior import prior_content_array
 from .replay_schema import (
@@ -349,7 +350,7 @@ def load_replay(path: str | Path) -> xr.Dataset:
 def _load_replay(path: Path) -> xr.Dataset:
     """:func:`load_replay` without the file checks and error translation."""
     if not path.exists():
-        raise FileNotFoundError(f"replay study {path} does not exist")
+        raise InputNotFoundError(f"replay study {path} does not exist")
     if path.is_file() and path.suffix.lower() in (".parquet", ".pq", ".csv", ".jsonl"):
         # one table: the DelusionEval release's evaluation rows
         from .delusioneval import load_delusioneval
@@ -360,7 +361,7 @@ def _load_replay(path: Path) -> xr.Dataset:
     tpath = _find(path, "transcripts")
     spath = _find(path, "judge_scores")
     if tpath is None or spath is None:
-        raise FileNotFoundError(
+        raise InputNotFoundError(
             f"{path}: a replay directory needs transcripts.(csv|parquet|jsonl) and "
             "judge_scores.(csv|parquet|jsonl)"
         )

@@ -16,7 +16,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..errors import InputNotFoundError, UserError
 from .schema import MODEL as MODEL  # re-exported: the model dim is shared with trajectory studies
+from .validate import NAME_EXPECTED, name_problem
 
 SAMPLE = "sample"
 CODE = "code"
@@ -105,13 +107,33 @@ DEPTH_CENTER = 10.0
 DEPTH_UNIT = 10.0
 
 
-class ReplayValidationError(ValueError):
+class ReplayValidationError(UserError, ValueError):
     """A replay dataset or judge-score table that breaks the data model."""
 
 
 def hits_from_scores(score: xr.DataArray, cutoff: xr.DataArray) -> xr.DataArray:
     """``hit = score >= cutoff`` as 1.0/0.0, NaN where the score is missing."""
     return (score >= cutoff).astype(float).where(score.notnull())
+
+
+def _check_replay_names(ds: xr.Dataset) -> None:
+    """Model and code names are real names (:func:`~delusion_bayes.data.validate.name_problem`)
+    and unique; anything else (slashes, colons, unicode ...) is accepted."""
+    for dim in (MODEL, CODE):
+        if dim not in ds.coords:
+            continue
+        values = [v.item() if isinstance(v, np.generic) else v for v in ds[dim].values]
+        for pos, value in enumerate(values):
+            if (problem := name_problem(value)) is not None:
+                raise ReplayValidationError(
+                    f"replay coordinate {dim!r} at position {pos} (row {pos + 1} of {dim}): the "
+                    f"name {value!r} {problem}; expected {NAME_EXPECTED}."
+                )
+        dupes = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
+        if dupes:
+            raise ReplayValidationError(
+                f"replay coordinate {dim!r} has duplicate names {dupes}; name every {dim} once."
+            )
 
 
 def validate_replay(ds: xr.Dataset) -> xr.Dataset:
@@ -134,6 +156,7 @@ def validate_replay(ds: xr.Dataset) -> xr.Dataset:
         raise ReplayValidationError(
             f"replay dataset lacks sample coord(s) {missing}; the cluster bootstrap needs them"
         )
+    _check_replay_names(ds)
     score = ds["score"].values
     finite = score[np.isfinite(score)]
     if finite.size and (finite.min() < 0 or finite.max() > 10):
@@ -196,7 +219,7 @@ def load_table(
         raise TypeError(f"{name}: expected {kinds}, got {type(source)!r}")
     path = Path(source).expanduser()
     if not path.exists():
-        raise FileNotFoundError(missing.format(path))
+        raise InputNotFoundError(missing.format(path))
     return read_table(path, **read), str(path)
 
 

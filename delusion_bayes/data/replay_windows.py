@@ -17,10 +17,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..errors import InputNotFoundError, UserError
 from .replay_schema import ROLES, SAMPLE_COORDS, TRANSCRIPT_COLUMNS, first_row, read_table
 
 
-class TranscriptError(ValueError):
+class TranscriptError(UserError, ValueError):
     """A transcript table that does not follow the documented format."""
 
 
@@ -29,7 +30,7 @@ def load_transcripts(path: str | Path) -> pd.DataFrame:
     validate it: sorted by participant, conversation and index."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"transcript file {path} does not exist")
+        raise InputNotFoundError(f"transcript file {path} does not exist")
     text = ("participant", "conversation")
     df = read_table(path, TranscriptError, what="transcript", text=text)
     return validate_transcripts(df, source=str(path))

@@ -4,11 +4,13 @@ expected and what to do next."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 
 import numpy as np
 import xarray as xr
 
+from ..errors import UserError
 from .schema import (
     DAY,
     INTERVENTION_TYPE,
@@ -24,7 +26,7 @@ from .schema import (
 MAX_QUOTED = 5
 
 
-class StudyValidationError(ValueError):
+class StudyValidationError(UserError, ValueError):
     """A trajectory study does not follow the data model (see ``delusion_bayes.data.schema``)."""
 
 
@@ -98,24 +100,41 @@ def _check_text(name: str, da: xr.DataArray, spec: VarSpec) -> None:
         )
 
 
+def name_problem(value) -> str | None:
+    """Why ``value`` cannot be a rater, model or code name, or ``None`` when it can. Refused: a
+    missing (NaN/None) or empty name, leading or trailing whitespace ('GPT-4o ' would be a
+    phantom second 'GPT-4o'), and control characters (a tab, newline or NUL breaks every table
+    and file the name is written to). Everything else (slashes, colons, brackets, dots, unicode,
+    HTML, ``$``, any length) is a label like any other: see ``docs/reference.md#names``."""
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "is missing (NaN/None)"
+    text = str(value)
+    if not text.strip():
+        return "is empty"
+    if text != text.strip():
+        return f"has leading or trailing whitespace (did you mean {text.strip()!r}?)"
+    controls = sorted({ch for ch in text if unicodedata.category(ch) == "Cc"})
+    if controls:
+        shown = ", ".join(f"U+{ord(ch):04X}" for ch in controls)
+        return f"holds control character(s) {shown} (a tab, newline or similar)"
+    return None
+
+
+#: what a name must be, for the error messages
+NAME_EXPECTED = "a non-empty name without padding or control characters (anything else is fine)"
+
+
 def _check_names(ds: xr.Dataset, dim: str) -> None:
-    """Rater and model names are real names: not NaN/None (a netCDF coordinate can hold NaN),
-    not empty, not padded with whitespace (each would be a phantom rater or model), and unique."""
+    """Rater and model names are real names (:func:`name_problem`) and unique."""
     if dim not in ds.coords:
         return
     values = [_py(v) for v in ds[dim].values]
     for pos, value in enumerate(values):
-        if value is None or (isinstance(value, float) and not np.isfinite(value)):
-            problem = "is missing (NaN/None)"
-        elif isinstance(value, str) and not value.strip():
-            problem = "is empty"
-        elif isinstance(value, str) and value != value.strip():
-            problem = f"has leading or trailing whitespace (did you mean {value.strip()!r}?)"
-        else:
+        if (problem := name_problem(value)) is None:
             continue
         raise StudyValidationError(
-            f"coordinate {dim!r} at position {pos}: the name {value!r} {problem}; expected a "
-            f"non-empty name for every {dim}, written without padding."
+            f"coordinate {dim!r} at position {pos} (row {pos + 1} of {dim}): the name {value!r} "
+            f"{problem}; expected {NAME_EXPECTED} for every {dim}."
         )
     dupes = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
     if dupes:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UserError
+
 log = logging.getLogger(__name__)
 
 #: env var naming the cache root (the top-level ``cache_dir`` config)
@@ -26,7 +28,7 @@ _MEMO: dict[str, Any] = {}
 _KEY_INPUTS: dict[str, dict[str, Any]] = {}
 
 
-class CacheDirError(PermissionError):
+class CacheDirError(UserError, PermissionError):
     """A cache folder others could write to (it holds compiled code that a run executes)."""
 
 

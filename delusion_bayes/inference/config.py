@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import ConfigError
+
 SAMPLERS: tuple[str, ...] = ("nutpie", "pymc", "numpyro")
 DEFAULT_TARGET_ACCEPT: float = 0.95  #: NUTS target acceptance if neither config nor model names one
 
@@ -43,7 +45,7 @@ def check_sampler_settings(
     """Reject impossible NUTS settings before anything compiles: a ``ValueError`` names the
     setting (``sampler.draws`` ...), its value and what is allowed."""
     if adaptation not in ADAPTATIONS:
-        raise ValueError(
+        raise ConfigError(
             f"sampler.adaptation={adaptation!r}: expected one of {list(ADAPTATIONS)} "
             "(nutpie's mass-matrix adaptation)"
         )
@@ -51,14 +53,14 @@ def check_sampler_settings(
                              ("cores", cores, 1)):  # fmt: skip
         ok = isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= low
         if not ok:
-            raise ValueError(
+            raise ConfigError(
                 f"sampler.{name}={value!r}: expected a whole number >= {low} "
                 f"(e.g. sampler.{name}={max(low, 1000 if name in ('draws', 'tune') else 2)})"
             )
     if target_accept is not None:
         number = isinstance(target_accept, int | float | np.floating)
         if not number or isinstance(target_accept, bool) or not 0.0 < float(target_accept) < 1.0:
-            raise ValueError(
+            raise ConfigError(
                 f"sampler.target_accept={target_accept!r}: expected null (each model's own) or "
                 "a number strictly between 0 and 1 (e.g. 0.9)"
             )

@@ -232,7 +232,7 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    from ..plotting import ACCENT, style
+    from ..plotting import ACCENT, short_label, style
 
     floor = 1e-3
     x = df["prior"].astype(float).clip(lower=floor)
@@ -262,7 +262,7 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
         flagged_rows = df[~ok].assign(_x=x[~ok], _w=df["verdict"] != "weak likelihood")
         flagged_rows = flagged_rows.sort_values(["_w", "_x"], ascending=[True, False])
         for _, r in flagged_rows.head(MAX_LABELS).iterrows():
-            ax.annotate(str(r["parameter"]), (max(r["prior"], floor), max(r["likelihood"], floor)),
+            ax.annotate(short_label(r["parameter"]), (max(r["prior"], floor), max(r["likelihood"], floor)),
                         fontsize=6, xytext=(3, 2), textcoords="offset points")  # fmt: skip
         ax.set(xlabel=f"prior sensitivity (CJS; threshold {thr:g})",
                ylabel="likelihood sensitivity (CJS)",

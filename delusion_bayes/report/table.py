@@ -88,6 +88,8 @@ _LATEX_SPECIAL = {
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--",
     "−": "$-$", "∞": r"$\infty$", "≥": r"$\geq$", "≤": r"$\leq$", "α": r"$\alpha$",
     "κ": r"$\kappa$", "ρ": r"$\rho$", "×": r"$\times$",
+    # OT1 fonts set < > | as other glyphs (a model named "<b>x</b>" would read as "¡b¿x¡/b¿")
+    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
 }  # fmt: skip
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from delusion_bayes import results
-from delusion_bayes.plotting import GREYS, series_style, style
+from delusion_bayes.plotting import GREYS, series_style, short_label, style
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Note, Section
 from delusion_bayes.report.table import ReportTable, display_frame, fmt_num, fmt_p
@@ -40,7 +40,7 @@ def figure3(b: Builder) -> tuple[list[Path], list[str]]:
         fig, ax = plt.subplots(figsize=(5.2, 3.8))
         ax.plot(df["days_level_b"], df["entrainment_mean"], ls="none", marker="o", color="#000000")
         for r in df.itertuples():
-            ax.annotate(str(r.model), (r.days_level_b, r.entrainment_mean), fontsize=6.5,
+            ax.annotate(short_label(r.model), (r.days_level_b, r.entrainment_mean), fontsize=6.5,
                         xytext=(3, 2), textcoords="offset points", color=GREYS[1])  # fmt: skip
         rho = f" (Spearman ρ = {corr[0]:.2f})" if corr is not None else ""
         ax.set_title("Entrainment vs Level-B days" + rho)
@@ -67,7 +67,7 @@ def figure4(b: Builder) -> tuple[list[Path], list[str]]:
             st = series_style(i)
             ax.plot([0, 1], [r.before, r.after], color=st["color"], ls=st["linestyle"],
                     marker=st["marker"])  # fmt: skip
-            ax.annotate(str(r.model), (1, r.after), xytext=(5, 0), textcoords="offset points",
+            ax.annotate(short_label(r.model), (1, r.after), xytext=(5, 0), textcoords="offset points",
                         fontsize=6.5, va="center")  # fmt: skip
         ax.set_xticks([0, 1], ["before the clinical turn", "from the clinical turn"])
         ax.set_xlim(-0.2, 1.9)

@@ -25,7 +25,7 @@ import numpy as np
 import xarray as xr
 
 from .. import results
-from ..plotting import save_figure
+from ..plotting import plain_text, save_figure
 from . import Outputs, sampler_kwargs
 from . import setting as _get
 
@@ -251,7 +251,8 @@ def _draw(out: Outputs, fname: str, desc: str, make, notes: list) -> None:
     import matplotlib.pyplot as plt
 
     try:
-        save_figure(make(), (out.path / fname).with_suffix(""), ("png",), dpi=110)
+        with plain_text():  # a model named "$x_1$" is a name, never mathtext
+            save_figure(make(), (out.path / fname).with_suffix(""), ("png",), dpi=110)
         out.files[fname] = desc
     except Exception as err:  # noqa: BLE001
         notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")

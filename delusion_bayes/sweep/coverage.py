@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -501,16 +502,13 @@ def replicate_fit_kwargs(cfg: Any, *, adaptation: bool = True) -> dict[str, Any]
     return out
 
 
-def main() -> None:
-    """``python -m delusion_bayes.sweep.coverage -m experiment=coverage`` (Hydra CLI)."""
-    import hydra
+def main() -> int | None:
+    """``python -m delusion_bayes.sweep.coverage -m experiment=coverage`` (Hydra CLI); a user
+    error is one line with exit status 2 (:func:`delusion_bayes.cli.run_hydra`)."""
+    from ..cli import run_hydra
 
-    from ..config import conf_dir, register_configs
-
-    register_configs()
-    task = hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
-    task(replicate_job)()
+    return run_hydra(replicate_job)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    sys.exit(main())

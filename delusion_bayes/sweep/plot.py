@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..plotting import mpl_escape, short_label
 from .quantities import REGIMES
 
 REGIME_COLORS = ("#1b9e77", "#7570b3", "#d95f02", "#9e9e9e")
@@ -54,7 +55,9 @@ def _heatmap(ax, mat: pd.DataFrame, title: str, cmap, vmin=None, vmax=None, fmt=
     data = mat.to_numpy(dtype=float)
     im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax,
                    interpolation="nearest")  # fmt: skip
-    ax.set_yticks(range(len(mat.index)), [str(i) for i in mat.index], fontsize=6)
+    ax.set_yticks(
+        range(len(mat.index)), [mpl_escape(short_label(i)) for i in mat.index], fontsize=6
+    )
     ax.set_title(title, fontsize=9, loc="left")
     ax.set_xticks([])
     if fmt is not None and data.size <= 400:
@@ -67,7 +70,14 @@ def _heatmap(ax, mat: pd.DataFrame, title: str, cmap, vmin=None, vmax=None, fmt=
 def _series(ax, mat: pd.DataFrame, title: str, *, log: bool = False, lines=()):
     x = np.arange(mat.shape[1])
     for item, row in mat.iterrows():
-        ax.plot(x, row.to_numpy(dtype=float), marker="o", ms=3, lw=0.8, label=str(item)[:40])
+        ax.plot(
+            x,
+            row.to_numpy(dtype=float),
+            marker="o",
+            ms=3,
+            lw=0.8,
+            label=mpl_escape(short_label(item)),
+        )
     for level in lines:
         ax.axhline(level, color="k", lw=0.6, ls="--")
     if log:

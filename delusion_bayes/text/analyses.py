@@ -12,7 +12,7 @@ import pandas as pd
 import xarray as xr
 
 from ..data.schema import DAY, MODEL
-from ..plotting import save_figure
+from ..plotting import plain_text, save_figure, short_label
 from .texts import model_coords
 
 
@@ -187,16 +187,19 @@ def plot_level_b(
     (``synthetic``: "(SYNTHETIC texts)" in the title, for the bundled demo corpus)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.0, 4.2))
-    ax.scatter(table["days_level_b"], table["mean"], color="C0")
-    for name, row in table.iterrows():
-        xy = (row["days_level_b"], row["mean"])
-        ax.annotate(str(name), xy, fontsize=7, xytext=(3, 2), textcoords="offset points")
-    ax.set_xlabel("Level-B days (explicit advice to stop/limit chatbot use)")
-    ax.set_ylabel(f"mean {metric} over available days")
-    ax.set_title(f"{metric} vs Level-B days" + (" (SYNTHETIC texts)" if synthetic else ""))
-    fig.tight_layout()
-    return save_figure(fig, Path(path).with_suffix(""))
+    with plain_text():  # model names are drawn as written, never as mathtext
+        fig, ax = plt.subplots(figsize=(6.0, 4.2))
+        ax.scatter(table["days_level_b"], table["mean"], color="C0")
+        for name, row in table.iterrows():
+            xy = (row["days_level_b"], row["mean"])
+            ax.annotate(
+                short_label(name), xy, fontsize=7, xytext=(3, 2), textcoords="offset points"
+            )
+        ax.set_xlabel("Level-B days (explicit advice to stop/limit chatbot use)")
+        ax.set_ylabel(f"mean {metric} over available days")
+        ax.set_title(f"{metric} vs Level-B days" + (" (SYNTHETIC texts)" if synthetic else ""))
+        fig.tight_layout()
+        return save_figure(fig, Path(path).with_suffix(""))
 
 
 def plot_turn_contrast(
@@ -207,18 +210,23 @@ def plot_turn_contrast(
     import matplotlib.pyplot as plt
 
     turned = table.dropna(subset=["before", "after"])
-    fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    for name, row in turned.iterrows():
-        color = "C3" if row["change"] < 0 else "C2"
-        ax.plot([0, 1], [row["before"], row["after"]], marker="o", color=color, alpha=0.8)
-        ax.annotate(
-            str(name), (1, row["after"]), fontsize=7, xytext=(4, 0), textcoords="offset points"
-        )
-    ax.set_xticks([0, 1], ["before clinical turn", "from clinical turn"])
-    ax.set_xlim(-0.2, 1.8)
-    ax.axhline(0.0, color="grey", lw=0.6, ls=":")
-    ax.set_ylabel(f"mean {metric}")
-    title = f"{metric} at the clinical turn (green: up, red: down)"
-    ax.set_title(title + ("\n(SYNTHETIC texts)" if synthetic else ""), fontsize=10)
-    fig.tight_layout()
-    return save_figure(fig, Path(path).with_suffix(""))
+    with plain_text():  # model names are drawn as written, never as mathtext
+        fig, ax = plt.subplots(figsize=(5.5, 4.5))
+        for name, row in turned.iterrows():
+            color = "C3" if row["change"] < 0 else "C2"
+            ax.plot([0, 1], [row["before"], row["after"]], marker="o", color=color, alpha=0.8)
+            ax.annotate(
+                short_label(name),
+                (1, row["after"]),
+                fontsize=7,
+                xytext=(4, 0),
+                textcoords="offset points",
+            )
+        ax.set_xticks([0, 1], ["before clinical turn", "from clinical turn"])
+        ax.set_xlim(-0.2, 1.8)
+        ax.axhline(0.0, color="grey", lw=0.6, ls=":")
+        ax.set_ylabel(f"mean {metric}")
+        title = f"{metric} at the clinical turn (green: up, red: down)"
+        ax.set_title(title + ("\n(SYNTHETIC texts)" if synthetic else ""), fontsize=10)
+        fig.tight_layout()
+        return save_figure(fig, Path(path).with_suffix(""))

