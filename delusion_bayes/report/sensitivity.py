@@ -24,6 +24,9 @@ REPLAY_REPORTED = "replay/sensitivity_reported.csv"
 #: Pareto k above which the power-scaling approximation is unreliable
 #: (``delusion_bayes.models.sensitivity_reported.K_RELIABLE``)
 K_RELIABLE = 0.7
+#: a refit shift of at least this many posterior SDs confirms a flag
+#: (``delusion_bayes.models.refit.MOVES_SD``)
+MOVES_SD = 0.25
 T50 = "models/{fit}/t50_posterior.csv"
 #: the files of a fit folder this section shows (the per-fit subsections leave them out)
 FILES = ("sensitivity.csv", "sensitivity.png", "sensitivity_reported.csv")
@@ -220,7 +223,8 @@ REPORTED_INTRO = (
     "'prior shift' is how far the number's posterior mean moves, in posterior SDs, when the "
     "prior's power is doubled (the derivative at power 1); 'refit shift' is the shift measured "
     "by refitting with the flagged priors' scales doubled and halved, where that was run "
-    "(experiments/bench/refit_priors.py)."
+    "(experiments/bench/refit_priors.py); a number a refit moved by 0.25 SD or more is listed "
+    "too, flagged or not."
 )
 
 
@@ -251,11 +255,15 @@ def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
         )
     refit = df["refit_shift_sd"].notna()
     if refit.any():
+        flag, moved = df["verdict"] != "-", df["refit_shift_sd"].abs() >= MOVES_SD
         text += (
-            f" Refitted with the flagged priors' scales doubled and halved: "
-            f"{int(refit.sum())} numbers, largest shift "
-            f"{df.loc[refit, 'refit_shift_sd'].abs().max():.2f} posterior SD."
+            f" Refitted with the flagged priors' scales doubled and halved: {int(refit.sum())} "
+            f"numbers, largest shift {df.loc[refit, 'refit_shift_sd'].abs().max():.2f} "
+            f"posterior SD; the refits confirm {int((flag & moved).sum())} of "
+            f"{int(flag.sum())} flags (shift >= {MOVES_SD:g} SD) and move "
+            f"{int((~flag & moved).sum())} unflagged numbers by as much (listed too)."
         )
+        flagged_rows = df[(df["verdict"] != "-") | moved]
     out: list[Any] = [Paragraph(text)]
     if len(flagged_rows):
         cols = [

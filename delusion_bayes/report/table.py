@@ -253,7 +253,7 @@ class ReportTable:
     def _numeric_columns(rows: list[list[str]]) -> list[bool]:
         if not rows:
             return []
-        pat = re.compile(r"^[\s–<>=≥≤+\-−.,0-9eE\[\]%∞]*$")
+        pat = re.compile(r"^[\s–<>=≥≤+\-−.,0-9eE\[\]%∞†]*$")
         return [all(pat.match(r[j] or "") for r in rows) for j in range(len(rows[0]))]
 
     def write(self, folder: str | Path) -> dict[str, Path]:

@@ -87,3 +87,27 @@ def test_sensitivity_of_reported_numbers_is_written_and_opens_the_section(
     assert head in sec
     # the reported numbers come first, the parameter detail (method paragraph) after
     assert sec.index(head) < sec.index("Power-scaling sensitivity (Kallioinen")
+
+
+def test_refit_shifts_confirm_flags_in_the_sensitivity_section(smoke_run, tmp_path):
+    from delusion_bayes.report import build_supplement
+
+    from .conftest import FAST, copy_run
+
+    run = copy_run(smoke_run, tmp_path / "run")
+    path = run / "models" / "joint" / "sensitivity_reported.csv"
+    df = pd.read_csv(path)
+    flag = (df["verdict"] != "-").to_numpy()
+    assert flag.sum() >= 2  # the smoke run's 2 x 150 draws flag 19 (measured)
+    # as the refit script would: the first flagged row moves 1 SD, every other flag 0.1 SD, the
+    # first unflagged row 0.3 SD (>= 0.25: listed although not flagged)
+    shift = np.where(flag, 0.1, 0.0)
+    shift[np.flatnonzero(flag)[0]] = 1.0
+    shift[np.flatnonzero(~flag)[0]] = -0.3
+    df["refit_shift_sd"] = shift
+    df.to_csv(path, index=False)
+    md = build_supplement(run, FAST).markdown.read_text()
+    assert f"the refits confirm 1 of {int(flag.sum())} flags (shift &gt;= 0.25 SD)" in md
+    assert "move 1 unflagged numbers by as much" in md
+    table = pd.read_csv(run / "report" / "tables" / "joint_sensitivity_reported.csv")
+    assert len(table) == int(flag.sum()) + 1 and (table["refit_shift_sd"] == -0.3).sum() == 1

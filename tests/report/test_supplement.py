@@ -450,8 +450,9 @@ def test_sensitivity_section_says_in_words_what_sensitivity_csv_holds(smoke_supp
         said = row["verdict"] if row["verdict"] != "-" else "not flagged"
         assert f"`{m}`: {said} (prior {row['prior']:.3f}" in text
     tables = [b.table for b in sec.blocks if isinstance(b, TableBlock)]
-    assert [t.name for t in tables] == ["models_joint_sensitivity"]
-    shown = tables[0].data
+    # the reported numbers' table first (issue 28), then the parameter detail
+    assert [t.name for t in tables] == ["joint_sensitivity_reported", "models_joint_sensitivity"]
+    shown = tables[1].data
     assert shown["verdict"].tolist() == (
         df["verdict"].tolist() if len(df) <= 40 else [v for v in df["verdict"] if v != "-"]
     )
