@@ -16,6 +16,7 @@ docs/design.md, "More or fewer chatbots").
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
@@ -321,6 +322,12 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
             "preset": preset,
             "seed": int(seed),
             "n_days": int(n_days),
+            # the known population effect (sweep.coverage.true_population_diff reads it)
+            **(
+                {"group_shift": json.dumps(dict(overrides["group_shift"]))}
+                if overrides.get("group_shift")
+                else {}
+            ),
         },
     )
     ds["true_severity"].attrs["description"] = (

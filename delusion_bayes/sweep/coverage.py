@@ -253,8 +253,97 @@ def posterior_rows(
     est, pcon = analyse_posterior(post, ds, stable_run=stable_run, censor_day=censor_day,
                                   contrasts=contrasts)  # fmt: skip
     rows = _rows(method, est, pcon, "stat", lambda r: r["reject"], ds, truth, contrasts, base)
+    rows += population_rows(
+        f"{method} population",
+        post,
+        ds,
+        contrasts,
+        base,
+        stable_run=stable_run,
+        censor_day=censor_day,
+    )
     rows.append(_seconds_row(base, method, started, note=_diagnostics(dt)))
     return rows, est
+
+
+def true_population_diff(ds: xr.Dataset, contrast: Any, quantity: str) -> float:
+    """The true population difference (group a minus group b) of ``quantity`` in a simulated
+    ``null`` study: 0 without a ``group_shift`` (exchangeable models); with one (recorded in
+    ``ds.attrs["group_shift"]``), its ``t50`` shift when the contrast splits the shifted level
+    from the rest (sign by side); NaN otherwise (a milestone's population difference under a
+    shift has no closed form). NaN for other presets (fixed models: no population)."""
+    import json
+
+    if ds.attrs.get("preset") != "null":
+        return float("nan")
+    shift = json.loads(ds.attrs.get("group_shift", "{}") or "{}")
+    if not shift:
+        return 0.0
+    if hasattr(contrast, "keys"):
+        c = dict(contrast)
+    else:
+        c = {k: getattr(contrast, k, None) for k in ("by", "a", "b")}
+    if quantity != "t50" or c.get("by") != shift.get("by"):
+        return float("nan")
+
+    def levels(v: Any) -> set[str]:
+        many = not isinstance(v, str) and hasattr(v, "__iter__")  # a list or a ListConfig
+        return {str(x) for x in v} if many else {str(v)}
+
+    level, d = str(shift["level"]), float(shift.get("t50", 0.0))
+    a, b = levels(c.get("a")), levels(c.get("b"))
+    if a == {level} and level not in b:
+        return d
+    if b == {level} and level not in a:
+        return -d
+    return float("nan")
+
+
+def population_rows(
+    method, post, ds, contrasts, base, *, stable_run=3, censor_day=None, levels=LEVELS
+) -> list[dict[str, Any]]:
+    """Contrast rows of the population contrast (:mod:`delusion_bayes.models.population`: a
+    new chatbot of group a minus one of group b) from a posterior: ``stat`` = P(Δ > 0),
+    ``reject`` = its 95% interval excludes 0, the 90/95% bounds and ``truth_diff`` =
+    :func:`true_population_diff`. The t draws are seeded from the replicate's seed."""
+    from ..baselines import contrast_groups
+    from ..data.schema import DAY, MODEL
+    from ..models.population import MIN_DRAWS, population_draws
+
+    sample = ("chain", "draw")
+    q_all: dict[str, xr.DataArray] = {p: post[p] for p in LOGISTIC if p in post}
+    stage = posterior_stage(post, ds[DAY].values).transpose(*sample, MODEL, DAY)
+    ms = _true_milestones(stage, ds, stable_run, censor_day)
+    q_all.update({m: ms[m] for m in LATENCIES})
+    rng = np.random.default_rng(int(base.get("seed", 0)))
+    rows = []
+    fields = ("name", "by", "a", "b", "alternative", "quantities")
+    for c in contrasts:
+        c = dict(c) if not hasattr(c, "name") else {k: getattr(c, k) for k in fields}
+        mask_a, mask_b = contrast_groups(ds, c)
+        if mask_a.sum() + mask_b.sum() < 3:
+            continue
+        for q in [q for q in c.get("quantities", []) if q in q_all]:
+            da = q_all[q].reindex({MODEL: ds[MODEL].values}).transpose(*sample, MODEL)
+            x = da.values.reshape(-1, da.sizes[MODEL])
+            d = population_draws(x, mask_a, mask_b, rng, max(1, -(-MIN_DRAWS // x.shape[0])))
+            row = {
+                **base,
+                "method": method,
+                "kind": "contrast",
+                "quantity": q,
+                "item": c["name"],
+                "alternative": c.get("alternative", "two-sided"),
+                "stat": float((d > 0).mean()),
+                "truth_diff": true_population_diff(ds, c, q),
+            }
+            for lv in levels:
+                lo, hi = np.quantile(d, [(1 - lv) / 2, (1 + lv) / 2])
+                row[f"low_{_level_tag(lv)}"], row[f"high_{_level_tag(lv)}"] = float(lo), float(hi)
+            row["reject"] = bool(row["low_95"] > 0 or row["high_95"] < 0)
+            row["estimate"] = float(np.median(d))
+            rows.append(row)
+    return rows
 
 
 def _setup(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):

@@ -122,12 +122,46 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
     for (preset, method, item, q), g in c.groupby(by, sort=False):
         rej, diff = g["reject"], g["truth_diff"]
         null_true = preset == "null" or bool(np.all(np.abs(diff.to_numpy(float)) <= tol))
-        rows.append({"preset": preset, "method": method, "contrast": item, "quantity": q,
-                     "what": "type-I error" if null_true else "power", "n": int(rej.notna().sum()),
-                     "rejection_rate": float(rej.mean()), "mean_stat": float(g["stat"].mean()),
-                     "truth_diff": float(diff.mean()),
-                     "mean_abs_truth_diff": float(diff.abs().mean())})  # fmt: skip
+        rows.append(
+            {
+                "preset": preset,
+                "method": method,
+                "contrast": item,
+                "quantity": q,
+                "what": "type-I error" if null_true else "power",
+                "n": int(rej.notna().sum()),
+                "rejection_rate": float(rej.mean()),
+                "mean_stat": float(g["stat"].mean()),
+                "truth_diff": float(diff.mean()),
+                "mean_abs_truth_diff": float(diff.abs().mean()),
+                **_contrast_coverage(g),
+            }
+        )
     return pd.DataFrame(rows)
+
+
+def _contrast_coverage(g: pd.DataFrame) -> dict[str, float]:
+    """Coverage of ``truth_diff`` by a contrast's 90/95% interval (the population contrast's
+    rows carry bounds) and the binomial SE of the rejection rate; NaN without bounds."""
+    out = {
+        "rejection_se": float(
+            np.sqrt(
+                g["reject"].mean()
+                * (1 - g["reject"].mean())
+                / max(int(g["reject"].notna().sum()), 1)
+            )
+        )
+    }
+    for tag in ("90", "95"):
+        lo, hi = f"low_{tag}", f"high_{tag}"
+        if lo not in g or hi not in g:
+            out[f"coverage_{tag}"] = np.nan
+            continue
+        ok = g[lo].notna() & g[hi].notna() & g["truth_diff"].notna()
+        t = g.loc[ok, "truth_diff"]
+        hit = (g.loc[ok, lo] <= t) & (t <= g.loc[ok, hi])
+        out[f"coverage_{tag}"] = float(hit.mean()) if ok.any() else np.nan
+    return out
 
 
 def coverage_table(cov: pd.DataFrame, level: float = 0.95, subset: str = "all") -> pd.DataFrame:

@@ -203,7 +203,11 @@ def test_design_command_pair_with_the_onset_model(tmp_path):
     sweep = _design_sweep(tmp_path, "design.n_raters=3", "design.n_models=8", "design.n_days=20",
                           "design.n_sims_bayes=1", "sampler.draws=200", "sampler.tune=200")  # fmt: skip
     table = pd.read_csv(sweep / "design_table.csv").set_index("method")
-    assert sorted(table.index) == ["baselines", "onset"]
+    # the onset fit also scores the population contrast (issue 28): its own row, power only
+    assert sorted(table.index) == ["baselines", "onset", "onset population"]
     assert table.loc["onset", "n_sims"] == 1 and table.loc["baselines", "n_sims"] == 2
+    assert table.loc["onset population", "n_sims"] == 1
+    pop_power = table.loc["onset population", "power: late-2025 vs earlier cohort: first_stable"]
+    assert 0.0 <= pop_power <= 1.0
     assert np.isfinite(table.loc["onset", "t50_width"])
     assert 0.0 <= table.loc["onset", "power: late-2025 vs earlier cohort: first_stable"] <= 1.0
