@@ -91,6 +91,12 @@ def _f(stage, name, meaning, columns="", optional="", extra="", readers=("report
 
 
 _CI = "ci_low:float ci_high:float"
+REPORTED_SENSITIVITY = (
+    "quantity:str kind:str item:str median:float prior:float likelihood:float "
+    "prior_mean_shift_sd:float likelihood_mean_shift_sd:float diagnosis:str verdict:str "
+    "pareto_k_prior:float pareto_k_likelihood:float pareto_k_ok:bool refit_shift_sd:float "
+    "threshold:float"
+)
 # fmt: off
 _FILES = (
     # baselines ---------------------------------------------------------------------------
@@ -211,6 +217,15 @@ _FILES = (
        "prior-data conflict, weak likelihood or -",
        "parameter:str variable:str prior:float likelihood:float diagnosis:str verdict:str "
        "threshold:float"),
+    _f("models", "{fit}/sensitivity_reported.csv", "power-scaling prior and likelihood "
+       "sensitivity of each reported number (t50, milestones, population and finite-sample "
+       "contrasts, consensus mean stage), the mean's shift in posterior SD per doubling of the "
+       "power, Pareto k of the weights (refit needed above 0.7) and the shift under refits",
+       REPORTED_SENSITIVITY, readers=("report",)),
+    _f("models", "{fit}/refit_priors.csv", "shift of each reported number and parameter "
+       "under refits with the flagged priors' scales doubled and halved, in posterior SD "
+       "(experiments/bench/refit_priors.py; not written by the pipeline)",
+       "quantity:str kind:str item:str refit_shift_sd:float", extra="shift_x<factor> per factor"),
     _f("models", "comparison.csv", "PSIS-LOO comparison (az.compare of the primary's variants, "
        "or the PSIS-LOO of each fit when inference.compare is false), per inference.loo_unit",
        "model:str unit:str elpd:float se:float", extra="az.compare's or az.loo's columns"),
@@ -259,6 +274,9 @@ _FILES = (
        optional="truth:float"),
     _f("replay", "bayes_diagnostics.json", "sampler diagnostics and gate verdict of the "
        "Bayesian prevalence model"),
+    _f("replay", "sensitivity_reported.csv", "power-scaling sensitivity of the replay fit's "
+       "prevalences and deltas (as models/<fit>/sensitivity_reported.csv)", REPORTED_SENSITIVITY,
+       readers=("report",)),
     _f("replay", "sensitivity.csv", "power-scaling prior and likelihood sensitivity of the "
        "Bayesian prevalence model's parameters and prevalences, priorsense's verdict",
        "parameter:str variable:str prior:float likelihood:float diagnosis:str verdict:str "

@@ -11,6 +11,7 @@ import pandas as pd
 
 from delusion_bayes.baselines.config import MILESTONES, QUANTITY_NEEDS
 from delusion_bayes.plotting import GREYS, shared_legend, style
+from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Section
 from delusion_bayes.report.table import (
@@ -56,7 +57,10 @@ def table1(b: Builder) -> ReportTable | None:
     keys = base["model"].tolist()
     post, post_src = posterior_milestones(b, keys)
     censor = b.run.censor_day
-    notes = [f"'never' = not reached in the conversation (censored at day {censor})."]
+    notes = [
+        questions.table1(),
+        f"'never' = not reached in the conversation (censored at day {censor}).",
+    ]
     if post:
         notes.append(f"Posterior: median [{b.cfg.ci_prob:.0%} CrI] of the latency under `{b.post}`.")  # fmt: skip
     title = "Table 1. Milestones per model: consensus trajectory beside the posterior"
@@ -119,22 +123,46 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
 PERMUTATION_SHOWN = ("n_a", "n_b", "median_a", "median_b", "statistic", "pvalue", "alternative")
 
 
+def _posterior_cells(data: pd.DataFrame, suffix: str) -> tuple[list[str], list[str]]:
+    """``Δ [CrI]`` and ``P(Δ > 0)`` cells of one posterior file's columns (``median<suffix>``)."""
+    cells = [
+        fmt_interval(e, lo, hi, 2)
+        for e, lo, hi in zip(
+            data[f"median{suffix}"], data[f"ci_low{suffix}"], data[f"ci_high{suffix}"], strict=True
+        )
+    ]
+    return cells, [fmt_p(v) for v in data[f"p_gt_0{suffix}"]]
+
+
 def contrasts(b: Builder) -> ReportTable | None:
-    """Pre-specified contrasts: exact permutation p beside the posterior probability."""
+    """Pre-specified contrasts: the exact permutation test beside the population contrast
+    (``contrasts_population.csv``: a new chatbot of group a minus one of group b) and the
+    finite-sample contrast of these N models (``contrasts_posterior.csv``)."""
     base = b.run.table(CONTRASTS)
-    post, post_src = b.posterior("contrasts_posterior.csv")
-    if base is None and post is None:
+    fin, fin_src = b.posterior("contrasts_posterior.csv")
+    pop, pop_src = b.posterior("contrasts_population.csv")
+    if base is None and fin is None and pop is None:
         return None
     keys = ["contrast", "quantity"]
-    post = None if post is None else post.rename(columns={"name": "contrast"})
-    if base is not None and post is not None:
-        # base rows in their order, then posterior rows the tests do not have
-        data = base.merge(post, on=keys, how="left", suffixes=("", "_posterior"))
-        only = post.merge(base[keys], on=keys, how="left", indicator=True)
+    data = None if base is None else base.copy()
+    for df, suffix in ((pop, "_population"), (fin, "_posterior")):
+        if df is None:
+            continue
+        df = df.rename(columns={"name": "contrast"})
+        df = df.rename(columns={c: f"{c}{suffix}" for c in df.columns if c not in keys})
+        if data is None:
+            data = df
+            continue
+        # rows in the order seen, then rows the earlier files do not have
+        data = data.merge(df, on=keys, how="left")
+        only = df.merge(data[keys], on=keys, how="left", indicator=True)
         only = only[only.pop("_merge") == "left_only"]
         data = pd.concat([data, only], ignore_index=True) if len(only) else data
-    else:
-        data = base if base is not None else post
+    assert data is not None
+    n = None
+    if fin is not None:
+        sizes = set((fin["n_a"] + fin["n_b"]).astype(int))
+        n = sizes.pop() if len(sizes) == 1 else None
     disp, groups, notes, sources = data[keys].copy(), [("", 2)], [], []
     if base is not None:
         shown = display_frame(data[list(PERMUTATION_SHOWN)], 2)
@@ -150,21 +178,43 @@ def contrasts(b: Builder) -> ReportTable | None:
         sources.append(CONTRASTS)
     else:
         notes.append("The permutation tests (baselines stage) are not in this run.")
-    if post is not None:
-        disp["Δ [CrI]"] = [fmt_interval(e, lo, hi, 2) for e, lo, hi in
-                           zip(data["median"], data["ci_low"], data["ci_high"], strict=True)]  # fmt: skip
-        disp["P(Δ > 0)"] = [fmt_p(v) for v in data["p_gt_0"]]
-        groups.append((f"Posterior ({b.post})", 2))
-        why = sorted({str(v).strip() for v in post["note"]} - {""})
+    heads = {
+        "_population": ("Δ pop. [CrI]", "P(Δ pop. > 0)"),
+        "_posterior": ("Δ [CrI]", "P(Δ > 0)"),
+    }
+    for df, src, suffix, group in (
+        (pop, pop_src, "_population", f"Population of chatbots ({b.post})"),
+        (fin, fin_src, "_posterior", f"Posterior, {questions.finite_label(n)} ({b.post})"),
+    ):
+        if df is None:
+            continue
+        cells, probs = _posterior_cells(data, suffix)
+        disp[heads[suffix][0]], disp[heads[suffix][1]] = cells, probs
+        groups.append((group, 2))
+        why = sorted({str(v).strip() for v in df["note"]} - {""})
         if why:
-            notes.append("Posterior '–': " + "; ".join(why) + ".")
-        notes.append("Posterior: median [credible interval] of the group difference a − b and its "
-                     "posterior probability of being > 0 (a probability, not a p-value; for "
-                     "alternative 'less' compare the p-value with 1 − P(Δ > 0)).")  # fmt: skip
-        sources.append(post_src)
-    else:
+            notes.append(f"{group} '–': " + "; ".join(why) + ".")
+        sources.append(src)
+    if pop is not None:
+        notes.append(
+            "Population: median [credible interval] of the difference between a new "
+            "chatbot of group a and one of group b (the groups' population means; "
+            "the between-model variation is in the interval: "
+            "delusion_bayes.models.population)."
+        )
+    if fin is not None:
+        notes.append(
+            f"Finite sample: the difference between the group means of "
+            f"{questions.finite_label(n)}, per draw. P(Δ > 0) is a probability, not "
+            "a p-value; for alternative 'less' compare the p-value with 1 − P(Δ > 0)."
+        )
+    if fin is None and pop is None:
         notes.append("The posterior contrasts (models stage) are not in this run.")
-    title = "Pre-specified contrasts: exact permutation tests beside posterior contrasts"
+    notes.insert(0, questions.contrasts(n))
+    title = (
+        "Pre-specified contrasts: exact permutation tests beside the population contrast "
+        f"and the contrast of {questions.finite_label(n)}"
+    )
     return ReportTable("contrasts", title, data, disp, sources, notes,
                        groups if len(groups) > 2 else None)  # fmt: skip
 

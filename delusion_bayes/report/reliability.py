@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Note, Section
 from delusion_bayes.report.table import ReportTable, display_frame, fmt_interval, fmt_num
@@ -80,7 +81,7 @@ def posterior_reliability(b: Builder) -> ReportTable | None:
         "Posterior median [CrI]": [fmt_interval(e, lo, hi, 3) for e, lo, hi in zip(
             data["posterior"], data["posterior_low"], data["posterior_high"], strict=True)],
     })  # fmt: skip
-    notes = ["Posterior reliability of the rater model on the latent scale (ICC analogue): one "
+    notes = [questions.table_c1(), "Posterior reliability of the rater model on the latent scale (ICC analogue): one "
              "rater = between-model-day variance over total variance; consensus = the same for "
              "the mean of the k raters. Set beside α and ICC(2,1), and beside ICC(2,k)."]  # fmt: skip
     if base is None:

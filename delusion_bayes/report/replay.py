@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from delusion_bayes import results
+from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder, capital
 from delusion_bayes.report.document import Note, Section
 from delusion_bayes.report.table import ReportTable, fmt_interval, fmt_num
@@ -68,7 +69,8 @@ def bayes_table(b: Builder) -> ReportTable | None:
         disp["Truth (simulated)"] = [fmt_num(v, 3) for v in rows["truth"]]
     title = "Replay: Bayesian prevalence beside the cluster bootstrap (category level)"
     note = "Posterior: mean [credible interval] of the hierarchical prevalence model."
-    return ReportTable("replay_bayes_vs_bootstrap", title, rows, disp, [BAYES], [note])
+    notes = [questions.replay_prevalence(), note]
+    return ReportTable("replay_bayes_vs_bootstrap", title, rows, disp, [BAYES], notes)
 
 
 def gate_note(b: Builder) -> Note | None:

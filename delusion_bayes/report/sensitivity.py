@@ -19,9 +19,17 @@ from delusion_bayes.report.table import ReportTable, display_frame
 
 KEY = "models/{fit}/sensitivity.csv"
 REPLAY = "replay/sensitivity.csv"
+REPORTED = "models/{fit}/sensitivity_reported.csv"
+REPLAY_REPORTED = "replay/sensitivity_reported.csv"
+#: Pareto k above which the power-scaling approximation is unreliable
+#: (``delusion_bayes.models.sensitivity_reported.K_RELIABLE``)
+K_RELIABLE = 0.7
+#: a refit shift of at least this many posterior SDs confirms a flag
+#: (``delusion_bayes.models.refit.MOVES_SD``)
+MOVES_SD = 0.25
 T50 = "models/{fit}/t50_posterior.csv"
 #: the files of a fit folder this section shows (the per-fit subsections leave them out)
-FILES = ("sensitivity.csv", "sensitivity.png")
+FILES = ("sensitivity.csv", "sensitivity.png", "sensitivity_reported.csv")
 CONFLICT, WEAK = "prior-data conflict", "weak likelihood"
 #: a model whose posterior puts t50 beyond the last day with at least this probability is
 #: called a never-turner here
@@ -141,6 +149,28 @@ def section_sensitivity(b: Builder) -> Section:
         s.add(Paragraph(f"SIMULATED data ({sim}): these sensitivities describe the "
                         f"{'model' if replay_only else 'models'} fitted to a simulated study, not "
                         "real chatbots."))  # fmt: skip
+    # the reported numbers first (what a reader acts on), then the parameter detail
+    reported = [(f, b.run.table(REPORTED, f)) for f in fits]
+    if (rep := b.run.table(REPLAY_REPORTED)) is not None:
+        reported.append(("replay", rep))
+    reported = [(f, df) for f, df in reported if df is not None]
+    if reported:
+        s.add(Paragraph(REPORTED_INTRO))
+        for fit, df in reported:
+            s.add(
+                *b.attempt(
+                    f"reported numbers of {fit}", lambda fit=fit, df=df: reported_part(b, fit, df)
+                )
+            )
+    else:
+        s.add(
+            Note(
+                "notrun",
+                "No `sensitivity_reported.csv` in this run: the sensitivity of "
+                "the reported numbers was not computed (the stage predates it or its notes "
+                "say why); the parameter detail follows.",
+            )
+        )
     s.add(method_paragraph())
     if replay_only:
         return s.add(*replay_part(b, replay))
@@ -180,6 +210,92 @@ def section_sensitivity(b: Builder) -> Section:
     if replay is not None:
         s.add(*replay_part(b, replay))
     return s
+
+
+REPORTED_INTRO = (
+    "Which reported numbers depend on the prior. Each number the supplement reports (t50 and "
+    "the milestone days per model, the population contrasts and those of these N models, the "
+    "consensus mean stage per model-day; for the replay fit its prevalences and deltas) is a "
+    "function of the posterior draws, so the power-scaling weights of the parameter detail "
+    "below apply to it directly. A number is listed when its prior or likelihood sensitivity "
+    "(CJS) is at or above the threshold of 0.05 (priorsense's) or when the Pareto k of the "
+    "weights exceeds 0.7, where the approximation is unreliable and a refit is needed instead. "
+    "'prior shift' is how far the number's posterior mean moves, in posterior SDs, when the "
+    "prior's power is doubled (the derivative at power 1); 'refit shift' is the shift measured "
+    "by refitting with the flagged priors' scales doubled and halved, where that was run "
+    "(experiments/bench/refit_priors.py); a number a refit moved by 0.25 SD or more is listed "
+    "too, flagged or not."
+)
+
+
+def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
+    """One fit's ``sensitivity_reported.csv`` in words and the flagged rows as a table."""
+    key = REPLAY_REPORTED if fit == "replay" else REPORTED
+    src = b.run.source(key) if fit == "replay" else b.run.source(key, fit)
+    flagged_rows = df[df["verdict"] != "-"]
+    thr = float(df["threshold"].iloc[0]) if len(df) else float("nan")
+    counts = flagged_rows["verdict"].value_counts()
+    kp, kl = float(df["pareto_k_prior"].max()), float(df["pareto_k_likelihood"].max())
+    reliable = "reliable" if max(kp, kl) <= K_RELIABLE else "UNRELIABLE: refit needed"
+    text = (
+        f"`{fit}`: {len(flagged_rows)} of {len(df)} reported numbers flagged at CJS >= "
+        f"{thr:g}"
+        + (" (" + ", ".join(f"{n} {v}" for v, n in counts.items()) + ")" if len(counts) else "")
+        + "; "
+        f"Pareto k of the weights: prior {kp:.2f}, likelihood {kl:.2f} ({reliable}, "
+        f"threshold {K_RELIABLE:g})."
+    )
+    if len(df):
+        i = df["prior_mean_shift_sd"].abs().idxmax()
+        r = df.loc[i]
+        text += (
+            f" Largest prior shift: {r['quantity']} ({r['kind']}, {r['item']}), "
+            f"{r['prior_mean_shift_sd']:+.2f} posterior SD per doubling of the prior's "
+            "power."
+        )
+    refit = df["refit_shift_sd"].notna()
+    if refit.any():
+        flag, moved = df["verdict"] != "-", df["refit_shift_sd"].abs() >= MOVES_SD
+        text += (
+            f" Refitted with the flagged priors' scales doubled and halved: {int(refit.sum())} "
+            f"numbers, largest shift {df.loc[refit, 'refit_shift_sd'].abs().max():.2f} "
+            f"posterior SD; the refits confirm {int((flag & moved).sum())} of "
+            f"{int(flag.sum())} flags (shift >= {MOVES_SD:g} SD) and move "
+            f"{int((~flag & moved).sum())} unflagged numbers by as much (listed too)."
+        )
+        flagged_rows = df[(df["verdict"] != "-") | moved]
+    out: list[Any] = [Paragraph(text)]
+    if len(flagged_rows):
+        cols = [
+            "quantity",
+            "kind",
+            "item",
+            "median",
+            "prior",
+            "likelihood",
+            "prior_mean_shift_sd",
+            "verdict",
+            "refit_shift_sd",
+        ]
+        rows = flagged_rows[cols].reset_index(drop=True)
+        shown = rows.head(b.cfg.max_inline_rows)
+        disp = display_frame(shown, 3).rename(
+            columns={
+                "prior_mean_shift_sd": "prior shift (SD)",
+                "refit_shift_sd": "refit shift (SD)",
+            }
+        )
+        title = f"Reported numbers of `{fit}` that move with the prior or likelihood" + (
+            "" if len(shown) == len(rows) else f" (first {len(shown)} of {len(rows)})"
+        )
+        note = (
+            f"prior, likelihood: CJS power-scaling sensitivity of the reported number; "
+            f"flagged at {thr:g}. All {len(df)} rows: `{src}`."
+        )
+        out.append(
+            b.table(ReportTable(f"{fit}_sensitivity_reported", title, shown, disp, [src], [note]))
+        )
+    return out
 
 
 def replay_part(b: Builder, df: pd.DataFrame) -> list[Any]:

@@ -17,7 +17,14 @@ from typing import Any
 
 from delusion_bayes import results
 from delusion_bayes.provenance import versions
-from delusion_bayes.report import interventions, milestones, overview, reliability, trajectories
+from delusion_bayes.report import (
+    interventions,
+    milestones,
+    overview,
+    questions,
+    reliability,
+    trajectories,
+)
 from delusion_bayes.report.bayes import section_bayes
 from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.config import ReportConfig
@@ -199,7 +206,7 @@ def _main(b: Builder) -> Section:
                            b.missing(milestones.T1, "Table 1")))  # fmt: skip
         s.add(*b.one_table("Table 2", lambda: interventions.table2(b),
                            b.missing(interventions.T2, "Table 2")))  # fmt: skip
-    caption = trajectories.FIGURE1_CAPTION.format(ci=b.cfg.ci_prob)
+    caption = trajectories.FIGURE1_CAPTION.format(ci=b.cfg.ci_prob) + ". " + questions.figure1()
     s.add(*b.draw("Figure 1.", caption, lambda: trajectories.figure1(b)))
     if b.run.stage("baselines").ran:
         caption = interventions.FIGURE2_CAPTION

@@ -255,7 +255,7 @@ class ReportTable:
     def _numeric_columns(rows: list[list[str]]) -> list[bool]:
         if not rows:
             return []
-        pat = re.compile(r"^[\s–<>=≥≤+\-−.,0-9eE\[\]%∞]*$")
+        pat = re.compile(r"^[\s–<>=≥≤+\-−.,0-9eE\[\]%∞†]*$")
         return [all(pat.match(r[j] or "") for r in rows) for j in range(len(rows[0]))]
 
     def write(self, folder: str | Path) -> dict[str, Path]:
@@ -296,6 +296,8 @@ class Estimate:
     low: Sequence[float] | None = None
     high: Sequence[float] | None = None
     extra: dict[str, tuple[str, Sequence[float]]] = field(default_factory=dict)
+    #: a footnote marker per row appended to the cell ("" for none), e.g. a prior-driven cell
+    marks: Sequence[str] | None = None
 
 
 def _cell_text(est, low, high, digits, censor: int | None) -> list[str]:
@@ -344,7 +346,11 @@ def side_by_side(
             data[f"{q}_posterior"] = np.asarray(p.est)
             data[f"{q}_posterior_low"] = np.asarray(p.low)
             data[f"{q}_posterior_high"] = np.asarray(p.high)
-            disp[f"{label(q)} · {labels[1]}"] = _cell_text(p.est, p.low, p.high, digits, None)
+            cells = _cell_text(p.est, p.low, p.high, digits, None)
+            if p.marks is not None:
+                cells = [c + m for c, m in zip(cells, p.marks, strict=True)]
+                data[f"{q}_posterior_mark"] = list(p.marks)
+            disp[f"{label(q)} · {labels[1]}"] = cells
             for col, (header, values) in p.extra.items():
                 data[f"{q}_{col}"] = np.asarray(values)
                 disp[f"{label(q)} · {header}"] = [fmt_p(v) for v in values]

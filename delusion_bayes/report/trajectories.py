@@ -12,6 +12,7 @@ from delusion_bayes.baselines import logistic
 from delusion_bayes.data.schema import DAY, MODEL, RATER
 from delusion_bayes.intervals import interval
 from delusion_bayes.plotting import BAND, GREYS, shared_legend, style
+from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Section
 from delusion_bayes.report.table import Estimate, ReportTable, side_by_side
@@ -21,6 +22,30 @@ CONSENSUS = "baselines/consensus.nc"
 LOGISTIC = ("L", "k", "t50")
 
 
+#: a model whose posterior puts t50 beyond the last day with more than this probability is a
+#: never-turner: its L, k and t50 cells in Table D1 are marked prior-driven
+NEVER_TURNER_P = 0.5
+
+
+def prior_driven(b: Builder, post) -> dict[str, list[str]]:
+    """``{quantity: [marker or "" per model]}`` for Table D1's posterior cells (rows of ``post``,
+    ``t50_posterior.csv`` indexed by model): marked where the model is a never-turner
+    (``p_beyond_last_day`` > :data:`NEVER_TURNER_P`, all three of L, k, t50) or where the
+    fit's ``sensitivity.csv`` calls that parameter "weak likelihood" (prior-dominated)."""
+    never = (post["p_beyond_last_day"] > NEVER_TURNER_P).to_numpy()
+    weak: set[str] = set()
+    sens = b.run.table("models/{fit}/sensitivity.csv", b.post) if b.post else None
+    if sens is not None:
+        weak = set(sens.loc[sens["verdict"] == "weak likelihood", "parameter"].astype(str))
+    return {
+        q: [
+            questions.PRIOR_DRIVEN if nv or f"{q}[{m}]" in weak else ""
+            for m, nv in zip(post.index, never, strict=True)
+        ]
+        for q in LOGISTIC
+    }
+
+
 def table_d1(b: Builder) -> ReportTable | None:
     """Table D1: least-squares logistic fits with rater-bootstrap CIs beside the posterior."""
     base = b.run.table(D1)
@@ -28,15 +53,25 @@ def table_d1(b: Builder) -> ReportTable | None:
         return None
     keys = base["model"].tolist()
     post, src = b.posterior("t50_posterior.csv")
-    notes = ["m(t) = 1 + (L − 1) / (1 + exp(−k (t − t50))); least squares on the consensus."]
+    notes = [
+        questions.table_d1(),
+        "m(t) = 1 + (L − 1) / (1 + exp(−k (t − t50))); least squares on the consensus.",
+    ]
     pe = None
     if post is not None:
         post = post.set_index("model").reindex(keys)
-        pe = {q: Estimate(post[f"{q}_median"], post[f"{q}_ci_low"], post[f"{q}_ci_high"])
-              for q in LOGISTIC}  # fmt: skip
+        marks = prior_driven(b, post)
+        pe = {
+            q: Estimate(
+                post[f"{q}_median"], post[f"{q}_ci_low"], post[f"{q}_ci_high"], marks=marks[q]
+            )
+            for q in LOGISTIC
+        }
         pe["t50"].extra["p_beyond_last_day"] = ("P(> last day)", post["p_beyond_last_day"])
         notes += [f"Posterior: median [credible interval] of model `{b.post}`.",
                   "P(> last day): posterior probability that t50 lies beyond the observed days."]  # fmt: skip
+        if any(m for v in marks.values() for m in v):
+            notes.append(questions.prior_driven_note(NEVER_TURNER_P))
     ls = {q: Estimate(base[q], base[f"{q}_ci_low"], base[f"{q}_ci_high"]) for q in LOGISTIC}
     return side_by_side(
         "tableD1_logistic",

@@ -397,6 +397,7 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
 
     # prior and likelihood sensitivity (power-scaling) ------------------------------------------
     sens_seconds = sensitivity_outputs(dt, out, notes)
+    reported_outputs(dt, out, notes, ms=ms, contrasts=contrasts, seed=int(_get(b, "seed", 0)))
 
     # posterior ------------------------------------------------------------------------------
     dt.attrs.update(prov, seed=int(_get(cfg.sampler, "seed", 0)), gate_passed=int(g["passed"]))
@@ -440,6 +441,47 @@ def sensitivity_outputs(dt, out: Outputs, notes: list, var_names=None) -> float 
     desc = "prior against likelihood sensitivity per parameter"
     _draw(out, "sensitivity.png", desc, lambda: plot_sensitivity(df, title), notes)
     return seconds
+
+
+def reported_outputs(
+    dt, out: Outputs, notes: list, *, ms=None, contrasts=(), seed: int = 0, replay: bool = False
+) -> None:
+    """``sensitivity_reported.csv``: the power-scaling sensitivity of every number the fit
+    reports (:mod:`delusion_bayes.models.sensitivity_reported`); a note when it cannot be
+    computed (no log_prior / log_likelihood)."""
+    from ..models import sensitivity_reported as sr
+
+    try:
+        draws = (
+            sr.replay_reported_draws(dt)
+            if replay
+            else sr.fit_reported_draws(dt, ms, contrasts, seed=seed)
+        )
+        nan = [k for k, v in draws.items() if not np.isfinite(v.values).all()]
+        for k in nan:
+            draws.pop(k)
+        df = sr.reported_sensitivity(dt, draws)
+    except Exception as err:  # noqa: BLE001 - a diagnostic must not fail the stage
+        notes.append(f"sensitivity_reported.csv not written: {type(err).__name__}: {err}")
+        log.warning("sensitivity of the reported numbers not computed: %s", err)
+        return
+    if nan:
+        notes.append(
+            f"sensitivity_reported.csv: {len(nan)} reported numbers left out (NaN in "
+            f"some draws), e.g. {[' / '.join(k) for k in nan[:3]]}"
+        )
+    out.write(
+        "sensitivity_reported.csv",
+        df,
+        "power-scaling sensitivity of each reported number (t50, milestones, contrasts, "
+        "consensus; replay: prevalences, deltas), Pareto k of the weights, refit shift",
+    )
+    log.info(
+        "sensitivity of %d reported numbers of %s: %d flagged",
+        len(df),
+        out.path.name,
+        int((df["verdict"] != "-").sum()),
+    )
 
 
 def attach_icc(rel, run_dir: Path, notes: list) -> None:

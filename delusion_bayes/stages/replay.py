@@ -23,7 +23,7 @@ from ..baselines import replay_plots as plots
 from ..baselines.replay_study import analyse_replay, apply_cutoffs
 from . import Outputs, sampler_kwargs
 from . import setting as _get
-from .models import sensitivity_outputs
+from .models import reported_outputs, sensitivity_outputs
 
 #: the replay model samples with the shared ``sampler`` group and is gated by ``inference``
 NEEDS = ("replay", "sampler", "inference", "cache_dir")
@@ -140,6 +140,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         write("bayes_prevalence.csv", table, _bayes_description(st, diag))
         params, prevalences = reported_replay_vars(tree)  # what the sensitivity check scales
         sensitivity_outputs(tree, out, notes, var_names=params + prevalences)
+        reported_outputs(tree, out, notes, replay=True)
         write(
             "bayes_diagnostics.json", diag, "sampler diagnostics of the Bayesian prevalence model"
         )

@@ -117,7 +117,7 @@ def test_numbers_come_unchanged_from_stage_tables(smoke_supplement, smoke_run):
     keyed = pc.rename(columns={"name": "contrast"}).set_index(["contrast", "quantity"])
     keyed = keyed.reindex(pd.MultiIndex.from_frame(con[["contrast", "quantity"]]))
     for c in ("p_gt_0", "median", "ci_low", "ci_high"):  # NaN: a quantity the model lacks
-        np.testing.assert_array_equal(con[c].to_numpy(), keyed[c].to_numpy())
+        np.testing.assert_array_equal(con[f"{c}_posterior"].to_numpy(), keyed[c].to_numpy())
     r = pc.iloc[0]
     cell = num_cell(fmt_interval(r["median"], r["ci_low"], r["ci_high"]))
     assert cell.replace("−", "-") in html.replace("−", "-")
@@ -450,8 +450,9 @@ def test_sensitivity_section_says_in_words_what_sensitivity_csv_holds(smoke_supp
         said = row["verdict"] if row["verdict"] != "-" else "not flagged"
         assert f"`{m}`: {said} (prior {row['prior']:.3f}" in text
     tables = [b.table for b in sec.blocks if isinstance(b, TableBlock)]
-    assert [t.name for t in tables] == ["models_joint_sensitivity"]
-    shown = tables[0].data
+    # the reported numbers' table first (issue 28), then the parameter detail
+    assert [t.name for t in tables] == ["joint_sensitivity_reported", "models_joint_sensitivity"]
+    shown = tables[1].data
     assert shown["verdict"].tolist() == (
         df["verdict"].tolist() if len(df) <= 40 else [v for v in df["verdict"] if v != "-"]
     )

@@ -203,6 +203,7 @@ def test_design_command_pair_with_the_onset_model(tmp_path):
     sweep = _design_sweep(tmp_path, "design.n_raters=3", "design.n_models=8", "design.n_days=20",
                           "design.n_sims_bayes=1", "sampler.draws=200", "sampler.tune=200")  # fmt: skip
     table = pd.read_csv(sweep / "design_table.csv").set_index("method")
+    # the onset row's power is the population contrast's (issue 28): no separate row
     assert sorted(table.index) == ["baselines", "onset"]
     assert table.loc["onset", "n_sims"] == 1 and table.loc["baselines", "n_sims"] == 2
     assert np.isfinite(table.loc["onset", "t50_width"])

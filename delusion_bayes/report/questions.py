@@ -1,0 +1,80 @@
+"""The one line under every table or figure that puts a baseline beside a posterior: the question
+each column answers (issue 28, item 5). One place, so the supplement says the same thing
+wherever a pair appears and the tests can look for it."""
+
+from __future__ import annotations
+
+#: the prefix every question line starts with (the tests look for it)
+PREFIX = "Questions:"
+#: the marker of a prior-driven posterior cell (Table D1)
+PRIOR_DRIVEN = "†"
+
+
+def finite_label(n: int | None) -> str:
+    """How the finite-sample contrast is named wherever it appears: about "these N models"."""
+    return f"these {n} models" if n is not None else "these models"
+
+
+def table_d1() -> str:
+    return (
+        f"{PREFIX} LS: which logistic curve is closest (least squares) to this model's "
+        "consensus trajectory, with its spread over resampled raters? Posterior: what are "
+        "this model's L, k and t50 given every rating, the rater model and the priors "
+        "(the hierarchy shares information across models)?"
+    )
+
+
+def prior_driven_note(p: float) -> str:
+    return (
+        f"{PRIOR_DRIVEN} prior-driven: the posterior of this cell is mostly its prior. Rule: "
+        f"the model is a never-turner (P(t50 > last day) > {p:g}): its ratings say only that "
+        "the curve has not risen by the last day, so its plateau L, steepness k and the "
+        "midpoint beyond the data are filled in by the prior; or the cell's parameter is "
+        "flagged 'weak likelihood' in sensitivity.csv."
+    )
+
+
+def table1() -> str:
+    return (
+        f"{PREFIX} consensus: on which day did the raters' consensus of this one "
+        "conversation first reach the milestone (no uncertainty shown)? Posterior: on which "
+        "day did the model's latent stage reach it, given all ratings and the model "
+        "(median, credible interval; P(never) = probability it is not reached)?"
+    )
+
+
+def table_c1() -> str:
+    return (
+        f"{PREFIX} baseline: how consistent are the raters' scores across model-days "
+        "(α, ICC: variance ratios of the observed scores)? Posterior: what share of the "
+        "latent-scale variance of one rater (or of the consensus) is between model-days, "
+        "under the rater model?"
+    )
+
+
+def contrasts(n: int | None) -> str:
+    return (
+        f"{PREFIX} permutation test: do the group labels matter for the process that "
+        "produced the chatbots (are the labels exchangeable)? Population: how is a new "
+        "chatbot of group a expected to differ from a new one of group b (the interval "
+        "carries the between-model variation)? Finite sample: how do the means of "
+        f"{finite_label(n)} differ (only their measurement uncertainty; two groups drawn "
+        "from one population differ by chance, and this interval says so)."
+    )
+
+
+def figure1() -> str:
+    return (
+        f"{PREFIX} least-squares line: which logistic curve fits this model's consensus "
+        "best? Posterior band: where does the model's trajectory lie given every rating, "
+        "the rater model and the priors?"
+    )
+
+
+def replay_prevalence() -> str:
+    return (
+        f"{PREFIX} bootstrap: how much would the observed share of scored windows vary "
+        "over resampled clusters (conversations, windows), no prior? Posterior: what is "
+        "the model's prevalence of the category given the scored windows and the "
+        "hierarchical prior over cells?"
+    )

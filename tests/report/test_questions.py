@@ -1,0 +1,113 @@
+"""Issue 28 items 1, 4 and 5 on the smoke run's real output: the population contrast beside the
+permutation test, the finite-sample contrast named "these N models", one question line under
+every baseline/posterior pair, prior-driven cells marked, and the sensitivity of the reported
+numbers (written by the models stage, opening the sensitivity section)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from delusion_bayes import results
+from delusion_bayes.models.sensitivity_reported import COLUMNS
+from delusion_bayes.report import questions
+from delusion_bayes.report.trajectories import NEVER_TURNER_P
+
+
+def _md(run, name: str) -> str:
+    return (run / "report" / "tables" / f"{name}.md").read_text()
+
+
+def test_contrasts_show_the_population_contrast_and_name_the_n_models(smoke_run, smoke_supplement):
+    con = pd.read_csv(smoke_run / "report" / "tables" / "contrasts.csv")
+    pop = results.read(smoke_run, "models/{fit}/contrasts_population.csv", "joint")
+    keyed = pop.rename(columns={"name": "contrast"}).set_index(["contrast", "quantity"])
+    keyed = keyed.reindex(pd.MultiIndex.from_frame(con[["contrast", "quantity"]]))
+    for c in ("median", "ci_low", "ci_high", "p_gt_0"):
+        np.testing.assert_array_equal(con[f"{c}_population"].to_numpy(), keyed[c].to_numpy())
+    # the smoke study has 5 models; both contrast groups use all of them
+    n = int(smoke_supplement_models(smoke_run))
+    assert n == 5
+    md = _md(smoke_run, "contrasts")
+    assert "Population of chatbots (joint): Δ pop. [CrI]" in md
+    assert f"Posterior, these {n} models (joint): Δ [CrI]" in md
+    assert questions.contrasts(n) in md
+    # the population interval carries the between-model variation: wider than the finite one
+    ok = con["median_population"].notna()
+    wide = (con["ci_high_population"] - con["ci_low_population"])[ok]
+    narrow = (con["ci_high_posterior"] - con["ci_low_posterior"])[ok]
+    assert ok.sum() >= 4 and (wide > narrow).all()
+    assert "these 5 models" in smoke_supplement.markdown.read_text()
+
+
+def smoke_supplement_models(run) -> int:
+    return results.read(run, "models/{fit}/t50_posterior.csv", "joint")["model"].nunique()
+
+
+def test_a_question_line_under_every_baseline_posterior_pair(smoke_run, smoke_supplement):
+    for name, line in (
+        ("tableD1_logistic", questions.table_d1()),
+        ("table1_milestones", questions.table1()),
+        ("tableC1_posterior_reliability", questions.table_c1()),
+    ):
+        assert line in _md(smoke_run, name), name
+    md = smoke_supplement.markdown.read_text()
+    assert questions.figure1() in md  # Figure 1's caption
+
+
+def test_never_turner_cells_of_table_d1_are_marked_prior_driven(smoke_run):
+    d1 = pd.read_csv(smoke_run / "report" / "tables" / "tableD1_logistic.csv").set_index("model")
+    never = d1["t50_p_beyond_last_day"] > NEVER_TURNER_P
+    # the smoke study's 'Never' model is one (P = 1.0 in the run measured); 'Early' is not
+    assert never["Never"] and not never["Early"]
+    for q in ("L", "k", "t50"):
+        marks = d1[f"{q}_posterior_mark"].fillna("")
+        assert (marks[never] == questions.PRIOR_DRIVEN).all()
+    md = _md(smoke_run, "tableD1_logistic")
+    row = next(line for line in md.splitlines() if line.startswith("| Never |"))
+    assert row.count(questions.PRIOR_DRIVEN) == 3
+    assert questions.prior_driven_note(NEVER_TURNER_P) in md
+
+
+def test_sensitivity_of_reported_numbers_is_written_and_opens_the_section(
+    smoke_run, smoke_supplement
+):
+    df = results.read(smoke_run, "models/{fit}/sensitivity_reported.csv", "joint")
+    assert list(df.columns) == list(COLUMNS)
+    models = set(results.read(smoke_run, "models/{fit}/t50_posterior.csv", "joint")["model"])
+    assert set(df.loc[df["quantity"] == "t50", "item"]) >= models
+    kinds = set(df["kind"])
+    assert {"per model", "contrast, population", "contrast, these 5 models", "consensus"} <= kinds
+    assert df[["prior", "likelihood"]].ge(0).all().all() and df["refit_shift_sd"].isna().all()
+    assert df["pareto_k_prior"].between(-1, 0.7).all()  # reliable at this size (measured 0.21)
+    md = smoke_supplement.markdown.read_text()
+    sec = md[md.index("## Prior and likelihood sensitivity") :]
+    flagged = int((df["verdict"] != "-").sum())
+    head = f"`joint`: {flagged} of {len(df)} reported numbers flagged at CJS &gt;= 0.05"
+    assert head in sec
+    # the reported numbers come first, the parameter detail (method paragraph) after
+    assert sec.index(head) < sec.index("Power-scaling sensitivity (Kallioinen")
+
+
+def test_refit_shifts_confirm_flags_in_the_sensitivity_section(smoke_run, tmp_path):
+    from delusion_bayes.report import build_supplement
+
+    from .conftest import FAST, copy_run
+
+    run = copy_run(smoke_run, tmp_path / "run")
+    path = run / "models" / "joint" / "sensitivity_reported.csv"
+    df = pd.read_csv(path)
+    flag = (df["verdict"] != "-").to_numpy()
+    assert flag.sum() >= 2  # the smoke run's 2 x 150 draws flag 19 (measured)
+    # as the refit script would: the first flagged row moves 1 SD, every other flag 0.1 SD, the
+    # first unflagged row 0.3 SD (>= 0.25: listed although not flagged)
+    shift = np.where(flag, 0.1, 0.0)
+    shift[np.flatnonzero(flag)[0]] = 1.0
+    shift[np.flatnonzero(~flag)[0]] = -0.3
+    df["refit_shift_sd"] = shift
+    df.to_csv(path, index=False)
+    md = build_supplement(run, FAST).markdown.read_text()
+    assert f"the refits confirm 1 of {int(flag.sum())} flags (shift &gt;= 0.25 SD)" in md
+    assert "move 1 unflagged numbers by as much" in md
+    table = pd.read_csv(run / "report" / "tables" / "joint_sensitivity_reported.csv")
+    assert len(table) == int(flag.sum()) + 1 and (table["refit_shift_sd"] == -0.3).sum() == 1
