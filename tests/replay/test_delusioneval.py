@@ -2,7 +2,8 @@
 
 Data: ``../shared/data/delusioneval/`` (``eval_rows.parquet``, ``cutoffs.csv``; the public
 release ``jlcmoore/llm-delusion-eval`` at 8be51db, Apache-2.0; Moore et al. 2026,
-arXiv:2608.05004). The tests skip when the folder is absent; nothing is copied into the repo.
+arXiv:2608.05004). The tests skip when the folder is absent (and fail under ``CI=true``,
+``tests/resources.py``); nothing is copied into the repo.
 
 References, each independent of the package:
 
@@ -23,12 +24,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ..resources import needs, skip_or_fail
+
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "delusioneval"
 ROWS = DATA / "eval_rows.parquet"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = needs(
     not ROWS.is_file(),
-    reason=f"DelusionEval release rows not found at {ROWS} (../shared/data/delusioneval/)",
+    f"DelusionEval release rows not found at {ROWS} (../shared/data/delusioneval/)",
 )
 
 #: the release's printed precision is 0.1 pp; our numbers must round to it: |diff| <= 0.05 pp
@@ -324,7 +327,7 @@ def test_real_rows_run_end_to_end_and_the_supplement_renders(tmp_path):
     assert "CLUSTERS ARE WINDOWS, NOT PARTICIPANTS" in text
     assert "real DelusionEval release" in text
     if find_browser() is None:
-        pytest.skip("no Chromium installed: the browser check of the supplement cannot run")
+        skip_or_fail("no Chromium installed: the browser check of the supplement cannot run")
     check = check_html(html)
     assert check.errors == [] and check.console == [] and check.broken == []
     assert check.images >= 3 and check.body_text > 3000
