@@ -271,6 +271,7 @@ def test_release_rule_puts_original_estimates_outside_their_ci(iid):
 
 
 @pytest.mark.slow
+@pytest.mark.calibration
 def test_bayesian_prevalence_passes_its_gate_on_the_real_rows(ds):
     """Issue 16's gate on the real rows: R-hat <= 1.01 on the prevalence variables themselves,
     bulk and tail ESS >= 400, no divergences. Clusters are the 725 windows (one level: one
@@ -288,18 +289,25 @@ def test_bayesian_prevalence_passes_its_gate_on_the_real_rows(ds):
     assert a["max_rhat_prevalence"] <= 1.01, a
     assert a["min_ess_bulk_prevalence"] >= 400 and a["min_ess_tail_prevalence"] >= 400, a
     assert a["divergences"] == 0, a
-    # the posterior population prevalence beside the pooled ratio (the study's own windows):
-    # measured max |difference| 2.0 pp on categories, 4.7 pp on codes (a rare code with ~30
-    # windows, whose windows' mean intercept the population value leaves out)
+    # the posterior population prevalence beside the pooled ratio (the study's own windows),
+    # in units of the cell's own posterior SD (0.3-3.0 pp for categories, 0.3-5.4 pp for
+    # codes): within 2 SDs in every cell. Measured: max 1.50 SDs (95 category cells, mean
+    # -0.33: the population value leaves out the windows' mean intercept, so it sits a little
+    # below the pooled ratio), max 1.54 (342 code cells, mean -0.11); the Monte-Carlo error of a
+    # cell's posterior mean is ~0.03 SD at these ESS. A posterior shifted by +0.7 SD
+    # (tests/wrong_impl/shift_posterior.py) puts the worst category cell at 2.19 SDs and
+    # fails. (Before issue 34: a flat 3 pp / 6 pp, more than many cells' prevalence.)
     boot = db.baselines.replay_prevalence(ds, n_boot=1).set_index(["model", "level", "category",
                                                                    "code"])["estimate"]  # fmt: skip
     post = tree["posterior"]
-    cat = post["category_prevalence"].mean(("chain", "draw")).to_series()
-    ref = boot.xs("category", level="level").droplevel("code")
-    assert (cat - ref.reindex(cat.index)).abs().max() < 0.03
-    code = post["prevalence"].mean(("chain", "draw")).to_series()
-    ref = boot.xs("code", level="level").droplevel("category")
-    assert (code - ref.reindex(code.index)).abs().max() < 0.06
+    for var, level, other in (("category_prevalence", "category", "code"),
+                              ("prevalence", "code", "category")):  # fmt: skip
+        mean = post[var].mean(("chain", "draw")).to_series()
+        sd = post[var].std(("chain", "draw")).to_series()
+        ref = boot.xs(level, level="level").droplevel(other).reindex(mean.index)
+        assert ref.notna().all(), ref[ref.isna()]
+        z = (mean - ref) / sd
+        assert z.abs().max() <= 2.0, (var, z.abs().sort_values().tail(5))
 
 
 @pytest.mark.slow
