@@ -4,7 +4,7 @@ CI runs a few simulations at small size (slow-marked) to show the loops run and 
 parameter; those few simulations cannot test calibration (4 or 3 simulations have no power
 against a wrong posterior), so they assert no calibration claim. The calibration test with
 power against named wrong implementations is ``tests/models/test_calibration.py`` (onset
-model, 20 simulations, through ``models.fit``); the full study with its rank plot is
+model, 15 simulations, through ``models.fit``); the full study with its rank plot is
 ``experiments/bench/sbc.py``. The uniformity statistic is checked on hand-made ranks.
 """
 
