@@ -31,7 +31,7 @@ for rep in range(R):
     if rep == 0:
         print("one study", time.time() - t0, len(t), flush=True)
 print("time", time.time() - t0)
-pickle.dump(res, open("/tmp/calib/boot_%d.pkl" % R, "wb"))
+pickle.dump(res, open(f"/tmp/calib/boot_{R}.pkl", "wb"))
 for k in res[0]:
     v = np.array([r[k] for r in res])
     print(k, v.mean().round(3), v.std(ddof=1).round(3))
