@@ -17,6 +17,20 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import pytest  # noqa: E402
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "required_resource(reason): set by tests.resources.needs under CI=true for a missing "
+        "resource; the test fails naming it instead of skipping",
+    )
+
+
+def pytest_runtest_setup(item):
+    mark = item.get_closest_marker("required_resource")
+    if mark is not None:
+        pytest.fail(f"CI=true but {mark.kwargs['reason']}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def paper_like():
     """The bundled default study (paper_like, seed 0): do not modify in tests (copy first)."""

@@ -201,3 +201,23 @@ def test_rater_posterior_columns():
     assert isinstance(df, pd.DataFrame)
     np.testing.assert_allclose(df["severity_median"], [-0.5, 0.5])
     np.testing.assert_allclose(df["discrimination_mean"], [np.pi, np.pi])
+
+
+def test_p_level_b_table_summarises_the_disengagement_quantities_per_model():
+    """``p_level_b_table`` (``level_b_posterior.csv``): per model the median and the 95% ETI
+    of ``p_level_a_at_stage4``, ``p_level_b_at_stage4`` and ``u``, by hand from 1 chain x 5
+    draws (numpy's linear-interpolation quantiles: 2.5% of 0..4 is 0.1, 97.5% is 3.9); None
+    for a fit without the disengagement quantities."""
+    rng = np.random.default_rng(0)
+    a, b, u = rng.random((1, 5, 3)), rng.random((1, 5, 3)), rng.normal(size=(1, 5, 3))
+    dims = ("chain", "draw", "model")
+    dt = _tree({"p_level_a_at_stage4": (dims, a), "p_level_b_at_stage4": (dims, b),
+                "u": (dims, u)})  # fmt: skip
+    t = d.p_level_b_table(dt)
+    assert t["model"].tolist() == MODELS
+    for name, x in (("p_level_a_at_stage4", a), ("p_level_b_at_stage4", b), ("u", u)):
+        s = np.sort(x[0], axis=0)  # (draw, model)
+        np.testing.assert_allclose(t[f"{name}_median"], s[2], rtol=1e-12)
+        np.testing.assert_allclose(t[f"{name}_ci_low"], s[0] + 0.1 * (s[1] - s[0]), rtol=1e-12)
+        np.testing.assert_allclose(t[f"{name}_ci_high"], s[3] + 0.9 * (s[4] - s[3]), rtol=1e-12)
+    assert d.p_level_b_table(_tree({"u": (dims, u)})) is None

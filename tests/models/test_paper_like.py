@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ._checks import t50_check
+from ._checks import check_t50_coverage, t50_check
 
 pytestmark = pytest.mark.slow
 
@@ -48,10 +48,15 @@ def test_divergences_and_rhat_on_onset_parameters(paper_fit):
     assert table["ess_bulk"].min() >= 200, table.sort_values("ess_bulk").head(5)
 
 
+@pytest.mark.calibration
 def test_t50_of_turning_models_covered_and_never_turners_beyond_the_study(paper_fit, paper_like):
+    """Coverage of the 11 turning models' true t50: >= 8 by the 90% intervals and 2-9 by the
+    50% ones (``_checks.COVERAGE_RULE``: false alarm 0.019 + 0.012 on a correct model; halved
+    intervals caught with P >= 0.73; a +0.7-SD shift is the onset SBC's to catch, P 0.15
+    here); never-turners P(t50 > 31) >= 0.95 (the shift plugin moves t50 up, so not this)."""
     c = t50_check(paper_fit, paper_like)
     assert c.turning.sum() == 11
-    assert c.covered[c.turning].mean() >= 0.7, list(zip(c.lo, c.hi, c.truth, strict=True))
+    check_t50_coverage(c)
     never = np.isin(paper_like["model"].values, NEVER)
     assert np.array_equal(never, ~c.turning)
     assert np.all(c.p_beyond[never] >= 0.95), c.p_beyond
@@ -66,6 +71,7 @@ def onset_fit(paper_like):
     return _done_when_fit(paper_like, "onset")
 
 
+@pytest.mark.calibration
 def test_onset_model_has_no_slow_ramp_mode_on_never_turners(onset_fit, paper_like):
     """The onset model reads the consensus as censored at the scale's floor
     (``models.onset``). Read as Gaussian, a never-turner's floor noise (consensus 1.0 or 1.5)
@@ -87,4 +93,4 @@ def test_onset_model_has_no_slow_ramp_mode_on_never_turners(onset_fit, paper_lik
     assert ess.min() >= 400, dict(zip(NEVER, ess, strict=True))
     c = t50_check(onset_fit, paper_like)
     assert np.all(c.p_beyond[~c.turning] >= 0.95), c.p_beyond
-    assert c.covered[c.turning].mean() >= 0.7, list(zip(c.lo, c.hi, c.truth, strict=True))
+    check_t50_coverage(c)

@@ -17,7 +17,7 @@ import json
 import numpy as np
 import pytest
 
-from ._checks import grid_log_integral, log_cat_prob_sum, t50_check
+from ._checks import check_t50_coverage, grid_log_integral, log_cat_prob_sum, t50_check
 
 pytestmark = pytest.mark.slow
 
@@ -69,16 +69,23 @@ def test_model_day_loglik_of_the_fit_integrates_its_own_posterior(joint_fit):
             np.testing.assert_allclose(ll.values[c, k, j], ref, atol=2e-5)
 
 
+@pytest.mark.calibration
 def test_t50_recovered_for_most_turning_models(joint_fit, small_study):
+    """4 turning models: >= 3 covered by the 90% intervals, >= 1 by the 50% ones
+    (``_checks.COVERAGE_RULE``: false alarm 0.052 + 0.063 on a correct model, halved intervals
+    caught with P 0.54 + 0.29, about 0.67 together); the never-turner P(t50 > 12) > 0.95 as the
+    module docstring says; medians within 1 day (a +0.7-SD shift of the turning models' t50,
+    whose posterior SDs are ~0.3-1 day, moves them by 0.2-0.7 day: caught by the onset SBC)."""
     c = t50_check(joint_fit, small_study)
-    assert c.covered[c.turning].sum() >= 3, c
+    check_t50_coverage(c)
     # the never-turner: mass beyond the last day
-    assert np.all(c.p_beyond[~c.turning] >= 0.8), c.p_beyond
+    assert np.all(c.p_beyond[~c.turning] > 0.95), c.p_beyond
     # medians of the turning models within 1 day of the truth
     med = joint_fit["posterior"]["t50"].median(SAMPLE).values
     np.testing.assert_allclose(med[c.turning], c.truth[c.turning], atol=1.0)
 
 
+@pytest.mark.calibration
 def test_rater_effects_recovered_in_sign_and_order(joint_fit, small_study):
     sev = joint_fit["posterior"]["severity"].median(SAMPLE).values
     true = small_study["true_severity"].values
@@ -155,20 +162,30 @@ def test_models_stage_compares_variants_per_model_day_and_per_rating(
     joint_fit, small_study, tmp_path, monkeypatch
 ):
     """``inference.compare`` with one variant: ``comparison.csv`` (az.compare per left-out
-    model-day) and ``comparison_by_rating.csv``. The 'variant' is the same fit relabelled, so the
-    elpd difference must be exactly 0 and both rows carry the fit's own PSIS-LOO."""
+    model-day) and ``comparison_by_rating.csv``. The variant is a real second fit, the joint
+    model with a linear trajectory (2 chains x 150 draws, seed 1), which differs from the
+    primary: each row carries its own fit's PSIS-LOO, the best first, and ``elpd_diff`` is the
+    row's elpd minus the best (measured on this small study: the linear variant ranks
+    first per model-day, by 0.54; which one wins is not asserted).
+    Before issue 34 the 'variant' was the primary relabelled and ``elpd_diff == 0`` held by
+    construction."""
     import pandas as pd
 
     from delusion_bayes.config import compose
     from delusion_bayes.inference.diagnostics import loo
+    from delusion_bayes.models import fit
     from delusion_bayes.pipeline import sub_config
     from delusion_bayes.stages import models as stage
 
+    linear = fit(small_study, "joint", trajectory="linear", draws=150, tune=150, chains=2,
+                 seed=1, posterior_predictive=False)  # fmt: skip
+    assert linear.attrs["variant"] == "joint[linear,rater]"
+
     def fake_fit(ds, name, cfg, primary=False, overrides=None):
-        dt = joint_fit.copy()
         if overrides:
-            dt.attrs["variant"] = "joint[linear,rater]"
-        return dt
+            assert overrides == {"trajectory": "linear"}, overrides
+            return linear.copy()
+        return joint_fit.copy()
 
     monkeypatch.setattr(stage, "fit_one", fake_fit)
     cfg = sub_config(
@@ -188,9 +205,18 @@ def test_models_stage_compares_variants_per_model_day_and_per_rating(
                              ("comparison_by_rating.csv", "rating", "y")):  # fmt: skip
         table = pd.read_csv(tmp_path / "models" / fname, index_col=0)
         assert table["unit"].tolist() == [unit, unit]
-        assert set(table.index) == {"joint[logistic,rater]", "joint[linear,rater]"}
-        assert np.allclose(table["elpd_diff"], 0.0)
-        np.testing.assert_allclose(table["elpd"], loo(joint_fit, var_name=var).elpd, rtol=1e-9)
+        elpd = {"joint[logistic,rater]": loo(joint_fit, var_name=var).elpd,
+                "joint[linear,rater]": loo(linear, var_name=var).elpd}  # fmt: skip
+        # a real second fit: its elpd differs from the primary's (measured per model-day
+        # -110.11 logistic, -109.57 linear; the relabelled primary gave a difference of 0)
+        assert abs(elpd["joint[logistic,rater]"] - elpd["joint[linear,rater]"]) > 0.05, elpd
+        assert set(table.index) == set(elpd)
+        np.testing.assert_allclose(table["elpd"], [elpd[i] for i in table.index], rtol=1e-9)
+        best = max(elpd.values())
+        assert table.index[0] == max(elpd, key=elpd.get)  # az.compare ranks the best first
+        # elpd_diff as ArviZ 1.x writes it: the row's elpd minus the best (<= 0)
+        np.testing.assert_allclose(table["elpd_diff"], [elpd[i] - best for i in table.index],
+                                   rtol=1e-9, atol=1e-9)  # fmt: skip
 
 
 def test_fit_stores_the_log_prior_psense_scales(joint_fit):

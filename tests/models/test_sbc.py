@@ -1,8 +1,11 @@
 """Simulation-based calibration of the onset model (``delusion_bayes.models.sbc``, simuk).
 
-CI runs a few simulations at small size (slow-marked); the full study with its rank plot is
-``experiments/bench/sbc.py``. The uniformity statistic is checked on hand-made ranks so that the
-test of calibration can fail.
+CI runs a few simulations at small size (slow-marked) to show the loops run and rank every
+parameter; those few simulations cannot test calibration (4 or 3 simulations have no power
+against a wrong posterior), so they assert no calibration claim. The calibration test with
+power against named wrong implementations is ``tests/models/test_calibration.py`` (onset
+model, 15 simulations, through ``models.fit``); the full study with its rank plot is
+``experiments/bench/sbc.py``. The uniformity statistic is checked on hand-made ranks.
 """
 
 from __future__ import annotations
@@ -43,9 +46,11 @@ def test_uniform_ranks_pass_and_piled_ranks_fail():
 def test_sbc_of_the_onset_model_runs_every_simulation_and_ranks_are_not_degenerate(tmp_path):
     """4 simulations x 2 chains x 100 draws on the small design (5 models x 12 days): every
     simulation runs, ranks of L, k, t50 (5 models each) and the hyper-parameters lie in
-    0..200, and the pooled ranks of each onset parameter are not piled at one end (chi-square
-    over 2 bins of 20 pooled ranks, p > 1e-4: a sampler ignoring the data or an inverted
-    parameter would put all 20 in one bin, p ~ 1e-5). Measured ~80 s on 2 shared cores."""
+    0..200, the uniformity table has a pooled row per onset parameter and the rank plot draws
+    7 panels. A smoke test of the simuk loop, not of calibration: 20 pooled ranks in 2 bins
+    fail only when 19 of 20 fall in one half (prior draws, a sampler ignoring the data, give
+    uniform ranks and pass), so no p-value is asserted here; see test_calibration.py.
+    Measured ~80 s on 2 shared cores."""
     from delusion_bayes.models.sbc import run_sbc
 
     dt = run_sbc(num_simulations=4, draws=100, tune=100, chains=2, seed=0, progressbar=False)
@@ -61,7 +66,7 @@ def test_sbc_of_the_onset_model_runs_every_simulation_and_ranks_are_not_degenera
     table = sbc_uniformity(dt, n_bins=2)
     pooled = table[table["index"] == "all"]
     assert set(pooled["variable"]) == {"L", "k", "t50"}
-    assert (pooled["p_value"] > 1e-4).all(), pooled
+    assert (pooled["n"] == 20).all() and pooled["p_value"].between(0, 1).all(), pooled
     fig = plot_sbc(dt, tmp_path / "sbc.png")
     assert (tmp_path / "sbc.png").stat().st_size > 10_000
     assert len([a for a in fig.axes if a.get_visible()]) == 7
@@ -73,7 +78,10 @@ def test_sbc_of_the_joint_model_ranks_every_parameter_of_the_issue():
     simulate through it): 3 simulations x 2 chains x 100 draws (thinned to every second) on
     the small design; ranks of L, k, t50, the day-noise scale per model (5 each), rater
     severity and discrimination (3 each) and the hyper-parameters in 0..100, and the
-    simulated ratings follow the study's missingness."""
+    simulated ratings follow the study's missingness. A smoke test of the loop and of its
+    simulator (checked against near-deterministic raters below), not of calibration: 3
+    simulations have no power; the joint model's calibration is left to
+    ``experiments/bench/sbc.py`` (each joint fit compiles its own graph)."""
     from delusion_bayes.data import simulate_study
     from delusion_bayes.models.sbc import MARGINAL_VARS, run_sbc, simulate_ratings
 

@@ -138,7 +138,14 @@ def bayes_fit():
 
 
 @pytest.mark.slow
+@pytest.mark.calibration
 def test_bayes_recovers_simulated_prevalence(bayes_fit):
+    """6 cells (2 models x 3 categories) of one simulated study: >= 5 covered by the 95%
+    intervals (binomial, cells treated as independent: false alarm P(X <= 4 | 6, .95) = 0.033;
+    halved intervals, ~68% coverage, caught with P(X <= 4 | 6, .68) = 0.62); posterior means
+    within 0.03 of the bootstrap's pooled ratio (a +0.7-SD shift moves them by 0.7 posterior
+    SDs, ~0.02-0.04 here: not sized, the onset SBC of test_calibration.py is the shift's
+    test)."""
     from delusion_bayes.models.replay import replay_posterior_contrasts
 
     ds, tree = bayes_fit
@@ -303,6 +310,7 @@ def test_one_clustering_level_gets_one_variance_component(hand):
 
 
 @pytest.mark.slow
+@pytest.mark.calibration
 def test_single_level_fit_recovers_the_pooled_prevalence():
     """A simulated study whose participants have one conversation each, fitted with one
     variance component: the posterior population prevalence sits on the pooled ratio (within

@@ -2,7 +2,8 @@
 
 Data: ``../shared/data/delusioneval/`` (``eval_rows.parquet``, ``cutoffs.csv``; the public
 release ``jlcmoore/llm-delusion-eval`` at 8be51db, Apache-2.0; Moore et al. 2026,
-arXiv:2608.05004). The tests skip when the folder is absent; nothing is copied into the repo.
+arXiv:2608.05004). The tests skip when the folder is absent (and fail under ``CI=true``,
+``tests/resources.py``); nothing is copied into the repo.
 
 References, each independent of the package:
 
@@ -23,12 +24,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ..resources import needs, skip_or_fail
+
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "delusioneval"
 ROWS = DATA / "eval_rows.parquet"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = needs(
     not ROWS.is_file(),
-    reason=f"DelusionEval release rows not found at {ROWS} (../shared/data/delusioneval/)",
+    f"DelusionEval release rows not found at {ROWS} (../shared/data/delusioneval/)",
 )
 
 #: the release's printed precision is 0.1 pp; our numbers must round to it: |diff| <= 0.05 pp
@@ -268,6 +271,7 @@ def test_release_rule_puts_original_estimates_outside_their_ci(iid):
 
 
 @pytest.mark.slow
+@pytest.mark.calibration
 def test_bayesian_prevalence_passes_its_gate_on_the_real_rows(ds):
     """Issue 16's gate on the real rows: R-hat <= 1.01 on the prevalence variables themselves,
     bulk and tail ESS >= 400, no divergences. Clusters are the 725 windows (one level: one
@@ -285,18 +289,25 @@ def test_bayesian_prevalence_passes_its_gate_on_the_real_rows(ds):
     assert a["max_rhat_prevalence"] <= 1.01, a
     assert a["min_ess_bulk_prevalence"] >= 400 and a["min_ess_tail_prevalence"] >= 400, a
     assert a["divergences"] == 0, a
-    # the posterior population prevalence beside the pooled ratio (the study's own windows):
-    # measured max |difference| 2.0 pp on categories, 4.7 pp on codes (a rare code with ~30
-    # windows, whose windows' mean intercept the population value leaves out)
+    # the posterior population prevalence beside the pooled ratio (the study's own windows),
+    # in units of the cell's own posterior SD (0.3-3.0 pp for categories, 0.3-5.4 pp for
+    # codes): within 2 SDs in every cell. Measured: max 1.50 SDs (95 category cells, mean
+    # -0.33: the population value leaves out the windows' mean intercept, so it sits a little
+    # below the pooled ratio), max 1.54 (342 code cells, mean -0.11); the Monte-Carlo error of a
+    # cell's posterior mean is ~0.03 SD at these ESS. A posterior shifted by +0.7 SD
+    # (tests/wrong_impl/shift_posterior.py) puts the worst category cell at 2.19 SDs and
+    # fails. (Before issue 34: a flat 3 pp / 6 pp, more than many cells' prevalence.)
     boot = db.baselines.replay_prevalence(ds, n_boot=1).set_index(["model", "level", "category",
                                                                    "code"])["estimate"]  # fmt: skip
     post = tree["posterior"]
-    cat = post["category_prevalence"].mean(("chain", "draw")).to_series()
-    ref = boot.xs("category", level="level").droplevel("code")
-    assert (cat - ref.reindex(cat.index)).abs().max() < 0.03
-    code = post["prevalence"].mean(("chain", "draw")).to_series()
-    ref = boot.xs("code", level="level").droplevel("category")
-    assert (code - ref.reindex(code.index)).abs().max() < 0.06
+    for var, level, other in (("category_prevalence", "category", "code"),
+                              ("prevalence", "code", "category")):  # fmt: skip
+        mean = post[var].mean(("chain", "draw")).to_series()
+        sd = post[var].std(("chain", "draw")).to_series()
+        ref = boot.xs(level, level="level").droplevel(other).reindex(mean.index)
+        assert ref.notna().all(), ref[ref.isna()]
+        z = (mean - ref) / sd
+        assert z.abs().max() <= 2.0, (var, z.abs().sort_values().tail(5))
 
 
 @pytest.mark.slow
@@ -324,7 +335,7 @@ def test_real_rows_run_end_to_end_and_the_supplement_renders(tmp_path):
     assert "CLUSTERS ARE WINDOWS, NOT PARTICIPANTS" in text
     assert "real DelusionEval release" in text
     if find_browser() is None:
-        pytest.skip("no Chromium installed: the browser check of the supplement cannot run")
+        skip_or_fail("no Chromium installed: the browser check of the supplement cannot run")
     check = check_html(html)
     assert check.errors == [] and check.console == [] and check.broken == []
     assert check.images >= 3 and check.body_text > 3000

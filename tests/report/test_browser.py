@@ -7,13 +7,14 @@ import pytest
 
 from delusion_bayes.report.browser import find_browser
 
+from ..resources import needs
 from .render_check import check_html, screenshot
 
 pytestmark = pytest.mark.slow
 
-needs_browser = pytest.mark.skipif(
+needs_browser = needs(
     find_browser() is None,
-    reason="no Chromium installed (`apt-get install -y chromium`, done by `make browser` / "
+    "no Chromium installed (`apt-get install -y chromium`, done by `make browser` / "
     ".ci/run); the browser check of supplement.html cannot run here",
 )
 

@@ -14,9 +14,11 @@ import pytest
 
 from delusion_bayes.report import browser
 
-needs_browser = pytest.mark.skipif(
+from ..resources import needs
+
+needs_browser = needs(
     browser.find_browser() is None,
-    reason="no Chromium installed (`apt-get install -y chromium`); cannot print a PDF here",
+    "no Chromium installed (`apt-get install -y chromium`); cannot print a PDF here",
 )
 
 
