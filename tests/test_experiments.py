@@ -34,6 +34,8 @@ SMOKE_ARGS: dict[str, list[str]] = {
                      "sampler.draws=50", "sampler.tune=50", "sampler.chains=1"],
     "loo_units.py": ["--preset", "small", "--seeds", "0", "--draws", "100", "--chains", "1",
                      "--variants", "linear"],
+    # the same-prior control refit of a tiny run's joint fit (made first: RUN_FIRST)
+    "refit_priors.py": ["--run", "run", "--control"],
     "rhat_floor.py": ["--reps", "3", "--draws", "50"],
     "sbc.py": ["--sims", "2", "--draws", "50", "--tune", "50"],
 }  # fmt: skip
@@ -62,6 +64,11 @@ def test_every_overlay_composes_and_ships_in_the_wheel():
     assert all(f"conf/{p.name}" in shipped for p in groups)
 
 
+#: scripts that read a finished run: the models stage of the smoke study at tiny size, into ./run
+RUN_FIRST = {"refit_priors.py": ["experiment=smoke", "stages=[models]", "sampler.draws=60",
+                                 "sampler.tune=60", "sampler.chains=1", "hydra.run.dir=run"]}  # fmt: skip
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(SMOKE_ARGS))
 def test_script_runs_at_tiny_size(script, tmp_path):
@@ -70,6 +77,10 @@ def test_script_runs_at_tiny_size(script, tmp_path):
         args += ["--out", str(tmp_path / "out")]
     # the scripts import this checkout's package (also from console scripts they start)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    if script in RUN_FIRST:
+        run = subprocess.run([sys.executable, "-m", "delusion_bayes", *RUN_FIRST[script]],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+        assert run.returncode == 0, run.stderr[-3000:]
     proc = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
