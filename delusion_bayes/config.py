@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import asdict, dataclass, field, make_dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, make_dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from .errors import ConfigError
 
 #: config group -> (module, dataclass) of its schema
 GROUP_SCHEMAS: dict[str, tuple[str, str]] = {
@@ -31,19 +34,37 @@ def default_cache_dir() -> str:
     return os.environ.get("DELUSION_BAYES_CACHE", str(Path.home() / ".cache" / "delusion_bayes"))
 
 
-def setting(node: Any, key: str, default: Any) -> Any:
-    """``node.key`` from a config node (DictConfig, dataclass or dict), ``default`` when the node
-    or the key is missing or the value is ``None`` (an unset optional key)."""
+def group_config[T](schema: type[T], node: Any = None) -> T:
+    """The config group ``schema`` (a dataclass) with every value ``node`` sets: the one way
+    the package reads a group, so a default lives only in its dataclass.
+
+    ``node`` may be ``None`` (every default), an instance of ``schema`` (returned as it is), a
+    composed ``DictConfig`` or a plain mapping (the Python API). A key the node sets to ``None``
+    stays ``None`` (``refit_target_accept: null`` turns the refit off); a key ``schema`` does not
+    have raises :class:`~delusion_bayes.errors.ConfigError` naming it and the keys allowed.
+    """
     if node is None:
-        return default
-    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
-    return default if value is None else value
+        return schema()
+    if isinstance(node, schema):
+        return node
+    if hasattr(node, "_metadata"):  # a DictConfig: plain containers, interpolations resolved
+        from omegaconf import OmegaConf
 
-
-def config_values(defaults: Any, node: Any) -> dict[str, Any]:
-    """The dataclass instance ``defaults`` as a plain dict, overridden by the values ``node``
-    (DictConfig, dataclass, dict or None) sets; unset keys keep their defaults."""
-    return {key: setting(node, key, value) for key, value in asdict(defaults).items()}
+        node = OmegaConf.to_container(node, resolve=True)
+    elif is_dataclass(node):
+        node = asdict(node)
+    if not isinstance(node, Mapping):
+        raise ConfigError(
+            f"config group {schema.__name__}: expected a mapping of settings, got "
+            f"{type(node).__name__} {node!r}"
+        )
+    allowed = {f.name for f in fields(schema)}
+    if unknown := sorted(str(k) for k in node if k not in allowed):
+        raise ConfigError(
+            f"config group {schema.__name__}: unknown key(s) {unknown}; expected some of "
+            f"{sorted(allowed)}"
+        )
+    return replace(schema(), **dict(node))
 
 
 @dataclass
@@ -121,3 +142,15 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
     register_configs()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         return _compose(config_name=config_name, overrides=list(overrides or []))
+
+
+# TRANSITIONAL (issue 32): removed once every caller reads its group through group_config
+def setting(node: Any, key: str, default: Any) -> Any:
+    if node is None:
+        return default
+    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
+    return default if value is None else value
+
+
+def config_values(defaults: Any, node: Any) -> dict[str, Any]:  # TRANSITIONAL (issue 32)
+    return {key: setting(node, key, value) for key, value in asdict(defaults).items()}

@@ -108,6 +108,19 @@ ITEMS: dict[str, tuple[str, str | None]] = {
 
 TRUTH_PREFIX = "true_"
 
+# numbers on the 1-4 recognition scale that simulator, baselines and models share -------------
+#: the ordinal cutpoints between stages: a rater with severity 0 and infinite discrimination
+#: gives the latent stage rounded to the nearest integer
+STAGE_CUTPOINTS: tuple[float, ...] = (1.5, 2.5, 3.5)
+#: the middle cutpoint (stage 2 | 3): a model has "turned" once its median rating holds here
+#: (models.spec.onset_geometry), and the disengagement level's stage effect is centred here
+#: (``beta (stage - STAGE_MIDPOINT)``: simulator and models alike)
+STAGE_MIDPOINT: float = STAGE_CUTPOINTS[1]
+#: upper bound of the onset steepness ``k`` (per day), shared by the least-squares fits
+#: (``baselines.k_max``) and the Bayesian models' soft bound: on daily data the likelihood
+#: cannot tell 20 from 200
+K_MAX: float = 20.0
+
 
 def censor_day(n_days: int) -> int:
     """Latencies that never happen are censored at ``n_days + 1`` (31 for a 30-day study)."""
