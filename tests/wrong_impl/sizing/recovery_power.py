@@ -42,7 +42,7 @@ def rater_rules(d, scen):
     c90 = np.concatenate([arr(d, scen, v, "c90") for v in ("severity", "discrimination")], 1)
     c50 = np.concatenate([arr(d, scen, v, "c50") for v in ("severity", "discrimination")], 1)
     params = (
-        (c90.sum(1) < 9) | (c50.sum(1) < 2) | (c50.sum(1) > 11) | (np.abs(r.mean(1) - 0.5) > 0.2)
+        (c90.sum(1) < 8) | (c50.sum(1) < 2) | (c50.sum(1) > 11) | (np.abs(r.mean(1) - 0.5) > 0.2)
     )
     rel = np.zeros(len(params), bool)
     for q in ("reliability_single", "reliability_consensus"):
@@ -82,8 +82,8 @@ def binomial():
     print("  stage: mean rank, correct", 2 * stats.norm.sf(0.12 / sd60))
     # 12 rater parameters
     sd12 = np.sqrt(1 / 12 / 12)
-    fa = b.cdf(8, 12, 0.9), b.cdf(1, 12, 0.5) + b.sf(11, 12, 0.5), 2 * stats.norm.sf(0.2 / sd12)
-    print("  rater params: correct", fa, "halved c90 < 9", b.cdf(8, 12, 0.59),
+    fa = b.cdf(7, 12, 0.9), b.cdf(1, 12, 0.5) + b.sf(11, 12, 0.5), 2 * stats.norm.sf(0.2 / sd12)
+    print("  rater params: correct", fa, "halved c90 < 8", b.cdf(7, 12, 0.59),
           "halved c50 < 2", b.cdf(1, 12, 0.26))  # fmt: skip
     # shifted ranks: E = Phi(-0.7 / sqrt 2) = 0.31, sd of one rank under the shift
     rng = np.random.default_rng(0)
@@ -92,7 +92,7 @@ def binomial():
         "  rater params: shift, P(|mean rank - .5| > .2)",
         np.mean(np.abs(rs - 0.5) > 0.2),
         "c90 shifted",
-        b.cdf(8, 12, stats.norm.cdf(1.645 - 0.7) - stats.norm.cdf(-1.645 - 0.7)),
+        b.cdf(7, 12, stats.norm.cdf(1.645 - 0.7) - stats.norm.cdf(-1.645 - 0.7)),
     )
     # 3 level parameters: >= 2 of 3 inside 90%
     print("  level: c90 < 2 of 3 correct", b.cdf(1, 3, 0.9), "halved", b.cdf(1, 3, 0.59),
