@@ -12,6 +12,12 @@ model's ordinal form with a known gap ``c2 - c1 = 1.5`` (``log_gap_level = 0.405
 simulator's own Level B has a second per-model propensity the model does not have
 (``_recovery.disengagement_study``).
 
+This fit (measured; 24 model-days with Level A, 23 of them Level B): ``beta_level`` median 3.16
+(90%: 2.10-4.49, 99%: 1.73-5.52) against 3; ``c_level_1`` -0.34 (-1.51 to 0.52) against 0;
+``log_gap_level`` -0.66 (-1.66 to 0.14) against 0.405, outside its 90% interval (Level B on all
+but one Level A day says little about the gap; over the pool the truth's rank is 0.46-0.95);
+latent stage: mean rank 0.491, 56 of 60 inside the 90% intervals, 31 inside the 50% ones.
+
 Sizing (issue 34): a pool of the same study at seeds 1-8, fitted as here
 (``tests/wrong_impl/sizing/recovery_pool.py``), each scored as fitted, with its intervals halved
 around their centres and with its draws shifted by +0.7 SD (the plugin's ``shift``);

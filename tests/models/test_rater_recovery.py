@@ -8,6 +8,12 @@ Logistic(0, 1 / discrimination_r)``: the rater model's likelihood exactly. The t
 reliabilities is the rater model's formula (its module docstring) on the simulated stage,
 severities and discriminations (``_recovery.rater_study``).
 
+This fit (measured): severities 5 of 6 and discriminations 5 of 6 inside their 90% intervals
+(rater R2's both outside: severity -0.483 vs -0.469 to -0.219, discrimination 3.09 vs 3.55 to
+9.75), mean rank of the 12 truths 0.43; reliability single 0.804 (90%: 0.760-0.840; 99%:
+0.735-0.855) against the simulated 0.774, consensus 0.961 (0.950-0.969) against 0.954; latent
+scores: mean rank 0.545, 53 of 60 inside the 90% intervals, 31 inside the 50% ones.
+
 Why 6 raters, not the small preset's 3: with 3 raters the posterior reliability overstates the
 simulated one (measured on study seed 0, sampler seed 1: single 0.875, 90% interval
 0.827-0.913, truth 0.793; consensus 0.954, 0.935-0.969, truth 0.920). The rater model's latent
