@@ -281,6 +281,10 @@ _FILES = (
        "Bayesian prevalence model's parameters and prevalences, priorsense's verdict",
        "parameter:str variable:str prior:float likelihood:float diagnosis:str verdict:str "
        "threshold:float"),
+    _f("replay", "refit_priors.csv", "shift of each prevalence, delta and parameter under "
+       "refits with the flagged priors' scales doubled and halved, in posterior SD "
+       "(experiments/bench/refit_priors.py --fit replay; not written by the pipeline)",
+       "quantity:str kind:str item:str refit_shift_sd:float", extra="shift_x<factor> per factor"),
     # design (experiment=design: simulated studies only) -----------------------------------
     _f("design", "replicates.csv", "study design, SIMULATED: one row per simulated study x "
        "method x quantity (intervals, contrasts, reliability, never-turner classification, "

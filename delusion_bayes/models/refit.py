@@ -37,6 +37,10 @@ PRIOR_OF: dict[str, tuple[str, ...]] = {
     "t50": ("mu_t50", "sigma_t50"),
     "k": ("mu_log_k", "sigma_log_k"),
     "sigma_eps": ("mu_log_eps", "sigma_log_eps"),
+    # the replay model (:data:`delusion_bayes.models.replay.REPLAY_PRIORS`): a prevalence
+    # integrates the cluster intercepts out of ``theta``, so it rests on both
+    "prevalence": ("theta", "sigma_conversation", "sigma_participant"),
+    "category_prevalence": ("theta", "sigma_conversation", "sigma_participant"),
 }
 FACTORS = (2.0, 0.5)
 #: a refit that moves a reported number's posterior mean by at least this many posterior SDs
@@ -45,13 +49,18 @@ FACTORS = (2.0, 0.5)
 MOVES_SD = 0.25
 
 
-def flagged_priors(sens: pd.DataFrame, priors: Mapping[str, Any]) -> list[str]:
+def flagged_priors(
+    sens: pd.DataFrame, priors: Mapping[str, Any], used: Iterable[str] | None = None
+) -> list[str]:
     """The prior-table entries (keys of ``priors``) behind the parameters ``sensitivity.csv``
-    (``sens``) flags (verdict not "-"): the entry of that name, else :data:`PRIOR_OF`."""
+    (``sens``) flags (verdict not "-"): the entry of that name, else :data:`PRIOR_OF`; with
+    ``used``, only entries among them (the replay model's one-level graph has no
+    ``sigma_participant``)."""
+    keep = None if used is None else set(used)
     out: list[str] = []
     for var in sens.loc[sens["verdict"] != "-", "variable"].astype(str):
         for name in (var,) if var in priors else PRIOR_OF.get(var, ()):
-            if name in priors and name not in out:
+            if name in priors and name not in out and (keep is None or name in keep):
                 out.append(name)
     return out
 

@@ -31,7 +31,7 @@ KIND = ("replay",)
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KIND", "NEEDS", "apply_cutoffs", "bayes_table", "run"]
+__all__ = ["KIND", "NEEDS", "apply_cutoffs", "bayes_table", "fit_replay", "run"]
 
 
 def bayes_table(post: pd.DataFrame, boot: pd.DataFrame) -> pd.DataFrame:
@@ -49,20 +49,37 @@ def bayes_table(post: pd.DataFrame, boot: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([prev, post[post["quantity"] == "delta"]], ignore_index=True)
 
 
+def fit_replay(
+    ds: xr.Dataset, cfg: Any, priors: dict | None = None, seed: int | None = None
+) -> xr.DataTree:
+    """The stage's Bayesian prevalence fit of the (cutoff-applied, validated) study ``ds`` with
+    the run's ``replay`` and ``sampler`` settings; ``priors`` overrides entries of
+    :data:`~delusion_bayes.models.replay.REPLAY_PRIORS` and ``seed`` the sampler's seed (the
+    prior refits, ``experiments/bench/refit_priors.py --fit replay``)."""
+    from ..models.replay import fit_replay_model
+
+    r = cfg.replay
+    kw = sampler_kwargs(cfg.sampler, tune=500)
+    if seed is not None:
+        kw["seed"] = int(seed)
+    return fit_replay_model(
+        ds, level=str(_get(r, "bayes_level", "code")), **kw,
+        depth_bins=int(_get(r, "depth_bins_bayes", 4)),
+        prior_bins=int(_get(r, "prior_bins_bayes", 3)),
+        baseline=str(_get(r, "baseline", "original")), priors=priors,
+        cache_dir=_get(cfg, "cache_dir", None),
+    )  # fmt: skip
+
+
 def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, dict, Any]:
     """Fit the replay prevalence model with the shared sampler settings; its table beside the
     bootstrap, the gate (shared thresholds, on the prevalences) and the tree."""
     from ..inference.diagnostics import diagnose, gate
-    from ..models.replay import fit_replay_model, replay_posterior_contrasts
+    from ..models.replay import replay_posterior_contrasts
 
-    r, s = cfg.replay, cfg.sampler
+    r = cfg.replay
     baseline = str(_get(r, "baseline", "original"))
-    tree = fit_replay_model(
-        ds, level=str(_get(r, "bayes_level", "code")), **sampler_kwargs(s, tune=500),
-        depth_bins=int(_get(r, "depth_bins_bayes", 4)),
-        prior_bins=int(_get(r, "prior_bins_bayes", 3)), baseline=baseline,
-        cache_dir=_get(cfg, "cache_dir", None),
-    )  # fmt: skip
+    tree = fit_replay(ds, cfg)
     ci_prob = float(_get(r, "ci_prob", 0.95))
     post = replay_posterior_contrasts(tree, baseline=baseline, ci_prob=ci_prob)
     # the gate is on what is reported (the prevalences); the max R-hat over all parameters is

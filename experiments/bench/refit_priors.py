@@ -2,10 +2,14 @@
 
     delusion-bayes data=small "stages=[baselines,models]" "model.also_fit=[]" hydra.run.dir=RUN
     .venv/bin/python experiments/bench/refit_priors.py --run RUN [--fit joint]
+    delusion-bayes experiment=replay data.source=delusioneval data.path=ROWS hydra.run.dir=RUN
+    .venv/bin/python experiments/bench/refit_priors.py --run RUN --fit replay
 
 Reads the run's study, config, ``models/<fit>/posterior.nc``, ``sensitivity.csv`` and
-``sensitivity_reported.csv``; refits the study (same sampler settings and seed) with the scales
-of the flagged priors (:func:`delusion_bayes.models.refit.flagged_priors`) times 2 and times 0.5;
+``sensitivity_reported.csv`` (``--fit replay``: ``replay/``, whose posterior the stage does not
+keep, so the base fit is refitted first with the run's settings and seed and kept in
+``replay/refit_base.nc`` for the next call); refits the study (same sampler
+settings and seed) with the scales of the flagged priors (:func:`delusion_bayes.models.refit.flagged_priors`) times 2 and times 0.5;
 writes ``models/<fit>/refit_priors.csv`` (per reported number and per parameter: the shift of
 its posterior mean in posterior SDs of the original fit under each factor) and fills
 ``refit_shift_sd`` in ``sensitivity_reported.csv``; prints how many flags the refits confirm
@@ -15,6 +19,7 @@ its posterior mean in posterior SDs of the original fit under each factor) and f
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import time
 from pathlib import Path
@@ -46,39 +51,37 @@ def parameter_draws(dt: xr.DataTree, names: list[str]) -> dict:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", required=True, type=Path)
-    ap.add_argument("--fit", default="joint")
-    ap.add_argument(
-        "--control",
-        action="store_true",
-        help="instead: refit with the priors unchanged and sampler.seed + 1; the shifts are "
-        "then Monte Carlo noise (the floor the refit shifts are read against); writes "
-        "refit_control.json only",
-    )
-    args = ap.parse_args(argv)
+def _pareto_k(reported: pd.DataFrame) -> dict:
+    """The largest Pareto k of the fit's power-scaling weights (``sensitivity_reported.csv``)."""
+    return {
+        g: float(reported[f"pareto_k_{g}"].max())
+        for g in ("prior", "likelihood")
+        if f"pareto_k_{g}" in reported
+    }
+
+
+def joint_target(run: Path, fit: str):
+    """``(folder, sens, priors, used, user, refit, draws, base)`` of a models-stage fit: the
+    prior table, the entries the graph uses (None: all), the user's overrides,
+    ``refit(priors, seed_offset)``, the reported and parameter draws of a fit, and the base fit
+    (the run's ``posterior.nc``)."""
     from omegaconf import OmegaConf
 
     from delusion_bayes.models import derived as d
-    from delusion_bayes.models import refit as rf
     from delusion_bayes.models.priors import resolve_priors
     from delusion_bayes.models.sensitivity_reported import fit_reported_draws
     from delusion_bayes.stages.models import fit_one, study_contrasts
 
-    run, fit = args.run, args.fit
     folder = run / "models" / fit
     cfg = OmegaConf.load(run / "config.yaml")
     ds = xr.open_dataset(run / "study.nc").load()
-    base = xr.open_datatree(folder / "posterior.nc").load()
     sens = pd.read_csv(folder / "sensitivity.csv")
-    reported = pd.read_csv(folder / "sensitivity_reported.csv")
     user = OmegaConf.to_container(cfg.model.priors) or {}
     priors = resolve_priors(fit, user)
-    names = rf.flagged_priors(sens, priors)
     contrasts, _ = study_contrasts(ds, cfg.baselines.get("contrasts", []))
     b = cfg.baselines
     seed = int(b.get("seed", 0))
+    names = sens["parameter"].astype(str).tolist()
 
     def draws(dt):
         ms = d.posterior_milestones(
@@ -88,17 +91,120 @@ def main(argv: list[str] | None = None) -> int:
             censor=b.get("censor_day", None),
         )
         out = fit_reported_draws(dt, ms, contrasts, seed=seed)
-        out.update(parameter_draws(dt, sens["parameter"].astype(str).tolist()))
+        out.update(parameter_draws(dt, names))
         return out
 
+    def refit(over, seed_offset=0):
+        c = copy.deepcopy(cfg)
+        c.sampler.seed = int(cfg.sampler.get("seed", 0)) + seed_offset
+        return fit_one(ds, fit, c, primary=True, overrides={"priors": over or None})
+
+    base = xr.open_datatree(folder / "posterior.nc").load()
+    return folder, sens, priors, None, user, refit, draws, base
+
+
+def replay_target(run: Path):
+    """The same for the replay stage's Bayesian prevalence model (``replay/``). The stage does
+    not keep its posterior, so the base is refitted with the run's settings and seed (the same
+    draws: checked against ``bayes_prevalence.csv``)."""
+    from omegaconf import OmegaConf
+
+    from delusion_bayes.baselines.replay_study import apply_cutoffs
+    from delusion_bayes.data.replay import load_replay, validate_replay
+    from delusion_bayes.models.replay import REPLAY_PRIORS
+    from delusion_bayes.models.sensitivity_reported import replay_reported_draws
+    from delusion_bayes.stages.replay import fit_replay
+
+    folder = run / "replay"
+    cfg = OmegaConf.load(run / "config.yaml")
+    cutoffs = cfg.replay.get("cutoffs")
+    cutoffs = OmegaConf.to_container(cutoffs) if cutoffs is not None else {}
+    ds = validate_replay(apply_cutoffs(load_replay(run / "study.nc"), cutoffs))
+    sens = pd.read_csv(folder / "sensitivity.csv")
+    names = sens["parameter"].astype(str).tolist()
+    seed = int(cfg.sampler.get("seed", 0))
+
+    def draws(dt):
+        out = replay_reported_draws(dt, baseline=str(cfg.replay.get("baseline", "original")))
+        out.update(parameter_draws(dt, names))
+        return out
+
+    def refit(over, seed_offset=0):
+        return fit_replay(ds, cfg, priors=over or None, seed=seed + seed_offset)
+
+    saved = folder / "refit_base.nc"  # kept for the next call (--control after the refits)
+    if saved.exists() and saved.stat().st_mtime > (folder / "sensitivity.csv").stat().st_mtime:
+        base = xr.open_datatree(saved).load()
+        print(f"replay base fit: {saved} (kept by an earlier call)")
+    else:
+        t0 = time.perf_counter()
+        base = refit(None)
+        secs = time.perf_counter() - t0
+        print(f"replay base refit (priors unchanged, seed {seed}): {secs:.0f} s")
+        try:
+            base.to_netcdf(saved)
+        except (TypeError, ValueError) as err:  # attrs netCDF cannot hold: refit next time
+            saved.unlink(missing_ok=True)
+            print(f"  not kept ({type(err).__name__}: {err})")
+    table = pd.read_csv(folder / "bayes_prevalence.csv")
+    prev = table[(table["quantity"] == "prevalence") & (table["level"] == "category")]
+    post = base["posterior"]["category_prevalence"].mean(("chain", "draw"))
+    got = [
+        float(post.sel(model=m, category=c))
+        for m, c in zip(prev["model"], prev["label"], strict=True)
+    ]
+    gap = float(np.max(np.abs(np.array(got) - prev["mean"].to_numpy())))
+    print(f"  its category prevalences vs bayes_prevalence.csv: max |diff| {gap:.2g}")
+    # the one-level graph (DelusionEval: clusters = windows) has no sigma_participant
+    used = list(base["posterior"].data_vars)
+    return folder, sens, dict(REPLAY_PRIORS), used, {}, refit, draws, base
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", required=True, type=Path)
+    ap.add_argument(
+        "--fit",
+        default="joint",
+        help="a fit of the models stage (models/<fit>/), or 'replay': the replay stage's "
+        "Bayesian prevalence model (replay/)",
+    )
+    ap.add_argument(
+        "--priors",
+        default=None,
+        help="comma-separated prior-table entries to scale instead of the flagged ones (which "
+        "prior moves the numbers); writes refit_priors_<entries>.csv/.json and leaves "
+        "sensitivity_reported.csv as it is",
+    )
+    ap.add_argument(
+        "--control",
+        action="store_true",
+        help="instead: refit with the priors unchanged and sampler.seed + 1; the shifts are "
+        "then Monte Carlo noise (the floor the refit shifts are read against); writes "
+        "refit_control.json only",
+    )
+    args = ap.parse_args(argv)
+    from delusion_bayes.models import refit as rf
+
+    run, fit = args.run, args.fit
+    target = replay_target(run) if fit == "replay" else joint_target(run, fit)
+    folder, sens, priors, used, user, refit, draws, base = target
+    reported = pd.read_csv(folder / "sensitivity_reported.csv")
+    names = rf.flagged_priors(sens, priors, used=used)
+    stem = "refit_priors"
+    if args.priors:
+        names = [n.strip() for n in args.priors.split(",") if n.strip()]
+        rf.scaled_priors(priors, names, 1.0)  # ValueError for a name not in the prior table
+        stem = f"refit_priors_{'+'.join(names)}"
     print(
-        f"{fit} on {run}: flagged priors {names} (from {int((sens['verdict'] != '-').sum())} "
+        f"{fit} on {run}: scaled priors {names} (from {int((sens['verdict'] != '-').sum())} "
         f"flagged of {len(sens)} parameters)"
     )
     base_draws = draws(base)
     if args.control:
-        cfg.sampler.seed = int(cfg.sampler.get("seed", 0)) + 1
-        dt = fit_one(ds, fit, cfg, primary=True, overrides={"priors": user or None})
+        t0 = time.perf_counter()
+        dt = refit(user, seed_offset=1)
+        secs = time.perf_counter() - t0
         sh = rf.refit_shifts(base_draws, {1.0: draws(dt)})
         a = sh["refit_shift_sd"].abs()
         rep = sh["kind"] != "parameter"
@@ -106,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             "fit": fit,
             "run": str(run),
             "control": "priors unchanged, sampler.seed + 1",
+            "refit_seconds": secs,
             "n": int(a.notna().sum()),
             "median_abs_shift": float(a.median()),
             "q90_abs_shift": float(a.quantile(0.9)),
@@ -121,8 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     refits, seconds = {}, {}
     for f in rf.FACTORS:
         t0 = time.perf_counter()
-        over = {**user, **rf.scaled_priors(priors, names, f)}
-        dt = fit_one(ds, fit, cfg, primary=True, overrides={"priors": over})
+        dt = refit({**user, **rf.scaled_priors(priors, names, f)})
         seconds[f] = time.perf_counter() - t0
         print(
             f"refit x{f:g}: {seconds[f]:.0f} s, divergences "
@@ -130,9 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         refits[f] = draws(dt)
     shifts = rf.refit_shifts(base_draws, refits)
-    shifts.to_csv(folder / "refit_priors.csv", index=False)
+    shifts.to_csv(folder / f"{stem}.csv", index=False)
     res = rf.confirm(reported, shifts[shifts["kind"] != "parameter"])
-    res["table"].to_csv(folder / "sensitivity_reported.csv", index=False)
+    if not args.priors:
+        res["table"].to_csv(folder / "sensitivity_reported.csv", index=False)
     par = shifts[shifts["kind"] == "parameter"].rename(columns={"quantity": "parameter"})
     par = par.merge(sens[["parameter", "verdict"]], on="parameter")
     pflag = par["verdict"] != "-"
@@ -144,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         "factors": list(rf.FACTORS),
         "moves_sd": rf.MOVES_SD,
         "refit_seconds": seconds,
+        "pareto_k_max": _pareto_k(reported),
         "reported": {k: v for k, v in res.items() if k != "table"},
         "parameters": {
             "n": len(par),
@@ -157,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         .drop(columns="a")
         .to_dict("records"),
     }
-    (folder / "refit_priors.json").write_text(json.dumps(summary, indent=1, default=float))
+    (folder / f"{stem}.json").write_text(json.dumps(summary, indent=1, default=float))
     print(json.dumps(summary, indent=1, default=float))
     return 0 if np.isfinite(shifts["refit_shift_sd"]).any() else 1
 
