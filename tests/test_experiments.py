@@ -18,27 +18,77 @@ BENCH = ROOT / "experiments" / "bench"
 
 #: script -> arguments that make it a smoke test (seconds, not minutes)
 SMOKE_ARGS: dict[str, list[str]] = {
-    "bench_adaptation.py": ["--preset", "small", "--model", "onset", "--draws", "50", "--tune", "50",
-                            "--chains", "1"],
+    "bench_adaptation.py": [
+        "--preset",
+        "small",
+        "--model",
+        "onset",
+        "--draws",
+        "50",
+        "--tune",
+        "50",
+        "--chains",
+        "1",
+    ],
     "bench_baselines.py": ["--n-boot", "20", "--n-loop", "2", "--repeat", "1"],
-    "bench_models.py": ["--preset", "small", "--model", "onset", "--draws", "100", "--tune", "100",
-                        "--chains", "1", "--samplers", "nutpie"],
+    "bench_models.py": [
+        "--preset",
+        "small",
+        "--model",
+        "onset",
+        "--draws",
+        "100",
+        "--tune",
+        "100",
+        "--chains",
+        "1",
+        "--samplers",
+        "nutpie",
+    ],
     "bench_rating_terms.py": ["--preset", "small", "--model", "rater", "--reps", "3"],
     "bench_replay.py": ["--n-boot", "50", "--naive-resamples", "2"],
     "bench_replay_bayes.py": ["--scale", "small", "--draws", "100", "--tune", "100"],
     "bench_sweep.py": ["--jobs", "1"],
     "bench_text.py": ["--preset", "small"],
-    "coverage_replay_bayes.py": ["--sims", "1", "--draws", "100", "--tune", "100", "--n-boot", "50"],
+    "coverage_replay_bayes.py": [
+        "--sims",
+        "1",
+        "--draws",
+        "100",
+        "--tune",
+        "100",
+        "--n-boot",
+        "50",
+    ],
     "coverage_replay_support.py": ["--reps", "2", "--n-boot", "50", "--truth-participants", "100"],
-    "gate_grid.py": ["--designs", "minimal", "--models", "rater", "--out", "grid.csv",
-                     "sampler.draws=50", "sampler.tune=50", "sampler.chains=1"],
-    "loo_units.py": ["--preset", "small", "--seeds", "0", "--draws", "100", "--chains", "1",
-                     "--variants", "linear"],
+    "gate_grid.py": [
+        "--designs",
+        "minimal",
+        "--models",
+        "rater",
+        "--out",
+        "grid.csv",
+        "sampler.draws=50",
+        "sampler.tune=50",
+        "sampler.chains=1",
+    ],
+    "loo_units.py": [
+        "--preset",
+        "small",
+        "--seeds",
+        "0",
+        "--draws",
+        "100",
+        "--chains",
+        "1",
+        "--variants",
+        "linear",
+    ],
     # the same-prior control refit of a tiny run's joint fit (made first: RUN_FIRST)
     "refit_priors.py": ["--run", "run", "--control"],
     "rhat_floor.py": ["--reps", "3", "--draws", "50"],
     "sbc.py": ["--sims", "2", "--draws", "50", "--tune", "50"],
-}  # fmt: skip
+}
 
 
 def test_every_script_has_a_smoke_test():
@@ -65,8 +115,16 @@ def test_every_overlay_composes_and_ships_in_the_wheel():
 
 
 #: scripts that read a finished run: the models stage of the smoke study at tiny size, into ./run
-RUN_FIRST = {"refit_priors.py": ["experiment=smoke", "stages=[models]", "sampler.draws=60",
-                                 "sampler.tune=60", "sampler.chains=1", "hydra.run.dir=run"]}  # fmt: skip
+RUN_FIRST = {
+    "refit_priors.py": [
+        "experiment=smoke",
+        "stages=[models]",
+        "sampler.draws=60",
+        "sampler.tune=60",
+        "sampler.chains=1",
+        "hydra.run.dir=run",
+    ]
+}
 
 
 @pytest.mark.slow
@@ -78,9 +136,21 @@ def test_script_runs_at_tiny_size(script, tmp_path):
     # the scripts import this checkout's package (also from console scripts they start)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
     if script in RUN_FIRST:
-        run = subprocess.run([sys.executable, "-m", "delusion_bayes", *RUN_FIRST[script]],
-                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-m", "delusion_bayes", *RUN_FIRST[script]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert run.returncode == 0, run.stderr[-3000:]
-    proc = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -31,9 +31,17 @@ def run(model: str, preset: str, seed: int, draws: int, tune: int, chains: int) 
     out = {}
     for adaptation in ("diag", "low_rank"):
         t = time.perf_counter()
-        dt = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, cores=min(chains, 2),
-                           seed=seed, progress_bar=False, adaptation=adaptation,
-                           target_accept=target_accept_for(model, None))  # fmt: skip
+        dt = nutpie.sample(
+            compiled,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=min(chains, 2),
+            seed=seed,
+            progress_bar=False,
+            adaptation=adaptation,
+            target_accept=target_accept_for(model, None),
+        )
         wall = time.perf_counter() - t
         post = dt["posterior"].to_dataset()
         keep = [v for v in post.data_vars if not {"day"} & set(post[v].dims)]
@@ -66,9 +74,11 @@ def main() -> None:
         f"{a.model}, {a.preset} seed {a.seed}, {a.chains} x {a.draws} after {a.tune} tuning steps"
     )
     for name, r in res.items():
-        print(f"  {name:9s} wall {r['wall_s']:6.1f} s  steps/draw {r['steps_per_draw']:5.1f}  "
-              f"divergences {r['divergences']}  min ESS {r['min_ess']:6.0f}  "
-              f"max R-hat {r['max_rhat']:.4f}  ESS/gradient {r['ess_per_gradient']:.4f}")  # fmt: skip
+        print(
+            f"  {name:9s} wall {r['wall_s']:6.1f} s  steps/draw {r['steps_per_draw']:5.1f}  "
+            f"divergences {r['divergences']}  min ESS {r['min_ess']:6.0f}  "
+            f"max R-hat {r['max_rhat']:.4f}  ESS/gradient {r['ess_per_gradient']:.4f}"
+        )
     lr, dg = res["low_rank"], res["diag"]
     print(
         f"  low_rank / diag: wall {lr['wall_s'] / dg['wall_s']:.2f}x, "

@@ -1,7 +1,7 @@
 """Benchmarks of the frequentist baselines (issue 3), printed as ratios from one run.
 
     nice -n 10 .venv/bin/python experiments/bench/bench_baselines.py            # about 1 minute
-    nice -n 10 .venv/bin/python experiments/bench/bench_baselines.py --n-loop 1000   # full loop, slow
+    nice -n 10 .venv/bin/python experiments/bench/bench_baselines.py --n-loop 1000  # full, slow
 
 1. Rater bootstrap of the logistic fits (Table D1), 1,000 replicates x 15 models of the
    ``paper_like`` study: the vectorised batch Levenberg-Marquardt (``logistic_bootstrap``) against
@@ -11,8 +11,8 @@
    ``curve_fit`` at tolerance 1e-12; parameters compared where both reach the same optimum (RSS
    within 1e-9), no parameter sits on a bound (a bound means k = 0, a step, or t50 outside
    the study: no identified midpoint) and k is identified (asymptotic SE < k / 2; a sigmoid
-   saturated on every day off its midpoint fits any steeper k equally well); the counts of fits where either finds the lower RSS are
-   printed too.
+   saturated on every day off its midpoint fits any steeper k equally well); the counts of fits
+   where either finds the lower RSS are printed too.
 2. Exact rank-sum test (``rank_sum_test``) against ``scipy.stats.permutation_test``: at n = 15
    (the paper's 6-vs-9 cohort contrast, tied censored latencies) scipy enumerates all 5,005
    splits; at n = 200 (100 vs 100, heavy ties; C(200, 100) ~ 9e58 splits) scipy can only sample

@@ -88,7 +88,8 @@ def old_kernel(s, sev, disc, lo, hi):
                         val -= math.log1p(e)
                         sig_b = e / (1.0 + e)
                     gd -= zb * sig_b
-                # d l / d z = d (sigmoid(-a) - sigmoid(b)); d l / d d = za sigmoid(-a) - zb sigmoid(b)
+                # d l / d z = d (sigmoid(-a) - sigmoid(b));
+                # d l / d d = za sigmoid(-a) - zb sigmoid(b)
                 gz = d * (sig_na - sig_b)
                 ll[u, q] += val
                 dll_ds[u, q] += gz
@@ -129,14 +130,19 @@ def main(argv: list[str] | None = None) -> int:
 
     # the kernels' own outputs (values and partials, O(1)) element by element; the gradient
     # sums (over thousands of terms, summed in another order) relative to their size
-    kernels = zip(old_kernel(s, sev, disc, lo, hi), rating_terms_kernel(s, sev, disc, lo, hi),
-                  strict=True)  # fmt: skip
+    kernels = zip(
+        old_kernel(s, sev, disc, lo, hi), rating_terms_kernel(s, sev, disc, lo, hi), strict=True
+    )
     diff = max(float(np.abs(x - y).max()) for x, y in kernels)
-    rel = max(float(np.abs(x - y).max() / max(1.0, np.abs(x).max()))
-              for x, y in zip(old(), new(), strict=True))  # fmt: skip
+    rel = max(
+        float(np.abs(x - y).max() / max(1.0, np.abs(x).max()))
+        for x, y in zip(old(), new(), strict=True)
+    )
     bounds = int((lo >= -OPEN_AT).sum() + (hi <= OPEN_AT).sum())
-    print(f"{args.model} on {args.preset}: {n_u} model-days x {n_r} raters x {n_q} nodes, "
-          f"{bounds:,} finite category bounds; numba compiles for {numba.config.CPU_NAME or 'host'}")  # fmt: skip
+    print(
+        f"{args.model} on {args.preset}: {n_u} model-days x {n_r} raters x {n_q} nodes, "
+        f"{bounds:,} finite category bounds; numba compiles for {numba.config.CPU_NAME or 'host'}"
+    )
     timings = {"old": [], "new": []}
     for _ in range(3):
         for name, fn in (("old", old), ("new", new)):
@@ -161,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
 def _jax(s, sev, disc, lo, hi, g, new, reps: int) -> int:
     """The same terms and vector-Jacobian product under ``jax.jit`` (one XLA thread)."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false "
-                          "intra_op_parallelism_threads=1")  # fmt: skip
+    os.environ.setdefault(
+        "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    )
     try:
         import jax
         import jax.numpy as jnp

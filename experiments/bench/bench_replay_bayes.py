@@ -145,8 +145,10 @@ def run(ds, args, reference: bool) -> None:
     )
 
     label = "reference (docstring parameterisation, pm.Binomial)" if reference else "default"
-    print(f"\n== {label}: {args.chains} chains x {args.draws} draws, {args.tune} tuning steps, "
-          f"level {args.level}, target_accept {args.target_accept}")  # fmt: skip
+    print(
+        f"\n== {label}: {args.chains} chains x {args.draws} draws, {args.tune} tuning steps, "
+        f"level {args.level}, target_accept {args.target_accept}"
+    )
     clock = Clock()
     spec = replay_model_spec(ds, level=args.level)
     clock.lap("aggregate into cells")
@@ -175,26 +177,36 @@ def run(ds, args, reference: bool) -> None:
     tree["posterior"] = xr.DataTree(post)
     clock.lap("derived prevalences")
     load = os.getloadavg()
-    print(f"cells {spec.n_cells:,} (from {int(spec.cells['n'].sum()):,} sample x model x code "
-          f"verdicts); unconstrained parameters {n_par}")  # fmt: skip
+    print(
+        f"cells {spec.n_cells:,} (from {int(spec.cells['n'].sum()):,} sample x model x code "
+        f"verdicts); unconstrained parameters {n_par}"
+    )
     clock.print()
     print(f"  load average at the end (1/5/15 min): {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
     st = step_stats(tree)
     grads = st.get("tune_grads", 0.0) + st["draws_grads"]
-    print(f"gradient evaluations: {grads:,.0f} ({st.get('tune_grads', 0):,.0f} tuning); per draw "
-          f"mean {st['draws_steps_mean']:.1f}, median {st['draws_steps_median']:.0f}, tree depth "
-          f"{st['draws_depth_mean']:.2f}, step size {st['draws_step_size']:.3f}; "
-          f"{1e3 * c_sample / grads:.2f} ms CPU per gradient evaluation")  # fmt: skip
-    print(f"divergences: {st['draws_divergences']} after tuning "
-          f"({st.get('tune_divergences', 0)} during tuning)")  # fmt: skip
+    print(
+        f"gradient evaluations: {grads:,.0f} ({st.get('tune_grads', 0):,.0f} tuning); per draw "
+        f"mean {st['draws_steps_mean']:.1f}, median {st['draws_steps_median']:.0f}, tree depth "
+        f"{st['draws_depth_mean']:.2f}, step size {st['draws_step_size']:.3f}; "
+        f"{1e3 * c_sample / grads:.2f} ms CPU per gradient evaluation"
+    )
+    print(
+        f"divergences: {st['draws_divergences']} after tuning "
+        f"({st.get('tune_divergences', 0)} during tuning)"
+    )
     names = ["theta", "beta_depth", "gamma_prior", "sigma_participant", "sigma_conversation"]
     g_par = gate(tree, names, args.chains)
     g_prev = gate(tree, ["category_prevalence"], args.chains)
-    print(f"parameters: max R-hat {g_par['max_rhat']:.4f}, min ESS per chain bulk "
-          f"{g_par['min_ess_bulk_per_chain']:.0f} tail {g_par['min_ess_tail_per_chain']:.0f}; "
-          f"highest R-hat: {g_par['worst']}")  # fmt: skip
-    print(f"category prevalences: max R-hat {g_prev['max_rhat']:.4f}, min ESS per chain bulk "
-          f"{g_prev['min_ess_bulk_per_chain']:.0f} tail {g_prev['min_ess_tail_per_chain']:.0f}")  # fmt: skip
+    print(
+        f"parameters: max R-hat {g_par['max_rhat']:.4f}, min ESS per chain bulk "
+        f"{g_par['min_ess_bulk_per_chain']:.0f} tail {g_par['min_ess_tail_per_chain']:.0f}; "
+        f"highest R-hat: {g_par['worst']}"
+    )
+    print(
+        f"category prevalences: max R-hat {g_prev['max_rhat']:.4f}, min ESS per chain bulk "
+        f"{g_prev['min_ess_bulk_per_chain']:.0f} tail {g_prev['min_ess_tail_per_chain']:.0f}"
+    )
 
 
 def main() -> None:
@@ -215,8 +227,10 @@ def main() -> None:
     args = ap.parse_args()
 
     ds = simulate_replay(seed=0, scale=args.scale, truth_participants=0)
-    print(f"study: {ds.sizes['sample']} samples, {ds.sizes['model']} models (incl. original), "
-          f"{ds.sizes['code']} codes; {os.cpu_count()} CPUs")  # fmt: skip
+    print(
+        f"study: {ds.sizes['sample']} samples, {ds.sizes['model']} models (incl. original), "
+        f"{ds.sizes['code']} codes; {os.cpu_count()} CPUs"
+    )
     diff = exactness(replay_model_spec(ds, level=args.level))
     print(
         f"exactness: |log p(sampled coordinates) - log p(docstring parameterisation)| = {diff:.1e}"

@@ -1,7 +1,7 @@
 """Benchmark of the text metrics (issue 5) on the paper_like study (SYNTHETIC demo corpus).
 
 Run:  .venv/bin/python experiments/bench/bench_text.py  [--repeat N]
-      OMP_WAIT_POLICY=ACTIVE .venv/bin/python experiments/bench/bench_text.py   (torch's spinning default)
+      OMP_WAIT_POLICY=ACTIVE .venv/bin/python experiments/bench/bench_text.py   (torch's default)
 
 Prints, in one run, the timings the issue budgets and the ratios against named alternatives:
 
@@ -203,9 +203,8 @@ def main() -> None:
     full_c = CPU[-1]
     (pipe_s, pipe_c), (per_s, per_c) = min(pipe_t), min(per_t)
     print(f"modality ({len(texts)} answers; pipeline {nlp.pipe_names}):")
-    print(
-        f"  nlp.pipe     {pipe_s:7.2f} s wall {pipe_c:7.2f} s cpu  (budget 20 s: {'ok' if pipe_s <= 20 else 'OVER'})"
-    )
+    verdict = "ok" if pipe_s <= 20 else "OVER"
+    print(f"  nlp.pipe     {pipe_s:7.2f} s wall {pipe_c:7.2f} s cpu  (budget 20 s: {verdict})")
     print(f"  nlp(text)    {per_s:7.2f} s wall {per_c:7.2f} s cpu  (one call per answer)")
     print(f"  full pipe    {full_t:7.2f} s wall {full_c:7.2f} s cpu  (ner kept: {full.pipe_names})")
     print(f"  ratio per-text / pipe  = {per_s / pipe_s:6.2f}x")

@@ -31,8 +31,12 @@ import xarray as xr
 #: name -> (preset, simulate_study overrides, post-processing); axes: what the design varies
 DESIGNS: dict[str, dict[str, Any]] = {
     "template": {"axis": "template"},
-    "minimal": {"axis": "minimal", "preset": "small", "over": {"missing_rate": 0.07},
-                "shape": "recognition_only"},
+    "minimal": {
+        "axis": "minimal",
+        "preset": "small",
+        "over": {"missing_rate": 0.07},
+        "shape": "recognition_only",
+    },
     **{f"small_s{s}": {"axis": "small preset", "preset": "small", "seed": s} for s in range(4)},
     "m4_d30_r4": {"axis": "chatbots", "over": {"n_models": 4}},
     "m8_d30_r4": {"axis": "chatbots", "over": {"n_models": 8}},
@@ -41,13 +45,18 @@ DESIGNS: dict[str, dict[str, Any]] = {
     "m10_d15_r3": {"axis": "days", "over": {"n_models": 10, "n_days": 15, "n_raters": 3}},
     "m6_d20_r2": {"axis": "raters", "over": {"n_models": 6, "n_days": 20, "n_raters": 2}},
     "m12_d20_r2": {"axis": "raters", "over": {"n_models": 12, "n_days": 20, "n_raters": 2}},
-    "m8_d20_r3_miss15": {"axis": "missing", "over": {"n_models": 8, "n_days": 20, "n_raters": 3,
-                                                     "missing_rate": 0.15}},
-    "m8_d20_r3_halfrater": {"axis": "half rater", "over": {"n_models": 8, "n_days": 20,
-                                                           "n_raters": 3}, "shape": "half_rater"},
+    "m8_d20_r3_miss15": {
+        "axis": "missing",
+        "over": {"n_models": 8, "n_days": 20, "n_raters": 3, "missing_rate": 0.15},
+    },
+    "m8_d20_r3_halfrater": {
+        "axis": "half rater",
+        "over": {"n_models": 8, "n_days": 20, "n_raters": 3},
+        "shape": "half_rater",
+    },
     "all_turning": {"axis": "all turning", "over": {}, "shape": "all_turning"},
     "none_turning": {"axis": "none turning", "over": {"n_days": 12}, "shape": "none_turning"},
-}  # fmt: skip
+}
 
 
 def recognition_only(ds: xr.Dataset) -> xr.Dataset:
@@ -56,8 +65,9 @@ def recognition_only(ds: xr.Dataset) -> xr.Dataset:
     names = ["Alice", "Bob", "Chen", "Dana", "Eli"][: ds.sizes["rater"]]
     rec = ds["recognition"].assign_coords(rater=names)
     keep = {c for c in rec.coords if c in ("rater", "model", "day")}
-    return xr.Dataset({"recognition": rec.reset_coords([c for c in rec.coords if c not in keep],
-                                                       drop=True)})  # fmt: skip
+    return xr.Dataset(
+        {"recognition": rec.reset_coords([c for c in rec.coords if c not in keep], drop=True)}
+    )
 
 
 def half_rater(ds: xr.Dataset) -> xr.Dataset:
@@ -80,8 +90,9 @@ def build(name: str) -> xr.Dataset:
         from delusion_bayes.cli import template_dir
 
         return db.data.load_study(template_dir())
-    ds = db.data.simulate_study(d.get("preset", "paper_like"), seed=d.get("seed", 0),
-                                **d.get("over", {}))  # fmt: skip
+    ds = db.data.simulate_study(
+        d.get("preset", "paper_like"), seed=d.get("seed", 0), **d.get("over", {})
+    )
     shape = d.get("shape")
     if shape == "recognition_only":
         return recognition_only(ds)
@@ -108,10 +119,15 @@ def fit_design(
     for m in names:
         if models and m not in models:
             continue
-        base = {"design": name, "axis": DESIGNS[name]["axis"], "model": m,
-                "n_models": ds.sizes["model"], "n_days": ds.sizes["day"],
-                "n_raters": ds.sizes["rater"],
-                "missing": round(float(ds["recognition"].isnull().mean()), 3)}  # fmt: skip
+        base = {
+            "design": name,
+            "axis": DESIGNS[name]["axis"],
+            "model": m,
+            "n_models": ds.sizes["model"],
+            "n_days": ds.sizes["day"],
+            "n_raters": ds.sizes["rater"],
+            "missing": round(float(ds["recognition"].isnull().mean()), 3),
+        }
         if why := missing_inputs(ds.data_vars, m):
             rows.append({**base, "status": "skipped", "note": why})
             emit(rows[-1])
@@ -121,11 +137,19 @@ def fit_design(
         g = gate(dt, diagnostics_of(dt, cfg.inference), cfg.inference)
         g.update(fit_attempts(dt, g))
         first = g["attempts"][0]
-        rows.append({**base, "status": "passed" if g["passed"] else "failed",
-                     "divergences_first": first["divergences"], "divergences": g["divergences"],
-                     "refitted": g["refitted"], "max_rhat": round(g["max_rhat"], 4),
-                     "min_ess": round(g["min_ess"]), "seconds": round(time.perf_counter() - t0, 1),
-                     "note": "; ".join(g["reasons"])})  # fmt: skip
+        rows.append(
+            {
+                **base,
+                "status": "passed" if g["passed"] else "failed",
+                "divergences_first": first["divergences"],
+                "divergences": g["divergences"],
+                "refitted": g["refitted"],
+                "max_rhat": round(g["max_rhat"], 4),
+                "min_ess": round(g["min_ess"]),
+                "seconds": round(time.perf_counter() - t0, 1),
+                "note": "; ".join(g["reasons"]),
+            }
+        )
         emit(rows[-1])
     return rows
 
@@ -138,13 +162,21 @@ def table(rows: list[dict]) -> str:
     if df.empty:
         return "no fits"
     df["pass"] = df["status"] == "passed"
-    out = [f"Default fits gate-clean: {int(df['pass'].sum())} of {len(df)} "
-           f"({df['pass'].mean():.0%}); refitted automatically: {int(df['refitted'].sum())}", ""]  # fmt: skip
+    out = [
+        f"Default fits gate-clean: {int(df['pass'].sum())} of {len(df)} "
+        f"({df['pass'].mean():.0%}); refitted automatically: {int(df['refitted'].sum())}",
+        "",
+    ]
     for by in ("model", "axis"):
         g = df.groupby(by, sort=False)
-        t = pd.DataFrame({"fits": g.size(), "passed": g["pass"].sum(),
-                          "refitted": g["refitted"].sum(),
-                          "max divergences after refit": g["divergences"].max()})  # fmt: skip
+        t = pd.DataFrame(
+            {
+                "fits": g.size(),
+                "passed": g["pass"].sum(),
+                "refitted": g["refitted"].sum(),
+                "max divergences after refit": g["divergences"].max(),
+            }
+        )
         t["pass rate"] = (t["passed"] / t["fits"]).map("{:.0%}".format)
         t = t.reset_index()
         out += ["| " + " | ".join(map(str, t.columns)) + " |", "|" + "---|" * len(t.columns)]
@@ -165,9 +197,23 @@ def main() -> None:
     cfg = compose(list(args.overrides))
     out = Path(args.out)
     done: list[dict] = []
-    fields = ["design", "axis", "model", "n_models", "n_days", "n_raters", "missing", "status",
-              "divergences_first", "divergences", "refitted", "max_rhat", "min_ess", "seconds",
-              "note"]  # fmt: skip
+    fields = [
+        "design",
+        "axis",
+        "model",
+        "n_models",
+        "n_days",
+        "n_raters",
+        "missing",
+        "status",
+        "divergences_first",
+        "divergences",
+        "refitted",
+        "max_rhat",
+        "min_ess",
+        "seconds",
+        "note",
+    ]
     with open(out, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=fields)
         w.writeheader()

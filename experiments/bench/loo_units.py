@@ -65,9 +65,15 @@ def main(argv: list[str] | None = None) -> int:
         for v in ["logistic", *variants]:
             over = db.models.VARIANTS.get(v, {})
             fits[v] = db.models.fit(
-                ds, "joint", draws=args.draws, tune=args.draws, chains=args.chains, seed=1,
-                posterior_predictive=False, **over,
-            )  # fmt: skip
+                ds,
+                "joint",
+                draws=args.draws,
+                tune=args.draws,
+                chains=args.chains,
+                seed=1,
+                posterior_predictive=False,
+                **over,
+            )
         for unit, var in units.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -83,13 +89,16 @@ def main(argv: list[str] | None = None) -> int:
                 diff = float(table.loc[v, "elpd"]) - ref
                 parts.append(f"{v} {diff:+7.1f} (se {float(table.loc[v, 'dse']):4.1f})")
             print(
-                f"seed {seed} {unit:9s} best {best:8s} | vs logistic: " + ", ".join(parts)
+                f"seed {seed} {unit:9s} best {best:8s} | vs logistic: "
+                + ", ".join(parts)
                 + f" | p_loo logistic {float(table.loc['logistic', 'p']):5.1f}"
                 + f" | k>0.7 {n_bad}",
                 flush=True,
-            )  # fmt: skip
-    print(f"\n{len(seeds)} studies ({args.preset}, true trajectories logistic), "
-          f"{args.chains} x {args.draws} draws, {time.perf_counter() - t_start:.0f} s:")  # fmt: skip
+            )
+    print(
+        f"\n{len(seeds)} studies ({args.preset}, true trajectories logistic), "
+        f"{args.chains} x {args.draws} draws, {time.perf_counter() - t_start:.0f} s:"
+    )
     for unit in units:
         print(f"  {unit:9s}: logistic ranked first in {first[unit]} of {len(seeds)}")
     return 0

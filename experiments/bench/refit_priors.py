@@ -9,7 +9,8 @@ Reads the run's study, config, ``models/<fit>/posterior.nc``, ``sensitivity.csv`
 ``sensitivity_reported.csv`` (``--fit replay``: ``replay/``, whose posterior the stage does not
 keep, so the base fit is refitted first with the run's settings and seed and kept in
 ``replay/refit_base.nc`` for the next call); refits the study (same sampler
-settings and seed) with the scales of the flagged priors (:func:`delusion_bayes.models.refit.flagged_priors`) times 2 and times 0.5;
+settings and seed) with the scales of the flagged priors
+(:func:`delusion_bayes.models.refit.flagged_priors`) times 2 and times 0.5;
 writes ``models/<fit>/refit_priors.csv`` (per reported number and per parameter: the shift of
 its posterior mean in posterior SDs of the original fit under each factor) and fills
 ``refit_shift_sd`` in ``sensitivity_reported.csv``; prints how many flags the refits confirm

@@ -1,6 +1,7 @@
 """How often does max R-hat over many parameters exceed 1.01 when the chains are fine?
 
-    .venv/bin/python experiments/bench/rhat_floor.py [--params 45] [--chains 2] [--draws 500] [--reps 200]
+    .venv/bin/python experiments/bench/rhat_floor.py [--params 45] [--chains 2] [--draws 500] \\
+        [--reps 200]
 
 Issue 4's done-when asks R-hat <= 1.01 on L, k and t50 of the joint model on paper_like (15
 models: 45 parameters) from 2 chains x 500 draws. R-hat is a statistic with sampling noise: this

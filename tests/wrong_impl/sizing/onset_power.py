@@ -43,5 +43,6 @@ scen = {
 for name, (r, c9, c5) in scen.items():
     a, b, c = rej(r, 0.5), rej(c9, 0.9), rej(c5, 0.5)
     print(
-        f"{name}: P(reject) rank {a.mean():.4f} cover90 {b.mean():.4f} cover50 {c.mean():.4f} any {(a | b | c).mean():.4f}"
+        f"{name}: P(reject) rank {a.mean():.4f} cover90 {b.mean():.4f} "
+        f"cover50 {c.mean():.4f} any {(a | b | c).mean():.4f}"
     )

@@ -61,14 +61,19 @@ def report(path, rules):
     print(path, "fits", len(d["div"]), "divergences", d["div"].tolist())
     for scen in ("correct", "halve", "shift"):
         res = rules(d, scen)
-        print(f"  {scen}: " + ", ".join(f"{k} fails {int(v.sum())}/{v.size}" for k, v in res.items())
-              + f"; any {int(np.any(list(res.values()), axis=0).sum())}")  # fmt: skip
+        print(
+            f"  {scen}: "
+            + ", ".join(f"{k} fails {int(v.sum())}/{v.size}" for k, v in res.items())
+            + f"; any {int(np.any(list(res.values()), axis=0).sum())}"
+        )
     keys = sorted({k.split("|")[1] for k in d if "|" in k})
     for v in keys:
         for scen in ("correct", "halve", "shift"):
             r, c90, c50 = (arr(d, scen, v, k).mean(1) for k in ("rank", "c90", "c50"))
-            print(f"    {v:22s} {scen:8s} rank {r.round(3).tolist()} c90 {c90.round(3).tolist()} "
-                  f"c50 {c50.round(3).tolist()}")  # fmt: skip
+            print(
+                f"    {v:22s} {scen:8s} rank {r.round(3).tolist()} c90 {c90.round(3).tolist()} "
+                f"c50 {c50.round(3).tolist()}"
+            )
 
 
 def binomial():
@@ -76,15 +81,25 @@ def binomial():
     print("binomial, independent calibrated targets")
     # 60 model-days
     print("  stage: c90 < 47 correct", b.cdf(46, 60, 0.9), "halved", b.cdf(46, 60, 0.59))
-    print("  stage: c50 outside 10-48 correct", b.cdf(9, 60, 0.5) + b.sf(48, 60, 0.5),
-          "doubled (c50 ~0.82) > 48", b.sf(48, 60, 0.82))  # fmt: skip
+    print(
+        "  stage: c50 outside 10-48 correct",
+        b.cdf(9, 60, 0.5) + b.sf(48, 60, 0.5),
+        "doubled (c50 ~0.82) > 48",
+        b.sf(48, 60, 0.82),
+    )
     sd60 = np.sqrt(1 / 12 / 60)
     print("  stage: mean rank, correct", 2 * stats.norm.sf(0.12 / sd60))
     # 12 rater parameters
     sd12 = np.sqrt(1 / 12 / 12)
     fa = b.cdf(7, 12, 0.9), b.cdf(1, 12, 0.5) + b.sf(11, 12, 0.5), 2 * stats.norm.sf(0.2 / sd12)
-    print("  rater params: correct", fa, "halved c90 < 8", b.cdf(7, 12, 0.59),
-          "halved c50 < 2", b.cdf(1, 12, 0.26))  # fmt: skip
+    print(
+        "  rater params: correct",
+        fa,
+        "halved c90 < 8",
+        b.cdf(7, 12, 0.59),
+        "halved c50 < 2",
+        b.cdf(1, 12, 0.26),
+    )
     # shifted ranks: E = Phi(-0.7 / sqrt 2) = 0.31, sd of one rank under the shift
     rng = np.random.default_rng(0)
     rs = stats.norm.cdf(rng.standard_normal((200_000, 12)) - 0.7).mean(1)
@@ -95,8 +110,14 @@ def binomial():
         b.cdf(7, 12, stats.norm.cdf(1.645 - 0.7) - stats.norm.cdf(-1.645 - 0.7)),
     )
     # 3 level parameters: >= 2 of 3 inside 90%
-    print("  level: c90 < 2 of 3 correct", b.cdf(1, 3, 0.9), "halved", b.cdf(1, 3, 0.59),
-          "shift", b.cdf(1, 3, 0.818))  # fmt: skip
+    print(
+        "  level: c90 < 2 of 3 correct",
+        b.cdf(1, 3, 0.9),
+        "halved",
+        b.cdf(1, 3, 0.59),
+        "shift",
+        b.cdf(1, 3, 0.818),
+    )
 
 
 report(sys.argv[1], dis_rules)
