@@ -9,9 +9,8 @@ earlier runs; the samplers after the first reuse kernels the first one put there
 nutpie's cold number is fully cold) and *cached* (same spec again: nutpie reuses the in-process
 compiled model, PyMC/numpyro their compiled functions from the warm cache). Prints whole-fit
 seconds, sampling seconds, divergences, max R-hat of L/k/t50, min ESS bulk / sampling second,
-and every time as a
-ratio against nutpie. The alternative users know is R's brms (the issue quotes 225 s for the
-onset model and 63 s for the rater model, 4 x 1000, on this kind of machine).
+and every time as a ratio against nutpie. The alternative users know is R's brms (the issue
+quotes 225 s for the onset model and 63 s for the rater model, 4 x 1000, on this kind of machine).
 """
 
 from __future__ import annotations
