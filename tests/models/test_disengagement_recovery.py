@@ -48,8 +48,8 @@ LEVEL = ("beta_level", "c_level_1", "log_gap_level")
 
 @pytest.fixture(scope="module")
 def disengagement_recovery():
-    """``(study, truth, scores, posterior)`` of the disengagement fit (module docstring); ``truth`` holds
-    the level parameters and the latent stage of the 60 model-days."""
+    """``(study, truth, scores, posterior)`` of the disengagement fit (module docstring);
+    ``truth`` holds the level parameters and the latent stage of the 60 model-days."""
     from delusion_bayes.models import fit
 
     ds, truth = disengagement_study(0)

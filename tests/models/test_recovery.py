@@ -7,7 +7,8 @@ seed 1, the joint model with each model-day's stage integrated out (``models.joi
 Turning models' t50 are covered by their 90% intervals (3 of 4 at least, the issue's "most
 models"); the never-turner has P(t50 > 12) > 0.95. On this small study (5 models, 3 raters,
 600 draws) the hyper-SDs are weakly identified, so the default gate fails on ESS/R-hat while
-the small-run tolerances below pass. Tolerances below are set from these numbers with room for another machine's floating point.
+the small-run tolerances below pass. Tolerances below are set from these numbers with room
+for another machine's floating point.
 """
 
 from __future__ import annotations

@@ -108,9 +108,17 @@ def test_replay_refits_of_a_tiny_run(tmp_path, capsys):
     pytest.importorskip("pymc")
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
-    args = ["experiment=replay", "stages=[replay]", "data.overrides.n_participants=4",
-            "+data.overrides.models=[original,gpt-4o]", f"+data.overrides.codes=[{','.join(CODES)}]",
-            "replay.n_boot=50", "sampler.draws=150", "sampler.tune=150", f"hydra.run.dir={run}"]  # fmt: skip
+    args = [
+        "experiment=replay",
+        "stages=[replay]",
+        "data.overrides.n_participants=4",
+        "+data.overrides.models=[original,gpt-4o]",
+        f"+data.overrides.codes=[{','.join(CODES)}]",
+        "replay.n_boot=50",
+        "sampler.draws=150",
+        "sampler.tune=150",
+        f"hydra.run.dir={run}",
+    ]
     proc = subprocess.run([sys.executable, "-m", "delusion_bayes", *args], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -145,6 +153,6 @@ def test_replay_refits_of_a_tiny_run(tmp_path, capsys):
     flagged = sens["verdict"] != "-"
     assert summary["parameters"]["flagged"] == int(flagged.sum())
     assert summary["reported"]["n"] == len(expected)
-    assert set(summary["flagged_priors"]) <= {"theta", "beta_depth", "gamma_prior",
-                                              "sigma_conversation", "sigma_participant"}  # fmt: skip
+    priors = {"theta", "beta_depth", "gamma_prior", "sigma_conversation", "sigma_participant"}
+    assert set(summary["flagged_priors"]) <= priors
     assert summary["pareto_k_max"]["prior"] == pytest.approx(before["pareto_k_prior"].max())

@@ -3,8 +3,8 @@ the README's coverage and population-contrast figures, ``delusion-bayes-coverage
 experiment=population``, at tiny size: ``null`` studies at data seeds 5 and 6 and the same
 preset with the known group shift at seed 5 (3 studies, 15 chatbots x 30 days; the onset model,
 nutpie 2 x 150 draws after 150 tuning steps; 20 bootstrap replicates), two invocations into one
-sweep folder, then ``delusion-bayes-summarize`` on it. The other tests of the coverage study (test_coverage.py,
-test_coverage_population.py) score a stand-in posterior; here the rows come from
+sweep folder, then ``delusion-bayes-summarize`` on it. The other tests of the coverage study
+(test_coverage.py, test_coverage_population.py) score a stand-in posterior; here the rows come from
 ``models.fit`` and every summary number is recounted by hand from the replicate files.
 
 At S = 2 and 1 studies per preset nothing here is a calibration claim (a rate is 0, 1/2 or 1; the
