@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,33 +15,41 @@ import xarray as xr
 
 from ..data.schema import DAY, MODEL
 from ..inference.config import SamplerConfig
-from .config import target_accept_for
-from .spec import OBS, OBS_LEVEL, ModelSpec, build_spec, observation_coords
+from .config import MARGINAL_MODELS, target_accept_for
+from .spec import OBS, OBS_LEVEL, CustomGraphSpec, ModelSpec, build_spec, observation_coords
 
 log = logging.getLogger(__name__)
 
 #: posterior variables on (model, day) that must be NaN on a model-day nobody rated
 MASKED_VARS = ("stage",)
-#: models whose likelihood integrates each model-day's latent stage out; their stage and other
-#: groups are added after sampling (:mod:`delusion_bayes.models.latent`)
-MARGINAL_MODELS = ("joint", "rater", "disengagement")
+__all__ = ["MARGINAL_MODELS", "MASKED_VARS", "finish_fit", "fit"]
 
 
 def fit(
     ds: xr.Dataset,
     model: str = "joint",
     *,
-    draws: int = 1000, tune: int = 500, chains: int = 4, sampler: str = "nutpie", seed: int = 0,
+    draws: int = 1000,
+    tune: int = 500,
+    chains: int = 4,
+    sampler: str = "nutpie",
+    seed: int = 0,
     priors: Mapping[str, Any] | None = None,
-    cores: int = 2, target_accept: float | None = None, adaptation: str = "diag",
-    trajectory: str = "logistic", cutpoints: str = "rater", group_terms: Sequence[str] = (),
+    cores: int = 2,
+    target_accept: float | None = None,
+    adaptation: str = "diag",
+    trajectory: str = "logistic",
+    cutpoints: str = "rater",
+    group_terms: Sequence[str] = (),
     consensus: str = "median",
-    log_likelihood: bool = True, log_prior: bool = True, posterior_predictive: bool = True,
+    log_likelihood: bool = True,
+    log_prior: bool = True,
+    posterior_predictive: bool = True,
     cache_dir: str | Path | None = None,
     progressbar: bool = False,
-    spec: ModelSpec | None = None,
+    spec: ModelSpec | CustomGraphSpec | None = None,
     reuse: bool = False,
-) -> xr.DataTree:  # fmt: skip
+) -> xr.DataTree:
     """Fit a Bayesian model of a trajectory study.
 
     Parameters
@@ -73,76 +82,168 @@ def fit(
     with coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
     NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
     """
-    from ..inference.cache import compiled_kernels, configure_pytensor_cache, kernels_written
+    from ..inference.cache import configure_pytensor_cache
     from ..inference.config import check_sampler_settings
 
-    check_sampler_settings(draws=draws, tune=tune, chains=chains, target_accept=target_accept,
-                           cores=cores, adaptation=adaptation)  # fmt: skip
+    check_sampler_settings(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        target_accept=target_accept,
+        cores=cores,
+        adaptation=adaptation,
+    )
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
-    import pymc as pm
-
-    from ..inference.sampling import sample
-    from .build import build_model
-    from .latent import add_latent_groups, onset_predictive
-
     t0 = time.perf_counter()
     target_accept = target_accept_for(spec.name if spec is not None else model, target_accept)
     if spec is None:
-        spec = build_spec(ds, model, priors, trajectory=trajectory, cutpoints=cutpoints,
-                          group_terms=group_terms, consensus=consensus)  # fmt: skip
-    key = None
-    if reuse:
-        from ..inference.cache import fit_key, load_fit
-
-        settings = dict(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed,
-                        target_accept=target_accept, adaptation=adaptation,
-                        log_likelihood=log_likelihood, log_prior=log_prior,
-                        posterior_predictive=posterior_predictive)  # fmt: skip
-        key = fit_key(spec.hash(), settings)
-        cached = load_fit(key, cache_dir)
-        if cached is not None:
-            log.info("reusing the cached fit %s of %s", key, spec.variant)
-            cached.attrs.update(fit_reused=1, fit_time=time.perf_counter() - t0,
-                                compile_cache_found=len(compiled_kernels(compiledir)),
-                                compile_cache_written=0)  # fmt: skip
-            return cached
-    pm_model = build_model(spec)
-    scfg = SamplerConfig(name=sampler, draws=draws, tune=tune, chains=chains, cores=cores,
-                         target_accept=target_accept, adaptation=adaptation, seed=seed,
-                         progressbar=progressbar)  # fmt: skip
-    log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
-    kernels = compiled_kernels(compiledir)
-    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
-    prior_group = _log_prior(dt, pm_model, spec) if log_prior else None
-    if hasattr(spec, "finish"):  # a spec with its own post-processing (the replay model)
-        dt = spec.finish(dt, seed=seed, log_likelihood=log_likelihood)
-    elif spec.name in MARGINAL_MODELS:
-        t1 = time.perf_counter()
-        dt = add_latent_groups(dt, spec, seed=seed, log_likelihood=log_likelihood,
-                               posterior_predictive=posterior_predictive)  # fmt: skip
-        log.info("latent stage drawn, log-likelihood and PPC: %.1f s", time.perf_counter() - t1)
-    else:
-        if log_likelihood:
-            # the rebuilt graph refuses start values (blocks._t50's, for the sampler only)
-            for rv in pm_model.rvs_to_initial_values:
-                pm_model.rvs_to_initial_values[rv] = None
-            dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
-        if posterior_predictive:
-            dt = onset_predictive(dt, spec, seed=seed + 1)
-    if prior_group is not None:
-        dt["log_prior"] = xr.DataTree(prior_group)
-    written = kernels_written(kernels, compiled_kernels(compiledir))
-    log.info("compile cache %s: %d kernel(s) found there, %d written by this fit%s",
-             compiledir, len(kernels), written,
-             " (the model was compiled already)" if kernels and not written else "")  # fmt: skip
-    if not hasattr(spec, "finish"):
-        dt = finish_fit(dt, spec)
-    dt.attrs.update(fit_time=time.perf_counter() - t0, compile_cache_found=len(kernels),
-                    compile_cache_written=written, fit_reused=0)  # fmt: skip
+        spec = build_spec(
+            ds,
+            model,
+            priors,
+            trajectory=trajectory,
+            cutpoints=cutpoints,
+            group_terms=group_terms,
+            consensus=consensus,
+        )
+    scfg = SamplerConfig(
+        name=sampler,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        target_accept=target_accept,
+        adaptation=adaptation,
+        seed=seed,
+        progressbar=progressbar,
+    )
+    groups = _Groups(log_likelihood, log_prior, posterior_predictive)
+    key = _fit_cache_key(spec, scfg, groups) if reuse else None
+    if key is not None and (cached := _cached_fit(key, spec, cache_dir, compiledir, t0)):
+        return cached
+    dt, kernels, written = _sample_with_groups(spec, scfg, groups, cache_dir, compiledir)
+    dt.attrs.update(
+        fit_time=time.perf_counter() - t0,
+        compile_cache_found=len(kernels),
+        compile_cache_written=written,
+        fit_reused=0,
+    )
     if key is not None:
         from ..inference.cache import save_fit
 
         save_fit(dt, key, cache_dir)
+    return dt
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Which optional groups a fit gets."""
+
+    log_likelihood: bool
+    log_prior: bool
+    posterior_predictive: bool
+
+
+def _fit_cache_key(spec: Any, scfg: SamplerConfig, groups: _Groups) -> str:
+    """The key of this fit in ``<cache_dir>/fits`` (:func:`delusion_bayes.inference.cache.fit_key`)."""
+    from ..inference.cache import fit_key
+
+    settings = dict(
+        sampler=scfg.name,
+        draws=scfg.draws,
+        tune=scfg.tune,
+        chains=scfg.chains,
+        seed=scfg.seed,
+        target_accept=scfg.target_accept,
+        adaptation=scfg.adaptation,
+        log_likelihood=groups.log_likelihood,
+        log_prior=groups.log_prior,
+        posterior_predictive=groups.posterior_predictive,
+    )
+    return fit_key(spec.hash(), settings)
+
+
+def _cached_fit(
+    key: str, spec: Any, cache_dir: Any, compiledir: Any, t0: float
+) -> xr.DataTree | None:
+    """The stored fit of ``key`` with this call's bookkeeping attrs, or None."""
+    from ..inference.cache import compiled_kernels, load_fit
+
+    cached = load_fit(key, cache_dir)
+    if cached is None:
+        return None
+    log.info("reusing the cached fit %s of %s", key, spec.variant)
+    cached.attrs.update(
+        fit_reused=1,
+        fit_time=time.perf_counter() - t0,
+        compile_cache_found=len(compiled_kernels(compiledir)),
+        compile_cache_written=0,
+    )
+    return cached
+
+
+def _sample_with_groups(
+    spec: Any, scfg: SamplerConfig, groups: _Groups, cache_dir: Any, compiledir: Any
+) -> tuple[xr.DataTree, dict[str, int], int]:
+    """Build the graph, sample it and add the requested groups; returns the fit, the compiled
+    kernels found before sampling and how many the fit wrote."""
+    from ..inference.cache import compiled_kernels, kernels_written
+    from ..inference.sampling import sample
+    from .build import build_model
+
+    pm_model = build_model(spec)
+    log.info(
+        "fitting %s (%s, %d chains x %d draws)", spec.variant, scfg.name, scfg.chains, scfg.draws
+    )
+    kernels = compiled_kernels(compiledir)
+    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
+    prior_group = _log_prior(dt, pm_model, spec) if groups.log_prior else None
+    if isinstance(spec, CustomGraphSpec):
+        dt = spec.finish(dt, seed=scfg.seed, log_likelihood=groups.log_likelihood)
+    else:
+        dt = _add_trajectory_groups(dt, pm_model, spec, scfg.seed, groups)
+    if prior_group is not None:
+        dt["log_prior"] = xr.DataTree(prior_group)
+    written = kernels_written(kernels, compiled_kernels(compiledir))
+    log.info(
+        "compile cache %s: %d kernel(s) found there, %d written by this fit%s",
+        compiledir,
+        len(kernels),
+        written,
+        " (the model was compiled already)" if kernels and not written else "",
+    )
+    if not isinstance(spec, CustomGraphSpec):
+        dt = finish_fit(dt, spec)
+    return dt, kernels, written
+
+
+def _add_trajectory_groups(
+    dt: xr.DataTree, pm_model: Any, spec: ModelSpec, seed: int, groups: _Groups
+) -> xr.DataTree:
+    """The latent stage, log-likelihood and posterior predictive of a trajectory-study fit:
+    drawn in numpy for the models that integrate the stage out, else from the graph."""
+    from .latent import add_latent_groups, onset_predictive
+
+    if spec.integrates_stage:
+        t1 = time.perf_counter()
+        dt = add_latent_groups(
+            dt,
+            spec,
+            seed=seed,
+            log_likelihood=groups.log_likelihood,
+            posterior_predictive=groups.posterior_predictive,
+        )
+        log.info("latent stage drawn, log-likelihood and PPC: %.1f s", time.perf_counter() - t1)
+        return dt
+    if groups.log_likelihood:
+        import pymc as pm
+
+        # the rebuilt graph refuses start values (blocks._t50's, for the sampler only)
+        for rv in pm_model.rvs_to_initial_values:
+            pm_model.rvs_to_initial_values[rv] = None
+        dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
+    if groups.posterior_predictive:
+        dt = onset_predictive(dt, spec, seed=seed + 1)
     return dt
 
 

@@ -21,7 +21,8 @@ from scipy import stats
 from scipy.special import expit
 
 from ..data.schema import DAY, MODEL, RATER
-from .latent import _CUTS, _ordinal_draw
+from .config import MARGINAL_MODELS
+from .latent import STAGE_CUTS, ordinal_draw
 
 #: what is ranked by default: derived onset parameters, then the hyper-parameters
 DEFAULT_VARS = ("L", "k", "t50", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
@@ -58,7 +59,6 @@ def run_sbc(
     import simuk
 
     from ..data import simulate_study
-    from .fit import MARGINAL_MODELS
 
     if ds is None:
         ds = simulate_study(preset="small", seed=0)
@@ -126,7 +126,7 @@ def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Datas
     stage = traj + sig[:, None] * rng.standard_normal(traj.shape)
     sev, disc = get("severity"), get("discrimination")
     eta = stage[None] + sev[:, None, None]
-    y = 1.0 + _ordinal_draw(eta, np.broadcast_to(disc[:, None, None], eta.shape), _CUTS, rng)
+    y = 1.0 + ordinal_draw(eta, np.broadcast_to(disc[:, None, None], eta.shape), STAGE_CUTS, rng)
     y = np.where(np.isnan(rec.values), np.nan, y)
     out = ds.copy()
     out["recognition"] = rec.copy(data=y)

@@ -17,7 +17,6 @@ from scipy.special import expit
 from delusion_bayes.models.marginal import (
     MARGINAL_VAR,
     MODEL_DAY,
-    add_model_day_loglik,
     marginal_loglik,
     model_day_loglik,
     ordinal_terms,
@@ -169,8 +168,15 @@ def test_model_day_plumbing_matches_a_direct_integral(with_level):
 
             ref = grid_log_integral(log_f, mu, sig, n=100_001)
             np.testing.assert_allclose(da.values[0, k, j], ref, atol=2e-5)
-    out = add_model_day_loglik(dt)
-    assert MARGINAL_VAR in out["log_likelihood"].data_vars
+    assert da.name == MARGINAL_VAR
+
+
+def test_the_marginal_module_has_no_test_only_helper():
+    """Issue 32: ``add_model_day_loglik`` was used by tests only (the fits add the marginal
+    log-likelihood in :func:`delusion_bayes.models.latent.add_latent_groups`)."""
+    from delusion_bayes.models import marginal
+
+    assert not hasattr(marginal, "add_model_day_loglik")
 
 
 def test_a_fit_without_ratings_is_refused_by_name():
