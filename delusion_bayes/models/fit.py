@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,31 +50,23 @@ def fit(
     spec: ModelSpec | CustomGraphSpec | None = None,
     reuse: bool = False,
 ) -> xr.DataTree:
-    """Fit a Bayesian model of a trajectory study.
+    """Fit a Bayesian model of a trajectory study (``model``: ``joint``, ``onset``, ``rater`` or
+    ``disengagement``), or of a replay study with a ``spec`` from
+    :func:`delusion_bayes.models.replay.replay_model_spec`.
 
-    Parameters
-    ----------
-    ds, model
-        Trajectory study and ``joint``, ``onset``, ``rater`` or ``disengagement``; or a replay
-        study with a ``spec`` from :func:`delusion_bayes.models.replay.replay_model_spec`.
-    draws, tune, chains, sampler, seed, cores, target_accept, adaptation
-        NUTS settings; ``sampler`` is ``nutpie``, ``pymc`` or ``numpyro`` (falls back to
-        ``pymc`` with a warning when not installed); ``target_accept=None``: the model's own
-        (:data:`delusion_bayes.models.config.TARGET_ACCEPT`); ``adaptation`` (nutpie only):
-        ``diag`` or ``low_rank``.
-    priors, trajectory, cutpoints, group_terms, consensus
-        As in :func:`delusion_bayes.models.build_spec`.
-    log_likelihood, log_prior, posterior_predictive
-        Add these groups. ``log_likelihood`` holds ``y`` (one term per rating given the latent)
-        and, for the marginal models, ``y_model_day`` (:mod:`delusion_bayes.models.marginal`);
-        ``log_prior`` one ``(chain, draw)`` variable per top-level prior term
-        (:mod:`delusion_bayes.models.sensitivity`).
-    cache_dir, spec
-        Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``); a
-        ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
-    reuse
-        Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling; a hit
-        (``attrs["fit_reused"]``) is this call's fit bit for bit (``inference/cache.py``).
+    ``draws`` to ``adaptation``: NUTS settings; ``sampler`` is ``nutpie``, ``pymc`` or ``numpyro``
+    (``pymc``, with a warning, when not installed); ``target_accept=None``: the model's own
+    (:data:`delusion_bayes.models.config.TARGET_ACCEPT`); ``adaptation`` (nutpie only): ``diag``
+    or ``low_rank``. ``priors`` and ``trajectory`` to ``consensus``: as in
+    :func:`delusion_bayes.models.build_spec`. ``log_likelihood``, ``log_prior``,
+    ``posterior_predictive`` add these groups: ``log_likelihood`` holds ``y`` (one term per rating
+    given the latent) and, for the marginal models, ``y_model_day``
+    (:mod:`delusion_bayes.models.marginal`); ``log_prior`` one ``(chain, draw)`` variable per
+    top-level prior term (:mod:`delusion_bayes.models.sensitivity`). ``cache_dir``: the compile
+    cache's root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``); ``spec``: a
+    ready spec (then ``model``, ``priors`` and the variant arguments are ignored); ``reuse``: look
+    the fit up in ``<cache_dir>/fits`` first and store it there after sampling (a hit,
+    ``attrs["fit_reused"]``, is this call's fit bit for bit: ``inference/cache.py``).
 
     Returns an ``xarray.DataTree``: groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model``
     for the onset models, with the study's model coords), ``sample_stats``, ``log_likelihood``,
@@ -83,29 +75,7 @@ def fit(
     NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
     """
     from ..inference.cache import configure_pytensor_cache
-    from ..inference.config import check_sampler_settings
 
-    check_sampler_settings(
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        target_accept=target_accept,
-        cores=cores,
-        adaptation=adaptation,
-    )
-    compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
-    t0 = time.perf_counter()
-    target_accept = target_accept_for(spec.name if spec is not None else model, target_accept)
-    if spec is None:
-        spec = build_spec(
-            ds,
-            model,
-            priors,
-            trajectory=trajectory,
-            cutpoints=cutpoints,
-            group_terms=group_terms,
-            consensus=consensus,
-        )
     scfg = SamplerConfig(
         name=sampler,
         draws=draws,
@@ -117,22 +87,42 @@ def fit(
         seed=seed,
         progressbar=progressbar,
     )
+    _check_settings(scfg)
+    compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
+    t0 = time.perf_counter()
+    if spec is None:
+        variant = dict(trajectory=trajectory, cutpoints=cutpoints, group_terms=group_terms)
+        spec = build_spec(ds, model, priors, consensus=consensus, **variant)
+    scfg = replace(scfg, target_accept=target_accept_for(spec.name, target_accept))
     groups = _Groups(log_likelihood, log_prior, posterior_predictive)
     key = _fit_cache_key(spec, scfg, groups) if reuse else None
-    if key is not None and (cached := _cached_fit(key, spec, cache_dir, compiledir, t0)):
+    cached = _cached_fit(key, spec, cache_dir, compiledir, t0) if key is not None else None
+    if cached is not None:
         return cached
-    dt, kernels, written = _sample_with_groups(spec, scfg, groups, cache_dir, compiledir)
-    dt.attrs.update(
-        fit_time=time.perf_counter() - t0,
-        compile_cache_found=len(kernels),
-        compile_cache_written=written,
-        fit_reused=0,
-    )
+    dt = _sample_with_groups(spec, scfg, groups, cache_dir, compiledir, t0)
     if key is not None:
-        from ..inference.cache import save_fit
-
-        save_fit(dt, key, cache_dir)
+        _store_fit(dt, key, cache_dir)
     return dt
+
+
+def _check_settings(scfg: SamplerConfig) -> None:
+    """Reject impossible NUTS settings before anything compiles."""
+    from ..inference.config import check_sampler_settings
+
+    check_sampler_settings(
+        draws=scfg.draws,
+        tune=scfg.tune,
+        chains=scfg.chains,
+        target_accept=scfg.target_accept,
+        cores=scfg.cores,
+        adaptation=scfg.adaptation,
+    )
+
+
+def _store_fit(dt: xr.DataTree, key: str, cache_dir: Any) -> None:
+    from ..inference.cache import save_fit
+
+    save_fit(dt, key, cache_dir)
 
 
 @dataclass(frozen=True)
@@ -145,7 +135,8 @@ class _Groups:
 
 
 def _fit_cache_key(spec: Any, scfg: SamplerConfig, groups: _Groups) -> str:
-    """The key of this fit in ``<cache_dir>/fits`` (:func:`delusion_bayes.inference.cache.fit_key`)."""
+    """The key of this fit in ``<cache_dir>/fits``
+    (:func:`delusion_bayes.inference.cache.fit_key`)."""
     from ..inference.cache import fit_key
 
     settings = dict(
@@ -183,10 +174,10 @@ def _cached_fit(
 
 
 def _sample_with_groups(
-    spec: Any, scfg: SamplerConfig, groups: _Groups, cache_dir: Any, compiledir: Any
-) -> tuple[xr.DataTree, dict[str, int], int]:
-    """Build the graph, sample it and add the requested groups; returns the fit, the compiled
-    kernels found before sampling and how many the fit wrote."""
+    spec: Any, scfg: SamplerConfig, groups: _Groups, cache_dir: Any, compiledir: Any, t0: float
+) -> xr.DataTree:
+    """Build the graph, sample it and add the requested groups and the bookkeeping attrs
+    (``fit_time`` since ``t0``, compiled kernels found and written)."""
     from ..inference.cache import compiled_kernels, kernels_written
     from ..inference.sampling import sample
     from .build import build_model
@@ -214,7 +205,13 @@ def _sample_with_groups(
     )
     if not isinstance(spec, CustomGraphSpec):
         dt = finish_fit(dt, spec)
-    return dt, kernels, written
+    dt.attrs.update(
+        fit_time=time.perf_counter() - t0,
+        compile_cache_found=len(kernels),
+        compile_cache_written=written,
+        fit_reused=0,
+    )
+    return dt
 
 
 def _add_trajectory_groups(

@@ -100,7 +100,7 @@ def _prior_model(ds: xr.Dataset, model: str, var_names: Sequence[str]):
     from .spec import build_spec
 
     spec = build_spec(ds, model)
-    spec.data["t50_centred"] = np.ones(len(spec.coords["model"]), bool)
+    spec.data.t50_centred = np.ones(len(spec.coords["model"]), bool)
     pm_model = build_model(spec)
     unknown = [v for v in var_names if v not in pm_model.named_vars]
     if unknown:
