@@ -144,28 +144,43 @@ def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[st
     if gated["r_hat"].isna().any():
         reasons.append(f"R-hat not computable for {int(gated['r_hat'].isna().sum())} parameters")
     result = {
-        "passed": not reasons, "divergences": int(st["divergences"]), "max_rhat": max_rhat,
-        "min_ess": min_ess, "ebfmi_min": ebfmi_min, "treedepth_hits": int(st["treedepth_hits"]),
-        "n_parameters": int(len(table)), "n_failing": int((~table["pass"]).sum()),
+        "passed": not reasons,
+        "divergences": int(st["divergences"]),
+        "max_rhat": max_rhat,
+        "min_ess": min_ess,
+        "ebfmi_min": ebfmi_min,
+        "treedepth_hits": int(st["treedepth_hits"]),
+        "n_parameters": int(len(table)),
+        "n_failing": int((~table["pass"]).sum()),
         "reasons": reasons,
-        "thresholds": {"rhat_max": c.rhat_max, "ess_min": ess_min,
-                       "max_divergences": c.max_divergences, "ebfmi_min": c.ebfmi_min},
-    }  # fmt: skip
+        "thresholds": {
+            "rhat_max": c.rhat_max,
+            "ess_min": ess_min,
+            "max_divergences": c.max_divergences,
+            "ebfmi_min": c.ebfmi_min,
+        },
+    }
     label = getattr(dt, "attrs", {}).get("variant", "fit")
     if reasons:
         log.error("DIAGNOSTICS GATE FAILED for %s: %s", label, "; ".join(reasons))
         if c.fail_on_bad_fit:
             raise BadFitError(f"{label} failed the diagnostics gate: " + "; ".join(reasons))
     else:
-        log.info("diagnostics gate passed for %s (max R-hat %.3f, min ESS %.0f)", label, max_rhat,
-                 min_ess)  # fmt: skip
+        log.info(
+            "diagnostics gate passed for %s (max R-hat %.3f, min ESS %.0f)",
+            label,
+            max_rhat,
+            min_ess,
+        )
     return result
 
 
 def summary_table(
-    dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None,
+    dt: Any,
+    cfg: Any = None,
+    var_names: Sequence[str] | None = None,
     table: pd.DataFrame | None = None,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """``az.summary`` with the interval kind and probability set explicitly (ArviZ 1's default
     is an 89% ETI), model coords dropped (``az.summary`` cannot stack variables with different
     non-index coords). ``table``: this fit's :func:`diagnose` table, whose R-hat and ESS are
@@ -244,13 +259,18 @@ def loo_table(elpd: Any, name: str, unit: str | None = None) -> pd.DataFrame:
     k = np.asarray(elpd.pareto_k).ravel()
     good = float(getattr(elpd, "good_k", 0.7) or 0.7)
     row = {
-        "model": name, **({"unit": unit} if unit is not None else {}),
-        "elpd_loo": float(elpd.elpd), "se": float(elpd.se), "p_loo": float(elpd.p),
-        "n_data_points": int(elpd.n_data_points), "k_threshold": good,
-        "n_k_good": int(np.sum(k <= good)), "n_k_bad": int(np.sum((k > good) & (k <= 1))),
+        "model": name,
+        **({"unit": unit} if unit is not None else {}),
+        "elpd_loo": float(elpd.elpd),
+        "se": float(elpd.se),
+        "p_loo": float(elpd.p),
+        "n_data_points": int(elpd.n_data_points),
+        "k_threshold": good,
+        "n_k_good": int(np.sum(k <= good)),
+        "n_k_bad": int(np.sum((k > good) & (k <= 1))),
         "n_k_very_bad": int(np.sum(k > 1)),
         "max_k": float(np.nanmax(k)) if k.size else float("nan"),
-    }  # fmt: skip
+    }
     return pd.DataFrame([row])
 
 
@@ -263,8 +283,10 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
     if len(fits) < 2:
         raise ValueError(f"compare_fits needs at least two fits; got {list(fits)}")
     sizes = {k: v["log_likelihood"][var_name].sizes for k, v in fits.items()}
-    shapes = {k: tuple((d, n) for d, n in s.items() if d not in ("chain", "draw"))
-              for k, s in sizes.items()}  # fmt: skip
+    shapes = {
+        k: tuple((d, n) for d, n in s.items() if d not in ("chain", "draw"))
+        for k, s in sizes.items()
+    }
     if len(set(shapes.values())) > 1:
         raise ValueError(f"fits do not share the observations of {var_name!r}: {shapes}")
     with warnings.catch_warnings():
@@ -274,5 +296,15 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
     return df
 
 
-__all__ = ["BadFitError", "diagnose", "gate", "sampler_stats", "summary_table", "LOO_UNITS", "loo",
-           "loo_table", "loo_var", "compare_fits"]  # fmt: skip
+__all__ = [
+    "BadFitError",
+    "diagnose",
+    "gate",
+    "sampler_stats",
+    "summary_table",
+    "LOO_UNITS",
+    "loo",
+    "loo_table",
+    "loo_var",
+    "compare_fits",
+]

@@ -1,4 +1,5 @@
-"""``build_model(spec) -> pm.Model``: the graph of a :class:`~delusion_bayes.models.spec.ModelSpec`."""
+"""``build_model(spec) -> pm.Model``: the graph of a
+:class:`~delusion_bayes.models.spec.ModelSpec`."""
 
 from __future__ import annotations
 

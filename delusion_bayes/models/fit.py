@@ -253,8 +253,12 @@ def _log_prior(dt: xr.DataTree, pm_model: Any, spec: Any) -> xr.Dataset | None:
     try:
         ds = log_prior_dataset(dt, pm_model, prior_terms(pm_model, spec.priors))
     except Exception as err:  # noqa: BLE001 - a diagnostic's input must not cost the fit
-        log.warning("log prior of %s not computed (no sensitivity check): %s: %s",
-                    getattr(spec, "variant", spec.name), type(err).__name__, err)  # fmt: skip
+        log.warning(
+            "log prior of %s not computed (no sensitivity check): %s: %s",
+            getattr(spec, "variant", spec.name),
+            type(err).__name__,
+            err,
+        )
         return None
     log.info("log prior (%d terms): %.1f s", len(ds.data_vars), time.perf_counter() - t1)
     return ds
@@ -279,8 +283,14 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
             for dim in (OBS, OBS_LEVEL):
                 g = g.assign_coords(coords[dim]) if dim in g.dims else g
             dt[group] = xr.DataTree(g)
-    dt.attrs.update(model=spec.name, variant=spec.variant, trajectory=spec.trajectory,
-                    cutpoints=spec.cutpoints, group_terms=",".join(spec.group_terms),
-                    spec_hash=spec.hash(), n_days=int(spec.n_days),
-                    sampler=str(post.attrs.get("sampler", "")))  # fmt: skip
+    dt.attrs.update(
+        model=spec.name,
+        variant=spec.variant,
+        trajectory=spec.trajectory,
+        cutpoints=spec.cutpoints,
+        group_terms=",".join(spec.group_terms),
+        spec_hash=spec.hash(),
+        n_days=int(spec.n_days),
+        sampler=str(post.attrs.get("sampler", "")),
+    )
     return dt

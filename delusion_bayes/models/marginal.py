@@ -184,9 +184,16 @@ def _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng=None):
     return out.reshape(lead), (out_s.reshape(lead) if rng is not None else None)
 
 
-def marginal_loglik(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.ndarray,
-                    sigma: np.ndarray, n_nodes: int = DEFAULT_NODES) -> np.ndarray:  # fmt: skip
-    """``log int prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)] N(s; mu, sigma) ds``.
+def marginal_loglik(
+    alpha: np.ndarray,
+    a0: np.ndarray,
+    b0: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    n_nodes: int = DEFAULT_NODES,
+) -> np.ndarray:
+    """``log int prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)]
+    N(s; mu, sigma) ds``.
 
     ``alpha, a0, b0``: ``(..., n_groups, n_terms)``, one ordinal observation of the group's
     latent per term (``a0 = +OPEN`` for the lowest category, ``b0 = -OPEN`` for the highest;
@@ -196,9 +203,15 @@ def marginal_loglik(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.nd
     return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes)[0]
 
 
-def sample_latent(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.ndarray,
-                  sigma: np.ndarray, rng: np.random.Generator,
-                  n_nodes: int = DEFAULT_NODES) -> np.ndarray:  # fmt: skip
+def sample_latent(
+    alpha: np.ndarray,
+    a0: np.ndarray,
+    b0: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    rng: np.random.Generator,
+    n_nodes: int = DEFAULT_NODES,
+) -> np.ndarray:
     """One draw of each latent ``s`` from its conditional posterior, the integrand of
     :func:`marginal_loglik` (same arguments): a node by inverse CDF of the quadrature weights,
     then uniform within its cell (exact up to that piecewise-constant interpolation).

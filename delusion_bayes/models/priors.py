@@ -115,7 +115,8 @@ def _check(name: str, spec: Mapping[str, Any]) -> None:
     dist = spec.get("dist")
     if dist not in DISTRIBUTIONS:
         raise ValueError(
-            f"prior {name!r}: distribution {dist!r} not supported; use one of {sorted(DISTRIBUTIONS)}"
+            f"prior {name!r}: distribution {dist!r} not supported; "
+            f"use one of {sorted(DISTRIBUTIONS)}"
         )
     args = {k for k in spec if k != "dist"}
     expected = set(DISTRIBUTIONS[dist])

@@ -6,7 +6,8 @@ rater ``r`` and quadrature node ``q``,
 .. math::
 
     \\ell_{urq} = -\\operatorname{softplus}(-a_{urq}) - \\operatorname{softplus}(b_{urq}),
-    \\quad a = d_r (s_{uq} + \\delta_r - c^{lo}_{ur}),\\quad b = d_r (s_{uq} + \\delta_r - c^{hi}_{ur})
+    \\quad a = d_r (s_{uq} + \\delta_r - c^{lo}_{ur}),
+    \\quad b = d_r (s_{uq} + \\delta_r - c^{hi}_{ur})
 
 summed over raters (the ``s``-dependent part of ``log(sigmoid(a) - sigmoid(b))``), the only
 ``U x R x Q`` part of the model. Why by hand: as a PyTensor graph each term costs four

@@ -76,10 +76,16 @@ from .replay_posterior import (
 )
 
 __all__ = [
-    "REPLAY_PRIORS", "ReplayModelSpec", "build_replay_model", "finish_replay_fit",
-    "fit_replay_model", "replay_model_spec", "replay_posterior_contrasts",
-    "replay_posterior_prevalence", "reported_replay_vars",
-]  # fmt: skip
+    "REPLAY_PRIORS",
+    "ReplayModelSpec",
+    "build_replay_model",
+    "finish_replay_fit",
+    "fit_replay_model",
+    "replay_model_spec",
+    "replay_posterior_contrasts",
+    "replay_posterior_prevalence",
+    "reported_replay_vars",
+]
 
 #: default priors (logit scale) in one table
 REPLAY_PRIORS: dict[str, dict[str, Any]] = {
@@ -134,8 +140,13 @@ class ReplayModelSpec:
     def hash(self) -> str:
         """Hash of everything that shapes the compiled graph (the compile cache's key)."""
         h = hashlib.sha256()
-        meta = {"model": "replay_prevalence", "level": self.level, "coords": self.coords,
-                "priors": self.priors, "single_level": self.single_level}  # fmt: skip
+        meta = {
+            "model": "replay_prevalence",
+            "level": self.level,
+            "coords": self.coords,
+            "priors": self.priors,
+            "single_level": self.single_level,
+        }
         h.update(json.dumps(meta, sort_keys=True, default=str).encode())
         h.update(pd.util.hash_pandas_object(self.cells, index=True).to_numpy().tobytes())
         h.update(np.ascontiguousarray(self.effect_group).tobytes())
@@ -309,16 +320,34 @@ def _design(spec: ReplayModelSpec) -> dict[str, Any]:
     conv_part = conv_part.reindex(range(n_c)).to_numpy().astype(np.int64)
     conv_per_part = np.bincount(conv_part, minlength=n_p).astype(float)
     return {
-        "n_m": n_m, "n_e": n_e, "n_g": n_g, "n_p": n_p, "n_c": n_c, "me": me, "mg": mg,
-        "conv": conv, "n": n, "y": y, "depth": depth, "prior": prior, "depth_bar": depth_bar,
-        "prior_bar": prior_bar, "group_of_me": group_of_me, "conv_part": conv_part,
+        "n_m": n_m,
+        "n_e": n_e,
+        "n_g": n_g,
+        "n_p": n_p,
+        "n_c": n_c,
+        "me": me,
+        "mg": mg,
+        "conv": conv,
+        "n": n,
+        "y": y,
+        "depth": depth,
+        "prior": prior,
+        "depth_bar": depth_bar,
+        "prior_bar": prior_bar,
+        "group_of_me": group_of_me,
+        "conv_part": conv_part,
         "conv_per_part": conv_per_part,
-    }  # fmt: skip
+    }
 
 
-def to_sampling_coordinates(spec: ReplayModelSpec, theta: np.ndarray, beta: np.ndarray,
-                            gamma: np.ndarray, u_participant: np.ndarray,
-                            u_conversation: np.ndarray) -> dict[str, np.ndarray]:  # fmt: skip
+def to_sampling_coordinates(
+    spec: ReplayModelSpec,
+    theta: np.ndarray,
+    beta: np.ndarray,
+    gamma: np.ndarray,
+    u_participant: np.ndarray,
+    u_conversation: np.ndarray,
+) -> dict[str, np.ndarray]:
     """``theta_centred`` and the zero-sum ``conversation_total`` of the docstring's parameters:
     the inverse of the graph's deterministic ``theta`` and ``u_conversation``."""
     d = _design(spec)
@@ -465,13 +494,22 @@ def build_reference_model(spec: ReplayModelSpec):
 def fit_replay_model(
     ds: xr.Dataset,
     level: str = "code",
-    draws: int = 500, tune: int = 300, chains: int = 2, seed: int = 0, sampler: str = "nutpie",
-    target_accept: float = 0.9, cores: int = 2,
-    depth_bins: int = 4, prior_bins: int = 3, baseline: str = ORIGINAL,
+    draws: int = 500,
+    tune: int = 300,
+    chains: int = 2,
+    seed: int = 0,
+    sampler: str = "nutpie",
+    target_accept: float = 0.9,
+    cores: int = 2,
+    depth_bins: int = 4,
+    prior_bins: int = 3,
+    baseline: str = ORIGINAL,
     priors: dict[str, dict[str, Any]] | None = None,
-    cache_dir: str | Path | None = None, reuse: bool = False, progressbar: bool = False,
+    cache_dir: str | Path | None = None,
+    reuse: bool = False,
+    progressbar: bool = False,
     adaptation: str = "diag",
-) -> xr.DataTree:  # fmt: skip
+) -> xr.DataTree:
     """Fit the hierarchical prevalence model through :func:`delusion_bayes.models.fit` (spec:
     :func:`replay_model_spec`).
 
@@ -483,6 +521,18 @@ def fit_replay_model(
     from .fit import fit
 
     spec = replay_model_spec(ds, level, depth_bins, prior_bins, baseline, priors)
-    return fit(ds, spec=spec, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler,
-               target_accept=target_accept, cores=cores, cache_dir=cache_dir, reuse=reuse,
-               progressbar=progressbar, adaptation=adaptation)  # fmt: skip
+    return fit(
+        ds,
+        spec=spec,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        seed=seed,
+        sampler=sampler,
+        target_accept=target_accept,
+        cores=cores,
+        cache_dir=cache_dir,
+        reuse=reuse,
+        progressbar=progressbar,
+        adaptation=adaptation,
+    )

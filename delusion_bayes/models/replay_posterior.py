@@ -204,13 +204,26 @@ def replay_posterior_contrasts(
             for j, lab in enumerate(da[dim].values):
                 x = stacked[:, i, j]
                 entry = {"model": mname, "level": level, "label": str(lab)}
-                rows.append({**entry, "quantity": "prevalence", "mean": float(np.mean(x)),
-                             **_bounds(x, ci_prob), "prob_below_zero": np.nan})  # fmt: skip
+                rows.append(
+                    {
+                        **entry,
+                        "quantity": "prevalence",
+                        "mean": float(np.mean(x)),
+                        **_bounds(x, ci_prob),
+                        "prob_below_zero": np.nan,
+                    }
+                )
                 if baseline in models and mname != baseline:
                     d = x - stacked[:, models.index(baseline), j]
-                    rows.append({**entry, "quantity": "delta", "mean": float(np.mean(d)),
-                                 **_bounds(d, ci_prob),
-                                 "prob_below_zero": float(np.mean(d < 0))})  # fmt: skip
+                    rows.append(
+                        {
+                            **entry,
+                            "quantity": "delta",
+                            "mean": float(np.mean(d)),
+                            **_bounds(d, ci_prob),
+                            "prob_below_zero": float(np.mean(d < 0)),
+                        }
+                    )
     out = pd.DataFrame(rows)
     out["ci_prob"] = ci_prob
     return out
@@ -241,8 +254,9 @@ def replay_loglik(tree: xr.DataTree, spec: Any) -> xr.Dataset:
         {"y": (("chain", "draw"), out.reshape(n_chain, n_draw))},
         coords={"chain": post["chain"].values, "draw": post["draw"].values},
     )
-    ds.attrs["description"] = ("binomial log-likelihood of all cells per draw: the input of "
-                               "the likelihood power-scaling")  # fmt: skip
+    ds.attrs["description"] = (
+        "binomial log-likelihood of all cells per draw: the input of the likelihood power-scaling"
+    )
     return ds
 
 
@@ -250,8 +264,11 @@ def reported_replay_vars(tree: xr.DataTree) -> tuple[list[str], list[str]]:
     """``(parameters, prevalences)``: the posterior variables the replay fit reports (not the
     per-cluster effects; the gate is on the prevalences)."""
     post = tree["posterior"]
-    params = [v for v in ("theta", "beta_depth", "gamma_prior", "sigma_conversation",
-                          "sigma_participant") if v in post.data_vars]  # fmt: skip
+    params = [
+        v
+        for v in ("theta", "beta_depth", "gamma_prior", "sigma_conversation", "sigma_participant")
+        if v in post.data_vars
+    ]
     prevalences = [v for v in ("category_prevalence", "prevalence") if v in post.data_vars]
     return params, prevalences
 
@@ -275,12 +292,17 @@ def finish_replay_fit(
     tree["posterior"] = xr.DataTree(post)
     params, prevalences = reported_replay_vars(tree)
     tree.attrs.update(
-        model="replay_prevalence", level=spec.level, seed=int(seed), n_cells=int(spec.n_cells),
+        model="replay_prevalence",
+        level=spec.level,
+        seed=int(seed),
+        n_cells=int(spec.n_cells),
         sampler=str(tree["posterior"].attrs.get("sampler", "")),
-        n_rows=int(spec.cells["n"].sum()), depth_center=DEPTH_CENTER, depth_unit=DEPTH_UNIT,
+        n_rows=int(spec.cells["n"].sum()),
+        depth_center=DEPTH_CENTER,
+        depth_unit=DEPTH_UNIT,
         clustering_levels="cluster" if spec.single_level else "participant/conversation",
         divergences=int(tree["sample_stats"]["diverging"].sum()),
-    )  # fmt: skip
+    )
     for suffix, names in (("", params), ("_prevalence", prevalences)):
         diag = diagnose(tree, var_names=names)
         tree.attrs[f"max_rhat{suffix}"] = float(diag["r_hat"].max())

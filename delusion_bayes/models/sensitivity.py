@@ -45,8 +45,11 @@ def prior_terms(pm_model: Any, prior_keys: Collection[str]) -> list[str]:
         or (rv.name == "log_disc_shared" and "log_disc" in keys)
         or (str(rv.name).startswith("sd_") and "group_sd" in keys)
     ]
-    out += [str(p.name) for p in pm_model.potentials
-            if str(p.name).endswith("_prior") and str(p.name).removesuffix("_prior") in keys]  # fmt: skip
+    out += [
+        str(p.name)
+        for p in pm_model.potentials
+        if str(p.name).endswith("_prior") and str(p.name).removesuffix("_prior") in keys
+    ]
     return out
 
 
@@ -77,8 +80,10 @@ def log_prior_dataset(
     else:
         unknown = [n for n in var_names if n not in umodel.named_vars and n not in pots]
         if unknown:
-            raise ValueError(f"log_prior_dataset: {unknown} are neither free variables nor "
-                             f"Potentials of the model")  # fmt: skip
+            raise ValueError(
+                f"log_prior_dataset: {unknown} are neither free variables nor "
+                f"Potentials of the model"
+            )
         rvs = [umodel.named_vars[n] for n in var_names if n not in pots]
         pot_names = [n for n in var_names if n in pots]
     names = [str(rv.name) for rv in rvs] + pot_names
@@ -87,8 +92,9 @@ def log_prior_dataset(
     terms += umodel.replace_rvs_by_values([pots[n] for n in pot_names])
     values = set(umodel.value_vars)
     inputs = list(dict.fromkeys(v for v in graph_inputs(terms) if v in values))
-    batched = [pt.tensor(name=v.name, dtype=v.type.dtype, shape=(None, *v.type.shape))
-               for v in inputs]  # fmt: skip
+    batched = [
+        pt.tensor(name=v.name, dtype=v.type.dtype, shape=(None, *v.type.shape)) for v in inputs
+    ]
     vec = vectorize_graph(terms, replace=dict(zip(inputs, batched, strict=True)))
     fn = pytensor.function(batched, vec, mode="FAST_COMPILE", on_unused_input="ignore")
     post = dt["posterior"].to_dataset()
@@ -99,10 +105,15 @@ def log_prior_dataset(
         args.append(da.values.reshape((n_chain * n_draw, *da.shape[2:])).astype(v.type.dtype))
     out = fn(*args) if terms else []
     ds = xr.Dataset(
-        {n: (("chain", "draw"), np.broadcast_to(np.asarray(o, float), (n_chain * n_draw,))
-             .reshape(n_chain, n_draw)) for n, o in zip(names, out, strict=True)},
+        {
+            n: (
+                ("chain", "draw"),
+                np.broadcast_to(np.asarray(o, float), (n_chain * n_draw,)).reshape(n_chain, n_draw),
+            )
+            for n, o in zip(names, out, strict=True)
+        },
         coords={"chain": post["chain"].values, "draw": post["draw"].values},
-    )  # fmt: skip
+    )
     ds.attrs["description"] = (
         "log prior per term (free variables at their constrained values, no transform "
         "Jacobian), each summed over its elements; the terms power-scaling scales "
@@ -147,9 +158,12 @@ def reported_vars(dt: xr.DataTree, var_names: Sequence[str] | None = None) -> li
 
 
 def sensitivity_table(
-    dt: xr.DataTree, var_names: Sequence[str] | None = None, *, threshold: float = THRESHOLD,
+    dt: xr.DataTree,
+    var_names: Sequence[str] | None = None,
+    *,
+    threshold: float = THRESHOLD,
     likelihood: str | None = None,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Prior and likelihood power-scaling sensitivity per parameter, with priorsense's verdict.
 
     ``dt`` needs ``posterior``, ``log_prior`` and ``log_likelihood`` groups; ``var_names``
@@ -171,15 +185,19 @@ def sensitivity_table(
         )
     like = likelihood or likelihood_var(dt)
     if like is None or "log_likelihood" not in dt.children:
-        raise ValueError("sensitivity_table needs a log_likelihood group with one variable "
-                         f"to scale; the fit has {sorted(dt.children)}")  # fmt: skip
+        raise ValueError(
+            "sensitivity_table needs a log_likelihood group with one variable "
+            f"to scale; the fit has {sorted(dt.children)}"
+        )
     names = reported_vars(dt, var_names)
     post = dt["posterior"].to_dataset().reset_coords(drop=True)[names]
-    tree = xr.DataTree.from_dict({
-        "posterior": post,
-        "log_prior": dt["log_prior"].to_dataset(),
-        "log_likelihood": dt["log_likelihood"].to_dataset()[[like]].reset_coords(drop=True),
-    })  # fmt: skip
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": post,
+            "log_prior": dt["log_prior"].to_dataset(),
+            "log_likelihood": dt["log_likelihood"].to_dataset()[[like]].reset_coords(drop=True),
+        }
+    )
     # psense_summary logs a WARNING with a link whenever it flags anything; a never-turner's
     # t50 is always flagged, so the verdict column carries the news instead
     alog = logging.getLogger("arviz_stats.psense")
@@ -195,8 +213,11 @@ def sensitivity_table(
     df["verdict"] = df["diagnosis"].map(VERDICTS).fillna("-")
     df["threshold"] = float(threshold)
     df = df[["parameter", "variable", "prior", "likelihood", "diagnosis", "verdict", "threshold"]]
-    df.attrs.update(likelihood=like, prior_terms=list(dt["log_prior"].data_vars),
-                    seconds=time.perf_counter() - t0)  # fmt: skip
+    df.attrs.update(
+        likelihood=like,
+        prior_terms=list(dt["log_prior"].data_vars),
+        seconds=time.perf_counter() - t0,
+    )
     return df
 
 
@@ -242,12 +263,21 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
         fig, ax = plt.subplots(figsize=(5.2, 4.2))
         ok = df["verdict"] == "-"
         ax.scatter(x[ok], y[ok], s=14, color="#9a9a9a", marker="o", label="-", zorder=2)
-        for verdict, marker, color in (("weak likelihood", "v", "#000000"),
-                                       ("prior-data conflict", "D", ACCENT)):  # fmt: skip
+        for verdict, marker, color in (
+            ("weak likelihood", "v", "#000000"),
+            ("prior-data conflict", "D", ACCENT),
+        ):
             sel = df["verdict"] == verdict
             if sel.any():
-                ax.scatter(x[sel], y[sel], s=22, marker=marker, color=color, zorder=3,
-                           label=f"{verdict} ({int(sel.sum())})")  # fmt: skip
+                ax.scatter(
+                    x[sel],
+                    y[sel],
+                    s=22,
+                    marker=marker,
+                    color=color,
+                    zorder=3,
+                    label=f"{verdict} ({int(sel.sum())})",
+                )
         ax.set(xscale="log", yscale="log")
         ax.set_xlim(left=min(x.min(), thr) / 1.3)
         ax.set_ylim(bottom=min(y.min(), thr) / 1.3)
@@ -262,17 +292,33 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
         flagged_rows = df[~ok].assign(_x=x[~ok], _w=df["verdict"] != "weak likelihood")
         flagged_rows = flagged_rows.sort_values(["_w", "_x"], ascending=[True, False])
         for _, r in flagged_rows.head(MAX_LABELS).iterrows():
-            ax.annotate(short_label(r["parameter"]), (max(r["prior"], floor), max(r["likelihood"], floor)),
-                        fontsize=6, xytext=(3, 2), textcoords="offset points")  # fmt: skip
-        ax.set(xlabel=f"prior sensitivity (CJS; threshold {thr:g})",
-               ylabel="likelihood sensitivity (CJS)",
-               title=title or "Power-scaling sensitivity")  # fmt: skip
+            ax.annotate(
+                short_label(r["parameter"]),
+                (max(r["prior"], floor), max(r["likelihood"], floor)),
+                fontsize=6,
+                xytext=(3, 2),
+                textcoords="offset points",
+            )
+        ax.set(
+            xlabel=f"prior sensitivity (CJS; threshold {thr:g})",
+            ylabel="likelihood sensitivity (CJS)",
+            title=title or "Power-scaling sensitivity",
+        )
         ax.legend(loc="lower left")
         fig.tight_layout()
     return fig
 
 
 __all__ = [
-    "MAX_LABELS", "THRESHOLD", "VERDICTS", "flagged", "likelihood_var", "log_prior_dataset",
-    "noise_floor", "plot_sensitivity", "prior_terms", "reported_vars", "sensitivity_table",
-]  # fmt: skip
+    "MAX_LABELS",
+    "THRESHOLD",
+    "VERDICTS",
+    "flagged",
+    "likelihood_var",
+    "log_prior_dataset",
+    "noise_floor",
+    "plot_sensitivity",
+    "prior_terms",
+    "reported_vars",
+    "sensitivity_table",
+]

@@ -416,10 +416,15 @@ def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int)
         level[np.searchsorted(md, lv_keys)] = np.asarray(data["level"], np.int64)
     interior = (y > 0) & (y < n_cut)
     return {
-        "md_model": (md // n_days).astype(np.int64), "md_day": (md % n_days).astype(np.int64),
-        "md_lo": lo, "md_hi": hi, "md_rating": rating, "md_end": end, "md_level": level,
+        "md_model": (md // n_days).astype(np.int64),
+        "md_day": (md % n_days).astype(np.int64),
+        "md_lo": lo,
+        "md_hi": hi,
+        "md_rating": rating,
+        "md_end": end,
+        "md_level": level,
         "n_interior": np.bincount(r[interior], minlength=n_raters).astype(float),
-    }  # fmt: skip
+    }
 
 
 def _recognition(ds: xr.Dataset) -> xr.DataArray:
@@ -474,8 +479,9 @@ def _disengagement_levels(ds: xr.Dataset, rec: xr.DataArray):
     return m.astype(np.int64), t.astype(np.int64), (a[m, t] + b[m, t]).astype(np.int64)
 
 
-#: consecutive rated days on which the median rating must be >= STAGE_MIDPOINT for a model to count as
-#: turned (and, on the first days, as turned from the start) when the graph's geometry is chosen
+#: consecutive rated days on which the median rating must be >= STAGE_MIDPOINT for a model to
+#: count as turned (and, on the first days, as turned from the start) when the graph's geometry
+#: is chosen
 TURN_RUN: int = 2
 
 
@@ -484,11 +490,12 @@ def onset_geometry(med: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     which models have their t50 sampled centred, and which of those from the first day
     (:func:`delusion_bayes.models.blocks._t50`; geometry only, the same model).
 
-    Turned: the median is >= :data:`~delusion_bayes.data.schema.STAGE_MIDPOINT` on :data:`TURN_RUN` consecutive rated days; early: on the
-    first ``TURN_RUN`` rated days. One day is not enough: a never-turner whose raters split
-    2/3 on day 1 (2 or 4 raters, common in small studies) read as "turned from day 1", whose
-    geometry (t50 before the first day) then fought its flat ratings: 33 divergences in the
-    disengagement model on 4 paper-roster chatbots (docs/models.md). paper_like, ``null``,
+    Turned: the median is >= :data:`~delusion_bayes.data.schema.STAGE_MIDPOINT` on
+    :data:`TURN_RUN` consecutive rated days; early: on the first ``TURN_RUN`` rated days. One
+    day is not enough: a never-turner whose raters split 2/3 on day 1 (2 or 4 raters, common in
+    small studies) read as "turned from day 1", whose geometry (t50 before the first day) then
+    fought its flat ratings: 33 divergences in the disengagement model on 4 paper-roster
+    chatbots (docs/models.md). paper_like, ``null``,
     ``small`` and the template classify every model as before.
     """
     turned, early = np.zeros(len(med), bool), np.zeros(len(med), bool)

@@ -27,8 +27,16 @@ def _done_when_fit(ds, model: str):
     log-likelihood and posterior predictive, which the checks here do not use)."""
     from delusion_bayes.models import fit
 
-    return fit(ds, model=model, draws=500, tune=500, chains=2, seed=1, log_likelihood=False,
-               posterior_predictive=False)  # fmt: skip
+    return fit(
+        ds,
+        model=model,
+        draws=500,
+        tune=500,
+        chains=2,
+        seed=1,
+        log_likelihood=False,
+        posterior_predictive=False,
+    )
 
 
 @pytest.fixture(scope="module")
