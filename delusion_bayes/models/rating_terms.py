@@ -159,7 +159,6 @@ def _make_op():
     """Build the :class:`RatingTerms` Op class and register its numba implementation, once
     (PyTensor is imported only here and in :func:`_contract_partials_op`)."""
     import pytensor.tensor as pt
-    from pytensor.gradient import DisconnectedType
     from pytensor.graph.basic import Apply
     from pytensor.graph.op import Op
     from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
@@ -193,19 +192,7 @@ def _make_op():
             return [(n_u, n_q), (n_u, n_q), (n_u, n_r, n_q), (n_u, n_r, n_q)]
 
         def pullback(self, inputs, outputs, cotangents):
-            # the partials are this node's own outputs: no second pass over the terms
-            _, dll_ds, j_sev, j_disc = outputs
-            g = cotangents[0]
-            for extra in cotangents[1:]:
-                if not isinstance(extra.type, DisconnectedType):
-                    raise NotImplementedError(
-                        "RatingTerms: only its first output is differentiable"
-                    )
-            if isinstance(g.type, DisconnectedType):
-                g = pt.zeros_like(dll_ds)
-            g_sev, g_disc = contract_op(g, j_sev, j_disc)
-            # the category bounds are data
-            return [g * dll_ds, g_sev, g_disc, DisconnectedType()(), DisconnectedType()()]
+            return _pullback(outputs, cotangents, contract_op)
 
         def connection_pattern(self, node):
             # every output depends on s, severity and disc (so a second derivative reaches the
@@ -223,6 +210,23 @@ def _make_op():
         return rating_terms, _KERNEL_VERSION
 
     return RatingTerms
+
+
+def _pullback(outputs, cotangents, contract_op):
+    """The pullback of ``RatingTerms``: its partials are the node's own outputs (no second pass
+    over the terms); only its first output is differentiable; the category bounds are data."""
+    import pytensor.tensor as pt
+    from pytensor.gradient import DisconnectedType
+
+    _, dll_ds, j_sev, j_disc = outputs
+    g = cotangents[0]
+    for extra in cotangents[1:]:
+        if not isinstance(extra.type, DisconnectedType):
+            raise NotImplementedError("RatingTerms: only its first output is differentiable")
+    if isinstance(g.type, DisconnectedType):
+        g = pt.zeros_like(dll_ds)
+    g_sev, g_disc = contract_op(g, j_sev, j_disc)
+    return [g * dll_ds, g_sev, g_disc, DisconnectedType()(), DisconnectedType()()]
 
 
 @functools.cache

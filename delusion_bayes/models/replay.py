@@ -180,7 +180,6 @@ def replay_model_spec(
     models = [str(m) for m in ds[MODEL].values]
     codes = [str(c) for c in ds[CODE].values]
     cats = [str(c) if str(c) != NO_CATEGORY else UNCATEGORISED for c in ds[CATEGORY].values]
-    groups = list(dict.fromkeys(cats))
     if baseline in models:
         conv, index, ctx = (ds[c].values for c in ("conversation", "index", "context_depth"))
         prior = prior_content_array(hit[:, models.index(baseline)], conv, index, ctx)
@@ -195,8 +194,7 @@ def replay_model_spec(
     if baseline in models:
         s_i, m_i, k_i = _first_baseline_rows(ds, models.index(baseline), n_k, s_i, m_i, k_i)
     pr = prior[s_i, k_i]
-    effects = codes if level == "code" else groups
-    e_i = k_i if level == "code" else np.array([groups.index(cats[k]) for k in k_i], dtype=np.int64)
+    effects, e_i, effect_group = _effects(level, codes, cats, k_i)
     long = pd.DataFrame(
         {
             "conversation": conv_codes[s_i],
@@ -210,16 +208,12 @@ def replay_model_spec(
         }
     )
     cells, conv_part = _binned_cells(long, part_codes, conv_codes)
-    if level == "code":
-        effect_group = np.array([groups.index(c) for c in cats], dtype=np.int64)
-    else:
-        effect_group = np.arange(len(groups), dtype=np.int64)
     coords = {
         "participant": [str(p) for p in part_names],
         "conversation": [str(c) for c in conv_names],
         MODEL: models,
         "effect": effects,
-        "group": groups,
+        "group": list(dict.fromkeys(cats)),
     }
     # one level when conversations and participants are the same units (one-to-one)
     single = len(part_names) == len(conv_names) and (
@@ -240,6 +234,16 @@ def _binned_cells(long: pd.DataFrame, part_codes: np.ndarray, conv_codes: np.nda
     conv_part = pd.Series(part_codes).groupby(conv_codes).first().sort_index().to_numpy()
     cells["participant"] = conv_part[cells["conversation"].to_numpy()]
     return cells, conv_part
+
+
+def _effects(level: str, codes: list[str], cats: list[str], k_i: np.ndarray):
+    """The effects (``code``: the codes; ``category``: the code groups), the effect of each row
+    with code ``k_i``, and each effect's group index."""
+    groups = list(dict.fromkeys(cats))
+    if level == "code":
+        return codes, k_i, np.array([groups.index(c) for c in cats], dtype=np.int64)
+    e_i = np.array([groups.index(cats[k]) for k in k_i], dtype=np.int64)
+    return groups, e_i, np.arange(len(groups), dtype=np.int64)
 
 
 def _check_replay_inputs(ds: xr.Dataset, level: str) -> None:

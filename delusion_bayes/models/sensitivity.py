@@ -8,9 +8,10 @@ ratings twice).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,7 +66,6 @@ def log_prior_dataset(
     """
     import pytensor
     import pytensor.tensor as pt
-    from pymc.distributions.continuous import FlatRV
     from pymc.model.transform.conditioning import remove_value_transforms
     from pytensor.graph.replace import vectorize_graph
     from pytensor.graph.traversal import graph_inputs
@@ -74,18 +74,7 @@ def log_prior_dataset(
         pm_model.rvs_to_initial_values[rv] = None
     umodel = remove_value_transforms(pm_model)
     pots = {str(p.name): p for p in umodel.potentials}
-    if var_names is None:
-        rvs = [rv for rv in umodel.free_RVs if not isinstance(rv.owner.op, FlatRV)]
-        pot_names = [n for n in pots if n.endswith("_prior")]
-    else:
-        unknown = [n for n in var_names if n not in umodel.named_vars and n not in pots]
-        if unknown:
-            raise ValueError(
-                f"log_prior_dataset: {unknown} are neither free variables nor "
-                f"Potentials of the model"
-            )
-        rvs = [umodel.named_vars[n] for n in var_names if n not in pots]
-        pot_names = [n for n in var_names if n in pots]
+    rvs, pot_names = _prior_terms_of(umodel, pots, var_names)
     names = [str(rv.name) for rv in rvs] + pot_names
     terms = [t.sum() for t in umodel.logp(vars=rvs, sum=False)] if rvs else []
     # a Potential is written in terms of the random variables: evaluate it at their values
@@ -122,6 +111,23 @@ def log_prior_dataset(
     return ds
 
 
+def _prior_terms_of(umodel: Any, pots: dict[str, Any], var_names: Sequence[str] | None):
+    """The free variables and the ``*_prior`` Potentials whose log density
+    :func:`log_prior_dataset` evaluates (``var_names``, checked, or its default)."""
+    from pymc.distributions.continuous import FlatRV
+
+    if var_names is None:
+        rvs = [rv for rv in umodel.free_RVs if not isinstance(rv.owner.op, FlatRV)]
+        return rvs, [n for n in pots if n.endswith("_prior")]
+    unknown = [n for n in var_names if n not in umodel.named_vars and n not in pots]
+    if unknown:
+        raise ValueError(
+            f"log_prior_dataset: {unknown} are neither free variables nor Potentials of the model"
+        )
+    rvs = [umodel.named_vars[n] for n in var_names if n not in pots]
+    return rvs, [n for n in var_names if n in pots]
+
+
 def likelihood_var(dt: xr.DataTree) -> str | None:
     """The ``log_likelihood`` variable power-scaling scales (module docstring), or None."""
     if "log_likelihood" not in dt.children:
@@ -155,6 +161,20 @@ def reported_vars(dt: xr.DataTree, var_names: Sequence[str] | None = None) -> li
         and _REPORTED_AS.get(str(name)) not in post.data_vars
         and np.isfinite(da.values).all()
     ]
+
+
+@contextlib.contextmanager
+def quiet_psense() -> Iterator[None]:
+    """Silence ``arviz_stats.psense`` below ERROR inside the block: ``psense_summary`` logs a
+    WARNING with a link whenever it flags anything; a never-turner's t50 is always flagged, so
+    the verdict column carries the news instead."""
+    alog = logging.getLogger("arviz_stats.psense")
+    level = alog.level
+    alog.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        alog.setLevel(level)
 
 
 def sensitivity_table(
@@ -198,15 +218,8 @@ def sensitivity_table(
             "log_likelihood": dt["log_likelihood"].to_dataset()[[like]].reset_coords(drop=True),
         }
     )
-    # psense_summary logs a WARNING with a link whenever it flags anything; a never-turner's
-    # t50 is always flagged, so the verdict column carries the news instead
-    alog = logging.getLogger("arviz_stats.psense")
-    level = alog.level
-    alog.setLevel(logging.ERROR)
-    try:
+    with quiet_psense():
         df = psense_summary(tree, var_names=names, threshold=threshold, round_to=4)
-    finally:
-        alog.setLevel(level)
     df = df.reset_index().rename(columns={"index": "parameter"})
     df["parameter"] = [str(p).replace(", ", ",") for p in df["parameter"]]  # as diagnostics.csv
     df.insert(1, "variable", [p.split("[")[0] for p in df["parameter"]])
@@ -319,6 +332,7 @@ __all__ = [
     "noise_floor",
     "plot_sensitivity",
     "prior_terms",
+    "quiet_psense",
     "reported_vars",
     "sensitivity_table",
 ]

@@ -15,7 +15,6 @@ unreliable and the row says "refit needed" instead of a verdict.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -23,7 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .sensitivity import THRESHOLD, VERDICTS, likelihood_var
+from .sensitivity import THRESHOLD, VERDICTS, likelihood_var, quiet_psense
 
 #: power-scaling exponents (priorsense's and ``arviz_stats.psense``'s defaults)
 ALPHAS = (0.99, 1.01)
@@ -275,10 +274,7 @@ def _power_scaling(
 
     sd = values.reshape(-1, values.shape[-1]).std(0)
     out: dict[str, Any] = {}
-    alog = logging.getLogger("arviz_stats.psense")
-    level = alog.level
-    alog.setLevel(logging.ERROR)
-    try:
+    with quiet_psense():
         for group in ("prior", "likelihood"):
             cjs = psense(
                 tree, var_names=["x"], group=group, alphas=alphas, sample_dims=["chain", "draw"]
@@ -293,8 +289,6 @@ def _power_scaling(
                 shift = (means[1] - means[0]) / np.log2(alphas[1] / alphas[0]) / sd
             out[f"{group}_mean_shift_sd"] = np.where(sd > 0, shift, 0.0)
             out[f"pareto_k_{group}"] = pareto_k(tree, group, alphas)
-    finally:
-        alog.setLevel(level)
     return out
 
 
