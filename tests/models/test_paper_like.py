@@ -69,7 +69,7 @@ def test_t50_of_turning_models_covered_and_never_turners_beyond_the_study(paper_
     assert np.array_equal(never, ~c.turning)
     assert np.all(c.p_beyond[never] >= 0.95), c.p_beyond
     # the overnight switcher (true k = 10, t50 = 21): k stays below the soft bound K_MAX
-    from delusion_bayes.models.spec import K_MAX
+    from delusion_bayes.data.schema import K_MAX
 
     assert float(paper_fit["posterior"]["k"].max()) < K_MAX
 
