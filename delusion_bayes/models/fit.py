@@ -134,7 +134,7 @@ class _Groups:
     posterior_predictive: bool
 
 
-def _fit_cache_key(spec: Any, scfg: SamplerConfig, groups: _Groups) -> str:
+def _fit_cache_key(spec: ModelSpec | CustomGraphSpec, scfg: SamplerConfig, groups: _Groups) -> str:
     """The key of this fit in ``<cache_dir>/fits``
     (:func:`delusion_bayes.inference.cache.fit_key`)."""
     from ..inference.cache import fit_key
@@ -155,7 +155,7 @@ def _fit_cache_key(spec: Any, scfg: SamplerConfig, groups: _Groups) -> str:
 
 
 def _cached_fit(
-    key: str, spec: Any, cache_dir: Any, compiledir: Any, t0: float
+    key: str, spec: ModelSpec | CustomGraphSpec, cache_dir: Any, compiledir: Any, t0: float
 ) -> xr.DataTree | None:
     """The stored fit of ``key`` with this call's bookkeeping attrs, or None."""
     from ..inference.cache import compiled_kernels, load_fit
@@ -174,7 +174,12 @@ def _cached_fit(
 
 
 def _sample_with_groups(
-    spec: Any, scfg: SamplerConfig, groups: _Groups, cache_dir: Any, compiledir: Any, t0: float
+    spec: ModelSpec | CustomGraphSpec,
+    scfg: SamplerConfig,
+    groups: _Groups,
+    cache_dir: Any,
+    compiledir: Any,
+    t0: float,
 ) -> xr.DataTree:
     """Build the graph, sample it and add the requested groups and the bookkeeping attrs
     (``fit_time`` since ``t0``, compiled kernels found and written)."""
@@ -244,7 +249,9 @@ def _add_trajectory_groups(
     return dt
 
 
-def _log_prior(dt: xr.DataTree, pm_model: Any, spec: Any) -> xr.Dataset | None:
+def _log_prior(
+    dt: xr.DataTree, pm_model: Any, spec: ModelSpec | CustomGraphSpec
+) -> xr.Dataset | None:
     """The ``log_prior`` group (:func:`delusion_bayes.models.sensitivity.log_prior_dataset`
     over the spec's top-level prior terms); a failure is a warning, never a lost fit."""
     from .sensitivity import log_prior_dataset, prior_terms
@@ -255,7 +262,7 @@ def _log_prior(dt: xr.DataTree, pm_model: Any, spec: Any) -> xr.Dataset | None:
     except Exception as err:  # noqa: BLE001 - a diagnostic's input must not cost the fit
         log.warning(
             "log prior of %s not computed (no sensitivity check): %s: %s",
-            getattr(spec, "variant", spec.name),
+            spec.variant,
             type(err).__name__,
             err,
         )
