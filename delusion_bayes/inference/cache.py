@@ -207,8 +207,11 @@ def verify_fit(dt: Any, key: str) -> str | None:
         return f"its stored key inputs {stored} do not hash to {key!r}"
     expected = _KEY_INPUTS.get(key)
     if expected is not None and stored != expected:
-        diff = {k: (stored.get(k), expected.get(k)) for k in set(stored) | set(expected)
-                if stored.get(k) != expected.get(k)}  # fmt: skip
+        diff = {
+            k: (stored.get(k), expected.get(k))
+            for k in set(stored) | set(expected)
+            if stored.get(k) != expected.get(k)
+        }
         return f"its stored key inputs differ from this fit's (stored, wanted): {diff}"
     if "spec_hash" in attrs and str(attrs["spec_hash"]) != str(stored.get("spec")):
         return (
@@ -265,8 +268,11 @@ def save_fit(dt: Any, key: str, cache_dir: str | Path | None = None) -> Path:
             "returned by fit_key(spec_hash, settings) (its inputs are stored with the fit)."
         )
     dt = dt.copy()
-    dt.attrs.update(cache_key=key, cache_inputs=json.dumps(inputs, sort_keys=True),
-                    cache_content_sha256=content_digest(dt))  # fmt: skip
+    dt.attrs.update(
+        cache_key=key,
+        cache_inputs=json.dumps(inputs, sort_keys=True),
+        cache_content_sha256=content_digest(dt),
+    )
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     dt.to_netcdf(tmp)
     tmp.replace(path)

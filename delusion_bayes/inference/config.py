@@ -39,9 +39,14 @@ ADAPTATIONS: tuple[str, ...] = ("diag", "low_rank")  #: nutpie's mass-matrix ada
 
 
 def check_sampler_settings(
-    *, draws: Any, tune: Any, chains: Any, target_accept: Any = None, cores: Any = 1,
+    *,
+    draws: Any,
+    tune: Any,
+    chains: Any,
+    target_accept: Any = None,
+    cores: Any = 1,
     adaptation: Any = "diag",
-) -> None:  # fmt: skip
+) -> None:
     """Reject impossible NUTS settings before anything compiles: a ``ValueError`` names the
     setting (``sampler.draws`` ...), its value and what is allowed."""
     if adaptation not in ADAPTATIONS:
@@ -49,8 +54,12 @@ def check_sampler_settings(
             f"sampler.adaptation={adaptation!r}: expected one of {list(ADAPTATIONS)} "
             "(nutpie's mass-matrix adaptation)"
         )
-    for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1),
-                             ("cores", cores, 1)):  # fmt: skip
+    for name, value, low in (
+        ("draws", draws, 1),
+        ("tune", tune, 0),
+        ("chains", chains, 1),
+        ("cores", cores, 1),
+    ):
         ok = isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= low
         if not ok:
             raise ConfigError(

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..config import group_config
 from .config import InferenceConfig
 
 log = logging.getLogger(__name__)
@@ -20,14 +21,6 @@ log = logging.getLogger(__name__)
 
 class BadFitError(RuntimeError):
     """A fit failed the diagnostics gate and ``fail_on_bad_fit`` is set."""
-
-
-def _cfg(cfg: Any) -> InferenceConfig:
-    if isinstance(cfg, InferenceConfig):
-        return cfg
-    fields = InferenceConfig.__dataclass_fields__
-    vals = {k: cfg[k] for k in fields if k in cfg} if hasattr(cfg, "keys") else {}
-    return InferenceConfig(**vals)
 
 
 def _clean_posterior(dt: Any, var_names: Sequence[str] | None) -> xr.Dataset:
@@ -43,8 +36,9 @@ def _clean_posterior(dt: Any, var_names: Sequence[str] | None) -> xr.Dataset:
     return post
 
 
-def _flat(ds: xr.Dataset) -> pd.Series:
-    """Dataset of per-parameter values -> Series indexed ``var[coord,...]``."""
+def _flat(ds: xr.Dataset, sep: str = ",") -> pd.Series:
+    """Dataset of per-parameter values -> Series indexed ``var[coord,...]`` (``sep`` between
+    the coordinates: ``", "`` gives ``az.summary``'s labels)."""
     out: dict[str, float] = {}
     for name, da in ds.data_vars.items():
         if da.ndim == 0:
@@ -52,7 +46,7 @@ def _flat(ds: xr.Dataset) -> pd.Series:
             continue
         stacked = da.stack(__p__=da.dims)
         labels = [
-            f"{name}[{','.join(str(x) for x in (i if isinstance(i, tuple) else (i,)))}]"
+            f"{name}[{sep.join(str(x) for x in (i if isinstance(i, tuple) else (i,)))}]"
             for i in stacked["__p__"].values
         ]
         out.update(zip(labels, stacked.values.astype(float), strict=True))
@@ -67,12 +61,12 @@ def diagnose(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -
 
     from ..models.derived import interval
 
-    c = _cfg(cfg)
+    c = group_config(InferenceConfig, cfg)
     post = _clean_posterior(dt, var_names)
     # parameters NaN in some draws (stage on a missing model-day) are not diagnosable: drop
     finite = post.map(lambda da: da.where(np.isfinite(da)))
     ess_min = float(c.ess_min_per_chain) * post.sizes.get("chain", 1)
-    prob = float(c.ci_probs[0]) if c.ci_probs else 0.95
+    prob = float((c.ci_probs or InferenceConfig().ci_probs)[0])  # the headline interval
     dims = ["chain", "draw"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -125,7 +119,7 @@ def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[st
     """The diagnostics gate: may this fit be used? Returns the checked numbers, ``passed`` and
     the ``reasons`` when not; a failure is logged at ERROR level, and raises
     :class:`BadFitError` when ``cfg.fail_on_bad_fit`` is true."""
-    c = _cfg(cfg)
+    c = group_config(InferenceConfig, cfg)
     table = diagnose(dt, c) if table is None else table
     st = sampler_stats(dt)
     gated = table[~table["constant"]]
@@ -150,58 +144,83 @@ def gate(dt: Any, table: pd.DataFrame | None = None, cfg: Any = None) -> dict[st
     if gated["r_hat"].isna().any():
         reasons.append(f"R-hat not computable for {int(gated['r_hat'].isna().sum())} parameters")
     result = {
-        "passed": not reasons, "divergences": int(st["divergences"]), "max_rhat": max_rhat,
-        "min_ess": min_ess, "ebfmi_min": ebfmi_min, "treedepth_hits": int(st["treedepth_hits"]),
-        "n_parameters": int(len(table)), "n_failing": int((~table["pass"]).sum()),
+        "passed": not reasons,
+        "divergences": int(st["divergences"]),
+        "max_rhat": max_rhat,
+        "min_ess": min_ess,
+        "ebfmi_min": ebfmi_min,
+        "treedepth_hits": int(st["treedepth_hits"]),
+        "n_parameters": int(len(table)),
+        "n_failing": int((~table["pass"]).sum()),
         "reasons": reasons,
-        "thresholds": {"rhat_max": c.rhat_max, "ess_min": ess_min,
-                       "max_divergences": c.max_divergences, "ebfmi_min": c.ebfmi_min},
-    }  # fmt: skip
+        "thresholds": {
+            "rhat_max": c.rhat_max,
+            "ess_min": ess_min,
+            "max_divergences": c.max_divergences,
+            "ebfmi_min": c.ebfmi_min,
+        },
+    }
     label = getattr(dt, "attrs", {}).get("variant", "fit")
     if reasons:
         log.error("DIAGNOSTICS GATE FAILED for %s: %s", label, "; ".join(reasons))
         if c.fail_on_bad_fit:
             raise BadFitError(f"{label} failed the diagnostics gate: " + "; ".join(reasons))
     else:
-        log.info("diagnostics gate passed for %s (max R-hat %.3f, min ESS %.0f)", label, max_rhat,
-                 min_ess)  # fmt: skip
+        log.info(
+            "diagnostics gate passed for %s (max R-hat %.3f, min ESS %.0f)",
+            label,
+            max_rhat,
+            min_ess,
+        )
     return result
 
 
 def summary_table(
-    dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None,
+    dt: Any,
+    cfg: Any = None,
+    var_names: Sequence[str] | None = None,
     table: pd.DataFrame | None = None,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """``az.summary`` with the interval kind and probability set explicitly (ArviZ 1's default
     is an 89% ETI), model coords dropped (``az.summary`` cannot stack variables with different
     non-index coords). ``table``: this fit's :func:`diagnose` table, whose R-hat and ESS are
     reused (the same numbers, without recomputing most of ``az.summary``'s work)."""
     import arviz as az
 
-    c = _cfg(cfg)
+    c = group_config(InferenceConfig, cfg)
     post = _clean_posterior(dt, var_names)
     post = post[[v for v in post.data_vars if not post[v].isnull().any()]]
-    prob = float(c.ci_probs[0]) if c.ci_probs else 0.95
+    prob = float((c.ci_probs or InferenceConfig().ci_probs)[0])  # the headline interval
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if table is None:
             df = az.summary(post, ci_prob=prob, ci_kind=c.ci_kind, round_to="none")
         else:
             df = az.summary(post, kind="stats", ci_prob=prob, ci_kind=c.ci_kind, round_to="none")
-            # az.summary labels "v[a, b]", diagnose "v[a,b]": matched by position per variable
-            rows = table[table["variable"].isin(list(post.data_vars))]
-            if len(rows) != len(df):
-                raise ValueError(
-                    f"summary_table: the diagnose table has {len(rows)} rows for "
-                    f"{len(df)} summary rows; expected the table of this fit"
-                )
-            for col in ("ess_bulk", "ess_tail", "r_hat"):
-                df[col] = rows[col].to_numpy()
-            df["mcse_mean"] = _flat(az.mcse(post, method="mean")).to_numpy()
-            df["mcse_sd"] = _flat(az.mcse(post, method="sd")).to_numpy()
+            _reuse_diagnostics(df, post, table)
     df.index.name = "parameter"
     df.attrs.update(ci_prob=prob, ci_kind=c.ci_kind)
     return df
+
+
+def _reuse_diagnostics(df: pd.DataFrame, post: xr.Dataset, table: pd.DataFrame) -> None:
+    """Fill ``df`` (``az.summary(kind="stats")`` of ``post``) with the R-hat and ESS of the
+    :func:`diagnose` ``table`` and the MCSE, row by row on the parameter's label (``az.summary``
+    labels ``v[a, b]``, the diagnose table ``v[a,b]``), in whatever order either lists them."""
+    import arviz as az
+
+    labels = post.isel(chain=0, draw=0, drop=True)
+    to_summary = dict(zip(_flat(labels).index, _flat(labels, sep=", ").index, strict=True))
+    rows = table[table.index.isin(list(to_summary))].rename(index=to_summary)
+    if missing := [label for label in df.index if label not in rows.index]:
+        raise ValueError(
+            f"summary_table: the diagnose table has no row for {len(missing)} of the "
+            f"{len(df)} summary rows (first: {missing[0]}); expected the table of this fit"
+        )
+    for col in ("ess_bulk", "ess_tail", "r_hat"):
+        df[col] = rows[col].reindex(df.index).to_numpy()
+    for col, method in (("mcse_mean", "mean"), ("mcse_sd", "sd")):
+        df[col] = _flat(az.mcse(post, method=method), sep=", ").reindex(df.index).to_numpy()
 
 
 #: PSIS-LOO units and the ``log_likelihood`` variable holding each
@@ -240,13 +259,18 @@ def loo_table(elpd: Any, name: str, unit: str | None = None) -> pd.DataFrame:
     k = np.asarray(elpd.pareto_k).ravel()
     good = float(getattr(elpd, "good_k", 0.7) or 0.7)
     row = {
-        "model": name, **({"unit": unit} if unit is not None else {}),
-        "elpd_loo": float(elpd.elpd), "se": float(elpd.se), "p_loo": float(elpd.p),
-        "n_data_points": int(elpd.n_data_points), "k_threshold": good,
-        "n_k_good": int(np.sum(k <= good)), "n_k_bad": int(np.sum((k > good) & (k <= 1))),
+        "model": name,
+        **({"unit": unit} if unit is not None else {}),
+        "elpd_loo": float(elpd.elpd),
+        "se": float(elpd.se),
+        "p_loo": float(elpd.p),
+        "n_data_points": int(elpd.n_data_points),
+        "k_threshold": good,
+        "n_k_good": int(np.sum(k <= good)),
+        "n_k_bad": int(np.sum((k > good) & (k <= 1))),
         "n_k_very_bad": int(np.sum(k > 1)),
         "max_k": float(np.nanmax(k)) if k.size else float("nan"),
-    }  # fmt: skip
+    }
     return pd.DataFrame([row])
 
 
@@ -259,8 +283,10 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
     if len(fits) < 2:
         raise ValueError(f"compare_fits needs at least two fits; got {list(fits)}")
     sizes = {k: v["log_likelihood"][var_name].sizes for k, v in fits.items()}
-    shapes = {k: tuple((d, n) for d, n in s.items() if d not in ("chain", "draw"))
-              for k, s in sizes.items()}  # fmt: skip
+    shapes = {
+        k: tuple((d, n) for d, n in s.items() if d not in ("chain", "draw"))
+        for k, s in sizes.items()
+    }
     if len(set(shapes.values())) > 1:
         raise ValueError(f"fits do not share the observations of {var_name!r}: {shapes}")
     with warnings.catch_warnings():
@@ -270,5 +296,15 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
     return df
 
 
-__all__ = ["BadFitError", "diagnose", "gate", "sampler_stats", "summary_table", "LOO_UNITS", "loo",
-           "loo_table", "loo_var", "compare_fits"]  # fmt: skip
+__all__ = [
+    "BadFitError",
+    "diagnose",
+    "gate",
+    "sampler_stats",
+    "summary_table",
+    "LOO_UNITS",
+    "loo",
+    "loo_table",
+    "loo_var",
+    "compare_fits",
+]

@@ -49,8 +49,14 @@ class SamplingProgress:
         if bar and _is_terminal():
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=self.total, desc=f"sampling {label}", unit="draw", leave=False,
-                             dynamic_ncols=True, file=sys.stderr)  # fmt: skip
+            self._bar = tqdm(
+                total=self.total,
+                desc=f"sampling {label}",
+                unit="draw",
+                leave=False,
+                dynamic_ncols=True,
+                file=sys.stderr,
+            )
         self.log.info(
             "sampling %s: %s draws over all chains, warm-up included", label, f"{self.total:,}"
         )
@@ -97,10 +103,14 @@ class SamplingProgress:
         # the first draws of the warm-up are the slowest: no estimate before 5%
         left = elapsed * (1 - frac) / frac if frac >= 0.05 else None
         self.log.info(
-            "sampling %s: %3.0f%% (%s/%s draws incl. warm-up), %s elapsed, %s", self.label,
-            100 * frac, f"{self.done:,}", f"{self.total:,}", _clock(elapsed),
+            "sampling %s: %3.0f%% (%s/%s draws incl. warm-up), %s elapsed, %s",
+            self.label,
+            100 * frac,
+            f"{self.done:,}",
+            f"{self.total:,}",
+            _clock(elapsed),
             f"~{_clock(left)} left" if left is not None else "time left not yet known",
-        )  # fmt: skip
+        )
         self._last_line = now
 
     def close(self, *, failed: bool = False) -> float:

@@ -7,6 +7,7 @@ import contextlib
 import importlib.util
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,10 @@ def resolve_sampler(name: str) -> str:
         log.warning(
             "sampler %r is not importable here (missing %s); falling back to PyMC's NUTS. "
             "Install it with `pip install %s` to use it.",
-            name, ", ".join(missing), " ".join(missing),
-        )  # fmt: skip
+            name,
+            ", ".join(missing),
+            " ".join(missing),
+        )
         return "pymc"
     return name
 
@@ -59,62 +62,119 @@ def compile_lock():
 
 
 def sample(
-    model: Any, cfg: SamplerConfig | None = None, *, cache_dir: str | Path | None = None,
-    key: str | None = None, label: str | None = None,
-) -> Any:  # fmt: skip
+    model: Any,
+    cfg: SamplerConfig | None = None,
+    *,
+    cache_dir: str | Path | None = None,
+    key: str | None = None,
+    label: str | None = None,
+) -> Any:
     """Sample ``model`` (a ``pm.Model``) with the sampler of ``cfg`` (default
     :class:`SamplerConfig`); ``key`` (e.g. ``ModelSpec.hash()``) memoises the compiled nutpie
     model, ``label`` names the fit in the progress lines. Returns a DataTree whose posterior
     attrs hold ``sampler``, ``sampling_time`` and ``compile_time`` (seconds)."""
-    import pymc as pm
-
     cfg = cfg or SamplerConfig()
     name = resolve_sampler(cfg.name)
     chains, cores = int(cfg.chains), max(1, min(int(cfg.cores), int(cfg.chains)))
     target_accept = float(DEFAULT_TARGET_ACCEPT if cfg.target_accept is None else cfg.target_accept)
     t0 = time.perf_counter()
     compile_time = None
-    label = label or str(getattr(model, "name", "") or "model")
-    total = chains * (int(cfg.tune) + int(cfg.draws))
-    common = {"draws": int(cfg.draws), "tune": int(cfg.tune), "chains": chains}
+    run = _Run(
+        label=label or str(getattr(model, "name", "") or "model"),
+        total=chains * (int(cfg.tune) + int(cfg.draws)),
+        common={"draws": int(cfg.draws), "tune": int(cfg.tune), "chains": chains},
+        cores=cores,
+        target_accept=target_accept,
+    )
     if name == "nutpie":
-        import nutpie
-        from pymc.sampling.mcmc import patch_nutpie_idata
-
-        from .cache import compiled_nutpie
-
-        tc = time.perf_counter()
-        with compile_lock():
-            compiled = compiled_nutpie(
-                model, cache_dir=cache_dir if cfg.compile_cache else None, key=key
-            )
-        compile_time = time.perf_counter() - tc
-        log.info("compiled %s in %.1f s", label, compile_time)
-        ts = time.perf_counter()
-        # our own bar and log lines: nutpie's writes no log lines and floods a non-terminal stderr
-        with SamplingProgress(label, total, bar=bool(cfg.progressbar)) as progress:
-            dt = nutpie.sample(
-                compiled, **common, cores=cores, seed=int(cfg.seed), save_warmup=False,
-                progress_bar=False, progress_callback=progress.nutpie_callback, progress_rate=500,
-                target_accept=target_accept, adaptation=str(cfg.adaptation),
-            )  # fmt: skip
-        patch_nutpie_idata(dt, model, sampling_time=time.perf_counter() - ts)
+        dt, compile_time = _sample_nutpie(model, cfg, run, cache_dir, key)
     elif name == "numpyro":
-        chain_method = "parallel" if cores > 1 else "sequential"
-        dt = pm.sample(
-            **common, random_seed=int(cfg.seed), nuts_sampler="numpyro",
-            nuts_sampler_kwargs={"chain_method": chain_method, "target_accept": target_accept},
-            progressbar=bool(cfg.progressbar), model=model,
-        )  # fmt: skip
+        dt = _sample_numpyro(model, cfg, run)
     else:
-        with SamplingProgress(label, total, bar=bool(cfg.progressbar)) as progress:
-            dt = pm.sample(
-                **common, cores=cores, random_seed=int(cfg.seed), nuts_sampler="pymc",
-                target_accept=target_accept, progressbar=False, callback=progress.pymc_callback,
-                compute_convergence_checks=False, model=model,
-            )  # fmt: skip
-    dt.posterior.attrs.update(sampler=name, sampler_requested=cfg.name, target_accept=target_accept,
-                              tune=int(cfg.tune), total_time=time.perf_counter() - t0)  # fmt: skip
+        dt = _sample_pymc(model, cfg, run)
+    dt.posterior.attrs.update(
+        sampler=name,
+        sampler_requested=cfg.name,
+        target_accept=target_accept,
+        tune=int(cfg.tune),
+        total_time=time.perf_counter() - t0,
+    )
     if compile_time is not None:
         dt.posterior.attrs["compile_time"] = compile_time
     return dt
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every sampler gets: ``common`` (draws, tune, chains) and the settings resolved by
+    :func:`sample`; ``label`` and ``total`` (steps) for the progress lines."""
+
+    label: str
+    total: int
+    common: dict[str, int]
+    cores: int
+    target_accept: float
+
+
+def _sample_nutpie(model: Any, cfg: SamplerConfig, run: _Run, cache_dir, key) -> tuple[Any, float]:
+    """nutpie, its compiled model memoised under ``key``; returns the fit and compile time."""
+    import nutpie
+    from pymc.sampling.mcmc import patch_nutpie_idata
+
+    from .cache import compiled_nutpie
+
+    tc = time.perf_counter()
+    with compile_lock():
+        compiled = compiled_nutpie(
+            model, cache_dir=cache_dir if cfg.compile_cache else None, key=key
+        )
+    compile_time = time.perf_counter() - tc
+    log.info("compiled %s in %.1f s", run.label, compile_time)
+    ts = time.perf_counter()
+    # our own bar and log lines: nutpie's writes no log lines and floods a non-terminal stderr
+    with SamplingProgress(run.label, run.total, bar=bool(cfg.progressbar)) as progress:
+        dt = nutpie.sample(
+            compiled,
+            **run.common,
+            cores=run.cores,
+            seed=int(cfg.seed),
+            save_warmup=False,
+            progress_bar=False,
+            progress_callback=progress.nutpie_callback,
+            progress_rate=500,
+            target_accept=run.target_accept,
+            adaptation=str(cfg.adaptation),
+        )
+    patch_nutpie_idata(dt, model, sampling_time=time.perf_counter() - ts)
+    return dt, compile_time
+
+
+def _sample_numpyro(model: Any, cfg: SamplerConfig, run: _Run) -> Any:
+    import pymc as pm
+
+    chain_method = "parallel" if run.cores > 1 else "sequential"
+    return pm.sample(
+        **run.common,
+        random_seed=int(cfg.seed),
+        nuts_sampler="numpyro",
+        nuts_sampler_kwargs={"chain_method": chain_method, "target_accept": run.target_accept},
+        progressbar=bool(cfg.progressbar),
+        model=model,
+    )
+
+
+def _sample_pymc(model: Any, cfg: SamplerConfig, run: _Run) -> Any:
+    import pymc as pm
+
+    with SamplingProgress(run.label, run.total, bar=bool(cfg.progressbar)) as progress:
+        return pm.sample(
+            **run.common,
+            cores=run.cores,
+            random_seed=int(cfg.seed),
+            nuts_sampler="pymc",
+            target_accept=run.target_accept,
+            progressbar=False,
+            callback=progress.pymc_callback,
+            compute_convergence_checks=False,
+            model=model,
+        )

@@ -22,9 +22,15 @@ VARIANTS: dict[str, dict[str, str]] = {
 }
 
 _DERIVED = (
-    "posterior_milestones", "milestones_table", "t50_posterior", "posterior_contrasts",
-    "consensus_posterior", "rater_posterior", "reliability_posterior", "interval",
-)  # fmt: skip
+    "posterior_milestones",
+    "milestones_table",
+    "t50_posterior",
+    "posterior_contrasts",
+    "consensus_posterior",
+    "rater_posterior",
+    "reliability_posterior",
+    "interval",
+)
 _LAZY = {
     "build_model": ".build",
     **dict.fromkeys(_DERIVED, ".derived"),
@@ -35,7 +41,18 @@ _LAZY = {
 __getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
-    "CUTPOINTS", "DEFAULT_PRIORS", "MODEL_NAMES", "TRAJECTORIES", "VARIANTS", "ModelConfig",
-    "ModelSpec", "build_spec", "default_priors", "fit", "missing_inputs", "prior_table",
-    "resolve_priors", *_LAZY,
-]  # fmt: skip
+    "CUTPOINTS",
+    "DEFAULT_PRIORS",
+    "MODEL_NAMES",
+    "TRAJECTORIES",
+    "VARIANTS",
+    "ModelConfig",
+    "ModelSpec",
+    "build_spec",
+    "default_priors",
+    "fit",
+    "missing_inputs",
+    "prior_table",
+    "resolve_priors",
+    *_LAZY,
+]

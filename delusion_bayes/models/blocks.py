@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.schema import DAY, MODEL, RATER
+from ..data.schema import DAY, K_MAX, MODEL, RATER, STAGE_MIDPOINT
 from .priors import make_rv, prior_rms
 from .rating_terms import rating_terms
-from .spec import K_MAX, K_MIN, MIN_T50_SCALE_TURNERS, OPEN, STEP_K, T50_SHEAR, ModelSpec
+from .spec import K_MIN, MIN_T50_SCALE_TURNERS, OPEN, STEP_K, T50_SHEAR, ModelSpec
 
 
 def _group_shift(spec: ModelSpec, param: str):
@@ -22,7 +22,7 @@ def _group_shift(spec: ModelSpec, param: str):
         sd = make_rv(f"sd_{param}_{term}", spec.priors["group_sd"])
         z = pm.Normal(f"z_{param}_{term}", 0.0, 1.0, dims=dim)
         b = pm.Deterministic(f"b_{param}_{term}", sd * z, dims=dim)
-        shift = shift + b[spec.data[f"group_{term}_idx"]]
+        shift = shift + b[spec.data.group_idx[term]]
     return shift
 
 
@@ -39,9 +39,9 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     import pytensor.tensor as pt
 
     T = float(spec.n_days)
-    t_first = float(np.min(spec.data["day_values"])) if "day_values" in spec.data else 1.0
-    centred = _turned(spec, n_models)
-    early = np.asarray(spec.data.get("t50_early", np.zeros(n_models, bool)), bool) & ~centred
+    t_first = float(np.min(spec.data.day_values))
+    centred = _turned(spec)
+    early = np.asarray(spec.data.t50_early, bool) & ~centred
     late = ~centred & ~early
     loc = T * (mu_t50 + _group_shift(spec, "t50")) * pt.ones(n_models)
     scale = T * sigma_t50
@@ -51,8 +51,11 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
         tc = pm.Normal("t50_centred", loc[ic], scale, shape=ic.size)
         t50 = pt.set_subtensor(t50[ic], tc)
     # the prior density in w is N(t50; loc, scale) |dt50/dw|
-    for name, idx, anchor, sign in (("w_t50", np.flatnonzero(late), T, 1.0),
-                                    ("w_t50_early", np.flatnonzero(early), t_first, -1.0)):  # fmt: skip
+    walls = (
+        ("w_t50", np.flatnonzero(late), T, 1.0),
+        ("w_t50_early", np.flatnonzero(early), t_first, -1.0),
+    )
+    for name, idx, anchor, sign in walls:
         if not idx.size:
             continue
         kk = k[idx]
@@ -67,12 +70,11 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     return t50
 
 
-def _turned(spec: ModelSpec, n_models: int) -> np.ndarray:
-    """Models whose median rating reaches 2.5 within the study but not on its first day
-    (``t50_centred`` and not ``t50_early``): the data pin their onset parameters."""
-    centred = np.asarray(spec.data.get("t50_centred", np.ones(n_models, bool)), bool)
-    early = np.asarray(spec.data.get("t50_early", np.zeros(n_models, bool)), bool)
-    return centred & ~early
+def _turned(spec: ModelSpec) -> np.ndarray:
+    """Models whose median rating reaches :data:`~delusion_bayes.data.schema.STAGE_MIDPOINT`
+    within the study but not on its first day (``t50_centred`` and not ``t50_early``): the data
+    pin their onset parameters."""
+    return np.asarray(spec.data.t50_centred, bool) & ~np.asarray(spec.data.t50_early, bool)
 
 
 def _partially_centred(name: str, loc, scale, centred: np.ndarray):
@@ -102,7 +104,7 @@ def onset_trajectory(spec: ModelSpec):
 
     p = spec.priors
     n_models = len(spec.coords[MODEL])
-    turned = _turned(spec, n_models)
+    turned = _turned(spec)
     # a fixed prior per model, no population (docs/design-notes.md#modelsblockspy); log(L - 1),
     # not logit((L - 1) / 3): L = 4 is an interior point
     log_L1 = make_rv("log_L1", p["log_L1"], dims=MODEL) + _group_shift(spec, "L")
@@ -115,7 +117,7 @@ def onset_trajectory(spec: ModelSpec):
         # soft bounds: k = k_min + (K_MAX - k_min) sigmoid(a - log(K_MAX - k_min)) (spec.K_MAX,
         # spec.K_MIN); the joint models mix worse with K_MIN, so they keep k_min = 0
         # centred where the ratings pin log k (spec.log_k_centring), else non-centred
-        pinned = np.asarray(spec.data.get("log_k_centred", turned), bool) & turned
+        pinned = np.asarray(spec.data.log_k_centred, bool) & turned
         a = _partially_centred("log_k", mu_log_k + _group_shift(spec, "log_k"), sigma_log_k, pinned)
         k_min = K_MIN if spec.name == "onset" else 0.0
         span = K_MAX - k_min
@@ -130,7 +132,7 @@ def onset_trajectory(spec: ModelSpec):
         # mean square, which keeps each t50's prior variance (docs/models.md)
         sigma_t50 = pm.Deterministic("sigma_t50", pt.as_tensor_variable(prior_rms(p["sigma_t50"])))
     t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models, k), dims=MODEL)
-    t = pt.as_tensor_variable(spec.data["day_values"])[None, :]
+    t = pt.as_tensor_variable(spec.data.day_values)[None, :]
     x = k[:, None] * (t - t50[:, None])
     if spec.trajectory == "linear":
         # floor-to-L ramp with the logistic's slope at the midpoint, (L-1) k / 4
@@ -148,10 +150,11 @@ def day_noise_scale(spec: ModelSpec):
     import pytensor.tensor as pt
 
     p = spec.priors
-    n_models = len(spec.coords[MODEL])
     mu_log_eps = make_rv("mu_log_eps", p["mu_log_eps"])
     sigma_log_eps = make_rv("sigma_log_eps", p["sigma_log_eps"])
-    centred = np.asarray(spec.data.get("eps_centred", np.zeros(n_models, bool)), bool)
+    if spec.data.eps_centred is None:
+        raise ValueError(f"the {spec.name} spec has no day-noise geometry (eps_centred)")
+    centred = np.asarray(spec.data.eps_centred, bool)
     log_s = _partially_centred("log_eps", mu_log_eps, sigma_log_eps, centred)
     return pm.Deterministic("sigma_eps", pt.exp(log_s), dims=MODEL)
 
@@ -204,7 +207,7 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     The rating terms: :mod:`delusion_bayes.models.rating_terms` (their constant part is added
     once per rater, ``n_interior``). ``nodes`` default to :data:`GH_NODES`. ``level``
     (disengagement): ``(beta, u, c1, c2)``; the adjudicated level with
-    ``P(D >= j) = sigmoid(beta (s - 2.5) + u_m - c_j)`` joins the integrand.
+    ``P(D >= j) = sigmoid(beta (s - STAGE_MIDPOINT) + u_m - c_j)`` joins the integrand.
 
     Why by hand: PyMC marginalises discrete variables only; this is a fixed-node version of
     lme4's adaptive Gauss-Hermite (Pinheiro & Bates 1995, J. Comput. Graph. Stat. 4) with the
@@ -217,35 +220,55 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     x, w = np.polynomial.hermite.hermgauss(nodes or GH_NODES.get(spec.name, 16))
     lw = pt.as_tensor_variable(np.log(w) + x**2 - 0.5 * np.log(np.pi))
     xq = pt.as_tensor_variable(np.sqrt(2.0) * x)
-    lo, hi = d["md_lo"], d["md_hi"]
-    rated = (lo > -OPEN) | (hi < OPEN)
-    # proposal: precision-weighted prior and ratings
+    centre, tau = _proposal(spec, mu, sigma, severity, disc)
+    s = centre[:, None] + tau[:, None] * xq[None, :]  # (U, Q)
+    ll = rating_terms(s, severity, disc, d.md_lo, d.md_hi)
+    if level is not None:
+        below, above = _level_terms(spec, s, level)
+        ll = ll - below - above
+    prior = -0.5 * ((s - mu[:, None]) / sigma[:, None]) ** 2 + pt.log(tau / sigma)[:, None]
+    per_md = pt.logsumexp(lw[None, :] + ll + prior, axis=1)
+    const = (d.n_interior * pt.log1mexp(-disc)).sum()
+    if level is not None:
+        _, _, c1, c2 = level
+        n1 = float(np.sum(d.md_level == 1))
+        const = const + n1 * pt.log1mexp(-(c2 - c1))
+    pm.Potential("ratings_marginal", per_md.sum() + const)
+    return per_md
+
+
+def _proposal(spec: ModelSpec, mu, sigma, severity, disc):
+    """Centre and scale ``(m_u, tau_u)`` of :func:`marginal_ratings`' Gaussian proposal: the
+    prior and a Gaussian reading of the ratings, precision-weighted."""
+    import pytensor.tensor as pt
+
+    d = spec.data
+    rated = (d.md_lo > -OPEN) | (d.md_hi < OPEN)
     v_r = (np.pi**2 / 3.0) / disc**2 + 1.0 / 12.0
-    prec = pt.as_tensor_variable(rated.astype(float)) / (v_r[None, :] + END_VAR * d["md_end"])
+    prec = pt.as_tensor_variable(rated.astype(float)) / (v_r[None, :] + END_VAR * d.md_end)
     p_u = prec.sum(axis=1)
-    yhat = (prec * (d["md_rating"] - severity[None, :])).sum(axis=1)
+    yhat = (prec * (d.md_rating - severity[None, :])).sum(axis=1)
     inv_s2 = 1.0 / sigma**2
     prec_post = inv_s2 + p_u
     centre = (mu * inv_s2 + yhat) / prec_post
     tau = 1.0 / pt.sqrt(prec_post)
-    s = centre[:, None] + tau[:, None] * xq[None, :]  # (U, Q)
-    ll = rating_terms(s, severity, disc, lo, hi)
-    if level is not None:
-        beta, u, c1, c2 = level
-        lv = d["md_level"]
-        eta = beta * (s - 2.5) + u[d["md_model"]][:, None]
-        big = pt.as_tensor_variable(np.full(lv.shape, OPEN))
-        c_lo = pt.switch(pt.eq(lv, 0) | pt.lt(lv, 0), -big, pt.switch(pt.eq(lv, 1), c1, c2))
-        c_hi = pt.switch(pt.eq(lv, 2) | pt.lt(lv, 0), big, pt.switch(pt.eq(lv, 0), c1, c2))
-        ll = ll - pt.softplus(-(eta - c_lo[:, None])) - pt.softplus(eta - c_hi[:, None])
-    prior = -0.5 * ((s - mu[:, None]) / sigma[:, None]) ** 2 + pt.log(tau / sigma)[:, None]
-    per_md = pt.logsumexp(lw[None, :] + ll + prior, axis=1)
-    const = (d["n_interior"] * pt.log1mexp(-disc)).sum()
-    if level is not None:
-        n1 = float(np.sum(d["md_level"] == 1))
-        const = const + n1 * pt.log1mexp(-(c2 - c1))
-    pm.Potential("ratings_marginal", per_md.sum() + const)
-    return per_md
+    return centre, tau
+
+
+def _level_terms(spec: ModelSpec, s, level):
+    """The two softplus terms whose negative sum is the log-probability of each model-day's
+    adjudicated level at the nodes ``s`` (``(U, Q)``; 0 where none), without the constant
+    :func:`marginal_ratings` adds once."""
+    import pytensor.tensor as pt
+
+    d = spec.data
+    beta, u, c1, c2 = level
+    lv = d.md_level
+    eta = beta * (s - STAGE_MIDPOINT) + u[d.md_model][:, None]
+    big = pt.as_tensor_variable(np.full(lv.shape, OPEN))
+    c_lo = pt.switch(pt.eq(lv, 0) | pt.lt(lv, 0), -big, pt.switch(pt.eq(lv, 1), c1, c2))
+    c_hi = pt.switch(pt.eq(lv, 2) | pt.lt(lv, 0), big, pt.switch(pt.eq(lv, 0), c1, c2))
+    return pt.softplus(-(eta - c_lo[:, None])), pt.softplus(eta - c_hi[:, None])
 
 
 __all__ = ["onset_trajectory", "day_noise_scale", "rater_effects", "marginal_ratings"]

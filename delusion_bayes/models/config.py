@@ -9,6 +9,13 @@ from ..inference.config import DEFAULT_TARGET_ACCEPT
 
 #: the models this package defines (``delusion_bayes.models.build_spec``)
 MODEL_NAMES: tuple[str, ...] = ("joint", "onset", "rater", "disengagement")
+#: the models whose likelihood integrates each model-day's latent stage out (their spec has the
+#: model-day layout, :func:`delusion_bayes.models.blocks.marginal_ratings`); the stage and the
+#: other groups are added after sampling (:mod:`delusion_bayes.models.latent`). The one place
+#: that says so; ``onset`` fits the consensus per model-day directly
+MARGINAL_MODELS: tuple[str, ...] = ("joint", "rater", "disengagement")
+#: the models with a trajectory and per-model day noise around it (``rater`` has neither)
+DAY_NOISE_MODELS: tuple[str, ...] = ("joint", "disengagement")
 #: study variables each model needs beyond ``recognition (rater, model, day)``, and the file of a
 #: CSV study that holds them: without them the models stage skips the model (with a note)
 MODEL_NEEDS: dict[str, tuple[tuple[str, str], ...]] = {

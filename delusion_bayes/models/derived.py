@@ -132,9 +132,13 @@ def predicted_levels(dt: Any) -> xr.Dataset | None:
 
 
 def posterior_milestones(
-    dt: Any, *, stable_run: int = 3, missing: str = "skip", censor: int | None = None,
+    dt: Any,
+    *,
+    stable_run: int = 3,
+    missing: str = "skip",
+    censor: int | None = None,
     levels: xr.Dataset | None = None,
-) -> xr.Dataset:  # fmt: skip
+) -> xr.Dataset:
     """Milestone latencies and day counts per draw and model from ``stage`` (or the onset
     model's :func:`trajectory_stage`); ``stable_run``, ``missing`` as in
     :func:`delusion_bayes.baselines.milestones`; ``censor`` defaults to ``n_days + 1``,
@@ -152,8 +156,15 @@ def posterior_milestones(
     cens = censor_day(n_days) if censor is None else int(censor)
     levels = predicted_levels(dt) if levels is None else levels
     kw = {} if levels is None else {"level_b": levels["level_b"], "level_a": levels["level_a"]}
-    return milestones(stage_category(stage), stable_run=stable_run, censor_day=cens, clinical_at=3,
-                      stable_at=4, missing=missing, **kw)  # fmt: skip
+    return milestones(
+        stage_category(stage),
+        stable_run=stable_run,
+        censor_day=cens,
+        clinical_at=3,
+        stable_at=4,
+        missing=missing,
+        **kw,
+    )
 
 
 def milestones_table(ms: xr.Dataset, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
@@ -172,9 +183,15 @@ def milestones_table(ms: xr.Dataset, ci_prob: float = 0.95, ci_kind: str = "eti"
         )
         for i, m in enumerate(da[MODEL].values):
             summary = {k: float(s[k].values[i]) for k in ("median", "ci_low", "ci_high")}
-            rows.append({MODEL: str(m), "milestone": name, **summary,
-                         "p_censored": float(pc.values[i]),
-                         "mean": float(mean.values[i])})  # fmt: skip
+            rows.append(
+                {
+                    MODEL: str(m),
+                    "milestone": name,
+                    **summary,
+                    "p_censored": float(pc.values[i]),
+                    "mean": float(mean.values[i]),
+                }
+            )
     df = pd.DataFrame(rows)
     df["ci_prob"], df["ci_kind"], df["censor_day"] = ci_prob, ci_kind, cens
     return df
@@ -210,9 +227,13 @@ def posterior_contrasts(
         c = as_contrast(spec)
         mask_a, mask_b = contrast_groups(quantities, c)
         for q in c.quantities or []:
-            row: dict[str, Any] = {"name": c.name, "quantity": q, "n_a": int(mask_a.sum()),
-                                   "n_b": int(mask_b.sum()),
-                                   "alternative": c.alternative}  # fmt: skip
+            row: dict[str, Any] = {
+                "name": c.name,
+                "quantity": q,
+                "n_a": int(mask_a.sum()),
+                "n_b": int(mask_b.sum()),
+                "alternative": c.alternative,
+            }
             if q not in quantities:
                 row.update(dict.fromkeys(("median", "ci_low", "ci_high", "p_gt_0", "mean"), np.nan))
                 rows.append({**row, "note": f"{q!r} is not a quantity of this model"})
@@ -222,9 +243,14 @@ def posterior_contrasts(
             diff = mean_a - da.isel({MODEL: mask_b}).mean(MODEL, skipna=True)
             lo, hi = interval(diff, ci_prob, ci_kind)
             dims = _sample_dims(diff)
-            row.update(median=float(diff.median(dims)), ci_low=float(lo), ci_high=float(hi),
-                       p_gt_0=float((diff > 0).mean(dims)), mean=float(diff.mean(dims)),
-                       note="")  # fmt: skip
+            row.update(
+                median=float(diff.median(dims)),
+                ci_low=float(lo),
+                ci_high=float(hi),
+                p_gt_0=float((diff > 0).mean(dims)),
+                mean=float(diff.mean(dims)),
+                note="",
+            )
             rows.append(row)
     cols = ["name", "quantity", "median", "ci_low", "ci_high", "p_gt_0", "mean", "n_a", "n_b"]
     df = pd.DataFrame(rows, columns=[*cols, "alternative", "note"])
@@ -247,11 +273,15 @@ def consensus_posterior(dt: Any) -> pd.DataFrame:
     missing = stage.isnull().any(dims)
     probs = xr.concat([(cat == s).mean(dims) for s in (1, 2, 3, 4)], dim="stage_cat")
     modal = probs.argmax("stage_cat") + 1
-    out = xr.Dataset({
-        "modal_stage": modal.astype(float), "p_ge3": (cat >= 3).mean(dims),
-        "p_ge4": (cat >= 4).mean(dims), "mean": stage.mean(dims),
-        **{f"p{s}": probs.isel(stage_cat=s - 1, drop=True) for s in (1, 2, 3, 4)},
-    }).where(~missing)  # fmt: skip
+    out = xr.Dataset(
+        {
+            "modal_stage": modal.astype(float),
+            "p_ge3": (cat >= 3).mean(dims),
+            "p_ge4": (cat >= 4).mean(dims),
+            "mean": stage.mean(dims),
+            **{f"p{s}": probs.isel(stage_cat=s - 1, drop=True) for s in (1, 2, 3, 4)},
+        }
+    ).where(~missing)
     out = out.reset_coords(drop=True).transpose(MODEL, DAY)
     df = out.to_dataframe().reset_index()
     df[MODEL] = df[MODEL].astype(str)
@@ -284,10 +314,12 @@ def reliability_draws(dt: Any) -> xr.Dataset:
     v_s = sev.var(RATER)
     v_e = ((np.pi**2 / 3.0) / disc**2).mean(RATER)
     k = sev.sizes[RATER]
-    return xr.Dataset({
-        "reliability_single": v_theta / (v_theta + v_s + v_e),
-        "reliability_consensus": v_theta / (v_theta + (v_s + v_e) / k),
-    }).reset_coords(drop=True)  # fmt: skip
+    return xr.Dataset(
+        {
+            "reliability_single": v_theta / (v_theta + v_s + v_e),
+            "reliability_consensus": v_theta / (v_theta + (v_s + v_e) / k),
+        }
+    ).reset_coords(drop=True)
 
 
 def reliability_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.DataFrame:
@@ -298,8 +330,9 @@ def reliability_posterior(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") 
     rows = []
     for q, da in rel.data_vars.items():
         s = {k: float(v) for k, v in _summ(da, ci_prob, ci_kind).items()}
-        rows.append({"quantity": q, **s, "mean": float(da.mean(_sample_dims(da))),
-                     "analogue": analogue[q]})  # fmt: skip
+        rows.append(
+            {"quantity": q, **s, "mean": float(da.mean(_sample_dims(da))), "analogue": analogue[q]}
+        )
     df = pd.DataFrame(rows)
     df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
     return df
@@ -320,8 +353,18 @@ def p_level_b_table(dt: Any, ci_prob: float = 0.95, ci_kind: str = "eti") -> pd.
 
 
 __all__ = [
-    "interval", "stage_category", "t50_posterior", "predicted_levels", "trajectory_stage",
-    "posterior_milestones", "milestones_table", "contrast_quantities", "posterior_contrasts",
-    "consensus_posterior", "rater_posterior", "reliability_draws", "reliability_posterior",
+    "interval",
+    "stage_category",
+    "t50_posterior",
+    "predicted_levels",
+    "trajectory_stage",
+    "posterior_milestones",
+    "milestones_table",
+    "contrast_quantities",
+    "posterior_contrasts",
+    "consensus_posterior",
+    "rater_posterior",
+    "reliability_draws",
+    "reliability_posterior",
     "p_level_b_table",
-]  # fmt: skip
+]

@@ -17,7 +17,7 @@ implies Level A, so the pair is one ordinal variable):
 
 from __future__ import annotations
 
-from ..data.schema import MODEL
+from ..data.schema import MODEL, STAGE_MIDPOINT
 from .blocks import day_noise_scale, marginal_ratings, onset_trajectory, rater_effects
 from .priors import make_rv
 from .spec import ModelSpec
@@ -42,9 +42,15 @@ def build_disengagement(spec: ModelSpec):
         gap = make_rv("log_gap_level", p["log_gap_level"])
         c2 = c1 + pt.exp(gap)
         d = spec.data
-        marginal_ratings(spec, mu[d["md_model"], d["md_day"]], sigma_eps[d["md_model"]], severity,
-                         disc, level=(beta, u, c1, c2))  # fmt: skip
-        eta4 = beta * 1.5 + u
+        marginal_ratings(
+            spec,
+            mu[d.md_model, d.md_day],
+            sigma_eps[d.md_model],
+            severity,
+            disc,
+            level=(beta, u, c1, c2),
+        )
+        eta4 = beta * (4.0 - STAGE_MIDPOINT) + u  # at stage 4
         pm.Deterministic("p_level_a_at_stage4", pm.math.sigmoid(eta4 - c1), dims=MODEL)
         pm.Deterministic("p_level_b_at_stage4", pm.math.sigmoid(eta4 - c2), dims=MODEL)
     return model

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,58 +15,58 @@ import xarray as xr
 
 from ..data.schema import DAY, MODEL
 from ..inference.config import SamplerConfig
-from .config import target_accept_for
-from .spec import OBS, OBS_LEVEL, ModelSpec, build_spec, observation_coords
+from .config import MARGINAL_MODELS, target_accept_for
+from .spec import OBS, OBS_LEVEL, CustomGraphSpec, ModelSpec, build_spec, observation_coords
 
 log = logging.getLogger(__name__)
 
 #: posterior variables on (model, day) that must be NaN on a model-day nobody rated
 MASKED_VARS = ("stage",)
-#: models whose likelihood integrates each model-day's latent stage out; their stage and other
-#: groups are added after sampling (:mod:`delusion_bayes.models.latent`)
-MARGINAL_MODELS = ("joint", "rater", "disengagement")
+__all__ = ["MARGINAL_MODELS", "MASKED_VARS", "finish_fit", "fit"]
 
 
 def fit(
     ds: xr.Dataset,
     model: str = "joint",
     *,
-    draws: int = 1000, tune: int = 500, chains: int = 4, sampler: str = "nutpie", seed: int = 0,
+    draws: int = 1000,
+    tune: int = 500,
+    chains: int = 4,
+    sampler: str = "nutpie",
+    seed: int = 0,
     priors: Mapping[str, Any] | None = None,
-    cores: int = 2, target_accept: float | None = None, adaptation: str = "diag",
-    trajectory: str = "logistic", cutpoints: str = "rater", group_terms: Sequence[str] = (),
+    cores: int = 2,
+    target_accept: float | None = None,
+    adaptation: str = "diag",
+    trajectory: str = "logistic",
+    cutpoints: str = "rater",
+    group_terms: Sequence[str] = (),
     consensus: str = "median",
-    log_likelihood: bool = True, log_prior: bool = True, posterior_predictive: bool = True,
+    log_likelihood: bool = True,
+    log_prior: bool = True,
+    posterior_predictive: bool = True,
     cache_dir: str | Path | None = None,
     progressbar: bool = False,
-    spec: ModelSpec | None = None,
+    spec: ModelSpec | CustomGraphSpec | None = None,
     reuse: bool = False,
-) -> xr.DataTree:  # fmt: skip
-    """Fit a Bayesian model of a trajectory study.
+) -> xr.DataTree:
+    """Fit a Bayesian model of a trajectory study (``model``: ``joint``, ``onset``, ``rater`` or
+    ``disengagement``), or of a replay study with a ``spec`` from
+    :func:`delusion_bayes.models.replay.replay_model_spec`.
 
-    Parameters
-    ----------
-    ds, model
-        Trajectory study and ``joint``, ``onset``, ``rater`` or ``disengagement``; or a replay
-        study with a ``spec`` from :func:`delusion_bayes.models.replay.replay_model_spec`.
-    draws, tune, chains, sampler, seed, cores, target_accept, adaptation
-        NUTS settings; ``sampler`` is ``nutpie``, ``pymc`` or ``numpyro`` (falls back to
-        ``pymc`` with a warning when not installed); ``target_accept=None``: the model's own
-        (:data:`delusion_bayes.models.config.TARGET_ACCEPT`); ``adaptation`` (nutpie only):
-        ``diag`` or ``low_rank``.
-    priors, trajectory, cutpoints, group_terms, consensus
-        As in :func:`delusion_bayes.models.build_spec`.
-    log_likelihood, log_prior, posterior_predictive
-        Add these groups. ``log_likelihood`` holds ``y`` (one term per rating given the latent)
-        and, for the marginal models, ``y_model_day`` (:mod:`delusion_bayes.models.marginal`);
-        ``log_prior`` one ``(chain, draw)`` variable per top-level prior term
-        (:mod:`delusion_bayes.models.sensitivity`).
-    cache_dir, spec
-        Compile-cache root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``); a
-        ready spec (then ``model``, ``priors`` and the variant arguments are ignored).
-    reuse
-        Look the fit up in ``<cache_dir>/fits`` first and store it there after sampling; a hit
-        (``attrs["fit_reused"]``) is this call's fit bit for bit (``inference/cache.py``).
+    ``draws`` to ``adaptation``: NUTS settings; ``sampler`` is ``nutpie``, ``pymc`` or ``numpyro``
+    (``pymc``, with a warning, when not installed); ``target_accept=None``: the model's own
+    (:data:`delusion_bayes.models.config.TARGET_ACCEPT`); ``adaptation`` (nutpie only): ``diag``
+    or ``low_rank``. ``priors`` and ``trajectory`` to ``consensus``: as in
+    :func:`delusion_bayes.models.build_spec`. ``log_likelihood``, ``log_prior``,
+    ``posterior_predictive`` add these groups: ``log_likelihood`` holds ``y`` (one term per rating
+    given the latent) and, for the marginal models, ``y_model_day``
+    (:mod:`delusion_bayes.models.marginal`); ``log_prior`` one ``(chain, draw)`` variable per
+    top-level prior term (:mod:`delusion_bayes.models.sensitivity`). ``cache_dir``: the compile
+    cache's root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``); ``spec``: a
+    ready spec (then ``model``, ``priors`` and the variant arguments are ignored); ``reuse``: look
+    the fit up in ``<cache_dir>/fits`` first and store it there after sampling (a hit,
+    ``attrs["fit_reused"]``, is this call's fit bit for bit: ``inference/cache.py``).
 
     Returns an ``xarray.DataTree``: groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model``
     for the onset models, with the study's model coords), ``sample_stats``, ``log_likelihood``,
@@ -73,80 +74,184 @@ def fit(
     with coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
     NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
     """
-    from ..inference.cache import compiled_kernels, configure_pytensor_cache, kernels_written
-    from ..inference.config import check_sampler_settings
+    from ..inference.cache import configure_pytensor_cache
 
-    check_sampler_settings(draws=draws, tune=tune, chains=chains, target_accept=target_accept,
-                           cores=cores, adaptation=adaptation)  # fmt: skip
+    scfg = SamplerConfig(
+        name=sampler,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        target_accept=target_accept,
+        adaptation=adaptation,
+        seed=seed,
+        progressbar=progressbar,
+    )
+    _check_settings(scfg)
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
-    import pymc as pm
-
-    from ..inference.sampling import sample
-    from .build import build_model
-    from .latent import add_latent_groups, onset_predictive
-
     t0 = time.perf_counter()
-    target_accept = target_accept_for(spec.name if spec is not None else model, target_accept)
     if spec is None:
-        spec = build_spec(ds, model, priors, trajectory=trajectory, cutpoints=cutpoints,
-                          group_terms=group_terms, consensus=consensus)  # fmt: skip
-    key = None
-    if reuse:
-        from ..inference.cache import fit_key, load_fit
-
-        settings = dict(sampler=sampler, draws=draws, tune=tune, chains=chains, seed=seed,
-                        target_accept=target_accept, adaptation=adaptation,
-                        log_likelihood=log_likelihood, log_prior=log_prior,
-                        posterior_predictive=posterior_predictive)  # fmt: skip
-        key = fit_key(spec.hash(), settings)
-        cached = load_fit(key, cache_dir)
-        if cached is not None:
-            log.info("reusing the cached fit %s of %s", key, spec.variant)
-            cached.attrs.update(fit_reused=1, fit_time=time.perf_counter() - t0,
-                                compile_cache_found=len(compiled_kernels(compiledir)),
-                                compile_cache_written=0)  # fmt: skip
-            return cached
-    pm_model = build_model(spec)
-    scfg = SamplerConfig(name=sampler, draws=draws, tune=tune, chains=chains, cores=cores,
-                         target_accept=target_accept, adaptation=adaptation, seed=seed,
-                         progressbar=progressbar)  # fmt: skip
-    log.info("fitting %s (%s, %d chains x %d draws)", spec.variant, sampler, chains, draws)
-    kernels = compiled_kernels(compiledir)
-    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
-    prior_group = _log_prior(dt, pm_model, spec) if log_prior else None
-    if hasattr(spec, "finish"):  # a spec with its own post-processing (the replay model)
-        dt = spec.finish(dt, seed=seed, log_likelihood=log_likelihood)
-    elif spec.name in MARGINAL_MODELS:
-        t1 = time.perf_counter()
-        dt = add_latent_groups(dt, spec, seed=seed, log_likelihood=log_likelihood,
-                               posterior_predictive=posterior_predictive)  # fmt: skip
-        log.info("latent stage drawn, log-likelihood and PPC: %.1f s", time.perf_counter() - t1)
-    else:
-        if log_likelihood:
-            # the rebuilt graph refuses start values (blocks._t50's, for the sampler only)
-            for rv in pm_model.rvs_to_initial_values:
-                pm_model.rvs_to_initial_values[rv] = None
-            dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
-        if posterior_predictive:
-            dt = onset_predictive(dt, spec, seed=seed + 1)
-    if prior_group is not None:
-        dt["log_prior"] = xr.DataTree(prior_group)
-    written = kernels_written(kernels, compiled_kernels(compiledir))
-    log.info("compile cache %s: %d kernel(s) found there, %d written by this fit%s",
-             compiledir, len(kernels), written,
-             " (the model was compiled already)" if kernels and not written else "")  # fmt: skip
-    if not hasattr(spec, "finish"):
-        dt = finish_fit(dt, spec)
-    dt.attrs.update(fit_time=time.perf_counter() - t0, compile_cache_found=len(kernels),
-                    compile_cache_written=written, fit_reused=0)  # fmt: skip
+        variant = dict(trajectory=trajectory, cutpoints=cutpoints, group_terms=group_terms)
+        spec = build_spec(ds, model, priors, consensus=consensus, **variant)
+    scfg = replace(scfg, target_accept=target_accept_for(spec.name, target_accept))
+    groups = _Groups(log_likelihood, log_prior, posterior_predictive)
+    key = _fit_cache_key(spec, scfg, groups) if reuse else None
+    cached = _cached_fit(key, spec, cache_dir, compiledir, t0) if key is not None else None
+    if cached is not None:
+        return cached
+    dt = _sample_with_groups(spec, scfg, groups, cache_dir, compiledir, t0)
     if key is not None:
-        from ..inference.cache import save_fit
-
-        save_fit(dt, key, cache_dir)
+        _store_fit(dt, key, cache_dir)
     return dt
 
 
-def _log_prior(dt: xr.DataTree, pm_model: Any, spec: Any) -> xr.Dataset | None:
+def _check_settings(scfg: SamplerConfig) -> None:
+    """Reject impossible NUTS settings before anything compiles."""
+    from ..inference.config import check_sampler_settings
+
+    check_sampler_settings(
+        draws=scfg.draws,
+        tune=scfg.tune,
+        chains=scfg.chains,
+        target_accept=scfg.target_accept,
+        cores=scfg.cores,
+        adaptation=scfg.adaptation,
+    )
+
+
+def _store_fit(dt: xr.DataTree, key: str, cache_dir: Any) -> None:
+    from ..inference.cache import save_fit
+
+    save_fit(dt, key, cache_dir)
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Which optional groups a fit gets."""
+
+    log_likelihood: bool
+    log_prior: bool
+    posterior_predictive: bool
+
+
+def _fit_cache_key(spec: ModelSpec | CustomGraphSpec, scfg: SamplerConfig, groups: _Groups) -> str:
+    """The key of this fit in ``<cache_dir>/fits``
+    (:func:`delusion_bayes.inference.cache.fit_key`)."""
+    from ..inference.cache import fit_key
+
+    settings = dict(
+        sampler=scfg.name,
+        draws=scfg.draws,
+        tune=scfg.tune,
+        chains=scfg.chains,
+        seed=scfg.seed,
+        target_accept=scfg.target_accept,
+        adaptation=scfg.adaptation,
+        log_likelihood=groups.log_likelihood,
+        log_prior=groups.log_prior,
+        posterior_predictive=groups.posterior_predictive,
+    )
+    return fit_key(spec.hash(), settings)
+
+
+def _cached_fit(
+    key: str, spec: ModelSpec | CustomGraphSpec, cache_dir: Any, compiledir: Any, t0: float
+) -> xr.DataTree | None:
+    """The stored fit of ``key`` with this call's bookkeeping attrs, or None."""
+    from ..inference.cache import compiled_kernels, load_fit
+
+    cached = load_fit(key, cache_dir)
+    if cached is None:
+        return None
+    log.info("reusing the cached fit %s of %s", key, spec.variant)
+    cached.attrs.update(
+        fit_reused=1,
+        fit_time=time.perf_counter() - t0,
+        compile_cache_found=len(compiled_kernels(compiledir)),
+        compile_cache_written=0,
+    )
+    return cached
+
+
+def _sample_with_groups(
+    spec: ModelSpec | CustomGraphSpec,
+    scfg: SamplerConfig,
+    groups: _Groups,
+    cache_dir: Any,
+    compiledir: Any,
+    t0: float,
+) -> xr.DataTree:
+    """Build the graph, sample it and add the requested groups and the bookkeeping attrs
+    (``fit_time`` since ``t0``, compiled kernels found and written)."""
+    from ..inference.cache import compiled_kernels, kernels_written
+    from ..inference.sampling import sample
+    from .build import build_model
+
+    pm_model = build_model(spec)
+    log.info(
+        "fitting %s (%s, %d chains x %d draws)", spec.variant, scfg.name, scfg.chains, scfg.draws
+    )
+    kernels = compiled_kernels(compiledir)
+    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
+    prior_group = _log_prior(dt, pm_model, spec) if groups.log_prior else None
+    if isinstance(spec, CustomGraphSpec):
+        dt = spec.finish(dt, seed=scfg.seed, log_likelihood=groups.log_likelihood)
+    else:
+        dt = _add_trajectory_groups(dt, pm_model, spec, scfg.seed, groups)
+    if prior_group is not None:
+        dt["log_prior"] = xr.DataTree(prior_group)
+    written = kernels_written(kernels, compiled_kernels(compiledir))
+    log.info(
+        "compile cache %s: %d kernel(s) found there, %d written by this fit%s",
+        compiledir,
+        len(kernels),
+        written,
+        " (the model was compiled already)" if kernels and not written else "",
+    )
+    if not isinstance(spec, CustomGraphSpec):
+        dt = finish_fit(dt, spec)
+    dt.attrs.update(
+        fit_time=time.perf_counter() - t0,
+        compile_cache_found=len(kernels),
+        compile_cache_written=written,
+        fit_reused=0,
+    )
+    return dt
+
+
+def _add_trajectory_groups(
+    dt: xr.DataTree, pm_model: Any, spec: ModelSpec, seed: int, groups: _Groups
+) -> xr.DataTree:
+    """The latent stage, log-likelihood and posterior predictive of a trajectory-study fit:
+    drawn in numpy for the models that integrate the stage out, else from the graph."""
+    from .latent import add_latent_groups, onset_predictive
+
+    if spec.integrates_stage:
+        t1 = time.perf_counter()
+        dt = add_latent_groups(
+            dt,
+            spec,
+            seed=seed,
+            log_likelihood=groups.log_likelihood,
+            posterior_predictive=groups.posterior_predictive,
+        )
+        log.info("latent stage drawn, log-likelihood and PPC: %.1f s", time.perf_counter() - t1)
+        return dt
+    if groups.log_likelihood:
+        import pymc as pm
+
+        # the rebuilt graph refuses start values (blocks._t50's, for the sampler only)
+        for rv in pm_model.rvs_to_initial_values:
+            pm_model.rvs_to_initial_values[rv] = None
+        dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
+    if groups.posterior_predictive:
+        dt = onset_predictive(dt, spec, seed=seed + 1)
+    return dt
+
+
+def _log_prior(
+    dt: xr.DataTree, pm_model: Any, spec: ModelSpec | CustomGraphSpec
+) -> xr.Dataset | None:
     """The ``log_prior`` group (:func:`delusion_bayes.models.sensitivity.log_prior_dataset`
     over the spec's top-level prior terms); a failure is a warning, never a lost fit."""
     from .sensitivity import log_prior_dataset, prior_terms
@@ -155,8 +260,12 @@ def _log_prior(dt: xr.DataTree, pm_model: Any, spec: Any) -> xr.Dataset | None:
     try:
         ds = log_prior_dataset(dt, pm_model, prior_terms(pm_model, spec.priors))
     except Exception as err:  # noqa: BLE001 - a diagnostic's input must not cost the fit
-        log.warning("log prior of %s not computed (no sensitivity check): %s: %s",
-                    getattr(spec, "variant", spec.name), type(err).__name__, err)  # fmt: skip
+        log.warning(
+            "log prior of %s not computed (no sensitivity check): %s: %s",
+            spec.variant,
+            type(err).__name__,
+            err,
+        )
         return None
     log.info("log prior (%d terms): %.1f s", len(ds.data_vars), time.perf_counter() - t1)
     return ds
@@ -181,8 +290,14 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
             for dim in (OBS, OBS_LEVEL):
                 g = g.assign_coords(coords[dim]) if dim in g.dims else g
             dt[group] = xr.DataTree(g)
-    dt.attrs.update(model=spec.name, variant=spec.variant, trajectory=spec.trajectory,
-                    cutpoints=spec.cutpoints, group_terms=",".join(spec.group_terms),
-                    spec_hash=spec.hash(), n_days=int(spec.n_days),
-                    sampler=str(post.attrs.get("sampler", "")))  # fmt: skip
+    dt.attrs.update(
+        model=spec.name,
+        variant=spec.variant,
+        trajectory=spec.trajectory,
+        cutpoints=spec.cutpoints,
+        group_terms=",".join(spec.group_terms),
+        spec_hash=spec.hash(),
+        n_days=int(spec.n_days),
+        sampler=str(post.attrs.get("sampler", "")),
+    )
     return dt

@@ -49,7 +49,5 @@ def build_joint(spec: ModelSpec):
         sigma_eps = day_noise_scale(spec)
         severity, disc = rater_effects(spec)
         d = spec.data
-        marginal_ratings(
-            spec, mu[d["md_model"], d["md_day"]], sigma_eps[d["md_model"]], severity, disc
-        )
+        marginal_ratings(spec, mu[d.md_model, d.md_day], sigma_eps[d.md_model], severity, disc)
     return model

@@ -21,14 +21,15 @@ Check ``loo_khat.png`` before trusting a close comparison.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numba
 import numpy as np
 import xarray as xr
 
-from ..data.schema import DAY, MODEL, RATER
-from .spec import OPEN, STAGE_CUTPOINTS
+from ..data.schema import DAY, MODEL, RATER, STAGE_CUTPOINTS, STAGE_MIDPOINT
+from .spec import OPEN
 
 #: dimension of the per-model-day log-likelihood (observed model-days only)
 MODEL_DAY = "model_day"
@@ -183,9 +184,16 @@ def _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng=None):
     return out.reshape(lead), (out_s.reshape(lead) if rng is not None else None)
 
 
-def marginal_loglik(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.ndarray,
-                    sigma: np.ndarray, n_nodes: int = DEFAULT_NODES) -> np.ndarray:  # fmt: skip
-    """``log int prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)] N(s; mu, sigma) ds``.
+def marginal_loglik(
+    alpha: np.ndarray,
+    a0: np.ndarray,
+    b0: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    n_nodes: int = DEFAULT_NODES,
+) -> np.ndarray:
+    """``log int prod_i [sigmoid(alpha_i s + a0_i) - sigmoid(alpha_i s + b0_i)]
+    N(s; mu, sigma) ds``.
 
     ``alpha, a0, b0``: ``(..., n_groups, n_terms)``, one ordinal observation of the group's
     latent per term (``a0 = +OPEN`` for the lowest category, ``b0 = -OPEN`` for the highest;
@@ -195,9 +203,15 @@ def marginal_loglik(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.nd
     return _run_kernel(alpha, a0, b0, mu, sigma, n_nodes)[0]
 
 
-def sample_latent(alpha: np.ndarray, a0: np.ndarray, b0: np.ndarray, mu: np.ndarray,
-                  sigma: np.ndarray, rng: np.random.Generator,
-                  n_nodes: int = DEFAULT_NODES) -> np.ndarray:  # fmt: skip
+def sample_latent(
+    alpha: np.ndarray,
+    a0: np.ndarray,
+    b0: np.ndarray,
+    mu: np.ndarray,
+    sigma: np.ndarray,
+    rng: np.random.Generator,
+    n_nodes: int = DEFAULT_NODES,
+) -> np.ndarray:
     """One draw of each latent ``s`` from its conditional posterior, the integrand of
     :func:`marginal_loglik` (same arguments): a node by inverse CDF of the quadrature weights,
     then uniform within its cell (exact up to that piecewise-constant interpolation).
@@ -239,20 +253,79 @@ def loglik_and_stage(
     return ll, stage
 
 
-def _draws(post: xr.Dataset, name: str) -> np.ndarray:
+def param_draws(post: xr.Dataset, name: str) -> np.ndarray:
+    """The draws of posterior variable ``name`` as floats, ``(chain, draw, ...)``."""
     return np.asarray(post[name].transpose("chain", "draw", ...).values, float)
 
 
 def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | None):
+    """:func:`model_day_loglik` and, with ``rng``, the stage draws of :func:`loglik_and_stage`."""
     post = dt["posterior"]
-    obs = dt["observed_data"]
+    cells = _observed_cells(dt)
+    layout = _ModelDays.of(cells, post)
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    n_s = n_chain * n_draw
+
+    def flat(name: str) -> np.ndarray:  # (chain * draw, elements)
+        return param_draws(post, name).reshape(n_s, -1)
+
+    mu, sigma = _latent_prior(post, flat, cells, layout, str(dt.attrs.get("model", "")))
+    level_cuts = None
+    if layout.level is not None:
+        beta, u, c1 = flat("beta_level")[:, 0], flat("u"), flat("c_level_1")[:, 0]
+        level_cuts = (beta, u, c1, c1 + np.exp(flat("log_gap_level")[:, 0]))
+    out = np.empty((n_s, layout.n_md))
+    draws_s = np.full((n_s, layout.n_md), np.nan)
+    sev, disc = flat("severity"), flat("discrimination")
+    for lo in range(0, n_s, chunk):
+        sl = slice(lo, min(lo + chunk, n_s))
+        A, A0, B0 = _integrand_terms(cells, layout, sev[sl], disc[sl], level_cuts, sl)
+        out[sl], s_draw = _run_kernel(A, A0, B0, mu[sl], sigma[sl], n_nodes, rng)
+        if s_draw is not None:
+            draws_s[sl] = s_draw
+    coords = {
+        "chain": post["chain"].values,
+        "draw": post["draw"].values,
+        MODEL_DAY: np.arange(layout.n_md),
+        f"{MODEL_DAY}_model": (MODEL_DAY, np.asarray(cells.models)[layout.md_model]),
+        f"{MODEL_DAY}_day": (MODEL_DAY, np.asarray(cells.days)[layout.md_day]),
+    }
+    dims = ("chain", "draw", MODEL_DAY)
+    description = (
+        "log p(all ratings of a model-day | parameters), the model-day's latent "
+        "stage integrated out (adaptive quadrature)"
+    )
+    attrs = {"description": description, "n_nodes": int(n_nodes)}
+    shape = (n_chain, n_draw, layout.n_md)
+    ll = xr.DataArray(out.reshape(shape), dims=dims, coords=coords, name=MARGINAL_VAR, attrs=attrs)
+    stage = xr.DataArray(draws_s.reshape(shape), dims=dims, coords=coords)
+    return ll, (stage if rng is not None else None)
+
+
+@dataclass
+class _Cells:
+    """The observed ratings of a fit with their cells as indices into ``models``/``days``/
+    ``raters``; ``level_key`` the model-day key (``model * n_days + day``) of each adjudicated
+    level (empty unless a disengagement fit)."""
+
+    y: np.ndarray
+    mi: np.ndarray
+    di: np.ndarray
+    ri: np.ndarray
+    models: list
+    days: list
+    level_key: np.ndarray
+    level: np.ndarray | None
+
+
+def _observed_cells(dt: Any) -> _Cells:
+    post, obs = dt["posterior"], dt["observed_data"]
     model_name = str(dt.attrs.get("model", ""))
     if "y" not in obs or "severity" not in post or "discrimination" not in post:
         raise ValueError(
             f"model_day_loglik: the {model_name or 'given'} fit has no ordinal ratings 'y' with "
             "severity/discrimination; expected a joint, rater or disengagement fit"
         )
-    y = np.asarray(obs["y"].values, np.int64)
     o_model = np.asarray(obs["obs_model"].values).astype(str)
     o_day = np.asarray(obs["obs_day"].values)
     o_rater = np.asarray(obs["obs_rater"].values).astype(str)
@@ -261,94 +334,100 @@ def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | Non
         [str(m) for m in post[MODEL].values] if MODEL in post.dims else list(dict.fromkeys(o_model))
     )
     days = list(post[DAY].values) if DAY in post.dims else sorted(set(o_day.tolist()))
-    mi = np.array([models.index(m) for m in o_model])
-    di = np.array([days.index(d) for d in o_day])
-    ri = np.array([raters.index(r) for r in o_rater])
-
-    # observed model-days (a rating or, disengagement, an adjudicated level: a level on a day
-    # nobody rated is integrated over the trajectory's prior alone, as the fitted graph does,
-    # spec.model_day_layout) and, per model-day, its ratings (padded)
-    md_key = mi * len(days) + di
-    lv_key = np.empty(0, np.int64)
+    level_key, level = np.empty(0, np.int64), None
     if "level" in obs and "beta_level" in post:
         lm = np.array([models.index(str(m)) for m in obs["obs_level_model"].values], np.int64)
         ld = np.array([days.index(d) for d in obs["obs_level_day"].values], np.int64)
-        lv_key = lm * len(days) + ld
-    keys = np.unique(np.concatenate([md_key, lv_key]))
-    md_of_obs = np.searchsorted(keys, md_key)
-    n_md = keys.size
-    n_terms = int(np.bincount(md_of_obs, minlength=n_md).max())
-    order = np.argsort(md_of_obs, kind="stable")
-    slot = np.empty_like(md_of_obs)  # rank of each rating within its model-day
-    slot[order] = np.arange(order.size) - np.searchsorted(md_of_obs[order], md_of_obs[order])
+        level_key = lm * len(days) + ld
+        level = np.asarray(obs["level"].values, np.int64)
+    return _Cells(
+        y=np.asarray(obs["y"].values, np.int64),
+        mi=np.array([models.index(m) for m in o_model]),
+        di=np.array([days.index(d) for d in o_day]),
+        ri=np.array([raters.index(r) for r in o_rater]),
+        models=models,
+        days=days,
+        level_key=level_key,
+        level=level,
+    )
 
-    level = None
-    if lv_key.size:
-        level = (np.asarray(obs["level"].values, np.int64), np.searchsorted(keys, lv_key))
 
-    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-    n_s = n_chain * n_draw
+@dataclass
+class _ModelDays:
+    """The observed model-days (a rating or, disengagement, an adjudicated level: a level on a
+    day nobody rated is integrated over the trajectory's prior alone, as the fitted graph does,
+    spec.model_day_layout) in (model, day) order, and each rating's slot among its model-day's
+    (padded to ``n_terms``); ``level``: each level and its model-day."""
 
-    def flat(name: str) -> np.ndarray:  # (chain * draw, elements)
-        return _draws(post, name).reshape(n_s, -1)
+    n_md: int
+    md_model: np.ndarray
+    md_day: np.ndarray
+    md_of_obs: np.ndarray
+    slot: np.ndarray
+    n_terms: int
+    level: tuple[np.ndarray, np.ndarray] | None
 
-    sev, disc = flat("severity"), flat("discrimination")
-    md_model, md_day = keys // len(days), keys % len(days)
-    if "trajectory" in post:
-        mu = flat("trajectory").reshape(n_s, len(models), len(days))[:, md_model, md_day]
-        sigma = flat("sigma_eps")[:, md_model]
-    elif "mu_theta" in post:
-        mu = np.repeat(flat("mu_theta"), n_md, axis=1)
-        sigma = np.repeat(flat("sigma_theta"), n_md, axis=1)
-    else:
-        raise ValueError(
-            f"model_day_loglik: the {model_name or 'given'} fit has neither 'trajectory' and "
-            "'sigma_eps' (joint) nor 'mu_theta' and 'sigma_theta' (rater) in its posterior"
+    @classmethod
+    def of(cls, cells: _Cells, post: Any) -> _ModelDays:
+        n_days = len(cells.days)
+        md_key = cells.mi * n_days + cells.di
+        keys = np.unique(np.concatenate([md_key, cells.level_key]))
+        md_of_obs = np.searchsorted(keys, md_key)
+        n_md = keys.size
+        order = np.argsort(md_of_obs, kind="stable")
+        slot = np.empty_like(md_of_obs)  # rank of each rating within its model-day
+        slot[order] = np.arange(order.size) - np.searchsorted(md_of_obs[order], md_of_obs[order])
+        level = None
+        if cells.level_key.size:
+            level = (cells.level, np.searchsorted(keys, cells.level_key))
+        return cls(
+            n_md=n_md,
+            md_model=keys // n_days,
+            md_day=keys % n_days,
+            md_of_obs=md_of_obs,
+            slot=slot,
+            n_terms=int(np.bincount(md_of_obs, minlength=n_md).max()),
+            level=level,
         )
-    if level is not None:
-        beta, u, c1 = flat("beta_level")[:, 0], flat("u"), flat("c_level_1")[:, 0]
-        c2 = c1 + np.exp(flat("log_gap_level")[:, 0])
+
+
+def _latent_prior(post: Any, flat, cells: _Cells, layout: _ModelDays, model_name: str):
+    """Each draw's prior ``(mu, sigma)`` of every model-day's latent, ``(draw, model_day)``."""
+    md_model, md_day, n_md = layout.md_model, layout.md_day, layout.n_md
+    if "trajectory" in post:
+        traj = flat("trajectory")
+        mu = traj.reshape(traj.shape[0], len(cells.models), len(cells.days))[:, md_model, md_day]
+        return mu, flat("sigma_eps")[:, md_model]
+    if "mu_theta" in post:
+        mu = np.repeat(flat("mu_theta"), n_md, axis=1)
+        return mu, np.repeat(flat("sigma_theta"), n_md, axis=1)
+    raise ValueError(
+        f"model_day_loglik: the {model_name or 'given'} fit has neither 'trajectory' and "
+        "'sigma_eps' (joint) nor 'mu_theta' and 'sigma_theta' (rater) in its posterior"
+    )
+
+
+def _integrand_terms(cells: _Cells, layout: _ModelDays, sev, disc, level_cuts, sl: slice):
+    """``(alpha, a0, b0)`` of :func:`marginal_loglik` for the draws ``sl``: one term per rating
+    of each model-day (``+OPEN``/``-OPEN`` padding), then its level if it has one."""
     cuts = np.asarray(STAGE_CUTPOINTS, float)
-    extra = 1 if level is not None else 0
-    out = np.empty((n_s, n_md))
-    draws_s = np.full((n_s, n_md), np.nan)
-    for lo in range(0, n_s, chunk):
-        sl = slice(lo, min(lo + chunk, n_s))
-        d, s_ = disc[sl][:, ri], sev[sl][:, ri]
-        # P(y > j) = sigmoid(d (s + sev - c_j)): alpha = d, beta = d sev, gamma_j = d c_j
-        al, a0, b0 = ordinal_terms(y, d, d * s_, d[..., None] * cuts)
-        n = al.shape[0]
-        A = np.zeros((n, n_md, n_terms + extra))
-        A0 = np.full(A.shape, OPEN)
-        B0 = np.full(A.shape, -OPEN)
-        A[:, md_of_obs, slot], A0[:, md_of_obs, slot], B0[:, md_of_obs, slot] = al, a0, b0
-        if level is not None:
-            lv, lpos = level
-            bt = np.repeat(beta[sl][:, None], lv.size, 1)
-            # eta = beta (s - 2.5) + u_m; P(D > j) = sigmoid(eta - c_j)
-            gam = np.broadcast_to(np.stack([c1[sl], c2[sl]], -1)[:, None, :], bt.shape + (2,))
-            la, la0, lb0 = ordinal_terms(lv, bt, -2.5 * bt + u[sl][:, md_model[lpos]], gam)
-            A[:, lpos, -1], A0[:, lpos, -1], B0[:, lpos, -1] = la, la0, lb0
-        out[sl], s_draw = _run_kernel(A, A0, B0, mu[sl], sigma[sl], n_nodes, rng)
-        if s_draw is not None:
-            draws_s[sl] = s_draw
-    coords = {"chain": post["chain"].values, "draw": post["draw"].values,
-              MODEL_DAY: np.arange(n_md),
-              f"{MODEL_DAY}_model": (MODEL_DAY, np.asarray(models)[md_model]),
-              f"{MODEL_DAY}_day": (MODEL_DAY, np.asarray(days)[md_day])}  # fmt: skip
-    dims = ("chain", "draw", MODEL_DAY)
-    description = ("log p(all ratings of a model-day | parameters), the model-day's latent "
-                   "stage integrated out (adaptive quadrature)")  # fmt: skip
-    attrs = {"description": description, "n_nodes": int(n_nodes)}
-    ll = xr.DataArray(out.reshape(n_chain, n_draw, n_md), dims=dims, coords=coords,
-                      name=MARGINAL_VAR, attrs=attrs)  # fmt: skip
-    stage = xr.DataArray(draws_s.reshape(n_chain, n_draw, n_md), dims=dims, coords=coords)
-    return ll, (stage if rng is not None else None)
-
-
-def add_model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES) -> Any:
-    """Add :data:`MARGINAL_VAR` to ``dt``'s ``log_likelihood`` group (created if absent)."""
-    ds = dt["log_likelihood"].to_dataset() if "log_likelihood" in dt.children else xr.Dataset()
-    ds[MARGINAL_VAR] = model_day_loglik(dt, n_nodes=n_nodes)
-    dt["log_likelihood"] = xr.DataTree(ds)
-    return dt
+    extra = 1 if level_cuts is not None else 0
+    d, s_ = disc[:, cells.ri], sev[:, cells.ri]
+    # P(y > j) = sigmoid(d (s + sev - c_j)): alpha = d, beta = d sev, gamma_j = d c_j
+    al, a0, b0 = ordinal_terms(cells.y, d, d * s_, d[..., None] * cuts)
+    n = al.shape[0]
+    A = np.zeros((n, layout.n_md, layout.n_terms + extra))
+    A0 = np.full(A.shape, OPEN)
+    B0 = np.full(A.shape, -OPEN)
+    md, slot = layout.md_of_obs, layout.slot
+    A[:, md, slot], A0[:, md, slot], B0[:, md, slot] = al, a0, b0
+    if level_cuts is not None:
+        beta, u, c1, c2 = level_cuts
+        lv, lpos = layout.level
+        bt = np.repeat(beta[sl][:, None], lv.size, 1)
+        # eta = beta (s - STAGE_MIDPOINT) + u_m; P(D > j) = sigmoid(eta - c_j)
+        gam = np.broadcast_to(np.stack([c1[sl], c2[sl]], -1)[:, None, :], bt.shape + (2,))
+        u_m = u[sl][:, layout.md_model[lpos]]
+        la, la0, lb0 = ordinal_terms(lv, bt, -STAGE_MIDPOINT * bt + u_m, gam)
+        A[:, lpos, -1], A0[:, lpos, -1], B0[:, lpos, -1] = la, la0, lb0
+    return A, A0, B0

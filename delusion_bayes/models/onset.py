@@ -101,6 +101,6 @@ def build_onset(spec: ModelSpec):
         sigma_y = make_rv("sigma_y", spec.priors["sigma_y"])
         d = spec.data
         # censored at the floor only (the module docstring says why not at the top)
-        mu_y = mu[d["model_idx"], d["day_idx"]]
-        censored_normal("y", mu_y, sigma_y, d["y"], upper=np.inf, dims=OBS)
+        mu_y = mu[d.model_idx, d.day_idx]
+        censored_normal("y", mu_y, sigma_y, d.y, upper=np.inf, dims=OBS)
     return model

@@ -59,9 +59,13 @@ def population_draws(
 
 
 def population_contrasts(
-    quantities: xr.Dataset, contrasts: Iterable[Any], ci_prob: float = 0.95, ci_kind: str = "eti",
-    *, seed: int = 0,
-) -> pd.DataFrame:  # fmt: skip
+    quantities: xr.Dataset,
+    contrasts: Iterable[Any],
+    ci_prob: float = 0.95,
+    ci_kind: str = "eti",
+    *,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Posterior of the difference between the population means of groups A and B.
 
     The quantity: ``mu_A - mu_B``, where ``mu_g`` is the expected value of the quantity (t50, a
@@ -99,31 +103,52 @@ def population_contrasts(
         c = as_contrast(spec)
         mask_a, mask_b = contrast_groups(quantities, c)
         for q in c.quantities or []:
-            row: dict[str, Any] = {"name": c.name, "quantity": q, "n_a": int(mask_a.sum()),
-                                   "n_b": int(mask_b.sum()), "alternative": c.alternative,
-                                   "note": ""}  # fmt: skip
-            nan = dict.fromkeys(("median", "ci_low", "ci_high", "p_gt_0", "mean"), np.nan)
-            if q not in quantities:
-                rows.append({**row, **nan, "note": f"{q!r} is not a quantity of this model"})
-                continue
-            if row["n_a"] + row["n_b"] < 3:
-                rows.append({**row, **nan, "note": "a population contrast needs >= 3 models"})
-                continue
-            da = quantities[q]
-            dims = sample_dims(da, SAMPLE_DIMS)
-            x = da.transpose(*dims, MODEL).values.reshape(-1, da.sizes[MODEL])
-            reps = max(1, -(-MIN_DRAWS // x.shape[0]))
-            diff = population_draws(x, mask_a, mask_b, rng, reps)
-            if not np.isfinite(diff).all():
-                rows.append({**row, **nan, "note": "a group has no finite value in some draws"})
-                continue
-            lo, hi = interval(xr.DataArray(diff, dims="draw"), ci_prob, ci_kind, dims=["draw"])
-            row.update(median=float(np.median(diff)), ci_low=float(lo), ci_high=float(hi),
-                       p_gt_0=float((diff > 0).mean()), mean=float(diff.mean()))  # fmt: skip
-            rows.append(row)
+            row: dict[str, Any] = {
+                "name": c.name,
+                "quantity": q,
+                "n_a": int(mask_a.sum()),
+                "n_b": int(mask_b.sum()),
+                "alternative": c.alternative,
+                "note": "",
+            }
+            rows.append(_contrast_row(row, quantities, q, (mask_a, mask_b), rng, ci_prob, ci_kind))
     df = pd.DataFrame(rows, columns=[*COLUMNS, "alternative", "note"])
     df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
     return df
+
+
+def _contrast_row(
+    row: dict[str, Any],
+    quantities: xr.Dataset,
+    q: str,
+    masks: tuple[np.ndarray, np.ndarray],
+    rng: np.random.Generator,
+    ci_prob: float,
+    ci_kind: str,
+) -> dict[str, Any]:
+    """``row`` completed with the posterior summary of quantity ``q``'s population contrast
+    between the models of ``masks`` (A, B), or NaN and a ``note`` saying why not."""
+    nan = dict.fromkeys(("median", "ci_low", "ci_high", "p_gt_0", "mean"), np.nan)
+    if q not in quantities:
+        return {**row, **nan, "note": f"{q!r} is not a quantity of this model"}
+    if row["n_a"] + row["n_b"] < 3:
+        return {**row, **nan, "note": "a population contrast needs >= 3 models"}
+    da = quantities[q]
+    dims = sample_dims(da, SAMPLE_DIMS)
+    x = da.transpose(*dims, MODEL).values.reshape(-1, da.sizes[MODEL])
+    reps = max(1, -(-MIN_DRAWS // x.shape[0]))
+    diff = population_draws(x, *masks, rng, reps)
+    if not np.isfinite(diff).all():
+        return {**row, **nan, "note": "a group has no finite value in some draws"}
+    lo, hi = interval(xr.DataArray(diff, dims="draw"), ci_prob, ci_kind, dims=["draw"])
+    row.update(
+        median=float(np.median(diff)),
+        ci_low=float(lo),
+        ci_high=float(hi),
+        p_gt_0=float((diff > 0).mean()),
+        mean=float(diff.mean()),
+    )
+    return row
 
 
 __all__ = ["population_contrasts", "population_draws"]

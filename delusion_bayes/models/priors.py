@@ -1,8 +1,10 @@
 """Default priors of every model in one table, and their overrides.
 
-A prior is ``{"dist": <PyMC distribution name>, <parameter>: <value>, ...}``; ``conf/model/``
-repeats the defaults (a test keeps them equal). The latent stage lives on the 1-4 scale, ``t50``
-hyper-priors are in units of ``n_days`` (``mu_t50: 0.6`` = day 18 of 30), ``log_k`` is per day.
+A prior is ``{"dist": <PyMC distribution name>, <parameter>: <value>, ...}``. This table is the
+one source of the defaults: ``conf/model/*.yaml`` hold ``priors: {}`` and a run's overrides go
+there (:func:`resolve_priors` merges them over the table). The latent stage lives on the 1-4
+scale, ``t50`` hyper-priors are in units of ``n_days`` (``mu_t50: 0.6`` = day 18 of 30),
+``log_k`` is per day.
 """
 
 from __future__ import annotations
@@ -113,7 +115,8 @@ def _check(name: str, spec: Mapping[str, Any]) -> None:
     dist = spec.get("dist")
     if dist not in DISTRIBUTIONS:
         raise ValueError(
-            f"prior {name!r}: distribution {dist!r} not supported; use one of {sorted(DISTRIBUTIONS)}"
+            f"prior {name!r}: distribution {dist!r} not supported; "
+            f"use one of {sorted(DISTRIBUTIONS)}"
         )
     args = {k for k in spec if k != "dist"}
     expected = set(DISTRIBUTIONS[dist])

@@ -38,7 +38,7 @@ def build_rater(spec: ModelSpec):
         mu_theta = make_rv("mu_theta", p["mu_theta"])
         sigma_theta = make_rv("sigma_theta", p["sigma_theta"])
         severity, disc = rater_effects(spec)
-        n_md = spec.data["md_model"].size
+        n_md = spec.data.md_model.size
         # theta integrated out of the likelihood, drawn after sampling (models.latent)
         marginal_ratings(
             spec, mu_theta * pt.ones(n_md), sigma_theta * pt.ones(n_md), severity, disc

@@ -6,7 +6,8 @@ rater ``r`` and quadrature node ``q``,
 .. math::
 
     \\ell_{urq} = -\\operatorname{softplus}(-a_{urq}) - \\operatorname{softplus}(b_{urq}),
-    \\quad a = d_r (s_{uq} + \\delta_r - c^{lo}_{ur}),\\quad b = d_r (s_{uq} + \\delta_r - c^{hi}_{ur})
+    \\quad a = d_r (s_{uq} + \\delta_r - c^{lo}_{ur}),
+    \\quad b = d_r (s_{uq} + \\delta_r - c^{hi}_{ur})
 
 summed over raters (the ``s``-dependent part of ``log(sigmoid(a) - sigmoid(b))``), the only
 ``U x R x Q`` part of the model. Why by hand: as a PyTensor graph each term costs four
@@ -36,10 +37,13 @@ import math
 import numba
 import numpy as np
 
+from .spec import OPEN
+
 #: bump when a numba kernel changes (part of PyTensor's numba cache key)
 _KERNEL_VERSION = 3
-#: a category bound beyond this is an open end (``spec.OPEN`` = 1e4 stands in for +-inf)
-OPEN_AT = 1.0e3
+#: a category bound beyond this is an open end: :data:`~delusion_bayes.models.spec.OPEN`
+#: stands in for +-inf, the finite bounds are stage cutpoints, so any threshold far between works
+OPEN_AT: float = OPEN / 10.0
 #: ``exp(-40) = 4.2e-18``: below it a term's log1p and sigmoid are 0 to double precision of
 #: the sums they enter, and the exact power of two below stays in an int64 shift
 EXP_FLOOR = -40.0
@@ -152,13 +156,14 @@ def contract_partials(g, j_sev, j_disc):
 
 @functools.cache
 def _make_op():
-    """Build the Op class and register its numba implementation, once (PyTensor is imported
-    only here)."""
+    """Build the :class:`RatingTerms` Op class and register its numba implementation, once
+    (PyTensor is imported only here and in :func:`_contract_partials_op`)."""
     import pytensor.tensor as pt
-    from pytensor.gradient import DisconnectedType
     from pytensor.graph.basic import Apply
     from pytensor.graph.op import Op
     from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
+
+    contract_op = _contract_partials_op()
 
     class RatingTerms(Op):
         """Fused rating terms with their partial derivatives (module docstring)."""
@@ -174,8 +179,8 @@ def _make_op():
                     "RatingTerms expects s (U, Q), severity (R,), disc (R,), lo and hi (U, R); "
                     f"got ndims {s.ndim}, {sev.ndim}, {disc.ndim}, {lo.ndim}, {hi.ndim}"
                 )
-            outs = [pt.matrix(dtype="float64"), pt.matrix(dtype="float64"),
-                    pt.tensor3(dtype="float64"), pt.tensor3(dtype="float64")]  # fmt: skip
+            outs = [pt.matrix(dtype="float64"), pt.matrix(dtype="float64")]
+            outs += [pt.tensor3(dtype="float64"), pt.tensor3(dtype="float64")]
             return Apply(self, [s, sev, disc, lo, hi], outs)
 
         def perform(self, node, inputs, output_storage):
@@ -187,29 +192,51 @@ def _make_op():
             return [(n_u, n_q), (n_u, n_q), (n_u, n_r, n_q), (n_u, n_r, n_q)]
 
         def pullback(self, inputs, outputs, cotangents):
-            # the partials are this node's own outputs: no second pass over the terms
-            _, dll_ds, j_sev, j_disc = outputs
-            g = cotangents[0]
-            for extra in cotangents[1:]:
-                if not isinstance(extra.type, DisconnectedType):
-                    raise NotImplementedError(
-                        "RatingTerms: only its first output is differentiable"
-                    )
-            if isinstance(g.type, DisconnectedType):
-                g = pt.zeros_like(dll_ds)
-            g_sev, g_disc = ContractPartials()(g, j_sev, j_disc)
-            return [
-                g * dll_ds,
-                g_sev,
-                g_disc,
-                DisconnectedType()(),  # the category bounds are data
-                DisconnectedType()(),
-            ]
+            return _pullback(outputs, cotangents, contract_op)
 
         def connection_pattern(self, node):
             # every output depends on s, severity and disc (so a second derivative reaches the
             # pullback and raises instead of silently being 0); the bounds are data
             return [[True] * 4] * 3 + [[False] * 4] * 2
+
+    @register_funcify_default_op_cache_key(RatingTerms)
+    def _funcify(op, node=None, **kwargs):
+        kernel = rating_terms_kernel
+
+        @numba.njit
+        def rating_terms(s, sev, disc, lo, hi):
+            return kernel(s, sev, disc, lo, hi)
+
+        return rating_terms, _KERNEL_VERSION
+
+    return RatingTerms
+
+
+def _pullback(outputs, cotangents, contract_op):
+    """The pullback of ``RatingTerms``: its partials are the node's own outputs (no second pass
+    over the terms); only its first output is differentiable; the category bounds are data."""
+    import pytensor.tensor as pt
+    from pytensor.gradient import DisconnectedType
+
+    _, dll_ds, j_sev, j_disc = outputs
+    g = cotangents[0]
+    for extra in cotangents[1:]:
+        if not isinstance(extra.type, DisconnectedType):
+            raise NotImplementedError("RatingTerms: only its first output is differentiable")
+    if isinstance(g.type, DisconnectedType):
+        g = pt.zeros_like(dll_ds)
+    g_sev, g_disc = contract_op(g, j_sev, j_disc)
+    return [g * dll_ds, g_sev, g_disc, DisconnectedType()(), DisconnectedType()()]
+
+
+@functools.cache
+def _contract_partials_op():
+    """The ``ContractPartials`` Op (the pullback's sums over model-days and nodes,
+    :func:`contract_partials`), its numba implementation registered, once."""
+    import pytensor.tensor as pt
+    from pytensor.graph.basic import Apply
+    from pytensor.graph.op import Op
+    from pytensor.link.numba.dispatch.basic import register_funcify_default_op_cache_key
 
     class ContractPartials(Op):
         """The pullback's sums over model-days and nodes (:func:`contract_partials`); the
@@ -221,9 +248,8 @@ def _make_op():
             g, j_sev, j_disc = (
                 pt.as_tensor_variable(x).astype("float64") for x in (g, j_sev, j_disc)
             )
-            return Apply(
-                self, [g, j_sev, j_disc], [pt.vector(dtype="float64"), pt.vector(dtype="float64")]
-            )
+            outs = [pt.vector(dtype="float64"), pt.vector(dtype="float64")]
+            return Apply(self, [g, j_sev, j_disc], outs)
 
         def perform(self, node, inputs, output_storage):
             for store, value in zip(output_storage, contract_partials(*inputs), strict=True):
@@ -237,16 +263,6 @@ def _make_op():
                 "RatingTerms: no second derivatives (only its first output is differentiable, once)"
             )
 
-    @register_funcify_default_op_cache_key(RatingTerms)
-    def _funcify(op, node=None, **kwargs):
-        kernel = rating_terms_kernel
-
-        @numba.njit
-        def rating_terms(s, sev, disc, lo, hi):
-            return kernel(s, sev, disc, lo, hi)
-
-        return rating_terms, _KERNEL_VERSION
-
     @register_funcify_default_op_cache_key(ContractPartials)
     def _funcify_contract(op, node=None, **kwargs):
         kernel = contract_partials
@@ -257,7 +273,7 @@ def _make_op():
 
         return contract, _KERNEL_VERSION
 
-    return RatingTerms
+    return ContractPartials()
 
 
 def rating_terms_op():

@@ -76,10 +76,16 @@ from .replay_posterior import (
 )
 
 __all__ = [
-    "REPLAY_PRIORS", "ReplayModelSpec", "build_replay_model", "finish_replay_fit",
-    "fit_replay_model", "replay_model_spec", "replay_posterior_contrasts",
-    "replay_posterior_prevalence", "reported_replay_vars",
-]  # fmt: skip
+    "REPLAY_PRIORS",
+    "ReplayModelSpec",
+    "build_replay_model",
+    "finish_replay_fit",
+    "fit_replay_model",
+    "replay_model_spec",
+    "replay_posterior_contrasts",
+    "replay_posterior_prevalence",
+    "reported_replay_vars",
+]
 
 #: default priors (logit scale) in one table
 REPLAY_PRIORS: dict[str, dict[str, Any]] = {
@@ -134,8 +140,13 @@ class ReplayModelSpec:
     def hash(self) -> str:
         """Hash of everything that shapes the compiled graph (the compile cache's key)."""
         h = hashlib.sha256()
-        meta = {"model": "replay_prevalence", "level": self.level, "coords": self.coords,
-                "priors": self.priors, "single_level": self.single_level}  # fmt: skip
+        meta = {
+            "model": "replay_prevalence",
+            "level": self.level,
+            "coords": self.coords,
+            "priors": self.priors,
+            "single_level": self.single_level,
+        }
         h.update(json.dumps(meta, sort_keys=True, default=str).encode())
         h.update(pd.util.hash_pandas_object(self.cells, index=True).to_numpy().tobytes())
         h.update(np.ascontiguousarray(self.effect_group).tobytes())
@@ -150,29 +161,28 @@ def _quantile_bins(x: np.ndarray, n_bins: int) -> np.ndarray:
 
 
 def replay_model_spec(
-    ds: xr.Dataset, level: str = "code", depth_bins: int = 4, prior_bins: int = 3,
-    baseline: str = ORIGINAL, priors: dict[str, dict[str, Any]] | None = None,
-) -> ReplayModelSpec:  # fmt: skip
+    ds: xr.Dataset,
+    level: str = "code",
+    depth_bins: int = 4,
+    prior_bins: int = 3,
+    baseline: str = ORIGINAL,
+    priors: dict[str, dict[str, Any]] | None = None,
+) -> ReplayModelSpec:
     """Aggregate a replay Dataset into binomial cells and index arrays.
 
     ``level``: ``code`` (one ``theta`` per model x code) or ``category`` (codes pooled);
     ``depth_bins``, ``prior_bins``: quantile bins of the covariates forming cells; ``baseline``:
     the original-transcript model (source of prior content, counted once per user turn).
     """
-    if level not in ("code", "category"):
-        raise ValueError(f"level must be 'code' or 'category', got {level!r}")
-    for c in ("participant", "conversation", "context_depth", "index"):
-        if c not in ds.coords:
-            raise ValueError(f"the replay model needs the sample coord {c!r}")
+    _check_replay_inputs(ds, level)
     hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
     n_s, n_m, n_k = hit.shape
     models = [str(m) for m in ds[MODEL].values]
     codes = [str(c) for c in ds[CODE].values]
     cats = [str(c) if str(c) != NO_CATEGORY else UNCATEGORISED for c in ds[CATEGORY].values]
-    groups = list(dict.fromkeys(cats))
     if baseline in models:
-        prior = prior_content_array(hit[:, models.index(baseline)], ds["conversation"].values,
-                                    ds["index"].values, ds["context_depth"].values)  # fmt: skip
+        conv, index, ctx = (ds[c].values for c in ("conversation", "index", "context_depth"))
+        prior = prior_content_array(hit[:, models.index(baseline)], conv, index, ctx)
     else:
         prior = np.zeros((n_s, n_k))
     depth = (ds["context_depth"].values.astype(float) - DEPTH_CENTER) / DEPTH_UNIT
@@ -182,32 +192,40 @@ def replay_model_spec(
     # long table of valid (sample, model, code) rows
     s_i, m_i, k_i = np.nonzero(np.isfinite(hit))
     if baseline in models:
-        # the original's verdict is per transcript message and code: its first sample per
-        # (user turn, code)
-        b = models.index(baseline)
-        turn_key = pd.factorize(
-            pd.Series(ds["conversation"].values.astype(str))
-            + "#"
-            + pd.Series(ds["index"].values.astype(str))
-        )[0]
-        is_b = m_i == b
-        row_key = turn_key[s_i] * n_k + k_i
-        first = np.ones(s_i.size, dtype=bool)
-        first[np.flatnonzero(is_b)] = ~pd.Series(row_key[is_b]).duplicated().to_numpy()
-        keep = ~is_b | first
-        s_i, m_i, k_i = s_i[keep], m_i[keep], k_i[keep]
+        s_i, m_i, k_i = _first_baseline_rows(ds, models.index(baseline), n_k, s_i, m_i, k_i)
     pr = prior[s_i, k_i]
-    p_bin = np.zeros(pr.size, dtype=np.int64)
-    if prior_bins > 1:
-        pos = pr > 0
-        if pos.any():
-            p_bin[pos] = 1 + _quantile_bins(pr[pos], prior_bins - 1)
-    effects = codes if level == "code" else groups
-    e_i = k_i if level == "code" else np.array([groups.index(cats[k]) for k in k_i], dtype=np.int64)
-    long = pd.DataFrame({
-        "conversation": conv_codes[s_i], "model": m_i, "effect": e_i, "d_bin": d_bin[s_i],
-        "p_bin": p_bin, "depth": depth[s_i], "prior": pr, "y": hit[s_i, m_i, k_i],
-    })  # fmt: skip
+    effects, e_i, effect_group = _effects(level, codes, cats, k_i)
+    long = pd.DataFrame(
+        {
+            "conversation": conv_codes[s_i],
+            "model": m_i,
+            "effect": e_i,
+            "d_bin": d_bin[s_i],
+            "p_bin": _prior_bins(pr, prior_bins),
+            "depth": depth[s_i],
+            "prior": pr,
+            "y": hit[s_i, m_i, k_i],
+        }
+    )
+    cells, conv_part = _binned_cells(long, part_codes, conv_codes)
+    coords = {
+        "participant": [str(p) for p in part_names],
+        "conversation": [str(c) for c in conv_names],
+        MODEL: models,
+        "effect": effects,
+        "group": list(dict.fromkeys(cats)),
+    }
+    # one level when conversations and participants are the same units (one-to-one)
+    single = len(part_names) == len(conv_names) and (
+        pd.Series(conv_part).nunique() == len(conv_names)
+    )
+    merged = _merged_priors(priors)
+    return ReplayModelSpec(level, coords, cells, effect_group, merged, single_level=bool(single))
+
+
+def _binned_cells(long: pd.DataFrame, part_codes: np.ndarray, conv_codes: np.ndarray):
+    """One binomial cell per (conversation, model, effect, depth bin, prior bin): hits ``y`` of
+    ``n`` and the mean covariates; with each conversation's participant (also returned)."""
     cells = (
         long.groupby(["conversation", "model", "effect", "d_bin", "p_bin"], sort=True)
         .agg(y=("y", "sum"), n=("y", "size"), depth=("depth", "mean"), prior=("prior", "mean"))
@@ -215,10 +233,55 @@ def replay_model_spec(
     )
     conv_part = pd.Series(part_codes).groupby(conv_codes).first().sort_index().to_numpy()
     cells["participant"] = conv_part[cells["conversation"].to_numpy()]
+    return cells, conv_part
+
+
+def _effects(level: str, codes: list[str], cats: list[str], k_i: np.ndarray):
+    """The effects (``code``: the codes; ``category``: the code groups), the effect of each row
+    with code ``k_i``, and each effect's group index."""
+    groups = list(dict.fromkeys(cats))
     if level == "code":
-        effect_group = np.array([groups.index(c) for c in cats], dtype=np.int64)
-    else:
-        effect_group = np.arange(len(groups), dtype=np.int64)
+        return codes, k_i, np.array([groups.index(c) for c in cats], dtype=np.int64)
+    e_i = np.array([groups.index(cats[k]) for k in k_i], dtype=np.int64)
+    return groups, e_i, np.arange(len(groups), dtype=np.int64)
+
+
+def _check_replay_inputs(ds: xr.Dataset, level: str) -> None:
+    if level not in ("code", "category"):
+        raise ValueError(f"level must be 'code' or 'category', got {level!r}")
+    for c in ("participant", "conversation", "context_depth", "index"):
+        if c not in ds.coords:
+            raise ValueError(f"the replay model needs the sample coord {c!r}")
+
+
+def _first_baseline_rows(ds: xr.Dataset, b: int, n_k: int, s_i, m_i, k_i):
+    """The rows ``(sample, model, code)`` without the baseline's repeats: the original's
+    verdict is per transcript message and code, so its first sample per (user turn, code)."""
+    turn_key = pd.factorize(
+        pd.Series(ds["conversation"].values.astype(str))
+        + "#"
+        + pd.Series(ds["index"].values.astype(str))
+    )[0]
+    is_b = m_i == b
+    row_key = turn_key[s_i] * n_k + k_i
+    first = np.ones(s_i.size, dtype=bool)
+    first[np.flatnonzero(is_b)] = ~pd.Series(row_key[is_b]).duplicated().to_numpy()
+    keep = ~is_b | first
+    return s_i[keep], m_i[keep], k_i[keep]
+
+
+def _prior_bins(pr: np.ndarray, prior_bins: int) -> np.ndarray:
+    """Bin 0 for no prior content, quantile bins ``1..prior_bins - 1`` of the positive rest."""
+    p_bin = np.zeros(pr.size, dtype=np.int64)
+    if prior_bins > 1:
+        pos = pr > 0
+        if pos.any():
+            p_bin[pos] = 1 + _quantile_bins(pr[pos], prior_bins - 1)
+    return p_bin
+
+
+def _merged_priors(priors: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """:data:`REPLAY_PRIORS` updated entry-wise by ``priors``; ValueError for an unknown one."""
     merged = dict(REPLAY_PRIORS)
     for name, spec in (priors or {}).items():
         if name not in REPLAY_PRIORS:
@@ -226,14 +289,7 @@ def replay_model_spec(
                 f"unknown replay prior {name!r}; expected one of {list(REPLAY_PRIORS)}"
             )
         merged[name] = {**REPLAY_PRIORS[name], **spec}
-    coords = {"participant": [str(p) for p in part_names],
-              "conversation": [str(c) for c in conv_names],
-              MODEL: models, "effect": effects, "group": groups}  # fmt: skip
-    # one level when conversations and participants are the same units (one-to-one)
-    single = len(part_names) == len(conv_names) and (
-        pd.Series(conv_part).nunique() == len(conv_names)
-    )
-    return ReplayModelSpec(level, coords, cells, effect_group, merged, single_level=bool(single))
+    return merged
 
 
 def _slopes_and_scales(spec: ReplayModelSpec, participant: bool = True) -> tuple:
@@ -268,16 +324,34 @@ def _design(spec: ReplayModelSpec) -> dict[str, Any]:
     conv_part = conv_part.reindex(range(n_c)).to_numpy().astype(np.int64)
     conv_per_part = np.bincount(conv_part, minlength=n_p).astype(float)
     return {
-        "n_m": n_m, "n_e": n_e, "n_g": n_g, "n_p": n_p, "n_c": n_c, "me": me, "mg": mg,
-        "conv": conv, "n": n, "y": y, "depth": depth, "prior": prior, "depth_bar": depth_bar,
-        "prior_bar": prior_bar, "group_of_me": group_of_me, "conv_part": conv_part,
+        "n_m": n_m,
+        "n_e": n_e,
+        "n_g": n_g,
+        "n_p": n_p,
+        "n_c": n_c,
+        "me": me,
+        "mg": mg,
+        "conv": conv,
+        "n": n,
+        "y": y,
+        "depth": depth,
+        "prior": prior,
+        "depth_bar": depth_bar,
+        "prior_bar": prior_bar,
+        "group_of_me": group_of_me,
+        "conv_part": conv_part,
         "conv_per_part": conv_per_part,
-    }  # fmt: skip
+    }
 
 
-def to_sampling_coordinates(spec: ReplayModelSpec, theta: np.ndarray, beta: np.ndarray,
-                            gamma: np.ndarray, u_participant: np.ndarray,
-                            u_conversation: np.ndarray) -> dict[str, np.ndarray]:  # fmt: skip
+def to_sampling_coordinates(
+    spec: ReplayModelSpec,
+    theta: np.ndarray,
+    beta: np.ndarray,
+    gamma: np.ndarray,
+    u_participant: np.ndarray,
+    u_conversation: np.ndarray,
+) -> dict[str, np.ndarray]:
     """``theta_centred`` and the zero-sum ``conversation_total`` of the docstring's parameters:
     the inverse of the graph's deterministic ``theta`` and ``u_conversation``."""
     d = _design(spec)
@@ -424,13 +498,22 @@ def build_reference_model(spec: ReplayModelSpec):
 def fit_replay_model(
     ds: xr.Dataset,
     level: str = "code",
-    draws: int = 500, tune: int = 300, chains: int = 2, seed: int = 0, sampler: str = "nutpie",
-    target_accept: float = 0.9, cores: int = 2,
-    depth_bins: int = 4, prior_bins: int = 3, baseline: str = ORIGINAL,
+    draws: int = 500,
+    tune: int = 300,
+    chains: int = 2,
+    seed: int = 0,
+    sampler: str = "nutpie",
+    target_accept: float = 0.9,
+    cores: int = 2,
+    depth_bins: int = 4,
+    prior_bins: int = 3,
+    baseline: str = ORIGINAL,
     priors: dict[str, dict[str, Any]] | None = None,
-    cache_dir: str | Path | None = None, reuse: bool = False, progressbar: bool = False,
+    cache_dir: str | Path | None = None,
+    reuse: bool = False,
+    progressbar: bool = False,
     adaptation: str = "diag",
-) -> xr.DataTree:  # fmt: skip
+) -> xr.DataTree:
     """Fit the hierarchical prevalence model through :func:`delusion_bayes.models.fit` (spec:
     :func:`replay_model_spec`).
 
@@ -442,6 +525,18 @@ def fit_replay_model(
     from .fit import fit
 
     spec = replay_model_spec(ds, level, depth_bins, prior_bins, baseline, priors)
-    return fit(ds, spec=spec, draws=draws, tune=tune, chains=chains, seed=seed, sampler=sampler,
-               target_accept=target_accept, cores=cores, cache_dir=cache_dir, reuse=reuse,
-               progressbar=progressbar, adaptation=adaptation)  # fmt: skip
+    return fit(
+        ds,
+        spec=spec,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        seed=seed,
+        sampler=sampler,
+        target_accept=target_accept,
+        cores=cores,
+        cache_dir=cache_dir,
+        reuse=reuse,
+        progressbar=progressbar,
+        adaptation=adaptation,
+    )

@@ -94,27 +94,76 @@ def replay_posterior_prevalence(
     post = post.to_dataset() if hasattr(post, "to_dataset") else post
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     total = n_chain * n_draw
+    rows, arrays, sigmas = _prevalence_rows(post, spec, target, seed)
+    x, params = _design(spec, rows, arrays)
+    a_e, a_g, cats = _averaging_weights(spec, rows)
+    den_e = np.asarray(a_e.sum(0)).ravel()
+    den_g = np.asarray(a_g.sum(0)).ravel()
+    prev_e = np.empty((total, a_e.shape[1]))
+    prev_g = np.empty((total, a_g.shape[1]))
+    chunk = max(1, 20_000_000 // max(len(rows), 1))
+    nodes, weights = np.polynomial.hermite.hermgauss(n_nodes)
+    weights = weights / np.sqrt(np.pi)
+    if target == "population":
+        chunk = max(1, chunk // n_nodes)
+    for lo in range(0, total, chunk):
+        sl = slice(lo, min(lo + chunk, total))
+        eta = (x @ params[sl].T).T  # (draw, row)
+        if sigmas is None:
+            p = expit(eta)
+        else:
+            sig_p, sig_c = sigmas
+            scale = np.sqrt(2.0 * (sig_p[sl] ** 2 + sig_c[sl] ** 2))
+            p = _normal_mean_expit(eta, scale, nodes, weights)
+        prev_e[sl] = np.asarray((a_e.T @ p.T).T) / np.where(den_e > 0, den_e, np.nan)
+        prev_g[sl] = np.asarray((a_g.T @ p.T).T) / np.where(den_g > 0, den_g, np.nan)
+    n_m, n_e = len(spec.coords[MODEL]), len(spec.coords["effect"])
+    coords = {"chain": post["chain"].values, "draw": post["draw"].values, MODEL: spec.coords[MODEL]}
+    pe = xr.DataArray(
+        prev_e.reshape(n_chain, n_draw, n_m, n_e),
+        name="prevalence",
+        dims=("chain", "draw", MODEL, spec.level),
+        coords={**coords, spec.level: spec.coords["effect"]},
+    )
+    pg = xr.DataArray(
+        prev_g.reshape(n_chain, n_draw, n_m, len(cats)),
+        name="category_prevalence",
+        dims=("chain", "draw", MODEL, "category"),
+        coords={**coords, "category": cats},
+    )
+    return pe, pg
+
+
+def _prevalence_rows(post: xr.Dataset, spec: Any, target: str, seed: int):
+    """The rows averaged over (``sample``: the study's cells; ``population``: one per model,
+    effect and covariates, the intercepts integrated out), the parameter draws the linear
+    predictor needs, and ``(sigma_participant, sigma_conversation)`` draws for the
+    ``population`` integral (None for ``sample``)."""
     arrays = {v: _posterior_array(post, v) for v in ("theta", "beta_depth", "gamma_prior")}
     single = "u_participant" not in post  # one clustering level: no participant term
     c = spec.cells
     if target == "sample":
-        rows = c
         arrays["u_conversation"] = _posterior_array(post, "u_conversation")
         if not single:
             arrays["u_participant"] = _posterior_array(post, "u_participant")
-    else:
-        # integrated out, a cell's prevalence depends on its model, effect and covariates only
-        rows = c.groupby(["model", "effect", "depth", "prior"], sort=False, dropna=False,
-                         as_index=False)["n"].sum()  # fmt: skip
-        sig_c = _posterior_array(post, "sigma_conversation")
-        sig_p = np.zeros_like(sig_c) if single else _posterior_array(post, "sigma_participant")
-        if not spec.single_level:
-            # zero-sum intercepts: theta = mu + mean(w_p) + mean(w_c) (single-level: i.i.d.)
-            rng = np.random.default_rng(seed)
-            n_p, n_c = len(spec.coords["participant"]), len(spec.coords["conversation"])
-            shift = rng.standard_normal(total) * np.sqrt(sig_p**2 / n_p + sig_c**2 / n_c)
-            arrays["theta"] = arrays["theta"] - shift[:, None, None]
-    x, params = _design(spec, rows, arrays)
+        return c, arrays, None
+    # integrated out, a cell's prevalence depends on its model, effect and covariates only
+    keys = ["model", "effect", "depth", "prior"]
+    rows = c.groupby(keys, sort=False, dropna=False, as_index=False)["n"].sum()
+    sig_c = _posterior_array(post, "sigma_conversation")
+    sig_p = np.zeros_like(sig_c) if single else _posterior_array(post, "sigma_participant")
+    if not spec.single_level:
+        # zero-sum intercepts: theta = mu + mean(w_p) + mean(w_c) (single-level: i.i.d.)
+        rng = np.random.default_rng(seed)
+        n_p, n_c = len(spec.coords["participant"]), len(spec.coords["conversation"])
+        shift = rng.standard_normal(sig_c.shape[0]) * np.sqrt(sig_p**2 / n_p + sig_c**2 / n_c)
+        arrays["theta"] = arrays["theta"] - shift[:, None, None]
+    return rows, arrays, (sig_p, sig_c)
+
+
+def _averaging_weights(spec: Any, rows: pd.DataFrame):
+    """Sparse ``(row, model x effect)`` and ``(row, model x category)`` matrices of the rows'
+    cell sizes (a row of an uncategorised effect has no category), and the categories."""
     m, e = rows["model"].to_numpy(), rows["effect"].to_numpy()
     g = spec.effect_group[e]
     n = rows["n"].to_numpy().astype(float)
@@ -128,33 +177,7 @@ def replay_posterior_prevalence(
         (n[ok], (np.flatnonzero(ok), m[ok] * len(cats) + cat_of_row[ok])),
         shape=(len(rows), n_m * len(cats)),
     )
-    den_e = np.asarray(a_e.sum(0)).ravel()
-    den_g = np.asarray(a_g.sum(0)).ravel()
-    prev_e = np.empty((total, n_m * n_e))
-    prev_g = np.empty((total, n_m * len(cats)))
-    chunk = max(1, 20_000_000 // max(len(rows), 1))
-    nodes, weights = np.polynomial.hermite.hermgauss(n_nodes)
-    weights = weights / np.sqrt(np.pi)
-    if target == "population":
-        chunk = max(1, chunk // n_nodes)
-    for lo in range(0, total, chunk):
-        sl = slice(lo, min(lo + chunk, total))
-        eta = (x @ params[sl].T).T  # (draw, row)
-        if target == "sample":
-            p = expit(eta)
-        else:
-            scale = np.sqrt(2.0 * (sig_p[sl] ** 2 + sig_c[sl] ** 2))
-            p = _normal_mean_expit(eta, scale, nodes, weights)
-        prev_e[sl] = np.asarray((a_e.T @ p.T).T) / np.where(den_e > 0, den_e, np.nan)
-        prev_g[sl] = np.asarray((a_g.T @ p.T).T) / np.where(den_g > 0, den_g, np.nan)
-    coords = {"chain": post["chain"].values, "draw": post["draw"].values, MODEL: spec.coords[MODEL]}
-    pe = xr.DataArray(prev_e.reshape(n_chain, n_draw, n_m, n_e), name="prevalence",
-                      dims=("chain", "draw", MODEL, spec.level),
-                      coords={**coords, spec.level: spec.coords["effect"]})  # fmt: skip
-    pg = xr.DataArray(prev_g.reshape(n_chain, n_draw, n_m, len(cats)), name="category_prevalence",
-                      dims=("chain", "draw", MODEL, "category"),
-                      coords={**coords, "category": cats})  # fmt: skip
-    return pe, pg
+    return a_e, a_g, cats
 
 
 def replay_posterior_contrasts(
@@ -181,13 +204,26 @@ def replay_posterior_contrasts(
             for j, lab in enumerate(da[dim].values):
                 x = stacked[:, i, j]
                 entry = {"model": mname, "level": level, "label": str(lab)}
-                rows.append({**entry, "quantity": "prevalence", "mean": float(np.mean(x)),
-                             **_bounds(x, ci_prob), "prob_below_zero": np.nan})  # fmt: skip
+                rows.append(
+                    {
+                        **entry,
+                        "quantity": "prevalence",
+                        "mean": float(np.mean(x)),
+                        **_bounds(x, ci_prob),
+                        "prob_below_zero": np.nan,
+                    }
+                )
                 if baseline in models and mname != baseline:
                     d = x - stacked[:, models.index(baseline), j]
-                    rows.append({**entry, "quantity": "delta", "mean": float(np.mean(d)),
-                                 **_bounds(d, ci_prob),
-                                 "prob_below_zero": float(np.mean(d < 0))})  # fmt: skip
+                    rows.append(
+                        {
+                            **entry,
+                            "quantity": "delta",
+                            "mean": float(np.mean(d)),
+                            **_bounds(d, ci_prob),
+                            "prob_below_zero": float(np.mean(d < 0)),
+                        }
+                    )
     out = pd.DataFrame(rows)
     out["ci_prob"] = ci_prob
     return out
@@ -218,8 +254,9 @@ def replay_loglik(tree: xr.DataTree, spec: Any) -> xr.Dataset:
         {"y": (("chain", "draw"), out.reshape(n_chain, n_draw))},
         coords={"chain": post["chain"].values, "draw": post["draw"].values},
     )
-    ds.attrs["description"] = ("binomial log-likelihood of all cells per draw: the input of "
-                               "the likelihood power-scaling")  # fmt: skip
+    ds.attrs["description"] = (
+        "binomial log-likelihood of all cells per draw: the input of the likelihood power-scaling"
+    )
     return ds
 
 
@@ -227,8 +264,11 @@ def reported_replay_vars(tree: xr.DataTree) -> tuple[list[str], list[str]]:
     """``(parameters, prevalences)``: the posterior variables the replay fit reports (not the
     per-cluster effects; the gate is on the prevalences)."""
     post = tree["posterior"]
-    params = [v for v in ("theta", "beta_depth", "gamma_prior", "sigma_conversation",
-                          "sigma_participant") if v in post.data_vars]  # fmt: skip
+    params = [
+        v
+        for v in ("theta", "beta_depth", "gamma_prior", "sigma_conversation", "sigma_participant")
+        if v in post.data_vars
+    ]
     prevalences = [v for v in ("category_prevalence", "prevalence") if v in post.data_vars]
     return params, prevalences
 
@@ -252,12 +292,17 @@ def finish_replay_fit(
     tree["posterior"] = xr.DataTree(post)
     params, prevalences = reported_replay_vars(tree)
     tree.attrs.update(
-        model="replay_prevalence", level=spec.level, seed=int(seed), n_cells=int(spec.n_cells),
+        model="replay_prevalence",
+        level=spec.level,
+        seed=int(seed),
+        n_cells=int(spec.n_cells),
         sampler=str(tree["posterior"].attrs.get("sampler", "")),
-        n_rows=int(spec.cells["n"].sum()), depth_center=DEPTH_CENTER, depth_unit=DEPTH_UNIT,
+        n_rows=int(spec.cells["n"].sum()),
+        depth_center=DEPTH_CENTER,
+        depth_unit=DEPTH_UNIT,
         clustering_levels="cluster" if spec.single_level else "participant/conversation",
         divergences=int(tree["sample_stats"]["diverging"].sum()),
-    )  # fmt: skip
+    )
     for suffix, names in (("", params), ("_prevalence", prevalences)):
         diag = diagnose(tree, var_names=names)
         tree.attrs[f"max_rhat{suffix}"] = float(diag["r_hat"].max())

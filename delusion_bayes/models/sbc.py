@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +22,24 @@ from scipy import stats
 from scipy.special import expit
 
 from ..data.schema import DAY, MODEL, RATER
-from .latent import _CUTS, _ordinal_draw
+from .config import MARGINAL_MODELS
+from .latent import STAGE_CUTS, ordinal_draw
 
 #: what is ranked by default: derived onset parameters, then the hyper-parameters
 DEFAULT_VARS = ("L", "k", "t50", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
 #: the same for the models with a latent stage (joint)
 MARGINAL_VARS = (
-    "L", "k", "t50", "sigma_eps", "severity", "discrimination",
-    "mu_log_k", "mu_t50", "sigma_t50", "mu_log_eps",
-)  # fmt: skip
+    "L",
+    "k",
+    "t50",
+    "sigma_eps",
+    "severity",
+    "discrimination",
+    "mu_log_k",
+    "mu_t50",
+    "sigma_t50",
+    "mu_log_eps",
+)
 
 
 def run_sbc(
@@ -37,12 +47,16 @@ def run_sbc(
     model: str = "onset",
     *,
     num_simulations: int = 20,
-    draws: int = 200, tune: int = 200, chains: int = 2, seed: int = 0, sampler: str = "nutpie",
+    draws: int = 200,
+    tune: int = 200,
+    chains: int = 2,
+    seed: int = 0,
+    sampler: str = "nutpie",
     target_accept: float = 0.95,
     var_names: Sequence[str] = DEFAULT_VARS,
     cache_dir: str | Path | None = None,
     progressbar: bool = True,
-) -> xr.DataTree:  # fmt: skip
+) -> xr.DataTree:
     """Prior SBC of ``model`` (``onset`` or ``joint``) on the design (coords, missingness) of
     ``ds`` (default ``simulate_study("small", seed=0)``); ``seed`` fixes the prior draws and
     every fit's sampler seed; ``var_names`` may name deterministics such as ``L``, ``k``, ``t50``.
@@ -55,41 +69,84 @@ def run_sbc(
     from ..inference.cache import configure_pytensor_cache
 
     configure_pytensor_cache(cache_dir)
-    import simuk
-
     from ..data import simulate_study
-    from .fit import MARGINAL_MODELS
 
     if ds is None:
         ds = simulate_study(preset="small", seed=0)
+    if model in MARGINAL_MODELS and tuple(var_names) == DEFAULT_VARS:
+        var_names = MARGINAL_VARS
+    run = _SbcRun(
+        num_simulations=int(num_simulations),
+        draws=int(draws),
+        tune=int(tune),
+        chains=int(chains),
+        seed=int(seed),
+        sampler=sampler,
+        target_accept=target_accept,
+        var_names=list(var_names),
+        cache_dir=cache_dir,
+        progressbar=progressbar,
+    )
     if model in MARGINAL_MODELS:
-        if tuple(var_names) == DEFAULT_VARS:
-            var_names = MARGINAL_VARS
-        return _sbc_marginal(
-            ds, model, num_simulations=num_simulations, draws=draws, tune=tune, chains=chains,
-            seed=seed, sampler=sampler, target_accept=target_accept, var_names=var_names,
-            cache_dir=cache_dir, progressbar=progressbar,
-        )  # fmt: skip
-    pm_model = _prior_model(ds, model, var_names)
+        return _sbc_marginal(ds, model, run)
+    return _sbc_simuk(ds, model, run)
+
+
+@dataclass(frozen=True)
+class _SbcRun:
+    """The settings of one SBC run (:func:`run_sbc`'s arguments)."""
+
+    num_simulations: int
+    draws: int
+    tune: int
+    chains: int
+    seed: int
+    sampler: str
+    target_accept: float
+    var_names: list[str]
+    cache_dir: str | Path | None
+    progressbar: bool
+
+
+def _sbc_simuk(ds: xr.Dataset, model: str, run: _SbcRun) -> xr.DataTree:
+    """Prior SBC by simuk, for a model whose likelihood simuk can simulate (``onset``)."""
+    import simuk
+
+    pm_model = _prior_model(ds, model, run.var_names)
     sample_kwargs: dict[str, Any] = dict(
-        draws=int(draws), tune=int(tune), chains=int(chains), nuts_sampler=sampler,
-        target_accept=float(target_accept), progressbar=False, compute_convergence_checks=False,
-        **({"cores": 1} if sampler == "pymc" else {}),
-    )  # fmt: skip
-    sbc = simuk.SBC(pm_model, num_simulations=int(num_simulations), sample_kwargs=sample_kwargs,
-                    seed=int(seed), progress_bar=bool(progressbar))  # fmt: skip
+        draws=run.draws,
+        tune=run.tune,
+        chains=run.chains,
+        nuts_sampler=run.sampler,
+        target_accept=float(run.target_accept),
+        progressbar=False,
+        compute_convergence_checks=False,
+        **({"cores": 1} if run.sampler == "pymc" else {}),
+    )
+    sbc = simuk.SBC(
+        pm_model,
+        num_simulations=run.num_simulations,
+        sample_kwargs=sample_kwargs,
+        seed=run.seed,
+        progress_bar=bool(run.progressbar),
+    )
     # simuk's draws also hold the deterministics, so derived parameters can be ranked too
-    sbc.var_names = list(var_names)
+    sbc.var_names = list(run.var_names)
     sbc.run_simulations()
     done = int(sbc._simulations_complete)
-    if done < num_simulations:
+    if done < run.num_simulations:
         raise RuntimeError(
-            f"SBC of {model!r} stopped after {done} of {num_simulations} simulations "
+            f"SBC of {model!r} stopped after {done} of {run.num_simulations} simulations "
             "(the traceback above is simuk's); nothing is reported from a partial run"
         )
     dt = sbc.simulations
-    dt.attrs.update(n_draws=int(draws) * int(chains), num_simulations=int(num_simulations),
-                    model=model, sampler=sampler, seed=int(seed))  # fmt: skip
+    dt.attrs.update(
+        n_draws=run.draws * run.chains,
+        num_simulations=run.num_simulations,
+        model=model,
+        sampler=run.sampler,
+        seed=run.seed,
+    )
     return dt
 
 
@@ -100,7 +157,7 @@ def _prior_model(ds: xr.Dataset, model: str, var_names: Sequence[str]):
     from .spec import build_spec
 
     spec = build_spec(ds, model)
-    spec.data["t50_centred"] = np.ones(len(spec.coords["model"]), bool)
+    spec.data.t50_centred = np.ones(len(spec.coords["model"]), bool)
     pm_model = build_model(spec)
     unknown = [v for v in var_names if v not in pm_model.named_vars]
     if unknown:
@@ -126,15 +183,14 @@ def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Datas
     stage = traj + sig[:, None] * rng.standard_normal(traj.shape)
     sev, disc = get("severity"), get("discrimination")
     eta = stage[None] + sev[:, None, None]
-    y = 1.0 + _ordinal_draw(eta, np.broadcast_to(disc[:, None, None], eta.shape), _CUTS, rng)
+    y = 1.0 + ordinal_draw(eta, np.broadcast_to(disc[:, None, None], eta.shape), STAGE_CUTS, rng)
     y = np.where(np.isnan(rec.values), np.nan, y)
     out = ds.copy()
     out["recognition"] = rec.copy(data=y)
     return out
 
 
-def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, sampler,
-                  target_accept, var_names, cache_dir, progressbar) -> xr.DataTree:  # fmt: skip
+def _sbc_marginal(ds: xr.Dataset, model: str, run: _SbcRun) -> xr.DataTree:
     """Prior SBC of the ``joint`` model, whose likelihood (a ``pm.Potential``) simuk cannot
     simulate through: prior draws, ratings from :func:`simulate_ratings`, a fit, and ranks
     among every second posterior draw per chain (ranks of autocorrelated draws are not uniform
@@ -149,24 +205,34 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
             f"SBC of {model!r} is not implemented (its levels/latent scale need their own "
             "simulator); expected 'onset' or 'joint'"
         )
+    var_names, seed, n_sim = run.var_names, run.seed, run.num_simulations
     pm_model = _prior_model(ds, model, var_names)
     need = sorted(set(var_names) | {"L", "k", "t50", "sigma_eps", "severity", "discrimination"})
     with warnings.catch_warnings():
         # the only Potential is the likelihood, which the prior draws must ignore
         warnings.filterwarnings("ignore", "The effect of Potentials", UserWarning)
         prior = pm.sample_prior_predictive(
-            draws=int(num_simulations), model=pm_model, var_names=need, random_seed=int(seed)
+            draws=n_sim, model=pm_model, var_names=need, random_seed=seed
         )["prior"]
     prior = prior.to_dataset().isel(chain=0)
-    rng = np.random.default_rng([int(seed), 11])
+    rng = np.random.default_rng([seed, 11])
     ranks: dict[str, list[np.ndarray]] = {v: [] for v in var_names}
-    for i in tqdm(range(int(num_simulations)), desc=f"SBC {model}", disable=not progressbar):
+    for i in tqdm(range(n_sim), desc=f"SBC {model}", disable=not run.progressbar):
         sim = simulate_ratings(ds, prior, i, rng)
         dt = fit(
-            sim, model, draws=draws, tune=tune, chains=chains, sampler=sampler,
-            seed=int(seed) + i, target_accept=target_accept, log_likelihood=False,
-            log_prior=False, posterior_predictive=False, cache_dir=cache_dir,
-        )  # fmt: skip
+            sim,
+            model,
+            draws=run.draws,
+            tune=run.tune,
+            chains=run.chains,
+            sampler=run.sampler,
+            seed=seed + i,
+            target_accept=run.target_accept,
+            log_likelihood=False,
+            log_prior=False,
+            posterior_predictive=False,
+            cache_dir=run.cache_dir,
+        )
         post = dt["posterior"].to_dataset().isel(draw=slice(None, None, 2))
         for v in var_names:
             drawn = np.asarray(prior[v].isel(draw=i).values, float)
@@ -177,9 +243,13 @@ def _sbc_marginal(ds, model, *, num_simulations, draws, tune, chains, seed, samp
         for v in var_names
     }
     out = xr.DataTree.from_dict({"prior_sbc": xr.Dataset(data)})
-    out.attrs.update(n_draws=int(chains) * len(range(0, int(draws), 2)),
-                     num_simulations=int(num_simulations), model=model, sampler=sampler,
-                     seed=int(seed))  # fmt: skip
+    out.attrs.update(
+        n_draws=run.chains * len(range(0, run.draws, 2)),
+        num_simulations=n_sim,
+        model=model,
+        sampler=run.sampler,
+        seed=seed,
+    )
     return out
 
 
@@ -212,9 +282,16 @@ def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
         tests = [(str(j) if vector else "", arr[:, j]) for j in range(arr.shape[1])]
         for index, x in tests + ([("all", arr.ravel())] if vector else []):
             res = stats.chisquare(np.histogram(x, bins=edges)[0])
-            rows.append({"variable": name, "index": index, "n": x.size,
-                         "chi2": float(res.statistic), "p_value": float(res.pvalue),
-                         "mean_rank": float(x.mean())})  # fmt: skip
+            rows.append(
+                {
+                    "variable": name,
+                    "index": index,
+                    "n": x.size,
+                    "chi2": float(res.statistic),
+                    "p_value": float(res.pvalue),
+                    "mean_rank": float(x.mean()),
+                }
+            )
     out = pd.DataFrame(rows)
     out.attrs["n_draws"] = n_draws
     return out
@@ -245,8 +322,11 @@ def plot_sbc(dt: xr.DataTree, path: str | Path | None = None, n_bins: int | None
     for ax in axes.ravel()[len(names) :]:
         ax.set_visible(False)
     model, n_studies = dt.attrs.get("model", ""), dt.attrs.get("num_simulations", "?")
-    fig.suptitle(f"SBC of the {model} model: ranks among {n_draws} posterior draws ({n_studies} "
-                 "simulated studies)", fontsize=10)  # fmt: skip
+    fig.suptitle(
+        f"SBC of the {model} model: ranks among {n_draws} posterior draws ({n_studies} "
+        "simulated studies)",
+        fontsize=10,
+    )
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=120)

@@ -8,9 +8,10 @@ ratings twice).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,8 +46,11 @@ def prior_terms(pm_model: Any, prior_keys: Collection[str]) -> list[str]:
         or (rv.name == "log_disc_shared" and "log_disc" in keys)
         or (str(rv.name).startswith("sd_") and "group_sd" in keys)
     ]
-    out += [str(p.name) for p in pm_model.potentials
-            if str(p.name).endswith("_prior") and str(p.name).removesuffix("_prior") in keys]  # fmt: skip
+    out += [
+        str(p.name)
+        for p in pm_model.potentials
+        if str(p.name).endswith("_prior") and str(p.name).removesuffix("_prior") in keys
+    ]
     return out
 
 
@@ -62,7 +66,6 @@ def log_prior_dataset(
     """
     import pytensor
     import pytensor.tensor as pt
-    from pymc.distributions.continuous import FlatRV
     from pymc.model.transform.conditioning import remove_value_transforms
     from pytensor.graph.replace import vectorize_graph
     from pytensor.graph.traversal import graph_inputs
@@ -71,24 +74,16 @@ def log_prior_dataset(
         pm_model.rvs_to_initial_values[rv] = None
     umodel = remove_value_transforms(pm_model)
     pots = {str(p.name): p for p in umodel.potentials}
-    if var_names is None:
-        rvs = [rv for rv in umodel.free_RVs if not isinstance(rv.owner.op, FlatRV)]
-        pot_names = [n for n in pots if n.endswith("_prior")]
-    else:
-        unknown = [n for n in var_names if n not in umodel.named_vars and n not in pots]
-        if unknown:
-            raise ValueError(f"log_prior_dataset: {unknown} are neither free variables nor "
-                             f"Potentials of the model")  # fmt: skip
-        rvs = [umodel.named_vars[n] for n in var_names if n not in pots]
-        pot_names = [n for n in var_names if n in pots]
+    rvs, pot_names = _prior_terms_of(umodel, pots, var_names)
     names = [str(rv.name) for rv in rvs] + pot_names
     terms = [t.sum() for t in umodel.logp(vars=rvs, sum=False)] if rvs else []
     # a Potential is written in terms of the random variables: evaluate it at their values
     terms += umodel.replace_rvs_by_values([pots[n] for n in pot_names])
     values = set(umodel.value_vars)
     inputs = list(dict.fromkeys(v for v in graph_inputs(terms) if v in values))
-    batched = [pt.tensor(name=v.name, dtype=v.type.dtype, shape=(None, *v.type.shape))
-               for v in inputs]  # fmt: skip
+    batched = [
+        pt.tensor(name=v.name, dtype=v.type.dtype, shape=(None, *v.type.shape)) for v in inputs
+    ]
     vec = vectorize_graph(terms, replace=dict(zip(inputs, batched, strict=True)))
     fn = pytensor.function(batched, vec, mode="FAST_COMPILE", on_unused_input="ignore")
     post = dt["posterior"].to_dataset()
@@ -99,16 +94,38 @@ def log_prior_dataset(
         args.append(da.values.reshape((n_chain * n_draw, *da.shape[2:])).astype(v.type.dtype))
     out = fn(*args) if terms else []
     ds = xr.Dataset(
-        {n: (("chain", "draw"), np.broadcast_to(np.asarray(o, float), (n_chain * n_draw,))
-             .reshape(n_chain, n_draw)) for n, o in zip(names, out, strict=True)},
+        {
+            n: (
+                ("chain", "draw"),
+                np.broadcast_to(np.asarray(o, float), (n_chain * n_draw,)).reshape(n_chain, n_draw),
+            )
+            for n, o in zip(names, out, strict=True)
+        },
         coords={"chain": post["chain"].values, "draw": post["draw"].values},
-    )  # fmt: skip
+    )
     ds.attrs["description"] = (
         "log prior per term (free variables at their constrained values, no transform "
         "Jacobian), each summed over its elements; the terms power-scaling scales "
         "(delusion_bayes.models.sensitivity)"
     )
     return ds
+
+
+def _prior_terms_of(umodel: Any, pots: dict[str, Any], var_names: Sequence[str] | None):
+    """The free variables and the ``*_prior`` Potentials whose log density
+    :func:`log_prior_dataset` evaluates (``var_names``, checked, or its default)."""
+    from pymc.distributions.continuous import FlatRV
+
+    if var_names is None:
+        rvs = [rv for rv in umodel.free_RVs if not isinstance(rv.owner.op, FlatRV)]
+        return rvs, [n for n in pots if n.endswith("_prior")]
+    unknown = [n for n in var_names if n not in umodel.named_vars and n not in pots]
+    if unknown:
+        raise ValueError(
+            f"log_prior_dataset: {unknown} are neither free variables nor Potentials of the model"
+        )
+    rvs = [umodel.named_vars[n] for n in var_names if n not in pots]
+    return rvs, [n for n in var_names if n in pots]
 
 
 def likelihood_var(dt: xr.DataTree) -> str | None:
@@ -146,10 +163,27 @@ def reported_vars(dt: xr.DataTree, var_names: Sequence[str] | None = None) -> li
     ]
 
 
+@contextlib.contextmanager
+def quiet_psense() -> Iterator[None]:
+    """Silence ``arviz_stats.psense`` below ERROR inside the block: ``psense_summary`` logs a
+    WARNING with a link whenever it flags anything; a never-turner's t50 is always flagged, so
+    the verdict column carries the news instead."""
+    alog = logging.getLogger("arviz_stats.psense")
+    level = alog.level
+    alog.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        alog.setLevel(level)
+
+
 def sensitivity_table(
-    dt: xr.DataTree, var_names: Sequence[str] | None = None, *, threshold: float = THRESHOLD,
+    dt: xr.DataTree,
+    var_names: Sequence[str] | None = None,
+    *,
+    threshold: float = THRESHOLD,
     likelihood: str | None = None,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Prior and likelihood power-scaling sensitivity per parameter, with priorsense's verdict.
 
     ``dt`` needs ``posterior``, ``log_prior`` and ``log_likelihood`` groups; ``var_names``
@@ -171,32 +205,32 @@ def sensitivity_table(
         )
     like = likelihood or likelihood_var(dt)
     if like is None or "log_likelihood" not in dt.children:
-        raise ValueError("sensitivity_table needs a log_likelihood group with one variable "
-                         f"to scale; the fit has {sorted(dt.children)}")  # fmt: skip
+        raise ValueError(
+            "sensitivity_table needs a log_likelihood group with one variable "
+            f"to scale; the fit has {sorted(dt.children)}"
+        )
     names = reported_vars(dt, var_names)
     post = dt["posterior"].to_dataset().reset_coords(drop=True)[names]
-    tree = xr.DataTree.from_dict({
-        "posterior": post,
-        "log_prior": dt["log_prior"].to_dataset(),
-        "log_likelihood": dt["log_likelihood"].to_dataset()[[like]].reset_coords(drop=True),
-    })  # fmt: skip
-    # psense_summary logs a WARNING with a link whenever it flags anything; a never-turner's
-    # t50 is always flagged, so the verdict column carries the news instead
-    alog = logging.getLogger("arviz_stats.psense")
-    level = alog.level
-    alog.setLevel(logging.ERROR)
-    try:
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": post,
+            "log_prior": dt["log_prior"].to_dataset(),
+            "log_likelihood": dt["log_likelihood"].to_dataset()[[like]].reset_coords(drop=True),
+        }
+    )
+    with quiet_psense():
         df = psense_summary(tree, var_names=names, threshold=threshold, round_to=4)
-    finally:
-        alog.setLevel(level)
     df = df.reset_index().rename(columns={"index": "parameter"})
     df["parameter"] = [str(p).replace(", ", ",") for p in df["parameter"]]  # as diagnostics.csv
     df.insert(1, "variable", [p.split("[")[0] for p in df["parameter"]])
     df["verdict"] = df["diagnosis"].map(VERDICTS).fillna("-")
     df["threshold"] = float(threshold)
     df = df[["parameter", "variable", "prior", "likelihood", "diagnosis", "verdict", "threshold"]]
-    df.attrs.update(likelihood=like, prior_terms=list(dt["log_prior"].data_vars),
-                    seconds=time.perf_counter() - t0)  # fmt: skip
+    df.attrs.update(
+        likelihood=like,
+        prior_terms=list(dt["log_prior"].data_vars),
+        seconds=time.perf_counter() - t0,
+    )
     return df
 
 
@@ -242,12 +276,21 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
         fig, ax = plt.subplots(figsize=(5.2, 4.2))
         ok = df["verdict"] == "-"
         ax.scatter(x[ok], y[ok], s=14, color="#9a9a9a", marker="o", label="-", zorder=2)
-        for verdict, marker, color in (("weak likelihood", "v", "#000000"),
-                                       ("prior-data conflict", "D", ACCENT)):  # fmt: skip
+        for verdict, marker, color in (
+            ("weak likelihood", "v", "#000000"),
+            ("prior-data conflict", "D", ACCENT),
+        ):
             sel = df["verdict"] == verdict
             if sel.any():
-                ax.scatter(x[sel], y[sel], s=22, marker=marker, color=color, zorder=3,
-                           label=f"{verdict} ({int(sel.sum())})")  # fmt: skip
+                ax.scatter(
+                    x[sel],
+                    y[sel],
+                    s=22,
+                    marker=marker,
+                    color=color,
+                    zorder=3,
+                    label=f"{verdict} ({int(sel.sum())})",
+                )
         ax.set(xscale="log", yscale="log")
         ax.set_xlim(left=min(x.min(), thr) / 1.3)
         ax.set_ylim(bottom=min(y.min(), thr) / 1.3)
@@ -262,17 +305,34 @@ def plot_sensitivity(df: pd.DataFrame, title: str = "") -> Any:
         flagged_rows = df[~ok].assign(_x=x[~ok], _w=df["verdict"] != "weak likelihood")
         flagged_rows = flagged_rows.sort_values(["_w", "_x"], ascending=[True, False])
         for _, r in flagged_rows.head(MAX_LABELS).iterrows():
-            ax.annotate(short_label(r["parameter"]), (max(r["prior"], floor), max(r["likelihood"], floor)),
-                        fontsize=6, xytext=(3, 2), textcoords="offset points")  # fmt: skip
-        ax.set(xlabel=f"prior sensitivity (CJS; threshold {thr:g})",
-               ylabel="likelihood sensitivity (CJS)",
-               title=title or "Power-scaling sensitivity")  # fmt: skip
+            ax.annotate(
+                short_label(r["parameter"]),
+                (max(r["prior"], floor), max(r["likelihood"], floor)),
+                fontsize=6,
+                xytext=(3, 2),
+                textcoords="offset points",
+            )
+        ax.set(
+            xlabel=f"prior sensitivity (CJS; threshold {thr:g})",
+            ylabel="likelihood sensitivity (CJS)",
+            title=title or "Power-scaling sensitivity",
+        )
         ax.legend(loc="lower left")
         fig.tight_layout()
     return fig
 
 
 __all__ = [
-    "MAX_LABELS", "THRESHOLD", "VERDICTS", "flagged", "likelihood_var", "log_prior_dataset",
-    "noise_floor", "plot_sensitivity", "prior_terms", "reported_vars", "sensitivity_table",
-]  # fmt: skip
+    "MAX_LABELS",
+    "THRESHOLD",
+    "VERDICTS",
+    "flagged",
+    "likelihood_var",
+    "log_prior_dataset",
+    "noise_floor",
+    "plot_sensitivity",
+    "prior_terms",
+    "quiet_psense",
+    "reported_vars",
+    "sensitivity_table",
+]

@@ -15,7 +15,6 @@ unreliable and the row says "refit needed" instead of a verdict.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -23,7 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .sensitivity import THRESHOLD, VERDICTS, likelihood_var
+from .sensitivity import THRESHOLD, VERDICTS, likelihood_var, quiet_psense
 
 #: power-scaling exponents (priorsense's and ``arviz_stats.psense``'s defaults)
 ALPHAS = (0.99, 1.01)
@@ -190,19 +189,7 @@ def reported_sensitivity(
     over the draws (e.g. a milestone never reached) has sensitivity 0. Raises ValueError
     without ``log_prior``/``log_likelihood`` groups or with a NaN draw.
     """
-    from arviz_stats import psense
-
-    if "log_prior" not in dt.children or "log_likelihood" not in dt.children:
-        raise ValueError(
-            "reported_sensitivity needs log_prior and log_likelihood groups; the "
-            f"fit has {sorted(dt.children)}"
-        )
-    like = likelihood or likelihood_var(dt)
-    if like is None:
-        raise ValueError(
-            "reported_sensitivity: no log_likelihood variable to scale in "
-            f"{sorted(dt['log_likelihood'].data_vars)}"
-        )
+    like = _scaled_likelihood(dt, likelihood)
     keys = list(draws)
     if not keys:
         return pd.DataFrame(columns=list(COLUMNS))
@@ -213,42 +200,7 @@ def reported_sensitivity(
             f"reported_sensitivity: {len(bad)} reported numbers have NaN draws, "
             f"e.g. {bad[:3]}; leave them out"
         )
-    post = dt["posterior"].to_dataset()
-    coords = {
-        "chain": post["chain"].values,
-        "draw": post["draw"].values,
-        "row": np.arange(len(keys)),
-    }
-    ds = xr.Dataset({"x": (("chain", "draw", "row"), values)}, coords=coords)
-    tree = xr.DataTree.from_dict(
-        {
-            "posterior": ds,
-            "log_prior": dt["log_prior"].to_dataset(),
-            "log_likelihood": dt["log_likelihood"].to_dataset()[[like]].reset_coords(drop=True),
-        }
-    )
-    sd = values.reshape(-1, len(keys)).std(0)
-    out: dict[str, Any] = {}
-    alog = logging.getLogger("arviz_stats.psense")
-    level = alog.level
-    alog.setLevel(logging.ERROR)
-    try:
-        for group in ("prior", "likelihood"):
-            cjs = psense(
-                tree, var_names=["x"], group=group, alphas=alphas, sample_dims=["chain", "draw"]
-            )["x"]
-            out[group] = np.nan_to_num(np.asarray(cjs.values, float))  # constant x: 0/0
-            means = []
-            for a in alphas:
-                w = _weights(tree, group, a)
-                w = w / w.sum()
-                means.append(np.tensordot(w, values, axes=([0, 1], [0, 1])))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                shift = (means[1] - means[0]) / np.log2(alphas[1] / alphas[0]) / sd
-            out[f"{group}_mean_shift_sd"] = np.where(sd > 0, shift, 0.0)
-            out[f"pareto_k_{group}"] = pareto_k(tree, group, alphas)
-    finally:
-        alog.setLevel(level)
+    out = _power_scaling(_scaling_tree(dt, values, like), values, alphas)
     df = pd.DataFrame(
         {
             "quantity": [k[0] for k in keys],
@@ -275,6 +227,69 @@ def reported_sensitivity(
     df["threshold"] = float(threshold)
     df.attrs.update(likelihood=like)
     return df[list(COLUMNS)]
+
+
+def _scaled_likelihood(dt: Any, likelihood: str | None) -> str:
+    """The ``log_likelihood`` variable to power-scale (``likelihood`` or the fit's own);
+    ValueError without the groups the check needs."""
+    if "log_prior" not in dt.children or "log_likelihood" not in dt.children:
+        raise ValueError(
+            "reported_sensitivity needs log_prior and log_likelihood groups; the "
+            f"fit has {sorted(dt.children)}"
+        )
+    like = likelihood or likelihood_var(dt)
+    if like is None:
+        raise ValueError(
+            "reported_sensitivity: no log_likelihood variable to scale in "
+            f"{sorted(dt['log_likelihood'].data_vars)}"
+        )
+    return like
+
+
+def _scaling_tree(dt: Any, values: np.ndarray, like: str) -> xr.DataTree:
+    """The reported numbers as one posterior variable ``x`` (``row``) with the fit's
+    ``log_prior`` and the ``like`` log-likelihood: what ``psense`` scales."""
+    post = dt["posterior"].to_dataset()
+    coords = {
+        "chain": post["chain"].values,
+        "draw": post["draw"].values,
+        "row": np.arange(values.shape[-1]),
+    }
+    ds = xr.Dataset({"x": (("chain", "draw", "row"), values)}, coords=coords)
+    return xr.DataTree.from_dict(
+        {
+            "posterior": ds,
+            "log_prior": dt["log_prior"].to_dataset(),
+            "log_likelihood": dt["log_likelihood"].to_dataset()[[like]].reset_coords(drop=True),
+        }
+    )
+
+
+def _power_scaling(
+    tree: xr.DataTree, values: np.ndarray, alphas: tuple[float, float]
+) -> dict[str, Any]:
+    """Per component (``prior``, ``likelihood``): the CJS sensitivity of every row, its mean
+    shift in posterior SDs per doubling of the power, and the component's Pareto k."""
+    from arviz_stats import psense
+
+    sd = values.reshape(-1, values.shape[-1]).std(0)
+    out: dict[str, Any] = {}
+    with quiet_psense():
+        for group in ("prior", "likelihood"):
+            cjs = psense(
+                tree, var_names=["x"], group=group, alphas=alphas, sample_dims=["chain", "draw"]
+            )["x"]
+            out[group] = np.nan_to_num(np.asarray(cjs.values, float))  # constant x: 0/0
+            means = []
+            for a in alphas:
+                w = _weights(tree, group, a)
+                w = w / w.sum()
+                means.append(np.tensordot(w, values, axes=([0, 1], [0, 1])))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                shift = (means[1] - means[0]) / np.log2(alphas[1] / alphas[0]) / sd
+            out[f"{group}_mean_shift_sd"] = np.where(sd > 0, shift, 0.0)
+            out[f"pareto_k_{group}"] = pareto_k(tree, group, alphas)
+    return out
 
 
 def _diagnose(prior: float, like: float, threshold: float) -> str:

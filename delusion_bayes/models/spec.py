@@ -8,27 +8,42 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..data.schema import ADJUDICATED_VARIABLES, DAY, MODEL, RATED_VARIABLES, RATER
-from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES
+from ..data.schema import (
+    ADJUDICATED_VARIABLES,
+    DAY,
+    K_MAX,
+    MODEL,
+    RATED_VARIABLES,
+    RATER,
+    STAGE_CUTPOINTS,
+    STAGE_MIDPOINT,
+)
+from .config import CUTPOINTS, DAY_NOISE_MODELS, MARGINAL_MODELS, MODEL_NAMES, TRAJECTORIES
 from .priors import prior_table, resolve_priors
 
-#: fixed ordinal cutpoints on the 1-4 stage scale (a rater with severity 0 and infinite
-#: discrimination gives the stage rounded to the nearest integer)
-STAGE_CUTPOINTS: tuple[float, ...] = (1.5, 2.5, 3.5)
-#: soft upper bound of the onset steepness ``k`` (per day), the least-squares fits' ``k_max``
-#: (``delusion_bayes.baselines.logistic``): on daily data the likelihood cannot tell 20 from 200
-K_MAX: float = 20.0
+__all__ = [
+    "K_MAX",
+    "STAGE_CUTPOINTS",
+    "CustomGraphSpec",
+    "ModelSpec",
+    "SpecData",
+    "build_spec",
+    "model_day_layout",
+    "observation_coords",
+]
+
 #: soft lower bound of the onset model's ``k`` (per day; a 10-90% rise over 146 days): without
 #: it a model at its plateau from day 1 had a flat-line mode at k -> 0
-#: (docs/design-notes.md#modelsspecpy). Not used by the joint models
+#: (docs/design-notes.md#modelsspecpy). Not used by the joint models. (The upper bound is
+#: :data:`delusion_bayes.data.schema.K_MAX`.)
 K_MIN: float = 0.03
 #: steepness of the ``step`` trajectory variant (per day; Claude Opus 4.1's k ~ 10 in the paper)
 STEP_K: float = 10.0
@@ -42,19 +57,131 @@ OBS_LEVEL = "obs_level"
 CUT = "cut"
 
 
+@dataclass(eq=False)
+class SpecData(MutableMapping):
+    """The arrays of a :class:`ModelSpec`, one typed field each: the fields are the data.
+
+    Every model has the onset geometry (``day_values`` ... ``log_k_centred``) and the observed
+    cells (``model_idx``, ``day_idx``, ``y``; the ``onset`` model's ``y`` is the consensus per
+    model-day, the others' the 0-based rating of ``rater_idx``). The models that integrate the
+    stage out (:data:`~delusion_bayes.models.config.MARGINAL_MODELS`) add the model-day layout
+    (``md_*``, ``n_interior``: :func:`model_day_layout`), those with day noise ``eps_centred``,
+    ``disengagement`` the levels; a field a model does not have is ``None``. ``group_idx`` maps
+    each group term to the group index of every model.
+
+    Item access (``spec.data["y"]``, ``spec.data["group_vendor_idx"]``, assignment too) reads
+    and writes the same fields, for old callers and tests; iteration yields the keys that are
+    set, in field order (:meth:`ModelSpec.hash` hashes them sorted).
+    """
+
+    day_values: np.ndarray
+    #: t50's coordinate (blocks._t50): the median rating reaches STAGE_MIDPOINT within the
+    #: study (centred) / from its start (early): :func:`onset_geometry`
+    t50_centred: np.ndarray
+    t50_early: np.ndarray
+    #: :func:`log_k_centring`
+    log_k_centred: np.ndarray
+    model_idx: np.ndarray
+    day_idx: np.ndarray
+    y: np.ndarray
+    rater_idx: np.ndarray | None = None
+    #: :func:`noise_identified` (``joint``, ``disengagement``)
+    eps_centred: np.ndarray | None = None
+    level_model_idx: np.ndarray | None = None
+    level_day_idx: np.ndarray | None = None
+    level: np.ndarray | None = None
+    md_model: np.ndarray | None = None
+    md_day: np.ndarray | None = None
+    md_lo: np.ndarray | None = None
+    md_hi: np.ndarray | None = None
+    md_rating: np.ndarray | None = None
+    md_end: np.ndarray | None = None
+    md_level: np.ndarray | None = None
+    n_interior: np.ndarray | None = None
+    group_idx: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @staticmethod
+    def _term(key: str) -> str | None:
+        """The group term of a ``group_<term>_idx`` key, else None."""
+        if key.startswith("group_") and key.endswith("_idx") and len(key) > len("group__idx"):
+            return key[len("group_") : -len("_idx")]
+        return None
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if (term := self._term(key)) is not None and term in self.group_idx:
+            return self.group_idx[term]
+        value = getattr(self, key, None) if key in _ARRAY_FIELDS else None
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: str, value: np.ndarray) -> None:
+        if key in _ARRAY_FIELDS:
+            setattr(self, key, value)
+        elif (term := self._term(key)) is not None:
+            self.group_idx[term] = value
+        else:
+            raise KeyError(f"{key!r} is not a field of SpecData ({', '.join(_ARRAY_FIELDS)})")
+
+    def __delitem__(self, key: str) -> None:
+        if key in _REQUIRED_FIELDS:
+            raise KeyError(f"{key!r} is a field every spec has; it cannot be deleted")
+        self[key]  # KeyError if not set
+        if key in _ARRAY_FIELDS:
+            setattr(self, key, None)
+        else:
+            del self.group_idx[self._term(key)]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (k for k in _ARRAY_FIELDS if getattr(self, k) is not None)
+        yield from (f"group_{term}_idx" for term in self.group_idx)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"SpecData({', '.join(f'{k}{np.shape(v)}' for k, v in self.items())})"
+
+
+_ARRAY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(SpecData) if f.name != "group_idx")
+_REQUIRED_FIELDS = frozenset(
+    f.name for f in fields(SpecData) if f.name != "group_idx" and f.default is not None
+)
+
+
+@runtime_checkable
+class CustomGraphSpec(Protocol):
+    """A spec that brings its own graph and post-processing (the replay model's
+    :class:`~delusion_bayes.models.replay.ReplayModelSpec`): :func:`delusion_bayes.models.fit`
+    calls ``build()`` instead of :func:`~delusion_bayes.models.build_model` and ``finish()``
+    instead of the trajectory models' latent groups and :func:`finish_fit`."""
+
+    name: str
+    priors: dict[str, dict[str, Any]]
+
+    @property
+    def variant(self) -> str: ...
+
+    def hash(self) -> str: ...
+
+    def build(self) -> Any: ...
+
+    def finish(self, tree: xr.DataTree, seed: int = 0, log_likelihood: bool = True) -> Any: ...
+
+
 @dataclass
 class ModelSpec:
     """Everything a model needs, inspectable and testable without sampling.
 
-    ``data`` holds 0-based index arrays into ``coords`` and the observations; ``priors`` the
-    resolved prior table; ``n_days`` the study length (the unit of the ``t50`` hyper-priors);
-    ``missing`` the ``(model, day)`` cells nobody rated; ``model_coords`` the non-dim
-    coordinates of ``model`` (vendor, generation, ...).
+    ``data`` holds 0-based index arrays into ``coords`` and the observations
+    (:class:`SpecData`); ``priors`` the resolved prior table; ``n_days`` the study length (the
+    unit of the ``t50`` hyper-priors); ``missing`` the ``(model, day)`` cells nobody rated;
+    ``model_coords`` the non-dim coordinates of ``model`` (vendor, generation, ...).
     """
 
     name: str
     coords: dict[str, list]
-    data: dict[str, np.ndarray]
+    data: SpecData
     priors: dict[str, dict[str, Any]]
     trajectory: str = "logistic"
     cutpoints: str = "rater"
@@ -70,6 +197,12 @@ class ModelSpec:
         extra = f",{terms}" if terms else ""
         return f"{self.name}[{self.trajectory},{self.cutpoints}{extra}]"
 
+    @property
+    def integrates_stage(self) -> bool:
+        """Whether the likelihood integrates each model-day's stage out
+        (:data:`~delusion_bayes.models.config.MARGINAL_MODELS`)."""
+        return self.name in MARGINAL_MODELS
+
     def prior_table(self) -> pd.DataFrame:
         """The priors as a DataFrame (one row per parameter)."""
         return prior_table(self.priors)
@@ -77,10 +210,15 @@ class ModelSpec:
     def hash(self) -> str:
         """Hash of everything that shapes the compiled graph (data values, priors, variant)."""
         h = hashlib.sha256()
-        meta = {"name": self.name, "trajectory": self.trajectory, "cutpoints": self.cutpoints,
-                "group_terms": list(self.group_terms), "priors": self.priors,
-                "coords": {k: [str(x) for x in v] for k, v in self.coords.items()},
-                "n_days": self.n_days}  # fmt: skip
+        meta = {
+            "name": self.name,
+            "trajectory": self.trajectory,
+            "cutpoints": self.cutpoints,
+            "group_terms": list(self.group_terms),
+            "priors": self.priors,
+            "coords": {k: [str(x) for x in v] for k, v in self.coords.items()},
+            "n_days": self.n_days,
+        }
         h.update(json.dumps(meta, sort_keys=True, default=str).encode())
         for k in sorted(self.data):
             h.update(k.encode())
@@ -97,9 +235,11 @@ def build_spec(
     model: str = "joint",
     priors: Mapping[str, Any] | None = None,
     *,
-    trajectory: str = "logistic", cutpoints: str = "rater", group_terms: Sequence[str] = (),
+    trajectory: str = "logistic",
+    cutpoints: str = "rater",
+    group_terms: Sequence[str] = (),
     consensus: str = "median",
-) -> ModelSpec:  # fmt: skip
+) -> ModelSpec:
     """Build the spec of ``model`` for a trajectory study (``recognition (rater, model, day)``;
     ``level_a``/``level_b`` for ``disengagement``).
 
@@ -109,14 +249,43 @@ def build_spec(
     model coords whose levels shift the onset hyper-means; ``consensus`` the rule of
     :func:`delusion_bayes.baselines.consensus` for the ``onset`` model's consensus.
     """
+    _check_variant(model, trajectory, cutpoints)
+    rec = _recognition(ds)
+    coords, model_coords = _study_coords(rec)
+    n_days = int(rec.sizes[DAY])
+    arrays = _onset_geometry_arrays(rec, model)
+    if model in MARGINAL_MODELS:
+        arrays.update(_rating_observations(ds, rec, model, coords))
+        arrays.update(model_day_layout(arrays, n_raters=len(coords[RATER]), n_days=n_days))
+    else:
+        arrays.update(_consensus_observations(rec, consensus, coords))
+    terms = list(group_terms)
+    group_idx = _group_indices(model, terms, model_coords, coords)
+    return ModelSpec(
+        name=model,
+        coords=coords,
+        data=SpecData(**arrays, group_idx=group_idx),
+        priors=resolve_priors(model, priors),
+        trajectory=trajectory,
+        cutpoints=cutpoints,
+        group_terms=terms,
+        n_days=n_days,
+        missing=np.isnan(rec.values).all(axis=0),  # (model, day)
+        model_coords=model_coords,
+    )
+
+
+def _check_variant(model: str, trajectory: str, cutpoints: str) -> None:
     if model not in MODEL_NAMES:
         raise ValueError(f"unknown model {model!r}; expected one of {list(MODEL_NAMES)}")
     if trajectory not in TRAJECTORIES:
         raise ValueError(f"trajectory={trajectory!r}; expected one of {list(TRAJECTORIES)}")
     if cutpoints not in CUTPOINTS:
         raise ValueError(f"cutpoints={cutpoints!r}; expected one of {list(CUTPOINTS)}")
-    rec = _recognition(ds)
-    n_days = int(rec.sizes[DAY])
+
+
+def _study_coords(rec: xr.DataArray) -> tuple[dict[str, list], dict[str, list]]:
+    """The dim coords (rater, model, day) and the non-dim coords on ``model``."""
     days = np.asarray(rec[DAY].values)
     if not np.issubdtype(days.dtype, np.number):
         raise ValueError(f"coordinate {DAY!r} must be numeric day numbers, got dtype {days.dtype}")
@@ -130,43 +299,63 @@ def build_spec(
         for name, c in rec[MODEL].coords.items()
         if name != MODEL and c.dims == (MODEL,)
     }
-    missing = np.isnan(rec.values).all(axis=0)  # (model, day)
-    data: dict[str, np.ndarray] = {"day_values": days.astype(float)}
-    # t50's coordinate (blocks._t50): the median rating holds 2.5 within the study / from its start
+    return coords, model_coords
+
+
+def _onset_geometry_arrays(rec: xr.DataArray, model: str) -> dict[str, np.ndarray]:
+    """``day_values`` and which parameters are sampled centred (geometry only)."""
+    out = {"day_values": np.asarray(rec[DAY].values).astype(float)}
+    # t50's coordinate (blocks._t50): the median rating holds STAGE_MIDPOINT within the study /
+    # from its start
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         med = np.nanmedian(rec.values, axis=0)  # (model, day)
-    data["t50_centred"], data["t50_early"] = onset_geometry(med)
-    data["log_k_centred"] = log_k_centring(data["t50_centred"] & ~data["t50_early"])
-    if model in ("joint", "disengagement"):
-        data["eps_centred"] = noise_identified(rec)
+    out["t50_centred"], out["t50_early"] = onset_geometry(med)
+    out["log_k_centred"] = log_k_centring(out["t50_centred"] & ~out["t50_early"])
+    if model in DAY_NOISE_MODELS:
+        out["eps_centred"] = noise_identified(rec)
+    return out
 
-    if model in ("joint", "rater", "disengagement"):
-        r, m, t = (a.astype(np.int64) for a in np.nonzero(~np.isnan(rec.values)))
-        y = rec.values[r, m, t].astype(np.int64) - 1  # categories 0..3
-        coords[OBS] = list(range(len(y)))
-        coords[CUT] = [1, 2, 3]
-        data.update(rater_idx=r, model_idx=m, day_idx=t, y=y)
-    if model == "onset":
-        from ..baselines import consensus as combine
 
-        cons = combine(rec, rule=consensus).transpose(MODEL, DAY)
-        vals = np.asarray(cons.values, float)
-        m, t = np.nonzero(~np.isnan(vals))
-        coords[OBS] = list(range(len(m)))
-        data.update(model_idx=m.astype(np.int64), day_idx=t.astype(np.int64), y=vals[m, t])
+def _rating_observations(
+    ds: xr.Dataset, rec: xr.DataArray, model: str, coords: dict[str, list]
+) -> dict[str, np.ndarray]:
+    """Every rating (0-based category) with its cell; ``disengagement``: the levels too. Adds
+    the ``obs`` (and ``obs_level``) and ``cut`` coords."""
+    r, m, t = (a.astype(np.int64) for a in np.nonzero(~np.isnan(rec.values)))
+    y = rec.values[r, m, t].astype(np.int64) - 1  # categories 0..3
+    coords[OBS] = list(range(len(y)))
+    coords[CUT] = [1, 2, 3]
+    out = {"rater_idx": r, "model_idx": m, "day_idx": t, "y": y}
     if model == "disengagement":
-        m, t, lvl = _disengagement_levels(ds, rec)
+        lm, lt, lvl = _disengagement_levels(ds, rec)
         coords[OBS_LEVEL] = list(range(len(lvl)))
-        data.update(level_model_idx=m, level_day_idx=t, level=lvl)
-    if model in ("joint", "rater", "disengagement"):
-        data.update(model_day_layout(data, n_raters=len(coords[RATER]), n_days=n_days))
+        out.update(level_model_idx=lm, level_day_idx=lt, level=lvl)
+    return out
 
-    terms = list(group_terms)
+
+def _consensus_observations(
+    rec: xr.DataArray, consensus: str, coords: dict[str, list]
+) -> dict[str, np.ndarray]:
+    """The ``onset`` model's observations: the consensus per rated model-day (``obs``)."""
+    from ..baselines import consensus as combine
+
+    cons = combine(rec, rule=consensus).transpose(MODEL, DAY)
+    vals = np.asarray(cons.values, float)
+    m, t = np.nonzero(~np.isnan(vals))
+    coords[OBS] = list(range(len(m)))
+    return {"model_idx": m.astype(np.int64), "day_idx": t.astype(np.int64), "y": vals[m, t]}
+
+
+def _group_indices(
+    model: str, terms: list[str], model_coords: dict[str, list], coords: dict[str, list]
+) -> dict[str, np.ndarray]:
+    """Per group term, each model's level index; adds the ``group_<term>`` coords."""
     if model == "rater" and terms:
         raise ValueError(
             "group_terms apply to onset models (joint, onset, disengagement), not rater"
         )
+    out = {}
     for term in terms:
         if term not in model_coords:
             raise ValueError(
@@ -175,11 +364,8 @@ def build_spec(
             )
         levels, idx = np.unique(np.asarray(model_coords[term]).astype(str), return_inverse=True)
         coords[f"group_{term}"] = [str(v) for v in levels]
-        data[f"group_{term}_idx"] = idx.astype(np.int64)
-
-    return ModelSpec(name=model, coords=coords, data=data, priors=resolve_priors(model, priors),
-                     trajectory=trajectory, cutpoints=cutpoints, group_terms=terms, n_days=n_days,
-                     missing=missing, model_coords=model_coords)  # fmt: skip
+        out[term] = idx.astype(np.int64)
+    return out
 
 
 def observation_coords(spec: ModelSpec) -> dict[str, dict[str, tuple]]:
@@ -188,14 +374,13 @@ def observation_coords(spec: ModelSpec) -> dict[str, dict[str, tuple]]:
     ``obs_level``."""
     d, c = spec.data, {k: np.asarray(spec.coords[k]) for k in (RATER, MODEL, DAY)}
     out: dict[str, dict[str, tuple]] = {OBS: {}, OBS_LEVEL: {}}
-    if "rater_idx" in d:
-        out[OBS]["obs_rater"] = (OBS, c[RATER][d["rater_idx"]])
-    if "model_idx" in d:
-        out[OBS]["obs_model"] = (OBS, c[MODEL][d["model_idx"]])
-        out[OBS]["obs_day"] = (OBS, c[DAY][d["day_idx"]])
-    if "level_model_idx" in d:
-        out[OBS_LEVEL]["obs_level_model"] = (OBS_LEVEL, c[MODEL][d["level_model_idx"]])
-        out[OBS_LEVEL]["obs_level_day"] = (OBS_LEVEL, c[DAY][d["level_day_idx"]])
+    if d.rater_idx is not None:
+        out[OBS]["obs_rater"] = (OBS, c[RATER][d.rater_idx])
+    out[OBS]["obs_model"] = (OBS, c[MODEL][d.model_idx])
+    out[OBS]["obs_day"] = (OBS, c[DAY][d.day_idx])
+    if d.level_model_idx is not None:
+        out[OBS_LEVEL]["obs_level_model"] = (OBS_LEVEL, c[MODEL][d.level_model_idx])
+        out[OBS_LEVEL]["obs_level_day"] = (OBS_LEVEL, c[DAY][d.level_day_idx])
     return out
 
 
@@ -231,10 +416,15 @@ def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int)
         level[np.searchsorted(md, lv_keys)] = np.asarray(data["level"], np.int64)
     interior = (y > 0) & (y < n_cut)
     return {
-        "md_model": (md // n_days).astype(np.int64), "md_day": (md % n_days).astype(np.int64),
-        "md_lo": lo, "md_hi": hi, "md_rating": rating, "md_end": end, "md_level": level,
+        "md_model": (md // n_days).astype(np.int64),
+        "md_day": (md % n_days).astype(np.int64),
+        "md_lo": lo,
+        "md_hi": hi,
+        "md_rating": rating,
+        "md_end": end,
+        "md_level": level,
         "n_interior": np.bincount(r[interior], minlength=n_raters).astype(float),
-    }  # fmt: skip
+    }
 
 
 def _recognition(ds: xr.Dataset) -> xr.DataArray:
@@ -289,8 +479,9 @@ def _disengagement_levels(ds: xr.Dataset, rec: xr.DataArray):
     return m.astype(np.int64), t.astype(np.int64), (a[m, t] + b[m, t]).astype(np.int64)
 
 
-#: consecutive rated days on which the median rating must be >= 2.5 for a model to count as
-#: turned (and, on the first days, as turned from the start) when the graph's geometry is chosen
+#: consecutive rated days on which the median rating must be >= STAGE_MIDPOINT for a model to
+#: count as turned (and, on the first days, as turned from the start) when the graph's geometry
+#: is chosen
 TURN_RUN: int = 2
 
 
@@ -299,16 +490,17 @@ def onset_geometry(med: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     which models have their t50 sampled centred, and which of those from the first day
     (:func:`delusion_bayes.models.blocks._t50`; geometry only, the same model).
 
-    Turned: the median is >= 2.5 on :data:`TURN_RUN` consecutive rated days; early: on the
-    first ``TURN_RUN`` rated days. One day is not enough: a never-turner whose raters split
-    2/3 on day 1 (2 or 4 raters, common in small studies) read as "turned from day 1", whose
-    geometry (t50 before the first day) then fought its flat ratings: 33 divergences in the
-    disengagement model on 4 paper-roster chatbots (docs/models.md). paper_like, ``null``,
+    Turned: the median is >= :data:`~delusion_bayes.data.schema.STAGE_MIDPOINT` on
+    :data:`TURN_RUN` consecutive rated days; early: on the first ``TURN_RUN`` rated days. One
+    day is not enough: a never-turner whose raters split 2/3 on day 1 (2 or 4 raters, common in
+    small studies) read as "turned from day 1", whose geometry (t50 before the first day) then
+    fought its flat ratings: 33 divergences in the disengagement model on 4 paper-roster
+    chatbots (docs/models.md). paper_like, ``null``,
     ``small`` and the template classify every model as before.
     """
     turned, early = np.zeros(len(med), bool), np.zeros(len(med), bool)
     for i, row in enumerate(np.asarray(med, float)):
-        high = row[np.isfinite(row)] >= 2.5
+        high = row[np.isfinite(row)] >= STAGE_MIDPOINT
         if high.size < TURN_RUN:  # too few rated days for a run: all of them high
             turned[i] = bool(high.size) and bool(high.all())
         else:

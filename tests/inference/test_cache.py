@@ -115,8 +115,18 @@ def test_reused_fit_is_the_stored_fit_and_other_settings_refit(small_study, tmp_
 
     from delusion_bayes.models import fit
 
-    kw = dict(model="onset", draws=60, tune=60, chains=1, cores=1, seed=3, cache_dir=tmp_path,
-              log_likelihood=False, posterior_predictive=False, reuse=True)  # fmt: skip
+    kw = dict(
+        model="onset",
+        draws=60,
+        tune=60,
+        chains=1,
+        cores=1,
+        seed=3,
+        cache_dir=tmp_path,
+        log_likelihood=False,
+        posterior_predictive=False,
+        reuse=True,
+    )
     first = fit(small_study, **kw)
     assert first.attrs["fit_reused"] == 0
     files = list((tmp_path / "fits").glob("*.nc"))
@@ -270,8 +280,18 @@ def test_substituted_fit_is_refitted_by_fit(small_study, tmp_path, caplog):
 
     from delusion_bayes.models import fit
 
-    kw = dict(model="onset", draws=60, tune=60, chains=1, cores=1, seed=3, cache_dir=tmp_path,
-              log_likelihood=False, posterior_predictive=False, reuse=True)  # fmt: skip
+    kw = dict(
+        model="onset",
+        draws=60,
+        tune=60,
+        chains=1,
+        cores=1,
+        seed=3,
+        cache_dir=tmp_path,
+        log_likelihood=False,
+        posterior_predictive=False,
+        reuse=True,
+    )
     first = fit(small_study, **kw)
     (f3,) = list((tmp_path / "fits").glob("*.nc"))
     fit(small_study, **{**kw, "seed": 4})

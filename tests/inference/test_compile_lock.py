@@ -23,12 +23,14 @@ HOLD = textwrap.dedent(
 
 def test_a_second_process_waits_until_the_first_has_compiled(tmp_path):
     env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={tmp_path / 'pytensor'}"}
-    first = subprocess.Popen([sys.executable, "-c", HOLD, "3"], stdout=subprocess.PIPE,
-                             text=True, env=env)  # fmt: skip
+    first = subprocess.Popen(
+        [sys.executable, "-c", HOLD, "3"], stdout=subprocess.PIPE, text=True, env=env
+    )
     line = first.stdout.readline().split()
     assert line[0] == "in", line  # the first holds the lock now
-    second = subprocess.run([sys.executable, "-c", HOLD, "0"], capture_output=True, text=True,
-                            env=env, timeout=120)  # fmt: skip
+    second = subprocess.run(
+        [sys.executable, "-c", HOLD, "0"], capture_output=True, text=True, env=env, timeout=120
+    )
     out_first = first.stdout.readline().split()
     first.wait(timeout=60)
     assert second.returncode == 0, second.stderr[-2000:]

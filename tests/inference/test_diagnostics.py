@@ -124,3 +124,27 @@ def test_summary_from_the_diagnose_table_is_az_summary():
     np.testing.assert_array_equal(fast.to_numpy(), full.to_numpy())
     with pytest.raises(ValueError, match="diagnose table has"):
         summary_table(dt, table=diagnose(_tree()))
+
+
+def test_summary_rows_take_the_diagnostics_of_their_own_parameter():
+    """Issue 32: the diagnose table's R-hat and ESS were matched to ``az.summary``'s rows by
+    position, so a table listing the variables in another order (``diagnose(var_names=...)``)
+    gave each row another parameter's numbers."""
+    from delusion_bayes.inference.diagnostics import summary_table
+
+    dt = _tree(offset=0.3)
+    full = summary_table(dt)
+    table = diagnose(dt, var_names=["mu", "k", "t50"])  # the posterior's order: t50, mu, k
+    assert list(table["variable"].unique()) == ["mu", "k", "t50"]
+    fast = summary_table(dt, table=table)
+    assert fast.index.equals(full.index)
+    for col in ("r_hat", "ess_bulk", "ess_tail", "mcse_mean", "mcse_sd"):
+        np.testing.assert_array_equal(fast[col].to_numpy(), full[col].to_numpy(), err_msg=col)
+
+
+def test_the_config_group_is_read_by_group_config():
+    """Issue 32: one reader of a config group; an unknown key is an error, not ignored."""
+    from delusion_bayes.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="rhat_maxx"):
+        diagnose(_tree(), {"rhat_maxx": 1.5})

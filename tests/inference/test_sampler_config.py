@@ -44,8 +44,9 @@ def test_adaptation_reaches_nutpie(adaptation):
 
     with pm.Model() as model:
         pm.Normal("x", 0.0, 1.0, shape=3)
-    cfg = SamplerConfig(draws=30, tune=30, chains=1, cores=1, adaptation=adaptation,
-                        progressbar=False)  # fmt: skip
+    cfg = SamplerConfig(
+        draws=30, tune=30, chains=1, cores=1, adaptation=adaptation, progressbar=False
+    )
     dt = sample(model, cfg)
     assert dt["posterior"]["x"].shape == (1, 30, 3)
     assert ("num_eigenvalues" in dt["sample_stats"].data_vars) == (adaptation == "low_rank")

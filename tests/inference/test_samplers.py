@@ -11,8 +11,15 @@ pytestmark = pytest.mark.slow
 
 VARS = ["L", "k", "t50", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y"]
 #: 2 chains x 300 draws after 300 tuning steps (ESS of a few hundred per parameter)
-SETTINGS = dict(draws=300, tune=300, chains=2, seed=3, log_likelihood=False, log_prior=False,
-                posterior_predictive=False)  # fmt: skip
+SETTINGS = dict(
+    draws=300,
+    tune=300,
+    chains=2,
+    seed=3,
+    log_likelihood=False,
+    log_prior=False,
+    posterior_predictive=False,
+)
 #: |mean difference| <= Z x the two fits' combined MCSE; over 19 scalars x 2 samplers the
 #: normal tail gives P(false alarm) <= 38 x 2 x (1 - Phi(4)) = 0.0024; a sampler whose
 #: posterior is off by 0.7 SD (MCSE ~ SD / sqrt(300) a fit) is 0.7 / 0.082 = 8.5 MCSEs off
@@ -31,8 +38,11 @@ def fits(small_study):
 
 def _flat(dt):
     post = dt["posterior"]
-    return {f"{v}[{i}]": post[v].values.reshape(*post[v].shape[:2], -1)[:, :, i]
-            for v in VARS for i in range(int(np.prod(post[v].shape[2:])))}  # fmt: skip
+    return {
+        f"{v}[{i}]": post[v].values.reshape(*post[v].shape[:2], -1)[:, :, i]
+        for v in VARS
+        for i in range(int(np.prod(post[v].shape[2:])))
+    }
 
 
 def _mcse(x: np.ndarray) -> float:

@@ -56,8 +56,9 @@ def check_t50_coverage(c: T50Check) -> None:
     n = int(c.turning.sum())
     min90, (min50, max50) = COVERAGE_RULE[n]
     n90, n50 = int(c.covered[c.turning].sum()), int(c.covered50[c.turning].sum())
-    detail = list(zip(c.lo[c.turning].round(2), c.hi[c.turning].round(2),
-                      c.truth[c.turning], strict=True))  # fmt: skip
+    detail = list(
+        zip(c.lo[c.turning].round(2), c.hi[c.turning].round(2), c.truth[c.turning], strict=True)
+    )
     assert n90 >= min90, f"90% intervals cover {n90} of {n} true t50; expected >= {min90}: {detail}"
     assert min50 <= n50 <= max50, (
         f"50% intervals cover {n50} of {n} true t50; expected {min50}-{max50} (fewer: too "

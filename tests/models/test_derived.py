@@ -211,8 +211,7 @@ def test_p_level_b_table_summarises_the_disengagement_quantities_per_model():
     rng = np.random.default_rng(0)
     a, b, u = rng.random((1, 5, 3)), rng.random((1, 5, 3)), rng.normal(size=(1, 5, 3))
     dims = ("chain", "draw", "model")
-    dt = _tree({"p_level_a_at_stage4": (dims, a), "p_level_b_at_stage4": (dims, b),
-                "u": (dims, u)})  # fmt: skip
+    dt = _tree({"p_level_a_at_stage4": (dims, a), "p_level_b_at_stage4": (dims, b), "u": (dims, u)})
     t = d.p_level_b_table(dt)
     assert t["model"].tolist() == MODELS
     for name, x in (("p_level_a_at_stage4", a), ("p_level_b_at_stage4", b), ("u", u)):

@@ -17,7 +17,6 @@ from scipy.special import expit
 from delusion_bayes.models.marginal import (
     MARGINAL_VAR,
     MODEL_DAY,
-    add_model_day_loglik,
     marginal_loglik,
     model_day_loglik,
     ordinal_terms,
@@ -169,8 +168,15 @@ def test_model_day_plumbing_matches_a_direct_integral(with_level):
 
             ref = grid_log_integral(log_f, mu, sig, n=100_001)
             np.testing.assert_allclose(da.values[0, k, j], ref, atol=2e-5)
-    out = add_model_day_loglik(dt)
-    assert MARGINAL_VAR in out["log_likelihood"].data_vars
+    assert da.name == MARGINAL_VAR
+
+
+def test_the_marginal_module_has_no_test_only_helper():
+    """Issue 32: ``add_model_day_loglik`` was used by tests only (the fits add the marginal
+    log-likelihood in :func:`delusion_bayes.models.latent.add_latent_groups`)."""
+    from delusion_bayes.models import marginal
+
+    assert not hasattr(marginal, "add_model_day_loglik")
 
 
 def test_a_fit_without_ratings_is_refused_by_name():
@@ -178,7 +184,7 @@ def test_a_fit_without_ratings_is_refused_by_name():
         {
             "posterior": xr.Dataset({"t50": (("chain", "draw"), [[1.0]])}),
             "observed_data": xr.Dataset({"consensus": ("obs", [1.0])}),
-        }  # fmt: skip
+        }
     )
     dt.attrs["model"] = "onset"
     with pytest.raises(ValueError, match="onset fit has no ordinal ratings 'y'"):
@@ -269,9 +275,10 @@ def test_in_graph_quadrature_matches_the_adaptive_reference(paper_like, case, to
         mu, sigma = np.full_like(mu, 2.4), np.full_like(sigma, 1.3)
     with pm.Model():
         per = marginal_ratings(
-            spec, *(pt.as_tensor(v) for v in (mu, sigma, sev, disc)),
+            spec,
+            *(pt.as_tensor(v) for v in (mu, sigma, sev, disc)),
             nodes=GH_NODES["rater" if case == "rater" else "joint"],
-        )  # fmt: skip
+        )
     d = spec.data
     interior = (d["md_lo"] > -1e4) & (d["md_hi"] < 1e4)
     const = np.where(interior, np.log1p(-np.exp(-disc))[None, :], 0.0).sum(axis=1)
@@ -292,10 +299,13 @@ def test_stage_draws_follow_the_conditional_posterior():
     mu, sigma, n = 2.2, 1.2, 40_000
     al, a0, b0 = ordinal_terms(y, d, d * sev, d[:, None] * CUTS)
     draws = sample_latent(
-        np.broadcast_to(al, (n, 1, 3)), np.broadcast_to(a0, (n, 1, 3)),
-        np.broadcast_to(b0, (n, 1, 3)), np.full((n, 1), mu), np.full((n, 1), sigma),
+        np.broadcast_to(al, (n, 1, 3)),
+        np.broadcast_to(a0, (n, 1, 3)),
+        np.broadcast_to(b0, (n, 1, 3)),
+        np.full((n, 1), mu),
+        np.full((n, 1), sigma),
         np.random.default_rng(0),
-    )[:, 0]  # fmt: skip
+    )[:, 0]
     s = np.linspace(mu - 10 * sigma, mu + 10 * sigma, 200_001)
     logf = log_cat_prob_sum(s, y, d, sev) - 0.5 * ((s - mu) / sigma) ** 2
     w = np.exp(logf - logf.max())
@@ -315,16 +325,24 @@ def test_a_level_on_an_unrated_model_day_is_integrated_not_refused():
     log int P(level | s) N(s; trajectory, sigma_eps) ds, the ratings' product being empty."""
     dt, (ri, mi, ti, y, lv) = _fake_fit(True)
     od = dt["observed_data"].to_dataset()
-    od = xr.concat([od[["level", "obs_level_model", "obs_level_day"]].isel(obs_level=[0]).assign(
-        level=("obs_level", [2])).assign_coords(obs_level_model=("obs_level", ["B"]),
-                                                obs_level_day=("obs_level", [2])),
-                    od[["level", "obs_level_model", "obs_level_day"]]], "obs_level").merge(
-        od[["y"]])  # fmt: skip
+    od = xr.concat(
+        [
+            od[["level", "obs_level_model", "obs_level_day"]]
+            .isel(obs_level=[0])
+            .assign(level=("obs_level", [2]))
+            .assign_coords(obs_level_model=("obs_level", ["B"]), obs_level_day=("obs_level", [2])),
+            od[["level", "obs_level_model", "obs_level_day"]],
+        ],
+        "obs_level",
+    ).merge(od[["y"]])
     dt["observed_data"] = xr.DataTree(od)
     da = model_day_loglik(dt)
     assert da.sizes[MODEL_DAY] == 6
-    j = int(np.flatnonzero((da[f"{MODEL_DAY}_model"].values == "B")
-                           & (da[f"{MODEL_DAY}_day"].values == 2))[0])  # fmt: skip
+    j = int(
+        np.flatnonzero(
+            (da[f"{MODEL_DAY}_model"].values == "B") & (da[f"{MODEL_DAY}_day"].values == 2)
+        )[0]
+    )
     post = dt["posterior"]
     for k in range(2):
         p = {v: post[v].values[0, k] for v in post.data_vars}

@@ -68,8 +68,25 @@ def test_log_ndtr_and_its_gradient_in_both_tails():
 
     from delusion_bayes.models.onset import log_ndtr
 
-    z = np.array([-1e4, -1e3, -200.0, -40.0, -30.0001, -30.0, -29.999, -20.0, -8.0, -1.0, 0.0,
-                  1.0, 5.0, 9.0, 40.0])  # fmt: skip
+    z = np.array(
+        [
+            -1e4,
+            -1e3,
+            -200.0,
+            -40.0,
+            -30.0001,
+            -30.0,
+            -29.999,
+            -20.0,
+            -8.0,
+            -1.0,
+            0.0,
+            1.0,
+            5.0,
+            9.0,
+            40.0,
+        ]
+    )
     zz = pt.dvector("z")
     f = pytensor.function([zz], [log_ndtr(zz), pytensor.grad(log_ndtr(zz).sum(), zz)])
     val, grad = f(z)

@@ -27,8 +27,16 @@ def _done_when_fit(ds, model: str):
     log-likelihood and posterior predictive, which the checks here do not use)."""
     from delusion_bayes.models import fit
 
-    return fit(ds, model=model, draws=500, tune=500, chains=2, seed=1, log_likelihood=False,
-               posterior_predictive=False)  # fmt: skip
+    return fit(
+        ds,
+        model=model,
+        draws=500,
+        tune=500,
+        chains=2,
+        seed=1,
+        log_likelihood=False,
+        posterior_predictive=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +69,7 @@ def test_t50_of_turning_models_covered_and_never_turners_beyond_the_study(paper_
     assert np.array_equal(never, ~c.turning)
     assert np.all(c.p_beyond[never] >= 0.95), c.p_beyond
     # the overnight switcher (true k = 10, t50 = 21): k stays below the soft bound K_MAX
-    from delusion_bayes.models.spec import K_MAX
+    from delusion_bayes.data.schema import K_MAX
 
     assert float(paper_fit["posterior"]["k"].max()) < K_MAX
 

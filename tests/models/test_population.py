@@ -41,11 +41,19 @@ def test_population_contrast_covers_a_known_shift_and_is_wider_than_finite_sampl
     x = _study_draws(rng, -10.0, n_draws=400)
     ds = xr.Dataset(
         {"t50": (("chain", "draw", "model"), x.reshape(2, 200, -1))},
-        coords={"model": [f"m{i}" for i in range(15)],
-                "cohort": ("model", np.where(GROUPS, "late-2025", "earlier"))},
-    )  # fmt: skip
-    spec = {"name": "c", "by": "cohort", "a": ["late-2025"], "b": ["earlier"],
-            "alternative": "two-sided", "quantities": ["t50", "first_clinical"]}  # fmt: skip
+        coords={
+            "model": [f"m{i}" for i in range(15)],
+            "cohort": ("model", np.where(GROUPS, "late-2025", "earlier")),
+        },
+    )
+    spec = {
+        "name": "c",
+        "by": "cohort",
+        "a": ["late-2025"],
+        "b": ["earlier"],
+        "alternative": "two-sided",
+        "quantities": ["t50", "first_clinical"],
+    }
     pop = population_contrasts(ds, [spec]).set_index("quantity")
     fin = posterior_contrasts(ds, [spec]).set_index("quantity")
     p, f = pop.loc["t50"], fin.loc["t50"]
@@ -61,8 +69,9 @@ def test_population_contrast_covers_a_known_shift_and_is_wider_than_finite_sampl
 
 def test_group_shift_moves_only_that_groups_truth():
     base = simulate_study("null", seed=0)
-    shifted = simulate_study("null", seed=0, group_shift={"by": "cohort", "level": "late-2025",
-                                                          "t50": -8.0})  # fmt: skip
+    shifted = simulate_study(
+        "null", seed=0, group_shift={"by": "cohort", "level": "late-2025", "t50": -8.0}
+    )
     diff = shifted["true_t50"].values - base["true_t50"].values
     late = shifted["cohort"].values == "late-2025"
     np.testing.assert_allclose(diff[late], -8.0)

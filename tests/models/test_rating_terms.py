@@ -115,9 +115,27 @@ def test_vectorised_softplus_and_sigmoid_match_numpy_to_rounding():
     from delusion_bayes.models.rating_terms import softplus_pass
 
     rng = np.random.default_rng(0)
-    y = np.concatenate([np.linspace(-60, 60, 20001), rng.normal(0, 8, 20000),
-                        [0.0, -0.0, 1e-300, -1e-300, 1e-8, -39.99, -40.0, -40.01, 40.0,
-                         -700.0, 700.0, -1e4, 1e4]])  # fmt: skip
+    y = np.concatenate(
+        [
+            np.linspace(-60, 60, 20001),
+            rng.normal(0, 8, 20000),
+            [
+                0.0,
+                -0.0,
+                1e-300,
+                -1e-300,
+                1e-8,
+                -39.99,
+                -40.0,
+                -40.01,
+                40.0,
+                -700.0,
+                700.0,
+                -1e4,
+                1e4,
+            ],
+        ]
+    )
     t, w = np.empty_like(y), np.empty_like(y)
     softplus_pass(y, t, w)
     want_t, want_w = -np.logaddexp(0.0, -y), expit(-y)
@@ -139,8 +157,9 @@ def test_contraction_matches_einsum_and_threads_agree():
     g = np.random.default_rng(7).random(s.shape)
     _, _, j_sev, j_disc = rating_terms_kernel(s, sev, disc, lo, hi)
     got = contract_partials(g, j_sev, j_disc)
-    for a, b in zip(got, (np.einsum("uq,urq->r", g, j_sev), np.einsum("uq,urq->r", g, j_disc)),
-                    strict=True):  # fmt: skip
+    for a, b in zip(
+        got, (np.einsum("uq,urq->r", g, j_sev), np.einsum("uq,urq->r", g, j_disc)), strict=True
+    ):
         np.testing.assert_allclose(a, b, rtol=1e-13)
     serial = [rating_terms_kernel(s + k, sev, disc, lo, hi) for k in range(8)]
     with ThreadPoolExecutor(2) as pool:

@@ -36,8 +36,9 @@ def test_uniform_ranks_pass_and_piled_ranks_fail():
     assert (table["p_value"] > 0.01).all(), table
     assert table.loc[table["index"] == "all", "n"].item() == 600
     np.testing.assert_allclose(table["mean_rank"], 200, atol=25)
-    piled = np.where(rng.random((200, 3)) < 0.5, rng.integers(0, 20, (200, 3)),
-                     rng.integers(380, 401, (200, 3)))  # fmt: skip
+    piled = np.where(
+        rng.random((200, 3)) < 0.5, rng.integers(0, 20, (200, 3)), rng.integers(380, 401, (200, 3))
+    )
     bad = sbc_uniformity(_tree(xr.Dataset({"t50": (("chain", "draw", "model"), piled[None])}), 400))
     assert (bad["p_value"] < 1e-6).all(), bad
 
@@ -85,12 +86,19 @@ def test_sbc_of_the_joint_model_ranks_every_parameter_of_the_issue():
     from delusion_bayes.data import simulate_study
     from delusion_bayes.models.sbc import MARGINAL_VARS, run_sbc, simulate_ratings
 
-    dt = run_sbc(model="joint", num_simulations=3, draws=100, tune=100, chains=2, seed=0,
-                 progressbar=False)  # fmt: skip
+    dt = run_sbc(
+        model="joint", num_simulations=3, draws=100, tune=100, chains=2, seed=0, progressbar=False
+    )
     ranks = dt["prior_sbc"]
     assert dt.attrs["n_draws"] == 100 and set(ranks.data_vars) == set(MARGINAL_VARS)
-    for v, n in (("L", 5), ("k", 5), ("t50", 5), ("sigma_eps", 5), ("severity", 3),
-                 ("discrimination", 3)):  # fmt: skip
+    for v, n in (
+        ("L", 5),
+        ("k", 5),
+        ("t50", 5),
+        ("sigma_eps", 5),
+        ("severity", 3),
+        ("discrimination", 3),
+    ):
         assert ranks[v].shape == (1, 3, n), v
     for v in ranks.data_vars:
         x = ranks[v].values

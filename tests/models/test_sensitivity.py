@@ -37,9 +37,13 @@ def _data(n: int, mean: float, seed: int = 0) -> np.ndarray:
 def _tree(model, draws: dict[str, np.ndarray], loglik: np.ndarray) -> xr.DataTree:
     """A fit-shaped DataTree: the exact draws, their log likelihood per observation and the
     log prior through :func:`log_prior_dataset` (the function under test)."""
-    post = xr.Dataset({k: (("chain", "draw", *[f"{k}_dim_{i}" for i in range(v.ndim - 2)]), v)
-                       for k, v in draws.items()},
-                      coords={"chain": np.arange(CHAINS), "draw": np.arange(DRAWS)})  # fmt: skip
+    post = xr.Dataset(
+        {
+            k: (("chain", "draw", *[f"{k}_dim_{i}" for i in range(v.ndim - 2)]), v)
+            for k, v in draws.items()
+        },
+        coords={"chain": np.arange(CHAINS), "draw": np.arange(DRAWS)},
+    )
     ll = xr.Dataset({"y": (("chain", "draw", "obs"), loglik)}, coords=post.coords)
     dt = xr.DataTree.from_dict({"posterior": post, "log_likelihood": ll})
     dt["log_prior"] = xr.DataTree(log_prior_dataset(dt, model))
@@ -115,12 +119,21 @@ def test_log_prior_is_pymcs_log_prior_summed_per_variable():
         sigma = pm.HalfNormal("sigma", 1.0, initval=0.5)
         pm.Normal("x", 0.0, sigma, shape=3)
     rng = np.random.default_rng(3)
-    post = xr.Dataset({"sigma": (("chain", "draw"), rng.gamma(2.0, 0.5, (2, 50))),
-                       "x": (("chain", "draw", "x_dim_0"), rng.standard_normal((2, 50, 3)))})  # fmt: skip
+    post = xr.Dataset(
+        {
+            "sigma": (("chain", "draw"), rng.gamma(2.0, 0.5, (2, 50))),
+            "x": (("chain", "draw", "x_dim_0"), rng.standard_normal((2, 50, 3))),
+        }
+    )
     dt = xr.DataTree.from_dict({"posterior": post})
     mine = log_prior_dataset(dt, model)
-    ref = pm.stats.compute_log_prior(dt, model=model, extend_inferencedata=False, progressbar=False,
-                               compile_kwargs={"mode": "FAST_COMPILE"})  # fmt: skip
+    ref = pm.stats.compute_log_prior(
+        dt,
+        model=model,
+        extend_inferencedata=False,
+        progressbar=False,
+        compile_kwargs={"mode": "FAST_COMPILE"},
+    )
     assert set(mine.data_vars) == {"sigma", "x"}
     np.testing.assert_allclose(mine["sigma"].values, ref["sigma"].values, rtol=1e-12)
     np.testing.assert_allclose(mine["x"].values, ref["x"].sum("x_dim_0").values, rtol=1e-12)
@@ -133,11 +146,23 @@ def test_log_prior_is_pymcs_log_prior_summed_per_variable():
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("joint", ["log_L1", "mu_log_k", "sigma_log_k", "mu_t50", "sigma_t50", "mu_log_eps",
-                   "sigma_log_eps", "severity", "log_disc"]),
+        (
+            "joint",
+            [
+                "log_L1",
+                "mu_log_k",
+                "sigma_log_k",
+                "mu_t50",
+                "sigma_t50",
+                "mu_log_eps",
+                "sigma_log_eps",
+                "severity",
+                "log_disc",
+            ],
+        ),
         ("onset", ["log_L1", "mu_log_k", "sigma_log_k", "mu_t50", "sigma_t50", "sigma_y"]),
     ],
-)  # fmt: skip
+)
 def test_the_prior_scaled_is_the_prior_table_not_the_population(small_study, name, expected):
     """The top-level priors (the prior table), not the hierarchy's population terms
     (``t50_centred``, ``z_log_k``, the never-turners' ``w_t50_prior``)."""

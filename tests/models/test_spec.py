@@ -328,15 +328,17 @@ def test_onset_geometry_needs_two_days_at_or_above_2_5():
     from delusion_bayes.models.spec import onset_geometry
 
     nan = np.nan
-    med = np.array([
-        [2.5, 2.0, 1.0, 1.0, 1.0, 1.0],  # day-1 blip, then flat: never turned
-        [1.0, 1.0, 2.5, 1.0, 1.5, 1.0],  # mid-study blip: never turned
-        [1.0, 1.0, 2.0, 3.0, 3.5, 4.0],  # turned within the study
-        [3.0, 3.5, 4.0, 4.0, 4.0, 4.0],  # turned from the start
-        [nan, 2.5, 3.0, nan, 4.0, 4.0],  # first rated days high (day 1 missing): from the start
-        [1.0, nan, 2.5, nan, 3.0, nan],  # 2.5 and 3.0 are consecutive rated days: turned
-        [nan] * 6,  # nobody rated it
-    ])  # fmt: skip
+    med = np.array(
+        [
+            [2.5, 2.0, 1.0, 1.0, 1.0, 1.0],  # day-1 blip, then flat: never turned
+            [1.0, 1.0, 2.5, 1.0, 1.5, 1.0],  # mid-study blip: never turned
+            [1.0, 1.0, 2.0, 3.0, 3.5, 4.0],  # turned within the study
+            [3.0, 3.5, 4.0, 4.0, 4.0, 4.0],  # turned from the start
+            [nan, 2.5, 3.0, nan, 4.0, 4.0],  # first rated days high (day 1 missing): from the start
+            [1.0, nan, 2.5, nan, 3.0, nan],  # 2.5 and 3.0 are consecutive rated days: turned
+            [nan] * 6,  # nobody rated it
+        ]
+    )
     turned, early = onset_geometry(med)
     assert turned.tolist() == [False, False, True, True, True, True, False]
     assert early.tolist() == [False, False, False, True, True, False, False]
@@ -375,3 +377,55 @@ def test_t50_scale_is_fixed_without_two_turners(study):
         assert ("sigma_t50" in {v.name for v in m.free_RVs}) is free
     fixed = m.compile_fn(m["sigma_t50"], inputs=[], on_unused_input="ignore")({})
     assert float(fixed) == pytest.approx(0.5, rel=5e-3)
+
+
+def test_spec_data_is_typed_fields_with_item_access_writing_through():
+    """Issue 32: the spec's arrays are typed fields read by attribute, no ``get(key, fallback)``;
+    item access (old callers, tests) reads and writes the same fields, an unknown key is an
+    error, and a field a model does not have is None and not a key."""
+    from delusion_bayes.data import simulate_study
+    from delusion_bayes.models.spec import SpecData
+
+    ds = simulate_study("small", 0)
+    joint, onset = build_spec(ds, "joint"), build_spec(ds, "onset")
+    assert isinstance(joint.data, SpecData)
+    assert joint.data["y"] is joint.data.y and joint.data.eps_centred is not None
+    assert onset.data.rater_idx is None and "rater_idx" not in onset.data
+    assert onset.data.md_lo is None and "eps_centred" not in onset.data
+    before = joint.hash()
+    joint.data["t50_centred"] = np.ones(len(joint.coords["model"]), bool)
+    assert joint.data.t50_centred.all() and joint.hash() != before
+    with pytest.raises(KeyError, match="not a field"):
+        joint.data["t50_centered"] = np.ones(3, bool)
+    with pytest.raises(KeyError):
+        joint.data["level"]  # a disengagement field: None on the joint spec
+
+
+def test_group_indices_are_typed_and_keyed_by_term():
+    from delusion_bayes.data import simulate_study
+
+    ds = simulate_study("small", 0)
+    ds = ds.assign_coords(vendor=("model", [f"v{i % 2}" for i in range(ds.sizes["model"])]))
+    spec = build_spec(ds, "joint", group_terms=["vendor"])
+    assert list(spec.data.group_idx) == ["vendor"]
+    assert spec.data["group_vendor_idx"] is spec.data.group_idx["vendor"]
+    assert "group_vendor_idx" in list(spec.data)
+
+
+def test_the_replay_spec_meets_the_custom_graph_protocol():
+    """Issue 32: the replay model is recognised by a Protocol, not ``hasattr``; a trajectory
+    spec does not meet it. One place says which models integrate the stage out."""
+    import importlib
+
+    from delusion_bayes.data import simulate_replay, simulate_study
+    from delusion_bayes.models.config import MARGINAL_MODELS
+    from delusion_bayes.models.replay import replay_model_spec
+    from delusion_bayes.models.spec import CustomGraphSpec
+
+    assert isinstance(replay_model_spec(simulate_replay(seed=0)), CustomGraphSpec)
+    ds = simulate_study("small", 0)
+    spec = build_spec(ds, "rater")
+    assert not isinstance(spec, CustomGraphSpec)
+    assert spec.integrates_stage and not build_spec(ds, "onset").integrates_stage
+    fit_module = importlib.import_module("delusion_bayes.models.fit")
+    assert fit_module.MARGINAL_MODELS is MARGINAL_MODELS

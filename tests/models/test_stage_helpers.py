@@ -16,8 +16,9 @@ def test_table_c1_icc_sits_next_to_the_posterior_reliability(tmp_path):
     c1["variable"] = ["recognition", "confidence"]
     c1["icc2_1"], c1["icc2_k"] = [0.81, 0.4], [0.93, 0.6]
     results.write(tmp_path / "run", spec.key, c1)
-    rel = pd.DataFrame({"quantity": ["reliability_single", "reliability_consensus"],
-                        "analogue": ["ICC2", "ICC2k"]})  # fmt: skip
+    rel = pd.DataFrame(
+        {"quantity": ["reliability_single", "reliability_consensus"], "analogue": ["ICC2", "ICC2k"]}
+    )
     notes: list[str] = []
     stage.attach_icc(rel, tmp_path / "run", notes)
     assert rel["frequentist"].tolist() == [0.81, 0.93] and notes == []
