@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
-import yaml
 
 from delusion_bayes.config import conf_dir
 from delusion_bayes.models import VARIANTS, build_spec, default_priors, resolve_priors
@@ -147,14 +146,16 @@ def test_prior_table_lists_every_prior(study):
     assert table.loc["sigma_theta", "dist"] == "HalfNormal"
 
 
-def test_model_yaml_matches_the_dataclass():
-    """Every conf/model/*.yaml has exactly the ModelConfig keys and names its own model."""
-    keys = set(ModelConfig.__dataclass_fields__)
+def test_each_model_option_composes_to_its_own_model():
+    """``model=<name>`` composes to a ModelConfig naming that model, with known variants; only the
+    joint model fits the others too (the values themselves: tests/test_config.py)."""
+    from delusion_bayes.config import compose, group_config
+
     for path in sorted((conf_dir() / "model").glob("*.yaml")):
-        values = yaml.safe_load(path.read_text())
-        assert set(values) == keys, path.name
-        assert values["name"] == path.stem
-        assert set(values["variants"]) <= set(VARIANTS)
+        cfg = group_config(ModelConfig, compose([f"model={path.stem}"]).model)
+        assert cfg.name == path.stem
+        assert set(cfg.variants) <= set(VARIANTS)
+        assert cfg.also_fit == (["onset", "rater", "disengagement"] if cfg.name == "joint" else [])
 
 
 def test_models_import_is_light():
@@ -282,9 +283,11 @@ def test_target_accept_is_the_models_own_unless_the_config_names_one():
     assert target_accept_for("rater") == 0.95
     assert target_accept_for("onset", 0.8) == 0.8
     assert SamplerConfig().target_accept is None
+    from delusion_bayes.config import compose, group_config
+
     for name in ("nutpie", "pymc", "numpyro"):
-        cfg = yaml.safe_load((conf_dir() / "sampler" / f"{name}.yaml").read_text())
-        assert cfg["target_accept"] is None, name
+        cfg = group_config(SamplerConfig, compose([f"sampler={name}"]).sampler)
+        assert cfg.target_accept is None, name
 
 
 def test_models_fit_is_the_function_even_after_importing_its_module():
