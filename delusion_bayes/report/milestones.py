@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -107,40 +108,7 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
         )
         y = np.arange(len(order))
         for ax, q in zip(axes.flat, shown, strict=False):
-            v = base[q].to_numpy(float)
-            if q in post:
-                p = post[q]
-                ax.hlines(
-                    y + 0.22, p.low, p.high, color=GREYS[2], lw=2.2, label="posterior interval"
-                )
-                ax.plot(
-                    p.est,
-                    y + 0.22,
-                    ls="none",
-                    marker="D",
-                    ms=3.2,
-                    color=GREYS[1],
-                    label="posterior median",
-                )
-            if q.startswith("first_"):
-                cen = v == censor
-                ax.plot(v[~cen], y[~cen], ls="none", marker="o", color="#000000", label="consensus")
-                ax.plot(
-                    v[cen],
-                    y[cen],
-                    ls="none",
-                    marker="o",
-                    mfc="white",
-                    color="#000000",
-                    label=f"never (censored at {censor})",
-                )
-                ax.set_xlim(0, censor + 1)
-            else:
-                ax.barh(y, v, color=GREYS[2], height=0.5, label="consensus")
-            ax.set_title(label(q))
-            ax.set_xlabel("day" if q.startswith("first_") else "days")
-            ax.grid(True, axis="x")
-            ax.grid(False, axis="y")
+            draw_milestone_panel(ax, q, base[q].to_numpy(float), y, post.get(q), censor)
         for ax in axes.flat[len(shown) :]:
             ax.set_visible(False)
         axes[0, 0].set_yticks(y, order)
@@ -149,6 +117,43 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
         fig.tight_layout(rect=(0, 0.05, 1, 1))
         paths = b.save(fig, "figureE1_milestones")
     return paths, [T1] + ([post_src] if post_src else [])
+
+
+def draw_milestone_panel(
+    ax: Any, q: str, v: np.ndarray, y: np.ndarray, p: Estimate | None, censor: int | None
+) -> None:
+    """One milestone's panel: the posterior median and interval (when fitted) beside the
+    consensus (censored first-day latencies drawn open at the censoring day)."""
+    if p is not None:
+        ax.hlines(y + 0.22, p.low, p.high, color=GREYS[2], lw=2.2, label="posterior interval")
+        ax.plot(
+            p.est,
+            y + 0.22,
+            ls="none",
+            marker="D",
+            ms=3.2,
+            color=GREYS[1],
+            label="posterior median",
+        )
+    if q.startswith("first_"):
+        cen = v == censor
+        ax.plot(v[~cen], y[~cen], ls="none", marker="o", color="#000000", label="consensus")
+        ax.plot(
+            v[cen],
+            y[cen],
+            ls="none",
+            marker="o",
+            mfc="white",
+            color="#000000",
+            label=f"never (censored at {censor})",
+        )
+        ax.set_xlim(0, censor + 1)
+    else:
+        ax.barh(y, v, color=GREYS[2], height=0.5, label="consensus")
+    ax.set_title(label(q))
+    ax.set_xlabel("day" if q.startswith("first_") else "days")
+    ax.grid(True, axis="x")
+    ax.grid(False, axis="y")
 
 
 #: permutation-test columns shown (the rest are in the CSV: the definition and the method)

@@ -346,36 +346,41 @@ def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
         flagged_rows = df[(df["verdict"] != "-") | moved]
     out: list[Any] = [Paragraph(text)]
     if len(flagged_rows):
-        cols = [
-            "quantity",
-            "kind",
-            "item",
-            "median",
-            "prior",
-            "likelihood",
-            "prior_mean_shift_sd",
-            "verdict",
-            "refit_shift_sd",
-        ]
-        rows = flagged_rows[cols].reset_index(drop=True)
-        shown = rows.head(b.cfg.max_inline_rows)
-        disp = display_frame(shown, 3).rename(
-            columns={
-                "prior_mean_shift_sd": "prior shift (SD)",
-                "refit_shift_sd": "refit shift (SD)",
-            }
-        )
-        title = f"Reported numbers of `{fit}` that move with the prior or likelihood" + (
-            "" if len(shown) == len(rows) else f" (first {len(shown)} of {len(rows)})"
-        )
-        note = (
-            f"prior, likelihood: CJS power-scaling sensitivity of the reported number; "
-            f"flagged at {thr:g}. All {len(df)} rows: `{src}`."
-        )
-        out.append(
-            b.table(ReportTable(f"{fit}_sensitivity_reported", title, shown, disp, [src], [note]))
-        )
+        out.append(flagged_table(b, fit, df, flagged_rows, thr, src))
     return out
+
+
+def flagged_table(
+    b: Builder, fit: str, df: pd.DataFrame, flagged_rows: pd.DataFrame, thr: float, src: str
+) -> Any:
+    """The reported numbers of ``fit`` that were flagged (or moved by a refit), as a table."""
+    cols = [
+        "quantity",
+        "kind",
+        "item",
+        "median",
+        "prior",
+        "likelihood",
+        "prior_mean_shift_sd",
+        "verdict",
+        "refit_shift_sd",
+    ]
+    rows = flagged_rows[cols].reset_index(drop=True)
+    shown = rows.head(b.cfg.max_inline_rows)
+    disp = display_frame(shown, 3).rename(
+        columns={
+            "prior_mean_shift_sd": "prior shift (SD)",
+            "refit_shift_sd": "refit shift (SD)",
+        }
+    )
+    title = f"Reported numbers of `{fit}` that move with the prior or likelihood" + (
+        "" if len(shown) == len(rows) else f" (first {len(shown)} of {len(rows)})"
+    )
+    note = (
+        f"prior, likelihood: CJS power-scaling sensitivity of the reported number; "
+        f"flagged at {thr:g}. All {len(df)} rows: `{src}`."
+    )
+    return b.table(ReportTable(f"{fit}_sensitivity_reported", title, shown, disp, [src], [note]))
 
 
 def replay_part(b: Builder, df: pd.DataFrame) -> list[Any]:
