@@ -79,9 +79,13 @@ def provenance(cfg: Any, ds: Any | None = None) -> dict[str, Any]:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     text = json.dumps(resolved, sort_keys=True, default=str)
     return {
-        "package": "delusion_bayes", "version": __version__, "git_sha": git_sha(),
-        "python": platform.python_version(), "platform": platform.platform(),
-        "dependencies": versions(), "seed": int(cfg.get("seed", 0)),
+        "package": "delusion_bayes",
+        "version": __version__,
+        "git_sha": git_sha(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "dependencies": versions(),
+        "seed": int(cfg.get("seed", 0)),
         "config_hash": hashlib.sha256(text.encode()).hexdigest(),
         "data_hash": dataset_hash(ds) if ds is not None else None,
-    }  # fmt: skip
+    }

@@ -433,6 +433,13 @@ def contract_table() -> str:
 
 
 __all__ = [
-    "COLUMN_MEANINGS", "FILES", "ResultFile", "ResultFileError", "contract_table", "fits", "read",
-    "spec", "write",
-]  # fmt: skip
+    "COLUMN_MEANINGS",
+    "FILES",
+    "ResultFile",
+    "ResultFileError",
+    "contract_table",
+    "fits",
+    "read",
+    "spec",
+    "write",
+]

@@ -18,8 +18,11 @@ from delusion_bayes.report.document import Note, Paragraph, Section
 from delusion_bayes.report.sensitivity import FILES as SENSITIVITY_FILES
 from delusion_bayes.report.table import ReportTable, display_frame
 
-COMPARISONS = ("models/comparison.csv", "models/comparison_by_rating.csv",
-               "models/comparison_by_model_day.csv")  # fmt: skip
+COMPARISONS = (
+    "models/comparison.csv",
+    "models/comparison_by_rating.csv",
+    "models/comparison_by_model_day.csv",
+)
 #: what one left-out point of a PSIS-LOO comparison is, by its ``unit`` column
 LOO_UNIT_TITLES = {
     "model_day": "per left-out model-day, its latent stage integrated out",
@@ -71,13 +74,21 @@ def verdict_table(b: Builder) -> list[Any]:
         return [Note("notrun", "No `models/<fit>/gate.json` found: no diagnostics verdict.")]
     vt = pd.DataFrame([vars(v) for v in diag.verdicts])  # model, passed, details, source
     disp = display_frame(vt)
-    disp["passed"] = ["PASS" if v is True else "FAIL" if v is False else "unknown"
-                      for v in vt["passed"]]  # fmt: skip
+    disp["passed"] = [
+        "PASS" if v is True else "FAIL" if v is False else "unknown" for v in vt["passed"]
+    ]
     sources = sorted({v.source for v in diag.verdicts})
     title = "Sampling diagnostics per fitted model"
     out: list[Any] = [b.table(ReportTable("diagnostics_verdicts", title, vt, disp, sources))]
-    out += [Note("warning", f"`{v.model}` FAILED its diagnostics: {v.details}. Do not interpret "
-                 "its posterior summaries.", "Diagnostics failed") for v in diag.failed]  # fmt: skip
+    out += [
+        Note(
+            "warning",
+            f"`{v.model}` FAILED its diagnostics: {v.details}. Do not interpret "
+            "its posterior summaries.",
+            "Diagnostics failed",
+        )
+        for v in diag.failed
+    ]
     if not diag.failed and not diag.unknown:
         out.append(Note("ok", "Every fitted model passed its sampling diagnostics."))
     return out
@@ -90,9 +101,13 @@ def section_bayes(b: Builder) -> list[Section]:
     if not models.ran:
         return [s.add(b.not_run("models", "the Bayesian results"))]
     if b.post:
-        s.add(Paragraph(f"The posterior columns beside the baselines (Tables 1, C1, D1, the "
-                        f"contrasts, Figures 1 and E1) are those of model `{b.post}` "
-                        f"(`models/{b.post}/`)."))  # fmt: skip
+        s.add(
+            Paragraph(
+                f"The posterior columns beside the baselines (Tables 1, C1, D1, the "
+                f"contrasts, Figures 1 and E1) are those of model `{b.post}` "
+                f"(`models/{b.post}/`)."
+            )
+        )
     s.add(*verdict_table(b))
     for key in COMPARISONS:
         if (df := b.run.table(key)) is not None:
@@ -113,8 +128,13 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
     """Subsection of one fitted model ``models/<name>/``."""
     s = Section(f"bayes-{name}", f"Model `{name}`", level=3)
     if verdict is not None and verdict.passed is False:
-        s.add(Note("warning", f"`{name}` FAILED its diagnostics: {verdict.details}.",
-                   "Diagnostics failed"))  # fmt: skip
+        s.add(
+            Note(
+                "warning",
+                f"`{name}` FAILED its diagnostics: {verdict.details}.",
+                "Diagnostics failed",
+            )
+        )
     elif verdict is not None and verdict.passed:
         s.add(Note("ok", f"`{name}` passed its diagnostics: {verdict.details}."))
     s.add(*b.attempt(f"models/{name}/diagnostics.csv", lambda: failing_parameters(b, name)))
@@ -135,12 +155,17 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
         listed = ", ".join(f"`{x}`" for x in shown)
         s.add(Paragraph(f"Shown beside the baselines above: {listed}."))
     pngs = [
-        p for p in b.run.stage("models").glob(f"{name}/**/*.png")
+        p
+        for p in b.run.stage("models").glob(f"{name}/**/*.png")
         if f"models/{p}" not in b.used and p.split("/")[-1] not in SENSITIVITY_FILES
-    ]  # fmt: skip
+    ]
     if b.cfg.include_stage_figures and pngs:
-        s.add(Paragraph("Diagnostic plots as the models stage drew them (rank plots, posterior "
-                        "predictive checks, LOO Pareto-k):"))  # fmt: skip
+        s.add(
+            Paragraph(
+                "Diagnostic plots as the models stage drew them (rank plots, posterior "
+                "predictive checks, LOO Pareto-k):"
+            )
+        )
         s.add(*[b.stage_figure("models", rel) for rel in pngs])
     if not s.blocks:
         s.add(Note("notrun", f"`models/{name}/` holds no table or figure the report can show."))
@@ -158,13 +183,26 @@ def failing_parameters(b: Builder, name: str) -> list[Any]:
         return b.generic(key, name, f"Per-parameter diagnostics of `{name}`")
     b.used.add(src)
     bad = df[~df["pass"].astype(bool)]
-    out: list[Any] = [Paragraph(f"`{src}`: {len(df)} parameters, {len(bad)} failing the gate "
-                                "(open the CSV for all rows).")]  # fmt: skip
+    out: list[Any] = [
+        Paragraph(
+            f"`{src}`: {len(df)} parameters, {len(bad)} failing the gate "
+            "(open the CSV for all rows)."
+        )
+    ]
     if len(bad):
         worst = bad.sort_values(["r_hat", "ess_bulk"], ascending=[False, True])
         worst = worst.head(WORST_PARAMETERS)
         more = f" (the {len(worst)} worst of {len(bad)})" if len(bad) > len(worst) else ""
         title = f"Parameters of `{name}` failing the diagnostics gate{more}"
-        out.append(b.table(ReportTable(f"models_{name}_diagnostics_failing", title, worst,
-                                       display_frame(worst, 3), [src])))  # fmt: skip
+        out.append(
+            b.table(
+                ReportTable(
+                    f"models_{name}_diagnostics_failing",
+                    title,
+                    worst,
+                    display_frame(worst, 3),
+                    [src],
+                )
+            )
+        )
     return out

@@ -53,8 +53,14 @@ def _netns_prefix() -> tuple[str, ...]:
 
 def browser_command(browser: str, profile: str, args: list[str]) -> list[str]:
     """The full command line: network namespace if available, no-network flags, no state."""
-    return [*_netns_prefix(), browser, *FLAGS, *NO_NETWORK_FLAGS,
-            f"--user-data-dir={profile}", *args]  # fmt: skip
+    return [
+        *_netns_prefix(),
+        browser,
+        *FLAGS,
+        *NO_NETWORK_FLAGS,
+        f"--user-data-dir={profile}",
+        *args,
+    ]
 
 
 def find_browser() -> str | None:
@@ -69,16 +75,27 @@ def run_browser(args: list[str], timeout: float = 120) -> subprocess.CompletedPr
     if browser is None:
         raise RuntimeError("no Chromium found: install it with `apt-get install -y chromium`")
     with tempfile.TemporaryDirectory(prefix="db-chromium-") as profile:
-        return subprocess.run(browser_command(browser, profile, args), capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
+        return subprocess.run(
+            browser_command(browser, profile, args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def print_pdf(html: str | Path, pdf: str | Path) -> Path:
     """Print the page to ``pdf`` (A4, backgrounds on, no header/footer)."""
     pdf = Path(pdf).resolve()
     pdf.unlink(missing_ok=True)
-    res = run_browser([f"--print-to-pdf={pdf}", "--no-pdf-header-footer", "--virtual-time-budget=10000",
-                Path(html).resolve().as_uri()])  # fmt: skip
+    res = run_browser(
+        [
+            f"--print-to-pdf={pdf}",
+            "--no-pdf-header-footer",
+            "--virtual-time-budget=10000",
+            Path(html).resolve().as_uri(),
+        ]
+    )
     if not pdf.is_file() or pdf.stat().st_size == 0:
         raise RuntimeError(f"printing to PDF failed: {res.stderr[-800:]}")
     return pdf

@@ -124,8 +124,12 @@ class Builder:
         desc = self.run.stage(stage).describe(rel)
         if len(df) > self.cfg.max_inline_rows:
             self.used.add(src)
-            return [Paragraph(f"`{src}` ({len(df)} rows{': ' + desc if desc else ''}) is too "
-                              "long to show here; open the CSV.")]  # fmt: skip
+            return [
+                Paragraph(
+                    f"`{src}` ({len(df)} rows{': ' + desc if desc else ''}) is too "
+                    "long to show here; open the CSV."
+                )
+            ]
         caption = title or capital(desc) or rel
         name = src.replace("/", "_").removesuffix(".csv")
         return [self.table(ReportTable(name, caption, df, display_frame(df, 3), [src]))]
@@ -135,12 +139,18 @@ class Builder:
         """The note shown where a stage's results are absent: failed, skipped or not run."""
         status = self.run.stage_status(stage)
         if status.get("status") == "failed":
-            return Note("error", f"The `{stage}` stage FAILED in this run, so {what} is not "
-                        f"available. Error: {status.get('error', 'see run.json')}",
-                        "Stage failed")  # fmt: skip
+            return Note(
+                "error",
+                f"The `{stage}` stage FAILED in this run, so {what} is not "
+                f"available. Error: {status.get('error', 'see run.json')}",
+                "Stage failed",
+            )
         if status.get("status") == "skipped":
-            return Note("notrun", f"The `{stage}` stage was skipped ({status.get('reason', '')}), "
-                        f"so {what} is not available.")  # fmt: skip
+            return Note(
+                "notrun",
+                f"The `{stage}` stage was skipped ({status.get('reason', '')}), "
+                f"so {what} is not available.",
+            )
         return Note(
             "notrun",
             f"The `{stage}` stage did not run in this run directory, so {what} is not available. "
@@ -149,9 +159,11 @@ class Builder:
 
     def missing(self, src: str, what: str) -> Note:
         stage, rel = src.split("/", 1)
-        reasons = [f"{s.get('analysis')}: {s.get('reason')}"
-                   for s in self.run.stage(stage).index.get("skipped") or []
-                   if isinstance(s, dict) and rel in (s.get("files") or [])]  # fmt: skip
+        reasons = [
+            f"{s.get('analysis')}: {s.get('reason')}"
+            for s in self.run.stage(stage).index.get("skipped") or []
+            if isinstance(s, dict) and rel in (s.get("files") or [])
+        ]
         if reasons:
             return Note("notrun", f"{what}: not computed for this study ({'; '.join(reasons)}).")
         return Note("notrun", f"{what}: `{src}` was not written by the {stage} stage.")
@@ -160,11 +172,15 @@ class Builder:
         """A warning above a table/figure with posterior columns when the chosen model failed
         its diagnostics (empty list otherwise)."""
         return [
-            Note("warning", f"The posterior columns of {what} come from `{v.model}`, which FAILED "
-                 f"its sampling diagnostics ({v.details}); they are not trustworthy.",
-                 "Diagnostics failed")
-            for v in self.diag.failed if v.model == self.post
-        ]  # fmt: skip
+            Note(
+                "warning",
+                f"The posterior columns of {what} come from `{v.model}`, which FAILED "
+                f"its sampling diagnostics ({v.details}); they are not trustworthy.",
+                "Diagnostics failed",
+            )
+            for v in self.diag.failed
+            if v.model == self.post
+        ]
 
     def posterior(self, key: str) -> tuple[Any, str | None]:
         """``models/<post>/<key>`` of the chosen model and its source path, (None, None) when

@@ -16,8 +16,13 @@ from pathlib import Path
 from delusion_bayes.report.table import ReportTable, md_escape, md_text
 
 #: note kinds and their labels
-NOTE_LABELS = {"info": "Note", "notrun": "Not run", "warning": "Warning", "error": "Error",
-               "ok": "Passed"}  # fmt: skip
+NOTE_LABELS = {
+    "info": "Note",
+    "notrun": "Not run",
+    "warning": "Warning",
+    "error": "Error",
+    "ok": "Passed",
+}
 
 
 @dataclass
@@ -160,8 +165,9 @@ def _md_block(b: Block) -> str:
     if isinstance(b, Bullets):
         return "\n".join(f"- {md_text(x)}" for x in b.items)
     if isinstance(b, FileList):
-        return "\n".join(f"- [`{p}`]({_md_url(p)})" + (f": {md_text(d)}" if d else "")
-                         for p, d in b.rows)  # fmt: skip
+        return "\n".join(
+            f"- [`{p}`]({_md_url(p)})" + (f": {md_text(d)}" if d else "") for p, d in b.rows
+        )
     raise TypeError(f"unknown block {type(b).__name__}")
 
 
@@ -230,7 +236,7 @@ ul.files li code { font-size: .9em; }
   /* paper cannot scroll: the tables are set smaller to fit the A4 text width (~718 px) */
   table { font-size: 9.5px; } .dense table { font-size: 8.5px; }
   th, td { padding: 2px 4px; } .dense th, .dense td { padding: 2px 3px; } }
-"""
+"""  # noqa: E501 (CSS text goes into the HTML byte for byte)
 
 #: no outside resource of any kind: images only as data: URIs, CSS only inline, no scripts
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -295,12 +301,17 @@ def embedded_png(path: Path, embed: Embed = Embed()) -> bytes:
             img = img.convert("RGB")
             if embed.max_dpi and dpi > embed.max_dpi * 1.01:
                 f = embed.max_dpi / dpi
-                img = img.resize((max(1, round(img.width * f)), max(1, round(img.height * f))),
-                                 Image.Resampling.LANCZOS)  # fmt: skip
+                img = img.resize(
+                    (max(1, round(img.width * f)), max(1, round(img.height * f))),
+                    Image.Resampling.LANCZOS,
+                )
                 dpi = embed.max_dpi
             if embed.colors:
-                img = img.quantize(min(embed.colors, 256), method=Image.Quantize.MEDIANCUT,
-                                   dither=Image.Dither.NONE)  # fmt: skip
+                img = img.quantize(
+                    min(embed.colors, 256),
+                    method=Image.Quantize.MEDIANCUT,
+                    dither=Image.Dither.NONE,
+                )
             buf = io.BytesIO()
             img.save(buf, "PNG", optimize=True, dpi=(dpi, dpi))
             out = buf.getvalue()
@@ -314,12 +325,15 @@ def to_html(doc: Document, embed: Embed = Embed()) -> str:
     ``embed`` says)."""
     esc = html.escape
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(doc.title)}</title>", f"<style>{CSS}</style>", "</head><body><main>",
+        f"<title>{esc(doc.title)}</title>",
+        f"<style>{CSS}</style>",
+        "</head><body><main>",
         f"<h1>{esc(doc.title)}</h1>",
-    ]  # fmt: skip
+    ]
     if doc.subtitle:
         parts.append(f'<p class="subtitle">{_inline(doc.subtitle)}</p>')
     parts.append('<nav class="toc"><ul>')
@@ -355,8 +369,10 @@ def _html_block(b: Block, embed: Embed = Embed()) -> str:
         mark = "⚠ " if b.kind in ("warning", "error") else ""
         role = ' role="alert"' if b.kind in ("warning", "error") else ""
         body = "<br>".join(_inline(x) for x in b.text.splitlines())
-        return (f'<div class="note {esc(b.kind)}"{role}><span class="label">{mark}{esc(label)}.'
-                f"</span> {body}</div>")  # fmt: skip
+        return (
+            f'<div class="note {esc(b.kind)}"{role}><span class="label">{mark}{esc(label)}.'
+            f"</span> {body}</div>"
+        )
     if isinstance(b, TableBlock):
         t = b.table
         out = t.to_html()
@@ -375,8 +391,10 @@ def _html_block(b: Block, embed: Embed = Embed()) -> str:
         uri = "data:image/png;base64," + base64.b64encode(embedded_png(b.png, embed)).decode(
             "ascii"
         )
-        return (f'<figure><img src="{uri}" alt="{esc(b.title)}"{size}><figcaption><strong>'
-                f"{esc(b.title)}</strong> {_inline(b.caption)}{links}</figcaption></figure>")  # fmt: skip
+        return (
+            f'<figure><img src="{uri}" alt="{esc(b.title)}"{size}><figcaption><strong>'
+            f"{esc(b.title)}</strong> {_inline(b.caption)}{links}</figcaption></figure>"
+        )
     if isinstance(b, Code):
         return f"<pre><code>{esc(b.text.rstrip())}</code></pre>"
     if isinstance(b, KeyValues):
@@ -385,7 +403,11 @@ def _html_block(b: Block, embed: Embed = Embed()) -> str:
     if isinstance(b, Bullets):
         return '<ul class="bullets">' + "".join(f"<li>{_inline(x)}</li>" for x in b.items) + "</ul>"
     if isinstance(b, FileList):
-        items = "".join(f'<li><a href="{esc(p)}"><code>{esc(p)}</code></a>'
-                        + (f": {esc(d)}" if d else "") + "</li>" for p, d in b.rows)  # fmt: skip
+        items = "".join(
+            f'<li><a href="{esc(p)}"><code>{esc(p)}</code></a>'
+            + (f": {esc(d)}" if d else "")
+            + "</li>"
+            for p, d in b.rows
+        )
         return f'<ul class="files">{items}</ul>'
     raise TypeError(f"unknown block {type(b).__name__}")

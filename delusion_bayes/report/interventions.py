@@ -61,19 +61,26 @@ def section_f_table(b: Builder) -> ReportTable | None:
     if df.empty:
         note = "No model stayed naive for the whole study."
         return ReportTable("sectionF_naive_profiles", title, df, display_frame(df), [F1], [note])
-    cell = {(r.model, r.intervention_type): fmt_num(r.rho, 2)
-            + (f" ({fmt_p(r.pvalue)})" if pd.notna(r.pvalue) else "") for r in df.itertuples()}  # fmt: skip
+    cell = {
+        (r.model, r.intervention_type): fmt_num(r.rho, 2)
+        + (f" ({fmt_p(r.pvalue)})" if pd.notna(r.pvalue) else "")
+        for r in df.itertuples()
+    }
     models = list(dict.fromkeys(df["model"]))
     disp = pd.DataFrame({"Model": models})
     for ty in dict.fromkeys(df["intervention_type"]):
         disp[label(ty)] = [cell.get((m, ty), "–") for m in models]
-    note = ("Cells: ρ (p) over the days of each model that never reached clinical framing; "
-            "descriptive (days are serially dependent).")  # fmt: skip
+    note = (
+        "Cells: ρ (p) over the days of each model that never reached clinical framing; "
+        "descriptive (days are serially dependent)."
+    )
     return ReportTable("sectionF_naive_profiles", title, df, disp, [F1], [note])
 
 
-FIGURE2_CAPTION = ("Mean intervention intensity by consensus recognition stage (descriptive: "
-                   "model-days are serially dependent)")  # fmt: skip
+FIGURE2_CAPTION = (
+    "Mean intervention intensity by consensus recognition stage (descriptive: "
+    "model-days are serially dependent)"
+)
 
 
 def section_f(b: Builder) -> Section:

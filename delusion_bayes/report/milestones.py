@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,8 +45,9 @@ def posterior_milestones(b: Builder, keys: list[str]) -> tuple[dict[str, Estimat
 def computed(base: pd.DataFrame) -> list[str]:
     """The milestones Table 1 holds for this study: a level-based one (``QUANTITY_NEEDS``) is
     written as NaN when the study has no adjudication, and left out here."""
-    return [m for m in MILESTONES
-            if m in base and (m not in QUANTITY_NEEDS or base[m].notna().any())]  # fmt: skip
+    return [
+        m for m in MILESTONES if m in base and (m not in QUANTITY_NEEDS or base[m].notna().any())
+    ]
 
 
 def table1(b: Builder) -> ReportTable | None:
@@ -62,14 +64,26 @@ def table1(b: Builder) -> ReportTable | None:
         f"'never' = not reached in the conversation (censored at day {censor}).",
     ]
     if post:
-        notes.append(f"Posterior: median [{b.cfg.ci_prob:.0%} CrI] of the latency under `{b.post}`.")  # fmt: skip
+        notes.append(
+            f"Posterior: median [{b.cfg.ci_prob:.0%} CrI] of the latency under `{b.post}`."
+        )
     title = "Table 1. Milestones per model: consensus trajectory beside the posterior"
     base_est = {m: Estimate(base[m].to_numpy()) for m in computed(base)}
     if absent := [m for m in MILESTONES if m not in base_est]:
         notes.append(f"Not computed for this study (no adjudication.csv): {', '.join(absent)}.")
     sources = [T1] + ([post_src] if post_src else [])
-    return side_by_side("table1_milestones", title, keys, base_est, post, ("consensus", "posterior"),
-                        sources, notes, digits=1, censor=censor)  # fmt: skip
+    return side_by_side(
+        "table1_milestones",
+        title,
+        keys,
+        base_est,
+        post,
+        ("consensus", "posterior"),
+        sources,
+        notes,
+        digits=1,
+        censor=censor,
+    )
 
 
 def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
@@ -85,30 +99,16 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
     ncols = 3
     nrows = math.ceil(len(shown) / ncols)
     with style():
-        fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 0.22 * len(order) * nrows + 1.4),
-                                 sharey=True, squeeze=False)  # fmt: skip
+        fig, axes = plt.subplots(
+            nrows,
+            ncols,
+            figsize=(3.3 * ncols, 0.22 * len(order) * nrows + 1.4),
+            sharey=True,
+            squeeze=False,
+        )
         y = np.arange(len(order))
         for ax, q in zip(axes.flat, shown, strict=False):
-            v = base[q].to_numpy(float)
-            if q in post:
-                p = post[q]
-                ax.hlines(
-                    y + 0.22, p.low, p.high, color=GREYS[2], lw=2.2, label="posterior interval"
-                )
-                ax.plot(p.est, y + 0.22, ls="none", marker="D", ms=3.2, color=GREYS[1],
-                        label="posterior median")  # fmt: skip
-            if q.startswith("first_"):
-                cen = v == censor
-                ax.plot(v[~cen], y[~cen], ls="none", marker="o", color="#000000", label="consensus")
-                ax.plot(v[cen], y[cen], ls="none", marker="o", mfc="white", color="#000000",
-                        label=f"never (censored at {censor})")  # fmt: skip
-                ax.set_xlim(0, censor + 1)
-            else:
-                ax.barh(y, v, color=GREYS[2], height=0.5, label="consensus")
-            ax.set_title(label(q))
-            ax.set_xlabel("day" if q.startswith("first_") else "days")
-            ax.grid(True, axis="x")
-            ax.grid(False, axis="y")
+            draw_milestone_panel(ax, q, base[q].to_numpy(float), y, post.get(q), censor)
         for ax in axes.flat[len(shown) :]:
             ax.set_visible(False)
         axes[0, 0].set_yticks(y, order)
@@ -117,6 +117,43 @@ def figure_e1(b: Builder) -> tuple[list[Path], list[str]]:
         fig.tight_layout(rect=(0, 0.05, 1, 1))
         paths = b.save(fig, "figureE1_milestones")
     return paths, [T1] + ([post_src] if post_src else [])
+
+
+def draw_milestone_panel(
+    ax: Any, q: str, v: np.ndarray, y: np.ndarray, p: Estimate | None, censor: int | None
+) -> None:
+    """One milestone's panel: the posterior median and interval (when fitted) beside the
+    consensus (censored first-day latencies drawn open at the censoring day)."""
+    if p is not None:
+        ax.hlines(y + 0.22, p.low, p.high, color=GREYS[2], lw=2.2, label="posterior interval")
+        ax.plot(
+            p.est,
+            y + 0.22,
+            ls="none",
+            marker="D",
+            ms=3.2,
+            color=GREYS[1],
+            label="posterior median",
+        )
+    if q.startswith("first_"):
+        cen = v == censor
+        ax.plot(v[~cen], y[~cen], ls="none", marker="o", color="#000000", label="consensus")
+        ax.plot(
+            v[cen],
+            y[cen],
+            ls="none",
+            marker="o",
+            mfc="white",
+            color="#000000",
+            label=f"never (censored at {censor})",
+        )
+        ax.set_xlim(0, censor + 1)
+    else:
+        ax.barh(y, v, color=GREYS[2], height=0.5, label="consensus")
+    ax.set_title(label(q))
+    ax.set_xlabel("day" if q.startswith("first_") else "days")
+    ax.grid(True, axis="x")
+    ax.grid(False, axis="y")
 
 
 #: permutation-test columns shown (the rest are in the CSV: the definition and the method)
@@ -144,40 +181,13 @@ def contrasts(b: Builder) -> ReportTable | None:
     if base is None and fin is None and pop is None:
         return None
     keys = ["contrast", "quantity"]
-    data = None if base is None else base.copy()
-    for df, suffix in ((pop, "_population"), (fin, "_posterior")):
-        if df is None:
-            continue
-        df = df.rename(columns={"name": "contrast"})
-        df = df.rename(columns={c: f"{c}{suffix}" for c in df.columns if c not in keys})
-        if data is None:
-            data = df
-            continue
-        # rows in the order seen, then rows the earlier files do not have
-        data = data.merge(df, on=keys, how="left")
-        only = df.merge(data[keys], on=keys, how="left", indicator=True)
-        only = only[only.pop("_merge") == "left_only"]
-        data = pd.concat([data, only], ignore_index=True) if len(only) else data
-    assert data is not None
+    data = merged_contrasts(base, pop, fin, keys)
     n = None
     if fin is not None:
         sizes = set((fin["n_a"] + fin["n_b"]).astype(int))
         n = sizes.pop() if len(sizes) == 1 else None
     disp, groups, notes, sources = data[keys].copy(), [("", 2)], [], []
-    if base is not None:
-        shown = display_frame(data[list(PERMUTATION_SHOWN)], 2)
-        shown["pvalue"] = [fmt_p(v) for v in data["pvalue"]]
-        disp[[c.replace("_", " ") for c in PERMUTATION_SHOWN]] = shown.to_numpy()
-        groups.append(("Permutation test", len(PERMUTATION_SHOWN)))
-        exact = "exact (full enumeration of the rank-sum distribution, midranks for ties)"
-        notes.append(f"Permutation p-values are {exact} over models." if base["exact"].all()
-                     else "Rows with exact = False used Monte Carlo permutations (see the CSV).")  # fmt: skip
-        defs = base.drop_duplicates("contrast")
-        notes.append("Groups: " + "; ".join(f"{r.contrast}: {r.by} = {r.a} vs {r.b}"
-                                            for r in defs.itertuples()) + ".")  # fmt: skip
-        sources.append(CONTRASTS)
-    else:
-        notes.append("The permutation tests (baselines stage) are not in this run.")
+    add_permutation_columns(base, data, disp, groups, notes, sources)
     heads = {
         "_population": ("Δ pop. [CrI]", "P(Δ pop. > 0)"),
         "_posterior": ("Δ [CrI]", "P(Δ > 0)"),
@@ -215,16 +225,81 @@ def contrasts(b: Builder) -> ReportTable | None:
         "Pre-specified contrasts: exact permutation tests beside the population contrast "
         f"and the contrast of {questions.finite_label(n)}"
     )
-    return ReportTable("contrasts", title, data, disp, sources, notes,
-                       groups if len(groups) > 2 else None)  # fmt: skip
+    return ReportTable(
+        "contrasts", title, data, disp, sources, notes, groups if len(groups) > 2 else None
+    )
+
+
+def merged_contrasts(
+    base: pd.DataFrame | None,
+    pop: pd.DataFrame | None,
+    fin: pd.DataFrame | None,
+    keys: list[str],
+) -> pd.DataFrame:
+    """The permutation tests, population and finite-sample contrasts on one row per contrast
+    and quantity (posterior columns suffixed ``_population`` / ``_posterior``)."""
+    data = None if base is None else base.copy()
+    for df, suffix in ((pop, "_population"), (fin, "_posterior")):
+        if df is None:
+            continue
+        df = df.rename(columns={"name": "contrast"})
+        df = df.rename(columns={c: f"{c}{suffix}" for c in df.columns if c not in keys})
+        if data is None:
+            data = df
+            continue
+        # rows in the order seen, then rows the earlier files do not have
+        data = data.merge(df, on=keys, how="left")
+        only = df.merge(data[keys], on=keys, how="left", indicator=True)
+        only = only[only.pop("_merge") == "left_only"]
+        data = pd.concat([data, only], ignore_index=True) if len(only) else data
+    assert data is not None
+    return data
+
+
+def add_permutation_columns(
+    base: pd.DataFrame | None,
+    data: pd.DataFrame,
+    disp: pd.DataFrame,
+    groups: list,
+    notes: list[str],
+    sources: list[str],
+) -> None:
+    """Add the permutation test's columns, header group, notes and source (in place), or the
+    note that the baselines stage's tests are not in this run."""
+    if base is not None:
+        shown = display_frame(data[list(PERMUTATION_SHOWN)], 2)
+        shown["pvalue"] = [fmt_p(v) for v in data["pvalue"]]
+        disp[[c.replace("_", " ") for c in PERMUTATION_SHOWN]] = shown.to_numpy()
+        groups.append(("Permutation test", len(PERMUTATION_SHOWN)))
+        exact = "exact (full enumeration of the rank-sum distribution, midranks for ties)"
+        notes.append(
+            f"Permutation p-values are {exact} over models."
+            if base["exact"].all()
+            else "Rows with exact = False used Monte Carlo permutations (see the CSV)."
+        )
+        defs = base.drop_duplicates("contrast")
+        notes.append(
+            "Groups: "
+            + "; ".join(f"{r.contrast}: {r.by} = {r.a} vs {r.b}" for r in defs.itertuples())
+            + "."
+        )
+        sources.append(CONTRASTS)
+    else:
+        notes.append("The permutation tests (baselines stage) are not in this run.")
 
 
 def section_e(b: Builder) -> Section:
     s = Section("E", "E. Milestones and contrasts")
     if not b.run.stage("baselines").ran:
         return s.add(b.not_run("baselines", "Figure E1 and the contrast tests"))
-    s.add(*b.draw("Figure E1.", "Per-milestone charts: latencies (open circles: never reached, "
-                  "censored) and day counts per model, with the posterior median and interval "
-                  "beside where fitted", lambda: figure_e1(b)))  # fmt: skip
+    s.add(
+        *b.draw(
+            "Figure E1.",
+            "Per-milestone charts: latencies (open circles: never reached, "
+            "censored) and day counts per model, with the posterior median and interval "
+            "beside where fitted",
+            lambda: figure_e1(b),
+        )
+    )
     missing = b.missing(CONTRASTS, "The contrast tests")
     return s.add(*b.one_table("contrasts", lambda: contrasts(b), missing))

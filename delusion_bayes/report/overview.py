@@ -40,8 +40,10 @@ def _rho(v: float) -> str:
 def _trajectory_findings(run: RunDir) -> list[str]:
     out: list[str] = []
     h = headline(run, "baselines")
-    reliability = {"Krippendorff's α": _num(h.get("alpha_recognition")),
-                   "ICC(2,k)": _num(h.get("icc2k_recognition"))}  # fmt: skip
+    reliability = {
+        "Krippendorff's α": _num(h.get("alpha_recognition")),
+        "ICC(2,k)": _num(h.get("icc2k_recognition")),
+    }
     parts = [f"{name} = {v:.2f}" for name, v in reliability.items() if v is not None]
     if parts:
         out.append(f"Reliability of the raters' recognition codes: {', '.join(parts)} (Table C1).")
@@ -50,8 +52,9 @@ def _trajectory_findings(run: RunDir) -> list[str]:
     of = f" of {n_models:g}" if n_models is not None else ""
     text = [f"Median first clinical framing (consensus): day {med:g}"] if med is not None else []
     if never is not None:
-        text.append(f"{never:g}{of} models never framed the user clinically within the "
-                    "observation window")  # fmt: skip
+        text.append(
+            f"{never:g}{of} models never framed the user clinically within the observation window"
+        )
     if text:
         out.append("; ".join(text) + " (Table 1).")
     ok = _num(h.get("n_fits_ok"))
@@ -60,39 +63,62 @@ def _trajectory_findings(run: RunDir) -> list[str]:
     p = _num(h.get("min_contrast_p"))
     if p is not None:
         what = h.get("min_contrast")
-        out.append("Smallest p of the pre-specified group contrasts (rank-sum permutation tests, "
-                   f"section E): {_p(p)}" + (f", {what}" if what else "") + ".")  # fmt: skip
+        out.append(
+            "Smallest p of the pre-specified group contrasts (rank-sum permutation tests, "
+            f"section E): {_p(p)}" + (f", {what}" if what else "") + "."
+        )
     t = headline(run, "text")
     rho, rp = _num(t.get("entrainment_level_b_rho")), _num(t.get("entrainment_level_b_p"))
     if rho is not None:
-        out.append(f"Entrainment against Level-B days across models: Spearman ρ = {_rho(rho)}"
-                   + (f", {_p(rp)}" if rp is not None else "") + " (Figure 3).")  # fmt: skip
+        out.append(
+            f"Entrainment against Level-B days across models: Spearman ρ = {_rho(rho)}"
+            + (f", {_p(rp)}" if rp is not None else "")
+            + " (Figure 3)."
+        )
     lo, hi = _num(t.get("entrainment_at_lowest_stage")), _num(t.get("entrainment_at_highest_stage"))
     if lo is not None and hi is not None:
         within = _num(t.get("entrainment_within_median_rho"))
-        out.append(f"Mean entrainment {lo:.3f} at the lowest consensus stage and {hi:.3f} at "
-                   "the highest" + (f"; median within-model ρ with the consensus {_rho(within)}"
-                                    if within is not None else "") + ".")  # fmt: skip
+        out.append(
+            f"Mean entrainment {lo:.3f} at the lowest consensus stage and {hi:.3f} at "
+            "the highest"
+            + (
+                f"; median within-model ρ with the consensus {_rho(within)}"
+                if within is not None
+                else ""
+            )
+            + "."
+        )
     return out
 
 
 def _replay_findings(run: RunDir) -> list[str]:
     h = headline(run, "replay")
     out = []
-    sizes = [(h.get(k), w) for k, w in (("n_samples", "samples"), ("n_models", "models"),
-                                         ("n_codes", "codes"), ("n_participants", "participants"))
-             if _num(h.get(k)) is not None]  # fmt: skip
+    sizes = [
+        (h.get(k), w)
+        for k, w in (
+            ("n_samples", "samples"),
+            ("n_models", "models"),
+            ("n_codes", "codes"),
+            ("n_participants", "participants"),
+        )
+        if _num(h.get(k)) is not None
+    ]
     if sizes:
         out.append("Replay study: " + ", ".join(f"{v:g} {w}" for v, w in sizes) + ".")
     below = _num(h.get("share_of_model_category_deltas_below_0"))
     if below is not None:
-        out.append(f"{below:.0%} of the model-by-category differences from the original "
-                   "transcript (every category but 'discourages harm') have a 95% interval "
-                   "entirely below 0.")  # fmt: skip
+        out.append(
+            f"{below:.0%} of the model-by-category differences from the original "
+            "transcript (every category but 'discourages harm') have a 95% interval "
+            "entirely below 0."
+        )
     covered = _num(h.get("truth_covered_share"))
     if covered is not None:
-        out.append(f"The bootstrap intervals cover the simulated true prevalence in {covered:.0%} "
-                   "of the categories.")  # fmt: skip
+        out.append(
+            f"The bootstrap intervals cover the simulated true prevalence in {covered:.0%} "
+            "of the categories."
+        )
     return out
 
 
@@ -123,12 +149,15 @@ def _gate_numbers(gate: dict[str, Any]) -> str:
 
 def _thresholds(t: dict[str, Any]) -> str:
     parts = []
-    for key, fmt in (("rhat_max", "R-hat ≤ {:g}"), ("ess_min", "ESS ≥ {:g}"),
-                     ("max_divergences", "divergences ≤ {:g}"), ("ebfmi_min", "E-BFMI ≥ {:g}")):  # fmt: skip
+    for key, fmt in (
+        ("rhat_max", "R-hat ≤ {:g}"),
+        ("ess_min", "ESS ≥ {:g}"),
+        ("max_divergences", "divergences ≤ {:g}"),
+        ("ebfmi_min", "E-BFMI ≥ {:g}"),
+    ):
         v = _num(t.get(key))
         if v is not None:
-            parts.append("no divergences" if key == "max_divergences" and v == 0
-                         else fmt.format(v))  # fmt: skip
+            parts.append("no divergences" if key == "max_divergences" and v == 0 else fmt.format(v))
     return ", ".join(parts)
 
 
@@ -139,13 +168,17 @@ def refit_text(gate: dict[str, Any]) -> str:
     steps = []
     for before, after in pairwise(attempts):
         if after.get("target_accept") != before.get("target_accept"):
-            steps.append(f"at target_accept {after.get('target_accept', 0):g} after "
-                         f"{before.get('divergences')} divergences at "
-                         f"{before.get('target_accept', 0):g}")  # fmt: skip
+            steps.append(
+                f"at target_accept {after.get('target_accept', 0):g} after "
+                f"{before.get('divergences')} divergences at "
+                f"{before.get('target_accept', 0):g}"
+            )
         else:
-            steps.append(f"with {after.get('draws')} draws per chain after R-hat "
-                         f"{before.get('max_rhat', float('nan')):.3f} / ESS "
-                         f"{before.get('min_ess', float('nan')):.0f} at {before.get('draws')}")  # fmt: skip
+            steps.append(
+                f"with {after.get('draws')} draws per chain after R-hat "
+                f"{before.get('max_rhat', float('nan')):.3f} / ESS "
+                f"{before.get('min_ess', float('nan')):.0f} at {before.get('draws')}"
+            )
     return f" (refitted automatically {'; then '.join(steps)})" if steps else ""
 
 
@@ -167,10 +200,13 @@ def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
             failed = True
             reasons = "; ".join(map(str, gate.get("reasons") or []))
             advice = "; ".join(map(str, gate.get("advice") or []))
-            lines.append(f"`{v.model}`: FAILED — {_gate_numbers(gate)}"
-                         + (f" ({reasons})" if reasons else "") + refit
-                         + f"; its posterior results are not trustworthy, see `{v.source}`"
-                         + (f". What to try: {advice}" if advice else ""))  # fmt: skip
+            lines.append(
+                f"`{v.model}`: FAILED — {_gate_numbers(gate)}"
+                + (f" ({reasons})" if reasons else "")
+                + refit
+                + f"; its posterior results are not trustworthy, see `{v.source}`"
+                + (f". What to try: {advice}" if advice else "")
+            )
     rg = run.table(REPLAY_GATE) if run.stage("replay").ran else None
     if isinstance(rg, dict) and "passed" in rg:
         ok = bool(rg["passed"])
@@ -178,12 +214,17 @@ def diagnostics_note(run: RunDir, diag: Diagnostics) -> Note | None:
         thresholds = thresholds or _thresholds(rg.get("thresholds") or {})
         reasons = "" if ok else "; ".join(map(str, rg.get("reasons") or []))
         # the gate judges the prevalences (``*_prevalence``) when the file records them
-        judged = {k: rg.get(f"{k}_prevalence", rg.get(k))
-                  for k in ("max_rhat", "min_ess_bulk", "min_ess_tail")}  # fmt: skip
+        judged = {
+            k: rg.get(f"{k}_prevalence", rg.get(k))
+            for k in ("max_rhat", "min_ess_bulk", "min_ess_tail")
+        }
         judged["divergences"] = rg.get("divergences")
-        lines.append(f"replay prevalence model: {'passed' if ok else 'FAILED'} — "
-                     f"{_gate_numbers(judged)}" + (f" ({reasons})" if reasons else "")
-                     + ("" if ok else "; `replay/bayes_prevalence.csv` is provisional"))  # fmt: skip
+        lines.append(
+            f"replay prevalence model: {'passed' if ok else 'FAILED'} — "
+            f"{_gate_numbers(judged)}"
+            + (f" ({reasons})" if reasons else "")
+            + ("" if ok else "; `replay/bayes_prevalence.csv` is provisional")
+        )
     if not lines:
         return None
     text = "\n".join(([f"Gate: {thresholds}."] if thresholds else []) + lines)
@@ -210,8 +251,10 @@ def skipped_note(run: RunDir) -> Note | None:
     lines = skipped_analyses(run)
     if not lines:
         return None
-    text = ("Not run: this study does not have what these analyses need (a skip is not a "
-            "failure; add the input named to switch one on):\n" + "\n".join(lines))  # fmt: skip
+    text = (
+        "Not run: this study does not have what these analyses need (a skip is not a "
+        "failure; add the input named to switch one on):\n" + "\n".join(lines)
+    )
     return Note("notrun", text, "Analyses skipped")
 
 
@@ -221,8 +264,11 @@ def opening(run: RunDir, diag: Diagnostics) -> list[Any]:
     sim, found = simulated(run), findings(run)
     if found:
         lead = "What this run found"
-        lead += (f" (SIMULATED data, {sim}: the numbers describe the simulation, not real "
-                 "chatbots):") if sim else ":"  # fmt: skip
+        lead += (
+            (f" (SIMULATED data, {sim}: the numbers describe the simulation, not real chatbots):")
+            if sim
+            else ":"
+        )
         blocks += [Paragraph(lead), Bullets(found)]
     elif sim:
         blocks.append(Paragraph(f"SIMULATED data ({sim})."))

@@ -17,8 +17,12 @@ log = logging.getLogger(__name__)
 
 PROVENANCE_KEYS = ("git_sha", "data_hash", "seed", "config_hash", "package_version", "version")
 #: the numbers of a diagnostics gate shown beside its verdict
-GATE_FORMATS = {"max_rhat": "max R-hat {:.3f}", "min_ess": "min ESS {:.0f}",
-                "divergences": "{:.0f} divergences", "ebfmi_min": "min E-BFMI {:.2f}"}  # fmt: skip
+GATE_FORMATS = {
+    "max_rhat": "max R-hat {:.3f}",
+    "min_ess": "min ESS {:.0f}",
+    "divergences": "{:.0f} divergences",
+    "ebfmi_min": "min E-BFMI {:.2f}",
+}
 
 
 @dataclass
@@ -47,8 +51,11 @@ class Diagnostics:
 def gate_numbers(gate: dict[str, Any], keys: tuple[str, ...] = tuple(GATE_FORMATS)) -> str:
     """``max R-hat 1.080, min ESS 40, ...``: the ``keys`` of ``gate`` that hold a number."""
     numbers = {k: gate.get(k) for k in keys}
-    return ", ".join(GATE_FORMATS[k].format(v) for k, v in numbers.items()
-                     if isinstance(v, int | float) and not isinstance(v, bool) and v == v)  # fmt: skip
+    return ", ".join(
+        GATE_FORMATS[k].format(v)
+        for k, v in numbers.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and v == v
+    )
 
 
 def gate_details(gate: dict[str, Any]) -> str:

@@ -20,26 +20,48 @@ def table_c1(b: Builder) -> ReportTable | None:
         return None
     lo = df.get("alpha_ci_low", pd.Series([None] * len(df)))
     hi = df.get("alpha_ci_high", pd.Series([None] * len(df)))
-    disp = pd.DataFrame({
-        "Variable": df["variable"].str.replace("_", " "),
-        "α [95% CI]": [fmt_interval(a, x, y, 3) for a, x, y in zip(df["alpha"], lo, hi, strict=True)],
-        "κ mean (min–max)": [f"{fmt_num(k, 3)} ({fmt_num(a, 2)}–{fmt_num(z, 2)})" if pd.notna(a)
-                             else fmt_num(k, 3) for k, a, z in
-                             zip(df["kappa_q_mean"], df["kappa_q_min"], df["kappa_q_max"], strict=True)],
-        "% agreement": [fmt_num(x, 1) for x in df["pct_agreement"]],
-        "ICC(2,1)": [fmt_num(x, 3) for x in df["icc2_1"]],
-        "ICC(2,k)": [fmt_num(x, 3) for x in df["icc2_k"]],
-    })  # fmt: skip
-    shown = {"variable", "alpha", "alpha_ci_low", "alpha_ci_high", "kappa_q_mean", "kappa_q_min",
-             "kappa_q_max", "pct_agreement", "icc2_1", "icc2_k"}  # fmt: skip
+    disp = pd.DataFrame(
+        {
+            "Variable": df["variable"].str.replace("_", " "),
+            "α [95% CI]": [
+                fmt_interval(a, x, y, 3) for a, x, y in zip(df["alpha"], lo, hi, strict=True)
+            ],
+            "κ mean (min–max)": [
+                f"{fmt_num(k, 3)} ({fmt_num(a, 2)}–{fmt_num(z, 2)})"
+                if pd.notna(a)
+                else fmt_num(k, 3)
+                for k, a, z in zip(
+                    df["kappa_q_mean"], df["kappa_q_min"], df["kappa_q_max"], strict=True
+                )
+            ],
+            "% agreement": [fmt_num(x, 1) for x in df["pct_agreement"]],
+            "ICC(2,1)": [fmt_num(x, 3) for x in df["icc2_1"]],
+            "ICC(2,k)": [fmt_num(x, 3) for x in df["icc2_k"]],
+        }
+    )
+    shown = {
+        "variable",
+        "alpha",
+        "alpha_ci_low",
+        "alpha_ci_high",
+        "kappa_q_mean",
+        "kappa_q_min",
+        "kappa_q_max",
+        "pct_agreement",
+        "icc2_1",
+        "icc2_k",
+    }
     rest = [c for c in df.columns if c not in shown]
     if rest:
         extra = display_frame(df[rest], 3)
         disp[[c.replace("_", " ") for c in rest]] = extra.to_numpy()
-    note = ("α: Krippendorff's alpha [bootstrap CI]; κ: quadratic-weighted kappa, mean (min–max) "
-            "over rater pairs; ICC: two-way random effects (Shrout–Fleiss ICC(2,1), ICC(2,k)).")  # fmt: skip
-    return ReportTable("tableC1_reliability", "Table C1. Inter-rater reliability", df, disp,
-                       [C1], [note])  # fmt: skip
+    note = (
+        "α: Krippendorff's alpha [bootstrap CI]; κ: quadratic-weighted kappa, mean (min–max) "
+        "over rater pairs; ICC: two-way random effects (Shrout–Fleiss ICC(2,1), ICC(2,k))."
+    )
+    return ReportTable(
+        "tableC1_reliability", "Table C1. Inter-rater reliability", df, disp, [C1], [note]
+    )
 
 
 #: posterior quantity -> (level, label, baseline statistics of Table C1 beside it)
@@ -73,17 +95,26 @@ def posterior_reliability(b: Builder) -> ReportTable | None:
         rows.append(row)
         cells.append("; ".join(shown) or "–")
     data = pd.DataFrame(rows)
-    disp = pd.DataFrame({
-        "Variable": data["variable"],
-        "Reliability of": [LEVELS[q][1] for q in data["posterior_quantity"]],
-        "Baseline (Table C1) [95% CI]": cells,
-        "Posterior quantity": data["posterior_quantity"],
-        "Posterior median [CrI]": [fmt_interval(e, lo, hi, 3) for e, lo, hi in zip(
-            data["posterior"], data["posterior_low"], data["posterior_high"], strict=True)],
-    })  # fmt: skip
-    notes = [questions.table_c1(), "Posterior reliability of the rater model on the latent scale (ICC analogue): one "
-             "rater = between-model-day variance over total variance; consensus = the same for "
-             "the mean of the k raters. Set beside α and ICC(2,1), and beside ICC(2,k)."]  # fmt: skip
+    disp = pd.DataFrame(
+        {
+            "Variable": data["variable"],
+            "Reliability of": [LEVELS[q][1] for q in data["posterior_quantity"]],
+            "Baseline (Table C1) [95% CI]": cells,
+            "Posterior quantity": data["posterior_quantity"],
+            "Posterior median [CrI]": [
+                fmt_interval(e, lo, hi, 3)
+                for e, lo, hi in zip(
+                    data["posterior"], data["posterior_low"], data["posterior_high"], strict=True
+                )
+            ],
+        }
+    )
+    notes = [
+        questions.table_c1(),
+        "Posterior reliability of the rater model on the latent scale (ICC analogue): one "
+        "rater = between-model-day variance over total variance; consensus = the same for "
+        "the mean of the k raters. Set beside α and ICC(2,1), and beside ICC(2,k).",
+    ]
     if base is None:
         notes.append("Table C1 (baselines) is not in this run.")
     title = "Table C1 (Bayesian). Inter-rater reliability: α and ICC beside the posterior"
@@ -99,6 +130,9 @@ def section_c(b: Builder) -> Section:
         s.add(*b.one_table("Table C1", lambda: table_c1(b), b.missing(C1, "Table C1")))
     if not b.run.stage("models").ran:
         return s.add(b.not_run("models", "the posterior reliability of the rater model"))
-    missing = Note("notrun", "The chosen model wrote no posterior reliability table "
-                   "(`models/<fit>/reliability_posterior.csv`).")  # fmt: skip
+    missing = Note(
+        "notrun",
+        "The chosen model wrote no posterior reliability table "
+        "(`models/<fit>/reliability_posterior.csv`).",
+    )
     return s.add(*b.one_table("posterior reliability", lambda: posterior_reliability(b), missing))

@@ -21,14 +21,16 @@ TITLES = {
     PREVALENCE: "Prevalence per model × category and code (cluster bootstrap CIs)",
     BAYES: "Posterior prevalence beside the bootstrap CIs (Bayesian model)",
     DELTAS: "Each model minus the original transcript (paired resamples)",
-    "replay/cluster_bootstrap.csv": "Category CIs under every resampling scheme, width relative to i.i.d.",
+    "replay/cluster_bootstrap.csv": (
+        "Category CIs under every resampling scheme, width relative to i.i.d."
+    ),
     "replay/lopo.csv": "Leave-one-participant-out prevalence and deltas",
     "replay/family.csv": "Model-family comparison",
     "replay/context_depth.csv": "Prevalence per context-depth bin",
     "replay/context_depth_lpm.csv": "Linear probability model of context depth",
     "replay/onset.csv": "Onset and persistence over the user turns of a window",
     "replay/turn_profile.csv": "Prevalence by user turn",
-}  # fmt: skip
+}
 
 
 def pivot(b: Builder, key: str, name: str, title: str, note: str) -> ReportTable | None:
@@ -37,8 +39,10 @@ def pivot(b: Builder, key: str, name: str, title: str, note: str) -> ReportTable
     if df is None or not (df["level"] == "category").any():
         return None
     rows = df[df["level"] == "category"].reset_index(drop=True)
-    cell = {(r.model, r.category): fmt_interval(r.estimate, r.ci_low, r.ci_high, 3)
-            for r in rows.itertuples()}  # fmt: skip
+    cell = {
+        (r.model, r.category): fmt_interval(r.estimate, r.ci_low, r.ci_high, 3)
+        for r in rows.itertuples()
+    }
     models = list(dict.fromkeys(rows["model"]))
     disp = pd.DataFrame({"Model": models})
     for c in dict.fromkeys(rows["category"]):
@@ -57,14 +61,22 @@ def bayes_table(b: Builder) -> ReportTable | None:
     if (rows["level"] == "category").any():
         rows = rows[rows["level"] == "category"]
     rows = rows.reset_index(drop=True)
-    disp = pd.DataFrame({
-        "Model": rows["model"],
-        "Category": rows["label"].str.replace("_", " "),
-        "Bootstrap [95% CI]": [fmt_interval(e, lo, hi, 3) for e, lo, hi in zip(
-            rows["boot_estimate"], rows["boot_ci_low"], rows["boot_ci_high"], strict=True)],
-        "Posterior [CrI]": [fmt_interval(e, lo, hi, 3) for e, lo, hi in zip(
-            rows["mean"], rows["ci_low"], rows["ci_high"], strict=True)],
-    })  # fmt: skip
+    disp = pd.DataFrame(
+        {
+            "Model": rows["model"],
+            "Category": rows["label"].str.replace("_", " "),
+            "Bootstrap [95% CI]": [
+                fmt_interval(e, lo, hi, 3)
+                for e, lo, hi in zip(
+                    rows["boot_estimate"], rows["boot_ci_low"], rows["boot_ci_high"], strict=True
+                )
+            ],
+            "Posterior [CrI]": [
+                fmt_interval(e, lo, hi, 3)
+                for e, lo, hi in zip(rows["mean"], rows["ci_low"], rows["ci_high"], strict=True)
+            ],
+        }
+    )
     if "truth" in rows and rows["truth"].notna().any():
         disp["Truth (simulated)"] = [fmt_num(v, 3) for v in rows["truth"]]
     title = "Replay: Bayesian prevalence beside the cluster bootstrap (category level)"
@@ -78,11 +90,18 @@ def gate_note(b: Builder) -> Note | None:
     d = b.run.table(GATE)
     if d is None:
         return None
-    facts = ", ".join(f"{k.replace('_', ' ')} {v:.3g}" for k, v in d.items()
-                      if isinstance(v, int | float) and not isinstance(v, bool))  # fmt: skip
+    facts = ", ".join(
+        f"{k.replace('_', ' ')} {v:.3g}"
+        for k, v in d.items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    )
     if not d["passed"]:
-        return Note("warning", "The Bayesian prevalence model FAILED its sampling diagnostics "
-                    f"({facts}); `bayes_prevalence.csv` is provisional.", "Diagnostics failed")  # fmt: skip
+        return Note(
+            "warning",
+            "The Bayesian prevalence model FAILED its sampling diagnostics "
+            f"({facts}); `bayes_prevalence.csv` is provisional.",
+            "Diagnostics failed",
+        )
     return Note("ok", f"The Bayesian prevalence model passed its diagnostics ({facts}).")
 
 
@@ -94,14 +113,28 @@ def section_replay(b: Builder) -> Section:
     gate = b.attempt("replay gate", lambda: [gate_note(b)])
     s.add(*[n for n in gate if n is not None])
     headline = (
-        ("prevalence", lambda: pivot(b, PREVALENCE, "replay_prevalence_by_category",
-         "Replay: prevalence per model and category [95% CI]",
-         "Share of samples the judge flagged, pooled over each category's codes.")),
-        ("deltas", lambda: pivot(b, DELTAS, "replay_deltas_by_category",
-         "Replay: each model minus the original transcript [95% CI]",
-         "Differences in prevalence, paired resamples.")),
+        (
+            "prevalence",
+            lambda: pivot(
+                b,
+                PREVALENCE,
+                "replay_prevalence_by_category",
+                "Replay: prevalence per model and category [95% CI]",
+                "Share of samples the judge flagged, pooled over each category's codes.",
+            ),
+        ),
+        (
+            "deltas",
+            lambda: pivot(
+                b,
+                DELTAS,
+                "replay_deltas_by_category",
+                "Replay: each model minus the original transcript [95% CI]",
+                "Differences in prevalence, paired resamples.",
+            ),
+        ),
         ("Bayesian prevalence", lambda: bayes_table(b)),
-    )  # fmt: skip
+    )
     for what, make in headline:
         made = b.attempt(f"replay {what}", lambda make=make: [make()])
         if made[0] is not None:
@@ -112,8 +145,14 @@ def section_replay(b: Builder) -> Section:
             s.add(*b.attempt(key, lambda key=key: b.generic(key, title=TITLES.get(key))))
     missing = [k for k in TITLES if not (b.run.path / k).is_file()]
     if missing:
-        s.add(Note("notrun", "Not written by the replay stage in this run: "
-                   + ", ".join(f"`{k}`" for k in missing) + "."))  # fmt: skip
+        s.add(
+            Note(
+                "notrun",
+                "Not written by the replay stage in this run: "
+                + ", ".join(f"`{k}`" for k in missing)
+                + ".",
+            )
+        )
     if b.cfg.include_stage_figures:
         s.add(*[b.stage_figure("replay", rel) for rel in rp.glob("**/*.png")])
     return s

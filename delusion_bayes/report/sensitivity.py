@@ -66,33 +66,55 @@ def fit_sentences(b: Builder, fit: str, df: pd.DataFrame) -> list[str]:
     """What ``sensitivity.csv`` of one fit says, in words."""
     weak = df.loc[df["verdict"] == WEAK, "parameter"].astype(str).tolist()
     conflict = df.loc[df["verdict"] == CONFLICT, "parameter"].astype(str).tolist()
-    out = [f"`{fit}`: {len(df)} parameters; "
-           + (f"{len(weak)} prior-dominated (weak likelihood): {_names(weak)}" if weak
-              else "none prior-dominated (weak likelihood)")
-           + "; "
-           + (f"{len(conflict)} with a potential prior-data conflict: {_names(conflict)}"
-              if conflict else "no prior-data conflict")
-           + "."]  # fmt: skip
+    out = [
+        f"`{fit}`: {len(df)} parameters; "
+        + (
+            f"{len(weak)} prior-dominated (weak likelihood): {_names(weak)}"
+            if weak
+            else "none prior-dominated (weak likelihood)"
+        )
+        + "; "
+        + (
+            f"{len(conflict)} with a potential prior-data conflict: {_names(conflict)}"
+            if conflict
+            else "no prior-data conflict"
+        )
+        + "."
+    ]
     t50 = df[df["variable"] == "t50"].set_index("parameter")
     rows = [(m, t50.loc[f"t50[{m}]"]) for m in never_turners(b, fit) if f"t50[{m}]" in t50.index]
     if rows:
-        parts = [f"`{m}`: {r['verdict'] if r['verdict'] != '-' else 'not flagged'} (prior "
-                 f"{r['prior']:.3f}, likelihood {r['likelihood']:.3f})" for m, r in rows]  # fmt: skip
+        parts = [
+            f"`{m}`: {r['verdict'] if r['verdict'] != '-' else 'not flagged'} (prior "
+            f"{r['prior']:.3f}, likelihood {r['likelihood']:.3f})"
+            for m, r in rows
+        ]
         seen = [r["verdict"] for _, r in rows]
         n_weak = sum(v == WEAK for v in seen)
-        text = (f"A never-turner's t50 is expected to be prior-dominated: its ratings say only "
-                f"that the curve has not risen by the last day, so the prior on t50 fills in "
-                f"how far beyond it the midpoint lies. Never-turners of `{fit}` (P(t50 beyond "
-                f"the last day) >= {NEVER_TURNER_P:g}): " + "; ".join(parts) + ". "
-                + ("As expected." if n_weak == len(seen)
-                   else f"The expectation holds for {n_weak} of {len(seen)}."))  # fmt: skip
+        text = (
+            f"A never-turner's t50 is expected to be prior-dominated: its ratings say only "
+            f"that the curve has not risen by the last day, so the prior on t50 fills in "
+            f"how far beyond it the midpoint lies. Never-turners of `{fit}` (P(t50 beyond "
+            f"the last day) >= {NEVER_TURNER_P:g}): "
+            + "; ".join(parts)
+            + ". "
+            + (
+                "As expected."
+                if n_weak == len(seen)
+                else f"The expectation holds for {n_weak} of {len(seen)}."
+            )
+        )
         if CONFLICT in seen:
-            text += (" Where the likelihood sensitivity is at or above the threshold too, the "
-                     "ratings still move t50 (they push its lower bound), so the verdict is a "
-                     "conflict rather than a weak likelihood.")  # fmt: skip
+            text += (
+                " Where the likelihood sensitivity is at or above the threshold too, the "
+                "ratings still move t50 (they push its lower bound), so the verdict is a "
+                "conflict rather than a weak likelihood."
+            )
         if "-" in seen:
-            text += (" Not flagged: the prior sensitivity is below the threshold, i.e. the "
-                     "t50 prior is wide enough that scaling it barely moves the posterior.")  # fmt: skip
+            text += (
+                " Not flagged: the prior sensitivity is below the threshold, i.e. the "
+                "t50 prior is wide enough that scaling it barely moves the posterior."
+            )
         out.append(text)
     return out
 
@@ -107,8 +129,10 @@ def fit_table(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
         "" if len(shown) == len(df) else f" (the {len(shown)} flagged of {len(df)} parameters)"
     )
     thr = float(df["threshold"].iloc[0]) if len(df) else float("nan")
-    note = (f"prior, likelihood: CJS-based power-scaling sensitivity; flagged at {thr:g}. "
-            f"All {len(df)} rows: `{src}`.")  # fmt: skip
+    note = (
+        f"prior, likelihood: CJS-based power-scaling sensitivity; flagged at {thr:g}. "
+        f"All {len(df)} rows: `{src}`."
+    )
     name = f"models_{fit}_sensitivity"
     return [b.table(ReportTable(name, title, rows, display_frame(rows, 3), [src], [note]))]
 
@@ -129,7 +153,8 @@ def method_paragraph() -> Paragraph:
         "flagged (-). The estimates carry Monte Carlo noise: at the default 4 x 1,000 draws, "
         "draws sensitive to nothing score a median 0.013 (prior) and 0.031 (likelihood) on the "
         "default study (`docs/models.md`), so a verdict decided within a few hundredths of the "
-        "threshold is not firm.")  # fmt: skip
+        "threshold is not firm."
+    )
 
 
 def section_sensitivity(b: Builder) -> Section:
@@ -141,72 +166,32 @@ def section_sensitivity(b: Builder) -> Section:
     if not replay_only and not b.run.stage("models").ran:
         return s.add(b.not_run("models", "the prior and likelihood sensitivity"))
     if not replay_only and not fits:
-        return s.add(Note("notrun", "No `models/<fit>/sensitivity.csv` in this run: the models "
-                          "stage predates the sensitivity check or could not compute it (its "
-                          "notes say why)."))  # fmt: skip
-    sim = simulated(b.run)
-    if sim:
-        s.add(Paragraph(f"SIMULATED data ({sim}): these sensitivities describe the "
-                        f"{'model' if replay_only else 'models'} fitted to a simulated study, not "
-                        "real chatbots."))  # fmt: skip
-    # the reported numbers first (what a reader acts on), then the parameter detail
-    reported = [(f, b.run.table(REPORTED, f)) for f in fits]
-    if (rep := b.run.table(REPLAY_REPORTED)) is not None:
-        reported.append(("replay", rep))
-    reported = [(f, df) for f, df in reported if df is not None]
-    if reported:
-        s.add(Paragraph(REPORTED_INTRO))
-        for fit, df in reported:
-            s.add(
-                *b.attempt(
-                    f"reported numbers of {fit}", lambda fit=fit, df=df: reported_part(b, fit, df)
-                )
-            )
-    else:
-        s.add(
+        return s.add(
             Note(
                 "notrun",
-                "No `sensitivity_reported.csv` in this run: the sensitivity of "
-                "the reported numbers was not computed (the stage predates it or its notes "
-                "say why); the parameter detail follows.",
+                "No `models/<fit>/sensitivity.csv` in this run: the models "
+                "stage predates the sensitivity check or could not compute it (its "
+                "notes say why).",
             )
         )
+    sim = simulated(b.run)
+    if sim:
+        s.add(
+            Paragraph(
+                f"SIMULATED data ({sim}): these sensitivities describe the "
+                f"{'model' if replay_only else 'models'} fitted to a simulated study, not "
+                "real chatbots."
+            )
+        )
+    # the reported numbers first (what a reader acts on), then the parameter detail
+    s.add(*reported_blocks(b, fits))
     s.add(method_paragraph())
     if replay_only:
         return s.add(*replay_part(b, replay))
-    n = n_draws(b)
-    if n is not None and n < MIN_DRAWS:
-        s.add(Note("info", f"This run drew {n} posterior draws per fit (the default is "
-                   f"{MIN_DRAWS}). At that size the sensitivities carry Monte Carlo noise of the "
-                   "order of the threshold (on 2 x 150 draws, draws that are sensitive to "
-                   "nothing score a median 0.04 for the prior and 0.09 for the likelihood: "
-                   "`delusion_bayes.models.sensitivity.noise_floor`), so most flags below are "
-                   "noise; rerun at the default settings before reading them.",
-                   "Few draws"))  # fmt: skip
-    verdicts = {v.model: v for v in b.diag.verdicts}
-    any_conflict = []
-    for fit in fits:
-        df = b.run.table(KEY, fit)
-        v = verdicts.get(fit)
-        if v is not None and v.passed is False:
-            s.add(Note("warning", f"`{fit}` FAILED its sampling diagnostics ({v.details}); its "
-                       "sensitivities are computed from unreliable draws.",
-                       "Diagnostics failed"))  # fmt: skip
-        s.add(*b.attempt(f"sensitivity of {fit}",
-                         lambda fit=fit, df=df: [Paragraph(" ".join(fit_sentences(b, fit, df)))]))  # fmt: skip
-        s.add(*b.attempt(b.run.source(KEY, fit), lambda fit=fit, df=df: fit_table(b, fit, df)))
-        png = f"{fit}/sensitivity.png"
-        if b.cfg.include_stage_figures and b.run.stage("models").has(png):
-            s.add(b.stage_figure("models", png, f"Sensitivity of {fit}"))
-        if (df["verdict"] == CONFLICT).any():
-            any_conflict.append(fit)
-    s.add(Paragraph(
-        ("A potential prior-data conflict was flagged in " + ", ".join(f"`{f}`" for f in any_conflict)
-         + ": for those parameters the prior is informative next to the data (both "
-         "sensitivities at or above the threshold), which is what a prior that disagrees with "
-         "the data looks like; compare the prior (the prior table, "
-         "`delusion_bayes/models/priors.py`) with the posterior before relying on them.")
-        if any_conflict else "No prior-data conflict was flagged in any fit."))  # fmt: skip
+    s.add(*few_draws_note(b))
+    blocks, any_conflict = fit_blocks(b, fits)
+    s.add(*blocks)
+    s.add(conflict_paragraph(any_conflict))
     if replay is not None:
         s.add(*replay_part(b, replay))
     return s
@@ -226,6 +211,101 @@ REPORTED_INTRO = (
     "(experiments/bench/refit_priors.py); a number a refit moved by 0.25 SD or more is listed "
     "too, flagged or not."
 )
+
+
+def reported_blocks(b: Builder, fits: list[str]) -> list[Any]:
+    """The sensitivity of the reported numbers, per fit (and of the replay model), or a note."""
+    out: list[Any] = []
+    reported = [(f, b.run.table(REPORTED, f)) for f in fits]
+    if (rep := b.run.table(REPLAY_REPORTED)) is not None:
+        reported.append(("replay", rep))
+    reported = [(f, df) for f, df in reported if df is not None]
+    if reported:
+        out.append(Paragraph(REPORTED_INTRO))
+        for fit, df in reported:
+            out.extend(
+                b.attempt(
+                    f"reported numbers of {fit}", lambda fit=fit, df=df: reported_part(b, fit, df)
+                )
+            )
+    else:
+        out.append(
+            Note(
+                "notrun",
+                "No `sensitivity_reported.csv` in this run: the sensitivity of "
+                "the reported numbers was not computed (the stage predates it or its notes "
+                "say why); the parameter detail follows.",
+            )
+        )
+    return out
+
+
+def few_draws_note(b: Builder) -> list[Any]:
+    """A note when the run drew too few posterior draws for its sensitivities to be read."""
+    n = n_draws(b)
+    if n is not None and n < MIN_DRAWS:
+        return [
+            Note(
+                "info",
+                f"This run drew {n} posterior draws per fit (the default is "
+                f"{MIN_DRAWS}). At that size the sensitivities carry Monte Carlo noise of the "
+                "order of the threshold (on 2 x 150 draws, draws that are sensitive to "
+                "nothing score a median 0.04 for the prior and 0.09 for the likelihood: "
+                "`delusion_bayes.models.sensitivity.noise_floor`), so most flags below are "
+                "noise; rerun at the default settings before reading them.",
+                "Few draws",
+            )
+        ]
+    return []
+
+
+def fit_blocks(b: Builder, fits: list[str]) -> tuple[list[Any], list[str]]:
+    """Per fit: a diagnostics warning, its sentences, table and figure; and the fits with a
+    flagged prior-data conflict."""
+    out: list[Any] = []
+    verdicts = {v.model: v for v in b.diag.verdicts}
+    any_conflict = []
+    for fit in fits:
+        df = b.run.table(KEY, fit)
+        v = verdicts.get(fit)
+        if v is not None and v.passed is False:
+            out.append(
+                Note(
+                    "warning",
+                    f"`{fit}` FAILED its sampling diagnostics ({v.details}); its "
+                    "sensitivities are computed from unreliable draws.",
+                    "Diagnostics failed",
+                )
+            )
+        out.extend(
+            b.attempt(
+                f"sensitivity of {fit}",
+                lambda fit=fit, df=df: [Paragraph(" ".join(fit_sentences(b, fit, df)))],
+            )
+        )
+        out.extend(b.attempt(b.run.source(KEY, fit), lambda fit=fit, df=df: fit_table(b, fit, df)))
+        png = f"{fit}/sensitivity.png"
+        if b.cfg.include_stage_figures and b.run.stage("models").has(png):
+            out.append(b.stage_figure("models", png, f"Sensitivity of {fit}"))
+        if (df["verdict"] == CONFLICT).any():
+            any_conflict.append(fit)
+    return out, any_conflict
+
+
+def conflict_paragraph(any_conflict: list[str]) -> Paragraph:
+    """Which fits flagged a potential prior-data conflict, or that none did."""
+    return Paragraph(
+        (
+            "A potential prior-data conflict was flagged in "
+            + ", ".join(f"`{f}`" for f in any_conflict)
+            + ": for those parameters the prior is informative next to the data (both "
+            "sensitivities at or above the threshold), which is what a prior that disagrees "
+            "with the data looks like; compare the prior (the prior table, "
+            "`delusion_bayes/models/priors.py`) with the posterior before relying on them."
+        )
+        if any_conflict
+        else "No prior-data conflict was flagged in any fit."
+    )
 
 
 def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
@@ -266,36 +346,41 @@ def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
         flagged_rows = df[(df["verdict"] != "-") | moved]
     out: list[Any] = [Paragraph(text)]
     if len(flagged_rows):
-        cols = [
-            "quantity",
-            "kind",
-            "item",
-            "median",
-            "prior",
-            "likelihood",
-            "prior_mean_shift_sd",
-            "verdict",
-            "refit_shift_sd",
-        ]
-        rows = flagged_rows[cols].reset_index(drop=True)
-        shown = rows.head(b.cfg.max_inline_rows)
-        disp = display_frame(shown, 3).rename(
-            columns={
-                "prior_mean_shift_sd": "prior shift (SD)",
-                "refit_shift_sd": "refit shift (SD)",
-            }
-        )
-        title = f"Reported numbers of `{fit}` that move with the prior or likelihood" + (
-            "" if len(shown) == len(rows) else f" (first {len(shown)} of {len(rows)})"
-        )
-        note = (
-            f"prior, likelihood: CJS power-scaling sensitivity of the reported number; "
-            f"flagged at {thr:g}. All {len(df)} rows: `{src}`."
-        )
-        out.append(
-            b.table(ReportTable(f"{fit}_sensitivity_reported", title, shown, disp, [src], [note]))
-        )
+        out.append(flagged_table(b, fit, df, flagged_rows, thr, src))
     return out
+
+
+def flagged_table(
+    b: Builder, fit: str, df: pd.DataFrame, flagged_rows: pd.DataFrame, thr: float, src: str
+) -> Any:
+    """The reported numbers of ``fit`` that were flagged (or moved by a refit), as a table."""
+    cols = [
+        "quantity",
+        "kind",
+        "item",
+        "median",
+        "prior",
+        "likelihood",
+        "prior_mean_shift_sd",
+        "verdict",
+        "refit_shift_sd",
+    ]
+    rows = flagged_rows[cols].reset_index(drop=True)
+    shown = rows.head(b.cfg.max_inline_rows)
+    disp = display_frame(shown, 3).rename(
+        columns={
+            "prior_mean_shift_sd": "prior shift (SD)",
+            "refit_shift_sd": "refit shift (SD)",
+        }
+    )
+    title = f"Reported numbers of `{fit}` that move with the prior or likelihood" + (
+        "" if len(shown) == len(rows) else f" (first {len(shown)} of {len(rows)})"
+    )
+    note = (
+        f"prior, likelihood: CJS power-scaling sensitivity of the reported number; "
+        f"flagged at {thr:g}. All {len(df)} rows: `{src}`."
+    )
+    return b.table(ReportTable(f"{fit}_sensitivity_reported", title, shown, disp, [src], [note]))
 
 
 def replay_part(b: Builder, df: pd.DataFrame) -> list[Any]:
@@ -305,23 +390,34 @@ def replay_part(b: Builder, df: pd.DataFrame) -> list[Any]:
     n_conflict = int((df["verdict"] == CONFLICT).sum())
     n_weak = int((df["verdict"] == WEAK).sum())
     src = b.run.source(REPLAY)
-    text = (f"Replay prevalence model (`{src}`): {len(df)} parameters and prevalences; "
-            f"{n_weak} prior-dominated (weak likelihood), {n_conflict} with a potential "
-            "prior-data conflict. Here a flag says that the prior on a cell's logit (`theta`) or "
-            "on the cluster scale is informative next to the clusters (windows, conversations) "
-            "that inform the cell, most for rare and very common codes (a logit far from the "
-            "prior's centre); compare the posterior with the bootstrap column of "
-            "`replay/bayes_prevalence.csv`, which has no prior, and refit with wider priors "
-            "before relying on a flagged cell.")  # fmt: skip
+    text = (
+        f"Replay prevalence model (`{src}`): {len(df)} parameters and prevalences; "
+        f"{n_weak} prior-dominated (weak likelihood), {n_conflict} with a potential "
+        "prior-data conflict. Here a flag says that the prior on a cell's logit (`theta`) or "
+        "on the cluster scale is informative next to the clusters (windows, conversations) "
+        "that inform the cell, most for rare and very common codes (a logit far from the "
+        "prior's centre); compare the posterior with the bootstrap column of "
+        "`replay/bayes_prevalence.csv`, which has no prior, and refit with wider priors "
+        "before relying on a flagged cell."
+    )
     rows = (
         df.groupby("variable", sort=False)
-        .agg(n=("parameter", "size"),
-             prior_data_conflict=("verdict", lambda v: int((v == CONFLICT).sum())),
-             weak_likelihood=("verdict", lambda v: int((v == WEAK).sum())),
-             median_prior=("prior", "median"), median_likelihood=("likelihood", "median"))
+        .agg(
+            n=("parameter", "size"),
+            prior_data_conflict=("verdict", lambda v: int((v == CONFLICT).sum())),
+            weak_likelihood=("verdict", lambda v: int((v == WEAK).sum())),
+            median_prior=("prior", "median"),
+            median_likelihood=("likelihood", "median"),
+        )
         .reset_index()
-    )  # fmt: skip
+    )
     title = "Power-scaling sensitivity of the replay model, per variable"
-    table = ReportTable("replay_sensitivity", title, rows, display_frame(rows, 3), [src],
-                        [f"One row per parameter: `{src}`."])  # fmt: skip
+    table = ReportTable(
+        "replay_sensitivity",
+        title,
+        rows,
+        display_frame(rows, 3),
+        [src],
+        [f"One row per parameter: `{src}`."],
+    )
     return [Paragraph(text), b.table(table)]

@@ -155,7 +155,9 @@ class RunDir:
             return {}
 
     def stage_status(self, name: str) -> dict[str, Any]:
-        """The pipeline's record of stage ``name`` (``{"status": "ok"|"failed"|"skipped", ...}``)."""
+        """The pipeline's record of stage ``name``.
+
+        ``{"status": "ok"|"failed"|"skipped", ...}``."""
         return dict((self.record.get("stages") or {}).get(name) or {})
 
     # study -------------------------------------------------------------------------------

@@ -143,21 +143,28 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
         "pdf": pdf_path.name if pdf_path else None,
     }
     files = dict(sorted(b.files.items()))
-    listed = {**files, "../supplement.md": "the supplement (Markdown)",
-              "../supplement.html": "the supplement, self-contained HTML"}  # fmt: skip
+    listed = {
+        **files,
+        "../supplement.md": "the supplement (Markdown)",
+        "../supplement.html": "the supplement, self-contained HTML",
+    }
     if pdf_path:
         listed["../supplement.pdf"] = "the supplement (PDF, printed by a headless browser)"
     results.write(run.path, "report/index.json", {"files": listed, "headline": headline})
-    log.info("supplement written: %s (%d tables, %d figures)", html_path, b.n_tables,
-             headline["figures"])  # fmt: skip
+    log.info(
+        "supplement written: %s (%d tables, %d figures)", html_path, b.n_tables, headline["figures"]
+    )
     return Supplement(run.path, md_path, html_path, pdf_path, doc, files, headline)
 
 
 def _subtitle(run: RunDir) -> str:
     ds, parts = run.study, []
     if ds is not None:
-        dims = ", ".join(f"{n} {d}s" for d, n in ds.sizes.items()
-                         if d in ("rater", "model", "day", "sample", "code"))  # fmt: skip
+        dims = ", ".join(
+            f"{n} {d}s"
+            for d, n in ds.sizes.items()
+            if d in ("rater", "model", "day", "sample", "code")
+        )
         parts.append(f"{run.kind.capitalize()} study: {dims}.")
     sim, path = overview.simulated(run), run.config_value("data.path")
     if sim or run.config_value("data.source"):
@@ -176,23 +183,34 @@ def _overview(b: Builder, diag) -> Section:
         st, record = run.stage(name), run.stage_status(name)
         status, secs = record.get("status"), record.get("seconds")
         if status == "failed":
-            s.add(Note("error", f"The `{name}` stage FAILED: {record.get('error', '')}",
-                       "Stage failed"))  # fmt: skip
+            s.add(
+                Note(
+                    "error", f"The `{name}` stage FAILED: {record.get('error', '')}", "Stage failed"
+                )
+            )
         if st.ran:
             took = f" in {float(secs):.3g} s" if isinstance(secs, int | float) else ""
             state = "FAILED, partial output" if status == "failed" else "ran"
             rows.append((name, f"{state}{took}: {len(st.files)} files"))
         else:
             rows.append((name, "FAILED" if status == "failed" else status or "not run"))
-    s.add(Paragraph("This document was generated from the files the pipeline stages saved in the "
-                    "run directory; every number in it is read from a stage's CSV (linked under "
-                    'each table). Missing stages are marked "Not run".'),
-          Paragraph("Stages (their full headline results are under Provenance):"),
-          KeyValues(rows))  # fmt: skip
+    s.add(
+        Paragraph(
+            "This document was generated from the files the pipeline stages saved in the "
+            "run directory; every number in it is read from a stage's CSV (linked under "
+            'each table). Missing stages are marked "Not run".'
+        ),
+        Paragraph("Stages (their full headline results are under Provenance):"),
+        KeyValues(rows),
+    )
     notes = [f"{name}: {n}" for name in SOURCE_STAGES for n in run.stage(name).notes]
     if notes:
-        s.add(Paragraph("Analysis notes recorded by the stages (rules applied, censoring, "
-                        "missing data):"), Bullets(notes))  # fmt: skip
+        s.add(
+            Paragraph(
+                "Analysis notes recorded by the stages (rules applied, censoring, missing data):"
+            ),
+            Bullets(notes),
+        )
     return s
 
 
@@ -202,10 +220,16 @@ def _main(b: Builder) -> Section:
         s.add(b.not_run("baselines", "Table 1, Table 2 and Figure 2"))
     else:
         s.add(*b.post_warning("Table 1 and Figure 1"))
-        s.add(*b.one_table("Table 1", lambda: milestones.table1(b),
-                           b.missing(milestones.T1, "Table 1")))  # fmt: skip
-        s.add(*b.one_table("Table 2", lambda: interventions.table2(b),
-                           b.missing(interventions.T2, "Table 2")))  # fmt: skip
+        s.add(
+            *b.one_table(
+                "Table 1", lambda: milestones.table1(b), b.missing(milestones.T1, "Table 1")
+            )
+        )
+        s.add(
+            *b.one_table(
+                "Table 2", lambda: interventions.table2(b), b.missing(interventions.T2, "Table 2")
+            )
+        )
     caption = trajectories.FIGURE1_CAPTION.format(ci=b.cfg.ci_prob) + ". " + questions.figure1()
     s.add(*b.draw("Figure 1.", caption, lambda: trajectories.figure1(b)))
     if b.run.stage("baselines").ran:
@@ -236,13 +260,16 @@ def _provenance(b: Builder, diag) -> Section:
     elif diag.verdicts:
         passed = ", ".join(f"`{v.model}`" for v in diag.verdicts if v.passed)
         s.add(Note("ok", f"Diagnostics passed for: {passed}."))
-    s.add(KeyValues(provenance_rows(run)),
-          Paragraph("Package and dependency versions at report time:"),
-          KeyValues(list(versions().items())))  # fmt: skip
+    s.add(
+        KeyValues(provenance_rows(run)),
+        Paragraph("Package and dependency versions at report time:"),
+        KeyValues(list(versions().items())),
+    )
     heads = headline_json(run)
     if heads != "{}":
-        s.add(Paragraph("Headline results of each stage (`<stage>/index.json`):"),
-              Code(heads, "json"))  # fmt: skip
+        s.add(
+            Paragraph("Headline results of each stage (`<stage>/index.json`):"), Code(heads, "json")
+        )
     return s.add(Paragraph("Resolved configuration of the run:"), Code(config_text(run), "yaml"))
 
 
@@ -264,8 +291,13 @@ def _pdf(html_path: Path, cfg: ReportConfig) -> Path | None:
             return None
     if shutil.which("pandoc") and shutil.which("pdflatex"):
         md = str(html_path.with_suffix(".md"))
-        res = subprocess.run(["pandoc", md, "-o", str(out)], cwd=html_path.parent,
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
+        res = subprocess.run(
+            ["pandoc", md, "-o", str(out)],
+            cwd=html_path.parent,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if res.returncode == 0 and out.is_file():
             return out
         log.warning("pandoc could not write the PDF: %s", res.stderr[-500:])

@@ -193,7 +193,9 @@ class ReportTable:
         return "\n".join(lines)
 
     def to_latex(self) -> str:
-        """A ``table`` environment with a booktabs ``tabular`` (needs ``\\usepackage{booktabs}``)."""
+        """A ``table`` environment with a booktabs ``tabular``.
+
+        Needs ``\\usepackage{booktabs}``."""
         header, rows = self._cells()
         numeric = self._numeric_columns(rows)
         spec = "".join("r" if n else "l" for n in numeric)

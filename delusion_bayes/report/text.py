@@ -40,8 +40,14 @@ def figure3(b: Builder) -> tuple[list[Path], list[str]]:
         fig, ax = plt.subplots(figsize=(5.2, 3.8))
         ax.plot(df["days_level_b"], df["entrainment_mean"], ls="none", marker="o", color="#000000")
         for r in df.itertuples():
-            ax.annotate(short_label(r.model), (r.days_level_b, r.entrainment_mean), fontsize=6.5,
-                        xytext=(3, 2), textcoords="offset points", color=GREYS[1])  # fmt: skip
+            ax.annotate(
+                short_label(r.model),
+                (r.days_level_b, r.entrainment_mean),
+                fontsize=6.5,
+                xytext=(3, 2),
+                textcoords="offset points",
+                color=GREYS[1],
+            )
         rho = f" (Spearman ρ = {corr[0]:.2f})" if corr is not None else ""
         ax.set_title("Entrainment vs Level-B days" + rho)
         ax.set_xlabel("days with a Level-B recommendation")
@@ -65,10 +71,21 @@ def figure4(b: Builder) -> tuple[list[Path], list[str]]:
         fig, ax = plt.subplots(figsize=(4.6, 4.2))
         for i, r in enumerate(d.itertuples()):
             st = series_style(i)
-            ax.plot([0, 1], [r.before, r.after], color=st["color"], ls=st["linestyle"],
-                    marker=st["marker"])  # fmt: skip
-            ax.annotate(short_label(r.model), (1, r.after), xytext=(5, 0), textcoords="offset points",
-                        fontsize=6.5, va="center")  # fmt: skip
+            ax.plot(
+                [0, 1],
+                [r.before, r.after],
+                color=st["color"],
+                ls=st["linestyle"],
+                marker=st["marker"],
+            )
+            ax.annotate(
+                short_label(r.model),
+                (1, r.after),
+                xytext=(5, 0),
+                textcoords="offset points",
+                fontsize=6.5,
+                va="center",
+            )
         ax.set_xticks([0, 1], ["before the clinical turn", "from the clinical turn"])
         ax.set_xlim(-0.2, 1.9)
         ax.axhline(0, color=GREYS[2], lw=0.8, ls=":")
@@ -83,13 +100,17 @@ def figure3_table(b: Builder) -> ReportTable:
     """The data of Figure 3, with the Spearman correlation in the note."""
     cols = ["model", "entrainment_mean", "entrainment_sd", "entrainment_n_days", "days_level_b"]
     data = _means(b)[cols]
-    disp = display_frame(data, 3).set_axis(["Model", "Mean entrainment", "entrainment sd",
-                                            "entrainment n days", "Level-B days"], axis=1)  # fmt: skip
+    disp = display_frame(data, 3).set_axis(
+        ["Model", "Mean entrainment", "entrainment sd", "entrainment n days", "Level-B days"],
+        axis=1,
+    )
     notes, sources = [], [MEANS]
     corr = level_b_correlation(b)
     if corr is not None:
-        notes.append(f"Spearman ρ of mean entrainment with Level-B days = {fmt_num(corr[0], 3)} "
-                     f"(p = {fmt_p(corr[1])}), from {CORR}.")  # fmt: skip
+        notes.append(
+            f"Spearman ρ of mean entrainment with Level-B days = {fmt_num(corr[0], 3)} "
+            f"(p = {fmt_p(corr[1])}), from {CORR}."
+        )
         sources.append(CORR)
     title = "Figure 3 data. Mean entrainment per model and Level-B day count"
     return ReportTable("figure3_entrainment_level_b", title, data, disp, sources, notes)
@@ -99,19 +120,37 @@ def figure4_table(b: Builder) -> ReportTable:
     """The data of Figure 4: mean modality before vs from each model's clinical turn."""
     cols = ["model", "turn_day", "before", "after", "change", "n_before", "n_after"]
     data = _modality_turns(b)[cols]
-    disp = display_frame(data, 3).set_axis(["Model", "Turn day", "Before the turn", "From the turn",
-                                            "Change", "Days before", "Days from"], axis=1)  # fmt: skip
+    disp = display_frame(data, 3).set_axis(
+        [
+            "Model",
+            "Turn day",
+            "Before the turn",
+            "From the turn",
+            "Change",
+            "Days before",
+            "Days from",
+        ],
+        axis=1,
+    )
     note = "Turn day: first day of clinical framing in the consensus; '–' = never turned."
     title = "Figure 4 data. Modality (boosters − hedges per sentence) at the clinical turn"
     return ReportTable("figure4_modality_turn", title, data, disp, [TURNS], [note])
 
 
 FIGURES = (
-    ("Figure 3.", figure3, "Mean entrainment per model against its number of Level-B days",
-     "figure3_entrainment_level_b.png"),
-    ("Figure 4.", figure4, "Mean modality (boosters − hedges per sentence) on naive vs clinical "
-     "days", "figure4_modality_turn.png"),
-)  # fmt: skip
+    (
+        "Figure 3.",
+        figure3,
+        "Mean entrainment per model against its number of Level-B days",
+        "figure3_entrainment_level_b.png",
+    ),
+    (
+        "Figure 4.",
+        figure4,
+        "Mean modality (boosters − hedges per sentence) on naive vs clinical days",
+        "figure4_modality_turn.png",
+    ),
+)
 
 
 def section_text(b: Builder) -> Section:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from delusion_bayes.baselines import logistic
+from delusion_bayes.baselines.config import BaselinesConfig
 from delusion_bayes.data.schema import DAY, MODEL, RATER
 from delusion_bayes.intervals import interval
 from delusion_bayes.plotting import BAND, GREYS, shared_legend, style
@@ -16,6 +18,9 @@ from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder, MissingInput
 from delusion_bayes.report.document import Section
 from delusion_bayes.report.table import Estimate, ReportTable, side_by_side
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 D1 = "baselines/tableD1_logistic.csv"
 CONSENSUS = "baselines/consensus.nc"
@@ -68,17 +73,24 @@ def table_d1(b: Builder) -> ReportTable | None:
             for q in LOGISTIC
         }
         pe["t50"].extra["p_beyond_last_day"] = ("P(> last day)", post["p_beyond_last_day"])
-        notes += [f"Posterior: median [credible interval] of model `{b.post}`.",
-                  "P(> last day): posterior probability that t50 lies beyond the observed days."]  # fmt: skip
+        notes += [
+            f"Posterior: median [credible interval] of model `{b.post}`.",
+            "P(> last day): posterior probability that t50 lies beyond the observed days.",
+        ]
         if any(m for v in marks.values() for m in v):
             notes.append(questions.prior_driven_note(NEVER_TURNER_P))
     ls = {q: Estimate(base[q], base[f"{q}_ci_low"], base[f"{q}_ci_high"]) for q in LOGISTIC}
     return side_by_side(
         "tableD1_logistic",
         "Table D1. Logistic trajectory fits: least squares [bootstrap CI] beside the posterior",
-        keys, ls, pe, ("LS", "posterior"), [D1] + ([src] if src else []), notes,
+        keys,
+        ls,
+        pe,
+        ("LS", "posterior"),
+        [D1] + ([src] if src else []),
+        notes,
         extra_base={"r2": base["r2"], "status": base["status"]},
-    )  # fmt: skip
+    )
 
 
 def _posterior_band(b: Builder, tt: np.ndarray, floor: float):
@@ -93,8 +105,9 @@ def _posterior_band(b: Builder, tt: np.ndarray, floor: float):
     shape = b.run.config_value("model.trajectory", "logistic") in (None, "logistic")
     q = (1 - b.cfg.ci_prob) / 2
     if shape and all(v in post for v in LOGISTIC):
-        stacked = {v: post[v].stack(s=("chain", "draw")).transpose(MODEL, "s").values
-                   for v in LOGISTIC}  # fmt: skip
+        stacked = {
+            v: post[v].stack(s=("chain", "draw")).transpose(MODEL, "s").values for v in LOGISTIC
+        }
         n = stacked["L"].shape[1]
         idx = np.linspace(0, n - 1, min(n, 1000)).astype(int)
         band = {}
@@ -107,8 +120,15 @@ def _posterior_band(b: Builder, tt: np.ndarray, floor: float):
         lo, hi = interval(stage, b.cfg.ci_prob)
         med = stage.median(("chain", "draw"))
         x = stage[DAY].values.astype(float)
-        band = {str(m): (x, lo.sel({MODEL: m}).values, med.sel({MODEL: m}).values,
-                         hi.sel({MODEL: m}).values) for m in stage[MODEL].values}  # fmt: skip
+        band = {
+            str(m): (
+                x,
+                lo.sel({MODEL: m}).values,
+                med.sel({MODEL: m}).values,
+                hi.sel({MODEL: m}).values,
+            )
+            for m in stage[MODEL].values
+        }
     else:
         return None, None
     return band, b.run.source(key, b.post)
@@ -127,7 +147,7 @@ def figure1(b: Builder) -> tuple[list[Path], list[str]]:
     d1 = b.run.table(D1)
     if d1 is not None:
         sources.append(D1)
-    floor = float(b.run.config_value("baselines.logistic_floor", 1.0) or 1.0)
+    floor = float(b.run.config_value("baselines.logistic_floor") or BaselinesConfig.logistic_floor)
     tt = np.linspace(days.min(), days.max(), 121)
     band, band_src = _posterior_band(b, tt, floor)
     pmean, pmean_src = b.posterior("consensus_posterior.csv")
@@ -135,34 +155,24 @@ def figure1(b: Builder) -> tuple[list[Path], list[str]]:
     ncols = min(5, max(len(models), 1))
     nrows = math.ceil(len(models) / ncols)
     with style():
-        fig, axes = plt.subplots(nrows, ncols, figsize=(2.3 * ncols, 1.75 * nrows + 0.5),
-                                 sharex=True, sharey=True, squeeze=False)  # fmt: skip
+        fig, axes = plt.subplots(
+            nrows,
+            ncols,
+            figsize=(2.3 * ncols, 1.75 * nrows + 0.5),
+            sharex=True,
+            sharey=True,
+            squeeze=False,
+        )
         for ax, m in zip(axes.flat, models, strict=False):
-            rec = ds["recognition"].sel({MODEL: m})
-            nr = rec.sizes[RATER]
-            for j in range(nr):
-                ax.plot(days + (j - (nr - 1) / 2) * 0.12, rec.isel({RATER: j}).values, ls="none",
-                        marker="o", ms=2.2, color="#a8a8a8", alpha=0.8, zorder=1,
-                        label="rater scores" if j == 0 else None)  # fmt: skip
+            draw_rater_scores(ax, ds["recognition"].sel({MODEL: m}), days)
             if band is not None and m in band:
-                x, lo, med, hi = band[m]
-                ax.fill_between(x, lo, hi, color=BAND, lw=0, zorder=0,
-                                label=f"posterior {b.cfg.ci_prob:.0%} band")  # fmt: skip
-                ax.plot(x, med, color=GREYS[1], ls="--", marker="none", lw=1.2, zorder=2,
-                        label="posterior median")  # fmt: skip
+                draw_posterior_band(ax, band[m], b.cfg.ci_prob)
             if pmean is not None:
-                g = pmean[pmean["model"] == m]
-                ax.plot(g["day"], g["mean"], color=GREYS[1], ls=":", marker="none", lw=1.3,
-                        zorder=2, label="posterior mean stage")  # fmt: skip
+                draw_posterior_mean(ax, pmean[pmean["model"] == m])
             if cons is not None:
-                c = cons["recognition"].sel({MODEL: m})
-                ax.plot(c[DAY].values, c.values, color="#000000", ls="none", marker="s", ms=2.8,
-                        zorder=3, label="consensus")  # fmt: skip
+                draw_consensus(ax, cons["recognition"].sel({MODEL: m}))
             if d1 is not None:
-                r = d1.set_index("model").loc[m]
-                if np.all(np.isfinite([r["L"], r["k"], r["t50"]])):
-                    ax.plot(tt, logistic(tt, r["L"], r["k"], r["t50"], floor), color="#000000",
-                            ls="-", marker="none", lw=1.3, zorder=4, label="least-squares logistic")  # fmt: skip
+                draw_logistic_fit(ax, d1.set_index("model").loc[m], tt, floor)
             ax.set_title(m, fontsize=8)
             ax.set_ylim(0.6, 4.4)
             ax.set_yticks([1, 2, 3, 4])
@@ -196,3 +206,79 @@ def section_d(b: Builder) -> Section:
     if b.post is None:
         s.add(b.not_run("models", "the posterior column of Table D1"))
     return s
+
+
+def draw_rater_scores(ax: Any, rec: Any, days: np.ndarray) -> None:
+    """Each rater's scores of one model, jittered sideways so that raters do not overlap."""
+    nr = rec.sizes[RATER]
+    for j in range(nr):
+        ax.plot(
+            days + (j - (nr - 1) / 2) * 0.12,
+            rec.isel({RATER: j}).values,
+            ls="none",
+            marker="o",
+            ms=2.2,
+            color="#a8a8a8",
+            alpha=0.8,
+            zorder=1,
+            label="rater scores" if j == 0 else None,
+        )
+
+
+def draw_posterior_band(ax: Any, band: tuple, ci_prob: float) -> None:
+    """The posterior band of one model's trajectory and its median."""
+    x, lo, med, hi = band
+    ax.fill_between(x, lo, hi, color=BAND, lw=0, zorder=0, label=f"posterior {ci_prob:.0%} band")
+    ax.plot(
+        x,
+        med,
+        color=GREYS[1],
+        ls="--",
+        marker="none",
+        lw=1.2,
+        zorder=2,
+        label="posterior median",
+    )
+
+
+def draw_posterior_mean(ax: Any, g: pd.DataFrame) -> None:
+    """The posterior mean stage per day of one model."""
+    ax.plot(
+        g["day"],
+        g["mean"],
+        color=GREYS[1],
+        ls=":",
+        marker="none",
+        lw=1.3,
+        zorder=2,
+        label="posterior mean stage",
+    )
+
+
+def draw_consensus(ax: Any, c: Any) -> None:
+    """The raters' consensus score per day of one model."""
+    ax.plot(
+        c[DAY].values,
+        c.values,
+        color="#000000",
+        ls="none",
+        marker="s",
+        ms=2.8,
+        zorder=3,
+        label="consensus",
+    )
+
+
+def draw_logistic_fit(ax: Any, r: pd.Series, tt: np.ndarray, floor: float) -> None:
+    """The least-squares logistic curve of one model, when all its parameters are finite."""
+    if np.all(np.isfinite([r["L"], r["k"], r["t50"]])):
+        ax.plot(
+            tt,
+            logistic(tt, r["L"], r["k"], r["t50"], floor),
+            color="#000000",
+            ls="-",
+            marker="none",
+            lw=1.3,
+            zorder=4,
+            label="least-squares logistic",
+        )

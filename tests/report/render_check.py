@@ -17,8 +17,14 @@ from delusion_bayes.report.browser import run_browser
 def screenshot(html: str | Path, png: str | Path, width: int = 1280, height: int = 2400) -> Path:
     """A PNG screenshot of the top ``width x height`` pixels of the page."""
     png = Path(png).resolve()
-    res = run_browser([f"--screenshot={png}", f"--window-size={width},{height}",
-                "--virtual-time-budget=10000", Path(html).resolve().as_uri()])  # fmt: skip
+    res = run_browser(
+        [
+            f"--screenshot={png}",
+            f"--window-size={width},{height}",
+            "--virtual-time-budget=10000",
+            Path(html).resolve().as_uri(),
+        ]
+    )
     if not png.is_file():
         raise RuntimeError(f"screenshot failed: {res.stderr[-800:]}")
     return png
@@ -75,7 +81,7 @@ _PROBE = """<script>
     document.body.appendChild(pre);
   });
 })();
-</script>"""
+</script>"""  # noqa: E501 (the probe script is injected verbatim)
 
 
 @dataclass
@@ -154,7 +160,8 @@ def check_html(
     m = re.search(r'<pre id="__db_probe__">(.*?)</pre>', res.stdout, re.S)
     if m is None:
         raise RuntimeError(
-            f"the browser printed no probe result (exit {res.returncode}); stderr:\n{res.stderr[-1500:]}"
+            f"the browser printed no probe result (exit {res.returncode}); "
+            f"stderr:\n{res.stderr[-1500:]}"
         )
     import html as _html
 
@@ -162,6 +169,9 @@ def check_html(
     # the probe's camelCase keys as the fields of RenderCheck (``bodyText`` -> ``body_text``)
     fields = {re.sub("([A-Z])", r"_\1", k).lower(): v for k, v in data.items()}
     fields = {k: v for k, v in fields.items() if k in RenderCheck.__dataclass_fields__}
-    console = [line for line in res.stderr.splitlines()
-               if "CONSOLE" in line and ("ERROR" in line or "Uncaught" in line)]  # fmt: skip
+    console = [
+        line
+        for line in res.stderr.splitlines()
+        if "CONSOLE" in line and ("ERROR" in line or "Uncaught" in line)
+    ]
     return RenderCheck(**fields, console=console)

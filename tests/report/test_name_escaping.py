@@ -20,10 +20,17 @@ def odd_names_run(tmp_path_factory):
     models = [str(m) for m in ds["model"].values]
     models[0], models[1] = MATH, SCRIPT
     study = save_study(ds.assign_coords(model=models), root / "study.nc")
-    cfg = compose([
-        "experiment=smoke", "data=file", f"data.path={study}", "stages=[baselines,report]",
-        "report.pdf=never", "report.figure_formats=[png]", "baselines.contrasts=[]",
-    ])  # fmt: skip
+    cfg = compose(
+        [
+            "experiment=smoke",
+            "data=file",
+            f"data.path={study}",
+            "stages=[baselines,report]",
+            "report.pdf=never",
+            "report.figure_formats=[png]",
+            "baselines.contrasts=[]",
+        ]
+    )
     run(cfg, root / "run")
     return root / "run"
 

@@ -43,15 +43,28 @@ def test_supplement_has_paper_tables_and_figures(smoke_supplement, smoke_run):
     assert sup.headline["errors"] == []
     assert sup.headline["not_run"] == ["replay"]
     html = sup.html.read_text()
-    for table in ("table1_milestones", "table2_interventions", "tableC1_reliability",
-                  "tableD1_logistic", "contrasts", "sectionF_naive_profiles",
-                  "tableC1_posterior_reliability", "figure3_entrainment_level_b",
-                  "figure4_modality_turn"):  # fmt: skip
+    for table in (
+        "table1_milestones",
+        "table2_interventions",
+        "tableC1_reliability",
+        "tableD1_logistic",
+        "contrasts",
+        "sectionF_naive_profiles",
+        "tableC1_posterior_reliability",
+        "figure3_entrainment_level_b",
+        "figure4_modality_turn",
+    ):
         assert f'<table id="{table}">' in html, table
         for ext in ("csv", "md", "tex"):
             assert (smoke_run / "report" / "tables" / f"{table}.{ext}").is_file()
-    for fig in ("figure1_trajectories", "figure2_intensity_by_stage", "figure3_entrainment_level_b",
-                "figure4_modality_turn", "figureE1_milestones", "figure_model_comparison"):  # fmt: skip
+    for fig in (
+        "figure1_trajectories",
+        "figure2_intensity_by_stage",
+        "figure3_entrainment_level_b",
+        "figure4_modality_turn",
+        "figureE1_milestones",
+        "figure_model_comparison",
+    ):
         assert (smoke_run / "report" / "figures" / f"{fig}.png").is_file(), fig
     titles = [f.title for f in sup.document.figures()]
     assert titles[:4] == ["Figure 1.", "Figure 2.", "Figure 3.", "Figure 4."]
@@ -63,8 +76,20 @@ def test_supplement_has_paper_tables_and_figures(smoke_supplement, smoke_run):
     assert "default-src 'none'" in html
     # the sections of the paper's supplement, in order
     ids = [s.id for s in sup.document.sections]
-    assert ids == ["overview", "main", "text", "C", "D", "E", "F", "bayes", "bayes-joint",
-                   "sensitivity", "files", "provenance"]  # fmt: skip
+    assert ids == [
+        "overview",
+        "main",
+        "text",
+        "C",
+        "D",
+        "E",
+        "F",
+        "bayes",
+        "bayes-joint",
+        "sensitivity",
+        "files",
+        "provenance",
+    ]
     # the PSIS-LOO table captioned with what it leaves out
     assert (
         "<caption>Model comparison (PSIS-LOO per left-out model-day, its latent stage integrated "
@@ -461,6 +486,7 @@ def test_sensitivity_section_says_in_words_what_sensitivity_csv_holds(smoke_supp
         "models/joint/sensitivity.png"
     ]
     joint = next(s for s in smoke_supplement.document.sections if s.id == "bayes-joint")
-    assert not any("sensitivity" in getattr(getattr(b, "table", None), "name", "")
-                   for b in joint.blocks)  # fmt: skip
+    assert not any(
+        "sensitivity" in getattr(getattr(b, "table", None), "name", "") for b in joint.blocks
+    )
     assert not any("sensitivity" in getattr(b, "rel_png", "") for b in joint.blocks)

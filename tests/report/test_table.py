@@ -108,8 +108,13 @@ def test_write_keeps_unrounded_numbers(tmp_path):
 
 def test_groups_must_span_display():
     with pytest.raises(ValueError, match="span 2 columns but the display has 3"):
-        ReportTable("t", "T", pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [1], "b": [2], "c": [3]}),
-                    groups=[("", 1), ("g", 1)])  # fmt: skip
+        ReportTable(
+            "t",
+            "T",
+            pd.DataFrame({"a": [1]}),
+            pd.DataFrame({"a": [1], "b": [2], "c": [3]}),
+            groups=[("", 1), ("g", 1)],
+        )
 
 
 def test_latex_escape():
