@@ -16,15 +16,6 @@ from .. import results
 STAGES: tuple[str, ...] = ("baselines", "text", "models", "replay", "design", "report")
 
 
-def setting(node, key: str, default):
-    """``node.key`` from a config node (DictConfig, dataclass or dict), ``default`` when the node
-    or the key is missing or the value is ``None`` (an unset optional key)."""
-    if node is None:
-        return default
-    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
-    return default if value is None else value
-
-
 def skip_record(s: Any) -> dict[str, str]:
     """``{analysis, reason[, files]}`` of a skipped analysis (a ``Skipped`` or a mapping)."""
     if not isinstance(s, dict):
@@ -65,13 +56,21 @@ class Outputs:
         return headline
 
 
-def sampler_kwargs(s, tune: int = 1000) -> dict:
-    """The ``sampler`` config node as keyword arguments of the fitting functions (the models and
-    the replay stage share it); ``tune`` is the default when the node sets none."""
-    target = setting(s, "target_accept", None)  # None: the model's own default
-    return {"draws": int(setting(s, "draws", 1000)), "tune": int(setting(s, "tune", tune)),
-            "chains": int(setting(s, "chains", 4)), "cores": int(setting(s, "cores", 2)),
-            "seed": int(setting(s, "seed", 0)), "sampler": str(setting(s, "name", "nutpie")),
-            "target_accept": None if target is None else float(target),
-            "reuse": bool(setting(s, "reuse_fits", False)),
-            "adaptation": str(setting(s, "adaptation", "diag"))}  # fmt: skip
+def sampler_kwargs(s: Any) -> dict:
+    """The ``sampler`` config group (:class:`~delusion_bayes.inference.config.SamplerConfig`) as
+    keyword arguments of the fitting functions (the models and the replay stage share it)."""
+    from ..config import group_config
+    from ..inference.config import SamplerConfig
+
+    c = group_config(SamplerConfig, s)
+    return {
+        "draws": c.draws,
+        "tune": c.tune,
+        "chains": c.chains,
+        "cores": c.cores,
+        "seed": c.seed,
+        "sampler": c.name,
+        "target_accept": None if c.target_accept is None else float(c.target_accept),
+        "reuse": c.reuse_fits,
+        "adaptation": c.adaptation,
+    }

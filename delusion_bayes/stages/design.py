@@ -14,7 +14,9 @@ from typing import Any
 
 import xarray as xr
 
-from . import Outputs, setting
+from ..config import group_config
+from ..sweep.config import DesignConfig
+from . import Outputs
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +40,15 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             "the design stage simulates trajectory studies; got data.source="
             f"{data.source!r}, data.kind={data.kind!r} (use data=paper_like, as experiment=design)"
         )
-    model = str(setting(d, "model", "onset"))
-    n_bayes = int(setting(d, "n_sims_bayes", 0))
+    design = group_config(DesignConfig, d)
+    model, n_bayes = design.model, design.n_sims_bayes
     if n_bayes and model not in DESIGN_MODELS:
         raise ValueError(f"design.model = {model!r}; expected one of {list(DESIGN_MODELS)}")
     cell = cell_of(d)
     overrides = OmegaConf.to_container(data.overrides, resolve=True) if data.overrides else {}
     overrides = {k: v for k, v in overrides.items() if k not in cell}  # the cell is design.*
     fit_kwargs = replicate_fit_kwargs(cfg, adaptation=False)
-    n_sims = int(setting(d, "n_sims", 1))
+    n_sims = design.n_sims
     preset = str(data.preset)
     label = ", ".join(f"{k}={v:g}" for k, v in cell.items())
 

@@ -25,9 +25,12 @@ import numpy as np
 import xarray as xr
 
 from .. import results
+from ..baselines.config import BaselinesConfig
+from ..config import group_config
+from ..inference.config import InferenceConfig, SamplerConfig
+from ..models.config import ModelConfig
 from ..plotting import plain_text, save_figure
 from . import Outputs, sampler_kwargs
-from . import setting as _get
 
 NEEDS = ("model", "sampler", "inference", "baselines")
 KIND = ("trajectory",)
@@ -70,21 +73,29 @@ def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
 def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
     from ..models import fit
 
-    m, s = cfg.model, cfg.sampler
+    m = group_config(ModelConfig, cfg.model)
+    s = group_config(SamplerConfig, cfg.sampler)
+    inf = group_config(InferenceConfig, cfg.inference)
+    # a model fitted beside the primary one takes the default variant, not the primary's
+    default = ModelConfig()
     kw: dict[str, Any] = {
-        "trajectory": str(_get(m, "trajectory", "logistic")) if primary else "logistic",
-        "cutpoints": str(_get(m, "cutpoints", "rater")) if primary else "rater",
-        "group_terms": list(_get(m, "group_terms", [])) if primary and name != "rater" else [],
-        "priors": _plain(_get(m, "priors", {})) if primary else None,
+        "trajectory": m.trajectory if primary else default.trajectory,
+        "cutpoints": m.cutpoints if primary else default.cutpoints,
+        "group_terms": list(m.group_terms) if primary and name != "rater" else [],
+        "priors": _plain(m.priors) if primary else None,
     }
     if name == "onset":
         # the onset model fits the consensus: the same rule as the baselines' least-squares fit
-        kw["consensus"] = str(_get(cfg.baselines, "consensus", "median"))
+        kw["consensus"] = group_config(BaselinesConfig, cfg.baselines).consensus
     kw.update(overrides or {})
-    ppc = bool(_get(cfg.inference, "ppc", True)) or name == "disengagement"
-    kw.update(sampler_kwargs(s), progressbar=bool(_get(s, "progressbar", False)),
-              cache_dir=_get(cfg, "cache_dir", None), posterior_predictive=ppc)  # fmt: skip
-    return fit_with_refits(lambda **more: fit(ds, name, **{**kw, **more}), cfg.inference)
+    ppc = inf.ppc or name == "disengagement"
+    kw.update(
+        sampler_kwargs(s),
+        progressbar=s.progressbar,
+        cache_dir=cfg.get("cache_dir"),
+        posterior_predictive=ppc,
+    )
+    return fit_with_refits(lambda **more: fit(ds, name, **{**kw, **more}), inf)
 
 
 def fit_with_refits(make, inf: Any):
@@ -106,9 +117,10 @@ def fit_with_refits(make, inf: Any):
     ``gate.json``)."""
     from ..inference.diagnostics import sampler_stats
 
-    allowed = int(_get(inf, "max_divergences", 0))
-    refit_at = _get(inf, "refit_target_accept", None)
-    factor = _get(inf, "refit_draws_factor", None)
+    inf = group_config(InferenceConfig, inf)
+    allowed = inf.max_divergences
+    refit_at = inf.refit_target_accept
+    factor = inf.refit_draws_factor
     dt = make()
     attempts = [_attempt(dt, sampler_stats(dt)["divergences"], inf)]
     if refit_at is not None and attempts[-1]["divergences"] > allowed:
@@ -300,7 +312,7 @@ def _loo_units(dt, inf) -> dict[str, str]:
     dropped, so nothing is written twice."""
     from ..inference.diagnostics import LOO_UNITS, loo_var
 
-    unit = str(_get(inf, "loo_unit", "model_day"))
+    unit = group_config(InferenceConfig, inf).loo_unit
     out: dict[str, str] = {}
     for u in [unit, *(x for x in LOO_UNITS if x != unit)]:
         var = loo_var(dt, u)
@@ -316,12 +328,12 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
     from ..inference.diagnostics import gate, loo, loo_table, summary_table
     from ..models import derived as d
 
-    inf, b = cfg.inference, cfg.baselines
+    inf = group_config(InferenceConfig, cfg.inference)
+    b = group_config(BaselinesConfig, cfg.baselines)
     out = Outputs(run_dir, "models/{fit}", fit=fit)
     out.path.mkdir(parents=True, exist_ok=True)
     write, notes = out.write, []
-    prob = float(list(_get(inf, "ci_probs", [0.95]))[0])
-    kind = str(_get(inf, "ci_kind", "eti"))
+    prob, kind = float(inf.ci_probs[0]), inf.ci_kind
 
     # diagnostics gate -------------------------------------------------------------------
     table = diagnostics_of(dt, inf)
@@ -343,8 +355,7 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
         write("t50_posterior.csv", d.t50_posterior(dt, prob, kind), desc)
     if "stage" in post.data_vars or "t50" in post.data_vars:
         ms = d.posterior_milestones(
-            dt, stable_run=int(_get(b, "stable_run", 3)), missing=str(_get(b, "missing", "skip")),
-            censor=_get(b, "censor_day", None),
+            dt, stable_run=b.stable_run, missing=b.missing, censor=b.censor_day,
         )  # fmt: skip
         desc = "posterior milestone latencies with P(censored)"
         write("milestones_posterior.csv", d.milestones_table(ms, prob, kind), desc)
@@ -352,7 +363,7 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
         from ..models.population import population_contrasts
 
         q = d.contrast_quantities(dt, ms)
-        rows, pop, seed = [], [], int(_get(b, "seed", 0))
+        rows, pop, seed = [], [], b.seed
         for c in contrasts:
             try:
                 rows.append(d.posterior_contrasts(q, [c], prob, kind))
@@ -379,7 +390,7 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
     # LOO ------------------------------------------------------------------------------------
     # both units when the fit has them; the configured one is the headline and the k plot
     elpd = None
-    unit = str(_get(inf, "loo_unit", "model_day"))
+    unit = inf.loo_unit
     rows = []
     for u, var in _loo_units(dt, inf).items():
         try:
@@ -393,14 +404,14 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
     if rows:
         desc = "PSIS-LOO with Pareto k, per left-out model-day and per left-out rating"
         write("loo.csv", pd.concat(rows, ignore_index=True), desc)
-    _plots(dt, elpd, out, list(_get(inf, "plot_vars", ["L", "k", "t50"])), notes, table)
+    _plots(dt, elpd, out, list(inf.plot_vars), notes, table)
 
     # prior and likelihood sensitivity (power-scaling) ------------------------------------------
     sens_seconds = sensitivity_outputs(dt, out, notes)
-    reported_outputs(dt, out, notes, ms=ms, contrasts=contrasts, seed=int(_get(b, "seed", 0)))
+    reported_outputs(dt, out, notes, ms=ms, contrasts=contrasts, seed=b.seed)
 
     # posterior ------------------------------------------------------------------------------
-    dt.attrs.update(prov, seed=int(_get(cfg.sampler, "seed", 0)), gate_passed=int(g["passed"]))
+    dt.attrs.update(prov, seed=group_config(SamplerConfig, cfg.sampler).seed, gate_passed=int(g["passed"]))
     write("posterior.nc", dt, "posterior DataTree (provenance in attrs)")
     head = {"passed": bool(g["passed"]), "divergences": g["divergences"],
             "max_rhat": g["max_rhat"], "min_ess": g["min_ess"],
@@ -525,13 +536,14 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     out = Outputs(run_dir, "models")
     out.path.mkdir(parents=True, exist_ok=True)
-    m = cfg.model
-    primary = str(_get(m, "name", "joint"))
-    names = list(dict.fromkeys([primary, *[str(x) for x in _get(m, "also_fit", [])]]))
+    m = group_config(ModelConfig, cfg.model)
+    inf = group_config(InferenceConfig, cfg.inference)
+    primary = m.name
+    names = list(dict.fromkeys([primary, *[str(x) for x in m.also_fit]]))
     bad = [n for n in names if n not in MODEL_NAMES]
     if bad:
         raise ValueError(f"model.name/also_fit name unknown models {bad}; expected {MODEL_NAMES}")
-    contrasts, skipped = study_contrasts(ds, _get(cfg.baselines, "contrasts", []))
+    contrasts, skipped = study_contrasts(ds, group_config(BaselinesConfig, cfg.baselines).contrasts)
     if why := missing_inputs(ds.data_vars, primary):
         raise ValueError(f"model.name={primary!r} {why}; choose another model (e.g. model=joint) "
                          "or add the missing file to the study")  # fmt: skip
@@ -550,14 +562,14 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         notes += [f"{name}: {n}" for n in written[name]["notes"]]
 
     # comparison -----------------------------------------------------------------------------
-    variants = [str(v) for v in _get(m, "variants", [])]
-    compare = bool(_get(cfg.inference, "compare", True)) and variants
+    variants = [str(v) for v in m.variants]
+    compare = inf.compare and variants
     if compare:
         unknown = [v for v in variants if v not in VARIANTS]
         if unknown:
             raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
-        label = f"{primary}[{_get(m, 'trajectory', 'logistic')},{_get(m, 'cutpoints', 'rater')}]"
-        cmp = {label: fits[primary]}
+        # the fit's own label, group terms included, as the variants' labels are built
+        cmp = {str(fits[primary].attrs["variant"]): fits[primary]}
         for v in variants:
             over = dict(VARIANTS[v])
             if over.get("cutpoints") == "shared" and primary == "onset":
@@ -568,8 +580,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             res = _write_model(dt_v, cfg, run_dir, f"{primary}_{v}", prov, [])
             headline[f"{primary}_{v}"] = res["headline"]
             cmp[label] = dt_v
-        per_fit = [_loo_units(f, cfg.inference) for f in cmp.values()]
-        unit = str(_get(cfg.inference, "loo_unit", "model_day"))
+        per_fit = [_loo_units(f, inf) for f in cmp.values()]
+        unit = inf.loo_unit
         for u in dict.fromkeys(u for units in per_fit for u in units):
             var = {units.get(u) for units in per_fit}
             if None in var or len(var) > 1:

@@ -21,8 +21,8 @@ import xarray as xr
 
 from ..baselines import replay_plots as plots
 from ..baselines.replay_study import analyse_replay, apply_cutoffs
+from ..config import ReplayConfig, group_config
 from . import Outputs, sampler_kwargs
-from . import setting as _get
 from .models import reported_outputs, sensitivity_outputs
 
 #: the replay model samples with the shared ``sampler`` group and is gated by ``inference``
@@ -58,17 +58,20 @@ def fit_replay(
     prior refits, ``experiments/bench/refit_priors.py --fit replay``)."""
     from ..models.replay import fit_replay_model
 
-    r = cfg.replay
-    kw = sampler_kwargs(cfg.sampler, tune=500)
+    r = group_config(ReplayConfig, cfg.replay)
+    kw = sampler_kwargs(cfg.sampler)
     if seed is not None:
         kw["seed"] = int(seed)
     return fit_replay_model(
-        ds, level=str(_get(r, "bayes_level", "code")), **kw,
-        depth_bins=int(_get(r, "depth_bins_bayes", 4)),
-        prior_bins=int(_get(r, "prior_bins_bayes", 3)),
-        baseline=str(_get(r, "baseline", "original")), priors=priors,
-        cache_dir=_get(cfg, "cache_dir", None),
-    )  # fmt: skip
+        ds,
+        level=r.bayes_level,
+        **kw,
+        depth_bins=r.depth_bins_bayes,
+        prior_bins=r.prior_bins_bayes,
+        baseline=r.baseline,
+        priors=priors,
+        cache_dir=cfg.get("cache_dir"),
+    )
 
 
 def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, dict, Any]:
@@ -77,10 +80,10 @@ def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, 
     from ..inference.diagnostics import diagnose, gate
     from ..models.replay import replay_posterior_contrasts
 
-    r = cfg.replay
-    baseline = str(_get(r, "baseline", "original"))
+    r = group_config(ReplayConfig, cfg.replay)
+    baseline = r.baseline
     tree = fit_replay(ds, cfg)
-    ci_prob = float(_get(r, "ci_prob", 0.95))
+    ci_prob = r.ci_prob
     post = replay_posterior_contrasts(tree, baseline=baseline, ci_prob=ci_prob)
     # the gate is on what is reported (the prevalences); the max R-hat over all parameters is
     # recorded too (noise alone lifts it above: docs/design-notes.md#modelsreplay_posteriorpy)

