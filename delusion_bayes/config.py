@@ -142,15 +142,3 @@ def compose(overrides: list[str] | None = None, config_name: str = "config") -> 
     register_configs()
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         return _compose(config_name=config_name, overrides=list(overrides or []))
-
-
-# TRANSITIONAL (issue 32): removed once every caller reads its group through group_config
-def setting(node: Any, key: str, default: Any) -> Any:
-    if node is None:
-        return default
-    value = node.get(key, default) if hasattr(node, "get") else getattr(node, key, default)
-    return default if value is None else value
-
-
-def config_values(defaults: Any, node: Any) -> dict[str, Any]:  # TRANSITIONAL (issue 32)
-    return {key: setting(node, key, value) for key, value in asdict(defaults).items()}

@@ -6,14 +6,14 @@ The ``replay`` stage calls it and writes the tables; the Bayesian prevalence mod
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..config import ReplayConfig, config_values
+from ..config import ReplayConfig, group_config
 from ..data.replay_schema import CLUSTER_SCHEMES
 from . import replay as rb
 
@@ -71,7 +71,7 @@ def with_truth(table: pd.DataFrame, ds: xr.Dataset) -> pd.DataFrame:
 
 
 def _settings(cfg: Any) -> dict[str, Any]:
-    out = config_values(ReplayConfig(), cfg)
+    out = asdict(group_config(ReplayConfig, cfg))
     out["cutoffs"] = {str(k): float(v) for k, v in dict(out["cutoffs"] or {}).items()}
     return out
 

@@ -5,13 +5,13 @@ The ``baselines`` stage (which only writes the result), the coverage study and u
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from ..config import config_values
+from ..config import group_config
 from ..data.schema import ADJUDICATED_VARIABLES, DAY, MODEL, RATED_VARIABLES, RATER, RESAMPLE
 from ..data.schema import censor_day as default_censor_day
 from .config import BaselinesConfig
@@ -96,7 +96,7 @@ class TrajectoryAnalysis:
 
 def _settings(cfg: Any) -> dict[str, Any]:
     """The baselines config (any form, or None) as plain values, unset keys at the defaults."""
-    out = config_values(BaselinesConfig(), cfg)
+    out = asdict(group_config(BaselinesConfig, cfg))
     out["contrasts"] = list(out["contrasts"] or [])
     return out
 
