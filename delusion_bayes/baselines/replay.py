@@ -25,16 +25,16 @@ from ..data.replay_schema import (
 )
 from ..intervals import eti
 from .replay_bootstrap import (
-    _categories,
-    _check_choice,
-    _check_replay,
-    _ratio,
-    _table,
-    _Units,
+    ClusterUnits,
     bootstrap_support,
     bootstrap_weights,
+    check_choice,
+    check_replay_study,
     cluster_units,
+    code_categories,
     count_columns,
+    ratio_table,
+    safe_ratio,
     to_units,
 )
 from .replay_dynamics import (
@@ -96,11 +96,11 @@ def replay_prevalence(
     cluster, support, n_boot, ci_prob`` (``code`` is ``""`` on category rows); a resample whose
     denominator is 0 gives NaN and is ignored by the percentiles.
     """
-    _check_replay(ds)
+    check_replay_study(ds)
     if n_boot < 1:
         raise ValueError(f"n_boot must be >= 1, got {n_boot}")
-    _check_choice("unscored", unscored, UNSCORED_RULES)
-    _check_choice("support", support, SUPPORTS)
+    check_choice("unscored", unscored, UNSCORED_RULES)
+    check_choice("support", support, SUPPORTS)
     units = cluster_units(ds, cluster)
     num, den, labels = count_columns(ds, by=by, levels=levels)
     num_u, den_u = to_units(num, units), to_units(den, units)
@@ -113,7 +113,7 @@ def replay_prevalence(
         n_unscored = un_cols.sum(0)
     if unscored == "zero":
         den_tot = den_tot + n_unscored
-    out = _table(labels, num.sum(0), den_tot, num_b, den_b, ci_prob, cluster, n_boot)
+    out = ratio_table(labels, num.sum(0), den_tot, num_b, den_b, ci_prob, cluster, n_boot)
     out.insert(out.columns.get_loc("n") + 1, "n_unscored", n_unscored)
     out.insert(out.columns.get_loc("cluster") + 1, "support", support)
     out["unscored"] = unscored
@@ -142,15 +142,15 @@ def replay_deltas(
     baseline), ci_low, ci_high, prevalence, baseline_prevalence, p_boot, ...``; ``p_boot`` is
     ``2 min(P*(delta <= 0), P*(delta >= 0))``, descriptive (not calibrated for few clusters).
     """
-    _check_replay(ds)
+    check_replay_study(ds)
     models = [str(m) for m in ds[MODEL].values]
     if baseline not in models:
         raise ValueError(f"baseline model {baseline!r} not in the study's models {models}")
-    _check_choice("support", support, SUPPORTS)
+    check_choice("support", support, SUPPORTS)
     units = cluster_units(ds, cluster)
     num, den, labels = count_columns(ds, levels=levels)
     num_u, den_u = to_units(num, units), to_units(den, units)
-    est = _ratio(num.sum(0), den.sum(0))
+    est = safe_ratio(num.sum(0), den.sum(0))
     per_model = len(labels) // len(models)
     blocks = [slice(i * per_model, (i + 1) * per_model) for i in range(len(models))]
     bsl = blocks[models.index(baseline)]
@@ -158,12 +158,12 @@ def replay_deltas(
     if not paired:
         other = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
         arm, base = (
-            _ratio(*bootstrap_support(num_u, den_u, units, n_boot, s_, support))
+            safe_ratio(*bootstrap_support(num_u, den_u, units, n_boot, s_, support))
             for s_ in (seed, other)
         )
         pairs = {i: (arm[:, blocks[i]], base[:, bsl]) for i in others}
     elif support == "unconditional":
-        boot = _ratio(
+        boot = safe_ratio(
             *bootstrap_support(num_u, den_u, units, n_boot, seed, support, progress=progress)
         )
         pairs = {i: (boot[:, blocks[i]], boot[:, bsl]) for i in others}
@@ -175,7 +175,7 @@ def replay_deltas(
         nb, db = bootstrap_support(
             num_u[:, idx], den_u[:, idx], units, n_boot, seed, support, masks
         )
-        boot = _ratio(nb, db).reshape(n_boot, len(others), 2, per_model)
+        boot = safe_ratio(nb, db).reshape(n_boot, len(others), 2, per_model)
         pairs = {i: (boot[:, j, 0], boot[:, j, 1]) for j, i in enumerate(others)}
     rows = []
     for i in others:
@@ -227,19 +227,19 @@ def replay_leave_one_participant_out(
     ``delta, full_delta`` when ``baseline`` is a model of the study: with 18 participants a
     single person can carry a code; this table shows who.
     """
-    _check_replay(ds)
+    check_replay_study(ds)
     num, den, labels = count_columns(ds, levels=levels)
     part_codes, part_names = pd.factorize(ds["participant"].values)
-    units = _Units(part_codes, np.arange(len(part_names)), "participant")
+    units = ClusterUnits(part_codes, np.arange(len(part_names)), "participant")
     num_p, den_p = to_units(num, units), to_units(den, units)
     tot_n, tot_d = num.sum(0), den.sum(0)
-    full = _ratio(tot_n, tot_d)
+    full = safe_ratio(tot_n, tot_d)
     models = [str(m) for m in ds[MODEL].values]
     per_model = len(labels) // len(models)
     use_base = baseline is not None and baseline in models
     rows = []
     for p, name in enumerate(part_names):
-        est = _ratio(tot_n - num_p[p], tot_d - den_p[p])
+        est = safe_ratio(tot_n - num_p[p], tot_d - den_p[p])
         part = labels.assign(estimate=est, full_estimate=full, change=est - full)
         part.insert(0, "left_out", str(name))
         if use_base:
@@ -259,7 +259,7 @@ def true_category_prevalence(ds: xr.Dataset) -> pd.DataFrame:
     if "true_prevalence" not in ds:
         raise ValueError("the dataset has no 'true_prevalence' (simulate it with simulate_replay)")
     tp = ds["true_prevalence"]
-    cats, names = _categories(ds)
+    cats, names = code_categories(ds)
     rows = [
         {"model": str(m), "category": n, "truth": float(tp.sel({MODEL: m}).values[sel].mean())}
         for m in ds[MODEL].values

@@ -33,7 +33,7 @@ _CHUNK_CELLS = 8_000_000
 
 
 @dataclass(frozen=True)
-class _Units:
+class ClusterUnits:
     """Resampling units of a scheme: which unit each row belongs to, each unit's participant."""
 
     of_row: np.ndarray  # (n_rows,) unit index
@@ -45,14 +45,16 @@ class _Units:
         return self.participant.size
 
 
-def _check_choice(name: str, value: str, options: Sequence[str]) -> None:
+def check_choice(name: str, value: str, options: Sequence[str]) -> None:
     if value not in options:
         raise ValueError(f"{name} must be one of {list(options)}, got {value!r}")
 
 
-def cluster_units(ds: xr.Dataset, cluster: str, rows: str = "sample", window_codes=None) -> _Units:
+def cluster_units(
+    ds: xr.Dataset, cluster: str, rows: str = "sample", window_codes=None
+) -> ClusterUnits:
     """Units for rows that are samples (default) or windows (``window_codes`` = row -> window)."""
-    _check_choice("cluster", cluster, CLUSTER_SCHEMES)
+    check_choice("cluster", cluster, CLUSTER_SCHEMES)
     part = pd.factorize(ds["participant"].values)[0]
     conv = pd.factorize(ds["conversation"].values)[0]
     if rows == "window":
@@ -60,9 +62,9 @@ def cluster_units(ds: xr.Dataset, cluster: str, rows: str = "sample", window_cod
         first = pd.Series(np.arange(window_codes.size)).groupby(window_codes).first().to_numpy()
         part, conv = part[first], conv[first]
     if cluster == "none":
-        return _Units(np.arange(part.size), part, cluster)
+        return ClusterUnits(np.arange(part.size), part, cluster)
     conv_part = pd.Series(part).groupby(conv).first().sort_index().to_numpy()
-    return _Units(conv, conv_part, cluster)
+    return ClusterUnits(conv, conv_part, cluster)
 
 
 def bootstrap_weights(
@@ -105,12 +107,12 @@ def bootstrap_weights(
             flat = draws + (np.arange(b) * n_units)[:, None]
             w = np.bincount(flat.ravel(), minlength=b * n_units).reshape(b, n_units).astype(float)
         else:
-            _check_choice("cluster", scheme, CLUSTER_SCHEMES)
+            check_choice("cluster", scheme, CLUSTER_SCHEMES)
         done += b
         yield w
 
 
-def to_units(values: np.ndarray, units: _Units) -> np.ndarray:
+def to_units(values: np.ndarray, units: ClusterUnits) -> np.ndarray:
     """Sum rows into units: ``(n_rows, Q) -> (n_units, Q)`` via a sparse indicator matrix."""
     if units.scheme == "none" and units.of_row.size == units.n:
         return values
@@ -121,8 +123,8 @@ def to_units(values: np.ndarray, units: _Units) -> np.ndarray:
     return np.asarray(ind @ values)
 
 
-def _bootstrap(
-    arrays: Sequence[np.ndarray], units: _Units, n_boot: int, seed, progress: bool = False
+def resample_ratios(
+    arrays: Sequence[np.ndarray], units: ClusterUnits, n_boot: int, seed, progress: bool = False
 ) -> list[np.ndarray]:
     """Resampled column sums ``(n_boot, Q)`` of each unit-level ``(n_units, Q)`` array; ``seed``
     an int or a Generator (whose stream continues)."""
@@ -143,7 +145,7 @@ def _bootstrap(
 def bootstrap_support(
     num: np.ndarray,
     den: np.ndarray,
-    units: _Units,
+    units: ClusterUnits,
     n_boot: int,
     seed: int,
     support: str,
@@ -156,9 +158,9 @@ def bootstrap_support(
     only the units with rows in it (``masks (n_units, Q)``, default ``den > 0``) are resampled,
     with the scheme's structure among them. Columns with the same support share their resamples.
     """
-    _check_choice("support", support, SUPPORTS)
+    check_choice("support", support, SUPPORTS)
     if support == "unconditional":
-        num_b, den_b = _bootstrap([num, den], units, n_boot, seed, progress)
+        num_b, den_b = resample_ratios([num, den], units, n_boot, seed, progress)
         return num_b, den_b
     masks = (den > 0) if masks is None else masks
     rng = np.random.default_rng(seed)
@@ -171,18 +173,18 @@ def bootstrap_support(
         sub = np.flatnonzero(masks[:, cols[0]])
         if sub.size == 0:
             continue
-        sub_units = _Units(sub, pd.factorize(units.participant[sub])[0], units.scheme)
+        sub_units = ClusterUnits(sub, pd.factorize(units.participant[sub])[0], units.scheme)
         cells = [num[np.ix_(sub, cols)], den[np.ix_(sub, cols)]]
-        num_b[:, cols], den_b[:, cols] = _bootstrap(cells, sub_units, n_boot, rng)
+        num_b[:, cols], den_b[:, cols] = resample_ratios(cells, sub_units, n_boot, rng)
     return num_b, den_b
 
 
-def _ratio(num, den):
+def safe_ratio(num, den):
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _check_replay(ds: xr.Dataset) -> None:
+def check_replay_study(ds: xr.Dataset) -> None:
     if not isinstance(ds, xr.Dataset) or "hit" not in ds:
         raise ValueError(
             "expected a replay xarray.Dataset with a 'hit' variable (sample, model, code)"
@@ -212,7 +214,7 @@ def _model_groups(ds: xr.Dataset, by: str) -> tuple[list[str], np.ndarray]:
     return labels, np.array([[v == g for g in labels] for v in values], dtype=float)
 
 
-def _categories(ds: xr.Dataset) -> tuple[list[str], list[str]]:
+def code_categories(ds: xr.Dataset) -> tuple[list[str], list[str]]:
     """The category of each code, and the categories in order of appearance (``""`` left out)."""
     cats = [str(c) for c in ds[CATEGORY].values]
     return cats, [c for c in dict.fromkeys(cats) if c != NO_CATEGORY]
@@ -221,7 +223,7 @@ def _categories(ds: xr.Dataset) -> tuple[list[str], list[str]]:
 def _code_groups(ds: xr.Dataset, levels: Sequence[str]) -> list[tuple[str, str, str, np.ndarray]]:
     """``(level, category, code, indicator over codes)`` for each code group."""
     codes = [str(c) for c in ds[CODE].values]
-    cats, names = _categories(ds)
+    cats, names = code_categories(ds)
     out = []
     for level in levels:
         if level == "category":
@@ -271,17 +273,17 @@ def count_columns(
     return num, den, labels
 
 
-def _table(labels, num_tot, den_tot, num_b, den_b, ci_prob, cluster, n_boot):
-    lo, hi = eti(_ratio(num_b, den_b), ci_prob)
+def ratio_table(labels, num_tot, den_tot, num_b, den_b, ci_prob, cluster, n_boot):
+    lo, hi = eti(safe_ratio(num_b, den_b), ci_prob)
     return labels.assign(
-        estimate=_ratio(num_tot, den_tot), ci_low=lo, ci_high=hi, n_hits=num_tot, n=den_tot,
+        estimate=safe_ratio(num_tot, den_tot), ci_low=lo, ci_high=hi, n_hits=num_tot, n=den_tot,
         cluster=cluster, n_boot=n_boot, ci_prob=ci_prob,
     )  # fmt: skip
 
 
-def _boot_table(labels, num, den, units, n_boot, seed, ci_prob, progress):
-    """:func:`_table` of per-row counts ``num, den``, unconditional bootstrap over ``units``."""
-    num_b, den_b = _bootstrap(
+def bootstrap_ratio_table(labels, num, den, units, n_boot, seed, ci_prob, progress):
+    """:func:`ratio_table` of per-row counts ``num, den``, unconditional bootstrap over ``units``."""
+    num_b, den_b = resample_ratios(
         [to_units(num, units), to_units(den, units)], units, n_boot, seed, progress
     )
-    return _table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, units.scheme, n_boot)
+    return ratio_table(labels, num.sum(0), den.sum(0), num_b, den_b, ci_prob, units.scheme, n_boot)

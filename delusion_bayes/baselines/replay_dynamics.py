@@ -13,12 +13,12 @@ import xarray as xr
 from ..data.replay_schema import CATEGORY, CODE, MODEL, ORIGINAL, SAMPLE
 from ..intervals import eti
 from .replay_bootstrap import (
-    _boot_table,
-    _bootstrap,
-    _categories,
-    _check_replay,
+    bootstrap_ratio_table,
+    check_replay_study,
     cluster_units,
+    code_categories,
     count_columns,
+    resample_ratios,
     to_units,
 )
 
@@ -29,7 +29,7 @@ def _split_prevalence(ds, split, labels, name, cluster, n_boot, seed, ci_prob, p
     num, den, lab = count_columns(
         ds, levels=("category",), split=split, split_labels=labels, split_name=name
     )
-    return _boot_table(lab, num, den, units, n_boot, seed, ci_prob, progress)
+    return bootstrap_ratio_table(lab, num, den, units, n_boot, seed, ci_prob, progress)
 
 
 def replay_turn_profile(
@@ -42,7 +42,7 @@ def replay_turn_profile(
     progress: bool = False,
 ) -> pd.DataFrame:
     """Category prevalence by user-turn position within the window (1-based; ``max_turn``+ pooled)."""
-    _check_replay(ds)
+    check_replay_study(ds)
     turn = np.minimum(ds["turn"].values.astype(int), max_turn - 1)
     labels = [str(t + 1) if t < max_turn - 1 else f"{max_turn}+" for t in range(max_turn)]
     return _split_prevalence(ds, turn, labels, "turn", cluster, n_boot, seed, ci_prob, progress)
@@ -51,7 +51,7 @@ def replay_turn_profile(
 def _category_any(ds: xr.Dataset) -> tuple[np.ndarray, list[str]]:
     """Per-sample category hit ``(sample, model, category)``: any of its codes hit; NaN if none scored."""
     hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
-    cats, names = _categories(ds)
+    cats, names = code_categories(ds)
     out = np.full(hit.shape[:2] + (len(names),), np.nan)
     for g, cat in enumerate(names):
         sel = np.array([c == cat for c in cats])
@@ -83,7 +83,7 @@ def replay_onset_persistence(
     like :func:`replay_prevalence` (``cluster="none"`` resamples windows). Columns: ``model,
     category, quantity, estimate, ci_low, ci_high, n_hits, n, ..., level, code, unit``.
     """
-    _check_replay(ds)
+    check_replay_study(ds)
     if unit not in ("turn", "message"):
         raise ValueError(f"unit must be 'turn' (user-turn rank) or 'message', got {unit!r}")
     if "window" not in ds.coords or "turn" not in ds.coords:
@@ -129,7 +129,7 @@ def replay_onset_persistence(
         columns=["model", "category", "quantity"],
     )
     units = cluster_units(ds, cluster, rows="window", window_codes=window)
-    out = _boot_table(labels, num, den, units, n_boot, seed, ci_prob, progress)
+    out = bootstrap_ratio_table(labels, num, den, units, n_boot, seed, ci_prob, progress)
     reps = len(quantities) * len(models)
     out["level"] = np.tile(np.asarray(name_level, dtype=object), reps)
     out["code"] = np.tile(np.asarray(name_code, dtype=object), reps)
@@ -220,7 +220,7 @@ def replay_depth_curve(
     DelusionEval, "Context length effects". ``depth_bins``: left bin edges, the last bin open.
     Rows ``model, level, category, code, depth_bin, depth_mean, estimate, ci_low, ci_high, ...``.
     """
-    _check_replay(ds)
+    check_replay_study(ds)
     depth = ds["context_depth"].values.astype(float)
     idx, labels, _ = _depth_bins(depth, depth_bins)
     out = _split_prevalence(ds, idx, labels, "depth_bin", cluster, n_boot, seed, ci_prob, progress)
@@ -251,7 +251,7 @@ def replay_depth_lpm(
     (intercept | depth_per_10 | prior_content) ``, estimate, ci_low, ci_high, n, ...``; terms
     without variation are NaN.
     """
-    _check_replay(ds)
+    check_replay_study(ds)
     from ..data.replay_prior import prior_content_array
 
     hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
@@ -268,7 +268,7 @@ def replay_depth_lpm(
     valid = np.isfinite(hit)
     y = np.where(valid, hit, 0.0)
     v = valid.astype(float)
-    cats, names = _categories(ds)
+    cats, names = code_categories(ds)
     cind = np.array([[c == g for g in names] for c in cats], dtype=float)  # (K, G)
     # moment sums per sample and (model, category): X = [1, d, prior]
     pk = prior[:, None, :] * v  # (S, M, K)
@@ -283,7 +283,7 @@ def replay_depth_lpm(
     g = len(names)
     mom = mom.reshape(s, m * g * 9)
     units = cluster_units(ds, cluster)
-    (mom_b,) = _bootstrap([to_units(mom, units)], units, n_boot, seed, progress)
+    (mom_b,) = resample_ratios([to_units(mom, units)], units, n_boot, seed, progress)
 
     def solve(mm: np.ndarray) -> np.ndarray:
         mm = mm.reshape(*mm.shape[:-1], m * g, 9)

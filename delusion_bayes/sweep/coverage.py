@@ -38,8 +38,8 @@ from .coverage_metrics import (
     LOGISTIC,
     REPLICATE_COLUMNS,
     REPLICATE_DIR,
-    _level_tag,
     aggregate_coverage,
+    level_tag,
 )
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ def _population_row(da, mask_a, mask_b, c, q, alt, thresh, rng) -> dict[str, Any
     row.update(stat=stat, reject=bool(stat >= thresh), median_diff=float(np.median(diff)))
     for lv in LEVELS:
         lo, hi = eti(diff, lv)
-        row[f"low_{_level_tag(lv)}"], row[f"high_{_level_tag(lv)}"] = float(lo), float(hi)
+        row[f"low_{level_tag(lv)}"], row[f"high_{level_tag(lv)}"] = float(lo), float(hi)
     return row
 
 
@@ -253,8 +253,8 @@ def _rows(method, est, con, stat, reject, ds, truth, contrasts, base) -> list[di
             row = {**base, "method": method, "kind": "interval", "quantity": q, "item": str(m),
                    "regime": str(regime[i]), "truth": tv[i], "estimate": float(point[i])}  # fmt: skip
             for lv, (lo, hi) in ivs.items():
-                row[f"low_{_level_tag(lv)}"] = float(lo[i])
-                row[f"high_{_level_tag(lv)}"] = float(hi[i])
+                row[f"low_{level_tag(lv)}"] = float(lo[i])
+                row[f"high_{level_tag(lv)}"] = float(hi[i])
             rows.append(row)
     by_name = {(c["name"] if hasattr(c, "keys") else c.name): c for c in reversed(contrasts)}
     for _, r in con.iterrows():
@@ -270,7 +270,7 @@ def _rows(method, est, con, stat, reject, ds, truth, contrasts, base) -> list[di
     return rows
 
 
-def _seconds_row(base: Mapping[str, Any], method: str, started: float | None, **note: Any):
+def seconds_row(base: Mapping[str, Any], method: str, started: float | None, **note: Any):
     seconds = np.nan if started is None else time.perf_counter() - started
     return {**base, "method": method, "kind": "fit", "quantity": "seconds", "seconds": seconds,
             **note}  # fmt: skip
@@ -320,11 +320,11 @@ def posterior_rows(
                      "alternative": r["alternative"], "stat": r["stat"], "reject": r["reject"],
                      "estimate": r["median_diff"], "truth": pop, "truth_diff": pop,
                      **{k: r.get(k, np.nan) for k in ("low_90", "high_90", "low_95", "high_95")}})  # fmt: skip
-    rows.append(_seconds_row(base, method, started, note=_diagnostics(dt)))
+    rows.append(seconds_row(base, method, started, note=_diagnostics(dt)))
     return rows, est
 
 
-def _setup(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):
+def setup_replicate(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):
     """``(censor_day, contrasts, truth, base row, bootstrap seed)`` of a simulated study
     analysed under the ``baselines`` node (censoring: the day after the last by default)."""
     from ..data.schema import DAY
@@ -340,7 +340,7 @@ def _setup(ds: xr.Dataset, baselines: Any, seed: int, stable_run: int):
     return cens, contrasts, truth, base, b.seed + seed
 
 
-def _fit_rows(method, ds, truth, contrasts, base, *, fit_fn, fit_kwargs, seed, stable_run, cens):
+def fit_rows(method, ds, truth, contrasts, base, *, fit_fn, fit_kwargs, seed, stable_run, cens):
     """Fit ``method`` (seed ``fit_kwargs["seed"] + seed``) and score it (:func:`posterior_rows`)."""
     if fit_fn is None:
         from ..models import fit as fit_fn
@@ -369,13 +369,13 @@ def analyse_replicate(
     ``fit_kwargs["seed"]``."""
     # 0 stands for the default run length (a sweep axis may set it so)
     stable_run = group_config(BaselinesConfig, baselines).stable_run or BaselinesConfig.stable_run
-    cens, contrasts, truth, base, boot_seed = _setup(ds, baselines, seed, stable_run)
+    cens, contrasts, truth, base, boot_seed = setup_replicate(ds, baselines, seed, stable_run)
     t0 = time.perf_counter()
     est, con = analyse_baselines(ds, baselines, seed=boot_seed, progress=progress)
     rows = baseline_rows(est, con, ds, truth, contrasts, base)
-    rows.append(_seconds_row(base, BASELINE, t0))
+    rows.append(seconds_row(base, BASELINE, t0))
     for method in methods:
-        rows += _fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, fit_kwargs=fit_kwargs,
+        rows += fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, fit_kwargs=fit_kwargs,
                           seed=seed, stable_run=stable_run, cens=cens)[0]  # fmt: skip
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
 

@@ -36,7 +36,7 @@ REPLICATE_COLUMNS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _level_tag(level: float) -> str:
+def level_tag(level: float) -> str:
     return f"{round(level * 100):d}"
 
 
@@ -86,7 +86,7 @@ def coverage_metrics(reps: pd.DataFrame, n_days: int = 30) -> pd.DataFrame:
             row: dict[str, Any] = {"preset": preset, "method": method, "quantity": q,
                                    "subset": subset, "n": len(g)}  # fmt: skip
             for lv in LEVELS:
-                tag = _level_tag(lv)
+                tag = level_tag(lv)
                 lo, hi = g[f"low_{tag}"].to_numpy(float), g[f"high_{tag}"].to_numpy(float)
                 width = hi - lo
                 lo, hi = close_at_bounds(q, lo, hi)
@@ -131,21 +131,21 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
                "mean_abs_truth_diff": float(diff.abs().mean())}  # fmt: skip
         # intervals (the population contrast's): coverage of the true population difference
         for lv in LEVELS:
-            lo, hi = (f"{e}_{_level_tag(lv)}" for e in ("low", "high"))
-            row[f"coverage_{_level_tag(lv)}"] = np.nan
+            lo, hi = (f"{e}_{level_tag(lv)}" for e in ("low", "high"))
+            row[f"coverage_{level_tag(lv)}"] = np.nan
             if {lo, hi, "truth"} <= set(g.columns):
                 ok = g[[lo, hi, "truth"]].notna().all(axis=1)
                 t = g.loc[ok, "truth"]
                 if ok.any():
                     cov = (g.loc[ok, lo] <= t) & (t <= g.loc[ok, hi])
-                    row[f"coverage_{_level_tag(lv)}"] = float(cov.mean())
+                    row[f"coverage_{level_tag(lv)}"] = float(cov.mean())
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def coverage_table(cov: pd.DataFrame, level: float = 0.95, subset: str = "all") -> pd.DataFrame:
     """Methods side by side: coverage and mean width of the ``level`` intervals per quantity."""
-    tag = _level_tag(level)
+    tag = level_tag(level)
     sub = cov[cov["subset"] == subset]
     values = [f"coverage_{tag}", f"width_{tag}"]
     wide = sub.pivot_table(index=["preset", "quantity"], columns="method", values=values)
@@ -172,7 +172,7 @@ def plot_coverage(cov: pd.DataFrame, errors: pd.DataFrame, subset: str = "all"):
             gm = g[g["method"] == m].set_index("quantity").reindex(qs)
             x = np.arange(len(qs)) + (j - (len(methods) - 1) / 2) * 0.22
             for lv in LEVELS:
-                tag = _level_tag(lv)
+                tag = level_tag(lv)
                 axes[r, 0].scatter(x, gm[f"coverage_{tag}"], marker=markers[lv], color=f"C{j}",
                                    label=f"{m} {tag}%" if r == 0 else None, s=24)  # fmt: skip
             axes[r, 1].bar(x, gm["width_95"], width=0.2, color=f"C{j}", label=m if r == 0 else None)
@@ -228,9 +228,9 @@ def aggregate_coverage(
     table.to_csv(out / "coverage_table.csv", index=False)
     turning = coverage_table(cov, subset="turning") if not cov.empty else table
     (out / "coverage_table.md").write_text(
-        "All models:\n\n" + _markdown(table)
+        "All models:\n\n" + markdown_table(table)
         + "\n\nModels whose true t50 lies within the study (a never-turning model's t50, L and k"
-        " are beyond the data):\n\n" + _markdown(turning) + "\n"
+        " are beyond the data):\n\n" + markdown_table(turning) + "\n"
     )  # fmt: skip
     fits = reps[reps["kind"] == "fit"]
     if not fits.empty:
@@ -245,7 +245,7 @@ def _fixed(v: Any) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
-def _markdown(df: pd.DataFrame, cell: Callable[[Any], str] = _fixed) -> str:
+def markdown_table(df: pd.DataFrame, cell: Callable[[Any], str] = _fixed) -> str:
     """``df`` as a Markdown table, each value written by ``cell``."""
     lines = ["| " + " | ".join(map(str, df.columns)) + " |", "|" + "---|" * len(df.columns)]
     lines += ["| " + " | ".join(map(cell, row)) + " |" for row in df.itertuples(index=False)]

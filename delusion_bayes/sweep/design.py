@@ -27,13 +27,13 @@ from ..config import group_config
 from .config import DesignConfig
 from .coverage import (
     POPULATION,
-    _fit_rows,
-    _seconds_row,
-    _setup,
     baseline_estimates,
     baseline_rows,
+    fit_rows,
+    seconds_row,
+    setup_replicate,
 )
-from .coverage_metrics import BASELINE, REPLICATE_COLUMNS, _markdown
+from .coverage_metrics import BASELINE, REPLICATE_COLUMNS, markdown_table
 
 #: what makes a cell of the design (the sweep's factors)
 CELL: tuple[str, ...] = ("n_raters", "n_models", "n_days", "discrimination_mean")
@@ -136,7 +136,7 @@ def analyse_study(
     from ..data.schema import MODEL
 
     stable_run = group_config(BaselinesConfig, baselines).stable_run
-    cens, contrasts, truth, base, boot_seed = _setup(ds, baselines, seed, stable_run)
+    cens, contrasts, truth, base, boot_seed = setup_replicate(ds, baselines, seed, stable_run)
     t0 = time.perf_counter()
     # the other rated variables are dropped before the baselines run: nothing scored here uses
     # them, and every resampling of a variable is seeded on its own (docs/design-notes.md)
@@ -149,9 +149,9 @@ def analyse_study(
     ms = res.milestones.reindex({MODEL: ds[MODEL].values})
     rows += _classify_rows(BASELINE, ms["first_clinical"].values, ms["first_stable"].values,
                            ds, cens, base)  # fmt: skip
-    rows.append(_seconds_row(base, BASELINE, t0))
+    rows.append(seconds_row(base, BASELINE, t0))
     if method:
-        new, pest = _fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, seed=seed,
+        new, pest = fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, seed=seed,
                               fit_kwargs=fit_kwargs, stable_run=stable_run, cens=cens)  # fmt: skip
         # the Bayesian power is the population contrast's (the permutation test's question: do
         # the groups' populations differ?), not that of these models' group means
@@ -424,9 +424,9 @@ def summarize_design(
     text = headline(cells)
     (out / "design_table.md").write_text(
         "# Study design (SIMULATED studies)\n\n" + note + "\n\n" + text + "\n\n"
-        + "## Power (rejection rate +/- binomial SE)\n\n" + _markdown(_pm(cells, power=True), _g)
+        + "## Power (rejection rate +/- binomial SE)\n\n" + markdown_table(_pm(cells, power=True), _g)
         + "\n\n## Precision and classification (mean +/- SE over studies)\n\n"
-        + _markdown(_pm(cells, power=False), _g) + "\n\nEvery column with its SE: "
+        + markdown_table(_pm(cells, power=False), _g) + "\n\nEvery column with its SE: "
         "design_table.csv; tidy: design_cells.csv.\n"
     )  # fmt: skip
     (out / "design_headline.md").write_text(text + "\n")
