@@ -9,8 +9,16 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 
 _SUBMODULES = (
-    "data", "baselines", "text", "models", "inference", "report", "pipeline", "sweep", "config"
-)  # fmt: skip
+    "data",
+    "baselines",
+    "text",
+    "models",
+    "inference",
+    "report",
+    "pipeline",
+    "sweep",
+    "config",
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import baselines, config, data, inference, models, pipeline, report, sweep, text  # noqa: F401

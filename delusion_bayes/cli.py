@@ -24,7 +24,7 @@ delusion-bayes: Bayesian and baseline analyses of chatbot-trajectory (and replay
 Each run writes one folder (outputs/<date>/<time>/, or hydra.run.dir=...) ending in supplement.html.
 
 Common commands
-  delusion-bayes                                    the bundled default study (simulated), all stages
+  delusion-bayes                                    bundled default study (simulated), all stages
   delusion-bayes experiment=smoke                   every stage at tiny size (about a minute)
   delusion-bayes init-study DIR                     write a template study (CSV files) to fill in
   delusion-bayes data=file data.path=DIR            analyse your own study (CSV folder or .nc file)
@@ -38,10 +38,10 @@ Sweeps and methodology studies
   delusion-bayes -m experiment=sensitivity hydra/launcher=local    the multiverse (324 jobs)
   delusion-bayes-summarize SWEEP                    summary.csv, jobs.csv, multiverse.png
   delusion-bayes-coverage -m experiment=coverage    interval coverage on simulated studies
-  delusion-bayes -m experiment=design               how to size a study: power per design cell (simulated)
+  delusion-bayes -m experiment=design               how to size a study (simulated power per cell)
 
-Options are Hydra overrides (key=value); `--cfg job` prints the composed config,
-`--hydra-help` Hydra's own flags, `hydra.verbose=true` lets other libraries' INFO lines into the log.
+Options are Hydra overrides (key=value); `--cfg job` prints the composed config, `--hydra-help`
+Hydra's own flags, `hydra.verbose=true` lets other libraries' INFO lines into the log.
 Documentation: README.md, docs/tutorial.md.
 """
 

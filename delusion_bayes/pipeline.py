@@ -40,8 +40,13 @@ CACHE_STAGES = ("text", "models", "replay", "design")
 
 #: what a run writes at the top of its folder, besides one folder per stage
 RUN_FILES = (
-    "study.nc", "run.json", "config.yaml", "supplement.html", "supplement.md", "supplement.pdf"
-)  # fmt: skip
+    "study.nc",
+    "run.json",
+    "config.yaml",
+    "supplement.html",
+    "supplement.md",
+    "supplement.pdf",
+)
 
 
 def _is_hydra_entry(p: Path) -> bool:
@@ -189,23 +194,31 @@ def load_data(data_cfg: Any) -> xr.Dataset:
             "(experiment=replay does)"
         )
     if not data_cfg.path:
-        wanted = {"file": "a .nc file or a CSV dir", "delusioneval": "eval_rows.parquet",
-                  "inspect": "Inspect .eval/.json logs or their folder"}[source]  # fmt: skip
+        wanted = {
+            "file": "a .nc file or a CSV dir",
+            "delusioneval": "eval_rows.parquet",
+            "inspect": "Inspect .eval/.json logs or their folder",
+        }[source]
         raise ConfigError(f"data.source = {source!r} needs data.path ({wanted}).")
     path = Path(str(data_cfg.path)).expanduser()
     if source == "delusioneval":  # the release's evaluation rows; overrides name optional CSVs
         from .data.delusioneval import load_delusioneval
 
-        return load_delusioneval(path, cutoffs=overrides.get("cutoffs"),
-                                 participants=overrides.get("participants"))  # fmt: skip
+        return load_delusioneval(
+            path, cutoffs=overrides.get("cutoffs"), participants=overrides.get("participants")
+        )
     if source == "inspect":
         from .data.inspect_logs import load_inspect_logs
 
         return load_inspect_logs(
-            path, score=data_cfg.get("score"), code_key=data_cfg.get("code_key"),
-            cluster_keys=list(data_cfg.get("cluster_keys") or []), cutoff=data_cfg.get("cutoff"),
-            cutoffs=overrides.get("cutoffs"), turn_key=data_cfg.get("turn_key"),
-        )  # fmt: skip
+            path,
+            score=data_cfg.get("score"),
+            code_key=data_cfg.get("code_key"),
+            cluster_keys=list(data_cfg.get("cluster_keys") or []),
+            cutoff=data_cfg.get("cutoff"),
+            cutoffs=overrides.get("cutoffs"),
+            turn_key=data_cfg.get("turn_key"),
+        )
     if kind == "trajectory":
         from .data import load_study as load
     else:

@@ -32,19 +32,27 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     out = Outputs(run_dir, "baselines")
     write = out.write
     rule, half = res.consensus.attrs["consensus"], res.consensus.attrs["half_rule"]
-    write("consensus.nc", res.consensus,
-          f"consensus ({rule}, half rule {half}) per model-day, rated variables")  # fmt: skip
+    write(
+        "consensus.nc",
+        res.consensus,
+        f"consensus ({rule}, half rule {half}) per model-day, rated variables",
+    )
     write("tableC1_reliability.csv", res.reliability.table, res.reliability.title)
     table1 = res.milestones.to_dataframe().reset_index()
     for m in MILESTONES:  # a level-based milestone without adjudication: NaN (and a skip note)
         if m not in table1:
             table1.insert(list(MILESTONES).index(m) + 1, m, float("nan"))
-    write("table1_milestones.csv", table1,
-          f"Table 1: milestone latencies (censored at {res.censor_day}) and day counts per "
-          "model")  # fmt: skip
+    write(
+        "table1_milestones.csv",
+        table1,
+        f"Table 1: milestone latencies (censored at {res.censor_day}) and day counts per model",
+    )
     write("tableD1_logistic.csv", res.logistic.table, res.logistic.title)
-    write("logistic_bootstrap.nc", res.logistic.extra["replicates"],
-          "rater-bootstrap replicates of L, k, t50 (resample x model)")  # fmt: skip
+    write(
+        "logistic_bootstrap.nc",
+        res.logistic.extra["replicates"],
+        "rater-bootstrap replicates of L, k, t50 (resample x model)",
+    )
     for result, key in (
         (res.contrasts, "contrasts.csv"),
         (res.interventions, "table2_interventions.csv"),
@@ -59,8 +67,13 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             out.files[p.name] = "Figure 2: mean intervention intensity by consensus stage"
 
     con_notes = res.contrasts.notes if res.contrasts is not None else []
-    config = {"consensus": rule, "half_rule": half, "n_days": int(ds["day"].max()),
-              "censor_day": res.censor_day, "seed": res.settings["seed"],
-              "n_boot": int(res.settings["n_boot"])}  # fmt: skip
+    config = {
+        "consensus": rule,
+        "half_rule": half,
+        "n_days": int(ds["day"].max()),
+        "censor_day": res.censor_day,
+        "seed": res.settings["seed"],
+        "n_boot": int(res.settings["n_boot"]),
+    }
     notes = res.notes + res.reliability.notes + res.logistic.notes + con_notes
     return out.index(res.headline, skipped=res.skipped, notes=notes, config=config)

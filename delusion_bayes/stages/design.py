@@ -58,10 +58,17 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
     baselines = OmegaConf.to_container(cfg.baselines, resolve=True)
     reps = run_cell(
-        cell, baselines=baselines, n_sims=n_sims, n_sims_bayes=n_bayes, method=model,
-        fit_kwargs=fit_kwargs, preset=preset, seed=int(data.seed), overrides=overrides,
+        cell,
+        baselines=baselines,
+        n_sims=n_sims,
+        n_sims_bayes=n_bayes,
+        method=model,
+        fit_kwargs=fit_kwargs,
+        preset=preset,
+        seed=int(data.seed),
+        overrides=overrides,
         progress=progress,
-    )  # fmt: skip
+    )
     reps["reject"] = reps["reject"].map(lambda v: float(v) if v == v and v is not None else v)
     source = f"simulated {preset}"
     metrics = cell_metrics(reps, data=source)
@@ -72,13 +79,22 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     )
 
     power = metrics[metrics["metric"] == "power"]
-    headline: dict[str, Any] = {f"power:{r['method']}:{r['item']}": round(float(r["value"]), 4)
-                                for _, r in power.iterrows()}  # fmt: skip
+    headline: dict[str, Any] = {
+        f"power:{r['method']}:{r['item']}": round(float(r["value"]), 4) for _, r in power.iterrows()
+    }
     for _, r in metrics[metrics["metric"] == "seconds"].iterrows():
         headline[f"seconds_per_study:{r['method']}"] = round(float(r["value"]), 2)
     seed = int(data.seed)
-    config = {**cell, "n_sims": n_sims, "n_sims_bayes": n_bayes, "model": model, "preset": preset,
-              "seed": seed}  # fmt: skip
-    note = (f"SIMULATED: {n_sims} studies from preset {preset} (seeds {seed}.."
-            f"{seed + n_sims - 1}); the first {n_bayes} also fitted with {model}")  # fmt: skip
+    config = {
+        **cell,
+        "n_sims": n_sims,
+        "n_sims_bayes": n_bayes,
+        "model": model,
+        "preset": preset,
+        "seed": seed,
+    }
+    note = (
+        f"SIMULATED: {n_sims} studies from preset {preset} (seeds {seed}.."
+        f"{seed + n_sims - 1}); the first {n_bayes} also fitted with {model}"
+    )
     return out.index(headline, notes=[note], config=config)

@@ -127,9 +127,14 @@ def fit_with_refits(make, inf: Any):
         # at or above refit_target_accept already (the onset model's 0.99): halfway to 1
         first = attempts[-1]["target_accept"]
         target = max(float(refit_at), 1.0 - (1.0 - first) / 2.0)
-        log.warning("%s: %d divergent transitions at target_accept %.3g; refitting at %.4g "
-                    "(inference.refit_target_accept)", dt.attrs.get("variant", "fit"),
-                    attempts[-1]["divergences"], first, target)  # fmt: skip
+        log.warning(
+            "%s: %d divergent transitions at target_accept %.3g; refitting at %.4g "
+            "(inference.refit_target_accept)",
+            dt.attrs.get("variant", "fit"),
+            attempts[-1]["divergences"],
+            first,
+            target,
+        )
         dt = make(target_accept=target)
         attempts.append(_attempt(dt, sampler_stats(dt)["divergences"], inf))
     last = attempts[-1]
@@ -137,10 +142,15 @@ def fit_with_refits(make, inf: Any):
         if not last["mixed"]:
             draws = int(round(last["draws"] * float(factor)))
             tune = int(round(last["tune"] * float(factor)))
-            log.warning("%s: R-hat %.4f or ESS %.0f fails the gate; refitting with %d draws and "
-                        "%d tuning steps per chain (inference.refit_draws_factor)",
-                        dt.attrs.get("variant", "fit"), last["max_rhat"], last["min_ess"], draws,
-                        tune)  # fmt: skip
+            log.warning(
+                "%s: R-hat %.4f or ESS %.0f fails the gate; refitting with %d draws and "
+                "%d tuning steps per chain (inference.refit_draws_factor)",
+                dt.attrs.get("variant", "fit"),
+                last["max_rhat"],
+                last["min_ess"],
+                draws,
+                tune,
+            )
             more = {"draws": draws, "tune": tune}
             if len(attempts) > 1:
                 more["target_accept"] = last["target_accept"]
@@ -179,14 +189,18 @@ def _attempt(dt, divergences: int, inf: Any) -> dict[str, Any]:
     ok = (gated["r_hat"] <= table.attrs["rhat_max"]) & (
         gated[["ess_bulk", "ess_tail"]].min(axis=1) >= table.attrs["ess_min"]
     )
-    return {"target_accept": float(post.attrs.get("target_accept", np.nan)),
-            "draws": int(post.sizes["draw"]), "tune": int(post.attrs.get("tune", 0) or 0),
-            "divergences": int(divergences),
-            "seconds": round(float(dt.attrs.get("fit_time", np.nan)), 2),
-            "max_rhat": round(float(gated["r_hat"].max()), 4) if len(gated) else float("nan"),
-            "min_ess": round(float(gated[["ess_bulk", "ess_tail"]].min().min()), 1)
-            if len(gated) else float("nan"),
-            "mixed": bool(ok.all())}  # fmt: skip
+    return {
+        "target_accept": float(post.attrs.get("target_accept", np.nan)),
+        "draws": int(post.sizes["draw"]),
+        "tune": int(post.attrs.get("tune", 0) or 0),
+        "divergences": int(divergences),
+        "seconds": round(float(dt.attrs.get("fit_time", np.nan)), 2),
+        "max_rhat": round(float(gated["r_hat"].max()), 4) if len(gated) else float("nan"),
+        "min_ess": round(float(gated[["ess_bulk", "ess_tail"]].min().min()), 1)
+        if len(gated)
+        else float("nan"),
+        "mixed": bool(ok.all()),
+    }
 
 
 #: panels of the rank plot: the parameters with the highest R-hat among ``inference.plot_vars``
@@ -220,8 +234,10 @@ def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Da
         extra = [d for d in da.dims if d not in ("chain", "draw")]
         if extra:
             stacked = da.stack(__p__=extra)
-            names = [",".join(str(x) for x in (i if isinstance(i, tuple) else (i,)))
-                     for i in stacked["__p__"].values]  # fmt: skip
+            names = [
+                ",".join(str(x) for x in (i if isinstance(i, tuple) else (i,)))
+                for i in stacked["__p__"].values
+            ]
             da = stacked.isel(__p__=names.index(label[len(var) + 1 : -1])).drop_vars(
                 ["__p__", *extra], errors="ignore"
             )
@@ -239,8 +255,10 @@ def _plots(dt, elpd, out: Outputs, plot_vars: list[str], notes: list, table) -> 
     jobs = []
     if post_vars:
         worst = xr.DataTree.from_dict({"posterior": worst_mixing(dt, table, post_vars)})
-        desc = (f"rank plot (ECDF difference) of the {len(worst['posterior'].data_vars)} "
-                f"parameters of {', '.join(post_vars)} with the highest R-hat")  # fmt: skip
+        desc = (
+            f"rank plot (ECDF difference) of the {len(worst['posterior'].data_vars)} "
+            f"parameters of {', '.join(post_vars)} with the highest R-hat"
+        )
         jobs.append(("rank.png", desc, lambda: _rank_plot(az, worst)))
     if "posterior_predictive" in dt.children and "y" in dt["posterior_predictive"].data_vars:
         if np.issubdtype(dt["observed_data"]["y"].dtype, np.integer):
@@ -289,18 +307,23 @@ def gate_advice(dt, g: dict[str, Any]) -> list[str]:
     n_raters = post.sizes.get("rater")
     n_models = post.sizes.get("model")
     if n_raters is not None and n_raters <= 2:
-        out.append(f"{n_raters} raters: rater severity and discrimination are weakly identified; "
-                   "try model.cutpoints=shared (one discrimination for all raters)")  # fmt: skip
+        out.append(
+            f"{n_raters} raters: rater severity and discrimination are weakly identified; "
+            "try model.cutpoints=shared (one discrimination for all raters)"
+        )
     if n_models is not None and n_models < 8:
-        out.append(f"{n_models} chatbots: the between-chatbot scales (sigma_*) rest mostly on "
-                   "their priors; a divergence there is a funnel, not a coding error")  # fmt: skip
+        out.append(
+            f"{n_models} chatbots: the between-chatbot scales (sigma_*) rest mostly on "
+            "their priors; a divergence there is a funnel, not a coding error"
+        )
     if "t50" in post.data_vars and "n_days" in dt.attrs:
         beyond = (post["t50"] > float(dt.attrs["n_days"])).mean(("chain", "draw"))
         if bool((beyond > 0.5).all()):
             out.append("no chatbot turns within the study: t50 and k are set by their priors")
     if g.get("divergences", 0):
-        out.append("divergences: raise sampler.target_accept (e.g. 0.995) and sampler.tune "
-                   "(e.g. 2000)")  # fmt: skip
+        out.append(
+            "divergences: raise sampler.target_accept (e.g. 0.995) and sampler.tune (e.g. 2000)"
+        )
     if any("R-hat" in r or "ESS" in r for r in g.get("reasons", [])):
         out.append("R-hat or ESS: more draws (sampler.draws=3000) and look at rank.png")
     return out
@@ -355,8 +378,11 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
         write("t50_posterior.csv", d.t50_posterior(dt, prob, kind), desc)
     if "stage" in post.data_vars or "t50" in post.data_vars:
         ms = d.posterior_milestones(
-            dt, stable_run=b.stable_run, missing=b.missing, censor=b.censor_day,
-        )  # fmt: skip
+            dt,
+            stable_run=b.stable_run,
+            missing=b.missing,
+            censor=b.censor_day,
+        )
         desc = "posterior milestone latencies with P(censored)"
         write("milestones_posterior.csv", d.milestones_table(ms, prob, kind), desc)
     if contrasts:
@@ -411,12 +437,18 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
     reported_outputs(dt, out, notes, ms=ms, contrasts=contrasts, seed=b.seed)
 
     # posterior ------------------------------------------------------------------------------
-    dt.attrs.update(prov, seed=group_config(SamplerConfig, cfg.sampler).seed, gate_passed=int(g["passed"]))
+    dt.attrs.update(
+        prov, seed=group_config(SamplerConfig, cfg.sampler).seed, gate_passed=int(g["passed"])
+    )
     write("posterior.nc", dt, "posterior DataTree (provenance in attrs)")
-    head = {"passed": bool(g["passed"]), "divergences": g["divergences"],
-            "max_rhat": g["max_rhat"], "min_ess": g["min_ess"],
-            "fit_seconds": float(dt.attrs.get("fit_time", np.nan)),
-            "sampler": str(dt.attrs.get("sampler", ""))}  # fmt: skip
+    head = {
+        "passed": bool(g["passed"]),
+        "divergences": g["divergences"],
+        "max_rhat": g["max_rhat"],
+        "min_ess": g["min_ess"],
+        "fit_seconds": float(dt.attrs.get("fit_time", np.nan)),
+        "sampler": str(dt.attrs.get("sampler", "")),
+    }
     if sens_seconds is not None:
         head["sensitivity_seconds"] = sens_seconds
     if elpd is not None:
@@ -440,14 +472,23 @@ def sensitivity_outputs(dt, out: Outputs, notes: list, var_names=None) -> float 
         log.warning("power-scaling sensitivity not computed: %s", err)
         return None
     seconds = time.perf_counter() - t0
-    out.write("sensitivity.csv", df,
-              f"power-scaling sensitivity (CJS) of the prior and of the likelihood "
-              f"({df.attrs['likelihood']}) per parameter, priorsense's verdict at "
-              f"{THRESHOLD:g}")  # fmt: skip
+    out.write(
+        "sensitivity.csv",
+        df,
+        f"power-scaling sensitivity (CJS) of the prior and of the likelihood "
+        f"({df.attrs['likelihood']}) per parameter, priorsense's verdict at "
+        f"{THRESHOLD:g}",
+    )
     n = df["verdict"].value_counts()
-    log.info("power-scaling sensitivity of %s: %.1f s, %d prior-data conflict, %d weak "
-             "likelihood of %d parameters", out.path.name, seconds, n.get("prior-data conflict", 0),
-             n.get("weak likelihood", 0), len(df))  # fmt: skip
+    log.info(
+        "power-scaling sensitivity of %s: %.1f s, %d prior-data conflict, %d weak "
+        "likelihood of %d parameters",
+        out.path.name,
+        seconds,
+        n.get("prior-data conflict", 0),
+        n.get("weak likelihood", 0),
+        len(df),
+    )
     title = f"Power-scaling sensitivity of {out.path.name}"
     desc = "prior against likelihood sensitivity per parameter"
     _draw(out, "sensitivity.png", desc, lambda: plot_sensitivity(df, title), notes)
@@ -545,10 +586,15 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         raise ValueError(f"model.name/also_fit name unknown models {bad}; expected {MODEL_NAMES}")
     contrasts, skipped = study_contrasts(ds, group_config(BaselinesConfig, cfg.baselines).contrasts)
     if why := missing_inputs(ds.data_vars, primary):
-        raise ValueError(f"model.name={primary!r} {why}; choose another model (e.g. model=joint) "
-                         "or add the missing file to the study")  # fmt: skip
-    skipped += [{"analysis": f"model {n!r}", "reason": why}
-               for n in names if (why := missing_inputs(ds.data_vars, n))]  # fmt: skip
+        raise ValueError(
+            f"model.name={primary!r} {why}; choose another model (e.g. model=joint) "
+            "or add the missing file to the study"
+        )
+    skipped += [
+        {"analysis": f"model {n!r}", "reason": why}
+        for n in names
+        if (why := missing_inputs(ds.data_vars, n))
+    ]
     names = [n for n in names if not missing_inputs(ds.data_vars, n)]
     prov = _provenance(cfg, ds, Path(run_dir))
     headline: dict[str, Any] = {}
@@ -596,8 +642,11 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
                 headline["best_variant"] = str(table.index[0])
                 headline["loo_unit"] = u
     else:
-        rows = [loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
-                for n, r in written.items() if r["elpd"] is not None and n != "onset"]  # fmt: skip
+        rows = [
+            loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
+            for n, r in written.items()
+            if r["elpd"] is not None and n != "onset"
+        ]
         if rows:
             table = pd.concat(rows, ignore_index=True)
             table["note"] = "inference.compare is false: PSIS-LOO per model, no az.compare"

@@ -41,8 +41,9 @@ def bayes_table(post: pd.DataFrame, boot: pd.DataFrame) -> pd.DataFrame:
     keep = ["model", "level", "label", "estimate", "ci_low", "ci_high"] + (
         ["truth"] if "truth" in boot else []
     )
-    renamed = boot[keep].rename(columns={"estimate": "boot_estimate", "ci_low": "boot_ci_low",
-                                         "ci_high": "boot_ci_high"})  # fmt: skip
+    renamed = boot[keep].rename(
+        columns={"estimate": "boot_estimate", "ci_low": "boot_ci_low", "ci_high": "boot_ci_high"}
+    )
     prev = post[post["quantity"] == "prevalence"].merge(
         renamed, on=["model", "level", "label"], how="left"
     )
@@ -90,10 +91,23 @@ def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, 
     inf = cfg.get("inference") if hasattr(cfg, "get") else None
     prev_vars = [v for v in ("category_prevalence", "prevalence") if v in tree["posterior"]]
     verdict = gate(tree, diagnose(tree, inf, var_names=prev_vars), inf)
-    diag = {k: tree.attrs[k] for k in (
-        "sampler", "level", "n_cells", "n_rows", "max_rhat", "min_ess_bulk", "min_ess_tail",
-        "max_rhat_prevalence", "min_ess_bulk_prevalence", "min_ess_tail_prevalence",
-        "divergences", "seed")}  # fmt: skip
+    diag = {
+        k: tree.attrs[k]
+        for k in (
+            "sampler",
+            "level",
+            "n_cells",
+            "n_rows",
+            "max_rhat",
+            "min_ess_bulk",
+            "min_ess_tail",
+            "max_rhat_prevalence",
+            "min_ess_bulk_prevalence",
+            "min_ess_tail_prevalence",
+            "divergences",
+            "seed",
+        )
+    }
     diag["clustering_levels"] = str(tree.attrs.get("clustering_levels", ""))
     diag["passed"] = bool(verdict["passed"])
     diag["reasons"] = verdict["reasons"]
@@ -117,41 +131,79 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     ci, cluster, seed = f"{round(100 * st['ci_prob'])}%", st["cluster"], st["seed"]
     windows = " (clusters = windows)" if res.headline["clustering"] == "window" else ""
 
-    write("prevalence.csv", res.prevalence,
-          f"prevalence per model x category (pooled over the category's codes) and per model x "
-          f"code; {ci} percentile CIs, {cluster} bootstrap ({st['support']}), {st['n_boot']} "
-          f"resamples, seed {seed}{windows}")  # fmt: skip
-    write("cluster_bootstrap.csv", res.cluster_bootstrap,
-          "category CIs under each resampling scheme: samples i.i.d. (the public release), "
-          "conversations, participants, two-stage (participants then conversations); "
-          "width_vs_iid = CI width / i.i.d. width")  # fmt: skip
-    write("deltas.csv", res.deltas, f"prevalence minus the {st['baseline']} transcript's, "
-          f"paired {cluster} resamples, {ci} CIs")  # fmt: skip
+    write(
+        "prevalence.csv",
+        res.prevalence,
+        f"prevalence per model x category (pooled over the category's codes) and per model x "
+        f"code; {ci} percentile CIs, {cluster} bootstrap ({st['support']}), {st['n_boot']} "
+        f"resamples, seed {seed}{windows}",
+    )
+    write(
+        "cluster_bootstrap.csv",
+        res.cluster_bootstrap,
+        "category CIs under each resampling scheme: samples i.i.d. (the public release), "
+        "conversations, participants, two-stage (participants then conversations); "
+        "width_vs_iid = CI width / i.i.d. width",
+    )
+    write(
+        "deltas.csv",
+        res.deltas,
+        f"prevalence minus the {st['baseline']} transcript's, paired {cluster} resamples, {ci} CIs",
+    )
     write("lopo.csv", res.lopo, "category prevalence (and delta) leaving out each participant")
     write("family.csv", res.family, f"category prevalence pooled per model family, {ci} CIs")
-    write("context_depth.csv", res.context_depth, "category prevalence per context-depth bin "
-          f"(left edges {list(st['depth_bins'])}), {ci} CIs")  # fmt: skip
-    write("context_depth_lpm.csv", res.context_depth_lpm,
-          "linear probability model hit ~ depth/10 + prior assistant content, per model x "
-          f"category; {ci} CIs from the {cluster} bootstrap of the moment sums")  # fmt: skip
-    unit = ("1-based user-turn rank" if st["onset_unit"] == "turn"
-            else "message index in the window")  # fmt: skip
-    write("onset.csv", res.onset, f"per window, per category and per code: share with a hit, "
-          f"onset (unit: {unit}), persistence P(hit at t+1 | hit at t), emergence "
-          "P(hit at t+1 | no hit at t)")  # fmt: skip
-    write("turn_profile.csv", res.turn_profile,
-          "category prevalence by user-turn position in the window")  # fmt: skip
+    write(
+        "context_depth.csv",
+        res.context_depth,
+        "category prevalence per context-depth bin "
+        f"(left edges {list(st['depth_bins'])}), {ci} CIs",
+    )
+    write(
+        "context_depth_lpm.csv",
+        res.context_depth_lpm,
+        "linear probability model hit ~ depth/10 + prior assistant content, per model x "
+        f"category; {ci} CIs from the {cluster} bootstrap of the moment sums",
+    )
+    unit = "1-based user-turn rank" if st["onset_unit"] == "turn" else "message index in the window"
+    write(
+        "onset.csv",
+        res.onset,
+        f"per window, per category and per code: share with a hit, "
+        f"onset (unit: {unit}), persistence P(hit at t+1 | hit at t), emergence "
+        "P(hit at t+1 | no hit at t)",
+    )
+    write(
+        "turn_profile.csv",
+        res.turn_profile,
+        "category prevalence by user-turn position in the window",
+    )
 
     figures = [
-        (plots.plot_prevalence, res.prevalence, "prevalence",
-         "prevalence per model x category with bootstrap CIs"),
-        (plots.plot_heatmap, res.prevalence, "prevalence_heatmap",
-         "prevalence heatmap, model x category"),
-        (plots.plot_deltas, res.deltas, "deltas_forest",
-         "forest plot of category deltas vs the original transcript"),
-        (plots.plot_depth, res.context_depth, "context_depth",
-         "prevalence vs context depth per category, bootstrap bands"),
-    ]  # fmt: skip
+        (
+            plots.plot_prevalence,
+            res.prevalence,
+            "prevalence",
+            "prevalence per model x category with bootstrap CIs",
+        ),
+        (
+            plots.plot_heatmap,
+            res.prevalence,
+            "prevalence_heatmap",
+            "prevalence heatmap, model x category",
+        ),
+        (
+            plots.plot_deltas,
+            res.deltas,
+            "deltas_forest",
+            "forest plot of category deltas vs the original transcript",
+        ),
+        (
+            plots.plot_depth,
+            res.context_depth,
+            "context_depth",
+            "prevalence vs context depth per category, bootstrap bands",
+        ),
+    ]
     headline = dict(res.headline)
     if bool(st["bayes"]):
         from ..models.replay import reported_replay_vars
@@ -165,14 +217,29 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             "bayes_diagnostics.json", diag, "sampler diagnostics of the Bayesian prevalence model"
         )
         if not diag["passed"]:
-            notes.append("Bayesian prevalence model: diagnostics did not pass on the "
-                         f"prevalences ({'; '.join(diag['reasons'])}); treat it as provisional")  # fmt: skip
+            notes.append(
+                "Bayesian prevalence model: diagnostics did not pass on the "
+                f"prevalences ({'; '.join(diag['reasons'])}); treat it as provisional"
+            )
         cat = table[(table["level"] == "category") & (table["quantity"] == "prevalence")]
-        both = cat.rename(columns={"mean": "post_mean", "ci_low": "post_ci_low",
-                                   "ci_high": "post_ci_high", "boot_estimate": "estimate",
-                                   "boot_ci_low": "ci_low", "boot_ci_high": "ci_high"})  # fmt: skip
-        figures.append((plots.plot_bayes, both, "bayes_vs_bootstrap",
-                        "category prevalence: posterior vs bootstrap"))  # fmt: skip
+        both = cat.rename(
+            columns={
+                "mean": "post_mean",
+                "ci_low": "post_ci_low",
+                "ci_high": "post_ci_high",
+                "boot_estimate": "estimate",
+                "boot_ci_low": "ci_low",
+                "boot_ci_high": "ci_high",
+            }
+        )
+        figures.append(
+            (
+                plots.plot_bayes,
+                both,
+                "bayes_vs_bootstrap",
+                "category prevalence: posterior vs bootstrap",
+            )
+        )
         headline["bayes_max_rhat"] = float(diag["max_rhat"])
         headline["bayes_passed"] = bool(diag["passed"])
     else:
@@ -186,8 +253,11 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
 def _bayes_description(st: dict, diag: dict) -> str:
     one_level = diag.get("clustering_levels") == "cluster"
-    intercepts = ("one cluster intercept (participant and conversation are the same units)"
-                  if one_level else "participant and conversation intercepts")  # fmt: skip
+    intercepts = (
+        "one cluster intercept (participant and conversation are the same units)"
+        if one_level
+        else "participant and conversation intercepts"
+    )
     return (
         f"hierarchical Bayesian prevalence ({st['bayes_level']} effects; {intercepts}, depth and "
         "prior-content terms): posterior mean and equal-tailed interval per model x "

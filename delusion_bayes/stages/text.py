@@ -67,9 +67,12 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
     enabled = t.enabled
     if not enabled or not has_texts(ds):
-        reason = ("the study has no prompt/answer texts (add prompts.csv and answers.csv, or "
-                  "simulate with texts=True)"
-                  if enabled else "text.enabled = false")  # fmt: skip
+        reason = (
+            "the study has no prompt/answer texts (add prompts.csv and answers.csv, or "
+            "simulate with texts=True)"
+            if enabled
+            else "text.enabled = false"
+        )
         what = "text stage (entrainment, modality, Figures 3-4)"
         return out.index({"skipped": True}, skipped=[{"analysis": what, "reason": reason}])
 
@@ -79,23 +82,40 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     synthetic = _synthetic_label(ds)
     write = out.write
 
-    write("metrics_by_model_day.csv", res.by_model_day,
-          f"entrainment (config {res.config} canonical; others as entrainment_configN), modality "
-          "and its marker counts, consensus stage per model-day "
-          "(NaN = missing answer)")  # fmt: skip
-    write("model_means.csv", res.model_means,
-          "per-model mean/sd/n_days of every metric over available days")  # fmt: skip
-    write("correlations.csv", res.correlations,
-          "model-level Spearman rho (two-sided p) of each metric's model means with Level-B day "
-          "count (Figure 3) and with mean consensus stage")  # fmt: skip
-    write("by_consensus_stage.csv", res.by_stage,
-          "metric mean/sd/n over model-days at each consensus stage")  # fmt: skip
-    write("within_model.csv", res.within_model,
-          f"within-model Spearman rho with consensus (descriptive), mean on naive "
-          f"(< {clinical_at:g}) vs clinical days")  # fmt: skip
-    write("turn_contrast.csv", res.turn_contrast,
-          "metric means before vs from each model's first clinical framing day "
-          "(Figure 4 data)")  # fmt: skip
+    write(
+        "metrics_by_model_day.csv",
+        res.by_model_day,
+        f"entrainment (config {res.config} canonical; others as entrainment_configN), modality "
+        "and its marker counts, consensus stage per model-day "
+        "(NaN = missing answer)",
+    )
+    write(
+        "model_means.csv",
+        res.model_means,
+        "per-model mean/sd/n_days of every metric over available days",
+    )
+    write(
+        "correlations.csv",
+        res.correlations,
+        "model-level Spearman rho (two-sided p) of each metric's model means with Level-B day "
+        "count (Figure 3) and with mean consensus stage",
+    )
+    write(
+        "by_consensus_stage.csv",
+        res.by_stage,
+        "metric mean/sd/n over model-days at each consensus stage",
+    )
+    write(
+        "within_model.csv",
+        res.within_model,
+        f"within-model Spearman rho with consensus (descriptive), mean on naive "
+        f"(< {clinical_at:g}) vs clinical days",
+    )
+    write(
+        "turn_contrast.csv",
+        res.turn_contrast,
+        "metric means before vs from each model's first clinical framing day (Figure 4 data)",
+    )
 
     if t.figures:
         if "level_b" in ds:
@@ -112,7 +132,12 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     headline = res.headline
     note = "descriptive statistics (model-days are serially dependent), as in the paper"
     out.index(headline, consensus=cons_source, synthetic=synthetic, note=note)
-    log.info("stage text: entrainment (config %d, %s) and modality for %d models x %d days%s",
-             res.config, res.embedding_model, ds.sizes[MODEL], ds.sizes[DAY],
-             " (SYNTHETIC texts)" if synthetic else "")  # fmt: skip
+    log.info(
+        "stage text: entrainment (config %d, %s) and modality for %d models x %d days%s",
+        res.config,
+        res.embedding_model,
+        ds.sizes[MODEL],
+        ds.sizes[DAY],
+        " (SYNTHETIC texts)" if synthetic else "",
+    )
     return headline

@@ -27,7 +27,17 @@ __getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [
-    "REGIMES", "Job", "classify_regime", "collect_jobs", "jobs_table", "parse_overrides",
-    "read_job", "run_quantities", "summarize", "summarize_main", "summary_table", "sweep_keys",
+    "REGIMES",
+    "Job",
+    "classify_regime",
+    "collect_jobs",
+    "jobs_table",
+    "parse_overrides",
+    "read_job",
+    "run_quantities",
+    "summarize",
+    "summarize_main",
+    "summary_table",
+    "sweep_keys",
     *_LAZY,
-]  # fmt: skip
+]

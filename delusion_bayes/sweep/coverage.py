@@ -74,8 +74,14 @@ def true_quantities(
             "study (delusion_bayes.data.simulate_study)"
         )
     ms = _true_milestones(ds["true_stage"], ds, stable_run, censor_day)
-    out = xr.Dataset({"L": ds["true_L"], "k": ds["true_k"], "t50": ds["true_t50"],
-                      **{m: ms[m] for m in LATENCIES}})  # fmt: skip
+    out = xr.Dataset(
+        {
+            "L": ds["true_L"],
+            "k": ds["true_k"],
+            "t50": ds["true_t50"],
+            **{m: ms[m] for m in LATENCIES},
+        }
+    )
     if "true_regime" in ds:
         out["regime"] = ds["true_regime"]
     return out
@@ -150,8 +156,10 @@ def analyse_posterior(
     estimates: dict[str, Any] = {}
     for q, da in quantities.items():
         ets = {lv: az.eti(da, prob=lv, dim=list(sample)) for lv in LEVELS}
-        ivs = {lv: (e.sel(ci_bound="lower").values, e.sel(ci_bound="upper").values)
-               for lv, e in ets.items()}  # fmt: skip
+        ivs = {
+            lv: (e.sel(ci_bound="lower").values, e.sel(ci_bound="upper").values)
+            for lv, e in ets.items()
+        }
         estimates[q] = (da.median(sample).values, ivs)
     rows = []
     fields = ("name", "by", "a", "b", "alternative", "quantities")
@@ -165,9 +173,17 @@ def analyse_posterior(
             alt = c.get("alternative", "two-sided")
             stat = {"less": p_less, "greater": p_greater}.get(alt, max(p_less, p_greater))
             thresh = 0.975 if alt == "two-sided" else 0.95
-            rows.append({"contrast": c["name"], "quantity": q, "alternative": alt, "stat": stat,
-                         "reject": bool(stat >= thresh), "median_diff": float(np.median(diff)),
-                         "scope": "finite"})  # fmt: skip
+            rows.append(
+                {
+                    "contrast": c["name"],
+                    "quantity": q,
+                    "alternative": alt,
+                    "stat": stat,
+                    "reject": bool(stat >= thresh),
+                    "median_diff": float(np.median(diff)),
+                    "scope": "finite",
+                }
+            )
             rows.append(_population_row(quantities[q], mask_a, mask_b, c, q, alt, thresh, rng))
     return estimates, pd.DataFrame(rows)
 
@@ -250,8 +266,16 @@ def _rows(method, est, con, stat, reject, ds, truth, contrasts, base) -> list[di
     for q, (point, ivs) in est.items():
         tv = truth[q].values.astype(float)
         for i, m in enumerate(models):
-            row = {**base, "method": method, "kind": "interval", "quantity": q, "item": str(m),
-                   "regime": str(regime[i]), "truth": tv[i], "estimate": float(point[i])}  # fmt: skip
+            row = {
+                **base,
+                "method": method,
+                "kind": "interval",
+                "quantity": q,
+                "item": str(m),
+                "regime": str(regime[i]),
+                "truth": tv[i],
+                "estimate": float(point[i]),
+            }
             for lv, (lo, hi) in ivs.items():
                 row[f"low_{level_tag(lv)}"] = float(lo[i])
                 row[f"high_{level_tag(lv)}"] = float(hi[i])
@@ -264,16 +288,32 @@ def _rows(method, est, con, stat, reject, ds, truth, contrasts, base) -> list[di
             mask_a, mask_b = contrast_groups(ds, c)
             v = truth[q].transpose(MODEL).values.astype(float)
             diff = float(np.mean(v[mask_a]) - np.mean(v[mask_b]))
-        rows.append({**base, "method": method, "kind": "contrast", "quantity": q,
-                     "item": r["contrast"], "alternative": r["alternative"], "stat": r[stat],
-                     "reject": reject(r), "truth_diff": diff})  # fmt: skip
+        rows.append(
+            {
+                **base,
+                "method": method,
+                "kind": "contrast",
+                "quantity": q,
+                "item": r["contrast"],
+                "alternative": r["alternative"],
+                "stat": r[stat],
+                "reject": reject(r),
+                "truth_diff": diff,
+            }
+        )
     return rows
 
 
 def seconds_row(base: Mapping[str, Any], method: str, started: float | None, **note: Any):
     seconds = np.nan if started is None else time.perf_counter() - started
-    return {**base, "method": method, "kind": "fit", "quantity": "seconds", "seconds": seconds,
-            **note}  # fmt: skip
+    return {
+        **base,
+        "method": method,
+        "kind": "fit",
+        "quantity": "seconds",
+        "seconds": seconds,
+        **note,
+    }
 
 
 def baseline_rows(
@@ -308,18 +348,35 @@ def posterior_rows(
     """One fitted model's replicate rows (intervals, contrasts, a ``fit`` row: seconds since
     ``started``, a ``time.perf_counter()``, and diagnostics) and its estimates."""
     post = dt["posterior"].to_dataset() if hasattr(dt, "children") else dt.posterior
-    est, pcon = analyse_posterior(post, ds, stable_run=stable_run, censor_day=censor_day,
-                                  contrasts=contrasts, seed=int(base.get("seed", 0)))  # fmt: skip
+    est, pcon = analyse_posterior(
+        post,
+        ds,
+        stable_run=stable_run,
+        censor_day=censor_day,
+        contrasts=contrasts,
+        seed=int(base.get("seed", 0)),
+    )
     finite = pcon[pcon["scope"] == "finite"] if len(pcon) else pcon
     rows = _rows(method, est, finite, "stat", lambda r: r["reject"], ds, truth, contrasts, base)
     by_name = {(c["name"] if hasattr(c, "keys") else c.name): c for c in reversed(contrasts)}
     for _, r in (pcon[pcon["scope"] == "population"] if len(pcon) else pcon).iterrows():
         pop = population_truth(ds, by_name[r["contrast"]], r["quantity"])
-        rows.append({**base, "method": f"{method}{POPULATION}", "kind": "contrast",
-                     "quantity": r["quantity"], "item": r["contrast"],
-                     "alternative": r["alternative"], "stat": r["stat"], "reject": r["reject"],
-                     "estimate": r["median_diff"], "truth": pop, "truth_diff": pop,
-                     **{k: r.get(k, np.nan) for k in ("low_90", "high_90", "low_95", "high_95")}})  # fmt: skip
+        rows.append(
+            {
+                **base,
+                "method": f"{method}{POPULATION}",
+                "kind": "contrast",
+                "quantity": r["quantity"],
+                "item": r["contrast"],
+                "alternative": r["alternative"],
+                "stat": r["stat"],
+                "reject": r["reject"],
+                "estimate": r["median_diff"],
+                "truth": pop,
+                "truth_diff": pop,
+                **{k: r.get(k, np.nan) for k in ("low_90", "high_90", "low_95", "high_95")},
+            }
+        )
     rows.append(seconds_row(base, method, started, note=_diagnostics(dt)))
     return rows, est
 
@@ -348,8 +405,9 @@ def fit_rows(method, ds, truth, contrasts, base, *, fit_fn, fit_kwargs, seed, st
     kwargs["seed"] = int(kwargs.get("seed", 0)) + seed
     t0 = time.perf_counter()
     dt = fit_fn(ds, model=method, **kwargs)
-    return posterior_rows(method, dt, ds, truth, contrasts, base, stable_run=stable_run,
-                          censor_day=cens, started=t0)  # fmt: skip
+    return posterior_rows(
+        method, dt, ds, truth, contrasts, base, stable_run=stable_run, censor_day=cens, started=t0
+    )
 
 
 def analyse_replicate(
@@ -375,8 +433,18 @@ def analyse_replicate(
     rows = baseline_rows(est, con, ds, truth, contrasts, base)
     rows.append(seconds_row(base, BASELINE, t0))
     for method in methods:
-        rows += fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, fit_kwargs=fit_kwargs,
-                          seed=seed, stable_run=stable_run, cens=cens)[0]  # fmt: skip
+        rows += fit_rows(
+            method,
+            ds,
+            truth,
+            contrasts,
+            base,
+            fit_fn=fit_fn,
+            fit_kwargs=fit_kwargs,
+            seed=seed,
+            stable_run=stable_run,
+            cens=cens,
+        )[0]
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
 
 
@@ -422,8 +490,14 @@ def run_replicate(
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     ds = simulate_study(preset=preset, seed=int(seed), **overrides)
-    rows = analyse_replicate(ds, baselines=baselines, methods=methods, fit_kwargs=fit_kwargs,
-                             seed=int(seed), fit_fn=fit_fn)  # fmt: skip
+    rows = analyse_replicate(
+        ds,
+        baselines=baselines,
+        methods=methods,
+        fit_kwargs=fit_kwargs,
+        seed=int(seed),
+        fit_fn=fit_fn,
+    )
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     rows.to_csv(tmp, index=False)
     tmp.replace(path)
@@ -454,9 +528,16 @@ def run_coverage(
         baselines = BaselinesConfig(n_boot=200)
     jobs = [(p, int(s)) for p in presets for s in seeds]
     for preset, seed in tqdm(jobs, desc="coverage replicates", disable=not progress):
-        run_replicate(preset, seed, out_dir, baselines=baselines, methods=methods,
-                      fit_kwargs=fit_kwargs, fit_fn=fit_fn,
-                      simulate_overrides=simulate_overrides)  # fmt: skip
+        run_replicate(
+            preset,
+            seed,
+            out_dir,
+            baselines=baselines,
+            methods=methods,
+            fit_kwargs=fit_kwargs,
+            fit_fn=fit_fn,
+            simulate_overrides=simulate_overrides,
+        )
     return aggregate_coverage(Path(out_dir) / REPLICATE_DIR, out_dir) if aggregate else None
 
 
@@ -481,9 +562,15 @@ def replicate_job(cfg: Any) -> str:
     names = [str(cfg.model.name), *[str(m) for m in cfg.model.get("also_fit", [])]]
     methods = [m for m in dict.fromkeys(names) if m in ("onset", "joint")]
     baselines = OmegaConf.to_container(cfg.baselines, resolve=True)
-    path = run_replicate(str(cfg.data.preset), int(cfg.data.seed), root, baselines=baselines,
-                         methods=methods, fit_kwargs=replicate_fit_kwargs(cfg),
-                         simulate_overrides=OmegaConf.to_container(cfg.data.overrides))  # fmt: skip
+    path = run_replicate(
+        str(cfg.data.preset),
+        int(cfg.data.seed),
+        root,
+        baselines=baselines,
+        methods=methods,
+        fit_kwargs=replicate_fit_kwargs(cfg),
+        simulate_overrides=OmegaConf.to_container(cfg.data.overrides),
+    )
     return str(path)
 
 
@@ -493,12 +580,18 @@ def replicate_fit_kwargs(cfg: Any, *, adaptation: bool = True) -> dict[str, Any]
     ``sampler.adaptation`` (the design stage's fits use ``models.fit``'s default)."""
     s = cfg.sampler
     out = {
-        "draws": int(s.draws), "tune": int(s.tune), "chains": int(s.chains), "sampler": str(s.name),
-        "cores": int(s.cores), "seed": int(s.seed),
+        "draws": int(s.draws),
+        "tune": int(s.tune),
+        "chains": int(s.chains),
+        "sampler": str(s.name),
+        "cores": int(s.cores),
+        "seed": int(s.seed),
         "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
-        "cache_dir": cfg.get("cache_dir"), "log_likelihood": False, "log_prior": False,
+        "cache_dir": cfg.get("cache_dir"),
+        "log_likelihood": False,
+        "log_prior": False,
         "posterior_predictive": False,
-    }  # fmt: skip
+    }
     if adaptation:
         out["adaptation"] = str(s.get("adaptation", "diag"))
     return out

@@ -30,10 +30,26 @@ BOUNDS: dict[str, tuple[float, float]] = {"L": (1.0, 4.0)}
 BOUND_TOL = 0.05
 #: columns of a replicate file
 REPLICATE_COLUMNS: tuple[str, ...] = (
-    "preset", "seed", "method", "kind", "quantity", "item", "regime", "truth", "estimate",
-    "low_90", "high_90", "low_95", "high_95", "alternative", "stat", "reject", "truth_diff",
-    "seconds", "note",
-)  # fmt: skip
+    "preset",
+    "seed",
+    "method",
+    "kind",
+    "quantity",
+    "item",
+    "regime",
+    "truth",
+    "estimate",
+    "low_90",
+    "high_90",
+    "low_95",
+    "high_95",
+    "alternative",
+    "stat",
+    "reject",
+    "truth_diff",
+    "seconds",
+    "note",
+)
 
 
 def level_tag(level: float) -> str:
@@ -83,8 +99,13 @@ def coverage_metrics(reps: pd.DataFrame, n_days: int = 30) -> pd.DataFrame:
     rows = []
     for subset, frame in (("all", iv), ("turning", iv[iv["turning"]])):
         for (preset, method, q), g in frame.groupby(["preset", "method", "quantity"], sort=False):
-            row: dict[str, Any] = {"preset": preset, "method": method, "quantity": q,
-                                   "subset": subset, "n": len(g)}  # fmt: skip
+            row: dict[str, Any] = {
+                "preset": preset,
+                "method": method,
+                "quantity": q,
+                "subset": subset,
+                "n": len(g),
+            }
             for lv in LEVELS:
                 tag = level_tag(lv)
                 lo, hi = g[f"low_{tag}"].to_numpy(float), g[f"high_{tag}"].to_numpy(float)
@@ -124,11 +145,19 @@ def contrast_metrics(reps: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
         null_true = preset == "null" or bool(np.all(np.abs(diff.to_numpy(float)) <= tol))
         n = int(rej.notna().sum())
         rate = float(rej.mean())
-        row = {"preset": preset, "method": method, "contrast": item, "quantity": q,
-               "what": "type-I error" if null_true else "power", "n": n,
-               "rejection_rate": rate, "se": float(np.sqrt(rate * (1 - rate) / n)) if n else np.nan,
-               "mean_stat": float(g["stat"].mean()), "truth_diff": float(diff.mean()),
-               "mean_abs_truth_diff": float(diff.abs().mean())}  # fmt: skip
+        row = {
+            "preset": preset,
+            "method": method,
+            "contrast": item,
+            "quantity": q,
+            "what": "type-I error" if null_true else "power",
+            "n": n,
+            "rejection_rate": rate,
+            "se": float(np.sqrt(rate * (1 - rate) / n)) if n else np.nan,
+            "mean_stat": float(g["stat"].mean()),
+            "truth_diff": float(diff.mean()),
+            "mean_abs_truth_diff": float(diff.abs().mean()),
+        }
         # intervals (the population contrast's): coverage of the true population difference
         for lv in LEVELS:
             lo, hi = (f"{e}_{level_tag(lv)}" for e in ("low", "high"))
@@ -173,8 +202,14 @@ def plot_coverage(cov: pd.DataFrame, errors: pd.DataFrame, subset: str = "all"):
             x = np.arange(len(qs)) + (j - (len(methods) - 1) / 2) * 0.22
             for lv in LEVELS:
                 tag = level_tag(lv)
-                axes[r, 0].scatter(x, gm[f"coverage_{tag}"], marker=markers[lv], color=f"C{j}",
-                                   label=f"{m} {tag}%" if r == 0 else None, s=24)  # fmt: skip
+                axes[r, 0].scatter(
+                    x,
+                    gm[f"coverage_{tag}"],
+                    marker=markers[lv],
+                    color=f"C{j}",
+                    label=f"{m} {tag}%" if r == 0 else None,
+                    s=24,
+                )
             axes[r, 1].bar(x, gm["width_95"], width=0.2, color=f"C{j}", label=m if r == 0 else None)
         for lv in LEVELS:
             axes[r, 0].axhline(lv, color="k", lw=0.6, ls="--")
@@ -228,10 +263,11 @@ def aggregate_coverage(
     table.to_csv(out / "coverage_table.csv", index=False)
     turning = coverage_table(cov, subset="turning") if not cov.empty else table
     (out / "coverage_table.md").write_text(
-        "All models:\n\n" + markdown_table(table)
+        "All models:\n\n"
+        + markdown_table(table)
         + "\n\nModels whose true t50 lies within the study (a never-turning model's t50, L and k"
         " are beyond the data):\n\n" + markdown_table(turning) + "\n"
-    )  # fmt: skip
+    )
     fits = reps[reps["kind"] == "fit"]
     if not fits.empty:
         fits.groupby(["preset", "method"])["seconds"].describe().to_csv(out / "fit_times.csv")

@@ -41,8 +41,16 @@ CELL: tuple[str, ...] = ("n_raters", "n_models", "n_days", "discrimination_mean"
 DESIGN_COLUMNS: tuple[str, ...] = (*CELL, "replicate", *REPLICATE_COLUMNS)
 #: columns of the per-cell metrics
 METRIC_COLUMNS: tuple[str, ...] = (
-    "data", *CELL, "method", "metric", "item", "value", "se", "n", "n_sims",
-)  # fmt: skip
+    "data",
+    *CELL,
+    "method",
+    "metric",
+    "item",
+    "value",
+    "se",
+    "n",
+    "n_sims",
+)
 #: the regime whose classification is scored
 NEVER = "never"
 #: rated variables the design study does not score (dropped before the baselines run)
@@ -80,11 +88,19 @@ def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list
     table = res.reliability.summary
     if "recognition" in table.index:
         r = table.loc["recognition"]
-        rows.append({**base, "method": BASELINE, "kind": "reliability", "quantity": "alpha",
-                     "item": "recognition", "estimate": float(r["alpha"]),
-                     "low_95": float(r.get("alpha_ci_low", np.nan)),
-                     "high_95": float(r.get("alpha_ci_high", np.nan)),
-                     "note": "unit bootstrap"})  # fmt: skip
+        rows.append(
+            {
+                **base,
+                "method": BASELINE,
+                "kind": "reliability",
+                "quantity": "alpha",
+                "item": "recognition",
+                "estimate": float(r["alpha"]),
+                "low_95": float(r.get("alpha_ci_low", np.nan)),
+                "high_95": float(r.get("alpha_ci_high", np.nan)),
+                "note": "unit bootstrap",
+            }
+        )
     rec = ds["recognition"].transpose(RATER, ...).values.reshape(ds.sizes[RATER], -1)
     try:
         with np.errstate(all="ignore"):
@@ -92,15 +108,30 @@ def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list
         est, lo, hi = float(t["icc"]), float(t["ci_low"]), float(t["ci_high"])
     except ValueError:
         est = lo = hi = np.nan
-    rows.append({**base, "method": BASELINE, "kind": "reliability", "quantity": "icc2k",
-                 "item": "recognition", "estimate": est, "low_95": lo, "high_95": hi,
-                 "note": "F-based CI (McGraw & Wong)"})  # fmt: skip
+    rows.append(
+        {
+            **base,
+            "method": BASELINE,
+            "kind": "reliability",
+            "quantity": "icc2k",
+            "item": "recognition",
+            "estimate": est,
+            "low_95": lo,
+            "high_95": hi,
+            "note": "F-based CI (McGraw & Wong)",
+        }
+    )
     return rows
 
 
-def _classify_rows(method: str, first_clinical: np.ndarray, first_stable: np.ndarray,
-                   ds: xr.Dataset, censor_day: int,
-                   base: Mapping[str, Any]) -> list[dict]:  # fmt: skip
+def _classify_rows(
+    method: str,
+    first_clinical: np.ndarray,
+    first_stable: np.ndarray,
+    ds: xr.Dataset,
+    censor_day: int,
+    base: Mapping[str, Any],
+) -> list[dict]:
     """One row per model: ``truth`` = 1 for a true never-turner (``true_regime``), ``estimate``
     = 1 when :func:`classify_regime` says ``never``; ``note`` = the regime it gave."""
     from ..data.schema import DAY, MODEL
@@ -110,12 +141,22 @@ def _classify_rows(method: str, first_clinical: np.ndarray, first_stable: np.nda
     regime = ds["true_regime"].values if "true_regime" in ds else [""] * ds.sizes[MODEL]
     rows = []
     for i, m in enumerate(ds[MODEL].values):
-        got = classify_regime(float(first_clinical[i]), float(first_stable[i]), n_days=n_days,
-                              censor_day=censor_day)  # fmt: skip
-        rows.append({**base, "method": method, "kind": "classify", "quantity": "never",
-                     "item": str(m), "regime": str(regime[i]),
-                     "truth": float(str(regime[i]) == NEVER), "estimate": float(got == NEVER),
-                     "note": got})  # fmt: skip
+        got = classify_regime(
+            float(first_clinical[i]), float(first_stable[i]), n_days=n_days, censor_day=censor_day
+        )
+        rows.append(
+            {
+                **base,
+                "method": method,
+                "kind": "classify",
+                "quantity": "never",
+                "item": str(m),
+                "regime": str(regime[i]),
+                "truth": float(str(regime[i]) == NEVER),
+                "estimate": float(got == NEVER),
+                "note": got,
+            }
+        )
     return rows
 
 
@@ -141,24 +182,40 @@ def analyse_study(
     # the other rated variables are dropped before the baselines run: nothing scored here uses
     # them, and every resampling of a variable is seeded on its own (docs/design-notes.md)
     unscored = [v for v in UNSCORED if v in ds.data_vars]
-    res = analyse_trajectory(ds.drop_vars(unscored), baselines, seed=boot_seed,
-                             milestone_replicates=True)  # fmt: skip
+    res = analyse_trajectory(
+        ds.drop_vars(unscored), baselines, seed=boot_seed, milestone_replicates=True
+    )
     est, con = baseline_estimates(res, ds)
     rows = baseline_rows(est, con, ds, truth, contrasts, base)
     rows += _reliability_rows(res, ds, base)
     ms = res.milestones.reindex({MODEL: ds[MODEL].values})
-    rows += _classify_rows(BASELINE, ms["first_clinical"].values, ms["first_stable"].values,
-                           ds, cens, base)  # fmt: skip
+    rows += _classify_rows(
+        BASELINE, ms["first_clinical"].values, ms["first_stable"].values, ds, cens, base
+    )
     rows.append(seconds_row(base, BASELINE, t0))
     if method:
-        new, pest = fit_rows(method, ds, truth, contrasts, base, fit_fn=fit_fn, seed=seed,
-                              fit_kwargs=fit_kwargs, stable_run=stable_run, cens=cens)  # fmt: skip
+        new, pest = fit_rows(
+            method,
+            ds,
+            truth,
+            contrasts,
+            base,
+            fit_fn=fit_fn,
+            seed=seed,
+            fit_kwargs=fit_kwargs,
+            stable_run=stable_run,
+            cens=cens,
+        )
         # the Bayesian power is the population contrast's (the permutation test's question: do
         # the groups' populations differ?), not that of these models' group means
-        rows += [_as_method(r, method) for r in new
-                 if not (r["kind"] == "contrast" and r["method"] == method)]  # fmt: skip
-        rows += _classify_rows(method, pest["first_clinical"][0], pest["first_stable"][0],
-                               ds, cens, base)  # fmt: skip
+        rows += [
+            _as_method(r, method)
+            for r in new
+            if not (r["kind"] == "contrast" and r["method"] == method)
+        ]
+        rows += _classify_rows(
+            method, pest["first_clinical"][0], pest["first_stable"][0], ds, cens, base
+        )
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
 
 
@@ -193,8 +250,9 @@ def run_cell(
         t0 = time.perf_counter()
         ds = simulate_cell(cell, seed + i, preset=preset, overrides=overrides)
         bayes = method if (method and i < n_sims_bayes) else None
-        rows = analyse_study(ds, baselines=baselines, method=bayes, fit_kwargs=fit_kwargs, seed=i,
-                             fit_fn=fit_fn)  # fmt: skip
+        rows = analyse_study(
+            ds, baselines=baselines, method=bayes, fit_kwargs=fit_kwargs, seed=i, fit_fn=fit_fn
+        )
         frames.append(rows.assign(replicate=i, **{k: cell[k] for k in CELL}))
         if progress is not None:
             progress(i, time.perf_counter() - t0)
@@ -232,8 +290,19 @@ def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame
             n_sims = int(gm["replicate"].nunique())
 
             def add(metric, item, value, se, n, _cell=cell, _method=method, _n=n_sims):
-                out.append({"data": data, **_cell, "method": _method, "metric": metric,
-                            "item": item, "value": value, "se": se, "n": n, "n_sims": _n})  # fmt: skip
+                out.append(
+                    {
+                        "data": data,
+                        **_cell,
+                        "method": _method,
+                        "metric": metric,
+                        "item": item,
+                        "value": value,
+                        "se": se,
+                        "n": n,
+                        "n_sims": _n,
+                    }
+                )
 
             con = gm[gm["kind"] == "contrast"]
             for (item, q), gc in con.groupby(["item", "quantity"], sort=False):
@@ -269,8 +338,11 @@ def cell_metrics(reps: pd.DataFrame, *, data: str = "simulated") -> pd.DataFrame
 
 
 #: methods as the table and figure name them
-METHOD_LABELS = {BASELINE: "permutation test", "onset": "onset (posterior)",
-                 "joint": "joint (posterior)"}  # fmt: skip
+METHOD_LABELS = {
+    BASELINE: "permutation test",
+    "onset": "onset (posterior)",
+    "joint": "joint (posterior)",
+}
 #: the contrast the headline sentence is about (cohort contrast on first stable framing)
 HEADLINE_ITEM = "late-2025 vs earlier cohort: first_stable"
 TARGET_POWER = 0.8
@@ -290,14 +362,21 @@ def design_table(cells: pd.DataFrame) -> pd.DataFrame:
     return wide.join(se)[order].reset_index()
 
 
-def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TARGET_POWER,
-             method: str = BASELINE) -> str:  # fmt: skip
+def headline(
+    cells: pd.DataFrame,
+    item: str = HEADLINE_ITEM,
+    target: float = TARGET_POWER,
+    method: str = BASELINE,
+) -> str:
     """The sentence "to detect <item> with 80% power you need >= N models (...)" per setting."""
     power = cells[cells["metric"] == "power"]
     sub = power[(power["item"] == item) & (power["method"] == method)]
     what = item.replace(": ", " contrast on ").replace("first_stable", "first stable framing")
-    how = ("permutation test, p < .05" if method == BASELINE
-           else f"{method} posterior, 95% interval of the population difference excludes 0")  # fmt: skip
+    how = (
+        "permutation test, p < .05"
+        if method == BASELINE
+        else f"{method} posterior, 95% interval of the population difference excludes 0"
+    )
     source = str(cells["data"].iloc[0]) if "data" in cells and len(cells) else "simulated"
     if sub.empty:
         return f"Simulated design study: no cell scored {item!r} ({how})."
@@ -311,13 +390,17 @@ def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TAR
     for _, g in groups:
         g = g.sort_values("n_models")
         r0, hit = g.iloc[0], g[g["value"] >= target]
-        tag = (f"{r0['n_raters']:g} raters, {r0['n_days']:g} days, rater discrimination "
-               f"{r0['discrimination_mean']:g}")  # fmt: skip
+        tag = (
+            f"{r0['n_raters']:g} raters, {r0['n_days']:g} days, rater discrimination "
+            f"{r0['discrimination_mean']:g}"
+        )
         if hit.empty:
             best = g.loc[g["value"].idxmax()]
-            parts.append(f"with {tag}, {target:.0%} power is not reached with up to "
-                         f"{int(g['n_models'].max())} models (best: {pm(best)} at "
-                         f"{int(best['n_models'])})")  # fmt: skip
+            parts.append(
+                f"with {tag}, {target:.0%} power is not reached with up to "
+                f"{int(g['n_models'].max())} models (best: {pm(best)} at "
+                f"{int(best['n_models'])})"
+            )
             continue
         first = hit.iloc[0]
         n_first = int(first["n_models"])
@@ -327,10 +410,14 @@ def headline(cells: pd.DataFrame, item: str = HEADLINE_ITEM, target: float = TAR
             parts.append(f"with {tag} the fewest models tried, {n_first}, already suffice ({got})")
         else:
             prev = below.iloc[-1]
-            parts.append(f"with {tag} you need >= {n_first} models ({got}; "
-                         f"{int(prev['n_models'])} models: {pm(prev)})")  # fmt: skip
-    return (f"{source.capitalize()} studies: to detect the {what} with {target:.0%} power "
-            f"({how}): " + "; ".join(parts) + ".")  # fmt: skip
+            parts.append(
+                f"with {tag} you need >= {n_first} models ({got}; "
+                f"{int(prev['n_models'])} models: {pm(prev)})"
+            )
+    return (
+        f"{source.capitalize()} studies: to detect the {what} with {target:.0%} power "
+        f"({how}): " + "; ".join(parts) + "."
+    )
 
 
 def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
@@ -351,16 +438,28 @@ def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
     panels = list(pw.groupby("item", sort=True))
     ncol = min(max(len(panels), 1), 4)
     nrow = math.ceil(max(len(panels), 1) / ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.3 * ncol, 2.7 * nrow + 1.2), squeeze=False,
-                             sharey=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        nrow, ncol, figsize=(3.3 * ncol, 2.7 * nrow + 1.2), squeeze=False, sharey=True
+    )
     for ax, (item, g) in zip(axes.flat, panels, strict=False):
         for (method, *st), gl in g.groupby(["method", *keys], sort=True):
             gl = gl.sort_values("n_models")
-            label = (f"{st[0]:g} raters, {st[1]:g} days, discr. {st[2]:g} "
-                     f"[{METHOD_LABELS.get(method, method)}]")  # fmt: skip
-            ax.errorbar(gl["n_models"], gl["value"], yerr=gl["se"], marker="o", ms=3, capsize=2,
-                        ls=styles.get(method, "-."), color=color[tuple(st)], lw=1.1,
-                        label=label)  # fmt: skip
+            label = (
+                f"{st[0]:g} raters, {st[1]:g} days, discr. {st[2]:g} "
+                f"[{METHOD_LABELS.get(method, method)}]"
+            )
+            ax.errorbar(
+                gl["n_models"],
+                gl["value"],
+                yerr=gl["se"],
+                marker="o",
+                ms=3,
+                capsize=2,
+                ls=styles.get(method, "-."),
+                color=color[tuple(st)],
+                lw=1.1,
+                label=label,
+            )
         ax.axhline(TARGET_POWER, color="grey", lw=0.8, ls=":")
         contrast, _, quantity = str(item).partition(": ")
         ax.set_title(f"{contrast}\n{quantity}", fontsize=8)
@@ -377,11 +476,14 @@ def plot_power(cells: pd.DataFrame, items: Sequence[str] | None = None):
     for ax in axes.flat:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(lab, h)
-    fig.legend(list(seen.values()), list(seen), loc="lower center", fontsize=6.5, ncol=2,
-               frameon=False)  # fmt: skip
-    fig.suptitle("Power of the pre-specified contrasts on SIMULATED studies (paper_like "
-                 "scaled); p < .05 or posterior 95% interval excluding 0; bars: binomial SE",
-                 fontsize=9)  # fmt: skip
+    fig.legend(
+        list(seen.values()), list(seen), loc="lower center", fontsize=6.5, ncol=2, frameon=False
+    )
+    fig.suptitle(
+        "Power of the pre-specified contrasts on SIMULATED studies (paper_like "
+        "scaled); p < .05 or posterior 95% interval excluding 0; bars: binomial SE",
+        fontsize=9,
+    )
     bottom = min(0.5, (0.16 * math.ceil(len(seen) / 2) + 0.1) / (2.7 * nrow + 1.2))
     fig.tight_layout(rect=(0, bottom, 1, 0.96))
     return fig
@@ -417,18 +519,26 @@ def summarize_design(
     cells.to_csv(out / "design_cells.csv", index=False)
     table = design_table(cells)
     table.to_csv(out / "design_table.csv", index=False)
-    note = ("SIMULATED studies (generative preset paper_like, roster scaled to n_models); "
-            "values are Monte Carlo estimates, `(se)` their standard errors (binomial for "
-            "power). Power: permutation p < .05 (baselines) or posterior P(diff > 0) > .975 "
-            "or < .025.")  # fmt: skip
+    note = (
+        "SIMULATED studies (generative preset paper_like, roster scaled to n_models); "
+        "values are Monte Carlo estimates, `(se)` their standard errors (binomial for "
+        "power). Power: permutation p < .05 (baselines) or posterior P(diff > 0) > .975 "
+        "or < .025."
+    )
     text = headline(cells)
     (out / "design_table.md").write_text(
-        "# Study design (SIMULATED studies)\n\n" + note + "\n\n" + text + "\n\n"
-        + "## Power (rejection rate +/- binomial SE)\n\n" + markdown_table(_pm(cells, power=True), _g)
+        "# Study design (SIMULATED studies)\n\n"
+        + note
+        + "\n\n"
+        + text
+        + "\n\n"
+        + "## Power (rejection rate +/- binomial SE)\n\n"
+        + markdown_table(_pm(cells, power=True), _g)
         + "\n\n## Precision and classification (mean +/- SE over studies)\n\n"
-        + markdown_table(_pm(cells, power=False), _g) + "\n\nEvery column with its SE: "
+        + markdown_table(_pm(cells, power=False), _g)
+        + "\n\nEvery column with its SE: "
         "design_table.csv; tidy: design_cells.csv.\n"
-    )  # fmt: skip
+    )
     (out / "design_headline.md").write_text(text + "\n")
     print(text)
     if plot:
@@ -441,8 +551,15 @@ def summarize_design(
 
 
 #: the precision columns of the Markdown table, in order
-PRECISION = ("t50_width", "t50_coverage", "alpha_ci_width", "icc2k_ci_width", "never_correct",
-             "never_false", "seconds")  # fmt: skip
+PRECISION = (
+    "t50_width",
+    "t50_coverage",
+    "alpha_ci_width",
+    "icc2k_ci_width",
+    "never_correct",
+    "never_false",
+    "seconds",
+)
 
 
 def _pm(cells: pd.DataFrame, *, power: bool) -> pd.DataFrame:
@@ -452,15 +569,23 @@ def _pm(cells: pd.DataFrame, *, power: bool) -> pd.DataFrame:
         return pd.DataFrame()
     sub = sub.assign(
         column=sub["item"] if power else sub["metric"],
-        text=[f"{v:.3g} +/- {e:.2g}" if np.isfinite(e) else f"{v:.3g}"
-              for v, e in zip(sub["value"], sub["se"], strict=True)],
-    )  # fmt: skip
+        text=[
+            f"{v:.3g} +/- {e:.2g}" if np.isfinite(e) else f"{v:.3g}"
+            for v, e in zip(sub["value"], sub["se"], strict=True)
+        ],
+    )
     idx = [*CELL, "method", "n_sims"]
     wide = sub.pivot_table(index=idx, columns="column", values="text", aggfunc="first")
     cols = [c for c in PRECISION if c in wide.columns] if not power else sorted(wide.columns)
     wide = wide[cols].reset_index()
-    return wide.rename(columns={"n_raters": "raters", "n_models": "models", "n_days": "days",
-                                "discrimination_mean": "discrimination"})  # fmt: skip
+    return wide.rename(
+        columns={
+            "n_raters": "raters",
+            "n_models": "models",
+            "n_days": "days",
+            "discrimination_mean": "discrimination",
+        }
+    )
 
 
 def _g(v: Any) -> str:

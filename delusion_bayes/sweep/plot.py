@@ -53,8 +53,14 @@ def _matrix(summary: pd.DataFrame, quantity: str, jobs: list[str], column: str =
 
 def _heatmap(ax, mat: pd.DataFrame, title: str, cmap, vmin=None, vmax=None, fmt=None):
     data = mat.to_numpy(dtype=float)
-    im = ax.imshow(np.ma.masked_invalid(data), aspect="auto", cmap=cmap, vmin=vmin, vmax=vmax,
-                   interpolation="nearest")  # fmt: skip
+    im = ax.imshow(
+        np.ma.masked_invalid(data),
+        aspect="auto",
+        cmap=cmap,
+        vmin=vmin,
+        vmax=vmax,
+        interpolation="nearest",
+    )
     ax.set_yticks(
         range(len(mat.index)), [mpl_escape(short_label(i)) for i in mat.index], fontsize=6
     )
@@ -99,45 +105,84 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
     jobs = job_order(summary, keys)
     status = summary.drop_duplicates("job").set_index("job")["status"].reindex(jobs)
     posterior = sorted({q for q in summary["quantity"] if str(q).startswith("posterior_prob")})
-    quantities = ["regime", *_HEATMAPS, "perm_p", *posterior, "gate_passed",
-                  "entrainment_level_b_rho"]  # fmt: skip
+    quantities = [
+        "regime",
+        *_HEATMAPS,
+        "perm_p",
+        *posterior,
+        "gate_passed",
+        "entrainment_level_b_rho",
+    ]
     panels = [(q, mat) for q in quantities if (mat := _matrix(summary, q, jobs)) is not None]
     dash_rows = [(k, v) for k in keys for v in dict.fromkeys(summary.drop_duplicates("job")[k])]
     per_model = ("regime", *_HEATMAPS)
-    heights = [max(1.2, 0.12 * len(mat.index)) if name in per_model else 1.4
-               for name, mat in panels]  # fmt: skip
+    heights = [
+        max(1.2, 0.12 * len(mat.index)) if name in per_model else 1.4 for name, mat in panels
+    ]
     heights.append(max(0.8, 0.16 * len(dash_rows)))
     width = min(22.0, 4.0 + 0.22 * len(jobs))
-    fig, axes = plt.subplots(len(heights), 1, figsize=(width, sum(heights) + 1.0), squeeze=False,
-                             gridspec_kw={"height_ratios": heights}, sharex=True)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(heights),
+        1,
+        figsize=(width, sum(heights) + 1.0),
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+        sharex=True,
+    )
     axes = axes[:, 0]
     for ax, (name, mat) in zip(axes, panels, strict=False):
         if name == "regime":
             cmap = ListedColormap(REGIME_COLORS)
-            im = _heatmap(ax, mat, "regime membership (Results: four regimes)", cmap,
-                          vmin=-0.5, vmax=len(REGIMES) - 0.5)  # fmt: skip
+            im = _heatmap(
+                ax,
+                mat,
+                "regime membership (Results: four regimes)",
+                cmap,
+                vmin=-0.5,
+                vmax=len(REGIMES) - 0.5,
+            )
             im.set_norm(BoundaryNorm(np.arange(-0.5, len(REGIMES)), cmap.N))
             handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in REGIME_COLORS]
-            ax.legend(handles, REGIMES, fontsize=6, loc="center left",
-                      bbox_to_anchor=(1.0, 0.5), frameon=False)  # fmt: skip
+            ax.legend(
+                handles,
+                REGIMES,
+                fontsize=6,
+                loc="center left",
+                bbox_to_anchor=(1.0, 0.5),
+                frameon=False,
+            )
         elif name in _HEATMAPS:
             im = _heatmap(ax, mat, *_HEATMAPS[name], fmt=lambda v: f"{v:.0f}")
             fig.colorbar(im, ax=ax, pad=0.01, fraction=0.02)
         elif name == "perm_p":
-            _series(ax, mat.clip(lower=1e-6), "exact permutation p per contrast:quantity",
-                    log=True, lines=(0.05,))  # fmt: skip
+            _series(
+                ax,
+                mat.clip(lower=1e-6),
+                "exact permutation p per contrast:quantity",
+                log=True,
+                lines=(0.05,),
+            )
         elif name.startswith("posterior_prob"):
             fit = name.partition(":")[2] or "model"
-            _series(ax, mat, f"P(A - B > 0) of each contrast under the {fit} model",
-                    lines=(0.025, 0.975))  # fmt: skip
+            _series(
+                ax,
+                mat,
+                f"P(A - B > 0) of each contrast under the {fit} model",
+                lines=(0.025, 0.975),
+            )
             ax.set_ylim(-0.03, 1.03)
         elif name == "gate_passed":
-            _heatmap(ax, mat, "diagnostics gate passed (1) / failed (0) per fitted model",
-                     ListedColormap(["#d95f02", "#1b9e77"]), vmin=0, vmax=1,
-                     fmt=lambda v: "ok" if v else "fail")  # fmt: skip
+            _heatmap(
+                ax,
+                mat,
+                "diagnostics gate passed (1) / failed (0) per fitted model",
+                ListedColormap(["#d95f02", "#1b9e77"]),
+                vmin=0,
+                vmax=1,
+                fmt=lambda v: "ok" if v else "fail",
+            )
         else:
-            _series(ax, mat, "Spearman rho: entrainment vs Level-B days (paper -.69)",
-                    lines=(0.0,))  # fmt: skip
+            _series(ax, mat, "Spearman rho: entrainment vs Level-B days (paper -.69)", lines=(0.0,))
     # failed jobs: grey band in every panel
     bad = [i for i, s in enumerate(status) if s != "ok"]
     for ax in axes[:-1]:

@@ -120,12 +120,16 @@ def milestone_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]
     df = _read(run_dir, key)
     if df is None:
         return []
-    rows = [_rows("baselines", m, rec["model"], rec[m], key)
-            for _, rec in df.iterrows() for m in MILESTONES]  # fmt: skip
+    rows = [
+        _rows("baselines", m, rec["model"], rec[m], key)
+        for _, rec in df.iterrows()
+        for m in MILESTONES
+    ]
     n_days, cens = study_length(run_dir)
     for _, rec in df.iterrows():
-        regime = classify_regime(rec["first_clinical"], rec["first_stable"], n_days=n_days,
-                                 censor_day=cens)  # fmt: skip
+        regime = classify_regime(
+            rec["first_clinical"], rec["first_stable"], n_days=n_days, censor_day=cens
+        )
         row = _rows("baselines", "regime", rec["model"], regime, key)
         rows.append({**row, "value": float(REGIMES.index(regime))})
     return rows
@@ -137,12 +141,16 @@ def logistic_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
     df = _read(run_dir, key)
     if df is None:
         return []
-    rows = [_rows("baselines", p, rec["model"], rec[p], key)
-            for p in LOGISTIC for _, rec in df.iterrows()]  # fmt: skip
+    rows = [
+        _rows("baselines", p, rec["model"], rec[p], key)
+        for p in LOGISTIC
+        for _, rec in df.iterrows()
+    ]
     # a flat trajectory has no t50 (NaN): it ranks last, after every model that turned
     ranks = df["t50"].fillna(np.inf).rank(method="min")
-    rows += [_rows("baselines", "t50_rank", m, r, key)
-             for m, r in zip(df["model"], ranks, strict=True)]  # fmt: skip
+    rows += [
+        _rows("baselines", "t50_rank", m, r, key) for m, r in zip(df["model"], ranks, strict=True)
+    ]
     return rows
 
 
@@ -153,8 +161,10 @@ def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
     key = "baselines/contrasts.csv"
     df = _read(run_dir, key)
     if df is not None:
-        rows += [_rows("baselines", "perm_p", f"{r['contrast']}:{r['quantity']}", r["pvalue"], key)
-                 for _, r in df.iterrows()]  # fmt: skip
+        rows += [
+            _rows("baselines", "perm_p", f"{r['contrast']}:{r['quantity']}", r["pvalue"], key)
+            for _, r in df.iterrows()
+        ]
     key = "models/{fit}/contrasts_posterior.csv"
     for fit in results.fits(run_dir):
         df = _read(run_dir, key, fit)
@@ -162,8 +172,13 @@ def contrast_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
             continue
         src = key.format(fit=fit)
         # a NaN row: a quantity the model does not have (its note says so)
-        rows += [_rows("models", f"posterior_prob:{fit}", f"{r['name']}:{r['quantity']}",
-                       r["p_gt_0"], src) for _, r in df.iterrows() if pd.notna(r["p_gt_0"])]  # fmt: skip
+        rows += [
+            _rows(
+                "models", f"posterior_prob:{fit}", f"{r['name']}:{r['quantity']}", r["p_gt_0"], src
+            )
+            for _, r in df.iterrows()
+            if pd.notna(r["p_gt_0"])
+        ]
     return rows
 
 
@@ -176,13 +191,30 @@ def posterior_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]
         key = "models/{fit}/milestones_posterior.csv"
         df = _read(run_dir, key, fit)
         if df is not None:
-            rows += [_rows("models", f"posterior_{r['milestone']}:{fit}", r["model"], r["median"],
-                           key.format(fit=fit)) for _, r in df.iterrows()]  # fmt: skip
+            rows += [
+                _rows(
+                    "models",
+                    f"posterior_{r['milestone']}:{fit}",
+                    r["model"],
+                    r["median"],
+                    key.format(fit=fit),
+                )
+                for _, r in df.iterrows()
+            ]
         key = "models/{fit}/t50_posterior.csv"
         df = _read(run_dir, key, fit)
         if df is not None:
-            rows += [_rows("models", f"posterior_{p}:{fit}", r["model"], r[f"{p}_median"],
-                           key.format(fit=fit)) for p in LOGISTIC for _, r in df.iterrows()]  # fmt: skip
+            rows += [
+                _rows(
+                    "models",
+                    f"posterior_{p}:{fit}",
+                    r["model"],
+                    r[f"{p}_median"],
+                    key.format(fit=fit),
+                )
+                for p in LOGISTIC
+                for _, r in df.iterrows()
+            ]
         key = "models/{fit}/gate.json"
         gate = results.read(run_dir, key, fit)
         if gate is not None:
@@ -222,8 +254,14 @@ def headline_rows(run_dir: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]
     return rows
 
 
-EXTRACTORS = (milestone_rows, logistic_rows, contrast_rows, posterior_rows, entrainment_rows,
-              headline_rows)  # fmt: skip
+EXTRACTORS = (
+    milestone_rows,
+    logistic_rows,
+    contrast_rows,
+    posterior_rows,
+    entrainment_rows,
+    headline_rows,
+)
 
 
 def run_quantities(run_dir: str | Path, run: Mapping[str, Any] | None = None) -> pd.DataFrame:

@@ -36,8 +36,16 @@ def _override_columns(jobs: list[Job]) -> list[str]:
 def jobs_table(jobs: list[Job]) -> pd.DataFrame:
     """One row per job: name, status, error, seconds and the overrides as columns."""
     keys = _override_columns(jobs)
-    rows = [{"job": job.name, "status": job.status, "error": job.error, "seconds": job.seconds,
-             **{k: job.overrides.get(k, "") for k in keys}} for job in jobs]  # fmt: skip
+    rows = [
+        {
+            "job": job.name,
+            "status": job.status,
+            "error": job.error,
+            "seconds": job.seconds,
+            **{k: job.overrides.get(k, "") for k in keys},
+        }
+        for job in jobs
+    ]
     return pd.DataFrame(rows, columns=["job", "status", "error", "seconds", *keys])
 
 
@@ -111,8 +119,9 @@ def summarize_main(argv: list[str] | None = None) -> int:
     parser.add_argument("sweep_dir", help="the multirun directory (hydra.sweep.dir)")
     parser.add_argument("--out", default=None, help="output directory (default: sweep_dir)")
     parser.add_argument("--no-plot", action="store_true", help="write the tables only")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit with status 1 when any job is not ok")  # fmt: skip
+    parser.add_argument(
+        "--strict", action="store_true", help="exit with status 1 when any job is not ok"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:

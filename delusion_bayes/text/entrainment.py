@@ -31,7 +31,8 @@ def entrainment_scores(sim: np.ndarray) -> np.ndarray:
     sim = np.asarray(sim, dtype=float)
     if sim.ndim < 2 or sim.shape[-1] != sim.shape[-2]:
         raise ValueError(
-            f"sim must be square in its last two dims (prompt day x answer day), got shape {sim.shape}"
+            "sim must be square in its last two dims (prompt day x answer day), got shape "
+            f"{sim.shape}"
         )
     n = sim.shape[-1]
     if n < 2:
@@ -189,7 +190,9 @@ def entrainment(
         name="entrainment",
         attrs={
             "long_name": "entrainment",
-            "description": "similarity(prompt_d, answer_d) - mean_{d' != d} similarity(prompt_d', answer_d)",
+            "description": (
+                "similarity(prompt_d, answer_d) - mean_{d' != d} similarity(prompt_d', answer_d)"
+            ),
             "config": int(config),
             "config_description": CONFIGS[config],
             "top_k": int(top_k),

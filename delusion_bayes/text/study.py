@@ -96,9 +96,16 @@ def analyse_text(
     counts = {
         f"modality_{n}": mod[f"n_{n}"] for n in ("boosters", "hedges", "questions", "sentences")
     }
-    by_day = xr.Dataset(
-        {k: v.reset_coords(drop=True) for k, v in {**metrics, **counts, "consensus": cons}.items()}
-    ).to_dataframe().reset_index()  # fmt: skip
+    by_day = (
+        xr.Dataset(
+            {
+                k: v.reset_coords(drop=True)
+                for k, v in {**metrics, **counts, "consensus": cons}.items()
+            }
+        )
+        .to_dataframe()
+        .reset_index()
+    )
     has_b = "level_b" in ds
     means = [
         an.model_means(v)[["mean", "sd", "n_days"]].add_prefix(f"{k}_") for k, v in metrics.items()
@@ -112,10 +119,12 @@ def analyse_text(
     rows = []
     for k, v in metrics.items():
         if has_b:
-            rows.append({"metric": k, "against": "days_level_b",
-                         **an.level_b_correlation(v, ds["level_b"])})  # fmt: skip
-        rows.append({"metric": k, "against": "mean_consensus",
-                     **an.model_level_correlation(v, cons)})  # fmt: skip
+            rows.append(
+                {"metric": k, "against": "days_level_b", **an.level_b_correlation(v, ds["level_b"])}
+            )
+        rows.append(
+            {"metric": k, "against": "mean_consensus", **an.model_level_correlation(v, cons)}
+        )
     corr = pd.DataFrame(rows)
 
     def per_metric(fn) -> pd.DataFrame:
@@ -126,7 +135,15 @@ def analyse_text(
     turns = per_metric(lambda v: an.turn_contrast(v, turn_day=turn.reindex(v[MODEL].values)))
     canonical = group_config(TextConfig, cfg).config
     res = TextAnalysis(
-        metrics, by_day, table.reset_index(), corr, by_stage, within, turns, canonical, embedder.name
+        metrics,
+        by_day,
+        table.reset_index(),
+        corr,
+        by_stage,
+        within,
+        turns,
+        canonical,
+        embedder.name,
     )
     res.headline = _headline(res, has_b)
     return res
