@@ -122,12 +122,24 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     r = cfg.replay if "replay" in cfg else cfg
     res = analyse_replay(ds, r)
     out = Outputs(run_dir, "replay")
-    write = out.write
     notes = list(res.notes)
     for n in notes:
         if n.startswith("CLUSTERS ARE WINDOWS"):
             log.warning("replay: %s", n)
-    st = res.settings
+    _write_tables(res, out)
+    figures = _bootstrap_figures(res)
+    headline = dict(res.headline)
+    if bool(res.settings["bayes"]):
+        figures.append(_bayes_outputs(res, cfg, out, notes, headline))
+    else:
+        notes.append("Bayesian prevalence model not run (replay.bayes = false)")
+    _draw_figures(figures, out, list(res.settings["figure_formats"]), notes)
+    return out.index(headline, notes=notes)
+
+
+def _write_tables(res: Any, out: Outputs) -> None:
+    """The bootstrap tables of :func:`~delusion_bayes.baselines.replay_study.analyse_replay`."""
+    write, st = out.write, res.settings
     ci, cluster, seed = f"{round(100 * st['ci_prob'])}%", st["cluster"], st["seed"]
     windows = " (clusters = windows)" if res.headline["clustering"] == "window" else ""
 
@@ -178,6 +190,9 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         "category prevalence by user-turn position in the window",
     )
 
+
+def _bootstrap_figures(res: Any) -> list[tuple]:
+    """``(plot function, table, file stem, description)`` of the bootstrap figures."""
     figures = [
         (
             plots.plot_prevalence,
@@ -204,51 +219,57 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
             "prevalence vs context depth per category, bootstrap bands",
         ),
     ]
-    headline = dict(res.headline)
-    if bool(st["bayes"]):
-        from ..models.replay import reported_replay_vars
+    return figures
 
-        table, diag, tree = _bayes(res.study, cfg, res.prevalence)
-        write("bayes_prevalence.csv", table, _bayes_description(st, diag))
-        params, prevalences = reported_replay_vars(tree)  # what the sensitivity check scales
-        sensitivity_outputs(tree, out, notes, var_names=params + prevalences)
-        reported_outputs(tree, out, notes, replay=True)
-        write(
-            "bayes_diagnostics.json", diag, "sampler diagnostics of the Bayesian prevalence model"
+
+def _bayes_outputs(res: Any, cfg: Any, out: Outputs, notes: list, headline: dict) -> tuple:
+    """Fit the Bayesian prevalence model, write its table, diagnostics and sensitivity, add its
+    verdict to ``headline``; return its figure (posterior beside the bootstrap)."""
+    from ..models.replay import reported_replay_vars
+
+    write = out.write
+    table, diag, tree = _bayes(res.study, cfg, res.prevalence)
+    write("bayes_prevalence.csv", table, _bayes_description(res.settings, diag))
+    params, prevalences = reported_replay_vars(tree)  # what the sensitivity check scales
+    sensitivity_outputs(tree, out, notes, var_names=params + prevalences)
+    reported_outputs(tree, out, notes, replay=True)
+    write("bayes_diagnostics.json", diag, "sampler diagnostics of the Bayesian prevalence model")
+    if not diag["passed"]:
+        notes.append(
+            "Bayesian prevalence model: diagnostics did not pass on the "
+            f"prevalences ({'; '.join(diag['reasons'])}); treat it as provisional"
         )
-        if not diag["passed"]:
-            notes.append(
-                "Bayesian prevalence model: diagnostics did not pass on the "
-                f"prevalences ({'; '.join(diag['reasons'])}); treat it as provisional"
-            )
-        cat = table[(table["level"] == "category") & (table["quantity"] == "prevalence")]
-        both = cat.rename(
-            columns={
-                "mean": "post_mean",
-                "ci_low": "post_ci_low",
-                "ci_high": "post_ci_high",
-                "boot_estimate": "estimate",
-                "boot_ci_low": "ci_low",
-                "boot_ci_high": "ci_high",
-            }
-        )
-        figures.append(
-            (
-                plots.plot_bayes,
-                both,
-                "bayes_vs_bootstrap",
-                "category prevalence: posterior vs bootstrap",
-            )
-        )
-        headline["bayes_max_rhat"] = float(diag["max_rhat"])
-        headline["bayes_passed"] = bool(diag["passed"])
-    else:
-        notes.append("Bayesian prevalence model not run (replay.bayes = false)")
+    cat = table[(table["level"] == "category") & (table["quantity"] == "prevalence")]
+    both = cat.rename(
+        columns={
+            "mean": "post_mean",
+            "ci_low": "post_ci_low",
+            "ci_high": "post_ci_high",
+            "boot_estimate": "estimate",
+            "boot_ci_low": "ci_low",
+            "boot_ci_high": "ci_high",
+        }
+    )
+    headline["bayes_max_rhat"] = float(diag["max_rhat"])
+    headline["bayes_passed"] = bool(diag["passed"])
+    desc = "category prevalence: posterior vs bootstrap"
+    return plots.plot_bayes, both, "bayes_vs_bootstrap", desc
+
+
+def _draw_figures(figures: list[tuple], out: Outputs, formats: list[str], notes: list) -> None:
+    """Draw each figure with a table to plot; a figure that fails is a note, as in the models
+    stage, never a failed stage (its tables are written already)."""
     for plot, table, stem, desc in figures:
-        if table is not None and len(table):
-            for p in plot(table, out.path / stem, list(st["figure_formats"])):
-                out.files[p.name] = desc
-    return out.index(headline, notes=notes)
+        if table is None or not len(table):
+            continue
+        try:
+            paths = plot(table, out.path / stem, formats)
+        except Exception as err:  # noqa: BLE001 - a figure must not cost the stage its tables
+            log.warning("replay figure %s not drawn: %s: %s", stem, type(err).__name__, err)
+            notes.append(f"figure {stem} not drawn: {type(err).__name__}: {err}")
+            continue
+        for path in paths:
+            out.files[path.name] = desc
 
 
 def _bayes_description(st: dict, diag: dict) -> str:

@@ -68,3 +68,24 @@ def test_stage_cutoff_override(tmp_path, small_replay):
     assert strict["hit"].sel(code=code).sum() <= small_replay["hit"].sel(code=code).sum()
     with pytest.raises(ValueError, match="names code.*'nope'"):
         apply_cutoffs(small_replay, {"nope": 3})
+
+
+def test_a_figure_that_fails_is_a_note_not_a_failed_stage(tmp_path, small_replay, monkeypatch):
+    """Issue 32: a plotting error was a note in the models stage but failed the whole replay
+    stage, taking its written tables' index with it. Now the stage ends, its index lists the
+    tables and the other figures, and a note names the figure and the error."""
+    from delusion_bayes.stages import replay as stage
+
+    def broken(table, path, formats):
+        raise RuntimeError("no font for this label")
+
+    monkeypatch.setattr(stage.plots, "plot_heatmap", broken)
+    cfg = _cfg(n_boot=50, bayes=False, figure_formats=["png"])
+    stage.run(small_replay, cfg, tmp_path)
+    index = json.loads((tmp_path / "replay" / "index.json").read_text())
+    assert set(CONTRACT_FILES) <= set(index["files"])
+    assert "prevalence.png" in index["files"] and "prevalence_heatmap.png" not in index["files"]
+    assert (
+        "figure prevalence_heatmap not drawn: RuntimeError: no font for this label"
+        in (index["notes"])
+    )
