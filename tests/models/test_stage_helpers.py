@@ -72,3 +72,36 @@ def test_rank_plot_panels_are_the_worst_mixing_parameters():
     assert list(out.data_vars) == ["k[C]", "k[A]"]  # B is constant, mu is not in plot_vars
     np.testing.assert_array_equal(out["k[C]"].values, post["k"].sel(model="C").values)
     assert out["k[C]"].dims == ("chain", "draw")
+
+
+def test_comparison_labels_the_primary_fit_with_its_group_terms(small_study, tmp_path, monkeypatch):
+    """Issue 32: with ``model.group_terms`` set, comparison.csv labelled the primary fit by hand
+    (``joint[logistic,rater]``, without its group terms) while each variant carried its own
+    label. Now both come from the fit's ``variant`` attr. Fits are stubbed: only labels count."""
+    import xarray as xr
+
+    from delusion_bayes.config import compose
+    from delusion_bayes.pipeline import sub_config
+
+    def fake_fit(ds, name, cfg, *, primary, overrides=None):
+        terms = ",".join(cfg.model.group_terms)
+        label = f"{name}[{(overrides or {}).get('trajectory', 'logistic')},rater;{terms}]"
+        tree = xr.DataTree(name="fit")
+        tree.attrs["variant"] = label
+        return tree
+
+    seen = []
+
+    def fake_compare(cmp, var_name):
+        seen.extend(cmp)
+        table = pd.DataFrame({"elpd": 0.0, "se": 0.0}, index=pd.Index(list(cmp), name="model"))
+        return table
+
+    written = {"headline": {}, "files": {}, "notes": [], "elpd": None, "loo_unit": "model_day"}
+    monkeypatch.setattr(stage, "fit_one", fake_fit)
+    monkeypatch.setattr(stage, "_write_model", lambda *a, **k: written)
+    monkeypatch.setattr(stage, "_loo_units", lambda dt, inf: {"model_day": "y_model_day"})
+    monkeypatch.setattr("delusion_bayes.inference.diagnostics.compare_fits", fake_compare)
+    cfg = compose(["model.group_terms=[vendor]", "model.variants=[linear]", "model.also_fit=[]"])
+    stage.run(small_study, sub_config(cfg, stage.NEEDS), tmp_path)
+    assert seen == ["joint[logistic,rater;vendor]", "joint[linear,rater;vendor]"]
