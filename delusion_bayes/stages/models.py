@@ -29,8 +29,8 @@ from ..baselines.config import BaselinesConfig
 from ..config import group_config
 from ..inference.config import InferenceConfig, SamplerConfig
 from ..models.config import ModelConfig
-from ..plotting import plain_text, save_figure
 from . import Outputs, sampler_kwargs
+from .fit_outputs import draw_figure, reported_outputs, sensitivity_outputs
 
 NEEDS = ("model", "sampler", "inference", "baselines")
 KIND = ("trajectory",)
@@ -272,23 +272,7 @@ def _plots(dt, elpd, out: Outputs, plot_vars: list[str], notes: list, table) -> 
         desc = "PSIS-LOO Pareto k per left-out unit (inference.loo_unit)"
         jobs.append(("loo_khat.png", desc, lambda: az.plot_khat(elpd, backend="matplotlib")))
     for fname, desc, make in jobs:
-        _draw(out, fname, desc, make, notes)
-
-
-def _draw(out: Outputs, fname: str, desc: str, make, notes: list) -> None:
-    """``make()``'s figure as ``fname`` (PNG) in ``out``; a plotting failure is a note, never a
-    failed stage."""
-    import matplotlib.pyplot as plt
-
-    try:
-        with plain_text():  # a model named "$x_1$" is a name, never mathtext
-            save_figure(make(), (out.path / fname).with_suffix(""), ("png",), dpi=110)
-        out.files[fname] = desc
-    except Exception as err:  # noqa: BLE001
-        notes.append(f"{fname} not drawn: {type(err).__name__}: {err}")
-        log.warning("%s not drawn: %s", fname, err)
-    finally:
-        plt.close("all")
+        draw_figure(out, fname, desc, make, notes)
 
 
 def fit_attempts(dt, g: dict[str, Any]) -> dict[str, Any]:
@@ -345,102 +329,27 @@ def _loo_units(dt, inf) -> dict[str, str]:
 
 
 def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) -> dict[str, Any]:
-    """All files of one fitted model in ``models/<fit>/``; returns its headline."""
-    import pandas as pd
-
-    from ..inference.diagnostics import gate, loo, loo_table, summary_table
-    from ..models import derived as d
-
+    """All files of one fitted model in ``models/<fit>/``: its gate, the derived tables, the
+    contrasts, PSIS-LOO and figures, the sensitivity checks and the posterior; returns the
+    headline, the configured unit's elpd, the files and the notes."""
     inf = group_config(InferenceConfig, cfg.inference)
     b = group_config(BaselinesConfig, cfg.baselines)
     out = Outputs(run_dir, "models/{fit}", fit=fit)
     out.path.mkdir(parents=True, exist_ok=True)
-    write, notes = out.write, []
-    prob, kind = float(inf.ci_probs[0]), inf.ci_kind
-
-    # diagnostics gate -------------------------------------------------------------------
-    table = diagnostics_of(dt, inf)
-    g = gate(dt, table, inf)  # raises BadFitError with fail_on_bad_fit
-    g.update(fit_attempts(dt, g))
-    if not g["passed"]:
-        g["advice"] = gate_advice(dt, g)
-    desc = f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass"
-    write("diagnostics.csv", table.reset_index(), desc)
-    write("gate.json", g, "diagnostics gate verdict and reasons")
-    desc = f"az.summary ({kind.upper()} {prob:.0%})"
-    write("summary.csv", summary_table(dt, inf, table=table).reset_index(), desc)
-
-    # derived quantities -------------------------------------------------------------------
-    post = dt["posterior"]
-    ms = None
-    if "t50" in post.data_vars:
-        desc = "L, k, t50 and P(t50 > last day)"
-        write("t50_posterior.csv", d.t50_posterior(dt, prob, kind), desc)
-    if "stage" in post.data_vars or "t50" in post.data_vars:
-        ms = d.posterior_milestones(
-            dt,
-            stable_run=b.stable_run,
-            missing=b.missing,
-            censor=b.censor_day,
-        )
-        desc = "posterior milestone latencies with P(censored)"
-        write("milestones_posterior.csv", d.milestones_table(ms, prob, kind), desc)
+    notes: list[str] = []
+    table, g = _gate_outputs(dt, out, inf)
+    ms = _trajectory_outputs(dt, out, inf, b)
     if contrasts:
-        from ..models.population import population_contrasts
-
-        q = d.contrast_quantities(dt, ms)
-        rows, pop, seed = [], [], b.seed
-        for c in contrasts:
-            try:
-                rows.append(d.posterior_contrasts(q, [c], prob, kind))
-                pop.append(population_contrasts(q, [c], prob, kind, seed=seed))
-            except ValueError as err:
-                notes.append(f"contrast {dict(c).get('name')!r} skipped: {err}")
-        if rows:
-            desc = f"posterior group contrasts of these {q.sizes['model']} models (mean A - mean B)"
-            write("contrasts_posterior.csv", pd.concat(rows, ignore_index=True), desc)
-            desc = "population group contrasts: a new chatbot of group A minus one of group B"
-            write("contrasts_population.csv", pd.concat(pop, ignore_index=True), desc)
-    if "stage" in post.data_vars:
-        desc = "Bayesian consensus per model-day: modal stage, P(stage >= 3), mean"
-        write("consensus_posterior.csv", d.consensus_posterior(dt), desc)
-    if "severity" in post.data_vars and "stage" in post.data_vars:
-        desc = "rater severity and discrimination"
-        write("raters_posterior.csv", d.rater_posterior(dt, prob, kind), desc)
-        rel = d.reliability_posterior(dt, prob, kind)
-        attach_icc(rel, run_dir, notes)
-        write("reliability_posterior.csv", rel, "posterior reliability next to ICC(2,1)/ICC(2,k)")
-    desc = "P(Level B | stage 4) and model effects"
-    write("level_b_posterior.csv", d.p_level_b_table(dt, prob, kind), desc)
-
-    # LOO ------------------------------------------------------------------------------------
-    # both units when the fit has them; the configured one is the headline and the k plot
-    elpd = None
-    unit = inf.loo_unit
-    rows = []
-    for u, var in _loo_units(dt, inf).items():
-        try:
-            res = loo(dt, var_name=var)
-        except Exception as err:  # noqa: BLE001
-            notes.append(f"LOO ({u}) failed: {type(err).__name__}: {err}")
-            continue
-        rows.append(loo_table(res, str(dt.attrs.get("model")), unit=u))
-        if u == unit:
-            elpd = res
-    if rows:
-        desc = "PSIS-LOO with Pareto k, per left-out model-day and per left-out rating"
-        write("loo.csv", pd.concat(rows, ignore_index=True), desc)
+        _contrast_outputs(dt, out, inf, ms, contrasts, b.seed, notes)
+    _latent_outputs(dt, out, inf, run_dir, notes)
+    elpd = _loo_outputs(dt, out, inf, notes)
     _plots(dt, elpd, out, list(inf.plot_vars), notes, table)
-
-    # prior and likelihood sensitivity (power-scaling) ------------------------------------------
     sens_seconds = sensitivity_outputs(dt, out, notes)
     reported_outputs(dt, out, notes, ms=ms, contrasts=contrasts, seed=b.seed)
-
-    # posterior ------------------------------------------------------------------------------
     dt.attrs.update(
         prov, seed=group_config(SamplerConfig, cfg.sampler).seed, gate_passed=int(g["passed"])
     )
-    write("posterior.nc", dt, "posterior DataTree (provenance in attrs)")
+    out.write("posterior.nc", dt, "posterior DataTree (provenance in attrs)")
     head = {
         "passed": bool(g["passed"]),
         "divergences": g["divergences"],
@@ -453,87 +362,119 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
         head["sensitivity_seconds"] = sens_seconds
     if elpd is not None:
         head["elpd_loo"] = float(elpd.elpd)
-        head["loo_unit"] = unit
+        head["loo_unit"] = inf.loo_unit
     out.index(head, gate=g, notes=notes)
-    return {"headline": head, "elpd": elpd, "loo_unit": unit, "files": out.files, "notes": notes}
+    return {
+        "headline": head,
+        "elpd": elpd,
+        "loo_unit": inf.loo_unit,
+        "files": out.files,
+        "notes": notes,
+    }
 
 
-def sensitivity_outputs(dt, out: Outputs, notes: list, var_names=None) -> float | None:
-    """``sensitivity.csv`` (power-scaling sensitivity of ``var_names``, default every reported
-    parameter) and ``sensitivity.png`` into ``out`` (the replay stage's too); returns the seconds
-    taken, None (and a note) when the check failed (e.g. no ``log_prior``/``log_likelihood``)."""
-    from ..models.sensitivity import THRESHOLD, plot_sensitivity, sensitivity_table
+def _gate_outputs(dt, out: Outputs, inf: InferenceConfig):
+    """``diagnostics.csv``, ``gate.json`` (with every fit attempt and, on a failure, advice)
+    and ``summary.csv``; returns the diagnostics table and the gate."""
+    from ..inference.diagnostics import gate, summary_table
 
-    t0 = time.perf_counter()
-    try:
-        df = sensitivity_table(dt, var_names)
-    except Exception as err:  # noqa: BLE001 - a diagnostic must not fail the stage
-        notes.append(f"sensitivity.csv not written: {type(err).__name__}: {err}")
-        log.warning("power-scaling sensitivity not computed: %s", err)
+    prob, kind = float(inf.ci_probs[0]), inf.ci_kind
+    table = diagnostics_of(dt, inf)
+    g = gate(dt, table, inf)  # raises BadFitError with fail_on_bad_fit
+    g.update(fit_attempts(dt, g))
+    if not g["passed"]:
+        g["advice"] = gate_advice(dt, g)
+    desc = f"per-parameter R-hat, ESS bulk/tail, {kind.upper()} {prob:.0%} interval, pass"
+    out.write("diagnostics.csv", table.reset_index(), desc)
+    out.write("gate.json", g, "diagnostics gate verdict and reasons")
+    desc = f"az.summary ({kind.upper()} {prob:.0%})"
+    out.write("summary.csv", summary_table(dt, inf, table=table).reset_index(), desc)
+    return table, g
+
+
+def _trajectory_outputs(dt, out: Outputs, inf: InferenceConfig, b):
+    """``t50_posterior.csv`` and ``milestones_posterior.csv``; returns the posterior
+    milestones (None for a fit without a trajectory or a latent stage)."""
+    from ..models import derived as d
+
+    prob, kind = float(inf.ci_probs[0]), inf.ci_kind
+    post = dt["posterior"]
+    if "t50" in post.data_vars:
+        desc = "L, k, t50 and P(t50 > last day)"
+        out.write("t50_posterior.csv", d.t50_posterior(dt, prob, kind), desc)
+    if "stage" not in post.data_vars and "t50" not in post.data_vars:
         return None
-    seconds = time.perf_counter() - t0
-    out.write(
-        "sensitivity.csv",
-        df,
-        f"power-scaling sensitivity (CJS) of the prior and of the likelihood "
-        f"({df.attrs['likelihood']}) per parameter, priorsense's verdict at "
-        f"{THRESHOLD:g}",
-    )
-    n = df["verdict"].value_counts()
-    log.info(
-        "power-scaling sensitivity of %s: %.1f s, %d prior-data conflict, %d weak "
-        "likelihood of %d parameters",
-        out.path.name,
-        seconds,
-        n.get("prior-data conflict", 0),
-        n.get("weak likelihood", 0),
-        len(df),
-    )
-    title = f"Power-scaling sensitivity of {out.path.name}"
-    desc = "prior against likelihood sensitivity per parameter"
-    _draw(out, "sensitivity.png", desc, lambda: plot_sensitivity(df, title), notes)
-    return seconds
+    ms = d.posterior_milestones(dt, stable_run=b.stable_run, missing=b.missing, censor=b.censor_day)
+    desc = "posterior milestone latencies with P(censored)"
+    out.write("milestones_posterior.csv", d.milestones_table(ms, prob, kind), desc)
+    return ms
 
 
-def reported_outputs(
-    dt, out: Outputs, notes: list, *, ms=None, contrasts=(), seed: int = 0, replay: bool = False
-) -> None:
-    """``sensitivity_reported.csv``: the power-scaling sensitivity of every number the fit
-    reports (:mod:`delusion_bayes.models.sensitivity_reported`); a note when it cannot be
-    computed (no log_prior / log_likelihood)."""
-    from ..models import sensitivity_reported as sr
+def _latent_outputs(dt, out: Outputs, inf: InferenceConfig, run_dir: Path, notes: list) -> None:
+    """The latent stage's tables: the Bayesian consensus, the raters and the reliability (beside
+    Table C1's ICC), and P(Level B | stage 4)."""
+    from ..models import derived as d
 
-    try:
-        draws = (
-            sr.replay_reported_draws(dt)
-            if replay
-            else sr.fit_reported_draws(dt, ms, contrasts, seed=seed)
-        )
-        nan = [k for k, v in draws.items() if not np.isfinite(v.values).all()]
-        for k in nan:
-            draws.pop(k)
-        df = sr.reported_sensitivity(dt, draws)
-    except Exception as err:  # noqa: BLE001 - a diagnostic must not fail the stage
-        notes.append(f"sensitivity_reported.csv not written: {type(err).__name__}: {err}")
-        log.warning("sensitivity of the reported numbers not computed: %s", err)
-        return
-    if nan:
-        notes.append(
-            f"sensitivity_reported.csv: {len(nan)} reported numbers left out (NaN in "
-            f"some draws), e.g. {[' / '.join(k) for k in nan[:3]]}"
-        )
-    out.write(
-        "sensitivity_reported.csv",
-        df,
-        "power-scaling sensitivity of each reported number (t50, milestones, contrasts, "
-        "consensus; replay: prevalences, deltas), Pareto k of the weights, refit shift",
-    )
-    log.info(
-        "sensitivity of %d reported numbers of %s: %d flagged",
-        len(df),
-        out.path.name,
-        int((df["verdict"] != "-").sum()),
-    )
+    prob, kind, write = float(inf.ci_probs[0]), inf.ci_kind, out.write
+    post = dt["posterior"]
+    if "stage" in post.data_vars:
+        desc = "Bayesian consensus per model-day: modal stage, P(stage >= 3), mean"
+        write("consensus_posterior.csv", d.consensus_posterior(dt), desc)
+    if "severity" in post.data_vars and "stage" in post.data_vars:
+        desc = "rater severity and discrimination"
+        write("raters_posterior.csv", d.rater_posterior(dt, prob, kind), desc)
+        rel = d.reliability_posterior(dt, prob, kind)
+        attach_icc(rel, run_dir, notes)
+        write("reliability_posterior.csv", rel, "posterior reliability next to ICC(2,1)/ICC(2,k)")
+    desc = "P(Level B | stage 4) and model effects"
+    write("level_b_posterior.csv", d.p_level_b_table(dt, prob, kind), desc)
+
+
+def _contrast_outputs(dt, out: Outputs, inf, ms, contrasts: list, seed: int, notes: list):
+    """``contrasts_posterior.csv`` (these models) and ``contrasts_population.csv`` (a new
+    chatbot of each group); a contrast the fit cannot form is a note."""
+    import pandas as pd
+
+    from ..models import derived as d
+    from ..models.population import population_contrasts
+
+    prob, kind = float(inf.ci_probs[0]), inf.ci_kind
+    q = d.contrast_quantities(dt, ms)
+    rows, pop = [], []
+    for c in contrasts:
+        try:
+            rows.append(d.posterior_contrasts(q, [c], prob, kind))
+            pop.append(population_contrasts(q, [c], prob, kind, seed=seed))
+        except ValueError as err:
+            notes.append(f"contrast {dict(c).get('name')!r} skipped: {err}")
+    if rows:
+        desc = f"posterior group contrasts of these {q.sizes['model']} models (mean A - mean B)"
+        out.write("contrasts_posterior.csv", pd.concat(rows, ignore_index=True), desc)
+        desc = "population group contrasts: a new chatbot of group A minus one of group B"
+        out.write("contrasts_population.csv", pd.concat(pop, ignore_index=True), desc)
+
+
+def _loo_outputs(dt, out: Outputs, inf: InferenceConfig, notes: list):
+    """``loo.csv``: PSIS-LOO per left-out model-day and per left-out rating, when the fit has
+    them; returns the configured unit's result (the headline and the k plot) or None."""
+    import pandas as pd
+
+    from ..inference.diagnostics import loo, loo_table
+
+    elpd, rows = None, []
+    for u, var in _loo_units(dt, inf).items():
+        try:
+            res = loo(dt, var_name=var)
+        except Exception as err:  # noqa: BLE001
+            notes.append(f"LOO ({u}) failed: {type(err).__name__}: {err}")
+            continue
+        rows.append(loo_table(res, str(dt.attrs.get("model")), unit=u))
+        if u == inf.loo_unit:
+            elpd = res
+    if rows:
+        desc = "PSIS-LOO with Pareto k, per left-out model-day and per left-out rating"
+        out.write("loo.csv", pd.concat(rows, ignore_index=True), desc)
+    return elpd
 
 
 def attach_icc(rel, run_dir: Path, notes: list) -> None:

@@ -23,7 +23,7 @@ from ..baselines import replay_plots as plots
 from ..baselines.replay_study import analyse_replay, apply_cutoffs
 from ..config import ReplayConfig, group_config
 from . import Outputs, sampler_kwargs
-from .models import reported_outputs, sensitivity_outputs
+from .fit_outputs import reported_outputs, sensitivity_outputs
 
 #: the replay model samples with the shared ``sampler`` group and is gated by ``inference``
 NEEDS = ("replay", "sampler", "inference", "cache_dir")
