@@ -8,6 +8,7 @@ import logging
 import time
 
 import numpy as np
+import xarray as xr
 
 from ..plotting import plain_text, save_figure
 from . import Outputs
@@ -107,3 +108,75 @@ def reported_outputs(
         out.path.name,
         int((df["verdict"] != "-").sum()),
     )
+
+
+#: panels of the rank plot: the parameters with the highest R-hat among ``inference.plot_vars``
+RANK_PANELS = 12
+
+
+def _rank_plot(az, tree):
+    """``az.plot_rank`` with room for every panel (ArviZ's default ``plot.max_subplots`` is 40)."""
+    n = len(tree["posterior"].data_vars)
+    with az.rc_context(rc={"plot.max_subplots": max(40, n)}):
+        return az.plot_rank(tree, backend="matplotlib")
+
+
+#: what a ``/`` in a rank-plot panel's label is drawn as (DataTree forbids ``/`` in names)
+PANEL_SLASH = "\u2215"
+
+
+def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Dataset:
+    """The ``n`` parameters of ``plot_vars`` with the highest R-hat (the diagnostics table's
+    ``var[coord,...]`` labels), one variable each. Not every element: a reader looks for the
+    chains that disagree, which these are, and every panel costs plotting time
+    (``docs/design-notes.md#stagesmodelspy``). A DataTree variable name cannot hold ``/``, so a
+    ``/`` in a label (a model named ``openai/gpt-4o``) becomes the look-alike U+2215 (``∕``):
+    the panel title reads as written."""
+    post = dt["posterior"].to_dataset().reset_coords(drop=True)
+    rows = table[table["variable"].isin(plot_vars) & ~table["constant"].astype(bool)]
+    rows = rows.sort_values("r_hat", ascending=False).head(n)
+    out = {}
+    for label, var in zip(rows.index, rows["variable"], strict=True):
+        da = post[var]
+        extra = [d for d in da.dims if d not in ("chain", "draw")]
+        if extra:
+            stacked = da.stack(__p__=extra)
+            names = [
+                ",".join(str(x) for x in (i if isinstance(i, tuple) else (i,)))
+                for i in stacked["__p__"].values
+            ]
+            da = stacked.isel(__p__=names.index(label[len(var) + 1 : -1])).drop_vars(
+                ["__p__", *extra], errors="ignore"
+            )
+        out[label.replace("/", PANEL_SLASH)] = da
+    return xr.Dataset(out)
+
+
+def fit_figures(dt, elpd, out: Outputs, plot_vars: list[str], notes: list, table) -> None:
+    """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG."""
+    import arviz as az
+    import matplotlib
+
+    matplotlib.use("Agg")
+    post_vars = [v for v in plot_vars if v in dt["posterior"].data_vars]
+    jobs = []
+    if post_vars:
+        worst = xr.DataTree.from_dict({"posterior": worst_mixing(dt, table, post_vars)})
+        desc = (
+            f"rank plot (ECDF difference) of the {len(worst['posterior'].data_vars)} "
+            f"parameters of {', '.join(post_vars)} with the highest R-hat"
+        )
+        jobs.append(("rank.png", desc, lambda: _rank_plot(az, worst)))
+    if "posterior_predictive" in dt.children and "y" in dt["posterior_predictive"].data_vars:
+        if np.issubdtype(dt["observed_data"]["y"].dtype, np.integer):
+            # ordinal ratings: observed vs predicted counts per category
+            desc = "posterior predictive rootogram of the ratings (ordinal PPC)"
+            plot_ppc = az.plot_ppc_rootogram
+        else:  # the onset model's consensus (continuous, x.5 values)
+            desc, plot_ppc = "posterior predictive density of the consensus", az.plot_ppc_dist
+        jobs.append(("ppc.png", desc, lambda: plot_ppc(dt, var_names=["y"], backend="matplotlib")))
+    if elpd is not None:
+        desc = "PSIS-LOO Pareto k per left-out unit (inference.loo_unit)"
+        jobs.append(("loo_khat.png", desc, lambda: az.plot_khat(elpd, backend="matplotlib")))
+    for fname, desc, make in jobs:
+        draw_figure(out, fname, desc, make, notes)

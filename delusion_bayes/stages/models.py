@@ -30,7 +30,7 @@ from ..config import group_config
 from ..inference.config import InferenceConfig, SamplerConfig
 from ..models.config import ModelConfig
 from . import Outputs, sampler_kwargs
-from .fit_outputs import draw_figure, reported_outputs, sensitivity_outputs
+from .fit_outputs import fit_figures, reported_outputs, sensitivity_outputs
 
 NEEDS = ("model", "sampler", "inference", "baselines")
 KIND = ("trajectory",)
@@ -203,78 +203,6 @@ def _attempt(dt, divergences: int, inf: Any) -> dict[str, Any]:
     }
 
 
-#: panels of the rank plot: the parameters with the highest R-hat among ``inference.plot_vars``
-RANK_PANELS = 12
-
-
-def _rank_plot(az, tree):
-    """``az.plot_rank`` with room for every panel (ArviZ's default ``plot.max_subplots`` is 40)."""
-    n = len(tree["posterior"].data_vars)
-    with az.rc_context(rc={"plot.max_subplots": max(40, n)}):
-        return az.plot_rank(tree, backend="matplotlib")
-
-
-#: what a ``/`` in a rank-plot panel's label is drawn as (DataTree forbids ``/`` in names)
-PANEL_SLASH = "\u2215"
-
-
-def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Dataset:
-    """The ``n`` parameters of ``plot_vars`` with the highest R-hat (the diagnostics table's
-    ``var[coord,...]`` labels), one variable each. Not every element: a reader looks for the
-    chains that disagree, which these are, and every panel costs plotting time
-    (``docs/design-notes.md#stagesmodelspy``). A DataTree variable name cannot hold ``/``, so a
-    ``/`` in a label (a model named ``openai/gpt-4o``) becomes the look-alike U+2215 (``∕``):
-    the panel title reads as written."""
-    post = dt["posterior"].to_dataset().reset_coords(drop=True)
-    rows = table[table["variable"].isin(plot_vars) & ~table["constant"].astype(bool)]
-    rows = rows.sort_values("r_hat", ascending=False).head(n)
-    out = {}
-    for label, var in zip(rows.index, rows["variable"], strict=True):
-        da = post[var]
-        extra = [d for d in da.dims if d not in ("chain", "draw")]
-        if extra:
-            stacked = da.stack(__p__=extra)
-            names = [
-                ",".join(str(x) for x in (i if isinstance(i, tuple) else (i,)))
-                for i in stacked["__p__"].values
-            ]
-            da = stacked.isel(__p__=names.index(label[len(var) + 1 : -1])).drop_vars(
-                ["__p__", *extra], errors="ignore"
-            )
-        out[label.replace("/", PANEL_SLASH)] = da
-    return xr.Dataset(out)
-
-
-def _plots(dt, elpd, out: Outputs, plot_vars: list[str], notes: list, table) -> None:
-    """Rank plot, ordinal PPC (rootogram) and Pareto-k plot, each as PNG."""
-    import arviz as az
-    import matplotlib
-
-    matplotlib.use("Agg")
-    post_vars = [v for v in plot_vars if v in dt["posterior"].data_vars]
-    jobs = []
-    if post_vars:
-        worst = xr.DataTree.from_dict({"posterior": worst_mixing(dt, table, post_vars)})
-        desc = (
-            f"rank plot (ECDF difference) of the {len(worst['posterior'].data_vars)} "
-            f"parameters of {', '.join(post_vars)} with the highest R-hat"
-        )
-        jobs.append(("rank.png", desc, lambda: _rank_plot(az, worst)))
-    if "posterior_predictive" in dt.children and "y" in dt["posterior_predictive"].data_vars:
-        if np.issubdtype(dt["observed_data"]["y"].dtype, np.integer):
-            # ordinal ratings: observed vs predicted counts per category
-            desc = "posterior predictive rootogram of the ratings (ordinal PPC)"
-            plot_ppc = az.plot_ppc_rootogram
-        else:  # the onset model's consensus (continuous, x.5 values)
-            desc, plot_ppc = "posterior predictive density of the consensus", az.plot_ppc_dist
-        jobs.append(("ppc.png", desc, lambda: plot_ppc(dt, var_names=["y"], backend="matplotlib")))
-    if elpd is not None:
-        desc = "PSIS-LOO Pareto k per left-out unit (inference.loo_unit)"
-        jobs.append(("loo_khat.png", desc, lambda: az.plot_khat(elpd, backend="matplotlib")))
-    for fname, desc, make in jobs:
-        draw_figure(out, fname, desc, make, notes)
-
-
 def fit_attempts(dt, g: dict[str, Any]) -> dict[str, Any]:
     """``{attempts, refitted}`` for ``gate.json``: every sampling attempt of this fit
     (:func:`fit_with_refits`), the last one with the gate's verdict."""
@@ -343,7 +271,7 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
         _contrast_outputs(dt, out, inf, ms, contrasts, b.seed, notes)
     _latent_outputs(dt, out, inf, run_dir, notes)
     elpd = _loo_outputs(dt, out, inf, notes)
-    _plots(dt, elpd, out, list(inf.plot_vars), notes, table)
+    fit_figures(dt, elpd, out, list(inf.plot_vars), notes, table)
     sens_seconds = sensitivity_outputs(dt, out, notes)
     reported_outputs(dt, out, notes, ms=ms, contrasts=contrasts, seed=b.seed)
     dt.attrs.update(
@@ -510,25 +438,48 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     """Fit, gate and write the configured Bayesian models of a validated trajectory study into
     ``run_dir/models/``; ``cfg.baselines`` gives the contrasts and milestone rules. Returns per
     fitted model: passed, divergences, max R-hat, min ESS, seconds; and ``all_passed``."""
-    import pandas as pd
-
-    from ..inference.diagnostics import compare_fits, loo_table
-    from ..models import MODEL_NAMES, VARIANTS, missing_inputs
-
     t0 = time.perf_counter()
     out = Outputs(run_dir, "models")
     out.path.mkdir(parents=True, exist_ok=True)
     m = group_config(ModelConfig, cfg.model)
+    names, contrasts, skipped = _what_to_fit(ds, m, cfg)
+    prov = _provenance(cfg, ds, Path(run_dir))
+    headline: dict[str, Any] = {}
+    notes: list[str] = []
+    fits, written = {}, {}
+    for name in names:
+        fits[name] = fit_one(ds, name, cfg, primary=name == m.name)
+        written[name] = _write_model(fits[name], cfg, run_dir, name, prov, contrasts)
+        headline[name] = written[name]["headline"]
+        out.files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
+        notes += [f"{name}: {n}" for n in written[name]["notes"]]
     inf = group_config(InferenceConfig, cfg.inference)
-    primary = m.name
-    names = list(dict.fromkeys([primary, *[str(x) for x in m.also_fit]]))
+    if inf.compare and m.variants:
+        _compare_variants(ds, cfg, run_dir, prov, fits[m.name], out, headline, notes)
+    else:
+        _loo_per_model(written, out)
+    failing = [k for k, v in headline.items() if isinstance(v, dict) and not v.get("passed", True)]
+    headline["all_passed"] = not failing
+    if failing:
+        notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
+    headline["seconds"] = time.perf_counter() - t0
+    return out.index(headline, skipped=skipped, notes=notes)
+
+
+def _what_to_fit(ds: xr.Dataset, m: ModelConfig, cfg: Any) -> tuple[list, list, list]:
+    """The models to fit (the primary first; one the study cannot support is skipped with its
+    reason, but an unsupported primary is an error), the contrasts the study supports, and
+    ``{analysis, reason}`` of everything skipped."""
+    from ..models import MODEL_NAMES, missing_inputs
+
+    names = list(dict.fromkeys([m.name, *[str(x) for x in m.also_fit]]))
     bad = [n for n in names if n not in MODEL_NAMES]
     if bad:
         raise ValueError(f"model.name/also_fit name unknown models {bad}; expected {MODEL_NAMES}")
     contrasts, skipped = study_contrasts(ds, group_config(BaselinesConfig, cfg.baselines).contrasts)
-    if why := missing_inputs(ds.data_vars, primary):
+    if why := missing_inputs(ds.data_vars, m.name):
         raise ValueError(
-            f"model.name={primary!r} {why}; choose another model (e.g. model=joint) "
+            f"model.name={m.name!r} {why}; choose another model (e.g. model=joint) "
             "or add the missing file to the study"
         )
     skipped += [
@@ -536,65 +487,62 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         for n in names
         if (why := missing_inputs(ds.data_vars, n))
     ]
-    names = [n for n in names if not missing_inputs(ds.data_vars, n)]
-    prov = _provenance(cfg, ds, Path(run_dir))
-    headline: dict[str, Any] = {}
-    notes: list[str] = []
-    fits, written = {}, {}
-    for name in names:
-        fits[name] = fit_one(ds, name, cfg, primary=name == primary)
-        written[name] = _write_model(fits[name], cfg, run_dir, name, prov, contrasts)
-        headline[name] = written[name]["headline"]
-        out.files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
-        notes += [f"{name}: {n}" for n in written[name]["notes"]]
+    return [n for n in names if not missing_inputs(ds.data_vars, n)], contrasts, skipped
 
-    # comparison -----------------------------------------------------------------------------
+
+def _compare_variants(ds, cfg, run_dir: Path, prov: dict, primary_fit, out, headline, notes):
+    """Fit the primary model's ``model.variants`` and write ``comparison.csv`` (``az.compare``
+    per ``inference.loo_unit``; ``comparison_by_<unit>.csv`` for the other unit)."""
+    from ..inference.diagnostics import compare_fits
+    from ..models import VARIANTS
+
+    m = group_config(ModelConfig, cfg.model)
+    inf = group_config(InferenceConfig, cfg.inference)
     variants = [str(v) for v in m.variants]
-    compare = inf.compare and variants
-    if compare:
-        unknown = [v for v in variants if v not in VARIANTS]
-        if unknown:
-            raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
-        # the fit's own label, group terms included, as the variants' labels are built
-        cmp = {str(fits[primary].attrs["variant"]): fits[primary]}
-        for v in variants:
-            over = dict(VARIANTS[v])
-            if over.get("cutpoints") == "shared" and primary == "onset":
-                notes.append(f"variant {v!r} does not apply to the onset model")
-                continue
-            dt_v = fit_one(ds, primary, cfg, primary=True, overrides=over)
-            label = str(dt_v.attrs.get("variant", v))
-            res = _write_model(dt_v, cfg, run_dir, f"{primary}_{v}", prov, [])
-            headline[f"{primary}_{v}"] = res["headline"]
-            cmp[label] = dt_v
-        per_fit = [_loo_units(f, inf) for f in cmp.values()]
-        unit = inf.loo_unit
-        for u in dict.fromkeys(u for units in per_fit for u in units):
-            var = {units.get(u) for units in per_fit}
-            if None in var or len(var) > 1:
-                notes.append(f"no comparison per {u}: log-likelihood {sorted(map(str, var))}")
-                continue
-            fname = "comparison.csv" if u == unit else f"comparison_by_{u}.csv"
-            table = compare_fits(cmp, var_name=var.pop())
-            table.insert(0, "unit", u)
-            desc = f"az.compare (PSIS-LOO per {u}, stacking) of the primary's variants"
-            out.write(fname, table.reset_index(), desc)
-            if u == unit:
-                headline["best_variant"] = str(table.index[0])
-                headline["loo_unit"] = u
-    else:
-        rows = [
-            loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
-            for n, r in written.items()
-            if r["elpd"] is not None and n != "onset"
-        ]
-        if rows:
-            table = pd.concat(rows, ignore_index=True)
-            table["note"] = "inference.compare is false: PSIS-LOO per model, no az.compare"
-            out.write("comparison.csv", table, "PSIS-LOO per fitted model (comparison disabled)")
-    failing = [k for k, v in headline.items() if isinstance(v, dict) and not v.get("passed", True)]
-    headline["all_passed"] = not failing
-    if failing:
-        notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
-    headline["seconds"] = time.perf_counter() - t0
-    return out.index(headline, skipped=skipped, notes=notes)
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
+    # the fit's own label, group terms included, as the variants' labels are built
+    cmp = {str(primary_fit.attrs["variant"]): primary_fit}
+    for v in variants:
+        over = dict(VARIANTS[v])
+        if over.get("cutpoints") == "shared" and m.name == "onset":
+            notes.append(f"variant {v!r} does not apply to the onset model")
+            continue
+        dt_v = fit_one(ds, m.name, cfg, primary=True, overrides=over)
+        label = str(dt_v.attrs.get("variant", v))
+        res = _write_model(dt_v, cfg, run_dir, f"{m.name}_{v}", prov, [])
+        headline[f"{m.name}_{v}"] = res["headline"]
+        cmp[label] = dt_v
+    per_fit = [_loo_units(f, inf) for f in cmp.values()]
+    for u in dict.fromkeys(u for units in per_fit for u in units):
+        var = {units.get(u) for units in per_fit}
+        if None in var or len(var) > 1:
+            notes.append(f"no comparison per {u}: log-likelihood {sorted(map(str, var))}")
+            continue
+        fname = "comparison.csv" if u == inf.loo_unit else f"comparison_by_{u}.csv"
+        table = compare_fits(cmp, var_name=var.pop())
+        table.insert(0, "unit", u)
+        desc = f"az.compare (PSIS-LOO per {u}, stacking) of the primary's variants"
+        out.write(fname, table.reset_index(), desc)
+        if u == inf.loo_unit:
+            headline["best_variant"] = str(table.index[0])
+            headline["loo_unit"] = u
+
+
+def _loo_per_model(written: dict, out: Outputs) -> None:
+    """Without a comparison: ``comparison.csv`` lists each fit's PSIS-LOO (the onset model's
+    likelihood is of another thing, the consensus, so it is left out)."""
+    import pandas as pd
+
+    from ..inference.diagnostics import loo_table
+
+    rows = [
+        loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
+        for n, r in written.items()
+        if r["elpd"] is not None and n != "onset"
+    ]
+    if rows:
+        table = pd.concat(rows, ignore_index=True)
+        table["note"] = "inference.compare is false: PSIS-LOO per model, no az.compare"
+        out.write("comparison.csv", table, "PSIS-LOO per fitted model (comparison disabled)")

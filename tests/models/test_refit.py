@@ -60,7 +60,13 @@ class Maker:
 
 
 # ess_min_per_chain 10: the fake fits' 2 x 50 independent draws pass it
-INF = {"max_divergences": 0, "refit_target_accept": 0.99, "ess_min_per_chain": 10.0}
+# refit_draws_factor off: these tests are of the divergence refit (the mixing refit: below)
+INF = {
+    "max_divergences": 0,
+    "refit_target_accept": 0.99,
+    "ess_min_per_chain": 10.0,
+    "refit_draws_factor": None,
+}
 
 
 def test_divergent_fit_is_refitted_once_at_the_configured_target():

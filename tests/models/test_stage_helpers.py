@@ -41,14 +41,14 @@ def test_unknown_model_is_named(small_study, tmp_path):
 
 
 def test_rank_plot_panels_are_the_worst_mixing_parameters():
-    """``stages.models.worst_mixing`` picks the parameters of ``plot_vars`` with the highest
+    """``stages.fit_outputs.worst_mixing`` picks the parameters of ``plot_vars`` with the highest
     R-hat from the diagnostics table (constants never), each as its own variable holding that
     element's draws."""
     import numpy as np
     import pandas as pd
     import xarray as xr
 
-    from delusion_bayes.stages.models import worst_mixing
+    from delusion_bayes.stages.fit_outputs import worst_mixing
 
     rng = np.random.default_rng(0)
     models = ["A", "B", "C"]
