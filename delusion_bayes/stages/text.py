@@ -56,7 +56,6 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     ``cfg.baselines`` (consensus rule, ``clinical_at``); write ``run_dir/text/`` and return the
     headline (also in ``index.json``)."""
     from ..data.schema import DAY, MODEL
-    from ..text import analyses as an
     from ..text.texts import has_texts
 
     t = group_config(TextConfig, cfg.text if "text" in cfg else cfg)
@@ -80,6 +79,26 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     clinical_at = b.clinical_at
     res = analyse_text(ds, cons, t, clinical_at=clinical_at, cache_dir=cfg.get("cache_dir"))
     synthetic = _synthetic_label(ds)
+    _write_tables(res, out, clinical_at)
+    if t.figures:
+        _figures(ds, res, out, bool(synthetic))
+    headline = res.headline
+    note = "descriptive statistics (model-days are serially dependent), as in the paper"
+    out.index(headline, consensus=cons_source, synthetic=synthetic, note=note)
+    log.info(
+        "stage text: entrainment (config %d, %s) and modality for %d models x %d days%s",
+        res.config,
+        res.embedding_model,
+        ds.sizes[MODEL],
+        ds.sizes[DAY],
+        " (SYNTHETIC texts)" if synthetic else "",
+    )
+    return headline
+
+
+def _write_tables(res: Any, out: Outputs, clinical_at: float) -> None:
+    """The text stage's tables (metrics per model-day, model means, correlations, by consensus
+    stage, within model, around the clinical turn)."""
     write = out.write
 
     write(
@@ -117,27 +136,19 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         "metric means before vs from each model's first clinical framing day (Figure 4 data)",
     )
 
-    if t.figures:
-        if "level_b" in ds:
-            lb_table = an.level_b_table(res.metrics["entrainment"], ds["level_b"])
-            stem = out.path / "figure3_entrainment_level_b"
-            for p in an.plot_level_b(lb_table, stem, synthetic=bool(synthetic)):
-                out.files[p.name] = "Figure 3: model mean entrainment vs Level-B days"
-        modality = res.turn_contrast[res.turn_contrast["metric"] == "modality"]
-        modality = modality.drop(columns="metric").set_index("model")
-        stem = out.path / "figure4_modality_turn"
-        for p in an.plot_turn_contrast(modality, stem, synthetic=bool(synthetic)):
-            out.files[p.name] = "Figure 4: modality before vs from the clinical turn"
 
-    headline = res.headline
-    note = "descriptive statistics (model-days are serially dependent), as in the paper"
-    out.index(headline, consensus=cons_source, synthetic=synthetic, note=note)
-    log.info(
-        "stage text: entrainment (config %d, %s) and modality for %d models x %d days%s",
-        res.config,
-        res.embedding_model,
-        ds.sizes[MODEL],
-        ds.sizes[DAY],
-        " (SYNTHETIC texts)" if synthetic else "",
-    )
-    return headline
+def _figures(ds: xr.Dataset, res: Any, out: Outputs, synthetic: bool) -> None:
+    """Figures 3 (entrainment against Level-B days, with Level B) and 4 (modality around the
+    clinical turn)."""
+    from ..text import analyses as an
+
+    if "level_b" in ds:
+        lb_table = an.level_b_table(res.metrics["entrainment"], ds["level_b"])
+        stem = out.path / "figure3_entrainment_level_b"
+        for p in an.plot_level_b(lb_table, stem, synthetic=synthetic):
+            out.files[p.name] = "Figure 3: model mean entrainment vs Level-B days"
+    modality = res.turn_contrast[res.turn_contrast["metric"] == "modality"]
+    modality = modality.drop(columns="metric").set_index("model")
+    stem = out.path / "figure4_modality_turn"
+    for p in an.plot_turn_contrast(modality, stem, synthetic=synthetic):
+        out.files[p.name] = "Figure 4: modality before vs from the clinical turn"
