@@ -99,7 +99,6 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
     (:func:`delusion_bayes.sweep.summarize.summary_table`); ``keys``: the override keys that
     vary across jobs (the dashboard's rows)."""
     import matplotlib.pyplot as plt
-    from matplotlib.colors import BoundaryNorm, ListedColormap
 
     keys = [k for k in keys if k in summary.columns]
     jobs = job_order(summary, keys)
@@ -131,65 +130,81 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
     )
     axes = axes[:, 0]
     for ax, (name, mat) in zip(axes, panels, strict=False):
-        if name == "regime":
-            cmap = ListedColormap(REGIME_COLORS)
-            im = _heatmap(
-                ax,
-                mat,
-                "regime membership (Results: four regimes)",
-                cmap,
-                vmin=-0.5,
-                vmax=len(REGIMES) - 0.5,
-            )
-            im.set_norm(BoundaryNorm(np.arange(-0.5, len(REGIMES)), cmap.N))
-            handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in REGIME_COLORS]
-            ax.legend(
-                handles,
-                REGIMES,
-                fontsize=6,
-                loc="center left",
-                bbox_to_anchor=(1.0, 0.5),
-                frameon=False,
-            )
-        elif name in _HEATMAPS:
-            im = _heatmap(ax, mat, *_HEATMAPS[name], fmt=lambda v: f"{v:.0f}")
-            fig.colorbar(im, ax=ax, pad=0.01, fraction=0.02)
-        elif name == "perm_p":
-            _series(
-                ax,
-                mat.clip(lower=1e-6),
-                "exact permutation p per contrast:quantity",
-                log=True,
-                lines=(0.05,),
-            )
-        elif name.startswith("posterior_prob"):
-            fit = name.partition(":")[2] or "model"
-            _series(
-                ax,
-                mat,
-                f"P(A - B > 0) of each contrast under the {fit} model",
-                lines=(0.025, 0.975),
-            )
-            ax.set_ylim(-0.03, 1.03)
-        elif name == "gate_passed":
-            _heatmap(
-                ax,
-                mat,
-                "diagnostics gate passed (1) / failed (0) per fitted model",
-                ListedColormap(["#d95f02", "#1b9e77"]),
-                vmin=0,
-                vmax=1,
-                fmt=lambda v: "ok" if v else "fail",
-            )
-        else:
-            _series(ax, mat, "Spearman rho: entrainment vs Level-B days (paper -.69)", lines=(0.0,))
+        _draw_panel(fig, ax, name, mat)
     # failed jobs: grey band in every panel
     bad = [i for i, s in enumerate(status) if s != "ok"]
     for ax in axes[:-1]:
         for i in bad:
             ax.axvspan(i - 0.5, i + 0.5, color="0.85", zorder=-1)
-    # dashboard
-    dash = axes[-1]
+    _dashboard(axes[-1], summary, jobs, dash_rows, bad)
+    title = title or f"Multiverse of {len(jobs)} jobs ({len(bad)} not finished)"
+    fig.suptitle(title, fontsize=11, x=0.01, ha="left")
+    fig.tight_layout()
+    return fig
+
+
+def _draw_panel(fig, ax, name: str, mat: pd.DataFrame) -> None:
+    """One panel of the specification curve: regimes, a per-model heatmap, permutation p,
+    posterior probabilities, the gate, or the entrainment correlation."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    if name == "regime":
+        cmap = ListedColormap(REGIME_COLORS)
+        im = _heatmap(
+            ax,
+            mat,
+            "regime membership (Results: four regimes)",
+            cmap,
+            vmin=-0.5,
+            vmax=len(REGIMES) - 0.5,
+        )
+        im.set_norm(BoundaryNorm(np.arange(-0.5, len(REGIMES)), cmap.N))
+        handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in REGIME_COLORS]
+        ax.legend(
+            handles,
+            REGIMES,
+            fontsize=6,
+            loc="center left",
+            bbox_to_anchor=(1.0, 0.5),
+            frameon=False,
+        )
+    elif name in _HEATMAPS:
+        im = _heatmap(ax, mat, *_HEATMAPS[name], fmt=lambda v: f"{v:.0f}")
+        fig.colorbar(im, ax=ax, pad=0.01, fraction=0.02)
+    elif name == "perm_p":
+        _series(
+            ax,
+            mat.clip(lower=1e-6),
+            "exact permutation p per contrast:quantity",
+            log=True,
+            lines=(0.05,),
+        )
+    elif name.startswith("posterior_prob"):
+        fit = name.partition(":")[2] or "model"
+        _series(
+            ax,
+            mat,
+            f"P(A - B > 0) of each contrast under the {fit} model",
+            lines=(0.025, 0.975),
+        )
+        ax.set_ylim(-0.03, 1.03)
+    elif name == "gate_passed":
+        _heatmap(
+            ax,
+            mat,
+            "diagnostics gate passed (1) / failed (0) per fitted model",
+            ListedColormap(["#d95f02", "#1b9e77"]),
+            vmin=0,
+            vmax=1,
+            fmt=lambda v: "ok" if v else "fail",
+        )
+    else:
+        _series(ax, mat, "Spearman rho: entrainment vs Level-B days (paper -.69)", lines=(0.0,))
+
+
+def _dashboard(dash, summary: pd.DataFrame, jobs: list, dash_rows: list, bad: list) -> None:
+    """The choices of every job (one row per override value), failed jobs marked."""
     rows = summary.drop_duplicates("job").set_index("job").reindex(jobs)
     for r, (k, v) in enumerate(dash_rows):
         used = [i for i, j in enumerate(jobs) if str(rows.at[j, k]) == str(v)]
@@ -203,7 +218,3 @@ def plot_multiverse(summary: pd.DataFrame, keys: Sequence[str], *, title: str | 
     dash.set_xlabel("job (ordered by choices)", fontsize=8)
     dash.set_xlim(-0.5, len(jobs) - 0.5)
     dash.set_title("choices (specification-curve dashboard)", fontsize=9, loc="left")
-    title = title or f"Multiverse of {len(jobs)} jobs ({len(bad)} not finished)"
-    fig.suptitle(title, fontsize=11, x=0.01, ha="left")
-    fig.tight_layout()
-    return fig
