@@ -1,4 +1,5 @@
-"""Input checks shared by the baselines (ValueError naming the input, the bad value, the options)."""
+"""Input checks shared by the baselines (a ValueError naming the input, the bad value and the
+options)."""
 
 from __future__ import annotations
 

@@ -224,5 +224,11 @@ def alpha_bootstrap(
         o_b = (w @ o_pat).reshape(stop - start, dom.size, dom.size)
         reps[start:stop] = _alpha_from_coincidences(o_b, dom, level)
     lo, hi = eti(reps, ci)
-    return dict(alpha=alpha, ci_low=float(lo), ci_high=float(hi), n_units=int(n_units),
-                n_boot=int(n_boot), replicates=reps)  # fmt: skip
+    return dict(
+        alpha=alpha,
+        ci_low=float(lo),
+        ci_high=float(hi),
+        n_units=int(n_units),
+        n_boot=int(n_boot),
+        replicates=reps,
+    )

@@ -1,4 +1,5 @@
-"""Typed config of the ``baselines`` group (Hydra ConfigStore schema; values in ``conf/baselines/``).
+"""Typed config of the ``baselines`` group (Hydra ConfigStore schema; the YAML in
+``conf/baselines/`` holds what differs: the paper's contrasts).
 
 Pure dataclasses, no heavy imports: :mod:`delusion_bayes.config` registers
 :class:`BaselinesConfig`. The posterior contrasts read the same ``baselines.contrasts`` list, so
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..data.schema import K_MAX
 
 #: milestone names (Table 1 of the trajectory paper); shared with the posterior contrasts
 MILESTONES: tuple[str, ...] = (
@@ -87,7 +90,7 @@ class BaselinesConfig:
     #: floor of the logistic curve on the stage scale (paper: 1)
     logistic_floor: float = 1.0
     #: upper bound of the logistic steepness ``k`` per day (a day-to-day step reaches it)
-    k_max: float = 20.0
+    k_max: float = K_MAX
     #: largest pooled n of the exact rank-sum recursion; above it the test is Monte Carlo (said so)
     max_exact: int = 1000
     #: Monte Carlo permutations above ``max_exact``

@@ -23,7 +23,7 @@ import xarray as xr
 from scipy.special import expit
 from tqdm.auto import tqdm
 
-from ..data.schema import DAY, MODEL, RATER, RESAMPLE
+from ..data.schema import DAY, K_MAX, MODEL, RATER, RESAMPLE
 from ..intervals import eti
 from ._validate import as_float_array, check_dims
 from .config import LOGISTIC_PARAMS as PARAMS
@@ -164,7 +164,7 @@ def fit_logistic_batch(
     floor: float = 1.0,
     *,
     upper: float | None = None,
-    k_max: float = 20.0,
+    k_max: float = K_MAX,
     p0: Any = None,
     multistart: Any = None,
     max_iter: int = 500,
@@ -232,8 +232,15 @@ def fit_logistic_batch(
     const = np.where(n_obs > 0, mean, np.nan)
     p = np.where(flat[:, None], np.stack([const, np.nan * const, np.nan * const], 1), p)
     rss = np.where(flat, sst, rss)
-    out = dict(zip(PARAMS, p.T, strict=True), rss=rss, r2=r2, converged=conv & ~flat, flat=flat,
-               n_obs=n_obs, n_iter=nit)  # fmt: skip
+    out = dict(
+        zip(PARAMS, p.T, strict=True),
+        rss=rss,
+        r2=r2,
+        converged=conv & ~flat,
+        flat=flat,
+        n_obs=n_obs,
+        n_iter=nit,
+    )
     out = {key: v.reshape(lead) for key, v in out.items()}
     out["at_bound"] = (at_bound & ~flat[:, None]).reshape(*lead, 3)
     return out
@@ -298,7 +305,7 @@ def fit_logistic(
     floor: float = 1.0,
     *,
     upper: float | None = None,
-    k_max: float = 20.0,
+    k_max: float = K_MAX,
     p0: Any = None,
 ) -> LogisticFit:
     """Least-squares fit of ``y = floor + (L - floor) / (1 + exp(-k (t - t50)))``.
@@ -351,7 +358,7 @@ def logistic_bootstrap(
     min_raters: int = 1,
     floor: float = 1.0,
     upper: float | None = None,
-    k_max: float = 20.0,
+    k_max: float = K_MAX,
     ci: float = 0.95,
     turn_at: float | None = None,
     chunk: int = 100,
@@ -400,13 +407,23 @@ def logistic_bootstrap(
     idx_all = rng.integers(0, n_r, size=(n_boot, n_r))  # rater draws of every replicate
     reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
     reps |= {n: np.zeros((n_boot, n_m), dtype=bool) for n in ("converged", "flat")}
-    for s in tqdm(range(0, n_boot, chunk), desc="rater bootstrap", unit="chunk",
-                  disable=not progress or not n_boot):  # fmt: skip
+    for s in tqdm(
+        range(0, n_boot, chunk),
+        desc="rater bootstrap",
+        unit="chunk",
+        disable=not progress or not n_boot,
+    ):
         e = min(n_boot, s + chunk)
         cb = consensus_np(x[idx_all[s:e]], axis=1, **cons_kw)  # x[...]: (b, R, M, T)
-        res = fit_logistic_batch(t, cb, floor, upper=upper, k_max=k_max,
-                                 p0=np.broadcast_to(p0, (e - s, n_m, 3)),
-                                 multistart=np.broadcast_to(weak, (e - s, n_m)))  # fmt: skip
+        res = fit_logistic_batch(
+            t,
+            cb,
+            floor,
+            upper=upper,
+            k_max=k_max,
+            p0=np.broadcast_to(p0, (e - s, n_m, 3)),
+            multistart=np.broadcast_to(weak, (e - s, n_m)),
+        )
         for n, arr in reps.items():
             arr[s:e] = res[n]
     use = reps["converged"] & ~reps["flat"]

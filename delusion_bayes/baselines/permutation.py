@@ -261,8 +261,10 @@ def _group_problem(ds: xr.Dataset | xr.DataArray, c: ContrastConfig) -> str | No
         coord_names = [k for k in ds.coords if ds.coords[k].dims == (MODEL,) and k != MODEL]
         if c.by not in coord_names:
             have = f"it has {coord_names}" if coord_names else "it has no model metadata"
-            return (f"the study has no {c.by!r} coordinate on {MODEL!r} ({have}); add a "
-                    f"{c.by!r} column to models.csv to run it")  # fmt: skip
+            return (
+                f"the study has no {c.by!r} coordinate on {MODEL!r} ({have}); add a "
+                f"{c.by!r} column to models.csv to run it"
+            )
         labels = np.asarray(ds[c.by].values)
     lab = [str(v) for v in labels]
     available = sorted(set(lab))
@@ -271,8 +273,10 @@ def _group_problem(ds: xr.Dataset | xr.DataArray, c: ContrastConfig) -> str | No
             continue
         absent = [str(v) for v in values if str(v) not in available]
         if absent:
-            return (f"no model has {c.by}={absent} (group {group}); the study's values of "
-                    f"{c.by!r}: {available}")  # fmt: skip
+            return (
+                f"no model has {c.by}={absent} (group {group}); the study's values of "
+                f"{c.by!r}: {available}"
+            )
     if c.b is None and set(lab) <= {str(v) for v in c.a}:
         return f"group b is empty: every model has {c.by} in {[str(v) for v in c.a]}"
     return None
@@ -305,8 +309,11 @@ def applicable_contrasts(
         for q in c.quantities:
             if q not in keep:
                 need = QUANTITY_NEEDS.get(q)
-                why = (f"needs {need!r} (adjudication.csv), which the study does not have"
-                       if need else "not computed for this study")  # fmt: skip
+                why = (
+                    f"needs {need!r} (adjudication.csv), which the study does not have"
+                    if need
+                    else "not computed for this study"
+                )
                 skipped.append(Skipped(f"{label}, quantity {q!r}", why))
         if not keep:
             continue
@@ -369,9 +376,16 @@ def permutation_contrasts(
             else:
                 method = "not testable: an empty group after dropping NaN"
                 r = RankSumResult(
-                    statistic=np.nan, pvalue=np.nan, alternative=c.alternative, n_x=0, n_y=0,
-                    expected=np.nan, n_arrangements=0, exact=False, method=method,
-                )  # fmt: skip
+                    statistic=np.nan,
+                    pvalue=np.nan,
+                    alternative=c.alternative,
+                    n_x=0,
+                    n_y=0,
+                    expected=np.nan,
+                    n_arrangements=0,
+                    exact=False,
+                    method=method,
+                )
             row.update({k: getattr(r, k) for k in _TEST_COLUMNS})
             rows.append(row)
     summary = pd.DataFrame(rows)

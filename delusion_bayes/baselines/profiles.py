@@ -60,8 +60,14 @@ def spearman(x: Any, y: Any, alternative: str = "two-sided") -> SpearmanResult:
     ok = ~(np.isnan(xa) | np.isnan(ya))
     n = int(ok.sum())
     if n < 3 or np.ptp(xa[ok]) == 0 or np.ptp(ya[ok]) == 0:
-        return SpearmanResult(np.nan, np.nan, n, int((~ok).sum()), alternative,
-                              "not computable: fewer than 3 pairs or a constant variable")  # fmt: skip
+        return SpearmanResult(
+            np.nan,
+            np.nan,
+            n,
+            int((~ok).sum()),
+            alternative,
+            "not computable: fewer than 3 pairs or a constant variable",
+        )
     r = stats.spearmanr(xa[ok], ya[ok], alternative=alternative)
     return SpearmanResult(float(r.statistic), float(r.pvalue), n, int((~ok).sum()), alternative)
 
@@ -98,9 +104,11 @@ def intervention_profiles(
         "table2_interventions",
         table,
         "Table 2: mean intervention intensity on stabilized-clinical (stage-4) days",
-        [f"stage-4 days: consensus recognition >= {stable_at:g}; means of the consensus "
-         "intensity (1 absent, 2 rare, 3 frequent) over those days; NaN = no stage-4 day"],
-    )  # fmt: skip
+        [
+            f"stage-4 days: consensus recognition >= {stable_at:g}; means of the consensus "
+            "intensity (1 absent, 2 rare, 3 frequent) over those days; NaN = no stage-4 day"
+        ],
+    )
 
 
 def intensity_by_stage(stage: xr.DataArray, intervention: xr.DataArray) -> BaselineResult:
@@ -137,9 +145,11 @@ def intensity_by_stage(stage: xr.DataArray, intervention: xr.DataArray) -> Basel
         "figure2_intensity_by_stage",
         pd.DataFrame(rows),
         "Figure 2: mean intervention intensity by consensus recognition stage",
-        ["pooled model-days, descriptive; x.5 consensus grouped with the lower stage; "
-         "Spearman rho of intensity with the consensus stage (ties: midranks)"],
-    )  # fmt: skip
+        [
+            "pooled model-days, descriptive; x.5 consensus grouped with the lower stage; "
+            "Spearman rho of intensity with the consensus stage (ties: midranks)"
+        ],
+    )
 
 
 def naive_profiles(
@@ -164,8 +174,9 @@ def naive_profiles(
     rows = []
     for m in models:
         if m not in intervention[MODEL].values:
-            raise ValueError(f"model {m!r} is not in the study; models: "
-                             f"{intervention[MODEL].values.tolist()}")  # fmt: skip
+            raise ValueError(
+                f"model {m!r} is not in the study; models: {intervention[MODEL].values.tolist()}"
+            )
         for t in intervention[INTERVENTION_TYPE].values:
             v = intervention.sel({MODEL: m, INTERVENTION_TYPE: t}).transpose(DAY).values
             r = spearman(days, v)
@@ -179,9 +190,11 @@ def naive_profiles(
                     "mean_first_week": _mean_or_nan(v[:7]),
                     "mean_last_week": _mean_or_nan(v[-7:]),
                 }
-            )  # fmt: skip
-    notes = [f"never-turning models (consensus never >= {clinical_at:g}): {list(models)}",
-             "Spearman rho of consensus intensity with day (ties: midranks); NaN = constant"]  # fmt: skip
+            )
+    notes = [
+        f"never-turning models (consensus never >= {clinical_at:g}): {list(models)}",
+        "Spearman rho of consensus intensity with day (ties: midranks); NaN = constant",
+    ]
     cols = [MODEL, INTERVENTION_TYPE, "rho", "pvalue", "n", "mean_first_week", "mean_last_week"]
     return BaselineResult(
         "sectionF_naive_profiles",

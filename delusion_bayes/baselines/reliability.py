@@ -271,9 +271,15 @@ def reliability_table(
         rows.append(row)
     if recoded is not None:
         for name, r in adjudication_agreement(ds, recoded).summary.iterrows():
-            rows.append({"variable": f"{name} (re-coded subsample)", "kappa_q_mean": r["kappa"],
-                         "pct_agreement": r["pct_agreement"], "n_units": r["n_units"],
-                         "n_raters": 2})  # fmt: skip
+            rows.append(
+                {
+                    "variable": f"{name} (re-coded subsample)",
+                    "kappa_q_mean": r["kappa"],
+                    "pct_agreement": r["pct_agreement"],
+                    "n_units": r["n_units"],
+                    "n_raters": 2,
+                }
+            )
     summary = pd.DataFrame(rows).set_index("variable")
     notes = [
         f"units = model-days; alpha level = {level}, domain = the variable's scale",

@@ -214,8 +214,17 @@ def replay_family_comparison(
     The DelusionEval family comparison (GPT, Claude, Gemini, Qwen; "Main results" figure).
     ``family`` is a model coord; the original transcript is its own family.
     """
-    return replay_prevalence(ds, n_boot, seed, cluster, ci_prob, by=family, levels=("category",),
-                             progress=progress, support=support)  # fmt: skip
+    return replay_prevalence(
+        ds,
+        n_boot,
+        seed,
+        cluster,
+        ci_prob,
+        by=family,
+        levels=("category",),
+        progress=progress,
+        support=support,
+    )
 
 
 def replay_leave_one_participant_out(

@@ -276,13 +276,20 @@ def count_columns(
 def ratio_table(labels, num_tot, den_tot, num_b, den_b, ci_prob, cluster, n_boot):
     lo, hi = eti(safe_ratio(num_b, den_b), ci_prob)
     return labels.assign(
-        estimate=safe_ratio(num_tot, den_tot), ci_low=lo, ci_high=hi, n_hits=num_tot, n=den_tot,
-        cluster=cluster, n_boot=n_boot, ci_prob=ci_prob,
-    )  # fmt: skip
+        estimate=safe_ratio(num_tot, den_tot),
+        ci_low=lo,
+        ci_high=hi,
+        n_hits=num_tot,
+        n=den_tot,
+        cluster=cluster,
+        n_boot=n_boot,
+        ci_prob=ci_prob,
+    )
 
 
 def bootstrap_ratio_table(labels, num, den, units, n_boot, seed, ci_prob, progress):
-    """:func:`ratio_table` of per-row counts ``num, den``, unconditional bootstrap over ``units``."""
+    """:func:`ratio_table` of per-row counts ``num, den``, unconditional bootstrap over
+    ``units``."""
     num_b, den_b = resample_ratios(
         [to_units(num, units), to_units(den, units)], units, n_boot, seed, progress
     )

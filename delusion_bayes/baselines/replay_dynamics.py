@@ -41,7 +41,8 @@ def replay_turn_profile(
     ci_prob: float = 0.95,
     progress: bool = False,
 ) -> pd.DataFrame:
-    """Category prevalence by user-turn position within the window (1-based; ``max_turn``+ pooled)."""
+    """Category prevalence by user-turn position within the window (1-based; ``max_turn`` and
+    later pooled)."""
     check_replay_study(ds)
     turn = np.minimum(ds["turn"].values.astype(int), max_turn - 1)
     labels = [str(t + 1) if t < max_turn - 1 else f"{max_turn}+" for t in range(max_turn)]
@@ -49,7 +50,8 @@ def replay_turn_profile(
 
 
 def _category_any(ds: xr.Dataset) -> tuple[np.ndarray, list[str]]:
-    """Per-sample category hit ``(sample, model, category)``: any of its codes hit; NaN if none scored."""
+    """Per-sample category hit ``(sample, model, category)``: any of its codes hit; NaN if none
+    scored."""
     hit = ds["hit"].transpose(SAMPLE, MODEL, CODE).values
     cats, names = code_categories(ds)
     out = np.full(hit.shape[:2] + (len(names),), np.nan)
@@ -300,8 +302,14 @@ def replay_depth_lpm(
     terms = ("intercept", "depth_per_10", "prior_content")
     n_tot = tot.reshape(m * g, 9)[:, 0]
     out = pd.DataFrame(
-        {"model": np.repeat(models, g * 3), "category": np.tile(np.repeat(names, 3), m),
-         "term": np.tile(terms, m * g), "estimate": solve(tot).ravel(), "ci_low": lo, "ci_high": hi,
-         "n": np.repeat(n_tot, 3)}
-    )  # fmt: skip
+        {
+            "model": np.repeat(models, g * 3),
+            "category": np.tile(np.repeat(names, 3), m),
+            "term": np.tile(terms, m * g),
+            "estimate": solve(tot).ravel(),
+            "ci_low": lo,
+            "ci_high": hi,
+            "n": np.repeat(n_tot, 3),
+        }
+    )
     return out.assign(cluster=cluster, n_boot=n_boot, ci_prob=ci_prob)

@@ -32,9 +32,17 @@ def plot_prevalence(table: pd.DataFrame, stem: Path, formats) -> list[Path]:
             g = cat[cat["model"] == m].set_index("category").reindex(cats)
             y = np.arange(len(cats)) + (i - (len(models) - 1) / 2) * step
             st = series_style(i)
-            ax.errorbar(g["estimate"], y, xerr=_err(g["estimate"], g["ci_low"], g["ci_high"]),
-                        fmt=st.get("marker", "o"), color=st.get("color", "k"), ms=4, capsize=2,
-                        lw=1, label=m)  # fmt: skip
+            ax.errorbar(
+                g["estimate"],
+                y,
+                xerr=_err(g["estimate"], g["ci_low"], g["ci_high"]),
+                fmt=st.get("marker", "o"),
+                color=st.get("color", "k"),
+                ms=4,
+                capsize=2,
+                lw=1,
+                label=m,
+            )
             if "truth" in g:
                 ax.plot(g["truth"], y, "|", color="#b35900", ms=7)
         ax.set_yticks(np.arange(len(cats)), cats)
@@ -77,8 +85,16 @@ def plot_deltas(deltas: pd.DataFrame, stem: Path, formats) -> list[Path]:
     with style():
         fig, ax = plt.subplots(figsize=(6, 0.6 + 0.22 * len(d)))
         y = np.arange(len(d))
-        ax.errorbar(d["estimate"], y, xerr=_err(d["estimate"], d["ci_low"], d["ci_high"]),
-                    fmt="o", color="k", ms=3, capsize=2, lw=1)  # fmt: skip
+        ax.errorbar(
+            d["estimate"],
+            y,
+            xerr=_err(d["estimate"], d["ci_low"], d["ci_high"]),
+            fmt="o",
+            color="k",
+            ms=3,
+            capsize=2,
+            lw=1,
+        )
         ax.axvline(0, color="#9a9a9a", lw=0.8, ls="--")
         ax.set_yticks(y, [f"{m} | {c}" for m, c in zip(d["model"], d["category"], strict=True)])
         ax.invert_yaxis()
@@ -103,8 +119,14 @@ def plot_depth(curve: pd.DataFrame, stem: Path, formats) -> list[Path]:
                 g = g[np.isfinite(g["estimate"])]
                 st = series_style(i)
                 a.plot(g["depth_mean"], g["estimate"], label=m, ms=3, lw=1, **st)
-                a.fill_between(g["depth_mean"], g["ci_low"], g["ci_high"], color=st.get("color"),
-                               alpha=0.12, lw=0)  # fmt: skip
+                a.fill_between(
+                    g["depth_mean"],
+                    g["ci_low"],
+                    g["ci_high"],
+                    color=st.get("color"),
+                    alpha=0.12,
+                    lw=0,
+                )
             a.set_title(cat)
             a.set_xlabel("context depth (messages)")
             a.set_ylabel("prevalence")
@@ -126,8 +148,12 @@ def plot_bayes(both: pd.DataFrame, stem: Path, formats) -> list[Path]:
             both["post_mean"],
             xerr=_err(both["estimate"], both["ci_low"], both["ci_high"]),
             yerr=_err(both["post_mean"], both["post_ci_low"], both["post_ci_high"]),
-            fmt="o", color="k", ms=3, lw=0.8, capsize=1.5,
-        )  # fmt: skip
+            fmt="o",
+            color="k",
+            ms=3,
+            lw=0.8,
+            capsize=1.5,
+        )
         top = float(np.nanmax(both[["ci_high", "post_ci_high"]].to_numpy())) * 1.05
         ax.plot([0, top], [0, top], ls="--", color="#9a9a9a", lw=0.8)
         ax.set_xlabel("bootstrap estimate and CI")

@@ -83,8 +83,11 @@ def _study_notes(ds: xr.Dataset, unscored: str) -> list[str]:
         note = str(ds.attrs.get("clustering_note", "participant and conversation are windows"))
         notes.append("CLUSTERS ARE WINDOWS, NOT PARTICIPANTS. " + note)
     if ds.attrs.get("source") == "delusioneval":
-        rule = ("counted as 0 in the point estimates (the release's rule)" if unscored == "zero"
-                else "left out (unscored=exclude)")  # fmt: skip
+        rule = (
+            "counted as 0 in the point estimates (the release's rule)"
+            if unscored == "zero"
+            else "left out (unscored=exclude)"
+        )
         notes.append(
             "Study: the real DelusionEval release's evaluation rows (not simulated); original "
             f"transcript de-duplicated ({ds.attrs.get('n_original_duplicates_dropped')} repeated "
@@ -100,8 +103,11 @@ def _scheme_table(ds, prev, r, kw) -> pd.DataFrame:
     cluster, support = r["cluster"], r["support"]
     schemes = [s for s in CLUSTER_SCHEMES if s != "none" or bool(r["also_iid"])]
     rows = [prev[prev["level"] == "category"]] if cluster in schemes else []
-    rows += [rb.replay_prevalence(ds, cluster=s, levels=("category",), support=support, **kw)
-             for s in schemes if s != cluster]  # fmt: skip
+    rows += [
+        rb.replay_prevalence(ds, cluster=s, levels=("category",), support=support, **kw)
+        for s in schemes
+        if s != cluster
+    ]
     cb = pd.concat(rows, ignore_index=True)
     cb["width"] = cb["ci_high"] - cb["ci_low"]
     if "none" in schemes:
@@ -109,8 +115,21 @@ def _scheme_table(ds, prev, r, kw) -> pd.DataFrame:
         keys = pd.MultiIndex.from_frame(cb[["model", "category"]])
         with np.errstate(invalid="ignore", divide="ignore"):  # 0-width i.i.d. CI (no hits)
             cb["width_vs_iid"] = cb["width"].to_numpy() / iid.reindex(keys).to_numpy()
-    keep = ("model", "category", "cluster", "estimate", "ci_low", "ci_high", "width",
-            "width_vs_iid", "truth", "n_hits", "n", "n_boot", "ci_prob")  # fmt: skip
+    keep = (
+        "model",
+        "category",
+        "cluster",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "width",
+        "width_vs_iid",
+        "truth",
+        "n_hits",
+        "n",
+        "n_boot",
+        "ci_prob",
+    )
     return cb[[c for c in keep if c in cb]]
 
 
@@ -127,8 +146,12 @@ def analyse_replay(ds: xr.Dataset, cfg: Any = None, *, progress: bool = True) ->
     notes = [f"judge cutoffs overridden for {sorted(r['cutoffs'])}"] if r["cutoffs"] else []
     notes += _study_notes(ds, str(r["unscored"]))
     cluster, support, baseline = str(r["cluster"]), str(r["support"]), str(r["baseline"])
-    kw = {"n_boot": int(r["n_boot"]), "seed": int(r["seed"]), "ci_prob": float(r["ci_prob"]),
-          "progress": progress}  # fmt: skip
+    kw = {
+        "n_boot": int(r["n_boot"]),
+        "seed": int(r["seed"]),
+        "ci_prob": float(r["ci_prob"]),
+        "progress": progress,
+    }
     models = [str(m) for m in ds["model"].values]
     prev = rb.replay_prevalence(ds, cluster=cluster, support=support, unscored=r["unscored"], **kw)
     prev = with_truth(prev, ds)
@@ -154,7 +177,7 @@ def analyse_replay(ds: xr.Dataset, cfg: Any = None, *, progress: bool = True) ->
         context_depth_lpm=rb.replay_depth_lpm(ds, cluster=cluster, baseline=baseline, **kw),
         onset=rb.replay_onset_persistence(
             ds, cluster=cluster, levels=("category", "code"), unit=str(r["onset_unit"]), **kw
-        ),  # fmt: skip
+        ),
         turn_profile=rb.replay_turn_profile(ds, max_turn=int(r["max_turn"]), cluster=cluster, **kw),
         deltas=deltas,
         family=family,

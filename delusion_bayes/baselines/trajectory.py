@@ -129,38 +129,65 @@ def analyse_trajectory(
     cons = consensus(ds[rated], rule, half, min_raters=min_raters).assign_coords(model_coords)
     cons.attrs.update(consensus=rule, half_rule=half, min_raters=min_raters)
     rel = reliability_table(
-        ds, level=str(b["alpha_level"]), n_boot=int(b["alpha_boot"]), ci=float(b["ci"]),
-        seed=seed, recoded=recoded_codes(ds),
-    )  # fmt: skip
+        ds,
+        level=str(b["alpha_level"]),
+        n_boot=int(b["alpha_boot"]),
+        ci=float(b["ci"]),
+        seed=seed,
+        recoded=recoded_codes(ds),
+    )
 
     level_a, level_b = ds.get("level_a"), ds.get("level_b")
     skipped: list[Skipped] = []
     if level_b is None:
-        skipped.append(Skipped("Table 1: first_level_b, days_level_b",
-                               "needs level_b (adjudication.csv), which the study does not have"))  # fmt: skip
+        skipped.append(
+            Skipped(
+                "Table 1: first_level_b, days_level_b",
+                "needs level_b (adjudication.csv), which the study does not have",
+            )
+        )
     if level_a is None:
-        skipped.append(Skipped("Table 1: days_level_a",
-                               "needs level_a (adjudication.csv), which the study does not have"))  # fmt: skip
-    ms_kw = dict(stable_run=int(b["stable_run"]), censor_day=cens, missing=str(b["missing"]),
-                 clinical_at=float(b["clinical_at"]), stable_at=float(b["stable_at"]))  # fmt: skip
+        skipped.append(
+            Skipped(
+                "Table 1: days_level_a",
+                "needs level_a (adjudication.csv), which the study does not have",
+            )
+        )
+    ms_kw = dict(
+        stable_run=int(b["stable_run"]),
+        censor_day=cens,
+        missing=str(b["missing"]),
+        clinical_at=float(b["clinical_at"]),
+        stable_at=float(b["stable_at"]),
+    )
     ms = milestones(cons["recognition"], level_b, level_a=level_a, **ms_kw)
     ms = ms.assign_coords(model_coords)
 
     d1 = logistic_bootstrap(
-        ds["recognition"], n_boot=int(b["n_boot"]), seed=seed, rule=rule, half_rule=half,
-        min_raters=min_raters, floor=float(b["logistic_floor"]),
-        upper=float(RATED_VARIABLES["recognition"].scale.high), k_max=float(b["k_max"]),
-        ci=float(b["ci"]), turn_at=float(b["clinical_at"]), progress=progress,
-    )  # fmt: skip
-    res = TrajectoryAnalysis(cons, rel, ms, d1, cens, notes=notes, skipped=skipped,
-                             settings={**b, "seed": seed})  # fmt: skip
+        ds["recognition"],
+        n_boot=int(b["n_boot"]),
+        seed=seed,
+        rule=rule,
+        half_rule=half,
+        min_raters=min_raters,
+        floor=float(b["logistic_floor"]),
+        upper=float(RATED_VARIABLES["recognition"].scale.high),
+        k_max=float(b["k_max"]),
+        ci=float(b["ci"]),
+        turn_at=float(b["clinical_at"]),
+        progress=progress,
+    )
+    res = TrajectoryAnalysis(
+        cons, rel, ms, d1, cens, notes=notes, skipped=skipped, settings={**b, "seed": seed}
+    )
     if milestone_replicates:
         rec = ds["recognition"].transpose(RATER, MODEL, DAY)
         idx = d1.extra["replicates"]["rater_index"].values
         boot = xr.DataArray(
-            rec.values[idx], dims=(RESAMPLE, RATER, MODEL, DAY),
+            rec.values[idx],
+            dims=(RESAMPLE, RATER, MODEL, DAY),
             coords={MODEL: rec[MODEL].values, DAY: rec[DAY].values},
-        )  # fmt: skip
+        )
         res.milestone_replicates = milestones(
             consensus(boot, rule, half, min_raters=min_raters), **ms_kw
         )
@@ -175,9 +202,12 @@ def analyse_trajectory(
         skipped += cannot
         if usable:
             res.contrasts = permutation_contrasts(
-                quantities, usable, max_exact=int(b["max_exact"]), n_mc=int(b["n_mc"]),
+                quantities,
+                usable,
+                max_exact=int(b["max_exact"]),
+                n_mc=int(b["n_mc"]),
                 seed=seed,
-            )  # fmt: skip
+            )
             res.contrasts.notes.append(t50_for_ranking.__doc__.split("\n\n")[0].strip())
             res.contrasts.notes += _power_notes(res.contrasts.summary)
     else:
@@ -191,11 +221,19 @@ def analyse_trajectory(
         res.intensity = intensity_by_stage(stage, interv)
         res.naive = naive_profiles(stage, interv, clinical_at=float(b["clinical_at"]))
     else:
-        skipped.append(Skipped("Table 2, Figure 2, section F (interventions)",
-                               "needs intervention ratings (items education, psychoeducation, "
-                               "emotional_support, interpretation, recommendation in "
-                               "ratings.csv)", ("table2_interventions.csv",
-                               "figure2_intensity_by_stage.csv", "sectionF_naive_profiles.csv")))  # fmt: skip
+        skipped.append(
+            Skipped(
+                "Table 2, Figure 2, section F (interventions)",
+                "needs intervention ratings (items education, psychoeducation, "
+                "emotional_support, interpretation, recommendation in "
+                "ratings.csv)",
+                (
+                    "table2_interventions.csv",
+                    "figure2_intensity_by_stage.csv",
+                    "sectionF_naive_profiles.csv",
+                ),
+            )
+        )
     return res
 
 
@@ -205,6 +243,8 @@ def _power_notes(summary: Any) -> list[str]:
     sizes = summary.drop_duplicates("contrast")[["contrast", "n_a", "n_b"]]
     for name, n_a, n_b in sizes.itertuples(index=False):
         if n_a and n_b and (p := min_two_sided_p(n_a, n_b)) > 0.05:
-            out.append(f"contrast {name!r}: with {n_a} vs {n_b} models the smallest attainable "
-                       f"two-sided p is {p:.2g}; the test cannot reject at 0.05")  # fmt: skip
+            out.append(
+                f"contrast {name!r}: with {n_a} vs {n_b} models the smallest attainable "
+                f"two-sided p is {p:.2g}; the test cannot reject at 0.05"
+            )
     return out
