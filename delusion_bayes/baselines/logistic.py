@@ -348,6 +348,45 @@ def _fit_table(
     return table.set_index(MODEL)
 
 
+def _warm_starts(base: dict, x: np.ndarray, t: np.ndarray, floor: float, lower, up):
+    """The replicates' warm starts (the original fit per model; a flat original, which has no
+    curve, starts mid-study) and which models also get grid starts: those without a located
+    transition (flat, k or t50 on a bound, not converged), whose warm start is a degenerate
+    corner."""
+    p0 = np.stack([base[n] for n in PARAMS], axis=-1)
+    default = np.clip(
+        [np.nanmax(x) if np.isfinite(x).any() else floor + 1, 1.0, t.mean()], lower, up
+    )
+    p0 = np.where(np.isfinite(p0), p0, default)
+    weak = base["flat"] | ~base["converged"] | base["at_bound"][:, 1] | base["at_bound"][:, 2]
+    return p0, weak
+
+
+def _refit_replicates(x, t, idx_all, cons_kw, bounds, p0, weak, chunk, progress) -> dict:
+    """Refit every model on each replicate's consensus (raters ``idx_all[b]``), ``chunk``
+    replicates per vectorised batch; ``{L, k, t50, converged, flat}`` of shape (n_boot, model)."""
+    n_boot, n_m = idx_all.shape[0], x.shape[1]
+    reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
+    reps |= {n: np.zeros((n_boot, n_m), dtype=bool) for n in ("converged", "flat")}
+    batches = range(0, n_boot, chunk)
+    off = not progress or not n_boot
+    for s in tqdm(batches, desc="rater bootstrap", unit="chunk", disable=off):
+        e = min(n_boot, s + chunk)
+        cb = consensus_np(x[idx_all[s:e]], axis=1, **cons_kw)  # x[...]: (b, R, M, T)
+        res = fit_logistic_batch(
+            t,
+            cb,
+            bounds["floor"],
+            upper=bounds["upper"],
+            k_max=bounds["k_max"],
+            p0=np.broadcast_to(p0, (e - s, n_m, 3)),
+            multistart=np.broadcast_to(weak, (e - s, n_m)),
+        )
+        for n, arr in reps.items():
+            arr[s:e] = res[n]
+    return reps
+
+
 def logistic_bootstrap(
     ratings: xr.DataArray,
     *,
@@ -393,39 +432,12 @@ def logistic_bootstrap(
     cons = consensus_np(x, axis=0, **cons_kw)
     base = fit_logistic_batch(t, cons, floor, upper=upper, k_max=k_max)
     table = _fit_table(base, da[MODEL].values, turn_at)
-    p0 = np.stack([base[n] for n in PARAMS], axis=-1)
-    # flat originals have no curve to warm-start from: start those replicates mid-study
     lower, up = param_bounds(t, floor, upper, k_max)
-    default = np.clip(
-        [np.nanmax(x) if np.isfinite(x).any() else floor + 1, 1.0, t.mean()], lower, up
-    )
-    p0 = np.where(np.isfinite(p0), p0, default)
-    # originals without a located transition (flat, k or t50 on a bound, not converged): their
-    # warm start is a degenerate corner, so their replicates also get grid starts
-    weak = base["flat"] | ~base["converged"] | base["at_bound"][:, 1] | base["at_bound"][:, 2]
+    p0, weak = _warm_starts(base, x, t, floor, lower, up)
     rng = np.random.default_rng(seed)
     idx_all = rng.integers(0, n_r, size=(n_boot, n_r))  # rater draws of every replicate
-    reps = {n: np.full((n_boot, n_m), np.nan) for n in PARAMS}
-    reps |= {n: np.zeros((n_boot, n_m), dtype=bool) for n in ("converged", "flat")}
-    for s in tqdm(
-        range(0, n_boot, chunk),
-        desc="rater bootstrap",
-        unit="chunk",
-        disable=not progress or not n_boot,
-    ):
-        e = min(n_boot, s + chunk)
-        cb = consensus_np(x[idx_all[s:e]], axis=1, **cons_kw)  # x[...]: (b, R, M, T)
-        res = fit_logistic_batch(
-            t,
-            cb,
-            floor,
-            upper=upper,
-            k_max=k_max,
-            p0=np.broadcast_to(p0, (e - s, n_m, 3)),
-            multistart=np.broadcast_to(weak, (e - s, n_m)),
-        )
-        for n, arr in reps.items():
-            arr[s:e] = res[n]
+    bounds = {"floor": floor, "upper": upper, "k_max": k_max}
+    reps = _refit_replicates(x, t, idx_all, cons_kw, bounds, p0, weak, chunk, progress)
     use = reps["converged"] & ~reps["flat"]
     for n in PARAMS:
         lo, hi = eti(np.where(use, reps[n], np.nan), ci, axis=0)
