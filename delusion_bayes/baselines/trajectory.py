@@ -101,6 +101,85 @@ def _settings(cfg: Any) -> dict[str, Any]:
     return out
 
 
+def _adjudication_skips(level_a, level_b) -> list[Skipped]:
+    """The Table 1 columns a study without adjudicated levels cannot fill, with the reason."""
+    skipped: list[Skipped] = []
+    if level_b is None:
+        skipped.append(
+            Skipped(
+                "Table 1: first_level_b, days_level_b",
+                "needs level_b (adjudication.csv), which the study does not have",
+            )
+        )
+    if level_a is None:
+        skipped.append(
+            Skipped(
+                "Table 1: days_level_a",
+                "needs level_a (adjudication.csv), which the study does not have",
+            )
+        )
+    return skipped
+
+
+def _milestone_replicates(ds, d1, rule: str, half: str, min_raters: int, ms_kw: dict):
+    """The milestones recomputed on each of the rater bootstrap's resamples (its own rater
+    draws), for milestone intervals (the coverage study)."""
+    rec = ds["recognition"].transpose(RATER, MODEL, DAY)
+    idx = d1.extra["replicates"]["rater_index"].values
+    boot = xr.DataArray(
+        rec.values[idx],
+        dims=(RESAMPLE, RATER, MODEL, DAY),
+        coords={MODEL: rec[MODEL].values, DAY: rec[DAY].values},
+    )
+    return milestones(consensus(boot, rule, half, min_raters=min_raters), **ms_kw)
+
+
+def _add_contrasts(res: TrajectoryAnalysis, b: dict, seed: int) -> None:
+    """The exact permutation tests of the contrasts the study's metadata support, on the
+    milestones and the logistic parameters (t50 ranked as :func:`t50_for_ranking` says); a
+    contrast it cannot form joins ``res.skipped``."""
+    ms, d1, cens = res.milestones, res.logistic, res.censor_day
+    table = d1.summary.reindex(ms[MODEL].values)
+    quantities = ms.copy()
+    for p in ("L", "k"):
+        quantities[p] = (MODEL, table[p].to_numpy(dtype=float))
+    quantities["t50"] = (MODEL, t50_for_ranking(table, ms["first_clinical"].values, cens))
+    usable, cannot = applicable_contrasts(quantities, b["contrasts"], quantities.data_vars)
+    res.skipped += cannot
+    if usable:
+        res.contrasts = permutation_contrasts(
+            quantities, usable, max_exact=int(b["max_exact"]), n_mc=int(b["n_mc"]), seed=seed
+        )
+        res.contrasts.notes.append(t50_for_ranking.__doc__.split("\n\n")[0].strip())
+        res.contrasts.notes += _power_notes(res.contrasts.summary)
+
+
+def _add_interventions(res: TrajectoryAnalysis, b: dict, level_b) -> None:
+    """Table 2, Figure 2 and section F from the intervention ratings, or the reason they are
+    skipped."""
+    cons = res.consensus
+    if "intervention" in cons.data_vars:
+        stage, interv = cons["recognition"], cons["intervention"]
+        res.interventions = intervention_profiles(
+            stage, interv, stable_at=float(b["stable_at"]), level_b=level_b
+        )
+        res.intensity = intensity_by_stage(stage, interv)
+        res.naive = naive_profiles(stage, interv, clinical_at=float(b["clinical_at"]))
+        return
+    res.skipped.append(
+        Skipped(
+            "Table 2, Figure 2, section F (interventions)",
+            "needs intervention ratings (items education, psychoeducation, "
+            "emotional_support, interpretation, recommendation in ratings.csv)",
+            (
+                "table2_interventions.csv",
+                "figure2_intensity_by_stage.csv",
+                "sectionF_naive_profiles.csv",
+            ),
+        )
+    )
+
+
 def analyse_trajectory(
     ds: xr.Dataset,
     cfg: Any = None,
@@ -138,21 +217,7 @@ def analyse_trajectory(
     )
 
     level_a, level_b = ds.get("level_a"), ds.get("level_b")
-    skipped: list[Skipped] = []
-    if level_b is None:
-        skipped.append(
-            Skipped(
-                "Table 1: first_level_b, days_level_b",
-                "needs level_b (adjudication.csv), which the study does not have",
-            )
-        )
-    if level_a is None:
-        skipped.append(
-            Skipped(
-                "Table 1: days_level_a",
-                "needs level_a (adjudication.csv), which the study does not have",
-            )
-        )
+    skipped = _adjudication_skips(level_a, level_b)
     ms_kw = dict(
         stable_run=int(b["stable_run"]),
         censor_day=cens,
@@ -181,59 +246,13 @@ def analyse_trajectory(
         cons, rel, ms, d1, cens, notes=notes, skipped=skipped, settings={**b, "seed": seed}
     )
     if milestone_replicates:
-        rec = ds["recognition"].transpose(RATER, MODEL, DAY)
-        idx = d1.extra["replicates"]["rater_index"].values
-        boot = xr.DataArray(
-            rec.values[idx],
-            dims=(RESAMPLE, RATER, MODEL, DAY),
-            coords={MODEL: rec[MODEL].values, DAY: rec[DAY].values},
-        )
-        res.milestone_replicates = milestones(
-            consensus(boot, rule, half, min_raters=min_raters), **ms_kw
-        )
+        res.milestone_replicates = _milestone_replicates(ds, d1, rule, half, min_raters, ms_kw)
 
     if b["contrasts"]:
-        table = d1.summary.reindex(ms[MODEL].values)
-        quantities = ms.copy()
-        for p in ("L", "k"):
-            quantities[p] = (MODEL, table[p].to_numpy(dtype=float))
-        quantities["t50"] = (MODEL, t50_for_ranking(table, ms["first_clinical"].values, cens))
-        usable, cannot = applicable_contrasts(quantities, b["contrasts"], quantities.data_vars)
-        skipped += cannot
-        if usable:
-            res.contrasts = permutation_contrasts(
-                quantities,
-                usable,
-                max_exact=int(b["max_exact"]),
-                n_mc=int(b["n_mc"]),
-                seed=seed,
-            )
-            res.contrasts.notes.append(t50_for_ranking.__doc__.split("\n\n")[0].strip())
-            res.contrasts.notes += _power_notes(res.contrasts.summary)
+        _add_contrasts(res, b, seed)
     else:
         notes.append("no contrasts configured (baselines.contrasts is empty)")
-
-    if "intervention" in cons.data_vars:
-        stage, interv = cons["recognition"], cons["intervention"]
-        res.interventions = intervention_profiles(
-            stage, interv, stable_at=float(b["stable_at"]), level_b=level_b
-        )
-        res.intensity = intensity_by_stage(stage, interv)
-        res.naive = naive_profiles(stage, interv, clinical_at=float(b["clinical_at"]))
-    else:
-        skipped.append(
-            Skipped(
-                "Table 2, Figure 2, section F (interventions)",
-                "needs intervention ratings (items education, psychoeducation, "
-                "emotional_support, interpretation, recommendation in "
-                "ratings.csv)",
-                (
-                    "table2_interventions.csv",
-                    "figure2_intensity_by_stage.csv",
-                    "sectionF_naive_profiles.csv",
-                ),
-            )
-        )
+    _add_interventions(res, b, level_b)
     return res
 
 
