@@ -158,6 +158,29 @@ def _starts(
     return np.clip(np.stack(grid), lower, upper)
 
 
+def _candidates(series: tuple, p0: Any, multistart: Any, flat: np.ndarray, lead: tuple):
+    """The starting points of the fits and the series each belongs to: a multistart grid per
+    series without ``p0``; else the warm starts, plus a 5-point grid (``k = 1``) for the
+    ``multistart`` series that are not flat."""
+    t, yb, mask, floor, lower, up = series
+    b_all = yb.shape[0]
+    if p0 is None:
+        cand = _starts(t, yb, mask, floor, lower, up)  # (S, B, 3)
+        return cand.reshape(-1, 3), np.tile(np.arange(b_all), cand.shape[0])
+    p0a = as_float_array(p0, "p0").reshape(-1, 3)
+    if p0a.shape[0] != b_all:
+        raise ValueError(f"p0 must have shape {(*lead, 3)}; got {np.shape(p0)}")
+    cand, owner = p0a, np.arange(b_all)
+    if multistart is not None:
+        ms = np.broadcast_to(np.asarray(multistart, dtype=bool), lead).reshape(-1)
+        sel = np.flatnonzero(ms & ~flat)
+        if sel.size:
+            grid = _starts(t, yb[sel], mask[sel], floor, lower, up, ks=(1.0,))
+            cand = np.concatenate([cand, grid.reshape(-1, 3)])
+            owner = np.concatenate([owner, np.tile(sel, grid.shape[0])])
+    return cand, owner
+
+
 def fit_logistic_batch(
     t: Any,
     y: Any,
@@ -193,22 +216,8 @@ def fit_logistic_batch(
     ymax = np.max(np.where(mask, yb, -np.inf), axis=1)
     flat = (n_obs < 4) | ~(ymax > ymin)
     b_all = yb.shape[0]
-    if p0 is None:
-        cand = _starts(t, yb, mask, floor, lower, up)  # (S, B, 3)
-        owner = np.tile(np.arange(b_all), cand.shape[0])
-        cand = cand.reshape(-1, 3)
-    else:
-        p0a = as_float_array(p0, "p0").reshape(-1, 3)
-        if p0a.shape[0] != b_all:
-            raise ValueError(f"p0 must have shape {(*lead, 3)}; got {np.shape(p0)}")
-        cand, owner = p0a, np.arange(b_all)
-        if multistart is not None:
-            ms = np.broadcast_to(np.asarray(multistart, dtype=bool), lead).reshape(-1)
-            sel = np.flatnonzero(ms & ~flat)
-            if sel.size:
-                grid = _starts(t, yb[sel], mask[sel], floor, lower, up, ks=(1.0,))
-                cand = np.concatenate([cand, grid.reshape(-1, 3)])
-                owner = np.concatenate([owner, np.tile(sel, grid.shape[0])])
+    series = (t, yb, mask, floor, lower, up)
+    cand, owner = _candidates(series, p0, multistart, flat, lead)
     p_c, rss_c, conv_c, nit_c = _lm(t, yb[owner], mask[owner], cand, lower, up, floor, max_iter)
     # per series: the lowest RSS among converged starts (any start if none converged)
     score = np.where(conv_c, rss_c, np.inf)
@@ -387,6 +396,21 @@ def _refit_replicates(x, t, idx_all, cons_kw, bounds, p0, weak, chunk, progress)
     return reps
 
 
+def _bootstrap_notes(rule: str, half_rule: str, bounds: dict, ci: float, n_boot: int) -> list:
+    """Table D1's notes: the curve, its bounds, the intervals and the ``flat`` status."""
+    floor, upper, k_max = bounds["floor"], bounds["upper"], bounds["k_max"]
+    t_lo, t_hi = bounds["t50"]
+    return [
+        f"m(t) = {floor:g} + (L - {floor:g}) / (1 + exp(-k (t - t50))) by least squares on the "
+        f"{rule} consensus (half rule {half_rule!r})",
+        f"bounds: L in [{floor:g}, {upper if upper is not None else 'inf'}], k in [0, {k_max:g}], "
+        f"t50 in [{t_lo:g}, {t_hi:g}]",
+        f"{ci:.0%} percentile CIs from {n_boot} rater-resampling replicates (seeded); flat "
+        "replicates (no variation) have no curve and are not in the percentiles",
+        "status 'flat': the consensus never varies (no identifiable curve)",
+    ]
+
+
 def logistic_bootstrap(
     ratings: xr.DataArray,
     *,
@@ -453,15 +477,7 @@ def logistic_bootstrap(
         },
         coords={MODEL: da[MODEL], "param": list(PARAMS)},
     )
-    notes = [
-        f"m(t) = {floor:g} + (L - {floor:g}) / (1 + exp(-k (t - t50))) by least squares on the "
-        f"{rule} consensus (half rule {half_rule!r})",
-        f"bounds: L in [{floor:g}, {upper if upper is not None else 'inf'}], k in [0, {k_max:g}], "
-        f"t50 in [{lower[2]:g}, {up[2]:g}]",
-        f"{ci:.0%} percentile CIs from {n_boot} rater-resampling replicates (seeded); flat "
-        "replicates (no variation) have no curve and are not in the percentiles",
-        "status 'flat': the consensus never varies (no identifiable curve)",
-    ]
+    notes = _bootstrap_notes(rule, half_rule, {**bounds, "t50": (lower[2], up[2])}, ci, n_boot)
     if turn_at is not None:
         notes.append(
             f"status 'no_turn': the fitted plateau L stays below {turn_at:g} (the curve never "
