@@ -30,9 +30,9 @@ from scipy.special import expit, logit
 
 from .replay_prior import prior_content_array
 from .replay_schema import (
-    _CODEBOOK,
     CATEGORY,
     CODE,
+    CODEBOOK,
     CODES,
     DEPTH_CENTER,
     DEPTH_UNIT,
@@ -45,8 +45,8 @@ from .replay_schema import (
 )
 from .replay_windows import make_sample_id, plan_windows
 
-#: original-transcript prevalence per code in the real release (:data:`~.replay_schema._CODEBOOK`)
-BASE_PREVALENCE: dict[str, float] = {code: p for code, (_, _, p) in _CODEBOOK.items()}
+#: original-transcript prevalence per code in the real release (:data:`~.replay_schema.CODEBOOK`)
+BASE_PREVALENCE: dict[str, float] = {code: p for code, (_, _, p) in CODEBOOK.items()}
 
 FAMILIES = {"gpt": "gpt", "claude": "claude", "gemini": "gemini", "qwen": "qwen"}
 
