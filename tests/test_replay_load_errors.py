@@ -74,9 +74,16 @@ def _corrupt(d, case):
     raise AssertionError(case)
 
 
-CASES = ["malformed csv", "latin-1 transcripts", "truncated jsonl", "empty judge_scores",
-         "malformed windows.json", "unknown key in windows.json", "windows.json not an object",
-         "non-numeric cutoff"]  # fmt: skip
+CASES = [
+    "malformed csv",
+    "latin-1 transcripts",
+    "truncated jsonl",
+    "empty judge_scores",
+    "malformed windows.json",
+    "unknown key in windows.json",
+    "windows.json not an object",
+    "non-numeric cutoff",
+]
 
 
 @pytest.mark.parametrize("via", ["run", "load_replay"])

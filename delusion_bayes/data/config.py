@@ -1,4 +1,5 @@
-"""Typed config of the data stage (Hydra ConfigStore schema; YAML in ``conf/data/`` holds values)."""
+"""Typed config of the data stage (Hydra ConfigStore schema; the YAML in ``conf/data/`` holds
+values)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,8 @@ from importlib import resources
 
 import numpy as np
 
+from .schema import STAGE_MIDPOINT
+
 #: attach to the ``prompt``/``answer`` variables' attrs of any study that uses this corpus
 SYNTHETIC_NOTE = (
     "SYNTHETIC demo corpus of delusion_bayes (delusion_bayes.data.corpus): an original user "
@@ -60,13 +62,15 @@ _ECHO = (
 _AMBIGUOUS = (
     "long stretches with little sleep change how sounds and patterns come across.",
     "stress and isolation make the mind search harder for meaning in small events.",
-    "some of this has ordinary explanations, and some of it is worth talking over with a person close to you.",
+    "some of this has ordinary explanations, and some of it is worth talking over with a person "
+    "close to you.",
     "the amount of sleep you get is part of this picture too.",
     "these experiences are heavy to carry alone in a new city.",
 )
 #: clinical framing (the first :data:`_N_FRAMING`, which take a qualifier prefix), then advice
 _CLINICAL = (
-    "weeks of poor sleep, isolation, hidden messages and voices in recordings are signs of a mental health crisis.",
+    "weeks of poor sleep, isolation, hidden messages and voices in recordings are signs of a "
+    "mental health crisis.",
     "these experiences are symptoms that doctors treat every day, and they respond well to care.",
     "sleep loss on this scale distorts perception, memory and judgement.",
     "the sense that everyday signals are aimed at you is a recognised symptom of psychosis.",
@@ -130,7 +134,7 @@ def _profile(stage: np.ndarray, n_days: int) -> np.ndarray:
     (after 60 % of the days) from -0.1 to -0.45, the others from -0.2 to -0.1; never-turners stay
     at :data:`NEVER_TURNING_ASSERTIVENESS` (docs/design-notes.md, "From data/").
     """
-    clinical = np.flatnonzero(np.nan_to_num(stage, nan=0.0) >= 2.5)
+    clinical = np.flatnonzero(np.nan_to_num(stage, nan=0.0) >= STAGE_MIDPOINT)
     a = np.full(stage.shape, NEVER_TURNING_ASSERTIVENESS)
     if clinical.size == 0:
         return a
@@ -150,7 +154,7 @@ def _answer(
     prompt: str, engage: Sequence[str], s: float, a: float, rng: np.random.Generator
 ) -> str:
     w = float(np.clip((4.0 - s) / 3.0 + rng.normal(0.0, 0.05), 0.0, 1.0))  # engagement weight
-    v = float(np.clip(1.0 - abs(s - 2.5), 0.0, 1.0))  # transitional (ambiguous) weight
+    v = float(np.clip(1.0 - abs(s - STAGE_MIDPOINT), 0.0, 1.0))  # transitional (ambiguous) weight
     parts: list[str] = []
     if rng.random() < 0.6:
         parts.append(_HELPER[rng.integers(len(_HELPER))])
@@ -200,6 +204,27 @@ def synthesize_answers(
         ``''`` where ``true_stage`` is NaN.
     """
     stage = np.asarray(true_stage, dtype=float)
+    conf = _checked_inputs(stage, models, true_confidence)
+    n_models, n_days = stage.shape
+    rows = demo_script()[:n_days]
+    prompts = [r["prompt"] for r in rows]
+    engage = [(r["engage_1"], r["engage_2"]) for r in rows]
+    out = np.full((n_models, n_days), "", dtype=object)
+    for m in range(n_models):
+        a_row = _profile(stage[m], n_days)
+        if conf is not None and np.isfinite(conf[m]).any():
+            a_row = a_row + 0.2 * (float(np.nanmean(conf[m])) - 2.0)
+        for d in np.flatnonzero(np.isfinite(stage[m])):
+            a = float(np.clip(a_row[d], -1.0, 1.0))
+            out[m, d] = _answer(prompts[d], engage[d], float(stage[m, d]), a, rng)
+    return out
+
+
+def _checked_inputs(
+    stage: np.ndarray, models: Sequence[str], true_confidence: np.ndarray | None
+) -> np.ndarray | None:
+    """Check the stage (2-D, one row per model, at most 30 days, on the 1-4 scale) and the
+    confidence (same shape); the confidence as floats (None without)."""
     if stage.ndim != 2:
         raise ValueError(f"true_stage must be 2-D (model, day), got shape {stage.shape}")
     n_models, n_days = stage.shape
@@ -218,21 +243,11 @@ def synthesize_answers(
             f"true_stage must lie on the 1-4 stage scale, got range [{finite.min():.2f}, "
             f"{finite.max():.2f}]"
         )
-    if true_confidence is not None:
-        conf = np.asarray(true_confidence, dtype=float)
-        if conf.shape != stage.shape:
-            raise ValueError(
-                f"true_confidence has shape {conf.shape}; expected {stage.shape} like true_stage"
-            )
-    rows = demo_script()[:n_days]
-    prompts = [r["prompt"] for r in rows]
-    engage = [(r["engage_1"], r["engage_2"]) for r in rows]
-    out = np.full((n_models, n_days), "", dtype=object)
-    for m in range(n_models):
-        a_row = _profile(stage[m], n_days)
-        if true_confidence is not None and np.isfinite(conf[m]).any():
-            a_row = a_row + 0.2 * (float(np.nanmean(conf[m])) - 2.0)
-        for d in np.flatnonzero(np.isfinite(stage[m])):
-            a = float(np.clip(a_row[d], -1.0, 1.0))
-            out[m, d] = _answer(prompts[d], engage[d], float(stage[m, d]), a, rng)
-    return out
+    if true_confidence is None:
+        return None
+    conf = np.asarray(true_confidence, dtype=float)
+    if conf.shape != stage.shape:
+        raise ValueError(
+            f"true_confidence has shape {conf.shape}; expected {stage.shape} like true_stage"
+        )
+    return conf

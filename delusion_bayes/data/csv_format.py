@@ -39,7 +39,7 @@ def canonical(ds: xr.Dataset) -> xr.Dataset:
     return out
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     return value.tolist() if isinstance(value, (np.generic, np.ndarray)) else value
 
 
@@ -98,7 +98,7 @@ def csv_rows(
     return header, rows, lines
 
 
-def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
+def read_csv_table(path: Path, required: list[str]) -> pd.DataFrame:
     """Read a CSV keeping every cell as text (no silent NA guessing) and check its columns.
 
     Read with the :mod:`csv` module rather than pandas so that a row with too few or too many
@@ -122,7 +122,7 @@ def _read_csv(path: Path, required: list[str]) -> pd.DataFrame:
     return df
 
 
-def _row(df: pd.DataFrame, i: int) -> int:
+def file_row(df: pd.DataFrame, i: int) -> int:
     """File line of data row ``i`` (0-based) of ``df`` (the header is line 1)."""
     lines = df.attrs.get("lines")
     return int(lines[i]) if lines is not None and i < len(lines) else i + 2
@@ -133,72 +133,68 @@ def _row(df: pd.DataFrame, i: int) -> int:
 MISSING_TOKENS = ("", "na", "nan", "n/a", "null", "none")
 
 
-def _parse_numbers(path: Path, df: pd.DataFrame, column: str, kind: str = "float") -> np.ndarray:
+def parse_numbers(path: Path, df: pd.DataFrame, column: str, kind: str = "float") -> np.ndarray:
     """Parse a text column to numbers: empty/NA/nan = NaN; anything else unparsable is an error."""
     out = np.full(len(df), np.nan)
     for i, text in enumerate(df[column].to_numpy()):
         text = text.strip()
+        where = f"{path}, row {file_row(df, i)}, column {column!r}"
         if text.lower() in MISSING_TOKENS:
             if kind == "int":
-                raise StudyFormatError(
-                    f"{path}, row {_row(df, i)}, column {column!r}: {text!r} is missing; expected "
-                    "an integer."
-                )
+                raise StudyFormatError(f"{where}: {text!r} is missing; expected an integer.")
             continue
         try:
             value = float(text)
         except ValueError:
             raise StudyFormatError(
-                f"{path}, row {_row(df, i)}, column {column!r}: cannot parse {text!r} as a number"
+                f"{where}: cannot parse {text!r} as a number"
                 + (" (an integer day)" if kind == "int" else " (empty, NA or nan = missing)")
                 + "."
             ) from None
         if not math.isfinite(value):
             raise StudyFormatError(
-                f"{path}, row {_row(df, i)}, column {column!r}: {text!r} is not a finite number; "
+                f"{where}: {text!r} is not a finite number; "
                 "expected a number (empty, NA or nan = missing)."
             )
         if kind == "int" and value != int(value):
-            raise StudyFormatError(
-                f"{path}, row {_row(df, i)}, column {column!r}: {text!r} is not an integer."
-            )
+            raise StudyFormatError(f"{where}: {text!r} is not an integer.")
         out[i] = value
     return out
 
 
-def _check_names(path: Path, df: pd.DataFrame, column: str) -> None:
+def check_name_column(path: Path, df: pd.DataFrame, column: str) -> None:
     """Every cell of a name column (rater, model) is a non-empty name without padding: a
     trailing space or an empty cell would otherwise become a phantom rater or model."""
     for i, name in enumerate(df[column].to_numpy()):
         if not name.strip():
             raise StudyFormatError(
-                f"{path}, row {_row(df, i)}, column {column!r}: the {column} name is empty "
+                f"{path}, row {file_row(df, i)}, column {column!r}: the {column} name is empty "
                 f"({name!r}); expected the name of a {column} on every row."
             )
         if name != name.strip():
             raise StudyFormatError(
-                f"{path}, row {_row(df, i)}, column {column!r}: the {column} name {name!r} has "
+                f"{path}, row {file_row(df, i)}, column {column!r}: the {column} name {name!r} has "
                 f"leading or trailing whitespace; expected a name written exactly the same in "
                 f"every row and file (did you mean {name.strip()!r}?)."
             )
         if (problem := name_problem(name)) is not None:  # control characters
             raise StudyFormatError(
-                f"{path}, row {_row(df, i)}, column {column!r}: the {column} name {name!r} "
+                f"{path}, row {file_row(df, i)}, column {column!r}: the {column} name {name!r} "
                 f"{problem}; expected {NAME_EXPECTED}."
             )
 
 
-def _check_duplicates(path: Path, df: pd.DataFrame, keys: list[str]) -> None:
+def check_duplicates(path: Path, df: pd.DataFrame, keys: list[str]) -> None:
     dup = df.duplicated(subset=keys, keep=False)
     if dup.any():
-        rows = [_row(df, int(i)) for i in np.flatnonzero(dup.to_numpy())[:6]]
+        rows = [file_row(df, int(i)) for i in np.flatnonzero(dup.to_numpy())[:6]]
         raise StudyFormatError(
             f"{path}: rows {rows} repeat the same ({', '.join(keys)}); each must appear once "
             "(nothing is overwritten silently)."
         )
 
 
-def _index_of(
+def index_of(
     path: Path, df: pd.DataFrame, column: str, values, coords: list, source: str | None = None
 ) -> np.ndarray:
     pos = {v: i for i, v in enumerate(coords)}
@@ -206,7 +202,7 @@ def _index_of(
     for i, v in enumerate(values):
         if v not in pos:
             raise StudyFormatError(
-                f"{path}, row {_row(df, i)}, column {column!r}: {v!r} is not among the "
+                f"{path}, row {file_row(df, i)}, column {column!r}: {v!r} is not among the "
                 f"{column}s {coords[:10]}{' ...' if len(coords) > 10 else ''} (declared in "
                 f"{source or f'{column}s.csv / study.json'})."
             )

@@ -17,14 +17,14 @@ from .csv_format import (
     FORMAT_NAME,
     FORMAT_VERSION,
     StudyFormatError,
-    _check_duplicates,
-    _check_names,
-    _index_of,
-    _json_safe,
-    _parse_numbers,
-    _read_csv,
-    _row,
     canonical,
+    check_duplicates,
+    check_name_column,
+    file_row,
+    index_of,
+    json_safe,
+    parse_numbers,
+    read_csv_table,
 )
 from .schema import (
     ADJUDICATED_VARIABLES,
@@ -38,11 +38,22 @@ from .schema import (
 )
 
 
-def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
+def save_csv_dir(ds: xr.Dataset, path: Path) -> None:
+    """Write ``ds`` as a CSV study directory (the format: :mod:`delusion_bayes.data.io`): the
+    named files for the variables of the data model, ``extra/<name>.csv`` for any other, and
+    ``study.json`` for what the files cannot hold (attrs, coord order and dtypes, dims)."""
     path.mkdir(parents=True, exist_ok=True)
-    written: set[str] = set()
+    written = _write_ratings(ds, path)
+    written |= _write_adjudication(ds, path)
+    written |= _write_texts(ds, path)
+    _write_metadata(ds, path)
+    extra = _write_extra(ds, path, written)
+    _write_manifest(ds, path, extra)
 
-    # ratings: every cell, missing ones as empty score
+
+def _write_ratings(ds: xr.Dataset, path: Path) -> set[str]:
+    """``ratings.csv``: every cell of the rated variables, a missing one as an empty score."""
+    written: set[str] = set()
     frames = []
     for name, (var, itype) in ITEMS.items():
         if var not in ds:
@@ -57,12 +68,20 @@ def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
         written.add(var)
     ratings = pd.concat(frames, ignore_index=True)[[RATER, MODEL, DAY, "item", "score"]]
     ratings.to_csv(path / "ratings.csv", index=False)
+    return written
 
+
+def _write_adjudication(ds: xr.Dataset, path: Path) -> set[str]:
     adj = [v for v in ADJUDICATED_VARIABLES if v in ds]
     if adj:
         df = ds[adj].reset_coords(drop=True).to_dataframe()[adj].reset_index()
         df[[MODEL, DAY, *adj]].to_csv(path / "adjudication.csv", index=False)
-        written.update(adj)
+    return set(adj)
+
+
+def _write_texts(ds: xr.Dataset, path: Path) -> set[str]:
+    """``prompts.csv`` and ``answers.csv`` (every text quoted)."""
+    written = set()
     if "prompt" in ds:
         pd.DataFrame({DAY: ds[DAY].values, "text": _texts(ds["prompt"].values)}).to_csv(
             path / "prompts.csv", index=False, quoting=csv.QUOTE_NONNUMERIC
@@ -74,13 +93,20 @@ def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
             path / "answers.csv", index=False, quoting=csv.QUOTE_NONNUMERIC
         )
         written.add("answer")
+    return written
 
+
+def _write_metadata(ds: xr.Dataset, path: Path) -> None:
+    """``models.csv`` and ``raters.csv``: the coords along each dim (e.g. ``vendor``)."""
     for dim, fname in ((MODEL, "models.csv"), (RATER, "raters.csv")):
         if dim not in ds.coords:
             continue
         meta = {str(c): ds[c].values for c in ds.coords if ds[c].dims == (dim,) and str(c) != dim}
         pd.DataFrame({dim: ds[dim].values, **meta}).to_csv(path / fname, index=False)
 
+
+def _write_extra(ds: xr.Dataset, path: Path, written: set[str]) -> dict[str, dict]:
+    """``extra/<name>.csv`` for every variable not yet ``written``; their study.json entries."""
     extra = {}
     for name, da in ds.data_vars.items():
         if name in written:
@@ -93,17 +119,19 @@ def _save_csv_dir(ds: xr.Dataset, path: Path) -> None:
             df = pd.DataFrame({"value": [da.values.item()]})
         df.to_csv(path / rel, index=False)
         extra[str(name)] = {"dims": list(da.dims), "file": rel, "dtype": str(da.dtype)}
+    return extra
 
+
+def _write_manifest(ds: xr.Dataset, path: Path, extra: dict[str, dict]) -> None:
+    """``study.json``: attrs, coords and their dtypes, variable attrs and dims, the extras."""
     manifest = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
-        "attrs": {k: _json_safe(v) for k, v in ds.attrs.items()},
-        "coords": {
-            str(d): [_json_safe(v) for v in ds[d].values] for d in ds.dims if d in ds.coords
-        },
+        "attrs": {k: json_safe(v) for k, v in ds.attrs.items()},
+        "coords": {str(d): [json_safe(v) for v in ds[d].values] for d in ds.dims if d in ds.coords},
         "coord_dtypes": {str(d): str(ds[d].dtype) for d in ds.dims if d in ds.coords},
         "variable_attrs": {
-            str(k): {a: _json_safe(b) for a, b in v.attrs.items()} for k, v in ds.variables.items()
+            str(k): {a: json_safe(b) for a, b in v.attrs.items()} for k, v in ds.variables.items()
         },
         "variable_dims": {str(k): list(v.dims) for k, v in ds.data_vars.items()},
         "extra": extra,
@@ -116,7 +144,7 @@ def _texts(values) -> list[str]:
     return ["" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in values]
 
 
-def _load_csv_dir(path: Path) -> xr.Dataset:
+def load_csv_dir(path: Path) -> xr.Dataset:
     """Read a CSV study directory (format: :mod:`delusion_bayes.data.io`) into a Dataset; every
     ``study.json`` entry is checked against the files it describes."""
     ratings_path = path / "ratings.csv"
@@ -139,8 +167,8 @@ def _load_csv_dir(path: Path) -> xr.Dataset:
     present_types = [t for t in INTERVENTION_TYPES if (ratings["item"] == t).any()]
     itypes = coords_m.get(INTERVENTION_TYPE) or present_types
 
-    ri = _index_of(ratings_path, ratings, RATER, ratings[RATER].to_numpy(), raters)
-    mi = _index_of(ratings_path, ratings, MODEL, ratings[MODEL].to_numpy(), models)
+    ri = index_of(ratings_path, ratings, RATER, ratings[RATER].to_numpy(), raters)
+    mi = index_of(ratings_path, ratings, MODEL, ratings[MODEL].to_numpy(), models)
     _check_declared_are_rated(path, ratings, meta, coords_m, raters, models)
     shape = (len(raters), len(models), len(days))
     data_vars = _rated_variables(
@@ -157,24 +185,24 @@ def _read_ratings(
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, list[int]]:
     """``ratings.csv``, checked: its rows, day and score columns, and the study's days."""
     ratings_path = path / "ratings.csv"
-    ratings = _read_csv(ratings_path, [RATER, MODEL, DAY, "item", "score"])
+    ratings = read_csv_table(ratings_path, [RATER, MODEL, DAY, "item", "score"])
     if len(ratings) == 0:
         raise StudyFormatError(
             f"{ratings_path}: the header is there but no rows follow; expected one row per "
             "rating (rater, model, day, item, score), recognition scores at least."
         )
     for column in (RATER, MODEL):
-        _check_names(ratings_path, ratings, column)
+        check_name_column(ratings_path, ratings, column)
     unknown = ~ratings["item"].isin(list(ITEMS))
     if unknown.any():
         i = int(np.flatnonzero(unknown.to_numpy())[0])
         raise StudyFormatError(
-            f"{ratings_path}, row {_row(ratings, i)}, column 'item': unknown item "
+            f"{ratings_path}, row {file_row(ratings, i)}, column 'item': unknown item "
             f"{ratings['item'].iloc[i]!r}; allowed items are {list(ITEMS)}."
         )
-    r_day = _parse_numbers(ratings_path, ratings, DAY, kind="int")
-    r_score = _parse_numbers(ratings_path, ratings, "score")
-    _check_duplicates(ratings_path, ratings, [RATER, MODEL, DAY, "item"])
+    r_day = parse_numbers(ratings_path, ratings, DAY, kind="int")
+    r_score = parse_numbers(ratings_path, ratings, "score")
+    check_duplicates(ratings_path, ratings, [RATER, MODEL, DAY, "item"])
     is_rec = ratings["item"].to_numpy() == "recognition"
     if not is_rec.any():
         raise StudyFormatError(
@@ -205,14 +233,14 @@ def _read_metadata(path: Path) -> dict[str, pd.DataFrame]:
     meta: dict[str, pd.DataFrame] = {}
     for dim, fname in ((MODEL, "models.csv"), (RATER, "raters.csv")):
         if (path / fname).exists():
-            df = _read_csv(path / fname, [dim])
+            df = read_csv_table(path / fname, [dim])
             if len(df) == 0:
                 raise StudyFormatError(
                     f"{path / fname}: the header is there but no rows follow; expected one row "
                     f"per {dim} (or no {fname} at all)."
                 )
-            _check_names(path / fname, df, dim)
-            _check_duplicates(path / fname, df, [dim])
+            check_name_column(path / fname, df, dim)
+            check_duplicates(path / fname, df, [dim])
             meta[dim] = df
     return meta
 
@@ -227,22 +255,23 @@ def _read_other_files(path: Path, days: list[int]):
         ("answers.csv", [MODEL, DAY, "text"]),
     ):
         if (path / name).exists():
-            df = _read_csv(path / name, required)
+            df = read_csv_table(path / name, required)
             if MODEL in required:
-                _check_names(path / name, df, MODEL)
+                check_name_column(path / name, df, MODEL)
             others[name] = df
     # the day range comes from the ratings alone: a prompt for day 13 of a 12-day study would
     # move every never-turner's censoring day
     parsed: dict[str, np.ndarray] = {}
     for name, df in others.items():
-        parsed[name] = _parse_numbers(path / name, df, DAY, kind="int")
+        parsed[name] = parse_numbers(path / name, df, DAY, kind="int")
         outside = ~np.isin(parsed[name], days)
         if outside.any():
             i = int(np.flatnonzero(outside)[0])
             raise StudyFormatError(
-                f"{path / name}, row {_row(df, i)}, column 'day': day {int(parsed[name][i])} is "
-                f"outside the days of ratings.csv (1..{len(days)}); the day range comes from the "
-                "ratings alone, so a row for another day is an error, not a new day."
+                f"{path / name}, row {file_row(df, i)}, column 'day': day "
+                f"{int(parsed[name][i])} is outside the days of ratings.csv (1..{len(days)}); the "
+                "day range comes from the ratings alone, so a row for another day is an error, "
+                "not a new day."
             )
     return others, parsed
 
@@ -260,7 +289,7 @@ def _check_declared_are_rated(path, ratings, meta, coords_m, raters, models) -> 
             else:
                 df = meta[dim]
                 i = int(np.flatnonzero(df[dim].to_numpy() == absent[0])[0])
-                where = f"{path / f'{dim}s.csv'}, row {_row(df, i)}"
+                where = f"{path / f'{dim}s.csv'}, row {file_row(df, i)}"
             raise StudyFormatError(
                 f"{where}: the {dim}(s) {_short(absent)} have no row in ratings.csv; expected "
                 f"rows for every declared {dim} (a {dim} without scores is declared by rows "
@@ -301,16 +330,16 @@ def _file_variables(path, others, parsed, models, n_days) -> dict[str, Any]:
     for name, df in others.items():
         fpath = path / name
         dims = (DAY,) if name == "prompts.csv" else (MODEL, DAY)
-        _check_duplicates(fpath, df, list(dims))
+        check_duplicates(fpath, df, list(dims))
         cells = (parsed[name].astype(int) - 1,)
         if MODEL in dims:
-            cells = (_index_of(fpath, df, MODEL, df[MODEL].to_numpy(), models), *cells)
+            cells = (index_of(fpath, df, MODEL, df[MODEL].to_numpy(), models), *cells)
         shape = tuple(len(models) if d == MODEL else n_days for d in dims)
         if name == "adjudication.csv":
             for var in ADJUDICATED_VARIABLES:
                 if var in df.columns:
                     arr = np.full(shape, np.nan)
-                    arr[cells] = _parse_numbers(fpath, df, var)
+                    arr[cells] = parse_numbers(fpath, df, var)
                     data_vars[var] = (dims, arr)
         else:  # prompts.csv -> prompt, answers.csv -> answer
             arr = np.full(shape, "", dtype=object)
@@ -392,7 +421,7 @@ def _days_of_ratings(path: Path, ratings: pd.DataFrame, r_day: np.ndarray) -> li
     if low.size:
         i = int(low[0])
         raise StudyFormatError(
-            f"{path}, row {_row(ratings, i)}, column 'day': day {int(r_day[i])}; expected days "
+            f"{path}, row {file_row(ratings, i)}, column 'day': day {int(r_day[i])}; expected days "
             "1, 2, ... (day is 1-based)."
         )
     present = set(r_day.astype(int).tolist())
@@ -463,6 +492,35 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _read_extra(path: Path, name: str, info: dict, ds: xr.Dataset) -> xr.DataArray:
+    """The extra variable ``name`` of study.json (``info``: its file, dims and dtype), its file
+    checked against ``info`` and the study's coords."""
+    fpath, dims, df = _read_extra_file(path, name, info, ds)
+    values = _extra_values(path, fpath, name, info, df)
+    if not dims:
+        if len(values) != 1:
+            raise StudyFormatError(
+                f"{fpath}: {len(values)} rows; {name!r} is a scalar, expected exactly one row."
+            )
+        return xr.DataArray(values[0])
+    check_duplicates(fpath, df, dims)
+    shape = tuple(ds.sizes[d] for d in dims)
+    arr = np.empty(shape, dtype=values.dtype)
+    if values.dtype.kind == "f":
+        arr[...] = np.nan
+    idx = []
+    for d in dims:
+        coord = ds[d].values.tolist()
+        raw = df[d].to_numpy()
+        if ds[d].dtype.kind in "iuf":
+            raw = parse_numbers(fpath, df, d).astype(ds[d].dtype)
+        idx.append(index_of(fpath, df, d, list(raw), coord, source="the study's coords"))
+    arr[tuple(idx)] = values
+    return xr.DataArray(arr, dims=dims)
+
+
+def _read_extra_file(path: Path, name: str, info: dict, ds: xr.Dataset):
+    """``(file, dims, table)`` of an extra variable: dims of the study, the file present and
+    its columns exactly the dims and ``value``."""
     mpath = path / "study.json"
     fpath = path / info["file"]
     dims = list(info.get("dims", []))
@@ -477,49 +535,33 @@ def _read_extra(path: Path, name: str, info: dict, ds: xr.Dataset) -> xr.DataArr
             f"{mpath}: extra.{name}.file = {info['file']!r} does not exist in {path}; expected "
             f"the CSV file of the variable {name!r}."
         )
-    df = _read_csv(fpath, ["value"])
+    df = read_csv_table(fpath, ["value"])
     if sorted(df.columns) != sorted([*dims, "value"]):
         raise StudyFormatError(
             f"{fpath}: columns {list(df.columns)}, but {mpath} gives {name!r} the dims "
             f"{dims}; expected exactly the columns {[*dims, 'value']} (the file and "
             "study.json must agree)."
         )
+    return fpath, dims, df
+
+
+def _extra_values(path: Path, fpath: Path, name: str, info: dict, df) -> np.ndarray:
+    """The ``value`` column of an extra variable's file, parsed to its study.json dtype."""
     dtype_name = str(info.get("dtype", "float64"))
     try:
         dtype = np.dtype(dtype_name)
     except TypeError:
         raise StudyFormatError(
-            f"{mpath}: extra.{name}.dtype = {dtype_name!r} is not a numpy dtype; expected e.g. "
-            "'float64', 'int64' or 'object'."
+            f"{path / 'study.json'}: extra.{name}.dtype = {dtype_name!r} is not a numpy dtype; "
+            "expected e.g. 'float64', 'int64' or 'object'."
         ) from None
     if dtype.kind in "OUS":
-        values = df["value"].to_numpy().astype(object)
-    else:
-        values = _parse_numbers(fpath, df, "value")
-        if dtype.kind in "iub" and np.isnan(values).any():
-            i = int(np.flatnonzero(np.isnan(values))[0])
-            raise StudyFormatError(
-                f"{fpath}, row {_row(df, i)}, column 'value': missing, but {name!r} is "
-                f"{dtype_name}; expected a number on every row."
-            )
-        values = values.astype(dtype)
-    if not dims:
-        if len(values) != 1:
-            raise StudyFormatError(
-                f"{fpath}: {len(values)} rows; {name!r} is a scalar, expected exactly one row."
-            )
-        return xr.DataArray(values[0])
-    _check_duplicates(fpath, df, dims)
-    shape = tuple(ds.sizes[d] for d in dims)
-    arr = np.empty(shape, dtype=values.dtype)
-    if values.dtype.kind == "f":
-        arr[...] = np.nan
-    idx = []
-    for d in dims:
-        coord = ds[d].values.tolist()
-        raw = df[d].to_numpy()
-        if ds[d].dtype.kind in "iuf":
-            raw = _parse_numbers(fpath, df, d).astype(ds[d].dtype)
-        idx.append(_index_of(fpath, df, d, list(raw), coord, source="the study's coords"))
-    arr[tuple(idx)] = values
-    return xr.DataArray(arr, dims=dims)
+        return df["value"].to_numpy().astype(object)
+    values = parse_numbers(fpath, df, "value")
+    if dtype.kind in "iub" and np.isnan(values).any():
+        i = int(np.flatnonzero(np.isnan(values))[0])
+        raise StudyFormatError(
+            f"{fpath}, row {file_row(df, i)}, column 'value': missing, but {name!r} is "
+            f"{dtype_name}; expected a number on every row."
+        )
+    return values.astype(dtype)

@@ -191,59 +191,78 @@ def load_delusioneval(
     part, conv, clustering, note = _clusters(samp, participants)
     models, model_coords = _models(rows)
 
-    s_idx = pd.Index(samp["sample_id"]).get_indexer(rows["sample_id"])
-    m_idx = pd.Index(models).get_indexer(rows["key_model"])
-    k_idx = pd.Index(codes).get_indexer(rows["code_short"])
-    shape = (len(samp), len(models), len(codes))
+    coords = _coords(samp, models, model_coords, codes, cats, part, conv)
+    ds, index = _scored_dataset(rows, coords, [float(cut_map[c]) for c in codes])
+    ds.attrs.update(_provenance(ds, rows, index, clustering, note, n_rows, n_dup, cutoffs))
+    return validate_replay(ds)
+
+
+def _provenance(ds, rows, index, clustering, note, n_rows, n_dup, cutoffs) -> dict:
+    """The attrs saying where the study comes from and what the import counted."""
+    n_disagree = -1  # not compared: no release verdicts, or the user's cutoffs
+    if "score" in rows.columns and cutoffs is None:
+        n_disagree = _disagreements(rows, ds["hit"].values[index])
+    models = list(ds[MODEL].values)
+    unscored = ds["unscored"].values
+    return {
+        "kind": "replay",
+        "source": "delusioneval",
+        "simulated": 0,
+        "clustering": clustering,
+        "clustering_note": note,
+        "n_rows": int(n_rows),
+        "n_original_duplicates_dropped": int(n_dup),
+        "n_original_unscored": int(unscored[:, models.index(ORIGINAL)].sum())
+        if ORIGINAL in models
+        else 0,
+        "verdicts_differing_from_release": n_disagree,
+        "cutoffs": "release" if cutoffs is None else "user",
+    }
+
+
+def _scored_dataset(rows: pd.DataFrame, coords: dict, cutoff: list[float]):
+    """``score``, ``cutoff``, ``unscored`` (1 where a row has no score) and ``hit`` on the
+    ``coords``, and the (sample, model, code) position of every row."""
+    index = (
+        pd.Index(coords[SAMPLE]).get_indexer(rows["sample_id"]),
+        pd.Index(coords[MODEL]).get_indexer(rows["key_model"]),
+        pd.Index(coords[CODE]).get_indexer(rows["code_short"]),
+    )
+    shape = (len(coords[SAMPLE]), len(coords[MODEL]), len(coords[CODE]))
     score = np.full(shape, np.nan)
-    score[s_idx, m_idx, k_idx] = rows["raw_score"].to_numpy()
+    score[index] = rows["raw_score"].to_numpy()
     unscored = np.zeros(shape, dtype=np.int8)
     nan_rows = rows["raw_score"].isna().to_numpy()
-    unscored[s_idx[nan_rows], m_idx[nan_rows], k_idx[nan_rows]] = 1
-    cut = np.array([float(cut_map[c]) for c in codes])
-
+    unscored[tuple(i[nan_rows] for i in index)] = 1
     ds = xr.Dataset(
         {
             "score": ((SAMPLE, MODEL, CODE), score),
-            "cutoff": ((CODE,), cut),
+            "cutoff": ((CODE,), np.array(cutoff)),
             "unscored": ((SAMPLE, MODEL, CODE), unscored),
         },
-        coords={
-            SAMPLE: samp["sample_id"].to_numpy(dtype=object),
-            MODEL: np.array(models, dtype=object),
-            CODE: np.array(codes, dtype=object),
-            CATEGORY: (CODE, np.array([cats.get(c, NO_CATEGORY) for c in codes], dtype=object)),
-            **{k: (MODEL, np.array(v, dtype=object)) for k, v in model_coords.items()},
-            "participant": (SAMPLE, np.asarray(part, dtype=object)),
-            "conversation": (SAMPLE, np.asarray(conv, dtype=object)),
-            "window": (SAMPLE, samp["window_id"].to_numpy(dtype=object)),
-            "window_start": (SAMPLE, np.zeros(len(samp), dtype=np.int64)),
-            "index": (SAMPLE, samp["turn_index"].to_numpy()),
-            "turn": (SAMPLE, samp["turn"].to_numpy()),
-            "context_depth": (SAMPLE, samp["turn_index"].to_numpy()),
-        },
+        coords=coords,
     )
     ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"]).transpose(SAMPLE, MODEL, CODE)
-    n_disagree = None
-    if "score" in rows.columns and cutoffs is None:
-        n_disagree = _disagreements(rows, ds["hit"].values[s_idx, m_idx, k_idx])
-    ds.attrs.update(
-        {
-            "kind": "replay",
-            "source": "delusioneval",
-            "simulated": 0,
-            "clustering": clustering,
-            "clustering_note": note,
-            "n_rows": int(n_rows),
-            "n_original_duplicates_dropped": int(n_dup),
-            "n_original_unscored": int(unscored[:, models.index(ORIGINAL)].sum())
-            if ORIGINAL in models
-            else 0,
-            "verdicts_differing_from_release": -1 if n_disagree is None else n_disagree,
-            "cutoffs": "release" if cutoffs is None else "user",
-        }
-    )
-    return validate_replay(ds)
+    return ds, index
+
+
+def _coords(samp, models, model_coords, codes, cats, part, conv) -> dict:
+    """The replay study's coords: samples with their window and clusters, models with their
+    labels and ids, codes with their category."""
+    return {
+        SAMPLE: samp["sample_id"].to_numpy(dtype=object),
+        MODEL: np.array(models, dtype=object),
+        CODE: np.array(codes, dtype=object),
+        CATEGORY: (CODE, np.array([cats.get(c, NO_CATEGORY) for c in codes], dtype=object)),
+        **{k: (MODEL, np.array(v, dtype=object)) for k, v in model_coords.items()},
+        "participant": (SAMPLE, np.asarray(part, dtype=object)),
+        "conversation": (SAMPLE, np.asarray(conv, dtype=object)),
+        "window": (SAMPLE, samp["window_id"].to_numpy(dtype=object)),
+        "window_start": (SAMPLE, np.zeros(len(samp), dtype=np.int64)),
+        "index": (SAMPLE, samp["turn_index"].to_numpy()),
+        "turn": (SAMPLE, samp["turn"].to_numpy()),
+        "context_depth": (SAMPLE, samp["turn_index"].to_numpy()),
+    }
 
 
 def _checked_rows(rows: pd.DataFrame, name: str) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -179,58 +180,166 @@ def load_inspect_logs(
         log, sample and key), a non-numeric score, or a code without a cutoff.
     """
     ilog, to_float = _inspect()
-    dele = code_key == "harmful_annotations"
+    how = _Mapping(score, code_key, tuple(cluster_keys), turn_key)
     rows, logs = [], []
     for order, f in enumerate(_log_files(paths, ilog)):
         lg = ilog.read_eval_log(f)
-        spec = lg.eval
-        key, model_id, run_cfg = _run_label(spec)
-        n_epochs = int(getattr(spec.config, "epochs", None) or 1)
-        n_planned = int(getattr(spec.dataset, "samples", None) or 0) * n_epochs
-        logs.append({"log": f, "status": str(lg.status), "task": str(spec.task),
-                     "version": str(spec.task_version), "model": key,
-                     "n_planned": n_planned, "n_read": len(lg.samples or [])})  # fmt: skip
-        for s in lg.samples or []:
-            where = f"log {Path(f).name}, sample {s.id!r} (epoch {s.epoch})"
-            meta = s.metadata or {}
-            row = {"order": order, "created": str(spec.created), "log": f, "model": key,
-                   "model_id": model_id, "run_config": run_cfg, "id": str(s.id),
-                   "epoch": int(s.epoch), "error": s.error is not None}  # fmt: skip
-            if dele:
-                ann = _first(_meta(meta, "harmful_annotations", where))
-                if ann is None:
-                    raise InspectLogError(f"{where}: harmful_annotations is not one code: "
-                                          f"{meta['harmful_annotations']!r}")  # fmt: skip
-                code = str(ann).removeprefix("bot-")
-                window = str(_meta(meta, "window_id", where))
-                index = int(_meta(meta, "turn_index", where))
-            else:
-                code = str(_first(_meta(meta, code_key, where))) if code_key else None
-                window, index = None, int(_meta(meta, turn_key, where)) if turn_key else 0
-            clusters = [str(_meta(meta, k, where)) for k in cluster_keys]
-            row.update(code=code, window=window, index=index, clusters=clusters)
-            sc = None if s.error is not None else _score_of(s, score, where)
-            row.update(value=math.nan, cut=None, verdict=math.nan, scored=sc is not None)
-            if sc is not None and dele:
-                row["value"], row["cut"], row["verdict"] = _delusioneval_value(sc, where)
-            elif sc is not None:
-                if isinstance(sc.value, Mapping):
-                    raise InspectLogError(f"{where}: Score.value is a dict {sorted(sc.value)}; "
-                                          "a replay study needs one number per sample")  # fmt: skip
-                row["value"] = row["verdict"] = float(to_float(sc.value))
-            row["scorer"] = str(score or next(iter(s.scores or {}), "score"))
-            if row["code"] is None:
-                row["code"] = row["scorer"]
-            rows.append(row)
+        logs.append(_log_entry(f, lg))
+        base = _run_columns(order, f, lg.eval)
+        rows += [_sample_row(s, base, how, to_float) for s in lg.samples or []]
     if not rows:
         raise InspectLogError(f"no samples in the Inspect logs {[g['log'] for g in logs]}")
-    return _dataset(pd.DataFrame(rows), logs, dele, cluster_keys, cutoff, cutoffs, categories)
+    return _dataset(pd.DataFrame(rows), logs, how, cutoff, cutoffs, categories)
 
 
-def _dataset(rows, logs, dele, cluster_keys, cutoff, cutoffs, categories) -> xr.Dataset:
+@dataclass(frozen=True)
+class _Mapping:
+    """How samples map to a replay study (:func:`load_inspect_logs`' arguments of that name)."""
+
+    score: str | None
+    code_key: str | None
+    cluster_keys: tuple[str, ...]
+    turn_key: str | None
+
+    @property
+    def delusioneval(self) -> bool:
+        """DelusionEval's mapping (raw score and cutoff from ``Score.explanation``)."""
+        return self.code_key == "harmful_annotations"
+
+
+def _log_entry(f: str, lg) -> dict[str, Any]:
+    """What the notes and counts need of one log: status, task, model, samples planned/read."""
+    spec = lg.eval
+    n_epochs = int(getattr(spec.config, "epochs", None) or 1)
+    return {
+        "log": f,
+        "status": str(lg.status),
+        "task": str(spec.task),
+        "version": str(spec.task_version),
+        "model": _run_label(spec)[0],
+        "n_planned": int(getattr(spec.dataset, "samples", None) or 0) * n_epochs,
+        "n_read": len(lg.samples or []),
+    }
+
+
+def _run_columns(order: int, f: str, spec) -> dict[str, Any]:
+    """The columns every sample row of one log shares."""
+    key, model_id, run_cfg = _run_label(spec)
+    return {
+        "order": order,
+        "created": str(spec.created),
+        "log": f,
+        "model": key,
+        "model_id": model_id,
+        "run_config": run_cfg,
+    }
+
+
+def _sample_row(s, base: dict[str, Any], how: _Mapping, to_float) -> dict[str, Any]:
+    """One sample's row: its code, window, turn and clusters, and its score and verdict."""
+    where = f"log {Path(base['log']).name}, sample {s.id!r} (epoch {s.epoch})"
+    meta = s.metadata or {}
+    row = {**base, "id": str(s.id), "epoch": int(s.epoch), "error": s.error is not None}
+    code, window, index = _sample_place(meta, how, where)
+    clusters = [str(_meta(meta, k, where)) for k in how.cluster_keys]
+    row.update(code=code, window=window, index=index, clusters=clusters)
+    sc = None if s.error is not None else _score_of(s, how.score, where)
+    row.update(value=math.nan, cut=None, verdict=math.nan, scored=sc is not None)
+    if sc is not None and how.delusioneval:
+        row["value"], row["cut"], row["verdict"] = _delusioneval_value(sc, where)
+    elif sc is not None:
+        if isinstance(sc.value, Mapping):
+            raise InspectLogError(
+                f"{where}: Score.value is a dict {sorted(sc.value)}; "
+                "a replay study needs one number per sample"
+            )
+        row["value"] = row["verdict"] = float(to_float(sc.value))
+    row["scorer"] = str(how.score or next(iter(s.scores or {}), "score"))
+    if row["code"] is None:
+        row["code"] = row["scorer"]
+    return row
+
+
+def _sample_place(meta: Mapping, how: _Mapping, where: str) -> tuple[Any, str | None, int]:
+    """``(code, window, turn index)`` of a sample from its metadata (code None: the scorer's
+    name; window None: set from the clusters later)."""
+    if how.delusioneval:
+        ann = _first(_meta(meta, "harmful_annotations", where))
+        if ann is None:
+            raise InspectLogError(
+                f"{where}: harmful_annotations is not one code: {meta['harmful_annotations']!r}"
+            )
+        window = str(_meta(meta, "window_id", where))
+        return str(ann).removeprefix("bot-"), window, int(_meta(meta, "turn_index", where))
+    code = str(_first(_meta(meta, how.code_key, where))) if how.code_key else None
+    return code, None, int(_meta(meta, how.turn_key, where)) if how.turn_key else 0
+
+
+def _dataset(rows, logs, how: _Mapping, cutoff, cutoffs, categories) -> xr.Dataset:
+    """The replay study of the sample rows, with the load's counts and notes in its attrs."""
+    dele = how.delusioneval
+    rows, counts, notes = _deduplicate_and_count(rows, logs)
+    ok = rows.loc[~rows["error"]]
+    samp, clustering, note = _samples(rows, dele, how.cluster_keys)
+    if not dele and not how.cluster_keys:
+        notes.append(note)
+    models = list(dict.fromkeys(rows["model"]))
+    models = ([ORIGINAL] if ORIGINAL in models else []) + [m for m in models if m != ORIGINAL]
+    cats = dict(CODES) if dele else {}
+    cats.update(categories or {})
+    codes = list(dict.fromkeys([c for c in cats if c in set(rows["code"])] + list(rows["code"])))
+    cut_map = _cutoffs(ok, codes, dele, cutoff, cutoffs)
+
+    index = (
+        pd.Index(samp.index).get_indexer(rows["sample"]),
+        pd.Index(models).get_indexer(rows["model"]),
+        pd.Index(codes).get_indexer(rows["code"]),
+    )
+    shape = (len(samp), len(models), len(codes))
+    score, unscored = np.full(shape, np.nan), np.zeros(shape, dtype=np.int8)
+    value = rows["value"].to_numpy(dtype=float)
+    score[index] = value
+    miss = ~rows["error"].to_numpy() & np.isnan(value)
+    unscored[tuple(i[miss] for i in index)] = 1
+    default_cat = None if dele else str(ok["scorer"].iloc[0] if len(ok) else "score")
+    categories_of = [cats.get(c, default_cat or c) for c in codes]
+    ds = xr.Dataset(
+        {
+            "score": ((SAMPLE, MODEL, CODE), score),
+            "cutoff": ((CODE,), np.array([cut_map[c] for c in codes], dtype=float)),
+            "unscored": ((SAMPLE, MODEL, CODE), unscored),
+        },
+        coords=_coords(rows, samp, models, codes, categories_of),
+    )
+    ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"]).transpose(SAMPLE, MODEL, CODE)
+    n_differ = _verdicts_differing(rows["verdict"].to_numpy(dtype=float), ds["hit"].values[index])
+    counts["verdicts_differing_from_scorer"] = n_differ
+    if n_differ:
+        notes.append(
+            f"Inspect logs: {n_differ} verdict(s) differ from the scorer's "
+            "Score.value under the cutoffs used"
+        )
+    ds.attrs.update(
+        {
+            "kind": "replay",
+            "source": "inspect",
+            "simulated": 0,
+            "mapping": "delusioneval" if dele else "generic",
+            "clustering": clustering,
+            "clustering_note": note,
+            "load_notes": "\n".join(notes),
+            "logs": "\n".join(g["log"] for g in logs),
+            **counts,
+        }
+    )
+    return validate_replay(ds)
+
+
+def _deduplicate_and_count(rows: pd.DataFrame, logs: list[dict]):
+    """The rows without duplicates across logs (retries: the latest log's copy of a model,
+    sample and epoch is kept), the load's counts and its notes (module docstring)."""
     notes: list[str] = []
     counts = {"n_logs": len(logs), "n_errored": int(rows["error"].sum())}
-    # duplicates across logs (retries): keep the latest log's copy of (model, id, epoch)
     rows = rows.sort_values(["created", "order"])
     dup = rows.duplicated(["model", "id", "epoch"], keep="last")
     counts["n_duplicates_dropped"] = int(dup.sum())
@@ -247,20 +356,32 @@ def _dataset(rows, logs, dele, cluster_keys, cutoff, cutoffs, categories) -> xr.
     if counts["n_errored"]:
         notes.append(f"Inspect logs: {counts['n_errored']} errored sample(s) left out (no score)")
     if counts["n_unscored"]:
-        notes.append(f"Inspect logs: {counts['n_unscored']} sample(s) without a score "
-                     "(unscored; replay.unscored decides)")  # fmt: skip
+        notes.append(
+            f"Inspect logs: {counts['n_unscored']} sample(s) without a score "
+            "(unscored; replay.unscored decides)"
+        )
     for g in unfinished:
-        notes.append(f"Inspect log {Path(g['log']).name} ({g['model']}) did not finish: status "
-                     f"{g['status']}, {g['n_read']} of {g['n_planned']} samples x epochs read")  # fmt: skip
+        notes.append(
+            f"Inspect log {Path(g['log']).name} ({g['model']}) did not finish: status "
+            f"{g['status']}, {g['n_read']} of {g['n_planned']} samples x epochs read"
+        )
     if counts["n_not_run"]:
         notes.append(f"Inspect logs: {counts['n_not_run']} planned sample(s) x epochs never ran")
     if counts["n_duplicates_dropped"]:
-        notes.append(f"Inspect logs: {counts['n_duplicates_dropped']} duplicate sample(s) across "
-                     "logs (retries) dropped; the latest log's copy kept")  # fmt: skip
+        notes.append(
+            f"Inspect logs: {counts['n_duplicates_dropped']} duplicate sample(s) across "
+            "logs (retries) dropped; the latest log's copy kept"
+        )
     if len(versions) > 1:
         notes.append(f"Inspect logs: mixed tasks/versions {versions}")
     multi = rows["epoch"].max() > 1
     rows = rows.assign(sample=rows["id"] + (".epoch" + rows["epoch"].astype(str) if multi else ""))
+    return rows, counts, notes
+
+
+def _samples(rows: pd.DataFrame, dele: bool, cluster_keys: Sequence[str]):
+    """One row per sample (its window, participant, conversation and turn), the clustering's
+    name and its note."""
     samp = rows.drop_duplicates("sample").set_index("sample")
     if not dele:
         samp["window"] = samp["clusters"].map(lambda c: c[-1] if c else None)
@@ -278,69 +399,47 @@ def _dataset(rows, logs, dele, cluster_keys, cutoff, cutoffs, categories) -> xr.
             f"no cluster_keys: participant and conversation are the {what} "
             f"({samp['window'].nunique()}); pass cluster_keys for the real clusters"
         )
-        if not dele:
-            notes.append(note)
     samp = samp.assign(participant=part, conversation=conv)
     samp = samp.sort_values(["window", "index", "epoch"])
     samp["turn"] = samp.groupby("window")["index"].rank(method="dense").astype(np.int64) - 1
-    models = list(dict.fromkeys(rows["model"]))
-    models = ([ORIGINAL] if ORIGINAL in models else []) + [m for m in models if m != ORIGINAL]
-    cats = dict(CODES) if dele else {}
-    cats.update(categories or {})
-    codes = list(dict.fromkeys([c for c in cats if c in set(rows["code"])] + list(rows["code"])))
-    cut_map = _cutoffs(ok, codes, dele, cutoff, cutoffs)
+    return samp, clustering, note
 
-    s_idx = pd.Index(samp.index).get_indexer(rows["sample"])
-    m_idx = pd.Index(models).get_indexer(rows["model"])
-    k_idx = pd.Index(codes).get_indexer(rows["code"])
-    shape = (len(samp), len(models), len(codes))
-    score, unscored = np.full(shape, np.nan), np.zeros(shape, dtype=np.int8)
-    value = rows["value"].to_numpy(dtype=float)
-    score[s_idx, m_idx, k_idx] = value
-    miss = ~rows["error"].to_numpy() & np.isnan(value)
-    unscored[s_idx[miss], m_idx[miss], k_idx[miss]] = 1
+
+def _coords(rows, samp, models: list[str], codes: list[str], categories: list[str]) -> dict:
+    """The replay study's coords: sample, model and code with their labels, ids and clusters."""
     meta = rows.drop_duplicates("model").set_index("model")
-    default_cat = None if dele else str(ok["scorer"].iloc[0] if len(ok) else "score")
-    ds = xr.Dataset(
-        {"score": ((SAMPLE, MODEL, CODE), score),
-         "cutoff": ((CODE,), np.array([cut_map[c] for c in codes], dtype=float)),
-         "unscored": ((SAMPLE, MODEL, CODE), unscored)},
-        coords={
-            SAMPLE: np.asarray(samp.index, dtype=object),
-            MODEL: np.array(models, dtype=object),
-            CODE: np.array(codes, dtype=object),
-            CATEGORY: (CODE, np.array([cats.get(c, default_cat or c) for c in codes],
-                                      dtype=object)),
-            "label": (MODEL, np.array(["Original transcript" if m == ORIGINAL else m
-                                       for m in models], dtype=object)),
-            "model_id": (MODEL, np.array([meta.at[m, "model_id"] for m in models], dtype=object)),
-            "run_config": (MODEL, np.array([meta.at[m, "run_config"] for m in models],
-                                           dtype=object)),
-            "inspect_id": (SAMPLE, samp["id"].to_numpy(dtype=object)),
-            "epoch": (SAMPLE, samp["epoch"].to_numpy(dtype=np.int64)),
-            "participant": (SAMPLE, samp["participant"].to_numpy(dtype=object)),
-            "conversation": (SAMPLE, samp["conversation"].to_numpy(dtype=object)),
-            "window": (SAMPLE, samp["window"].to_numpy(dtype=object)),
-            "window_start": (SAMPLE, np.zeros(len(samp), dtype=np.int64)),
-            "index": (SAMPLE, samp["index"].to_numpy(dtype=np.int64)),
-            "turn": (SAMPLE, samp["turn"].to_numpy()),
-            "context_depth": (SAMPLE, samp["index"].to_numpy(dtype=np.int64)),
-        },
-    )  # fmt: skip
-    ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"]).transpose(SAMPLE, MODEL, CODE)
-    verdict = rows["verdict"].to_numpy(dtype=float)
-    ours = ds["hit"].values[s_idx, m_idx, k_idx]
+
+    def per_model(values) -> tuple[str, np.ndarray]:
+        return (MODEL, np.array(values, dtype=object))
+
+    def per_sample(column: str, dtype=object) -> tuple[str, np.ndarray]:
+        return (SAMPLE, samp[column].to_numpy(dtype=dtype))
+
+    return {
+        SAMPLE: np.asarray(samp.index, dtype=object),
+        MODEL: np.array(models, dtype=object),
+        CODE: np.array(codes, dtype=object),
+        CATEGORY: (CODE, np.array(categories, dtype=object)),
+        "label": per_model(["Original transcript" if m == ORIGINAL else m for m in models]),
+        "model_id": per_model([meta.at[m, "model_id"] for m in models]),
+        "run_config": per_model([meta.at[m, "run_config"] for m in models]),
+        "inspect_id": per_sample("id"),
+        "epoch": per_sample("epoch", np.int64),
+        "participant": per_sample("participant"),
+        "conversation": per_sample("conversation"),
+        "window": per_sample("window"),
+        "window_start": (SAMPLE, np.zeros(len(samp), dtype=np.int64)),
+        "index": per_sample("index", np.int64),
+        "turn": (SAMPLE, samp["turn"].to_numpy()),
+        "context_depth": per_sample("index", np.int64),
+    }
+
+
+def _verdicts_differing(verdict: np.ndarray, ours: np.ndarray) -> int:
+    """How many of our hits differ from the scorer's verdicts (NaN equals NaN)."""
     both = np.isfinite(verdict) | np.isfinite(ours)
     differ = both & ~np.isclose(np.nan_to_num(verdict, nan=-1), np.nan_to_num(ours, nan=-1))
-    counts["verdicts_differing_from_scorer"] = int(differ.sum())
-    if differ.any():
-        notes.append(f"Inspect logs: {int(differ.sum())} verdict(s) differ from the scorer's "
-                     "Score.value under the cutoffs used")  # fmt: skip
-    ds.attrs.update({"kind": "replay", "source": "inspect", "simulated": 0,
-                     "mapping": "delusioneval" if dele else "generic", "clustering": clustering,
-                     "clustering_note": note, "load_notes": "\n".join(notes),
-                     "logs": "\n".join(g["log"] for g in logs), **counts})  # fmt: skip
-    return validate_replay(ds)
+    return int(differ.sum())
 
 
 def _cutoffs(ok, codes, dele, cutoff, cutoffs) -> dict[str, float]:
@@ -355,8 +454,10 @@ def _cutoffs(ok, codes, dele, cutoff, cutoffs) -> dict[str, float]:
         elif dele:
             seen = {float(x) for x in ok.loc[ok["code"] == c, "cut"] if x is not None}
             if len(seen) > 1:
-                raise InspectLogError(f"code {c!r}: the scorer used cutoffs {sorted(seen)}; "
-                                      "pass cutoffs={code: cutoff}")  # fmt: skip
+                raise InspectLogError(
+                    f"code {c!r}: the scorer used cutoffs {sorted(seen)}; "
+                    "pass cutoffs={code: cutoff}"
+                )
             if seen:
                 out[c] = seen.pop()
             elif c in CUTOFFS:

@@ -17,7 +17,7 @@ import xarray as xr
 
 from ..errors import InputNotFoundError
 from .csv_format import NETCDF_SUFFIXES, StudyFormatError, canonical
-from .csv_study import _load_csv_dir, _save_csv_dir
+from .csv_study import load_csv_dir, save_csv_dir
 from .validate import StudyValidationError, validate
 
 __all__ = ["StudyFormatError", "canonical", "load_study", "save_study"]
@@ -35,7 +35,7 @@ def load_study(path: str | Path, *, check: bool = True) -> xr.Dataset:
         raise InputNotFoundError(f"study {str(path)!r} does not exist (a .nc file or a CSV dir).")
     if path.is_dir():
         try:
-            ds = _load_csv_dir(path)
+            ds = load_csv_dir(path)
         except StudyFormatError:
             raise
         except Exception as err:  # noqa: BLE001 - a case no check above foresaw: still ours
@@ -73,5 +73,5 @@ def save_study(ds: xr.Dataset, path: str | Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         ds.to_netcdf(path, engine="h5netcdf")
         return path
-    _save_csv_dir(ds, path)
+    save_csv_dir(ds, path)
     return path

@@ -126,27 +126,8 @@ def replay_dataset(
     """
     scores = load_judge_scores(scores)
     sid = samples["sample_id"].astype(str).to_numpy()
-    if len(set(sid)) != len(sid):
-        dup = pd.Series(sid)[pd.Series(sid).duplicated()].iloc[0]
-        raise ReplayValidationError(f"samples: sample_id {dup!r} appears twice")
-    pos = pd.Index(sid)
-    s_idx = pos.get_indexer(scores["sample_id"])
-    if (s_idx < 0).any():
-        unknown = scores.loc[s_idx < 0, "sample_id"].iloc[0]
-        raise ReplayValidationError(
-            f"judge scores: sample_id {unknown!r} is not among the {len(sid)} samples; "
-            "build samples with the same window/context/stride used for the evaluation"
-        )
-    cats = dict(CODES)
-    cats.update(categories or {})
-    seen_codes = list(dict.fromkeys(scores["code"]))
-    unknown_codes = [c for c in seen_codes if c not in cats]
-    if unknown_codes:
-        raise ReplayValidationError(
-            f"judge scores: code(s) {unknown_codes} have no category; pass categories="
-            f"{{code: category}} (known codes: {list(CODES)})"
-        )
-    code_order = [c for c in cats if c in set(seen_codes)]
+    s_idx = _sample_positions(sid, scores)
+    cats, code_order = _code_order(scores, categories)
     models = list(dict.fromkeys(scores["model"]))
     if ORIGINAL in models:
         models = [ORIGINAL] + [m for m in models if m != ORIGINAL]
@@ -154,28 +135,14 @@ def replay_dataset(
     k_idx = pd.Index(code_order).get_indexer(scores["code"])
     arr = np.full((len(sid), len(models), len(code_order)), np.nan)
     arr[s_idx, m_idx, k_idx] = scores["score"].to_numpy()
-    finite = arr[np.isfinite(arr)]
-    binary = finite.size > 0 and np.isin(finite, (0.0, 1.0)).all()
-    given = dict(cutoffs or {})
-    if binary:
-        default = 1.0 if default_cutoff is None else float(default_cutoff)
-        cut = np.array([float(given.get(c, default)) for c in code_order])
-    else:
-        cut = np.array(
-            [float(given[c]) if c in given else code_cutoff(c, default_cutoff) for c in code_order]
-        )
+    cut = _code_cutoffs(arr, code_order, cutoffs, default_cutoff)
     coords = {
         SAMPLE: sid,
         MODEL: models,
         CODE: code_order,
         CATEGORY: (CODE, np.array([cats[c] for c in code_order], dtype=object)),
+        **_sample_coords(samples),
     }
-    for c in SAMPLE_COORDS:
-        if c in samples.columns:
-            values = samples[c].to_numpy()
-            if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
-                values = values.astype(str).astype(object)
-            coords[c] = (SAMPLE, values)
     if model_coords is not None:
         mc = model_coords.set_index("model")
         for col in mc.columns:
@@ -186,6 +153,61 @@ def replay_dataset(
     ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"])
     ds.attrs["kind"] = "replay"
     return validate_replay(ds)
+
+
+def _sample_positions(sid: np.ndarray, scores: pd.DataFrame) -> np.ndarray:
+    """The position of every score's sample among the (unique) sample ids ``sid``."""
+    if len(set(sid)) != len(sid):
+        dup = pd.Series(sid)[pd.Series(sid).duplicated()].iloc[0]
+        raise ReplayValidationError(f"samples: sample_id {dup!r} appears twice")
+    s_idx = pd.Index(sid).get_indexer(scores["sample_id"])
+    if (s_idx < 0).any():
+        unknown = scores.loc[s_idx < 0, "sample_id"].iloc[0]
+        raise ReplayValidationError(
+            f"judge scores: sample_id {unknown!r} is not among the {len(sid)} samples; "
+            "build samples with the same window/context/stride used for the evaluation"
+        )
+    return s_idx
+
+
+def _code_order(scores: pd.DataFrame, categories: Mapping[str, str] | None):
+    """``(code -> category, the scored codes in codebook order)``; every code needs one."""
+    cats = dict(CODES)
+    cats.update(categories or {})
+    seen_codes = list(dict.fromkeys(scores["code"]))
+    unknown_codes = [c for c in seen_codes if c not in cats]
+    if unknown_codes:
+        raise ReplayValidationError(
+            f"judge scores: code(s) {unknown_codes} have no category; pass categories="
+            f"{{code: category}} (known codes: {list(CODES)})"
+        )
+    return cats, [c for c in cats if c in set(seen_codes)]
+
+
+def _code_cutoffs(arr: np.ndarray, codes: list[str], cutoffs, default_cutoff) -> np.ndarray:
+    """Per-code cutoffs: the given ones, else 1 for 0/1 scores (or ``default_cutoff``), else the
+    codebook's (or ``default_cutoff``, else 7) for 0-10 judge scores."""
+    finite = arr[np.isfinite(arr)]
+    binary = finite.size > 0 and np.isin(finite, (0.0, 1.0)).all()
+    given = dict(cutoffs or {})
+    if binary:
+        default = 1.0 if default_cutoff is None else float(default_cutoff)
+        return np.array([float(given.get(c, default)) for c in codes])
+    return np.array(
+        [float(given[c]) if c in given else code_cutoff(c, default_cutoff) for c in codes]
+    )
+
+
+def _sample_coords(samples: pd.DataFrame) -> dict:
+    """The sample coords (:data:`SAMPLE_COORDS`) the samples table has, text as ``str``."""
+    coords = {}
+    for c in SAMPLE_COORDS:
+        if c in samples.columns:
+            values = samples[c].to_numpy()
+            if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
+                values = values.astype(str).astype(object)
+            coords[c] = (SAMPLE, values)
+    return coords
 
 
 def prior_content(ds: xr.Dataset, baseline: str = ORIGINAL) -> xr.DataArray:
@@ -312,8 +334,13 @@ def _check_windows_json(wpath: Path) -> None:
 def load_replay_checked(path: Path, load) -> xr.Dataset:
     """``load(path)`` with any library exception (pandas, json, h5py, a TypeError) turned into a
     :class:`StudyFormatError` naming the study path (the package's own errors pass through)."""
-    ours = (StudyFormatError, StudyValidationError, ReplayValidationError, TranscriptError,
-            FileNotFoundError)  # fmt: skip
+    ours = (
+        StudyFormatError,
+        StudyValidationError,
+        ReplayValidationError,
+        TranscriptError,
+        FileNotFoundError,
+    )
     if path.is_dir():
         check_replay_files(path)
     try:

@@ -30,9 +30,9 @@ from scipy.special import expit, logit
 
 from .replay_prior import prior_content_array
 from .replay_schema import (
-    _CODEBOOK,
     CATEGORY,
     CODE,
+    CODEBOOK,
     CODES,
     DEPTH_CENTER,
     DEPTH_UNIT,
@@ -45,8 +45,8 @@ from .replay_schema import (
 )
 from .replay_windows import make_sample_id, plan_windows
 
-#: original-transcript prevalence per code in the real release (:data:`~.replay_schema._CODEBOOK`)
-BASE_PREVALENCE: dict[str, float] = {code: p for code, (_, _, p) in _CODEBOOK.items()}
+#: original-transcript prevalence per code in the real release (:data:`~.replay_schema.CODEBOOK`)
+BASE_PREVALENCE: dict[str, float] = {code: p for code, (_, _, p) in CODEBOOK.items()}
 
 FAMILIES = {"gpt": "gpt", "claude": "claude", "gemini": "gemini", "qwen": "qwen"}
 
@@ -232,17 +232,53 @@ def simulate_replay(
         ``max(200, 20 * n_participants)``; 0 skips it).
     """
     design = _replay_design(scale, n_participants, models, codes)
-    models, codes = design.models, design.codes
     params_seed = seed if params_seed is None else params_seed
     params = _draw_params(np.random.default_rng([params_seed, 1]), design)
+    sigmas = (sigma_participant, sigma_conversation)
     rng = np.random.default_rng([seed, 2])
     d = _draw_design(rng, design, design.n_participants)
-    hits, _ = _draw_outcomes(
-        rng, d, params, models, sigma_participant, sigma_conversation, miss_rate
-    )
-    cut = np.array([float(cutoff) if cutoff is not None else code_cutoff(c) for c in codes])
+    hits, _ = _draw_outcomes(rng, d, params, design.models, *sigmas, miss_rate)
+    cut = np.array([float(cutoff) if cutoff is not None else code_cutoff(c) for c in design.codes])
     score = _scores_from_hits(rng, hits, cut)
 
+    ds = _replay_dataset(d, design, score, cut, params, sigmas)
+    n_truth = (
+        max(200, 20 * design.n_participants) if truth_participants is None else truth_participants
+    )
+    if n_truth > 0:
+        rng_truth = np.random.default_rng([seed, 3])
+        ds["true_prevalence"] = _true_prevalence(rng_truth, design, params, sigmas, n_truth)
+    ds.attrs.update(_provenance(scale, seed, params_seed, n_truth))
+    return ds
+
+
+def _provenance(scale: str, seed: int, params_seed: int, n_truth: int) -> dict:
+    """The attrs of a simulated replay study: how to draw it again, the depth covariate."""
+    return {
+        "kind": "replay",
+        "simulated": 1,
+        "scale": scale,
+        "seed": int(seed),
+        "params_seed": int(params_seed),
+        "depth_center": DEPTH_CENTER,
+        "depth_unit": DEPTH_UNIT,
+        "truth_participants": int(n_truth),
+    }
+
+
+def _true_prevalence(rng, design: ReplayDesign, params, sigmas, n_truth: int):
+    """``(model, code)`` prevalence of the population: the mean P(hit) over the samples of
+    ``n_truth`` fresh participants (nothing missing)."""
+    d = _draw_design(rng, design, n_truth)
+    _, probs = _draw_outcomes(rng, d, params, design.models, *sigmas, 0.0)
+    return (MODEL, CODE), np.nanmean(probs, axis=0)
+
+
+def _replay_dataset(d: dict, design: ReplayDesign, score, cut, params, sigmas) -> xr.Dataset:
+    """The drawn study: scores, cutoffs, hits and the truth behind them, with the sample coords
+    of the drawn design ``d``."""
+    sigma_participant, sigma_conversation = sigmas
+    models, codes = design.models, design.codes
     pnames, conv_names, sid, window = _sample_names(d, design.context)
     ds = xr.Dataset(
         {
@@ -267,28 +303,6 @@ def simulate_replay(
         },
     )
     ds["hit"] = hits_from_scores(ds["score"], ds["cutoff"])
-    n_truth = (
-        max(200, 20 * design.n_participants) if truth_participants is None else truth_participants
-    )
-    if n_truth > 0:
-        trng = np.random.default_rng([seed, 3])
-        td = _draw_design(trng, design, n_truth)
-        _, probs = _draw_outcomes(
-            trng, td, params, models, sigma_participant, sigma_conversation, 0.0
-        )
-        ds["true_prevalence"] = ((MODEL, CODE), np.nanmean(probs, axis=0))
-    ds.attrs.update(
-        {
-            "kind": "replay",
-            "simulated": 1,
-            "scale": scale,
-            "seed": int(seed),
-            "params_seed": int(params_seed),
-            "depth_center": DEPTH_CENTER,
-            "depth_unit": DEPTH_UNIT,
-            "truth_participants": int(n_truth),
-        }
-    )
     return ds
 
 

@@ -45,9 +45,15 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
     missing = [c for c in TRANSCRIPT_COLUMNS if c not in transcripts.columns]
     if missing:
         raise TranscriptError(
-            f"{source}: missing column(s) {missing}; a transcript table needs {list(TRANSCRIPT_COLUMNS)}"
+            f"{source}: missing column(s) {missing}; a transcript table needs "
+            f"{list(TRANSCRIPT_COLUMNS)}"
         )
-    df = transcripts.copy()
+    df = _typed_messages(transcripts.copy(), source)
+    return _checked_order(df, source).reset_index(drop=True)
+
+
+def _typed_messages(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Ids as text, ``index`` as integers, roles known and lower-case, every content non-empty."""
     df["participant"] = df["participant"].astype(str)
     df["conversation"] = df["conversation"].astype(str)
     index = pd.to_numeric(df["index"], errors="coerce")
@@ -76,6 +82,12 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
             f"{source}: conversation {row['conversation']!r}, message {row['index']} "
             f"({row['role']}): empty content; every message needs text"
         )
+    return df
+
+
+def _checked_order(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """``df`` sorted by participant, conversation and index: a conversation under one
+    participant, its indices unique and consecutive."""
     owners = df.groupby("conversation")["participant"].nunique()
     if (owners > 1).any():
         conv = owners.index[owners > 1][0]
@@ -101,7 +113,7 @@ def validate_transcripts(transcripts: pd.DataFrame, source: str = "transcripts")
             f"{row['index']} (previous index {row['index'] - int(step[gap].iloc[0])}); "
             "indices must be consecutive"
         )
-    return df.reset_index(drop=True)
+    return df
 
 
 def window_starts(n_messages: int, window: int, stride: int) -> list[int]:
@@ -149,7 +161,8 @@ def _check_window_args(window: int, context: int, stride: int | None) -> int:
         raise ValueError(f"window must be a positive integer (messages per window), got {window!r}")
     if int(context) != context or context < -1:
         raise ValueError(
-            f"context must be an integer >= -1 (0 = window only, -1 = all earlier messages), got {context!r}"
+            "context must be an integer >= -1 (0 = window only, -1 = all earlier messages), "
+            f"got {context!r}"
         )
     stride = (window + 1) // 2 if stride is None else stride
     if int(stride) != stride or not 1 <= stride <= window:
@@ -188,30 +201,7 @@ def build_samples(
     for (participant, conversation), conv in df.groupby(
         ["participant", "conversation"], sort=False
     ):
-        roles = conv["role"].to_numpy()
-        contents = conv["content"].astype(str).to_numpy()
-        indices = conv["index"].to_numpy()
-        msgs = [{"role": r, "content": c} for r, c in zip(roles, contents, strict=True)]
-        for start, pos, turn, prompt_start in plan_windows(roles, window, stride, context):
-            nxt = pos + 1
-            reply = contents[nxt] if nxt < len(roles) and roles[nxt] == "assistant" else None
-            rows.append(
-                {
-                    "sample_id": make_sample_id(
-                        participant, conversation, int(indices[start]), int(indices[pos]), context
-                    ),
-                    "participant": participant,
-                    "conversation": conversation,
-                    "window": f"{participant}/{conversation}/w{int(indices[start])}",
-                    "window_start": int(indices[start]),
-                    "index": int(indices[pos]),
-                    "turn": turn,
-                    "context": int(context),
-                    "context_depth": pos - prompt_start,
-                    "messages": msgs[prompt_start : pos + 1],
-                    "original_reply": reply,
-                }
-            )
+        rows += _conversation_samples(participant, conversation, conv, window, stride, context)
     # the sample coords of the replay Dataset, plus the requested context and the payload
     columns = ["sample_id", *SAMPLE_COORDS[:-1], "context", "context_depth"]
     columns += ["messages", "original_reply"]
@@ -221,6 +211,39 @@ def build_samples(
         [r["original_reply"] for r in rows], index=out.index, dtype=object
     )
     return out
+
+
+def _conversation_samples(
+    participant: str, conversation: str, conv: pd.DataFrame, window: int, stride: int, context: int
+) -> list[dict]:
+    """The sample rows of one conversation's (sorted) messages ``conv``."""
+    roles = conv["role"].to_numpy()
+    contents = conv["content"].astype(str).to_numpy()
+    indices = conv["index"].to_numpy()
+    msgs = [{"role": r, "content": c} for r, c in zip(roles, contents, strict=True)]
+    rows = []
+    for start, pos, turn, prompt_start in plan_windows(roles, window, stride, context):
+        nxt = pos + 1
+        reply = contents[nxt] if nxt < len(roles) and roles[nxt] == "assistant" else None
+        window_start = int(indices[start])
+        rows.append(
+            {
+                "sample_id": make_sample_id(
+                    participant, conversation, window_start, int(indices[pos]), context
+                ),
+                "participant": participant,
+                "conversation": conversation,
+                "window": f"{participant}/{conversation}/w{window_start}",
+                "window_start": window_start,
+                "index": int(indices[pos]),
+                "turn": turn,
+                "context": int(context),
+                "context_depth": pos - prompt_start,
+                "messages": msgs[prompt_start : pos + 1],
+                "original_reply": reply,
+            }
+        )
+    return rows
 
 
 def export_samples_jsonl(samples: pd.DataFrame, path: str | Path) -> Path:

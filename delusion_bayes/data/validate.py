@@ -124,22 +124,29 @@ def name_problem(value) -> str | None:
 NAME_EXPECTED = "a non-empty name without padding or control characters (anything else is fine)"
 
 
-def _check_names(ds: xr.Dataset, dim: str) -> None:
-    """Rater and model names are real names (:func:`name_problem`) and unique."""
+def check_coord_names(
+    ds: xr.Dataset,
+    dim: str,
+    error: type[Exception] = StudyValidationError,
+    label: str = "coordinate",
+) -> None:
+    """The names along ``dim`` (rater, model, code) are real names (:func:`name_problem`) and
+    unique; anything else raises ``error``, naming the ``label``led coordinate and position.
+    Trajectory and replay studies both check their names here."""
     if dim not in ds.coords:
         return
     values = [_py(v) for v in ds[dim].values]
     for pos, value in enumerate(values):
         if (problem := name_problem(value)) is None:
             continue
-        raise StudyValidationError(
-            f"coordinate {dim!r} at position {pos} (row {pos + 1} of {dim}): the name {value!r} "
+        raise error(
+            f"{label} {dim!r} at position {pos} (row {pos + 1} of {dim}): the name {value!r} "
             f"{problem}; expected {NAME_EXPECTED} for every {dim}."
         )
     dupes = list(dict.fromkeys(v for i, v in enumerate(values) if v in values[:i]))
     if dupes:
-        raise StudyValidationError(
-            f"coordinate {dim!r} has duplicate names {dupes}; every {dim} must be named once. "
+        raise error(
+            f"{label} {dim!r} has duplicate names {dupes}; every {dim} must be named once. "
             f"Rename the duplicates (e.g. add a suffix) before analysis."
         )
 
@@ -218,7 +225,7 @@ def validate(ds: xr.Dataset, *, required: Iterable[str] = ("recognition",)) -> x
                 f"required variable {name!r} is missing; the study has {sorted(ds.data_vars)}."
             )
     for dim in (MODEL, RATER):
-        _check_names(ds, dim)
+        check_coord_names(ds, dim)
     _check_days(ds)
     _check_intervention_types(ds)
     for name, da in ds.data_vars.items():

@@ -247,12 +247,28 @@ def _corrupt(tmp_path, small_study, case: str):
 
 
 CORRUPT = [
-    "empty ratings", "empty models", "empty adjudication", "header-only ratings",
-    "all scores empty", "latin-1 ratings", "short row", "long row", "unclosed quote",
-    "extra dims disagree", "extra unknown dim", "extra fewer dims than file", "extra file missing",
-    "extra bad dtype", "manifest not an object", "manifest truncated", "manifest coords not a list",
-    "manifest days disagree", "variable_dims disagree", "truncated netcdf", "empty netcdf",
-]  # fmt: skip
+    "empty ratings",
+    "empty models",
+    "empty adjudication",
+    "header-only ratings",
+    "all scores empty",
+    "latin-1 ratings",
+    "short row",
+    "long row",
+    "unclosed quote",
+    "extra dims disagree",
+    "extra unknown dim",
+    "extra fewer dims than file",
+    "extra file missing",
+    "extra bad dtype",
+    "manifest not an object",
+    "manifest truncated",
+    "manifest coords not a list",
+    "manifest days disagree",
+    "variable_dims disagree",
+    "truncated netcdf",
+    "empty netcdf",
+]
 
 
 @pytest.mark.parametrize("case", CORRUPT)

@@ -10,11 +10,19 @@ from delusion_bayes.data import simulate_study
 
 
 def test_paper_like_sizes_and_truth(paper_like):
-    assert dict(paper_like.sizes) == {
-        "rater": 4, "model": 15, "day": 30, "intervention_type": 5, "threshold": 3,
-    }  # fmt: skip
-    for name in ("true_L", "true_k", "true_t50", "true_stage", "true_severity",
-                 "true_discrimination", "true_cutpoints", "true_p_level_a", "true_p_level_b"):  # fmt: skip
+    sizes = {"rater": 4, "model": 15, "day": 30, "intervention_type": 5, "threshold": 3}
+    assert dict(paper_like.sizes) == sizes
+    for name in (
+        "true_L",
+        "true_k",
+        "true_t50",
+        "true_stage",
+        "true_severity",
+        "true_discrimination",
+        "true_cutpoints",
+        "true_p_level_a",
+        "true_p_level_b",
+    ):
         assert name in paper_like, name
     assert paper_like["true_t50"].dims == ("model",)
     assert {"vendor", "generation", "cohort"} <= set(paper_like.coords)
@@ -42,8 +50,14 @@ def test_texts_do_not_change_ratings():
 
 
 def test_values_on_their_scales(paper_like):
-    for name, (lo, hi) in {"recognition": (1, 4), "confidence": (1, 3), "intervention": (1, 3),
-                           "disengagement": (0, 1), "level_a": (0, 1), "level_b": (0, 1)}.items():  # fmt: skip
+    for name, (lo, hi) in {
+        "recognition": (1, 4),
+        "confidence": (1, 3),
+        "intervention": (1, 3),
+        "disengagement": (0, 1),
+        "level_a": (0, 1),
+        "level_b": (0, 1),
+    }.items():
         v = paper_like[name].values
         v = v[~np.isnan(v)]
         assert v.min() == lo and v.max() == hi, name
@@ -173,9 +187,15 @@ def test_n_models_is_reproducible_and_leaves_the_presets_alone():
         )
     # 8 models: the first 8 of the stratified order, in roster order
     assert list(a["model"].values) == [
-        "Claude Sonnet 4.5", "GPT-5.1 Instant", "Claude Opus 4.1", "Claude Opus 4",
-        "Claude Opus 3", "Gemini 3.1 Pro", "Claude Sonnet 4", "Gemini 2.5 Flash",
-    ]  # fmt: skip
+        "Claude Sonnet 4.5",
+        "GPT-5.1 Instant",
+        "Claude Opus 4.1",
+        "Claude Opus 4",
+        "Claude Opus 3",
+        "Gemini 3.1 Pro",
+        "Claude Sonnet 4",
+        "Gemini 2.5 Flash",
+    ]
     null = simulate_study(preset="null", seed=0, n_models=30, texts=False)
     assert null.sizes["model"] == 30 and set(null["true_regime"].values) == {"exchangeable"}
     with pytest.raises(ValueError, match="n_models = 1"):

@@ -1,4 +1,5 @@
-"""validate(ds): every rejected case names the variable, the coordinates/values and what is allowed."""
+"""validate(ds): every rejected case names the variable, the coordinates/values and what is
+allowed."""
 
 from __future__ import annotations
 
@@ -81,6 +82,24 @@ def test_duplicate_model_names(ds):
 def test_duplicate_rater_names(ds):
     with pytest.raises(ValueError, match=r"coordinate 'rater' has duplicate names \['R1'\]"):
         validate(ds.assign_coords(rater=["R1", "R1", "R3"]))
+
+
+def test_replay_and_trajectory_studies_check_names_alike(ds):
+    """One name check (``data.validate.check_coord_names``) for raters, models and codes: a
+    replay study's bad name reads like a trajectory study's, with its own error class."""
+    from delusion_bayes.data.replay import ReplayValidationError, simulate_replay, validate_replay
+
+    small_replay = simulate_replay(seed=0, truth_participants=0)
+    models = list(small_replay.model.values)
+    for bad, why in ((models[0], "has duplicate names"), ("gpt\t4o", "control character")):
+        renamed = [models[0], bad, *models[2:]]
+        with pytest.raises(ReplayValidationError) as replay_err:
+            validate_replay(small_replay.assign_coords(model=renamed))
+        with pytest.raises(StudyValidationError) as study_err:
+            names = [*renamed, *ds.model.values[len(renamed) :]]
+            validate(ds.assign_coords(model=names))
+        assert why in str(replay_err.value)
+        assert str(replay_err.value) == "replay " + str(study_err.value)
 
 
 @pytest.mark.parametrize(
