@@ -90,6 +90,19 @@ def rank_sum_distribution(scores2: Sequence[int], m: int) -> tuple[np.ndarray, n
     return support[keep], counts[keep]
 
 
+def _monte_carlo_p(r2: np.ndarray, m: int, extreme, n_mc: int, seed) -> float:
+    """``(1 + hits) / (1 + n_mc)`` over ``n_mc`` random permutations of the doubled ranks
+    ``r2`` (the first ``m`` are x's), in batches of 2,000; ``extreme(sums)`` marks the hits."""
+    rng = np.random.default_rng(seed)
+    hits, done = 0, 0
+    while done < n_mc:
+        b = min(2000, n_mc - done)
+        perm = rng.permuted(np.tile(r2, (b, 1)), axis=1)[:, :m].sum(axis=1)
+        hits += int(extreme(perm).sum())
+        done += b
+    return (1 + hits) / (1 + n_mc)
+
+
 def rank_sum_test(
     x: Any,
     y: Any,
@@ -151,14 +164,7 @@ def rank_sum_test(
         except MemoryError:
             exact = False
     if not exact:
-        rng = np.random.default_rng(seed)
-        hits, done = 0, 0
-        while done < n_mc:
-            b = min(2000, n_mc - done)
-            perm = rng.permuted(np.tile(r2, (b, 1)), axis=1)[:, :m].sum(axis=1)
-            hits += int(extreme(perm).sum())
-            done += b
-        p = (1 + hits) / (1 + n_mc)
+        p = _monte_carlo_p(r2, m, extreme, n_mc, seed)
         method = f"Monte Carlo, {n_mc} random permutations (pooled n={big_n} above exact limit)"
     return RankSumResult(
         statistic=t2 / 2.0,

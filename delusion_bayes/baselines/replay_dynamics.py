@@ -231,6 +231,20 @@ def replay_depth_curve(
     return out
 
 
+def _solve_lpm(mm: np.ndarray, cells: int) -> np.ndarray:
+    """Least-squares coefficients ``(..., cells, 3)`` from the moment sums ``mm`` (..., cells
+    x 9: the six entries of X'X, then X'y); a term without variation (no prior content at all)
+    is NaN."""
+    mm = mm.reshape(*mm.shape[:-1], cells, 9)
+    xx = mm[..., [0, 1, 2, 1, 3, 4, 2, 4, 5]].reshape(*mm.shape[:-1], 3, 3)
+    xy = mm[..., 6:9]
+    # drop terms without variation (e.g. no prior content at all) by pinning them to 0
+    det_ok = np.abs(np.linalg.det(xx)) > 1e-9 * np.maximum(mm[..., 0], 1.0) ** 3
+    xx_safe = np.where(det_ok[..., None, None], xx, xx + np.eye(3))
+    beta = np.linalg.solve(xx_safe, xy[..., None])[..., 0]
+    return np.where(det_ok[..., None], beta, np.nan)
+
+
 def replay_depth_lpm(
     ds: xr.Dataset,
     n_boot: int = 10_000,
@@ -287,18 +301,8 @@ def replay_depth_lpm(
     units = cluster_units(ds, cluster)
     (mom_b,) = resample_ratios([to_units(mom, units)], units, n_boot, seed, progress)
 
-    def solve(mm: np.ndarray) -> np.ndarray:
-        mm = mm.reshape(*mm.shape[:-1], m * g, 9)
-        xx = mm[..., [0, 1, 2, 1, 3, 4, 2, 4, 5]].reshape(*mm.shape[:-1], 3, 3)
-        xy = mm[..., 6:9]
-        # drop terms without variation (e.g. no prior content at all) by pinning them to 0
-        det_ok = np.abs(np.linalg.det(xx)) > 1e-9 * np.maximum(mm[..., 0], 1.0) ** 3
-        xx_safe = np.where(det_ok[..., None, None], xx, xx + np.eye(3))
-        beta = np.linalg.solve(xx_safe, xy[..., None])[..., 0]
-        return np.where(det_ok[..., None], beta, np.nan)
-
     tot = mom.sum(0)
-    lo, hi = eti(solve(mom_b).reshape(n_boot, -1), ci_prob)  # solve: (B, M*G, 3)
+    lo, hi = eti(_solve_lpm(mom_b, m * g).reshape(n_boot, -1), ci_prob)  # (B, M*G, 3)
     terms = ("intercept", "depth_per_10", "prior_content")
     n_tot = tot.reshape(m * g, 9)[:, 0]
     out = pd.DataFrame(
@@ -306,7 +310,7 @@ def replay_depth_lpm(
             "model": np.repeat(models, g * 3),
             "category": np.tile(np.repeat(names, 3), m),
             "term": np.tile(terms, m * g),
-            "estimate": solve(tot).ravel(),
+            "estimate": _solve_lpm(tot, m * g).ravel(),
             "ci_low": lo,
             "ci_high": hi,
             "n": np.repeat(n_tot, 3),
