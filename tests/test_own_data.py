@@ -35,8 +35,9 @@ def write_minimal_study(folder: Path) -> Path:
 
     ds = simulate_study("small", seed=0, missing_rate=0.07)
     df = ds["recognition"].to_dataframe().reset_index()[["rater", "model", "day", "recognition"]]
-    df["rater"] = df["rater"].map(dict(zip(sorted(df["rater"].unique()), ["Alice", "Bob", "Chen"],
-                                           strict=True)))  # fmt: skip
+    df["rater"] = df["rater"].map(
+        dict(zip(sorted(df["rater"].unique()), ["Alice", "Bob", "Chen"], strict=True))
+    )
     df.insert(3, "item", "recognition")
     df["score"] = [("" if np.isnan(v) else str(int(v))) for v in df.pop("recognition")]
     folder.mkdir(parents=True, exist_ok=True)
@@ -45,16 +46,27 @@ def write_minimal_study(folder: Path) -> Path:
 
 
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "delusion_bayes", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=1500, env={**os.environ})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "delusion_bayes", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=1500,
+        env={**os.environ},
+    )
 
 
 @pytest.fixture(scope="module")
 def minimal_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("own")
     study = write_minimal_study(root / "mine")
-    out = run_cli("data=file", f"data.path={study}", "report.pdf=never",
-                  f"hydra.run.dir={root / 'run'}", cwd=root)  # fmt: skip
+    out = run_cli(
+        "data=file",
+        f"data.path={study}",
+        "report.pdf=never",
+        f"hydra.run.dir={root / 'run'}",
+        cwd=root,
+    )
     return root / "run", out
 
 
@@ -77,19 +89,26 @@ def test_minimal_study_every_stage_ok(minimal_run):
 
 def test_minimal_study_tables_and_skips(minimal_run):
     run_dir, _ = minimal_run
-    for key in ("baselines/table1_milestones.csv", "baselines/tableC1_reliability.csv",
-                "baselines/tableD1_logistic.csv"):  # fmt: skip
+    for key in (
+        "baselines/table1_milestones.csv",
+        "baselines/tableC1_reliability.csv",
+        "baselines/tableD1_logistic.csv",
+    ):
         assert len(results.read(run_dir, key)) >= 1, key
     assert not (run_dir / "baselines" / "contrasts.csv").exists()
     skipped = json.loads((run_dir / "models" / "index.json").read_text())["skipped"]
-    assert {"analysis": "model 'disengagement'",
-            "reason": "needs level_a, level_b (adjudication.csv), which the study does not have"} in skipped  # fmt: skip
+    assert {
+        "analysis": "model 'disengagement'",
+        "reason": "needs level_a, level_b (adjudication.csv), which the study does not have",
+    } in skipped
     md = (run_dir / "supplement.md").read_text()
     assert "**Analyses skipped.**" in md
-    for line in ("model 'disengagement': needs level_a, level_b (adjudication.csv)",
-                 "contrast 'late-2025 vs earlier cohort': the study has no 'cohort' coordinate",
-                 "Table 2, Figure 2, section F (interventions): needs intervention ratings",
-                 "text stage (entrainment, modality, Figures 3-4): the study has no prompt"):  # fmt: skip
+    for line in (
+        "model 'disengagement': needs level_a, level_b (adjudication.csv)",
+        "contrast 'late-2025 vs earlier cohort': the study has no 'cohort' coordinate",
+        "Table 2, Figure 2, section F (interventions): needs intervention ratings",
+        "text stage (entrainment, modality, Figures 3-4): the study has no prompt",
+    ):
         assert line in md, line
     assert "Table 1. Milestones per model" in md and "Table C1" in md and "Table D1" in md
     assert "FAILED" not in md
@@ -107,8 +126,13 @@ def test_template_passes_every_gate(tmp_path):
     """The unchanged ``init-study`` template: all four default fits gate-clean."""
     made = run_cli("init-study", str(tmp_path / "tmpl"), cwd=tmp_path)
     assert made.returncode == 0, made.stderr
-    out = run_cli("data=file", f"data.path={tmp_path / 'tmpl'}", "stages=[models]",
-                  f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)  # fmt: skip
+    out = run_cli(
+        "data=file",
+        f"data.path={tmp_path / 'tmpl'}",
+        "stages=[models]",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     gates = _gates(tmp_path / "run")
     assert sorted(gates) == ["disengagement", "joint", "onset", "rater"]

@@ -19,7 +19,7 @@ _LAZY = {
     "aggregate_coverage": ".coverage_metrics",
     "coverage_metrics": ".coverage_metrics",
     "contrast_metrics": ".coverage_metrics",
-    "true_quantities": ".coverage",
+    "true_quantities": ".truth",
 }
 
 

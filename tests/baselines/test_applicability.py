@@ -35,8 +35,14 @@ def minimal(small_study):
 
 
 def _contrasts(**over):
-    base = {"name": "c", "by": "cohort", "a": ["late-2025"], "b": ["earlier"],
-            "alternative": "two-sided", "quantities": ["first_clinical", "first_level_b"]}  # fmt: skip
+    base = {
+        "name": "c",
+        "by": "cohort",
+        "a": ["late-2025"],
+        "b": ["earlier"],
+        "alternative": "two-sided",
+        "quantities": ["first_clinical", "first_level_b"],
+    }
     return [{**base, **over}]
 
 
@@ -124,5 +130,6 @@ def test_small_groups_get_a_power_note(small_study):
     """small: cohort late-2025 has 2 models, earlier 3: min p = 2 / C(5, 2) = 0.2 > 0.05."""
     res = analyse_trajectory(small_study, {**BASELINES, "n_boot": 20, "alpha_boot": 0})
     notes = [n for n in res.contrasts.notes if "smallest attainable" in n]
-    assert any("'late-2025 vs earlier cohort': with 2 vs 3 models" in n and "0.2" in n
-               for n in notes)  # fmt: skip
+    assert any(
+        "'late-2025 vs earlier cohort': with 2 vs 3 models" in n and "0.2" in n for n in notes
+    )

@@ -1,4 +1,5 @@
-"""Reliability against published values: Krippendorff (2011), Shrout & Fleiss (1979), Cohen (1968)."""
+"""Reliability against published values: Krippendorff (2011), Shrout & Fleiss (1979),
+Cohen (1968)."""
 
 from __future__ import annotations
 
@@ -288,8 +289,10 @@ def test_reliability_table_paper_like(traj):
     assert tab.loc["recognition", "alpha"] == pytest.approx(
         krippendorff_alpha(rec, "interval", (1, 2, 3, 4))
     )
-    kap = [weighted_kappa(rec[i], rec[j], "quadratic", (1, 2, 3, 4))
-           for i, j in itertools.combinations(range(4), 2)]  # fmt: skip
+    kap = [
+        weighted_kappa(rec[i], rec[j], "quadratic", (1, 2, 3, 4))
+        for i, j in itertools.combinations(range(4), 2)
+    ]
     assert tab.loc["recognition", "kappa_q_min"] == pytest.approx(min(kap))
     assert tab.loc["recognition", "icc2_k"] == pytest.approx(icc(rec.T).loc["ICC2k", "icc"])
     # 15 x 30 model-days minus Claude Opus 4.1's missing day 30 (paper: 449 model-days)

@@ -14,10 +14,8 @@ from delusion_bayes.data import simulate_study
 from delusion_bayes.sweep.coverage import (
     aggregate_coverage,
     analyse_replicate,
-    noise_free_rating,
     replicate_path,
     run_replicate,
-    true_quantities,
 )
 from delusion_bayes.sweep.coverage_metrics import (
     close_at_bounds,
@@ -26,6 +24,7 @@ from delusion_bayes.sweep.coverage_metrics import (
     coverage_table,
     load_replicates,
 )
+from delusion_bayes.sweep.truth import noise_free_rating, true_quantities
 
 CONTRAST = ContrastConfig(
     name="late-2025 vs earlier cohort",
@@ -39,10 +38,19 @@ CONTRAST = ContrastConfig(
 
 def _rep(seed, method, q, truth, est, lo95, hi95, lo90=None, hi90=None, item="m1", preset="p"):
     return {
-        "preset": preset, "seed": seed, "method": method, "kind": "interval", "quantity": q,
-        "item": item, "truth": truth, "estimate": est, "low_95": lo95, "high_95": hi95,
-        "low_90": lo95 if lo90 is None else lo90, "high_90": hi95 if hi90 is None else hi90,
-    }  # fmt: skip
+        "preset": preset,
+        "seed": seed,
+        "method": method,
+        "kind": "interval",
+        "quantity": q,
+        "item": item,
+        "truth": truth,
+        "estimate": est,
+        "low_95": lo95,
+        "high_95": hi95,
+        "low_90": lo95 if lo90 is None else lo90,
+        "high_90": hi95 if hi90 is None else hi90,
+    }
 
 
 def test_coverage_metrics_by_hand():
@@ -90,8 +98,9 @@ def test_bounded_L_interval_is_closed_at_the_bound():
     assert lo.tolist() == [3.68, 3.6, 1.0]
     same = close_at_bounds("t50", np.array([1.0]), np.array([3.99]))
     assert same[1].tolist() == [3.99]
-    reps = pd.DataFrame([_rep(0, "a", "L", 4.0, 3.9, 3.68, 3.994), _rep(1, "a", "L", 4.0, 3.5,
-                                                                        3.2, 3.8)])  # fmt: skip
+    reps = pd.DataFrame(
+        [_rep(0, "a", "L", 4.0, 3.9, 3.68, 3.994), _rep(1, "a", "L", 4.0, 3.5, 3.2, 3.8)]
+    )
     cov = coverage_metrics(reps).query("subset == 'all'").iloc[0]
     assert cov["coverage_95"] == 0.5
     assert cov["width_95"] == pytest.approx((0.314 + 0.6) / 2)  # widths as reported
@@ -100,16 +109,46 @@ def test_bounded_L_interval_is_closed_at_the_bound():
 def test_contrast_metrics_type_one_error_and_power():
     rows = []
     for seed, rej in enumerate([True, False, False, False]):
-        rows.append({"preset": "null", "seed": seed, "method": "b", "kind": "contrast",
-                     "quantity": "t50", "item": "c", "stat": 0.5, "reject": rej,
-                     "truth_diff": 0.4})  # fmt: skip
+        rows.append(
+            {
+                "preset": "null",
+                "seed": seed,
+                "method": "b",
+                "kind": "contrast",
+                "quantity": "t50",
+                "item": "c",
+                "stat": 0.5,
+                "reject": rej,
+                "truth_diff": 0.4,
+            }
+        )
     for seed, rej in enumerate([True, True, True, False]):
-        rows.append({"preset": "paper_like", "seed": seed, "method": "b", "kind": "contrast",
-                     "quantity": "t50", "item": "c", "stat": 0.01, "reject": rej,
-                     "truth_diff": -8.0})  # fmt: skip
-        rows.append({"preset": "paper_like", "seed": seed, "method": "b", "kind": "contrast",
-                     "quantity": "L", "item": "c", "stat": 0.3, "reject": seed == 0,
-                     "truth_diff": 0.0})  # fmt: skip
+        rows.append(
+            {
+                "preset": "paper_like",
+                "seed": seed,
+                "method": "b",
+                "kind": "contrast",
+                "quantity": "t50",
+                "item": "c",
+                "stat": 0.01,
+                "reject": rej,
+                "truth_diff": -8.0,
+            }
+        )
+        rows.append(
+            {
+                "preset": "paper_like",
+                "seed": seed,
+                "method": "b",
+                "kind": "contrast",
+                "quantity": "L",
+                "item": "c",
+                "stat": 0.3,
+                "reject": seed == 0,
+                "truth_diff": 0.0,
+            }
+        )
     err = contrast_metrics(pd.DataFrame(rows)).set_index(["preset", "quantity"])
     assert err.loc[("null", "t50"), "what"] == "type-I error"  # null: no difference by design
     assert err.loc[("null", "t50"), "rejection_rate"] == 0.25
@@ -143,12 +182,18 @@ def _oracle_fit(ds, model="onset", *, seed=0, sd=0.05, **kwargs):
     shape = (2, 200, ds.sizes["model"])
     coords = {"chain": [0, 1], "draw": np.arange(200), "model": ds["model"].values}
     post = xr.Dataset(
-        {p: (("chain", "draw", "model"), ds[f"true_{p}"].values + sd * rng.standard_normal(shape))
-         for p in ("L", "k", "t50")},
+        {
+            p: (
+                ("chain", "draw", "model"),
+                ds[f"true_{p}"].values + sd * rng.standard_normal(shape),
+            )
+            for p in ("L", "k", "t50")
+        },
         coords=coords,
-    )  # fmt: skip
-    post["stage"] = ds["true_stage"].transpose("model", "day").expand_dims(chain=[0, 1],
-                                                                           draw=np.arange(200))  # fmt: skip
+    )
+    post["stage"] = (
+        ds["true_stage"].transpose("model", "day").expand_dims(chain=[0, 1], draw=np.arange(200))
+    )
     return xr.DataTree.from_dict({"posterior": post})
 
 
@@ -190,8 +235,14 @@ def test_replicates_are_seeded_and_resumable(tmp_path, bcfg):
     pd.testing.assert_frame_equal(ra[cols], rb[cols])  # same seed -> same replicate
     before = a.stat().st_mtime_ns
     calls = []
-    again = run_replicate("small", 7, tmp_path / "a", baselines=bcfg, methods=("onset",),
-                          fit_fn=lambda *x, **k: calls.append(1))  # fmt: skip
+    again = run_replicate(
+        "small",
+        7,
+        tmp_path / "a",
+        baselines=bcfg,
+        methods=("onset",),
+        fit_fn=lambda *x, **k: calls.append(1),
+    )
     assert again == a and a.stat().st_mtime_ns == before and not calls  # finished: skipped
     c = run_replicate("small", 8, tmp_path / "a", baselines=bcfg, methods=())
     assert not pd.read_csv(c)["estimate"].equals(ra["estimate"])  # another seed, another study
@@ -200,13 +251,25 @@ def test_replicates_are_seeded_and_resumable(tmp_path, bcfg):
 
 def test_aggregate_writes_table_side_by_side(tmp_path, bcfg):
     for seed in (0, 1):
-        run_replicate("paper_like", seed, tmp_path, baselines=bcfg, methods=("onset",),
-                      fit_kwargs={"sd": 0.02}, fit_fn=_oracle_fit)  # fmt: skip
+        run_replicate(
+            "paper_like",
+            seed,
+            tmp_path,
+            baselines=bcfg,
+            methods=("onset",),
+            fit_kwargs={"sd": 0.02},
+            fit_fn=_oracle_fit,
+        )
     cov = aggregate_coverage(tmp_path / "replicates", tmp_path, formats=("png",))
     table = pd.read_csv(tmp_path / "coverage_table.csv")
-    assert list(table.columns) == ["preset", "quantity", "baselines coverage 95%",
-                                   "baselines width 95%", "onset coverage 95%",
-                                   "onset width 95%"]  # fmt: skip
+    assert list(table.columns) == [
+        "preset",
+        "quantity",
+        "baselines coverage 95%",
+        "baselines width 95%",
+        "onset coverage 95%",
+        "onset width 95%",
+    ]
     onset = cov[(cov["method"] == "onset") & (cov["subset"] == "all")].set_index("quantity")
     assert onset.loc["first_clinical", "coverage_95"] == 1.0
     assert onset.loc["first_clinical", "width_95"] == 0.0
@@ -233,8 +296,14 @@ def test_population_rows_score_the_known_population_difference(bcfg):
     pop = {}
     for label, over in (("null", {}), ("null_shift", {"group_shift": SHIFT})):
         ds = simulate_study("null", seed=3, **over)
-        rows = analyse_replicate(ds, baselines=bcfg, methods=("onset",), fit_fn=_oracle_fit,
-                                 fit_kwargs={"sd": 0.02}, seed=3)  # fmt: skip
+        rows = analyse_replicate(
+            ds,
+            baselines=bcfg,
+            methods=("onset",),
+            fit_fn=_oracle_fit,
+            fit_kwargs={"sd": 0.02},
+            seed=3,
+        )
         assert set(rows["preset"]) == {label}
         con = rows[rows["kind"] == "contrast"].set_index(["method", "quantity"])
         assert {"baselines", "onset", "onset_population"} == set(con.index.get_level_values(0))
@@ -247,16 +316,36 @@ def test_population_rows_score_the_known_population_difference(bcfg):
     assert t50["low_95"] <= -8.0 <= t50["high_95"]
     # wider than the finite-sample contrast's certainty: between-model SD 8 over 5 vs 10 models
     assert t50["high_95"] - t50["low_95"] > 2 * 8.0 * np.sqrt(1 / 5 + 1 / 10)
-    paper = analyse_replicate(simulate_study("paper_like", seed=1), baselines=bcfg,
-                              methods=("onset",), fit_fn=_oracle_fit, seed=1)  # fmt: skip
+    paper = analyse_replicate(
+        simulate_study("paper_like", seed=1),
+        baselines=bcfg,
+        methods=("onset",),
+        fit_fn=_oracle_fit,
+        seed=1,
+    )
     assert paper.loc[paper["method"] == "onset_population", "truth"].isna().all()
 
 
 def test_contrast_metrics_coverage_and_se_of_population_rows():
-    rows = [{"preset": "null_shift", "seed": s, "method": "joint_population", "kind": "contrast",
-             "quantity": "t50", "item": "c", "stat": 0.99, "reject": s < 3, "truth": -8.0,
-             "truth_diff": -8.0, "low_95": lo, "high_95": hi, "low_90": lo + 1, "high_90": hi - 1}
-            for s, (lo, hi) in enumerate([(-12, -4), (-9, -7.5), (-15, -1), (-7.5, 2)])]  # fmt: skip
+    rows = [
+        {
+            "preset": "null_shift",
+            "seed": s,
+            "method": "joint_population",
+            "kind": "contrast",
+            "quantity": "t50",
+            "item": "c",
+            "stat": 0.99,
+            "reject": s < 3,
+            "truth": -8.0,
+            "truth_diff": -8.0,
+            "low_95": lo,
+            "high_95": hi,
+            "low_90": lo + 1,
+            "high_90": hi - 1,
+        }
+        for s, (lo, hi) in enumerate([(-12, -4), (-9, -7.5), (-15, -1), (-7.5, 2)])
+    ]
     err = contrast_metrics(pd.DataFrame(rows)).iloc[0]
     assert err["what"] == "power" and err["rejection_rate"] == 0.75
     assert err["se"] == pytest.approx(np.sqrt(0.75 * 0.25 / 4))
@@ -272,9 +361,18 @@ def test_population_experiment_sweeps_null_and_the_known_shift(tmp_path):
     import sys
 
     out = tmp_path / "pop"
-    cmd = [sys.executable, "-m", "delusion_bayes.sweep.coverage", "-m", "experiment=population",
-           "data.seed=4", "baselines.n_boot=10", "model=rater", "hydra/launcher=basic",
-           f"hydra.sweep.dir={out}"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "delusion_bayes.sweep.coverage",
+        "-m",
+        "experiment=population",
+        "data.seed=4",
+        "baselines.n_boot=10",
+        "model=rater",
+        "hydra/launcher=basic",
+        f"hydra.sweep.dir={out}",
+    ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=600)
     names = sorted(p.name for p in (out / "replicates").glob("*.csv"))
     assert names == ["null-0004.csv", "null_shift-0004.csv"]

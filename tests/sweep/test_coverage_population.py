@@ -9,8 +9,9 @@ import pytest
 
 from delusion_bayes.baselines import BaselinesConfig
 from delusion_bayes.data import simulate_study
-from delusion_bayes.sweep.coverage import analyse_replicate, population_truth
+from delusion_bayes.sweep.coverage import analyse_replicate
 from delusion_bayes.sweep.coverage_metrics import contrast_metrics
+from delusion_bayes.sweep.truth import population_truth
 
 from .test_coverage import CONTRAST, _oracle_fit
 

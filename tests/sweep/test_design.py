@@ -34,9 +34,13 @@ from delusion_bayes.sweep.design import (
 
 ROOT = Path(__file__).resolve().parents[2]
 COHORT = ContrastConfig(
-    name="late-2025 vs earlier cohort", by="cohort", a=["late-2025"], b=["earlier"],
-    alternative="two-sided", quantities=["first_clinical"],
-)  # fmt: skip
+    name="late-2025 vs earlier cohort",
+    by="cohort",
+    a=["late-2025"],
+    b=["earlier"],
+    alternative="two-sided",
+    quantities=["first_clinical"],
+)
 
 
 def test_exact_size_of_the_cohort_contrast_by_enumeration():
@@ -114,9 +118,17 @@ def test_power_is_exactly_zero_when_the_groups_are_too_small():
 
 
 def _row(rep, method, kind, quantity, item="", **kw):
-    base = {"n_raters": 4, "n_models": 8, "n_days": 30, "discrimination_mean": 3.5,
-            "replicate": rep, "method": method, "kind": kind, "quantity": quantity,
-            "item": item}  # fmt: skip
+    base = {
+        "n_raters": 4,
+        "n_models": 8,
+        "n_days": 30,
+        "discrimination_mean": 3.5,
+        "replicate": rep,
+        "method": method,
+        "kind": kind,
+        "quantity": quantity,
+        "item": item,
+    }
     return {**base, **kw}
 
 
@@ -129,14 +141,26 @@ def test_cell_metrics_by_hand():
         [(1.0, 9, 11, 1.0), (1.0, 8, 12, 0.0), (0.0, 11, 13, 1.0), (1.0, 7, 11, 0.0)]
     ):
         rows.append(_row(rep, "baselines", "contrast", "first_stable", "cohort", reject=rej))
-        rows.append(_row(rep, "baselines", "interval", "t50", "m1", truth=10.0, low_95=lo,
-                         high_95=hi))  # fmt: skip
-        rows.append(_row(rep, "baselines", "interval", "t50", "m2", truth=50.0, low_95=0,
-                         high_95=100))  # never-turner: not a turning model  # fmt: skip
+        rows.append(
+            _row(rep, "baselines", "interval", "t50", "m1", truth=10.0, low_95=lo, high_95=hi)
+        )
+        rows.append(
+            _row(rep, "baselines", "interval", "t50", "m2", truth=50.0, low_95=0, high_95=100)
+        )  # never-turner: not a turning model
         rows.append(_row(rep, "baselines", "classify", "never", "m1", truth=0.0, estimate=0.0))
         rows.append(_row(rep, "baselines", "classify", "never", "m2", truth=1.0, estimate=never))
-        rows.append(_row(rep, "baselines", "reliability", "alpha", "recognition",
-                         estimate=0.8, low_95=0.75 - 0.01 * rep, high_95=0.85))  # fmt: skip
+        rows.append(
+            _row(
+                rep,
+                "baselines",
+                "reliability",
+                "alpha",
+                "recognition",
+                estimate=0.8,
+                low_95=0.75 - 0.01 * rep,
+                high_95=0.85,
+            )
+        )
     m = cell_metrics(pd.DataFrame(rows)).set_index("metric")
     assert m.loc["power", "value"] == 0.75
     assert m.loc["power", "se"] == pytest.approx(binomial_se(0.75, 4))
@@ -153,10 +177,20 @@ def test_cell_metrics_by_hand():
 
 def test_headline_finds_the_smallest_study_with_enough_power():
     def cell(n, p):
-        return {"data": "simulated paper_like", "n_raters": 4, "n_models": n, "n_days": 30,
-                "discrimination_mean": 3.5, "method": "baselines", "metric": "power",
-                "item": "late-2025 vs earlier cohort: first_stable", "value": p,
-                "se": binomial_se(p, 100), "n": 100, "n_sims": 100}  # fmt: skip
+        return {
+            "data": "simulated paper_like",
+            "n_raters": 4,
+            "n_models": n,
+            "n_days": 30,
+            "discrimination_mean": 3.5,
+            "method": "baselines",
+            "metric": "power",
+            "item": "late-2025 vs earlier cohort: first_stable",
+            "value": p,
+            "se": binomial_se(p, 100),
+            "n": 100,
+            "n_sims": 100,
+        }
 
     text = headline(pd.DataFrame([cell(8, 0.41), cell(15, 0.86), cell(30, 1.0)]))
     assert "you need >= 15 models" in text and "8 models: 0.41" in text
@@ -167,22 +201,41 @@ def test_headline_finds_the_smallest_study_with_enough_power():
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=900)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 def _design_sweep(tmp_path: Path, *overrides: str) -> Path:
     sweep = tmp_path / "design"
-    proc = _run(["-m", "delusion_bayes", "-m", "experiment=design", "hydra/launcher=basic",
-                 "baselines.n_boot=10", "baselines.alpha_boot=20", "design.n_sims=2",
-                 f"cache_dir={tmp_path / 'cache'}", f"hydra.sweep.dir={sweep}", *overrides],
-                tmp_path)  # fmt: skip
+    proc = _run(
+        [
+            "-m",
+            "delusion_bayes",
+            "-m",
+            "experiment=design",
+            "hydra/launcher=basic",
+            "baselines.n_boot=10",
+            "baselines.alpha_boot=20",
+            "design.n_sims=2",
+            f"cache_dir={tmp_path / 'cache'}",
+            f"hydra.sweep.dir={sweep}",
+            *overrides,
+        ],
+        tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = _run(["-m", "delusion_bayes.sweep", str(sweep)], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Simulated paper_like studies: to detect the late-2025 vs earlier cohort" in proc.stdout
-    for name in ("design_table.csv", "design_table.md", "design_cells.csv", "power.png",
-                 "power.pdf", "design_headline.md"):  # fmt: skip
+    for name in (
+        "design_table.csv",
+        "design_table.md",
+        "design_cells.csv",
+        "power.png",
+        "power.pdf",
+        "design_headline.md",
+    ):
         assert (sweep / name).is_file(), name
     assert "SIMULATED" in (sweep / "design_table.md").read_text()
     return sweep
@@ -192,12 +245,18 @@ def _design_sweep(tmp_path: Path, *overrides: str) -> Path:
 def test_design_command_pair_baselines_only(tmp_path):
     """``delusion-bayes -m experiment=design`` over 2 cells (2 and 3 raters, 8 models, 20 days),
     2 studies each, baselines only; then the summary's table has one row per cell."""
-    sweep = _design_sweep(tmp_path, "design.n_raters=2,3", "design.n_models=8",
-                          "design.n_days=20", "design.n_sims_bayes=0")  # fmt: skip
+    sweep = _design_sweep(
+        tmp_path,
+        "design.n_raters=2,3",
+        "design.n_models=8",
+        "design.n_days=20",
+        "design.n_sims_bayes=0",
+    )
     table = pd.read_csv(sweep / "design_table.csv")
     assert table[["n_raters", "n_models", "n_days", "method"]].values.tolist() == [
-        [2, 8, 20, "baselines"], [3, 8, 20, "baselines"],
-    ]  # fmt: skip
+        [2, 8, 20, "baselines"],
+        [3, 8, 20, "baselines"],
+    ]
     assert (table["n_sims"] == 2).all() and (table["data"] == "simulated paper_like").all()
     assert "power: late-2025 vs earlier cohort: first_stable" in table.columns
     jobs = sorted(p.name for p in sweep.iterdir() if (p / "design" / "cell.csv").is_file())
@@ -213,8 +272,15 @@ def test_design_command_pair_baselines_only(tmp_path):
 def test_design_command_pair_with_the_onset_model(tmp_path):
     """One cell, 2 studies, the first also fitted with the onset model (2 chains x 200 draws):
     the table has a baselines row and an onset row, the onset row from 1 study."""
-    sweep = _design_sweep(tmp_path, "design.n_raters=3", "design.n_models=8", "design.n_days=20",
-                          "design.n_sims_bayes=1", "sampler.draws=200", "sampler.tune=200")  # fmt: skip
+    sweep = _design_sweep(
+        tmp_path,
+        "design.n_raters=3",
+        "design.n_models=8",
+        "design.n_days=20",
+        "design.n_sims_bayes=1",
+        "sampler.draws=200",
+        "sampler.tune=200",
+    )
     table = pd.read_csv(sweep / "design_table.csv").set_index("method")
     # the onset row's power is the population contrast's (issue 28): no separate row
     assert sorted(table.index) == ["baselines", "onset"]
@@ -234,8 +300,14 @@ def test_bayesian_power_is_the_population_contrasts():
     from tests.sweep.test_coverage import _oracle_fit
 
     bcfg = BaselinesConfig(n_boot=5, alpha_boot=0, contrasts=[COHORT])
-    rows = analyse_study(simulate_study("null", seed=3), baselines=bcfg, method="onset",
-                         fit_fn=_oracle_fit, fit_kwargs={"sd": 0.02}, seed=3)  # fmt: skip
+    rows = analyse_study(
+        simulate_study("null", seed=3),
+        baselines=bcfg,
+        method="onset",
+        fit_fn=_oracle_fit,
+        fit_kwargs={"sd": 0.02},
+        seed=3,
+    )
     con = rows[rows["kind"] == "contrast"]
     assert set(con["method"]) == {"baselines", "onset"}
     onset = con[con["method"] == "onset"].set_index("quantity")

@@ -31,8 +31,9 @@ def _summarize(sweep_dir: Path) -> subprocess.CompletedProcess:
 def joblib_sweep(tmp_path_factory) -> Path:
     """The issue's acceptance command: joblib launcher, ``baselines.stable_run=2,3``."""
     root = tmp_path_factory.mktemp("joblib") / "sweep"
-    proc = _multirun(root, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
-                     "baselines.stable_run=2,3")  # fmt: skip
+    proc = _multirun(
+        root, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "baselines.stable_run=2,3"
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = _summarize(root)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -90,9 +91,20 @@ def test_submitit_local_failing_job_does_not_end_the_sweep(submitit_sweep):
 def test_coverage_entry_point_resumes(tmp_path):
     """``python -m delusion_bayes.sweep.coverage -m``, baselines only: one replicate file per
     job; a rerun skips both replicates and the summary aggregates them."""
-    cmd = [sys.executable, "-m", "delusion_bayes.sweep.coverage", "-m", "experiment=coverage",
-           "data.preset=small", "data.seed=0,1", "model=rater", "model.also_fit=[]",
-           "baselines.n_boot=20", "hydra/launcher=basic", f"hydra.sweep.dir={tmp_path}"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "delusion_bayes.sweep.coverage",
+        "-m",
+        "experiment=coverage",
+        "data.preset=small",
+        "data.seed=0,1",
+        "model=rater",
+        "model.also_fit=[]",
+        "baselines.n_boot=20",
+        "hydra/launcher=basic",
+        f"hydra.sweep.dir={tmp_path}",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     files = sorted((tmp_path / "replicates").glob("*.csv"))

@@ -48,8 +48,12 @@ SETUP = "sudo scripts/slurm-local.sh up"
 QUIET = "Bypassing sacct error"
 
 #: the README's command, minus the folders (the test's own)
-LAUNCHER = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.mem_gb=4",
-            "hydra.launcher.array_parallelism=1"]  # fmt: skip
+LAUNCHER = [
+    "hydra/launcher=slurm",
+    "hydra.launcher.partition=debug",
+    "hydra.launcher.mem_gb=4",
+    "hydra.launcher.array_parallelism=1",
+]
 #: the small study, the baselines and one Bayesian model: two jobs that differ in stable_run
 MODELS = ("stages=[baselines,models]", "baselines.stable_run=2,3")
 
@@ -63,10 +67,12 @@ def _slurm_problem() -> str | None:
     except ImportError:
         return "hydra-submitit-launcher is not installed (pip install -e '.[cluster]')"
     try:
-        node = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
-                              timeout=20)  # fmt: skip
-        acct = subprocess.run(["sacct", "-n", "-X", "--starttime", "now"], capture_output=True,
-                              text=True, timeout=20)  # fmt: skip
+        node = subprocess.run(
+            ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=20
+        )
+        acct = subprocess.run(
+            ["sacct", "-n", "-X", "--starttime", "now"], capture_output=True, text=True, timeout=20
+        )
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"SLURM does not answer ({err}); start it: `{SETUP}`"
     if node.returncode != 0 or not node.stdout.strip():
@@ -95,14 +101,22 @@ def _env() -> dict[str, str]:
 
 
 def _launch_cmd(sweep_dir: Path, cache: Path, *overrides: str) -> list[str]:
-    return [str(BIN / "delusion-bayes"), "-m", "experiment=smoke", *overrides, *LAUNCHER,
-            f"cache_dir={cache}", f"hydra.sweep.dir={sweep_dir}"]  # fmt: skip
+    return [
+        str(BIN / "delusion-bayes"),
+        "-m",
+        "experiment=smoke",
+        *overrides,
+        *LAUNCHER,
+        f"cache_dir={cache}",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]
 
 
 def _launch(sweep_dir: Path, cache: Path, *overrides: str) -> subprocess.CompletedProcess:
     cmd = _launch_cmd(sweep_dir, cache, *overrides)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_env(),
-                          cwd=sweep_dir.parent)  # fmt: skip
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=600, env=_env(), cwd=sweep_dir.parent
+    )
     assert QUIET not in proc.stdout + proc.stderr, proc.stderr[-3000:]
     return proc
 
@@ -124,8 +138,13 @@ def _array_id(sweep_dir: Path) -> str:
 
 def _states(array_id: str) -> dict[str, str]:
     """``{"<id>_<task>": state}`` from sacct (job accounting), the steps left out."""
-    out = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", array_id],
-                         capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", array_id],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
     return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
 
 
@@ -174,8 +193,9 @@ def test_two_job_sweep_and_the_shared_compile_cache(slurm, cache):
 
 def test_a_failing_job_is_listed_and_the_other_stands(slurm, cache):
     sweep = cache.parent / "fail"
-    proc = _launch(sweep, cache, "stages=[baselines]", "data.preset=small,bogus",
-                   "baselines.stable_run=2")  # fmt: skip
+    proc = _launch(
+        sweep, cache, "stages=[baselines]", "data.preset=small,bogus", "baselines.stable_run=2"
+    )
     assert proc.returncode != 0  # Hydra re-raises the failure after the whole batch
     out = _summarize(sweep)
     assert "2 jobs, 1 not ok" in out.stdout, out.stdout
@@ -194,8 +214,14 @@ def test_cancelled_job_is_incomplete_and_resume_redoes_only_it(slurm, cache):
     sweep = cache.parent / "cancel"
     sweep.mkdir()
     extra = (*MODELS, "model=onset", "sampler.reuse_fits=true")
-    proc = subprocess.Popen(_launch_cmd(sweep, cache, *extra), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=_env(), cwd=sweep.parent)  # fmt: skip
+    proc = subprocess.Popen(
+        _launch_cmd(sweep, cache, *extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+        cwd=sweep.parent,
+    )
     record = sweep / "0" / "run.json"
     try:
         deadline = time.monotonic() + 240
@@ -225,8 +251,11 @@ def test_cancelled_job_is_incomplete_and_resume_redoes_only_it(slurm, cache):
     assert "job 0: incomplete:" in out.stdout and "(last stage recorded: baselines)" in out.stdout
     assert "models" not in json.loads(record.read_text())["stages"]
     assert _attrs(sweep / "1", "onset")["fit_reused"] == 0  # job 1 fitted (job 0 never did)
-    kept = {p: p.stat().st_mtime_ns for p in (sweep / "1").rglob("*") if p.is_file()
-            and ".hydra" not in p.parts and p.suffix != ".log" and p.name != "job.json"}  # fmt: skip
+    kept = {
+        p: p.stat().st_mtime_ns
+        for p in (sweep / "1").rglob("*")
+        if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log" and p.name != "job.json"
+    }
 
     again = _launch(sweep, cache, *extra, "resume=true")
     assert again.returncode == 0, again.stderr[-3000:]

@@ -51,7 +51,8 @@ def test_config3_whole_texts(dict_embedder):
     """Config 3: cosine of whole texts. Vectors chosen so the cosines are exact by hand.
 
     p1 = (1, 0), p2 = (0, 1); a1 = (3, 4) -> cos(p1, a1) = .6, cos(p2, a1) = .8;
-    a2 = (1, 0) -> cos = 1, 0. Scores: a1: .6 - .8 = -.2; a2: cos(p2, a2) - cos(p1, a2) = 0 - 1 = -1.
+    a2 = (1, 0) -> cos = 1, 0. Scores: a1: .6 - .8 = -.2;
+    a2: cos(p2, a2) - cos(p1, a2) = 0 - 1 = -1.
     """
     emb = dict_embedder({"P1.": [1, 0], "P2.": [0, 1], "A1.": [3, 4], "A2.": [1, 0]})
     sim = similarity_matrices(
@@ -62,7 +63,8 @@ def test_config3_whole_texts(dict_embedder):
 
 
 def _sentence_embedder(dict_embedder):
-    # prompt 1 = "Red sky. Blue sea.", prompt 2 = "Green hill."; answer 1 = "Red car. Red sea.", answer 2 = "Green tree."
+    # prompt 1 = "Red sky. Blue sea.", prompt 2 = "Green hill.";
+    # answer 1 = "Red car. Red sea.", answer 2 = "Green tree."
     return dict_embedder(
         {
             "Red sky.": [1, 0, 0],
