@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..data.schema import STAGE_CUTPOINTS
 from .coverage_metrics import LATENCIES
 
 
@@ -27,7 +28,7 @@ def true_milestones(stage: xr.DataArray, ds: xr.Dataset, stable_run: int, censor
     """Milestones of the noise-free rating of ``stage`` (the simulator's cutpoints)."""
     from ..baselines import milestones
 
-    cuts = ds["true_cutpoints"].values if "true_cutpoints" in ds else (1.5, 2.5, 3.5)
+    cuts = ds["true_cutpoints"].values if "true_cutpoints" in ds else STAGE_CUTPOINTS
     return milestones(noise_free_rating(stage, cuts), stable_run=stable_run, censor_day=censor_day)
 
 
