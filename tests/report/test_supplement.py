@@ -275,7 +275,9 @@ def test_rebuild_is_deterministic(smoke_run, tmp_path, monkeypatch):
 def test_config_handling(smoke_run, tmp_path):
     yaml = OmegaConf.load(Path(__file__).parents[2] / "conf" / "report" / "default.yaml")
     assert set(yaml) <= set(ReportConfig.__dataclass_fields__)
-    assert OmegaConf.to_container(yaml)["from_run"] is None
+    from delusion_bayes.config import compose
+
+    assert compose([]).report.from_run is None  # the default: build from this run
     with pytest.raises(ValueError, match=r"unknown report config keys \['dpii'\]"):
         build_supplement(tmp_path, {"dpii": 3})
     with pytest.raises(ValueError, match="does not exist"):
