@@ -170,6 +170,8 @@ def load_inspect_logs(
     window unless ``cluster_keys`` name metadata keys). Otherwise ``Score.value`` is the score,
     ``metadata[code_key]`` the code, ``cluster_keys`` ``[participant(, conversation)]`` and
     ``cutoff`` (default 1) the hit threshold. See the module docstring for the counted cases.
+    Models are ordered by name (the original transcript's replies first), whatever the order in
+    which the logs were written.
 
     Raises
     ------
@@ -283,7 +285,9 @@ def _dataset(rows, logs, how: _Mapping, cutoff, cutoffs, categories) -> xr.Datas
     samp, clustering, note = _samples(rows, dele, how.cluster_keys)
     if not dele and not how.cluster_keys:
         notes.append(note)
-    models = list(dict.fromkeys(rows["model"]))
+    # sorted by name: log file names and creation times tie when logs are written in the same
+    # second, so the order of first appearance would differ between machines
+    models = sorted(set(rows["model"]))
     models = ([ORIGINAL] if ORIGINAL in models else []) + [m for m in models if m != ORIGINAL]
     cats = dict(CODES) if dele else {}
     cats.update(categories or {})
