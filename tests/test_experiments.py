@@ -31,6 +31,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "1",
     ],
     "bench_baselines.py": ["--n-boot", "20", "--n-loop", "2", "--repeat", "1"],
+    "bench_compile.py": ["--model", "onset", "--seeds", "0,1", "--draws", "50", "--tune", "50"],
     "bench_models.py": [
         "--preset",
         "small",

@@ -112,17 +112,38 @@ def kernels_written(before: dict[str, int], after: dict[str, int]) -> int:
 
 
 def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str | None = None):
-    """``nutpie.compile_pymc_model(model)``, memoised in-process by ``key``. ``cache_dir`` is
-    unused: the on-disk cache is PyTensor's (:func:`configure_pytensor_cache`)."""
+    """``nutpie.compile_pymc_model(model)``, memoised in-process by ``key`` (at most
+    :data:`COMPILED_MEMO_SIZE`, least recently used dropped). A memoised model gets ``model``'s
+    current data (its ``pm.Data`` values, by name: nutpie's ``with_data``), so ``key`` must name
+    the graph's structure, not its data (:func:`delusion_bayes.models.build.model_for`).
+    ``cache_dir`` is unused: the on-disk cache is PyTensor's (:func:`configure_pytensor_cache`).
+    """
     import nutpie
 
     if key is not None and key in _MEMO:
         log.info("reusing the compiled model %s from this process", key)
-        return _MEMO[key]
+        _MEMO[key] = compiled = _MEMO.pop(key)
+        return with_model_data(compiled, model)
     compiled = nutpie.compile_pymc_model(model)
     if key is not None:
         _MEMO[key] = compiled
+        while len(_MEMO) > COMPILED_MEMO_SIZE:
+            _MEMO.pop(next(iter(_MEMO)))
     return compiled
+
+
+#: compiled models kept per process (each holds its numba functions)
+COMPILED_MEMO_SIZE = 8
+
+
+def with_model_data(compiled: Any, model: Any) -> Any:
+    """``compiled`` (a nutpie model) with the current value of each of its data variables in
+    ``model`` (same name), or its own where ``model`` has none."""
+    values = {}
+    for var in compiled.shared_var_keys:
+        if var.name:  # nutpie's with_data finds a variable by its name
+            values[var.name] = model.named_vars.get(var.name, var).get_value()
+    return compiled.with_data(**values) if values else compiled
 
 
 # fitted posteriors (opt-in: sweeps whose jobs share a fit)

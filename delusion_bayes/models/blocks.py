@@ -1,5 +1,16 @@
 """Building blocks shared by the model graphs (called inside a ``pm.Model`` context; PyMC and
-PyTensor are imported inside the functions)."""
+PyTensor are imported inside the functions).
+
+Every array of the spec enters the graph as data (:func:`spec_data`, a ``pm.Data`` per
+:class:`~delusion_bayes.models.spec.SpecData` field), never as a constant: studies of one
+structure (:meth:`~delusion_bayes.models.spec.ModelSpec.structure_key`) share one compiled
+log-density, whose data are swapped (:func:`delusion_bayes.models.build.model_for`). That
+includes the parameterisation's index sets (which models are centred, which sample t50 beyond a
+wall): each such coordinate is a free vector over all models, used where its mask is set and a
+standard normal elsewhere (:func:`_masked_normal`), so the geometry of the used coordinates is
+today's and the unused ones are independent of everything; :func:`sampling_coordinates` says
+which entries are used, and :func:`delusion_bayes.models.fit.finish_fit` keeps only those.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +20,42 @@ from ..data.schema import DAY, K_MAX, MODEL, RATER, STAGE_MIDPOINT
 from .priors import make_rv, prior_rms
 from .rating_terms import rating_terms
 from .spec import K_MIN, MIN_T50_SCALE_TURNERS, OPEN, STEP_K, T50_SHEAR, ModelSpec
+
+#: prefix of the ``pm.Data`` name of a spec field (``y`` is also the onset model's observed name)
+DATA_PREFIX = "d_"
+
+
+def spec_data(spec: ModelSpec, key: str):
+    """The spec's data field ``key`` (``SpecData`` item names) as a graph input: the model's
+    ``pm.Data`` named ``d_<key>``, created on first use."""
+    import pymc as pm
+
+    model = pm.modelcontext(None)
+    name = DATA_PREFIX + key
+    if name in model.named_vars:
+        return model[name]
+    return pm.Data(name, np.asarray(spec.data[key]))
+
+
+def set_spec_data(model, spec: ModelSpec) -> None:
+    """Point ``model``'s data (:func:`spec_data`) at ``spec``'s arrays: the model must have been
+    built from a spec of the same :meth:`~delusion_bayes.models.spec.ModelSpec.structure_key`."""
+    for key, value in spec.data.items():
+        name = DATA_PREFIX + key
+        if name in model.named_vars:
+            var = model[name]
+            var.set_value(np.asarray(value, dtype=var.dtype))
+
+
+def _masked_normal(name: str, mask, loc, scale, n: int):
+    """A free vector of ``n`` with prior ``N(loc, scale)`` where ``mask`` and ``N(0, 1)``
+    elsewhere (the entries the graph does not use there: independent of everything)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    loc = pt.switch(mask, loc, 0.0)
+    scale = pt.switch(mask, scale, 1.0)
+    return pm.Normal(name, loc, scale, shape=n)
 
 
 def _group_shift(spec: ModelSpec, param: str):
@@ -22,7 +69,7 @@ def _group_shift(spec: ModelSpec, param: str):
         sd = make_rv(f"sd_{param}_{term}", spec.priors["group_sd"])
         z = pm.Normal(f"z_{param}_{term}", 0.0, 1.0, dims=dim)
         b = pm.Deterministic(f"b_{param}_{term}", sd * z, dims=dim)
-        shift = shift + b[spec.data.group_idx[term]]
+        shift = shift + b[spec_data(spec, f"group_{term}_idx")]
     return shift
 
 
@@ -33,41 +80,58 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     ratings bound only ``h = k (t50 - T) > ~2``, a wall whose width in a whitened t50 shrinks
     with k; its free variable is ``w`` with ``t50 = T + c sinh(w) / k`` (``c = T50_SHEAR``;
     mirrored at the first day for a model turned from day 1), where the wall has unit width,
-    and the prior enters with its Jacobian (``pm.Flat`` + ``pm.Potential``).
+    and the prior enters with its Jacobian (``w ~ N(0, 1)``, whose density a ``pm.Potential``
+    replaces by the prior's in w).
     """
     import pymc as pm
     import pytensor.tensor as pt
 
     T = float(spec.n_days)
-    t_first = float(np.min(spec.data.day_values))
-    centred = _turned(spec)
-    early = np.asarray(spec.data.t50_early, bool) & ~centred
-    late = ~centred & ~early
+    t_first = pt.min(spec_data(spec, "day_values"))
+    masks = _t50_masks(spec)
     loc = T * (mu_t50 + _group_shift(spec, "t50")) * pt.ones(n_models)
     scale = T * sigma_t50
-    t50 = pt.zeros(n_models)
-    ic = np.flatnonzero(centred)
-    if ic.size:
-        tc = pm.Normal("t50_centred", loc[ic], scale, shape=ic.size)
-        t50 = pt.set_subtensor(t50[ic], tc)
+    t50 = _masked_normal("t50_centred", masks["t50_centred"], loc, scale, n_models)
     # the prior density in w is N(t50; loc, scale) |dt50/dw|
-    walls = (
-        ("w_t50", np.flatnonzero(late), T, 1.0),
-        ("w_t50_early", np.flatnonzero(early), t_first, -1.0),
-    )
-    for name, idx, anchor, sign in walls:
-        if not idx.size:
-            continue
-        kk = k[idx]
+    walls = (("w_t50", T, 1.0), ("w_t50_early", t_first, -1.0))
+    for name, anchor, sign in walls:
+        mask = masks[name]
         # started on the data's side of the wall (h = 2c), not on it (w = 0): an already-turned
         # model started there could settle in a flat-line local mode
-        w = pm.Flat(name, shape=idx.size, initval=np.full(idx.size, np.arcsinh(2.0)))
-        t_w = anchor + sign * T50_SHEAR * pt.sinh(w) / kk
-        jac = pt.log(T50_SHEAR * pt.cosh(w) / kk)
-        z = (t_w - loc[idx]) / scale
-        pm.Potential(f"{name}_prior", (-0.5 * z**2 - pt.log(scale) + jac).sum())
-        t50 = pt.set_subtensor(t50[idx], t_w)
+        w = pm.Normal(name, 0.0, 1.0, shape=n_models, initval=np.full(n_models, np.arcsinh(2.0)))
+        t_w = anchor + sign * T50_SHEAR * pt.sinh(w) / k
+        jac = pt.log(T50_SHEAR * pt.cosh(w) / k)
+        z = (t_w - loc) / scale
+        # where this wall is the model's coordinate, its density replaces the standard normal
+        # (a proper prior elsewhere, so the graph's prior can be drawn)
+        terms = pt.switch(mask, -0.5 * z**2 - pt.log(scale) + jac + 0.5 * w**2, 0.0)
+        pm.Potential(f"{name}_prior", terms.sum())
+        t50 = pt.switch(mask, t_w, t50)
     return t50
+
+
+def _t50_masks(spec: ModelSpec) -> dict:
+    """Which coordinate gives each model's t50, as graph expressions of the spec's data:
+    ``t50_centred`` (:func:`_turned`), ``w_t50_early`` (turned from the first day) and
+    ``w_t50`` (never turned)."""
+    centred = spec_data(spec, "t50_centred")
+    early = spec_data(spec, "t50_early")
+    turned = centred & ~early
+    return {"t50_centred": turned, "w_t50_early": early & ~turned, "w_t50": ~turned & ~early}
+
+
+def sampling_coordinates(spec: ModelSpec) -> dict[str, np.ndarray]:
+    """The entries each masked free vector of the graph uses (numpy, by name): the others are
+    standard normals that stand in for the coordinate another study of the structure uses."""
+    turned = _turned(spec)
+    early = np.asarray(spec.data.t50_early, bool) & ~turned
+    out = {"t50_centred": turned, "w_t50_early": early, "w_t50": ~turned & ~early}
+    pinned = np.asarray(spec.data.log_k_centred, bool) & turned
+    out |= {"log_k_centred": pinned, "z_log_k": ~pinned}
+    if spec.data.eps_centred is not None:
+        eps = np.asarray(spec.data.eps_centred, bool)
+        out |= {"log_eps_centred": eps, "z_log_eps": ~eps}
+    return {name: np.flatnonzero(mask) for name, mask in out.items()}
 
 
 def _turned(spec: ModelSpec) -> np.ndarray:
@@ -77,23 +141,18 @@ def _turned(spec: ModelSpec) -> np.ndarray:
     return np.asarray(spec.data.t50_centred, bool) & ~np.asarray(spec.data.t50_early, bool)
 
 
-def _partially_centred(name: str, loc, scale, centred: np.ndarray):
+def _partially_centred(name: str, loc, scale, centred, n: int):
     """``x_m ~ N(loc_m, scale)`` per model: centred (free ``<name>_centred``) where ``centred``
-    (the data pin ``x``), non-centred (``z_<name>``, ``x = loc + scale z``) elsewhere (``x``
-    follows the population). The same model either way."""
+    (the data pin ``x``; a graph input), non-centred (``z_<name>``, ``x = loc + scale z``)
+    elsewhere (``x`` follows the population). The same model either way. Both free vectors span
+    every model; each is used where its mask says (:func:`_masked_normal`)."""
     import pymc as pm
     import pytensor.tensor as pt
 
-    n = centred.size
     loc = loc * pt.ones(n)
-    x = pt.zeros(n)
-    ic, inc = np.flatnonzero(centred), np.flatnonzero(~centred)
-    if ic.size:
-        x = pt.set_subtensor(x[ic], pm.Normal(f"{name}_centred", loc[ic], scale, shape=ic.size))
-    if inc.size:
-        z = pm.Normal(f"z_{name}", 0.0, 1.0, shape=inc.size)
-        x = pt.set_subtensor(x[inc], loc[inc] + scale * z)
-    return x
+    xc = _masked_normal(f"{name}_centred", centred, loc, scale, n)
+    z = pm.Normal(f"z_{name}", 0.0, 1.0, shape=n)
+    return pt.switch(centred, xc, loc + scale * z)
 
 
 def onset_trajectory(spec: ModelSpec):
@@ -117,8 +176,9 @@ def onset_trajectory(spec: ModelSpec):
         # soft bounds: k = k_min + (K_MAX - k_min) sigmoid(a - log(K_MAX - k_min)) (spec.K_MAX,
         # spec.K_MIN); the joint models mix worse with K_MIN, so they keep k_min = 0
         # centred where the ratings pin log k (spec.log_k_centring), else non-centred
-        pinned = np.asarray(spec.data.log_k_centred, bool) & turned
-        a = _partially_centred("log_k", mu_log_k + _group_shift(spec, "log_k"), sigma_log_k, pinned)
+        pinned = spec_data(spec, "log_k_centred") & _t50_masks(spec)["t50_centred"]
+        loc = mu_log_k + _group_shift(spec, "log_k")
+        a = _partially_centred("log_k", loc, sigma_log_k, pinned, n_models)
         k_min = K_MIN if spec.name == "onset" else 0.0
         span = K_MAX - k_min
         k = pm.Deterministic("k", k_min + span * pm.math.sigmoid(a - np.log(span)), dims=MODEL)
@@ -132,7 +192,7 @@ def onset_trajectory(spec: ModelSpec):
         # mean square, which keeps each t50's prior variance (docs/models.md)
         sigma_t50 = pm.Deterministic("sigma_t50", pt.as_tensor_variable(prior_rms(p["sigma_t50"])))
     t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models, k), dims=MODEL)
-    t = pt.as_tensor_variable(spec.data.day_values)[None, :]
+    t = spec_data(spec, "day_values")[None, :]
     x = k[:, None] * (t - t50[:, None])
     if spec.trajectory == "linear":
         # floor-to-L ramp with the logistic's slope at the midpoint, (L-1) k / 4
@@ -154,8 +214,9 @@ def day_noise_scale(spec: ModelSpec):
     sigma_log_eps = make_rv("sigma_log_eps", p["sigma_log_eps"])
     if spec.data.eps_centred is None:
         raise ValueError(f"the {spec.name} spec has no day-noise geometry (eps_centred)")
-    centred = np.asarray(spec.data.eps_centred, bool)
-    log_s = _partially_centred("log_eps", mu_log_eps, sigma_log_eps, centred)
+    centred = spec_data(spec, "eps_centred")
+    n_models = len(spec.coords[MODEL])
+    log_s = _partially_centred("log_eps", mu_log_eps, sigma_log_eps, centred, n_models)
     return pm.Deterministic("sigma_eps", pt.exp(log_s), dims=MODEL)
 
 
@@ -216,22 +277,21 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     import pymc as pm
     import pytensor.tensor as pt
 
-    d = spec.data
     x, w = np.polynomial.hermite.hermgauss(nodes or GH_NODES.get(spec.name, 16))
     lw = pt.as_tensor_variable(np.log(w) + x**2 - 0.5 * np.log(np.pi))
     xq = pt.as_tensor_variable(np.sqrt(2.0) * x)
     centre, tau = _proposal(spec, mu, sigma, severity, disc)
     s = centre[:, None] + tau[:, None] * xq[None, :]  # (U, Q)
-    ll = rating_terms(s, severity, disc, d.md_lo, d.md_hi)
+    ll = rating_terms(s, severity, disc, spec_data(spec, "md_lo"), spec_data(spec, "md_hi"))
     if level is not None:
         below, above = _level_terms(spec, s, level)
         ll = ll - below - above
     prior = -0.5 * ((s - mu[:, None]) / sigma[:, None]) ** 2 + pt.log(tau / sigma)[:, None]
     per_md = pt.logsumexp(lw[None, :] + ll + prior, axis=1)
-    const = (d.n_interior * pt.log1mexp(-disc)).sum()
+    const = (spec_data(spec, "n_interior") * pt.log1mexp(-disc)).sum()
     if level is not None:
         _, _, c1, c2 = level
-        n1 = float(np.sum(d.md_level == 1))
+        n1 = pt.eq(spec_data(spec, "md_level"), 1).sum()
         const = const + n1 * pt.log1mexp(-(c2 - c1))
     pm.Potential("ratings_marginal", per_md.sum() + const)
     return per_md
@@ -242,12 +302,12 @@ def _proposal(spec: ModelSpec, mu, sigma, severity, disc):
     prior and a Gaussian reading of the ratings, precision-weighted."""
     import pytensor.tensor as pt
 
-    d = spec.data
-    rated = (d.md_lo > -OPEN) | (d.md_hi < OPEN)
+    lo, hi = spec_data(spec, "md_lo"), spec_data(spec, "md_hi")
+    rated = pt.cast(pt.gt(lo, -OPEN) | pt.lt(hi, OPEN), "float64")
     v_r = (np.pi**2 / 3.0) / disc**2 + 1.0 / 12.0
-    prec = pt.as_tensor_variable(rated.astype(float)) / (v_r[None, :] + END_VAR * d.md_end)
+    prec = rated / (v_r[None, :] + END_VAR * spec_data(spec, "md_end"))
     p_u = prec.sum(axis=1)
-    yhat = (prec * (d.md_rating - severity[None, :])).sum(axis=1)
+    yhat = (prec * (spec_data(spec, "md_rating") - severity[None, :])).sum(axis=1)
     inv_s2 = 1.0 / sigma**2
     prec_post = inv_s2 + p_u
     centre = (mu * inv_s2 + yhat) / prec_post
@@ -261,14 +321,22 @@ def _level_terms(spec: ModelSpec, s, level):
     :func:`marginal_ratings` adds once."""
     import pytensor.tensor as pt
 
-    d = spec.data
     beta, u, c1, c2 = level
-    lv = d.md_level
-    eta = beta * (s - STAGE_MIDPOINT) + u[d.md_model][:, None]
-    big = pt.as_tensor_variable(np.full(lv.shape, OPEN))
+    lv = spec_data(spec, "md_level")
+    eta = beta * (s - STAGE_MIDPOINT) + u[spec_data(spec, "md_model")][:, None]
+    big = pt.fill(lv, OPEN).astype("float64")
     c_lo = pt.switch(pt.eq(lv, 0) | pt.lt(lv, 0), -big, pt.switch(pt.eq(lv, 1), c1, c2))
     c_hi = pt.switch(pt.eq(lv, 2) | pt.lt(lv, 0), big, pt.switch(pt.eq(lv, 0), c1, c2))
     return pt.softplus(-(eta - c_lo[:, None])), pt.softplus(eta - c_hi[:, None])
 
 
-__all__ = ["onset_trajectory", "day_noise_scale", "rater_effects", "marginal_ratings"]
+__all__ = [
+    "DATA_PREFIX",
+    "day_noise_scale",
+    "marginal_ratings",
+    "onset_trajectory",
+    "rater_effects",
+    "sampling_coordinates",
+    "set_spec_data",
+    "spec_data",
+]

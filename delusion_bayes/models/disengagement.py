@@ -18,7 +18,13 @@ implies Level A, so the pair is one ordinal variable):
 from __future__ import annotations
 
 from ..data.schema import MODEL, STAGE_MIDPOINT
-from .blocks import day_noise_scale, marginal_ratings, onset_trajectory, rater_effects
+from .blocks import (
+    day_noise_scale,
+    marginal_ratings,
+    onset_trajectory,
+    rater_effects,
+    spec_data,
+)
 from .priors import make_rv
 from .spec import ModelSpec
 
@@ -41,11 +47,11 @@ def build_disengagement(spec: ModelSpec):
         c1 = make_rv("c_level_1", p["c_level_1"])
         gap = make_rv("log_gap_level", p["log_gap_level"])
         c2 = c1 + pt.exp(gap)
-        d = spec.data
+        md_model, md_day = spec_data(spec, "md_model"), spec_data(spec, "md_day")
         marginal_ratings(
             spec,
-            mu[d.md_model, d.md_day],
-            sigma_eps[d.md_model],
+            mu[md_model, md_day],
+            sigma_eps[md_model],
             severity,
             disc,
             level=(beta, u, c1, c2),

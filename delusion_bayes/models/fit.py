@@ -185,14 +185,16 @@ def _sample_with_groups(
     (``fit_time`` since ``t0``, compiled kernels found and written)."""
     from ..inference.cache import compiled_kernels, kernels_written
     from ..inference.sampling import sample
-    from .build import build_model
+    from .build import model_for
 
-    pm_model = build_model(spec)
+    pm_model, graph_key = model_for(spec)
     log.info(
         "fitting %s (%s, %d chains x %d draws)", spec.variant, scfg.name, scfg.chains, scfg.draws
     )
     kernels = compiled_kernels(compiledir)
-    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=spec.hash(), label=spec.variant)
+    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=graph_key, label=spec.variant)
+    if "constant_data" in dt.children:  # the spec's arrays (pm.Data): in the spec, not the fit
+        del dt["constant_data"]
     prior_group = _log_prior(dt, pm_model, spec) if groups.log_prior else None
     if isinstance(spec, CustomGraphSpec):
         dt = spec.finish(dt, seed=scfg.seed, log_likelihood=groups.log_likelihood)
@@ -240,10 +242,11 @@ def _add_trajectory_groups(
     if groups.log_likelihood:
         import pymc as pm
 
+        from .build import start_values_cleared
+
         # the rebuilt graph refuses start values (blocks._t50's, for the sampler only)
-        for rv in pm_model.rvs_to_initial_values:
-            pm_model.rvs_to_initial_values[rv] = None
-        dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
+        with start_values_cleared(pm_model):
+            dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
     if groups.posterior_predictive:
         dt = onset_predictive(dt, spec, seed=seed + 1)
     return dt
@@ -272,8 +275,9 @@ def _log_prior(
 
 
 def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
-    """Mask missing model-days, attach obs/model coords and spec attrs."""
-    post = dt["posterior"].to_dataset()
+    """Keep the used entries of the sampling coordinates, mask missing model-days, attach
+    obs/model coords and spec attrs."""
+    post = _used_coordinates(dt["posterior"].to_dataset(), spec)
     missing = xr.DataArray(
         spec.missing, dims=(MODEL, DAY), coords={MODEL: spec.coords[MODEL], DAY: spec.coords[DAY]}
     )
@@ -301,3 +305,20 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
         sampler=str(post.attrs.get("sampler", "")),
     )
     return dt
+
+
+def _used_coordinates(post: xr.Dataset, spec: ModelSpec) -> xr.Dataset:
+    """The posterior with each masked free vector (:func:`~.blocks.sampling_coordinates`) cut
+    to the entries the spec's graph uses, numbered from 0 (a vector with none is dropped): the
+    other entries are standard normals that stand in for another study's coordinates."""
+    from .blocks import sampling_coordinates
+
+    for name, idx in sampling_coordinates(spec).items():
+        if name not in post:
+            continue
+        dim = post[name].dims[-1]
+        used = post[name].isel({dim: idx}).drop_vars(dim, errors="ignore")
+        post = post.drop_vars([name, dim], errors="ignore")
+        if idx.size:
+            post[name] = used.assign_coords({dim: np.arange(idx.size)})
+    return post

@@ -36,7 +36,13 @@ failed fit. A model-day no rater saw is NaN in ``stage``.
 
 from __future__ import annotations
 
-from .blocks import day_noise_scale, marginal_ratings, onset_trajectory, rater_effects
+from .blocks import (
+    day_noise_scale,
+    marginal_ratings,
+    onset_trajectory,
+    rater_effects,
+    spec_data,
+)
 from .spec import ModelSpec
 
 
@@ -48,6 +54,6 @@ def build_joint(spec: ModelSpec):
         mu = onset_trajectory(spec)
         sigma_eps = day_noise_scale(spec)
         severity, disc = rater_effects(spec)
-        d = spec.data
-        marginal_ratings(spec, mu[d.md_model, d.md_day], sigma_eps[d.md_model], severity, disc)
+        md_model, md_day = spec_data(spec, "md_model"), spec_data(spec, "md_day")
+        marginal_ratings(spec, mu[md_model, md_day], sigma_eps[md_model], severity, disc)
     return model

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .blocks import onset_trajectory
+from .blocks import onset_trajectory, spec_data
 from .priors import make_rv
 from .spec import OBS, ModelSpec
 
@@ -99,8 +99,7 @@ def build_onset(spec: ModelSpec):
     with pm.Model(coords=spec.coords) as model:
         mu = onset_trajectory(spec)
         sigma_y = make_rv("sigma_y", spec.priors["sigma_y"])
-        d = spec.data
         # censored at the floor only (the module docstring says why not at the top)
-        mu_y = mu[d.model_idx, d.day_idx]
-        censored_normal("y", mu_y, sigma_y, d.y, upper=np.inf, dims=OBS)
+        mu_y = mu[spec_data(spec, "model_idx"), spec_data(spec, "day_idx")]
+        censored_normal("y", mu_y, sigma_y, spec_data(spec, "y"), upper=np.inf, dims=OBS)
     return model

@@ -23,7 +23,7 @@ are justified in :mod:`delusion_bayes.models.joint`.
 
 from __future__ import annotations
 
-from .blocks import marginal_ratings, rater_effects
+from .blocks import marginal_ratings, rater_effects, spec_data
 from .priors import make_rv
 from .spec import ModelSpec
 
@@ -38,9 +38,7 @@ def build_rater(spec: ModelSpec):
         mu_theta = make_rv("mu_theta", p["mu_theta"])
         sigma_theta = make_rv("sigma_theta", p["sigma_theta"])
         severity, disc = rater_effects(spec)
-        n_md = spec.data.md_model.size
+        ones = pt.ones_like(spec_data(spec, "md_model"), dtype="float64")
         # theta integrated out of the likelihood, drawn after sampling (models.latent)
-        marginal_ratings(
-            spec, mu_theta * pt.ones(n_md), sigma_theta * pt.ones(n_md), severity, disc
-        )
+        marginal_ratings(spec, mu_theta * ones, sigma_theta * ones, severity, disc)
     return model

@@ -151,14 +151,18 @@ def _sbc_simuk(ds: xr.Dataset, model: str, run: _SbcRun) -> xr.DataTree:
 
 
 def _prior_model(ds: xr.Dataset, model: str, var_names: Sequence[str]):
-    """The ``pm.Model`` of ``model`` on ``ds`` with every t50 centred (no ``pm.Flat``, so its
-    prior can be drawn; the same model); ``var_names`` checked against its variables."""
+    """The ``pm.Model`` of ``model`` on ``ds`` with every t50 centred (no wall Potential, which
+    prior draws would ignore; the same model); ``var_names`` checked against its variables."""
     from .build import build_model
     from .spec import build_spec
 
     spec = build_spec(ds, model)
     spec.data.t50_centred = np.ones(len(spec.coords["model"]), bool)
     pm_model = build_model(spec)
+    # the wall coordinates' start values (blocks._t50) are for models beyond a wall, which this
+    # graph has none of; simuk's pm.observe refuses a model with start values
+    for rv in pm_model.rvs_to_initial_values:
+        pm_model.rvs_to_initial_values[rv] = None
     unknown = [v for v in var_names if v not in pm_model.named_vars]
     if unknown:
         raise ValueError(

@@ -61,8 +61,7 @@ def log_prior_dataset(
     ``pm_model`` (summed over its elements, no Jacobian) at the posterior draws of ``dt``.
 
     ``var_names`` default to every free variable but a ``pm.Flat`` and every ``*_prior``
-    Potential (as ``pm.compute_log_prior``, in one ``vectorize_graph`` evaluation). Clears the
-    model's start values (the model rebuilt without value transforms refuses them).
+    Potential (as ``pm.compute_log_prior``, in one ``vectorize_graph`` evaluation).
     """
     import pytensor
     import pytensor.tensor as pt
@@ -70,9 +69,10 @@ def log_prior_dataset(
     from pytensor.graph.replace import vectorize_graph
     from pytensor.graph.traversal import graph_inputs
 
-    for rv in pm_model.rvs_to_initial_values:
-        pm_model.rvs_to_initial_values[rv] = None
-    umodel = remove_value_transforms(pm_model)
+    from .build import start_values_cleared
+
+    with start_values_cleared(pm_model):  # the model rebuilt without transforms refuses them
+        umodel = remove_value_transforms(pm_model)
     pots = {str(p.name): p for p in umodel.potentials}
     rvs, pot_names = _prior_terms_of(umodel, pots, var_names)
     names = [str(rv.name) for rv in rvs] + pot_names

@@ -207,10 +207,8 @@ class ModelSpec:
         """The priors as a DataFrame (one row per parameter)."""
         return prior_table(self.priors)
 
-    def hash(self) -> str:
-        """Hash of everything that shapes the compiled graph (data values, priors, variant)."""
-        h = hashlib.sha256()
-        meta = {
+    def _meta(self) -> dict[str, Any]:
+        return {
             "name": self.name,
             "trajectory": self.trajectory,
             "cutpoints": self.cutpoints,
@@ -219,11 +217,32 @@ class ModelSpec:
             "coords": {k: [str(x) for x in v] for k, v in self.coords.items()},
             "n_days": self.n_days,
         }
-        h.update(json.dumps(meta, sort_keys=True, default=str).encode())
+
+    def hash(self) -> str:
+        """Hash of everything the fit depends on (data values, priors, variant)."""
+        h = hashlib.sha256()
+        h.update(json.dumps(self._meta(), sort_keys=True, default=str).encode())
         for k in sorted(self.data):
             h.update(k.encode())
             h.update(np.ascontiguousarray(self.data[k]).tobytes())
         return h.hexdigest()[:16]
+
+    def structure_key(self) -> str:
+        """Hash of what shapes the compiled graph but not the data's values: the variant, the
+        priors, the coords, every data field's shape and dtype, and whether the t50 population
+        scale is sampled (:data:`MIN_T50_SCALE_TURNERS`). Specs with equal keys share one
+        compiled log-density (the data are graph inputs: :func:`delusion_bayes.models.model_for`).
+        """
+        shapes = {k: [list(np.shape(v)), str(np.asarray(v).dtype)] for k, v in self.data.items()}
+        turned = np.asarray(self.data.t50_centred, bool) & ~np.asarray(self.data.t50_early, bool)
+        meta = {
+            **self._meta(),
+            "shapes": shapes,
+            "t50_scale_sampled": bool(int(turned.sum()) >= MIN_T50_SCALE_TURNERS),
+        }
+        return hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()[
+            :16
+        ]
 
     def __repr__(self) -> str:
         dims = ", ".join(f"{k}={len(v)}" for k, v in self.coords.items())

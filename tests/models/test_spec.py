@@ -202,7 +202,9 @@ def test_never_turner_t50_coordinate_keeps_the_normal_prior(study):
     ``t50 ~ N(loc, scale)`` added with its Jacobian (``w_t50_prior``). With one model made a
     never-turner and its hyper-parameters fixed, ``exp(t50_w_prior)`` over a fine grid of w is
     a density (integral 1 within 1e-6) whose t50 has mean ``loc`` and SD ``scale`` (1e-4) for
-    three values of k. Dropping the Jacobian ``log(c cosh(w) / k)`` fails all three."""
+    three values of k. Dropping the Jacobian ``log(c cosh(w) / k)`` fails all three. The wall
+    coordinate spans every model (one graph per structure): ``w ~ N(0, 1)``, whose density the
+    Potential replaces for the never-turner and leaves alone for the others."""
     from delusion_bayes.models.build import build_model
 
     spec = build_spec(study, "joint")
@@ -211,7 +213,8 @@ def test_never_turner_t50_coordinate_keeps_the_normal_prior(study):
     spec.data["t50_centred"] = centred
     spec.data["log_k_centred"] = centred  # the turners' log k centred: one z_log_k, model 3's
     model = build_model(spec)
-    assert model["w_t50"].type.shape == (1,)
+    n = len(spec.coords["model"])
+    assert model["w_t50"].type.shape == (n,)
     import pytensor
 
     outs = model.replace_rvs_by_values([model["w_t50_prior"], model["t50"], model["k"]])
@@ -224,14 +227,20 @@ def test_never_turner_t50_coordinate_keeps_the_normal_prior(study):
     w = np.linspace(-12.0, 12.0, 200_001)
     for a in (-1.5, 0.0, 1.5):  # log k of the never-turner
         point = model.initial_point()
-        point["z_log_k"] = np.array([a])
+        point["z_log_k"] = np.full(n, a)
         point["mu_t50"], point["sigma_t50_log__"] = np.array(0.6), np.log(0.4)
         loc, scale = T * 0.6, T * 0.4
         vals = []
         for wi in w[::50]:
-            point["w_t50"] = np.array([wi])
+            point["w_t50"] = np.zeros(n)
+            point["w_t50"][3] = wi
             pot, t50, k = fn(point)
-            vals.append((pot, t50[3]))
+            vals.append((pot - 0.5 * wi**2, t50[3]))  # with w's own N(0, 1), sans constant
+        # another model's entry is left to its N(0, 1)
+        point["w_t50"] = np.zeros(n)
+        base = fn(point)[0]
+        point["w_t50"][0] = 1.7
+        assert fn(point)[0] == base
         pot, t50 = (np.array(v) for v in zip(*vals, strict=True))
         dens = np.exp(pot - 0.5 * np.log(2 * np.pi))  # the potential omits the constant
         dw = w[50] - w[0]
