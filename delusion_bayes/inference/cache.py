@@ -136,6 +136,11 @@ def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str
 COMPILED_MEMO_SIZE = 8
 
 
+def forget_compiled() -> None:
+    """Drop the compiled models :func:`compiled_nutpie` keeps in this process."""
+    _MEMO.clear()
+
+
 def with_model_data(compiled: Any, model: Any) -> Any:
     """``compiled`` (a nutpie model) with the current value of each of its data variables in
     ``model`` (same name), or its own where ``model`` has none."""

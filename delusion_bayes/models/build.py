@@ -53,6 +53,15 @@ def start_values_cleared(model):
         model.rvs_to_initial_values.update(saved)
 
 
+def forget_graphs() -> None:
+    """Drop the graphs :func:`model_for` keeps, and the compiled models built from them (the
+    next fit of every structure builds and compiles anew: benchmarks and tests)."""
+    from ..inference.cache import forget_compiled
+
+    _MODELS.clear()
+    forget_compiled()
+
+
 def model_for(spec: ModelSpec | CustomGraphSpec) -> tuple[Any, str]:
     """``(pm.Model, key)``: the graph of ``spec``'s structure with ``spec``'s data set in it, and
     the key its compiled log-density is memoised under

@@ -33,27 +33,19 @@ def _seeds(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
 
-def _forget_compiled() -> None:
-    """Drop the in-process graph and compiled-model memos (the per-study mode)."""
-    from delusion_bayes.inference import cache
-    from delusion_bayes.models import build
-
-    build._MODELS.clear()
-    cache._MEMO.clear()
-
-
 def run(model: str, studies: list, draws: int, tune: int, chains: int) -> dict:
     import arviz as az
 
+    from delusion_bayes.models.build import forget_graphs
     from delusion_bayes.models.fit import fit
 
     out = {}
     for mode in ("per study", "per structure"):
-        _forget_compiled()
+        forget_graphs()
         times, means = [], []
         for ds in studies:
             if mode == "per study":
-                _forget_compiled()
+                forget_graphs()
             t = time.perf_counter()
             dt = fit(ds, model, draws=draws, tune=tune, chains=chains, seed=1,
                      log_prior=False, posterior_predictive=False)  # fmt: skip

@@ -10,7 +10,7 @@ import pytest
 
 from delusion_bayes.data import simulate_study
 from delusion_bayes.models import build_spec
-from delusion_bayes.models.build import _MODELS, build_model, model_for
+from delusion_bayes.models.build import build_model, forget_graphs, model_for
 
 
 def _flipped(spec):
@@ -50,7 +50,7 @@ def test_the_reused_graph_has_the_log_density_of_a_fresh_one(studies, name):
     """The graph built for one study, given another's data (with other masks), evaluates the
     other study's log density at random points: equal to a graph built for it to 1e-9, and not
     to the first study's (so a graph that kept its data would fail)."""
-    _MODELS.clear()
+    forget_graphs()
     first = build_spec(studies[0], name)
     second = _flipped(build_spec(studies[1], name))
     shared, key = model_for(first)
@@ -74,16 +74,13 @@ def test_the_reused_graph_has_the_log_density_of_a_fresh_one(studies, name):
 def test_a_fit_on_the_reused_graph_is_the_fresh_fit_draw_for_draw(studies):
     """Fitting study B after study A (graph and compiled model reused, B's data swapped in with
     nutpie's ``with_data``) gives B's fresh fit draw for draw, without compiling."""
-    from delusion_bayes.inference import cache
     from delusion_bayes.models.fit import fit
 
     kw = dict(draws=60, tune=60, chains=2, seed=3, log_prior=False, posterior_predictive=False)
     second = _flipped(build_spec(studies[1], "onset"))
-    _MODELS.clear()
-    cache._MEMO.clear()
+    forget_graphs()
     fresh = fit(studies[1], "onset", spec=second, **kw)
-    _MODELS.clear()
-    cache._MEMO.clear()
+    forget_graphs()
     fit(studies[0], "onset", **kw)
     reused = fit(studies[1], "onset", spec=second, **kw)
     compile_time = {
