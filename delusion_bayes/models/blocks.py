@@ -19,7 +19,7 @@ import numpy as np
 from ..data.schema import DAY, K_MAX, MODEL, RATER, STAGE_MIDPOINT
 from .priors import make_rv, prior_rms
 from .rating_terms import rating_terms
-from .spec import K_MIN, MIN_T50_SCALE_TURNERS, OPEN, STEP_K, T50_SHEAR, ModelSpec
+from .spec import K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
 
 #: prefix of the ``pm.Data`` name of a spec field (``y`` is also the onset model's observed name)
 DATA_PREFIX = "d_"
@@ -163,7 +163,6 @@ def onset_trajectory(spec: ModelSpec):
 
     p = spec.priors
     n_models = len(spec.coords[MODEL])
-    turned = _turned(spec)
     # a fixed prior per model, no population (docs/design-notes.md#modelsblockspy); log(L - 1),
     # not logit((L - 1) / 3): L = 4 is an interior point
     log_L1 = make_rv("log_L1", p["log_L1"], dims=MODEL) + _group_shift(spec, "L")
@@ -183,7 +182,7 @@ def onset_trajectory(spec: ModelSpec):
         span = K_MAX - k_min
         k = pm.Deterministic("k", k_min + span * pm.math.sigmoid(a - np.log(span)), dims=MODEL)
     mu_t50 = make_rv("mu_t50", p["mu_t50"])
-    if int(turned.sum()) >= MIN_T50_SCALE_TURNERS:
+    if spec.t50_scale_sampled:
         sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
     else:
         # fewer than 2 models pin a t50: the others bound theirs from one side only, so the

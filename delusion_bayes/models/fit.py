@@ -302,6 +302,7 @@ def finish_fit(dt: xr.DataTree, spec: ModelSpec) -> xr.DataTree:
         group_terms=",".join(spec.group_terms),
         spec_hash=spec.hash(),
         n_days=int(spec.n_days),
+        t50_scale_sampled=int(spec.t50_scale_sampled),
         sampler=str(post.attrs.get("sampler", "")),
     )
     return dt

@@ -198,11 +198,19 @@ def _sbc_marginal(ds: xr.Dataset, model: str, run: _SbcRun) -> xr.DataTree:
     """Prior SBC of the ``joint`` model, whose likelihood (a ``pm.Potential``) simuk cannot
     simulate through: prior draws, ratings from :func:`simulate_ratings`, a fit, and ranks
     among every second posterior draw per chain (ranks of autocorrelated draws are not uniform
-    even for a correct sampler, Talts et al. 2020, section 5)."""
+    even for a correct sampler, Talts et al. 2020, section 5).
+
+    The ranks carry a per-simulation coordinate ``t50_scale_sampled``: False where fewer than
+    two simulated models turned, so that the fit fixes ``sigma_t50``
+    (:attr:`~delusion_bayes.models.spec.ModelSpec.t50_scale_sampled`) and is not the model the
+    study was drawn from. Ranks are uniform given the data for an exact posterior, so the
+    simulations where it is sampled are a valid SBC on their own
+    (:func:`sbc_uniformity`'s ``only``)."""
     import pymc as pm
     from tqdm.auto import tqdm
 
     from .fit import fit
+    from .spec import build_spec
 
     if model != "joint":
         raise ValueError(
@@ -213,7 +221,8 @@ def _sbc_marginal(ds: xr.Dataset, model: str, run: _SbcRun) -> xr.DataTree:
     pm_model = _prior_model(ds, model, var_names)
     need = sorted(set(var_names) | {"L", "k", "t50", "sigma_eps", "severity", "discrimination"})
     with warnings.catch_warnings():
-        # the only Potential is the likelihood, which the prior draws must ignore
+        # the Potentials are the likelihood, which the prior draws must ignore, and the wall
+        # coordinates' densities, which no model of this all-centred graph uses
         warnings.filterwarnings("ignore", "The effect of Potentials", UserWarning)
         prior = pm.sample_prior_predictive(
             draws=n_sim, model=pm_model, var_names=need, random_seed=seed
@@ -221,11 +230,15 @@ def _sbc_marginal(ds: xr.Dataset, model: str, run: _SbcRun) -> xr.DataTree:
     prior = prior.to_dataset().isel(chain=0)
     rng = np.random.default_rng([seed, 11])
     ranks: dict[str, list[np.ndarray]] = {v: [] for v in var_names}
+    scale_sampled = []
     for i in tqdm(range(n_sim), desc=f"SBC {model}", disable=not run.progressbar):
         sim = simulate_ratings(ds, prior, i, rng)
+        spec = build_spec(sim, model)
+        scale_sampled.append(spec.t50_scale_sampled)
         dt = fit(
             sim,
             model,
+            spec=spec,
             draws=run.draws,
             tune=run.tune,
             chains=run.chains,
@@ -246,7 +259,8 @@ def _sbc_marginal(ds: xr.Dataset, model: str, run: _SbcRun) -> xr.DataTree:
         v: (("chain", "draw", *[d for d in prior[v].dims if d != "draw"]), np.stack(ranks[v])[None])
         for v in var_names
     }
-    out = xr.DataTree.from_dict({"prior_sbc": xr.Dataset(data)})
+    coords = {"t50_scale_sampled": ("draw", np.asarray(scale_sampled, bool))}
+    out = xr.DataTree.from_dict({"prior_sbc": xr.Dataset(data, coords=coords)})
     out.attrs.update(
         n_draws=run.chains * len(range(0, run.draws, 2)),
         num_simulations=n_sim,
@@ -267,15 +281,23 @@ def _rank_edges(n_ranks: int, n_draws: int, n_bins: int | None) -> np.ndarray:
     return np.linspace(0, n_draws + 1, bins + 1)
 
 
-def sbc_uniformity(dt: xr.DataTree, n_bins: int | None = None) -> pd.DataFrame:
+def sbc_uniformity(
+    dt: xr.DataTree, n_bins: int | None = None, only: str | None = None
+) -> pd.DataFrame:
     """Chi-square test (``scipy.stats.chisquare``) of uniform ranks in ``n_bins`` equal bins
     (default about 5 simulations per bin, 2-20 bins), per scalar parameter and per variable.
+    ``only``: a boolean per-simulation coordinate of the ranks (``t50_scale_sampled``); just
+    the simulations where it is True (valid: ranks are uniform given the data).
 
     Returns a ``pandas.DataFrame``: one row per scalar parameter (``variable``, ``index``;
     ``index = "all"`` pools a vector variable's elements, which are not independent tests) with
     ``n``, ``chi2``, ``p_value``, ``mean_rank`` (uniform: ``n_draws / 2``).
     """
     ranks = _ranks(dt)
+    if only is not None:
+        if only not in ranks.coords:
+            raise ValueError(f"only={only!r}: not a coordinate of the ranks {list(ranks.coords)}")
+        ranks = ranks.isel(draw=np.flatnonzero(np.asarray(ranks[only].values, bool)))
     n_draws = int(dt.attrs["n_draws"])
     rows = []
     for name, da in ranks.data_vars.items():

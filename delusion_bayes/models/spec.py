@@ -227,6 +227,15 @@ class ModelSpec:
             h.update(np.ascontiguousarray(self.data[k]).tobytes())
         return h.hexdigest()[:16]
 
+    @property
+    def t50_scale_sampled(self) -> bool:
+        """Whether the graph samples the t50 population scale ``sigma_t50``: at least
+        :data:`MIN_T50_SCALE_TURNERS` models whose ratings pin their t50 (turned, not from the
+        first day); else it is fixed at its prior's root mean square
+        (:func:`delusion_bayes.models.blocks.onset_trajectory`)."""
+        turned = np.asarray(self.data.t50_centred, bool) & ~np.asarray(self.data.t50_early, bool)
+        return bool(int(turned.sum()) >= MIN_T50_SCALE_TURNERS)
+
     def structure_key(self) -> str:
         """Hash of what shapes the compiled graph but not the data's values: the variant, the
         priors, the coords, every data field's shape and dtype, and whether the t50 population
@@ -234,12 +243,7 @@ class ModelSpec:
         compiled log-density (the data are graph inputs: :func:`delusion_bayes.models.model_for`).
         """
         shapes = {k: [list(np.shape(v)), str(np.asarray(v).dtype)] for k, v in self.data.items()}
-        turned = np.asarray(self.data.t50_centred, bool) & ~np.asarray(self.data.t50_early, bool)
-        meta = {
-            **self._meta(),
-            "shapes": shapes,
-            "t50_scale_sampled": bool(int(turned.sum()) >= MIN_T50_SCALE_TURNERS),
-        }
+        meta = {**self._meta(), "shapes": shapes, "t50_scale_sampled": self.t50_scale_sampled}
         return hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()[
             :16
         ]

@@ -256,6 +256,18 @@ def _loo_units(dt, inf) -> dict[str, str]:
     return out
 
 
+def t50_scale_note(dt) -> str | None:
+    """The overview's note for a fit whose t50 population scale was fixed, not estimated
+    (``ModelSpec.t50_scale_sampled``); None otherwise."""
+    if "sigma_t50" in dt["posterior"] and not int(dt.attrs.get("t50_scale_sampled", 1)):
+        return (
+            "fewer than 2 chatbots turned: the t50 population scale sigma_t50 is fixed at its "
+            "prior's root mean square, not estimated, and the t50 intervals rest on it "
+            "(docs/models.md, SBC of the joint model)"
+        )
+    return None
+
+
 def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) -> dict[str, Any]:
     """All files of one fitted model in ``models/<fit>/``: its gate, the derived tables, the
     contrasts, PSIS-LOO and figures, the sensitivity checks and the posterior; returns the
@@ -264,7 +276,7 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
     b = group_config(BaselinesConfig, cfg.baselines)
     out = Outputs(run_dir, "models/{fit}", fit=fit)
     out.path.mkdir(parents=True, exist_ok=True)
-    notes: list[str] = []
+    notes: list[str] = list(filter(None, [t50_scale_note(dt)]))
     table, g = _gate_outputs(dt, out, inf)
     ms = _trajectory_outputs(dt, out, inf, b)
     if contrasts:

@@ -22,6 +22,8 @@ import argparse
 import time
 from pathlib import Path
 
+import numpy as np
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -59,6 +61,17 @@ def main() -> None:
     )
     print(f"wall {wall:.0f} s, CPU {cpu:.0f} s ({wall / args.sims:.1f} s per simulation)")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    ranks = dt["prior_sbc"]
+    if "t50_scale_sampled" in ranks.coords:
+        sampled = np.asarray(ranks["t50_scale_sampled"].values, bool)
+        print(
+            f"fits that fixed sigma_t50 (fewer than 2 simulated turners): {int((~sampled).sum())}"
+            f" of {sampled.size}; the {int(sampled.sum())} whose fit is the generative model:"
+        )
+        table = sbc_uniformity(dt, only="t50_scale_sampled")
+        if not args.per_element:
+            table = table[table["index"].isin(["", "all"])]
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"written: {out / 'sbc_ranks.nc'}, {out / 'sbc_ranks.png'}")
 
 

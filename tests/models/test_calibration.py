@@ -6,8 +6,8 @@ prior (every t50 centred, as ``models.sbc`` does, so the prior can be drawn), ea
 :func:`delusion_bayes.models.fit` (nutpie, 2 chains x 100 draws after 200 tuning steps), and for
 the ``P`` = 19 parameters (L, k, t50 of 5 models, mu_log_k, mu_t50, sigma_t50, sigma_y) the
 truth's normalised rank among the draws and its coverage by the 90% and 50% equal-tailed
-intervals of :func:`delusion_bayes.intervals.interval` are recorded. Compile dominates (~8 s a
-fit on one shared core, the graph is keyed by its data; sampling ~0.4 s).
+intervals of :func:`delusion_bayes.intervals.interval` are recorded. The studies share one
+compiled graph (their data are graph inputs), so a fit is its sampling, ~0.4 s.
 
 Each study gives one summary per statistic, the mean over its ``P`` parameters. The studies are
 independent, so the ``S`` summaries are i.i.d.; SBC fixes their expectation on a correct

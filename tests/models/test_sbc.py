@@ -2,9 +2,10 @@
 
 CI runs a few simulations at small size (slow-marked) to show the loops run and rank every
 parameter; those few simulations cannot test calibration (4 or 3 simulations have no power
-against a wrong posterior), so they assert no calibration claim. The calibration test with
-power against named wrong implementations is ``tests/models/test_calibration.py`` (onset
-model, 15 simulations, through ``models.fit``); the full study with its rank plot is
+against a wrong posterior), so they assert no calibration claim. The calibration tests with
+power against named wrong implementations are ``tests/models/test_calibration.py`` (onset
+model, 15 simulations, through ``models.fit``) and ``tests/models/test_sbc_joint.py`` (joint
+model, 30 simulations); the full study with its rank plot is
 ``experiments/bench/sbc.py``. The uniformity statistic is checked on hand-made ranks.
 """
 
@@ -81,8 +82,8 @@ def test_sbc_of_the_joint_model_ranks_every_parameter_of_the_issue():
     severity and discrimination (3 each) and the hyper-parameters in 0..100, and the
     simulated ratings follow the study's missingness. A smoke test of the loop and of its
     simulator (checked against near-deterministic raters below), not of calibration: 3
-    simulations have no power; the joint model's calibration is left to
-    ``experiments/bench/sbc.py`` (each joint fit compiles its own graph)."""
+    simulations have no power; the joint model's calibration test is
+    ``tests/models/test_sbc_joint.py``, the full study ``experiments/bench/sbc.py``."""
     from delusion_bayes.data import simulate_study
     from delusion_bayes.models.sbc import MARGINAL_VARS, run_sbc, simulate_ratings
 

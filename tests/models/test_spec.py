@@ -385,7 +385,9 @@ def test_t50_scale_is_fixed_without_two_turners(study):
     flat = study.copy()
     flat["recognition"] = xr.ones_like(flat["recognition"]).where(flat["recognition"].notnull())
     for ds, free in ((study, True), (flat, False)):
-        m = build_model(build_spec(ds, "onset"))
+        spec = build_spec(ds, "onset")
+        assert spec.t50_scale_sampled is free
+        m = build_model(spec)
         assert ("sigma_t50" in {v.name for v in m.free_RVs}) is free
     fixed = m.compile_fn(m["sigma_t50"], inputs=[], on_unused_input="ignore")({})
     assert float(fixed) == pytest.approx(0.5, rel=5e-3)

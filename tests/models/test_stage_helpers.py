@@ -26,6 +26,24 @@ def test_table_c1_icc_sits_next_to_the_posterior_reliability(tmp_path):
     assert "not found" in notes[0]
 
 
+def test_a_fixed_t50_scale_is_noted_for_the_overview():
+    """A fit that fixed sigma_t50 (fewer than 2 turners: ``ModelSpec.t50_scale_sampled``, set in
+    the fit's attrs by ``finish_fit``) gets one note; a fit that sampled it, or the rater model
+    (no sigma_t50), none."""
+    import numpy as np
+    import xarray as xr
+
+    post = xr.Dataset({"sigma_t50": (("chain", "draw"), np.full((1, 3), 0.498))})
+    dt = xr.DataTree.from_dict({"posterior": post})
+    dt.attrs["t50_scale_sampled"] = 0
+    assert "sigma_t50 is fixed at its prior's root mean square" in stage.t50_scale_note(dt)
+    dt.attrs["t50_scale_sampled"] = 1
+    assert stage.t50_scale_note(dt) is None
+    rater = xr.DataTree.from_dict({"posterior": xr.Dataset({"mu_theta": post["sigma_t50"]})})
+    rater.attrs["t50_scale_sampled"] = 0
+    assert stage.t50_scale_note(rater) is None
+
+
 def test_stage_contract_names():
     assert stage.NEEDS == ("model", "sampler", "inference", "baselines")
     assert stage.KIND == ("trajectory",)
