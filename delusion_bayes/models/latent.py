@@ -37,12 +37,15 @@ def observed_group(spec: ModelSpec) -> xr.Dataset:
 
 
 def _ordinal_logp(y: np.ndarray, eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray):
-    """``log P(Y = y)`` with ``P(Y > j) = sigmoid(scale (eta - cuts_j))`` (cuts may vary by
-    draw: shape ``(..., n_cuts)``); exact in the tails (log-space)."""
+    """``log P(Y = y)`` with ``P(Y > j) = sigmoid(scale (eta - cuts_j))``; ``cuts`` of shape
+    ``(n_cuts,)``, or ``(..., n_cuts)`` when they vary by draw; exact in the tails (log-space)."""
     n_cut = cuts.shape[-1]
-    y = np.broadcast_to(y, eta.shape)
-    lo = np.take_along_axis(cuts, np.clip(y - 1, 0, n_cut - 1)[..., None], -1)[..., 0]
-    hi = np.take_along_axis(cuts, np.clip(y, 0, n_cut - 1)[..., None], -1)[..., 0]
+    if cuts.ndim == 1:  # the same cuts for every draw: index them per observation only
+        lo, hi = cuts[np.clip(y - 1, 0, n_cut - 1)], cuts[np.clip(y, 0, n_cut - 1)]
+    else:
+        yb = np.broadcast_to(y, eta.shape)
+        lo = np.take_along_axis(cuts, np.clip(yb - 1, 0, n_cut - 1)[..., None], -1)[..., 0]
+        hi = np.take_along_axis(cuts, np.clip(yb, 0, n_cut - 1)[..., None], -1)[..., 0]
     a = np.where(y > 0, scale * (eta - lo), np.inf)
     b = np.where(y < n_cut, scale * (eta - hi), -np.inf)
     gap = np.where((y > 0) & (y < n_cut), scale * (hi - lo), np.inf)
@@ -83,8 +86,7 @@ def add_latent_groups(
     y_dims, lvl_dims = ("chain", "draw", OBS), ("chain", "draw", OBS_LEVEL)
     if log_likelihood:
         eta, scale = ratings
-        cuts = np.broadcast_to(STAGE_CUTS, eta.shape + (STAGE_CUTS.size,))
-        y_ll = _ordinal_logp(spec.data.y, eta, scale, cuts)
+        y_ll = _ordinal_logp(spec.data.y, eta, scale, STAGE_CUTS)
         ll = xr.Dataset({"y": (y_dims, y_ll)}, coords=obs_coords)
         if levels is not None:
             level_eta, level_cuts = levels

@@ -61,6 +61,46 @@ def test_matches_a_dense_trapezoid_on_random_model_days():
     assert abs(_module(y, d, sev, mu, sigma, n_nodes=9) - ref) > 1e-4
 
 
+def test_open_bounds_take_the_short_path_with_the_same_bits():
+    """A floor or ceiling rating's open bound (``a0 = +OPEN``, ``b0 = -OPEN``) skips its
+    sigmoid's transcendentals (their value is exactly 1 or 0 in float64). Written as a finite
+    bound just inside ``OPEN_AT`` (``+-0.99 OPEN_AT``: the general branch, whose sigmoid there
+    is also exactly 1 or 0), every model-day's integral and stage draw must have the same bits;
+    a padding term (both bounds open) must add exactly nothing."""
+    from delusion_bayes.models.marginal import sample_latent
+    from delusion_bayes.models.rating_terms import OPEN_AT
+
+    rng = np.random.default_rng(4)
+    cases = [_random_case(rng) for _ in range(60)]
+    n_terms = 6
+    terms = np.zeros((3, len(cases), n_terms))
+    terms[1] += 1e4  # padding: a0 = +OPEN
+    terms[2] -= 1e4  # padding: b0 = -OPEN
+    mu, sigma = np.empty(len(cases)), np.empty(len(cases))
+    for j, (y, d, sev, m, sg) in enumerate(cases):
+        al, a0, b0 = ordinal_terms(y, d, d * sev, d[:, None] * CUTS)
+        terms[:, j, : len(y)] = al, a0, b0
+        mu[j], sigma[j] = m, sg
+    assert (terms[1] >= OPEN_AT).any() and (terms[2] <= -OPEN_AT).any()
+    finite = terms.copy()
+    real = np.arange(n_terms)[None, :] < np.array([len(c[0]) for c in cases])[:, None]
+    finite[1][(terms[1] >= OPEN_AT) & real] = 0.99 * OPEN_AT
+    finite[2][(terms[2] <= -OPEN_AT) & real] = -0.99 * OPEN_AT
+    short = marginal_loglik(*terms[:, None], mu[None], sigma[None])
+    general = marginal_loglik(*finite[:, None], mu[None], sigma[None])
+    np.testing.assert_array_equal(short, general)
+    fewer = marginal_loglik(*terms[:, None, :, :4], mu[None], sigma[None])
+    np.testing.assert_array_equal(
+        short[:, [j for j, c in enumerate(cases) if len(c[0]) <= 4]],
+        fewer[:, [j for j, c in enumerate(cases) if len(c[0]) <= 4]],
+    )
+    draws = [
+        sample_latent(*t[:, None], mu[None], sigma[None], np.random.default_rng(1))
+        for t in (terms, finite)
+    ]
+    np.testing.assert_array_equal(*draws)
+
+
 def test_matches_monte_carlo_over_the_latent():
     """log E_s[prod_r P(y_r | s)], s ~ N(mu, sigma), by 5e5 draws; tolerance 4 MC SEs."""
     rng = np.random.default_rng(1)
