@@ -57,9 +57,21 @@ def _expit(x):
 
 
 @numba.njit(cache=True, inline="always")
-def _log_cat(a, b):
+def _open_ends(c_a, c_b):
+    # (up, down): is the term's upper bound +OPEN (lowest category), its lower bound -OPEN
+    # (highest category)? Both: a padding term, which contributes 0 and no slope
+    return c_a >= OPEN_AT, c_b <= -OPEN_AT
+
+
+@numba.njit(cache=True, inline="always")
+def _log_cat(a, b, up, down):
     # log(sigmoid(a) - sigmoid(b)), a > b, in the form without cancellation: the mirrored
-    # sigmoid(-b) - sigmoid(-a) where both sigmoids are near 1
+    # sigmoid(-b) - sigmoid(-a) where both sigmoids are near 1. An open bound's sigmoid is
+    # exactly 1 or 0 in float64, so its transcendentals are skipped (the same bits)
+    if up:
+        return _log_expit(-b)
+    if down:
+        return _log_expit(a)
     if a + b > 0.0:
         hi, lo = -b, -a
     else:
@@ -105,8 +117,8 @@ def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
         g1, g2 = 0.0, 0.0
         for k in range(n_terms):
             al, c_a, c_b = alpha[i, j, k], a0[i, j, k], b0[i, j, k]
-            up, down = c_a >= OPEN_AT, c_b <= -OPEN_AT
-            if up and down:  # a padding term: log(1 - 0) = 0, no slope
+            up, down = _open_ends(c_a, c_b)
+            if up and down:
                 continue
             gk, hk = _derivs(al * s + c_a, al * s + c_b, al, up, down)
             g1 += gk
@@ -128,7 +140,7 @@ def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
     g2 = 0.0
     for k in range(n_terms):
         al, c_a, c_b = alpha[i, j, k], a0[i, j, k], b0[i, j, k]
-        up, down = c_a >= OPEN_AT, c_b <= -OPEN_AT
+        up, down = _open_ends(c_a, c_b)
         if not (up and down):
             g2 += _derivs(al * s + c_a, al * s + c_b, al, up, down)[1]
     return e, 1.0 / np.sqrt(1.0 - sg * sg * g2)
@@ -150,13 +162,9 @@ def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
         v = np.log(tau * np.cosh(u) * du) - 0.5 * eq * eq - 0.5 * log_2pi
         for k in range(n_terms):
             al, c_a, c_b = alpha[i, j, k], a0[i, j, k], b0[i, j, k]
-            if c_a >= OPEN_AT:  # lowest category: log(1 - sigmoid(b)); padding terms add 0
-                if c_b > -OPEN_AT:
-                    v += _log_expit(-(al * sq + c_b))
-            elif c_b <= -OPEN_AT:  # highest category: log sigmoid(a)
-                v += _log_expit(al * sq + c_a)
-            else:
-                v += _log_cat(al * sq + c_a, al * sq + c_b)
+            up, down = _open_ends(c_a, c_b)
+            if not (up and down):
+                v += _log_cat(al * sq + c_a, al * sq + c_b, up, down)
         vals[q] = v
         best = max(best, v)
     return -umax, du, best
