@@ -111,20 +111,34 @@ def kernels_written(before: dict[str, int], after: dict[str, int]) -> int:
     return sum(1 for name, mtime in after.items() if before.get(name) != mtime)
 
 
-def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str | None = None):
+def compiled_nutpie(
+    model: Any,
+    *,
+    cache_dir: str | Path | None = None,
+    key: str | None = None,
+    freeze: bool = False,
+):
     """``nutpie.compile_pymc_model(model)``, memoised in-process by ``key`` (at most
     :data:`COMPILED_MEMO_SIZE`, least recently used dropped). A memoised model gets ``model``'s
     current data (its ``pm.Data`` values, by name: nutpie's ``with_data``), so ``key`` must name
     the graph's structure, not its data (:func:`delusion_bayes.models.build.model_for`).
-    ``cache_dir`` is unused: the on-disk cache is PyTensor's (:func:`configure_pytensor_cache`).
+    ``freeze``: compile a copy of the graph with its data and dims as constants (nutpie's
+    ``freeze_model``; PyMC's ``freeze_dims_and_data``), which rewrites to a smaller function and
+    compiles about twice as fast, but serves only this data: never memoised, ``key`` must be
+    None. ``cache_dir`` is unused: the on-disk cache is PyTensor's
+    (:func:`configure_pytensor_cache`).
     """
     import nutpie
 
+    if freeze:
+        if key is not None:
+            raise ValueError("compiled_nutpie: a frozen graph holds one study's data; key=None")
+        return nutpie.compile_pymc_model(model, freeze_model=True)
     if key is not None and key in _MEMO:
         log.info("reusing the compiled model %s from this process", key)
         _MEMO[key] = compiled = _MEMO.pop(key)
         return with_model_data(compiled, model)
-    compiled = nutpie.compile_pymc_model(model)
+    compiled = nutpie.compile_pymc_model(model, freeze_model=False)
     if key is not None:
         _MEMO[key] = compiled
         while len(_MEMO) > COMPILED_MEMO_SIZE:
@@ -134,6 +148,12 @@ def compiled_nutpie(model: Any, *, cache_dir: str | Path | None = None, key: str
 
 #: compiled models kept per process (each holds its numba functions)
 COMPILED_MEMO_SIZE = 8
+
+
+def memoised_models() -> list[str]:
+    """The keys of the compiled models :func:`compiled_nutpie` keeps in this process, least
+    recently used first."""
+    return list(_MEMO)
 
 
 def forget_compiled() -> None:

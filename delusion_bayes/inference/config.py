@@ -29,6 +29,13 @@ class SamplerConfig:
     #: nutpie's mass matrix: ``diag`` or ``low_rank`` (docs/models.md "Speed"); pymc, numpyro: diag
     adaptation: str = "diag"
     compile_cache: bool = True  #: cache compiled models under <cache_dir>/models and /pytensor
+    #: nutpie only. ``False``: compile this study's graph with its data as constants (a one-off
+    #: fit, as the main job's: compiles about twice as fast). ``True``: compile the graph of the
+    #: model's structure once per process and swap each study's data in (coverage, SBC, design,
+    #: sweeps: many same-shaped studies). Either is reproducible from ``seed``, but the two
+    #: evaluate the density in another floating-point order and so give other draws
+    #: (docs/models.md, "Speed").
+    share_graph: bool = False
     #: reuse a fit of the same data, settings and code from ``<cache_dir>/fits`` (``fit(reuse=)``)
     reuse_fits: bool = False
     #: a bar with the time left when stderr is a terminal (numpyro: its own); log lines anyway

@@ -117,7 +117,8 @@ class _Run:
 
 
 def _sample_nutpie(model: Any, cfg: SamplerConfig, run: _Run, cache_dir, key) -> tuple[Any, float]:
-    """nutpie, its compiled model memoised under ``key``; returns the fit and compile time."""
+    """nutpie, its compiled model memoised under ``key`` when ``cfg.share_graph`` (else this
+    study's graph with its data frozen in); returns the fit and compile time."""
     import nutpie
     from pymc.sampling.mcmc import patch_nutpie_idata
 
@@ -126,7 +127,10 @@ def _sample_nutpie(model: Any, cfg: SamplerConfig, run: _Run, cache_dir, key) ->
     tc = time.perf_counter()
     with compile_lock():
         compiled = compiled_nutpie(
-            model, cache_dir=cache_dir if cfg.compile_cache else None, key=key
+            model,
+            cache_dir=cache_dir if cfg.compile_cache else None,
+            key=key if cfg.share_graph else None,
+            freeze=not cfg.share_graph,
         )
     compile_time = time.perf_counter() - tc
     log.info("compiled %s in %.1f s", run.label, compile_time)

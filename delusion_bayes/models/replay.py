@@ -513,9 +513,10 @@ def fit_replay_model(
     reuse: bool = False,
     progressbar: bool = False,
     adaptation: str = "diag",
+    share_graph: bool = False,
 ) -> xr.DataTree:
     """Fit the hierarchical prevalence model through :func:`delusion_bayes.models.fit` (spec:
-    :func:`replay_model_spec`).
+    :func:`replay_model_spec`; ``share_graph`` as there).
 
     The posterior gains ``category_prevalence (model, category)`` and, at ``level="code"``,
     ``prevalence (model, code)`` (:func:`replay_posterior_prevalence`); ``tree.attrs`` hold the
@@ -539,4 +540,5 @@ def fit_replay_model(
         reuse=reuse,
         progressbar=progressbar,
         adaptation=adaptation,
+        share_graph=share_graph,
     )

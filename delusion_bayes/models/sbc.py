@@ -248,6 +248,7 @@ def _sbc_marginal(ds: xr.Dataset, model: str, run: _SbcRun) -> xr.DataTree:
             log_likelihood=False,
             log_prior=False,
             posterior_predictive=False,
+            share_graph=True,  # every simulation has the study's shapes: one compile
             cache_dir=run.cache_dir,
         )
         post = dt["posterior"].to_dataset().isel(draw=slice(None, None, 2))

@@ -73,4 +73,5 @@ def sampler_kwargs(s: Any) -> dict:
         "target_accept": None if c.target_accept is None else float(c.target_accept),
         "reuse": c.reuse_fits,
         "adaptation": c.adaptation,
+        "share_graph": c.share_graph,
     }

@@ -522,6 +522,8 @@ def replicate_fit_kwargs(cfg: Any, *, adaptation: bool = True) -> dict[str, Any]
         "log_likelihood": False,
         "log_prior": False,
         "posterior_predictive": False,
+        # every replicate has the design's shapes: one compiled graph for them all
+        "share_graph": True,
     }
     if adaptation:
         out["adaptation"] = str(s.get("adaptation", "diag"))

@@ -6,17 +6,18 @@
 Simulates one study per seed (the preset's design, each its own draw: which chatbots turn, and
 so which coordinates the graph uses, varies), then fits them all twice in one process:
 
-- **per study** (the package before the data became graph inputs): the graph and nutpie's
-  compiled model are dropped before every fit, so each study is built and compiled anew (the
-  on-disk numba kernels stay warm, as in a long session);
-- **per structure** (what ``delusion_bayes.models.fit`` does now): the graph of the design is
-  built and compiled once, and each study's arrays are swapped in (``pm.Data``, nutpie's
-  ``with_data``).
+- **per study** (``share_graph=False``, what a one-off fit such as the main job's does): each
+  study's graph is compiled anew with its data frozen in as constants (the on-disk numba
+  kernels stay warm, as in a long session);
+- **per structure** (``share_graph=True``, what the coverage, SBC and design loops do): the
+  graph of the design is built and compiled once, and each study's arrays are swapped in
+  (``pm.Data``, nutpie's ``with_data``).
 
 Prints, per mode, the first fit, the mean of the others and the total, then the ratio of the
 totals; and checks that the two modes' posteriors agree (each seed's ``mu_t50`` mean within
-5 Monte Carlo standard errors, since the masked graph has other free vectors and so other
-draws). The SBC and coverage studies are this loop (docs/models.md, "Speed").
+5 Monte Carlo standard errors: the two graphs evaluate the density in another floating-point
+order, and so give other draws). The SBC and coverage studies are this loop (docs/models.md,
+"Speed").
 """
 
 from __future__ import annotations
@@ -44,11 +45,9 @@ def run(model: str, studies: list, draws: int, tune: int, chains: int) -> dict:
         forget_graphs()
         times, means = [], []
         for ds in studies:
-            if mode == "per study":
-                forget_graphs()
             t = time.perf_counter()
-            dt = fit(ds, model, draws=draws, tune=tune, chains=chains, seed=1,
-                     log_prior=False, posterior_predictive=False)  # fmt: skip
+            dt = fit(ds, model, draws=draws, tune=tune, chains=chains, seed=1, log_prior=False,
+                     posterior_predictive=False, share_graph=mode == "per structure")  # fmt: skip
             times.append(time.perf_counter() - t)
             mu = dt["posterior"]["mu_t50"]
             ess = float(az.ess(dt["posterior"].to_dataset()[["mu_t50"]])["mu_t50"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pymc.model.transform.optimization import freeze_dims_and_data
 
 from delusion_bayes.data import simulate_study
 from delusion_bayes.models import build_spec
@@ -65,8 +66,11 @@ def test_the_reused_graph_has_the_log_density_of_a_fresh_one(studies, name):
     assert again is shared and key2 == key
     fresh = build_model(second).compile_logp()
     reused = shared.compile_logp()
+    # what a one-off fit compiles (share_graph=False): the graph with the data frozen in
+    frozen = freeze_dims_and_data(shared).compile_logp()
     for p, b in zip(points, before, strict=True):
         assert float(reused(p)) == pytest.approx(float(fresh(p)), rel=1e-9, abs=1e-9)
+        assert float(frozen(p)) == pytest.approx(float(fresh(p)), rel=1e-9, abs=1e-9)
         assert abs(float(reused(p)) - b) > 1e-3
 
 
@@ -76,7 +80,15 @@ def test_a_fit_on_the_reused_graph_is_the_fresh_fit_draw_for_draw(studies):
     nutpie's ``with_data``) gives B's fresh fit draw for draw, without compiling."""
     from delusion_bayes.models.fit import fit
 
-    kw = dict(draws=60, tune=60, chains=2, seed=3, log_prior=False, posterior_predictive=False)
+    kw = dict(
+        draws=60,
+        tune=60,
+        chains=2,
+        seed=3,
+        log_prior=False,
+        posterior_predictive=False,
+        share_graph=True,
+    )
     second = _flipped(build_spec(studies[1], "onset"))
     forget_graphs()
     fresh = fit(studies[1], "onset", spec=second, **kw)
@@ -95,3 +107,27 @@ def test_a_fit_on_the_reused_graph_is_the_fresh_fit_draw_for_draw(studies):
     np.testing.assert_array_equal(
         reused["log_likelihood"]["y"].values, fresh["log_likelihood"]["y"].values
     )
+
+
+@pytest.mark.slow
+def test_a_one_off_fit_compiles_its_own_frozen_graph_and_repeats_from_its_seed(studies):
+    """``share_graph=False`` (the main job's fits): nothing is memoised, so a second fit of the
+    same study compiles again and gives the same draws (nothing depends on what the process
+    fitted before); its posterior agrees with the shared graph's within Monte Carlo error."""
+    from delusion_bayes.inference.cache import memoised_models
+    from delusion_bayes.models.fit import fit
+
+    kw = dict(draws=200, tune=200, chains=2, seed=3, log_prior=False, posterior_predictive=False)
+    forget_graphs()
+    first = fit(studies[0], "onset", **kw)
+    fit(studies[1], "onset", **kw)
+    again = fit(studies[0], "onset", **kw)
+    assert memoised_models() == []
+    for v in ("L", "k", "t50"):
+        np.testing.assert_array_equal(again["posterior"][v].values, first["posterior"][v].values)
+    shared = fit(studies[0], "onset", **kw, share_graph=True)
+    assert not np.array_equal(shared["posterior"]["t50"].values, first["posterior"]["t50"].values)
+    a, b = (dt["posterior"]["t50"] for dt in (first, shared))
+    se = np.hypot(a.std(("chain", "draw")), b.std(("chain", "draw"))) / np.sqrt(100)
+    z = np.abs(a.mean(("chain", "draw")) - b.mean(("chain", "draw"))) / se
+    assert float(z.max()) < 5.0
