@@ -56,9 +56,9 @@ def _flat(ds: xr.Dataset, sep: str = ",") -> pd.Series:
 def diagnose(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -> pd.DataFrame:
     """Per-parameter diagnostics of ``var_names`` (default all) with pass/fail against ``cfg``
     (:class:`InferenceConfig` or a mapping): the columns of ``models/{fit}/diagnostics.csv``; a
-    ``constant`` parameter (no posterior variance, e.g. ``k`` of the step variant) is not gated."""
-    import arviz as az
-
+    ``constant`` parameter (no posterior variance, e.g. ``k`` of the step variant) is not gated.
+    R-hat (rank-normalised, split) and bulk and tail ESS are ArviZ's, computed for all
+    parameters at once (:mod:`.rank_diagnostics`)."""
     from ..models.derived import interval
 
     c = group_config(InferenceConfig, cfg)
@@ -76,9 +76,7 @@ def diagnose(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -
             "sd": _flat(finite.std(dims)),
             "ci_low": _flat(xr.Dataset({v: x for v, x in zip(finite.data_vars, lo, strict=True)})),
             "ci_high": _flat(xr.Dataset({v: x for v, x in zip(finite.data_vars, hi, strict=True)})),
-            "r_hat": _flat(az.rhat(finite)),
-            "ess_bulk": _flat(az.ess(finite, method="bulk")),
-            "ess_tail": _flat(az.ess(finite, method="tail")),
+            **{k: _flat(v) for k, v in rank_diagnostics_of(finite).items()},
         }
     df = pd.DataFrame(cols)
     df.index.name = "parameter"
@@ -89,6 +87,31 @@ def diagnose(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -
     df["pass"] = ok | df["constant"]
     df.attrs.update(ci_prob=prob, ci_kind=c.ci_kind, ess_min=ess_min, rhat_max=c.rhat_max)
     return df
+
+
+def rank_diagnostics_of(post: xr.Dataset) -> dict[str, xr.Dataset]:
+    """``{"r_hat", "ess_bulk", "ess_tail"}``: one Dataset each, shaped as ``az.rhat(post)``
+    (every variable without ``chain`` and ``draw``), from one
+    :func:`~.rank_diagnostics.rank_diagnostics` call over all of ``post``'s scalars."""
+    from .rank_diagnostics import rank_diagnostics
+
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    rows, shapes = [], {}
+    for name, da in post.data_vars.items():
+        da = da.transpose("chain", "draw", ...)
+        shapes[name] = da.isel(chain=0, draw=0, drop=True)
+        rows.append(da.values.reshape(n_chain, n_draw, -1).transpose(2, 0, 1))
+    if not rows:
+        return {k: xr.Dataset() for k in ("r_hat", "ess_bulk", "ess_tail")}
+    stats = rank_diagnostics(np.concatenate(rows))
+    out = {}
+    for key, values in stats.items():
+        start, ds = 0, {}
+        for name, like in shapes.items():
+            ds[name] = like.copy(data=values[start : start + like.size].reshape(like.shape))
+            start += like.size
+        out[key] = xr.Dataset(ds)
+    return out
 
 
 def sampler_stats(dt: Any) -> dict[str, Any]:
