@@ -6,8 +6,9 @@
 For each sampler, two fits of the same model in one process: *cold* (first compile in this
 process; the on-disk PyTensor/numba cache in a fresh temporary directory, so nothing from
 earlier runs; the samplers after the first reuse kernels the first one put there, so only
-nutpie's cold number is fully cold) and *cached* (same spec again: nutpie reuses the in-process
-compiled model, PyMC/numpyro their compiled functions from the warm cache). Prints whole-fit
+nutpie's cold number is fully cold) and *cached* (same spec again: nutpie compiles the study's
+frozen graph from the warm kernel cache, PyMC/numpyro reuse their compiled functions). Prints
+whole-fit
 seconds, sampling seconds, divergences, max R-hat of L/k/t50, min ESS bulk / sampling second,
 and every time as a ratio against nutpie. The alternative users know is R's brms, timed on the
 same data (``BRMS_SAME_DATA``: the package's paper_like study, seed 0, brms 2.18, 4 x 1,000 draws
