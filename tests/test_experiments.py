@@ -45,8 +45,12 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "1",
         "--samplers",
         "nutpie",
+        "--brms",
+        "recorded",  # never R in tests, even where it is installed
     ],
     "bench_rating_terms.py": ["--preset", "small", "--model", "rater", "--reps", "3"],
+    # writes the study's table for brms without R (tests and CI do not need R)
+    "brms_same_data.py": ["--preset", "small", "--model", "onset", "--write-only"],
     "bench_replay.py": ["--n-boot", "50", "--naive-resamples", "2"],
     "bench_replay_bayes.py": ["--scale", "small", "--draws", "100", "--tune", "100"],
     "bench_sweep.py": ["--jobs", "1"],

@@ -124,15 +124,15 @@ def _sample_nutpie(model: Any, cfg: SamplerConfig, run: _Run, cache_dir, key) ->
 
     from .cache import compiled_nutpie
 
-    tc = time.perf_counter()
-    with compile_lock():
+    with compile_lock():  # the time waited for another process is logged there, not counted
+        tc = time.perf_counter()
         compiled = compiled_nutpie(
             model,
             cache_dir=cache_dir if cfg.compile_cache else None,
             key=key if cfg.share_graph else None,
             freeze=not cfg.share_graph,
         )
-    compile_time = time.perf_counter() - tc
+        compile_time = time.perf_counter() - tc
     log.info("compiled %s in %.1f s", run.label, compile_time)
     ts = time.perf_counter()
     # our own bar and log lines: nutpie's writes no log lines and floods a non-terminal stderr

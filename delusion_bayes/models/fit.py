@@ -68,10 +68,8 @@ def fit(
     ready spec (then ``model``, ``priors`` and the variant arguments are ignored); ``reuse``: look
     the fit up in ``<cache_dir>/fits`` first and store it there after sampling (a hit,
     ``attrs["fit_reused"]``, is this call's fit bit for bit: ``inference/cache.py``);
-    ``share_graph`` (nutpie): compile the graph of the spec's structure once per process and
-    swap this study's data in, for loops over many same-shaped studies; the default compiles
-    this study's graph with its data as constants, about twice as fast for a one-off fit. The
-    two give other draws from one seed (:class:`~delusion_bayes.inference.config.SamplerConfig`).
+    ``share_graph``: one compile per structure for loops over same-shaped studies, else this
+    study's graph with its data frozen in (:class:`~delusion_bayes.inference.config.SamplerConfig`).
 
     Returns an ``xarray.DataTree``: groups ``posterior`` (``L``, ``k``, ``t50`` on dim ``model``
     for the onset models, with the study's model coords), ``sample_stats``, ``log_likelihood``,
@@ -81,18 +79,9 @@ def fit(
     """
     from ..inference.cache import configure_pytensor_cache
 
-    scfg = SamplerConfig(
-        name=sampler,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=cores,
-        target_accept=target_accept,
-        adaptation=adaptation,
-        seed=seed,
-        progressbar=progressbar,
-        share_graph=share_graph,
-    )
+    nuts = dict(name=sampler, draws=draws, tune=tune, chains=chains, cores=cores, seed=seed)
+    opts = dict(target_accept=target_accept, adaptation=adaptation, progressbar=progressbar)
+    scfg = SamplerConfig(**nuts, **opts, share_graph=share_graph)
     _check_settings(scfg)
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
     t0 = time.perf_counter()

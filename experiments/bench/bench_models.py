@@ -13,8 +13,10 @@ seconds, sampling seconds, divergences, max R-hat of L/k/t50, min ESS bulk / sam
 and every time as a ratio against nutpie. The alternative users know is R's brms, timed on the
 same data (``BRMS_SAME_DATA``: the package's paper_like study, seed 0, brms 2.18, 4 x 1,000 draws
 after 1,000 warm-up, whole process from cold, on this machine kind; issue 29 records the runs).
-R is not installed on these machines, so the script prints those recorded figures beside its
-own cold fits; it does not run brms itself.
+Where R and brms are installed (Debian: ``r-base-core``, ``r-cran-brms``; ``brms_same_data.py``)
+the script fits brms itself to this run's study with this run's draws (``--brms auto``, the
+default; ``--brms recorded`` skips it) and prints that ratio; it always prints the recorded
+figures too. Tests and CI do not need R.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--samplers", default="nutpie,pymc,numpyro")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--brms", default="auto", choices=["auto", "recorded"])
     args = ap.parse_args(argv)
     tune = args.tune if args.tune is not None else args.draws
 
@@ -158,7 +161,24 @@ def main(argv: list[str] | None = None) -> int:
         if "cold" in ref and "cached" in ref:
             ratio = ref["cached"]["total_s"] / ref["cold"]["total_s"]
             print(f"  nutpie cached vs cold whole fit: x{ratio:.2f}")
+        if args.brms == "auto" and args.model in ("onset", "rater"):
+            _brms_here(ds, args, tune, ref.get("cold"))
     return 0
+
+
+def _brms_here(ds, args, tune: int, cold: dict | None) -> None:
+    """Fit brms to this run's study when R and brms are installed, and print the ratio."""
+    from brms_same_data import fit_brms, have_brms
+
+    if not have_brms():
+        print("\nbrms on this run's data: not run (no Rscript with brms here); recorded above")
+        return
+    print(f"\nbrms on this run's data ({args.preset}, {args.chains} x {args.draws}, {tune} tune):")
+    res = fit_brms(ds, args.model, draws=args.draws, tune=tune, chains=args.chains, seed=args.seed)
+    line = f"  brms {res['seconds']:.1f} s end to end, {res['divergences']} divergences"
+    if cold is not None:
+        line += f"; nutpie cold {cold['total_s']:.1f} s: {res['seconds'] / cold['total_s']:.1f}x"
+    print(line)
 
 
 if __name__ == "__main__":
