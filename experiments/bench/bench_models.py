@@ -31,7 +31,9 @@ import time
 #: process from cold, this machine kind (issue 29): the onset model (nonlinear logistic on the
 #: consensus; 1,441 max-treedepth hits) and the standard cumulative rater model
 #: ``y ~ 1 + (1 | model:day)``, ``thres(gr = rater)``; its exact twin with rater
-#: discrimination took 552 s
+#: discrimination took 552 s. Those runs did not record their cores; brms fitted on this machine
+#: kind with its 4 chains on 2 cores (``brms_same_data.py``, 2026-12-04) took 90 s for the rater
+#: model, so the recorded runs most likely ran their chains one after another
 BRMS_SAME_DATA = {"onset": 1858.0, "rater": 240.0}
 BRMS_TWIN = {"rater": 552.0}
 #: issue 29's targets: brms seconds / ours, cold, on the same data
