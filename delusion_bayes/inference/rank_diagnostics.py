@@ -34,7 +34,8 @@ def rank_diagnostics(x: np.ndarray, tail_prob: float | None = None) -> dict[str,
     ok = ~np.isnan(x).any(axis=(1, 2)) & (n_draw >= MIN_DRAWS)
     if not ok.any() or n_chain < MIN_CHAINS_ESS:
         return out
-    xs = _split(x[ok])
+    xo = x[ok]
+    xs = _split(xo)
     z = _z_scale(xs)
     out["ess_bulk"][ok] = _ess(z)
     if n_chain >= MIN_CHAINS_RHAT:
@@ -45,7 +46,6 @@ def rank_diagnostics(x: np.ndarray, tail_prob: float | None = None) -> dict[str,
 
         tail_prob = float(az.rcParams["stats.ci_prob"])
     lo, hi = sorted((tail_prob, 1.0 - tail_prob))
-    xo = x[ok]
     q = np.quantile(xo.reshape(len(xo), -1), [lo, hi], axis=1)  # numpy's "linear", as ArviZ
     tails = [_ess(_split((xo <= q[j][:, None, None]).astype(float))) for j in (0, 1)]
     out["ess_tail"][ok] = np.minimum(*tails)
