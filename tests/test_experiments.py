@@ -48,6 +48,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "--brms",
         "recorded",  # never R in tests, even where it is installed
     ],
+    "bench_level_terms.py": ["--preset", "small", "--reps", "3"],
     "bench_rating_terms.py": ["--preset", "small", "--model", "rater", "--reps", "3"],
     # writes the study's table for brms without R (tests and CI do not need R)
     "brms_same_data.py": ["--preset", "small", "--model", "onset", "--write-only"],

@@ -283,8 +283,7 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     s = centre[:, None] + tau[:, None] * xq[None, :]  # (U, Q)
     ll = rating_terms(s, severity, disc, spec_data(spec, "md_lo"), spec_data(spec, "md_hi"))
     if level is not None:
-        below, above = _level_terms(spec, s, level)
-        ll = ll - below - above
+        ll = ll + _level_terms(spec, s, level)
     prior = -0.5 * ((s - mu[:, None]) / sigma[:, None]) ** 2 + pt.log(tau / sigma)[:, None]
     per_md = pt.logsumexp(lw[None, :] + ll + prior, axis=1)
     const = (spec_data(spec, "n_interior") * pt.log1mexp(-disc)).sum()
@@ -315,10 +314,12 @@ def _proposal(spec: ModelSpec, mu, sigma, severity, disc):
 
 
 def _level_terms(spec: ModelSpec, s, level):
-    """The two softplus terms whose negative sum is the log-probability of each model-day's
-    adjudicated level at the nodes ``s`` (``(U, Q)``; 0 where none), without the constant
+    """The log-probability of each model-day's adjudicated level at the nodes ``s`` (``(U, Q)``;
+    0 where none; :mod:`delusion_bayes.models.level_terms`), without the constant
     :func:`marginal_ratings` adds once."""
     import pytensor.tensor as pt
+
+    from .level_terms import level_terms
 
     beta, u, c1, c2 = level
     lv = spec_data(spec, "md_level")
@@ -326,7 +327,7 @@ def _level_terms(spec: ModelSpec, s, level):
     big = pt.fill(lv, OPEN).astype("float64")
     c_lo = pt.switch(pt.eq(lv, 0) | pt.lt(lv, 0), -big, pt.switch(pt.eq(lv, 1), c1, c2))
     c_hi = pt.switch(pt.eq(lv, 2) | pt.lt(lv, 0), big, pt.switch(pt.eq(lv, 0), c1, c2))
-    return pt.softplus(-(eta - c_lo[:, None])), pt.softplus(eta - c_hi[:, None])
+    return level_terms(eta, c_lo, c_hi)
 
 
 __all__ = [

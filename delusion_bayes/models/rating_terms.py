@@ -58,10 +58,10 @@ _E = (1.0, 1.0000000000000067, 0.5000000000000006, 0.16666666666554406, 0.041666
 _L = (1.0, 0.33333333333341286, 0.199999999976438, 0.1428571455582858, 0.11111095430673142,
       0.09091429900236955, 0.07681838124445817, 0.06795652742789947, 0.04940394524382393,
       0.08890381913056651)  # fmt: skip
-_NJIT = {"error_model": "numpy"}  # no zero-division branch: it would stop the vectoriser
+NJIT_OPTIONS = {"error_model": "numpy"}  # no zero-division branch: it would stop the vectoriser
 
 
-@numba.njit(inline="always", **_NJIT)
+@numba.njit(inline="always", **NJIT_OPTIONS)
 def _exp_nonpositive(x):
     """``exp(x)`` for ``EXP_FLOOR <= x <= 0``: ``2^n exp(r)``, ``2^-n`` exact from a shift."""
     n = math.floor(x * _LOG2E + 0.5)
@@ -72,7 +72,7 @@ def _exp_nonpositive(x):
     return p / np.float64(np.int64(1) << np.int64(-n))
 
 
-@numba.njit(**_NJIT)
+@numba.njit(**NJIT_OPTIONS)
 def softplus_pass(y, t, w):
     """``t = -softplus(-y) = min(y, 0) - log1p(e)`` and ``w = sigmoid(-y)``, ``e = exp(-|y|)``,
     elementwise over flat arrays; ``log1p(e) = 2 atanh(v)``, ``v = e / (2 + e) <= 1/3``."""
@@ -91,7 +91,7 @@ def softplus_pass(y, t, w):
         w[i] = e * sig if x > 0.0 else sig
 
 
-@numba.njit(**_NJIT)
+@numba.njit(**NJIT_OPTIONS)
 def finite_bounds(lo, hi):
     """The finite category bounds: rating cell ``(u, r)``, value and sign (+1 lower, -1 upper)."""
     n_u, n_r = lo.shape
@@ -111,7 +111,7 @@ def finite_bounds(lo, hi):
     return bu, br, bc, bs
 
 
-@numba.njit(cache=True, **_NJIT)
+@numba.njit(cache=True, **NJIT_OPTIONS)
 def rating_terms_kernel(s, sev, disc, lo, hi):
     """Values and partials of the rating terms (module docstring); plain arrays in and out."""
     n_u, n_q = s.shape
@@ -140,7 +140,7 @@ def rating_terms_kernel(s, sev, disc, lo, hi):
     return ll, dll_ds, j_sev, j_disc
 
 
-@numba.njit(cache=True, **_NJIT)
+@numba.njit(cache=True, **NJIT_OPTIONS)
 def contract_partials(g, j_sev, j_disc):
     """The pullback's sums ``sum_{u,q} g[u,q] j[u,r,q]`` for severity and discrimination (per
     node first, so the inner loop has no floating-point reduction and vectorises)."""
