@@ -266,13 +266,22 @@ def loo_var(dt: Any, unit: str) -> str | None:
     return None
 
 
-def loo(dt: Any, var_name: str | None = None):
-    """``az.loo`` (PSIS-LOO) of a fit, warnings about Pareto k kept in the result."""
-    import arviz as az
+def loo(dt: Any, var_name: str | None = None, r_eff: float | None = None):
+    """``az.loo`` (PSIS-LOO) of a fit, with the smoothed weights of
+    :func:`delusion_bayes.inference.psis.psislw` (all observations at once) and the ``r_eff``
+    of :func:`~delusion_bayes.inference.psis.relative_eff` (ArviZ's, without the NaN of a
+    posterior with missing latents); warnings about Pareto k kept in the result, pointwise
+    values in it. ``var_name`` defaults to the fit's only log-likelihood variable."""
+    from .psis import loo as psis_loo
 
+    if var_name is None:
+        names = list(dt["log_likelihood"].data_vars)
+        if len(names) != 1:
+            raise ValueError(f"loo: the fit has log-likelihood variables {names}; name one")
+        var_name = names[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return az.loo(dt, var_name=var_name)
+        return psis_loo(dt, var_name, r_eff)
 
 
 def loo_table(elpd: Any, name: str, unit: str | None = None) -> pd.DataFrame:
@@ -312,9 +321,10 @@ def compare_fits(fits: Mapping[str, Any], var_name: str | None = "y") -> pd.Data
     }
     if len(set(shapes.values())) > 1:
         raise ValueError(f"fits do not share the observations of {var_name!r}: {shapes}")
+    elpds = {k: loo(v, var_name) for k, v in fits.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        df = az.compare(dict(fits), var_name=var_name, round_to="none")
+        df = az.compare(elpds, round_to="none")
     df.index.name = "model"
     return df
 

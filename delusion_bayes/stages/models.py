@@ -400,11 +400,14 @@ def _loo_outputs(dt, out: Outputs, inf: InferenceConfig, notes: list):
     import pandas as pd
 
     from ..inference.diagnostics import loo, loo_table
+    from ..inference.psis import relative_eff
 
     elpd, rows = None, []
-    for u, var in _loo_units(dt, inf).items():
+    units = _loo_units(dt, inf)
+    r_eff = relative_eff(dt["posterior"]) if units else None  # one per fit, as ArviZ
+    for u, var in units.items():
         try:
-            res = loo(dt, var_name=var)
+            res = loo(dt, var_name=var, r_eff=r_eff)
         except Exception as err:  # noqa: BLE001
             notes.append(f"LOO ({u}) failed: {type(err).__name__}: {err}")
             continue
