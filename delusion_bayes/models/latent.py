@@ -13,7 +13,7 @@ import xarray as xr
 from scipy.special import expit, log_expit
 
 from ..data.schema import DAY, MODEL, STAGE_CUTPOINTS, STAGE_MIDPOINT
-from .marginal import MARGINAL_VAR, MODEL_DAY, loglik_and_stage, param_draws
+from .marginal import MARGINAL_VAR, MODEL_DAY, loglik_and_stage, nodes_for, param_draws
 from .spec import OBS, OBS_LEVEL, ModelSpec, observation_coords
 
 #: :data:`~delusion_bayes.data.schema.STAGE_CUTPOINTS` as an array
@@ -76,7 +76,7 @@ def add_latent_groups(
     obs = observed_group(spec)
     dt["observed_data"] = xr.DataTree(obs)
     post = dt["posterior"].to_dataset()
-    md_ll, md = loglik_and_stage(dt, rng)
+    md_ll, md = loglik_and_stage(dt, rng, n_nodes=nodes_for(spec.name))
     grid = _stage_grid(spec, post, md)
     dt["posterior"] = xr.DataTree(post)
     ratings = _rating_predictors(spec, post, grid)

@@ -38,6 +38,10 @@ MODEL_DAY = "model_day"
 MARGINAL_VAR = "y_model_day"
 #: quadrature nodes (error below 1e-5 on the log scale: tests/models/test_marginal.py)
 DEFAULT_NODES = 31
+#: more for the rater model: its latent's wide prior (sigma_theta ~1.6) against raters as steep
+#: as 7-9 per stage makes box-like integrands (31 nodes: up to 5e-5 on its paper_like fit,
+#: 41: 7e-6; joint and disengagement: 5e-7 and 8e-7 with 31)
+MODEL_NODES: dict[str, int] = {"rater": 41}
 _NEWTON_STEPS = 40
 
 
@@ -112,6 +116,7 @@ def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
     for k in range(n_terms):
         half += sg * abs(alpha[i, j, k])
     lo, hi, e = -half, half, 0.0
+    last = 2.0 * half  # the step before the last (rtsafe's dxold)
     for _ in range(n_steps):
         s = m + sg * e
         g1, g2 = 0.0, 0.0
@@ -130,9 +135,13 @@ def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
         else:
             hi = e
         new = e - grad / min(hess, -1e-12)
-        if not (lo <= new <= hi):
+        # bisect when Newton leaves the open bracket or would not halve the step before last
+        # (rtsafe's test): without the second, Newton cycled between two points on either
+        # side of a steep rater's category edge and stopped at the wrong one
+        if not (lo < new < hi) or abs(2.0 * grad) > abs(last * hess):
             new = 0.5 * (lo + hi)
         step = abs(new - e)
+        last = step
         e = new
         if step < 1e-10:
             break
@@ -260,17 +269,18 @@ def ordinal_terms(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, gamma: np.
     return alpha, a0, b0
 
 
-def model_day_loglik(dt: Any, n_nodes: int = DEFAULT_NODES, chunk: int = 250) -> xr.DataArray:
+def model_day_loglik(dt: Any, n_nodes: int | None = None, chunk: int = 250) -> xr.DataArray:
     """Marginal log-likelihood of each rated model-day of a ``joint``, ``rater`` or
     ``disengagement`` fit (module docstring), dims ``(chain, draw, model_day)`` in (model, day)
     order, coords ``model_day_model``/``model_day_day``. ValueError for a fit without the
     variables the integral needs (``onset``: its likelihood is one term per model-day already).
+    ``n_nodes`` default: :data:`MODEL_NODES` of the fit's model, else :data:`DEFAULT_NODES`.
     """
     return _integrate(dt, n_nodes, chunk, rng=None)[0]
 
 
 def loglik_and_stage(
-    dt: Any, rng: np.random.Generator, n_nodes: int = DEFAULT_NODES, chunk: int = 250
+    dt: Any, rng: np.random.Generator, n_nodes: int | None = None, chunk: int = 250
 ) -> tuple[xr.DataArray, xr.DataArray]:
     """:func:`model_day_loglik` and, from the same nodes, one draw per parameter draw of every
     rated model-day's stage from its conditional posterior (:func:`sample_latent`): with the
@@ -281,13 +291,20 @@ def loglik_and_stage(
     return ll, stage
 
 
+def nodes_for(model: str) -> int:
+    """The latent pass's quadrature nodes for a fit of ``model`` (:data:`MODEL_NODES`)."""
+    return MODEL_NODES.get(model, DEFAULT_NODES)
+
+
 def param_draws(post: xr.Dataset, name: str) -> np.ndarray:
     """The draws of posterior variable ``name`` as floats, ``(chain, draw, ...)``."""
     return np.asarray(post[name].transpose("chain", "draw", ...).values, float)
 
 
-def _integrate(dt: Any, n_nodes: int, chunk: int, rng: np.random.Generator | None):
+def _integrate(dt: Any, n_nodes: int | None, chunk: int, rng: np.random.Generator | None):
     """:func:`model_day_loglik` and, with ``rng``, the stage draws of :func:`loglik_and_stage`."""
+    if n_nodes is None:
+        n_nodes = nodes_for(str(dt.attrs.get("model", "")))
     post = dt["posterior"]
     cells = _observed_cells(dt)
     layout = _ModelDays.of(cells, post)

@@ -276,10 +276,11 @@ def _power_scaling(
     out: dict[str, Any] = {}
     with quiet_psense():
         for group in ("prior", "likelihood"):
-            cjs = psense(
-                tree, var_names=["x"], group=group, alphas=alphas, sample_dims=["chain", "draw"]
-            )["x"]
-            out[group] = np.nan_to_num(np.asarray(cjs.values, float))  # constant x: 0/0
+            with np.errstate(invalid="ignore", divide="ignore"):  # constant x: 0/0, set to 0
+                cjs = psense(
+                    tree, var_names=["x"], group=group, alphas=alphas, sample_dims=["chain", "draw"]
+                )["x"]
+            out[group] = np.nan_to_num(np.asarray(cjs.values, float))
             means = []
             for a in alphas:
                 w = _weights(tree, group, a)

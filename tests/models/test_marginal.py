@@ -61,6 +61,24 @@ def test_matches_a_dense_trapezoid_on_random_model_days():
     assert abs(_module(y, d, sev, mu, sigma, n_nodes=9) - ref) > 1e-4
 
 
+def test_newton_does_not_cycle_across_a_steep_category_edge():
+    """A rater-model draw of the paper_like fit: three raters at stage 4 and a steep one
+    (discrimination 7) at stage 3 under a wide prior N(1.97, 1.61). Plain safeguarded Newton
+    cycled between e = 0 and e = 7 on either side of the steep rater's edge and stopped at
+    e = 0, 17 log units below the mode; the quadrature centred there was off by 0.016.
+    rtsafe's step test finds the mode; 31 nodes then agree with a 400,001-point trapezoid
+    to 1e-5, 41 (the rater model's default) to 2e-6."""
+    y = np.array([3, 3, 2, 3])
+    d = np.array([3.2677117406544216, 2.5575641711646613, 6.979317916160126, 2.2757008169873703])
+    sev = np.array(
+        [0.4819395431897714, -0.4199865070476948, -0.6975197545864626, 0.635566718444386]
+    )
+    mu, sigma = 1.9748353833300227, 1.613293126909268
+    ref = grid_log_integral(lambda s: log_cat_prob_sum(s, y, d, sev), mu, sigma, n=400_001)
+    assert abs(_module(y, d, sev, mu, sigma) - ref) < 1e-5
+    assert abs(_module(y, d, sev, mu, sigma, n_nodes=41) - ref) < 2e-6
+
+
 def test_open_bounds_take_the_short_path_with_the_same_bits():
     """A floor or ceiling rating's open bound (``a0 = +OPEN``, ``b0 = -OPEN``) skips its
     sigmoid's transcendentals (their value is exactly 1 or 0 in float64). Written as a finite
