@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data.schema import DAY, K_MAX, MODEL, RATER, STAGE_MIDPOINT
+from ..data.schema import DAY, K_MAX, MODEL, RATER
 from .priors import make_rv, prior_rms
 from .rating_terms import rating_terms
 from .spec import K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
@@ -317,17 +317,11 @@ def _level_terms(spec: ModelSpec, s, level):
     """The log-probability of each model-day's adjudicated level at the nodes ``s`` (``(U, Q)``;
     0 where none; :mod:`delusion_bayes.models.level_terms`), without the constant
     :func:`marginal_ratings` adds once."""
-    import pytensor.tensor as pt
-
     from .level_terms import level_terms
 
     beta, u, c1, c2 = level
-    lv = spec_data(spec, "md_level")
-    eta = beta * (s - STAGE_MIDPOINT) + u[spec_data(spec, "md_model")][:, None]
-    big = pt.fill(lv, OPEN).astype("float64")
-    c_lo = pt.switch(pt.eq(lv, 0) | pt.lt(lv, 0), -big, pt.switch(pt.eq(lv, 1), c1, c2))
-    c_hi = pt.switch(pt.eq(lv, 2) | pt.lt(lv, 0), big, pt.switch(pt.eq(lv, 0), c1, c2))
-    return level_terms(eta, c_lo, c_hi)
+    md_model, md_level = spec_data(spec, "md_model"), spec_data(spec, "md_level")
+    return level_terms(s, beta, u, c1, c2, md_model, md_level)
 
 
 __all__ = [
