@@ -49,6 +49,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "recorded",  # never R in tests, even where it is installed
     ],
     "bench_level_terms.py": ["--preset", "small", "--reps", "3"],
+    "bench_loo.py": ["--obs", "40", "--draws", "100", "--reps", "1"],
     "bench_rating_terms.py": ["--preset", "small", "--model", "rater", "--reps", "3"],
     # writes the study's table for brms without R (tests and CI do not need R)
     "brms_same_data.py": ["--preset", "small", "--model", "onset", "--write-only"],
