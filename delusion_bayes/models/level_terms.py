@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from ..data.schema import STAGE_MIDPOINT
-from .rating_terms import NJIT_OPTIONS, softplus_pass
+from .rating_terms import NJIT_OPTIONS, first_cotangent, softplus_pass
 
 #: bump when a kernel changes (part of PyTensor's numba cache key)
 _KERNEL_VERSION = 2
@@ -211,12 +211,7 @@ def _make_op():
 
             s, beta, u, _, _, md_model, level = inputs
             _, d_eta, w = outputs
-            g = cotangents[0]
-            for extra in cotangents[1:]:
-                if not isinstance(extra.type, DisconnectedType):
-                    raise NotImplementedError("LevelTerms: only its first output is differentiable")
-            if isinstance(g.type, DisconnectedType):
-                g = pt.zeros_like(d_eta)
+            g = first_cotangent(cotangents, d_eta, "LevelTerms")
             g_s, g_beta, g_u, g_c1, g_c2 = grad_op(g, s, beta, u, d_eta, w, md_model, level)
             return [g_s, g_beta, g_u, g_c1, g_c2, DisconnectedType()(), DisconnectedType()()]
 

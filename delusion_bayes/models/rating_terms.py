@@ -215,18 +215,26 @@ def _make_op():
 def _pullback(outputs, cotangents, contract_op):
     """The pullback of ``RatingTerms``: its partials are the node's own outputs (no second pass
     over the terms); only its first output is differentiable; the category bounds are data."""
-    import pytensor.tensor as pt
     from pytensor.gradient import DisconnectedType
 
     _, dll_ds, j_sev, j_disc = outputs
-    g = cotangents[0]
-    for extra in cotangents[1:]:
-        if not isinstance(extra.type, DisconnectedType):
-            raise NotImplementedError("RatingTerms: only its first output is differentiable")
-    if isinstance(g.type, DisconnectedType):
-        g = pt.zeros_like(dll_ds)
+    g = first_cotangent(cotangents, dll_ds, "RatingTerms")
     g_sev, g_disc = contract_op(g, j_sev, j_disc)
     return [g * dll_ds, g_sev, g_disc, DisconnectedType()(), DisconnectedType()()]
+
+
+def first_cotangent(cotangents, like, op_name: str):
+    """The upstream gradient of a fused Op's first output (zeros shaped as ``like`` when it is
+    disconnected); ``NotImplementedError`` if any other output has one: the Ops' extra outputs
+    are their partials, for their own pullback, and are not differentiable."""
+    import pytensor.tensor as pt
+    from pytensor.gradient import DisconnectedType
+
+    for extra in cotangents[1:]:
+        if not isinstance(extra.type, DisconnectedType):
+            raise NotImplementedError(f"{op_name}: only its first output is differentiable")
+    g = cotangents[0]
+    return pt.zeros_like(like) if isinstance(g.type, DisconnectedType) else g
 
 
 @functools.cache
@@ -286,4 +294,10 @@ def rating_terms(s, severity, disc, lo, hi):
     return rating_terms_op()(s, severity, disc, lo, hi)[0]
 
 
-__all__ = ["contract_partials", "rating_terms", "rating_terms_kernel", "rating_terms_op"]
+__all__ = [
+    "contract_partials",
+    "first_cotangent",
+    "rating_terms",
+    "rating_terms_kernel",
+    "rating_terms_op",
+]
