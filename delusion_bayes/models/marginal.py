@@ -212,13 +212,30 @@ def _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng=None):
     lead = alpha.shape[:-1]
     mu, sigma = (np.broadcast_to(np.asarray(v, float), lead) for v in (mu, sigma))
     n_terms = alpha.shape[-1]
-    flat = [np.ascontiguousarray(v.reshape(-1, 1, n_terms)) for v in (alpha, a0, b0)]
+    # C-contiguous and writable, always: numba compiles the kernel once per array type, and a
+    # read-only view (np.broadcast_to of an array already of the right shape, as the rater
+    # model's mu is) is another type, which cost a second cold compile of ~15 s
+    flat = [np.require(v.reshape(-1, 1, n_terms), float, "CW") for v in (alpha, a0, b0)]
     n = flat[0].shape[0]
     out, out_s = np.empty((n, 1)), np.full((n, 1), np.nan)
     unif = rng.uniform(size=(n, 1, 2)) if rng is not None else np.zeros((0, 1, 2))
-    mu, sigma = (np.ascontiguousarray(v.reshape(-1, 1)) for v in (mu, sigma))
-    _kernel(*flat, mu, sigma, int(n_nodes), _NEWTON_STEPS, unif, out, out_s)
+    mu, sigma = (np.require(v.reshape(-1, 1), float, "CW") for v in (mu, sigma))
+    args = (*flat, mu, sigma, int(n_nodes), _NEWTON_STEPS, unif, out, out_s)
+    if _kernel.signatures:
+        _kernel(*args)
+    else:  # first call here: compiled, or loaded from numba's cache, once across processes
+        from ..inference.sampling import compile_lock
+
+        with compile_lock("latent-kernel"):
+            _kernel(*args)
     return out.reshape(lead), (out_s.reshape(lead) if rng is not None else None)
+
+
+def compile_kernel() -> None:
+    """Compile (or load from numba's cache) the latent pass's kernel now, on a one-term integral
+    (the compile prefetch, ``stages/prefetch.py``, does it ahead of the first fit that needs it)."""
+    one = np.ones((1, 1, 1))
+    _run_kernel(one, one, -one, np.zeros((1, 1)), np.ones((1, 1)), DEFAULT_NODES)
 
 
 def marginal_loglik(

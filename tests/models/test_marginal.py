@@ -411,3 +411,26 @@ def test_a_level_on_an_unrated_model_day_is_integrated_not_refused():
 
         ref = grid_log_integral(log_f, p["trajectory"][1, 1], p["sigma_eps"][1], n=100_001)
         np.testing.assert_allclose(da.values[0, k, j], ref, atol=2e-5)
+
+
+def test_the_latent_kernel_compiles_once_for_read_only_and_broadcast_inputs():
+    """Numba compiles the latent pass's kernel once per argument type, and a read-only array
+    is another type: the rater model's ``mu`` (``np.broadcast_to`` of an array already of the
+    right shape) made a second ~15 s cold compile of the same kernel. Every input, read-only or
+    broadcast or not, now reaches the kernel as a C-contiguous writable array: one signature,
+    same values."""
+    from delusion_bayes.models import marginal
+
+    rng = np.random.default_rng(3)
+    alpha = rng.uniform(1, 3, (4, 2, 3))
+    a0, b0 = rng.normal(1, 0.3, (4, 2, 3)), rng.normal(-1, 0.3, (4, 2, 3))
+    mu, sigma = rng.normal(0, 1, (4, 2)), rng.uniform(0.5, 1, (4, 2))
+    writable = marginal_loglik(alpha, a0, b0, mu, sigma)
+    frozen = [v.copy() for v in (alpha, a0, b0, mu, sigma)]
+    for v in frozen:
+        v.flags.writeable = False
+    read_only = marginal_loglik(*frozen)
+    broadcast = marginal_loglik(alpha, a0, b0, np.broadcast_to(mu[:1], mu.shape), sigma)
+    np.testing.assert_array_equal(read_only, writable)
+    np.testing.assert_allclose(broadcast[0], writable[0], rtol=0, atol=0)
+    assert len(marginal._kernel.signatures) == 1, marginal._kernel.signatures
