@@ -336,6 +336,53 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
         (run_dir / "run.json").write_text(json.dumps(record, indent=2, default=str))
 
     write_record()
+    prepared = _prepare_stages(ds, cfg, run_dir)
+    try:
+        failed = _run_stages(ds, cfg, run_dir, record, write_record, prepared)
+    finally:
+        for handle in prepared.values():
+            handle.close()
+    record.update(seconds=round(time.perf_counter() - started, 3), failed=failed)
+    write_record()
+    if failed:
+        raise PipelineError(
+            f"stage(s) {failed} failed; see {run_dir / 'run.json'} and the log for tracebacks."
+        )
+    log.info("run finished in %.1f s: %s", record["seconds"], run_dir)
+    return record
+
+
+def _prepare_stages(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
+    """Call each configured stage's optional ``prepare(ds, cfg, run_dir, first=...)`` before any
+    stage runs (the models stage starts compiling in the background: ``stages/prefetch.py``);
+    returns ``{stage: handle}`` of those that returned one (each has ``close()``). A failing
+    ``prepare`` is logged and ignored: it may only save time, never cost a result."""
+    handles: dict[str, Any] = {}
+    running = []
+    for name in cfg.stages:
+        try:
+            module = _stage_module(name)
+        except ImportError:  # reported when the stage runs
+            continue
+        if cfg.data.kind not in tuple(getattr(module, "KIND", KINDS)):
+            continue
+        running.append(name)
+        if not hasattr(module, "prepare"):
+            continue
+        try:
+            sub = sub_config(cfg, tuple(module.NEEDS))
+            handle = module.prepare(ds, sub, run_dir, first=len(running) == 1)
+        except Exception as err:  # noqa: BLE001 - the stage itself reports real problems
+            log.info("stage %s: not prepared ahead (%s: %s)", name, type(err).__name__, err)
+            continue
+        if handle is not None:
+            handles[name] = handle
+    return handles
+
+
+def _run_stages(ds, cfg, run_dir: Path, record: dict, write_record, prepared: dict) -> list[str]:
+    """Run the configured stages in order into ``record``; returns the failed ones. A stage's
+    ``prepare`` handle (:func:`_prepare_stages`) is closed when the stage ends."""
     failed: list[str] = []
     for name in list(cfg.stages):
         try:
@@ -366,14 +413,9 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
             failed.append(name)
             status = _failure(err)
             log.error("stage %s FAILED: %s\n%s", name, err, status["traceback"])
+        if name in prepared:
+            prepared.pop(name).close()
         status["seconds"] = round(time.perf_counter() - t0, 3)
         record["stages"][name] = status
         write_record()
-    record.update(seconds=round(time.perf_counter() - started, 3), failed=failed)
-    write_record()
-    if failed:
-        raise PipelineError(
-            f"stage(s) {failed} failed; see {run_dir / 'run.json'} and the log for tracebacks."
-        )
-    log.info("run finished in %.1f s: %s", record["seconds"], run_dir)
-    return record
+    return failed

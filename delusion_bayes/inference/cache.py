@@ -171,6 +171,18 @@ def with_model_data(compiled: Any, model: Any) -> Any:
     return compiled.with_data(**values) if values else compiled
 
 
+def compiled_marker(compiledir: str | Path, name: str, settings: dict[str, Any]) -> Path:
+    """``<compiledir>/done/<key>``: a file that says the compile cache holds everything ``name``
+    (a spec's hash, a graph's key) with these ``settings`` compiles, with this code
+    (:func:`code_fingerprint`): written after a graph's compile
+    (:func:`delusion_bayes.inference.sampling.compile_lock`) and after a whole fit
+    (:func:`delusion_bayes.models.fit.compile_marker`; the compile prefetch,
+    :mod:`delusion_bayes.stages.prefetch`, skips such fits). Kept in the compile folder:
+    emptying it empties the markers too."""
+    key = _hash_inputs({"name": name, "code": code_fingerprint(), **settings})
+    return Path(compiledir) / "done" / key
+
+
 # fitted posteriors (opt-in: sweeps whose jobs share a fit)
 #: the code and libraries a fit depends on: a change to any makes every cached fit stale
 _FIT_CODE = ("models", "inference", "data/schema.py")

@@ -38,6 +38,9 @@ class SamplerConfig:
     share_graph: bool = False
     #: reuse a fit of the same data, settings and code from ``<cache_dir>/fits`` (``fit(reuse=)``)
     reuse_fits: bool = False
+    #: nutpie only: compile the models stage's fits in a background process while the stages
+    #: before it run (``stages/prefetch.py``); changes when compiling happens, not a result
+    prefetch: bool = True
     #: a bar with the time left when stderr is a terminal (numpyro: its own); log lines anyway
     progressbar: bool = True
 

@@ -35,26 +35,36 @@ def resolve_sampler(name: str) -> str:
     return name
 
 
+def compile_dir() -> Path:
+    """PyTensor's compile folder (``base_compiledir``; :func:`~.cache.configure_pytensor_cache`
+    sets it before PyTensor's first import)."""
+    import pytensor
+
+    return Path(pytensor.config.base_compiledir)
+
+
 @contextlib.contextmanager
-def compile_lock():
-    """Hold ``<PyTensor's compile dir>/.compile.lock`` (an exclusive ``flock``) while compiling,
-    so that processes sharing one compile cache compile one at a time (PyTensor does not lock
-    the numba kernels nutpie compiles; docs/design.md). No lock without ``fcntl`` (Windows)."""
+def compile_lock(name: str | None = None):
+    """Hold an exclusive ``flock`` on ``<compile dir>/locks/<name>.lock`` while compiling, so
+    that processes sharing one compile cache do not compile the same thing twice at once: the
+    second waits, then loads the first's kernels from the cache (PyTensor does not lock the
+    numba kernels nutpie compiles; docs/design.md). ``name``: what is compiled (a graph's key,
+    a kernel's name), so that different graphs compile side by side (the compile prefetch,
+    ``stages/prefetch.py``, relies on it); None: one lock for everything. No lock without
+    ``fcntl`` (Windows)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         yield
         return
-    import pytensor
-
-    path = Path(pytensor.config.base_compiledir) / ".compile.lock"
+    path = compile_dir() / "locks" / f"{name or 'compile'}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
         t0 = time.perf_counter()
         fcntl.flock(fh, fcntl.LOCK_EX)
         waited = time.perf_counter() - t0
         if waited > 1.0:
-            log.info("waited %.0f s for another process compiling into %s", waited, path.parent)
+            log.info("waited %.0f s for another process compiling %s", waited, name or "")
         try:
             yield
         finally:
@@ -68,11 +78,14 @@ def sample(
     cache_dir: str | Path | None = None,
     key: str | None = None,
     label: str | None = None,
+    graph: str | None = None,
 ) -> Any:
     """Sample ``model`` (a ``pm.Model``) with the sampler of ``cfg`` (default
     :class:`SamplerConfig`); ``key`` (e.g. ``ModelSpec.hash()``) memoises the compiled nutpie
-    model, ``label`` names the fit in the progress lines. Returns a DataTree whose posterior
-    attrs hold ``sampler``, ``sampling_time`` and ``compile_time`` (seconds)."""
+    model, ``label`` names the fit in the progress lines, ``graph`` (nutpie) identifies the
+    graph compiled (:func:`_compile_once`; e.g. ``ModelSpec.hash()`` for a frozen graph).
+    Returns a DataTree whose posterior attrs hold ``sampler``, ``sampling_time`` and
+    ``compile_time`` (seconds)."""
     cfg = cfg or SamplerConfig()
     name = resolve_sampler(cfg.name)
     chains, cores = int(cfg.chains), max(1, min(int(cfg.cores), int(cfg.chains)))
@@ -87,7 +100,7 @@ def sample(
         target_accept=target_accept,
     )
     if name == "nutpie":
-        dt, compile_time = _sample_nutpie(model, cfg, run, cache_dir, key)
+        dt, compile_time = _sample_nutpie(model, cfg, run, cache_dir, key, graph)
     elif name == "numpyro":
         dt = _sample_numpyro(model, cfg, run)
     else:
@@ -116,23 +129,20 @@ class _Run:
     target_accept: float
 
 
-def _sample_nutpie(model: Any, cfg: SamplerConfig, run: _Run, cache_dir, key) -> tuple[Any, float]:
+def _sample_nutpie(model: Any, cfg: SamplerConfig, run: _Run, cache_dir, key, graph) -> tuple:
     """nutpie, its compiled model memoised under ``key`` when ``cfg.share_graph`` (else this
-    study's graph with its data frozen in); returns the fit and compile time."""
+    study's graph with its data frozen in); returns the fit and the compile time (without the
+    time waited for another process's compile)."""
     import nutpie
     from pymc.sampling.mcmc import patch_nutpie_idata
 
-    from .cache import compiled_nutpie
-
-    with compile_lock():  # the time waited for another process is logged there, not counted
-        tc = time.perf_counter()
-        compiled = compiled_nutpie(
-            model,
-            cache_dir=cache_dir if cfg.compile_cache else None,
-            key=key if cfg.share_graph else None,
-            freeze=not cfg.share_graph,
-        )
-        compile_time = time.perf_counter() - tc
+    compiled, compile_time = compile_nutpie(
+        model,
+        share_graph=bool(cfg.share_graph),
+        key=key,
+        graph=graph,
+        cache_dir=cache_dir if cfg.compile_cache else None,
+    )
     log.info("compiled %s in %.1f s", run.label, compile_time)
     ts = time.perf_counter()
     # our own bar and log lines: nutpie's writes no log lines and floods a non-terminal stderr
@@ -151,6 +161,67 @@ def _sample_nutpie(model: Any, cfg: SamplerConfig, run: _Run, cache_dir, key) ->
         )
     patch_nutpie_idata(dt, model, sampling_time=time.perf_counter() - ts)
     return dt, compile_time
+
+
+def compile_nutpie(
+    model: Any,
+    *,
+    share_graph: bool,
+    key: str | None = None,
+    graph: str | None = None,
+    cache_dir: str | Path | None = None,
+) -> tuple[Any, float]:
+    """nutpie's compiled ``model`` and the seconds spent compiling it (not waiting for another
+    process): memoised under ``key`` with ``share_graph``
+    (:func:`~.cache.compiled_nutpie`), else this study's graph with its data frozen in;
+    ``graph`` identifies what is compiled for :func:`_compile_once`."""
+    from .cache import compiled_nutpie, memoised_models
+
+    spent = [0.0]
+
+    def compile_():
+        tc = time.perf_counter()
+        out = compiled_nutpie(
+            model, cache_dir=cache_dir, key=key if share_graph else None, freeze=not share_graph
+        )
+        spent[0] += time.perf_counter() - tc
+        return out
+
+    if share_graph and key is not None and key in memoised_models():
+        compiled = compile_()  # compiled in this process already: no compile, no lock
+    else:
+        compiled = _compile_once(compile_, graph, share_graph=share_graph)
+    return compiled, spent[0]
+
+
+def graph_marker(graph: str, *, share_graph: bool) -> Path:
+    """The file that says graph ``graph`` is compiled into the cache (:func:`_compile_once`)."""
+    from .cache import compiled_marker
+
+    return compiled_marker(compile_dir(), graph, {"graph": "nutpie", "share": share_graph})
+
+
+def _compile_once(compile_, graph: str | None, *, share_graph: bool):
+    """``compile_()`` so that processes sharing the compile cache compile a graph once and never
+    two graphs at a time (two cold compiles side by side once broke a design sweep,
+    docs/design.md): under :func:`compile_lock`, after which the graph's marker
+    (:func:`~.cache.compiled_marker` in the compile folder) says it is in the cache. A graph
+    with a marker is loaded without the lock: loading reads the cache and writes nothing, so it
+    need not wait for another process's compile of another graph (the compile prefetch,
+    ``stages/prefetch.py``, compiles the next fits' graphs meanwhile)."""
+    if graph is None:
+        with compile_lock():
+            return compile_()
+    marker = graph_marker(graph, share_graph=share_graph)
+    if marker.exists():
+        return compile_()
+    with compile_lock():
+        if not marker.exists():
+            compiled = compile_()
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+            return compiled
+    return compile_()  # another process compiled it while this one waited
 
 
 def _sample_numpyro(model: Any, cfg: SamplerConfig, run: _Run) -> Any:

@@ -188,7 +188,9 @@ def _sample_with_groups(
         "fitting %s (%s, %d chains x %d draws)", spec.variant, scfg.name, scfg.chains, scfg.draws
     )
     kernels = compiled_kernels(compiledir)
-    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=graph_key, label=spec.variant)
+    # the graph nutpie compiles: the structure, or with the data frozen in, this spec
+    graph = graph_key if scfg.share_graph else spec.hash()
+    dt = sample(pm_model, scfg, cache_dir=cache_dir, key=graph_key, label=spec.variant, graph=graph)
     if "constant_data" in dt.children:  # the spec's arrays (pm.Data): in the spec, not the fit
         del dt["constant_data"]
     prior_group = _log_prior(dt, pm_model, spec) if groups.log_prior else None
@@ -208,6 +210,10 @@ def _sample_with_groups(
     )
     if not isinstance(spec, CustomGraphSpec):
         dt = finish_fit(dt, spec)
+    if compiledir is not None and dt["posterior"].attrs.get("sampler") == "nutpie":
+        marker = _compile_marker(spec, scfg, groups, compiledir)
+        marker.parent.mkdir(exist_ok=True)
+        marker.touch()
     dt.attrs.update(
         fit_time=time.perf_counter() - t0,
         compile_cache_found=len(kernels),
@@ -215,6 +221,36 @@ def _sample_with_groups(
         fit_reused=0,
     )
     return dt
+
+
+def compile_marker(
+    spec: ModelSpec | CustomGraphSpec,
+    *,
+    sampler: str = "nutpie",
+    share_graph: bool = False,
+    log_likelihood: bool = True,
+    log_prior: bool = True,
+    posterior_predictive: bool = True,
+    cache_dir: str | Path | None = None,
+    **_: Any,
+) -> Path:
+    """The file that says a nutpie fit of ``spec`` with these settings (:func:`fit`'s, the
+    others ignored) ran to its end here, and so compiled everything it needs into the cache
+    (:func:`delusion_bayes.inference.cache.compiled_marker`)."""
+    from ..inference.cache import configure_pytensor_cache
+
+    scfg = SamplerConfig(name=sampler, share_graph=share_graph)
+    groups = _Groups(log_likelihood, log_prior, posterior_predictive)
+    return _compile_marker(spec, scfg, groups, configure_pytensor_cache(cache_dir))
+
+
+def _compile_marker(spec, scfg: SamplerConfig, groups: _Groups, compiledir: Any) -> Path:
+    from dataclasses import asdict
+
+    from ..inference.cache import compiled_marker
+
+    settings = {"sampler": scfg.name, "share_graph": scfg.share_graph, **asdict(groups)}
+    return compiled_marker(compiledir, spec.hash(), settings)
 
 
 def _add_trajectory_groups(

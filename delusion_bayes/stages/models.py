@@ -70,9 +70,9 @@ def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
     }
 
 
-def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
-    from ..models import fit
-
+def fit_arguments(name: str, cfg: Any, *, primary: bool, overrides: dict | None = None) -> dict:
+    """The keyword arguments of :func:`delusion_bayes.models.fit` for fit ``name`` of this
+    stage (:func:`fit_one`; the compile prefetch, :mod:`.prefetch`, compiles the same fits)."""
     m = group_config(ModelConfig, cfg.model)
     s = group_config(SamplerConfig, cfg.sampler)
     inf = group_config(InferenceConfig, cfg.inference)
@@ -88,14 +88,34 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
         # the onset model fits the consensus: the same rule as the baselines' least-squares fit
         kw["consensus"] = group_config(BaselinesConfig, cfg.baselines).consensus
     kw.update(overrides or {})
-    ppc = inf.ppc or name == "disengagement"
     kw.update(
         sampler_kwargs(s),
         progressbar=s.progressbar,
         cache_dir=cfg.get("cache_dir"),
-        posterior_predictive=ppc,
+        posterior_predictive=inf.ppc or name == "disengagement",
     )
+    return kw
+
+
+def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
+    """Fit ``name`` as this stage does (:func:`fit_arguments`), refitted by the gate's remedies
+    (:func:`fit_with_refits`)."""
+    from ..models import fit
+
+    kw = fit_arguments(name, cfg, primary=primary, overrides=overrides)
+    inf = group_config(InferenceConfig, cfg.inference)
     return fit_with_refits(lambda **more: fit(ds, name, **{**kw, **more}), inf)
+
+
+def planned_fits(ds: xr.Dataset, cfg: Any) -> list[tuple[str, bool, dict]]:
+    """``(model, primary, overrides)`` of every fit :func:`run` makes, in its order: the primary
+    model, ``model.also_fit``, then (with ``inference.compare``) the primary's variants."""
+    m = group_config(ModelConfig, cfg.model)
+    names = _what_to_fit(ds, m, cfg)[0]
+    plan = [(n, n == m.name, {}) for n in names]
+    if group_config(InferenceConfig, cfg.inference).compare and m.variants:
+        plan += [(m.name, True, over) for _, over, why in _variants(m) if why is None]
+    return plan
 
 
 def fit_with_refits(make, inf: Any):
@@ -449,6 +469,15 @@ def study_contrasts(ds: xr.Dataset, contrasts: Any) -> tuple[list[dict], list[di
     return [asdict(c) for c in usable], skipped
 
 
+def prepare(ds: xr.Dataset, cfg: Any, run_dir: Path, *, first: bool):
+    """Before any stage runs: start compiling this stage's fits in a background process
+    (:mod:`.prefetch`); ``first``: no stage runs before this one. Returns the process's handle
+    (the pipeline closes it when this stage ends) or None."""
+    from .prefetch import start
+
+    return start(ds, cfg, run_dir, skip_first=first)
+
+
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     """Fit, gate and write the configured Bayesian models of a validated trajectory study into
     ``run_dir/models/``; ``cfg.baselines`` gives the contrasts and milestone rules. Returns per
@@ -509,20 +538,14 @@ def _compare_variants(ds, cfg, run_dir: Path, prov: dict, primary_fit, out, head
     """Fit the primary model's ``model.variants`` and write ``comparison.csv`` (``az.compare``
     per ``inference.loo_unit``; ``comparison_by_<unit>.csv`` for the other unit)."""
     from ..inference.diagnostics import compare_fits
-    from ..models import VARIANTS
 
     m = group_config(ModelConfig, cfg.model)
     inf = group_config(InferenceConfig, cfg.inference)
-    variants = [str(v) for v in m.variants]
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
     # the fit's own label, group terms included, as the variants' labels are built
     cmp = {str(primary_fit.attrs["variant"]): primary_fit}
-    for v in variants:
-        over = dict(VARIANTS[v])
-        if over.get("cutpoints") == "shared" and m.name == "onset":
-            notes.append(f"variant {v!r} does not apply to the onset model")
+    for v, over, why in _variants(m):
+        if why is not None:
+            notes.append(why)
             continue
         dt_v = fit_one(ds, m.name, cfg, primary=True, overrides=over)
         label = str(dt_v.attrs.get("variant", v))
@@ -543,6 +566,25 @@ def _compare_variants(ds, cfg, run_dir: Path, prov: dict, primary_fit, out, head
         if u == inf.loo_unit:
             headline["best_variant"] = str(table.index[0])
             headline["loo_unit"] = u
+
+
+def _variants(m: ModelConfig) -> list[tuple[str, dict, str | None]]:
+    """``(variant, overrides, why not)`` of each of ``model.variants``; ``why not`` is None for
+    a variant that applies to the primary model. ValueError names an unknown variant."""
+    from ..models import VARIANTS
+
+    variants = [str(v) for v in m.variants]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
+    out = []
+    for v in variants:
+        over = dict(VARIANTS[v])
+        why = None
+        if over.get("cutpoints") == "shared" and m.name == "onset":
+            why = f"variant {v!r} does not apply to the onset model"
+        out.append((v, over, why))
+    return out
 
 
 def _loo_per_model(written: dict, out: Outputs) -> None:

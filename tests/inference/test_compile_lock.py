@@ -38,4 +38,35 @@ def test_a_second_process_waits_until_the_first_has_compiled(tmp_path):
     assert out_first[0] == "out" and in_second[0] == "in"
     # the second entered only after the first left
     assert float(in_second[1]) >= float(out_first[1]), (out_first, in_second)
-    assert (tmp_path / "pytensor" / ".compile.lock").is_file()
+    assert (tmp_path / "pytensor" / "locks" / "compile.lock").is_file()
+
+
+def test_a_compiled_graph_loads_without_waiting_and_a_new_one_waits(tmp_path, monkeypatch):
+    """``sampling._compile_once``: while another process holds the lock (compiling another
+    graph), a graph whose marker says it is in the cache loads at once; a graph without one
+    waits for the lock, compiles, and leaves its marker (then the next load does not wait)."""
+    import time
+
+    from delusion_bayes.inference import sampling
+    from delusion_bayes.inference.cache import compiled_marker
+
+    compiledir = tmp_path / "pytensor"
+    monkeypatch.setattr(sampling, "compile_dir", lambda: compiledir)
+    env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={compiledir}"}
+    done = compiled_marker(compiledir, "graph-a", {"graph": "nutpie", "share": False})
+    done.parent.mkdir(parents=True)
+    done.touch()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, "4"], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert holder.stdout.readline().split()[0] == "in"
+    t0 = time.perf_counter()
+    assert sampling._compile_once(lambda: "a", "graph-a", share_graph=False) == "a"
+    assert time.perf_counter() - t0 < 1.0  # did not wait for the holder
+    new = compiled_marker(compiledir, "graph-b", {"graph": "nutpie", "share": False})
+    assert not new.exists()
+    assert sampling._compile_once(lambda: "b", "graph-b", share_graph=False) == "b"
+    released = float(holder.stdout.readline().split()[1])
+    holder.wait(timeout=60)
+    assert time.time() >= released and time.perf_counter() - t0 > 2.0  # it waited
+    assert new.exists()

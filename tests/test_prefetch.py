@@ -1,0 +1,182 @@
+"""The compile prefetch (``delusion_bayes/stages/prefetch.py``): it plans the models stage's own
+fits, skips what is compiled already, its child compiles everything the stage's fit then finds
+in the cache, and the pipeline closes it when the stage ends (a failing ``prepare`` costs
+nothing). That it changes no draw is measured on the whole main job by
+``experiments/bench/bench_main_job.py`` (its "draws equal" column)."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from delusion_bayes.config import compose
+from delusion_bayes.pipeline import sub_config
+from delusion_bayes.stages import models as stage
+from delusion_bayes.stages import prefetch
+
+
+def _cfg(*overrides: str):
+    return sub_config(compose(list(overrides)), stage.NEEDS)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "calls"),
+    [
+        (["model.also_fit=[onset,rater]", "inference.compare=false"],
+         [("joint", True, {}), ("onset", False, {}), ("rater", False, {})]),
+        (["model=onset", "model.also_fit=[joint]", "inference.compare=true",
+          "model.variants=[linear,shared_cutpoints]"],
+         [("onset", True, {}), ("joint", False, {}), ("onset", True, {"trajectory": "linear"})]),
+    ],
+    ids=["also_fit", "variants"],
+)  # fmt: skip
+def test_planned_fits_are_the_fits_the_stage_makes(small_study, tmp_path, monkeypatch, overrides,
+                                                   calls):  # fmt: skip
+    """The plan is the stage's own sequence of ``fit_one`` calls (fits stubbed, so only the
+    calls count): the primary, ``also_fit``, then the variants that apply (shared cut-points do
+    not apply to the onset model)."""
+    import xarray as xr
+
+    seen = []
+
+    def fake_fit(ds, name, cfg, *, primary, overrides=None):
+        seen.append((name, primary, dict(overrides or {})))
+        tree = xr.DataTree(name="fit")
+        tree.attrs["variant"] = f"{name}{len(seen)}"
+        return tree
+
+    written = {"headline": {}, "files": {}, "notes": [], "elpd": None, "loo_unit": "model_day"}
+    monkeypatch.setattr(stage, "fit_one", fake_fit)
+    monkeypatch.setattr(stage, "_write_model", lambda *a, **k: written)
+    monkeypatch.setattr(stage, "_loo_units", lambda dt, inf: {})
+    cfg = _cfg(*overrides)
+    stage.run(small_study, cfg, tmp_path)
+    assert seen == calls
+    assert stage.planned_fits(small_study, cfg) == calls
+
+
+#: priors no other test uses, so that these tests' onset graphs have their own compile markers
+UNIQUE_PRIOR = "+model.priors.mu_t50={{dist:Normal,mu:0.6,sigma:{}}}"
+
+
+def test_start_does_nothing_when_off_on_one_core_or_for_another_sampler(small_study, tmp_path,
+                                                                       monkeypatch):  # fmt: skip
+    """No child (None) with ``sampler.prefetch=false``, on a one-core machine, for PyMC's
+    sampler, and with ``skip_first`` for a one-fit plan; the same pending fit otherwise starts
+    one (closed at once)."""
+    base = ["model=onset", "model.also_fit=[]", "inference.compare=false",
+            UNIQUE_PRIOR.format(0.4139)]  # fmt: skip
+    assert [p for *_, p in prefetch.pending_fits(small_study, _cfg(*base))] == [True]
+    assert prefetch.start(small_study, _cfg(*base, "sampler.prefetch=false"), tmp_path,
+                          skip_first=False) is None  # fmt: skip
+    assert prefetch.start(small_study, _cfg(*base, "sampler=pymc"), tmp_path,
+                          skip_first=False) is None  # fmt: skip
+    assert prefetch.start(small_study, _cfg(*base), tmp_path, skip_first=True) is None
+    with monkeypatch.context() as m:
+        m.setattr(prefetch.os, "cpu_count", lambda: 1)
+        assert prefetch.start(small_study, _cfg(*base), tmp_path, skip_first=False) is None
+    assert not (tmp_path / prefetch.LOG_NAME).exists()
+    handle = prefetch.start(small_study, _cfg(*base), tmp_path, skip_first=False)
+    assert handle is not None and handle.fits == ["onset"]
+    handle.close()
+
+
+def _run_folder(ds, cfg_full, tmp_path):
+    from delusion_bayes.data import save_study
+
+    save_study(ds, tmp_path / "study.nc")
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(cfg_full, resolve=True))
+
+
+@pytest.mark.slow
+def test_the_child_compiles_the_log_density_the_stage_fit_loads(small_study, tmp_path,
+                                                                monkeypatch):  # fmt: skip
+    """Real child process on the small study's onset model (a prior no other test uses, so the
+    graph is its own): it exits 0 and leaves the graph's marker; compiling the same graph here
+    then writes **no** kernel into the compile cache (the child compiled exactly it), and the
+    stage's fit is of the same spec (its ``spec_hash``). The graph's marker is removed first, so
+    the child compiles even where an earlier session did."""
+    from delusion_bayes.inference.cache import compiled_kernels, configure_pytensor_cache
+    from delusion_bayes.inference.sampling import compile_nutpie, graph_marker
+    from delusion_bayes.models.build import forget_graphs, model_for
+    from delusion_bayes.models.spec import build_spec
+
+    compiledir = configure_pytensor_cache(None)
+    import pytensor  # noqa: F401 - its compile folder is fixed from here on
+
+    # the child uses this process's compile folder, however this process chose it
+    monkeypatch.setenv("PYTENSOR_FLAGS", f"base_compiledir={compiledir},numba__fastmath=False")
+    full = compose(["model=onset", "model.also_fit=[]", "inference.compare=false",
+                    UNIQUE_PRIOR.format(0.4137), "sampler.draws=100", "sampler.tune=100",
+                    "sampler.chains=2", "inference.refit_draws_factor=null",
+                    "inference.refit_target_accept=null"])  # fmt: skip
+    cfg = sub_config(full, stage.NEEDS)
+    ((name, primary, over, _),) = prefetch.pending_fits(small_study, cfg)
+    kw = stage.fit_arguments(name, cfg, primary=primary, overrides=over)
+    spec = build_spec(small_study, name, **prefetch._spec_arguments(kw))
+    marker = graph_marker(spec.hash(), share_graph=False)
+    marker.unlink(missing_ok=True)
+    _run_folder(small_study, full, tmp_path)
+    handle = prefetch.start(small_study, cfg, tmp_path, skip_first=False)
+    assert handle is not None and handle.fits == ["onset"]
+    handle.proc.wait(timeout=900)
+    log = (tmp_path / prefetch.LOG_NAME).read_text()
+    assert handle.close() == 0, log[-3000:]
+    assert "compiled the log-density of onset" in log
+    assert marker.exists()
+    forget_graphs()
+    before = compiled_kernels(compiledir)
+    compile_nutpie(model_for(spec)[0], share_graph=False, graph=spec.hash())
+    after = compiled_kernels(compiledir)
+    assert before and after == before  # nothing compiled anew, nothing rewritten
+    dt = stage.fit_one(small_study, "onset", cfg, primary=True)
+    assert dt.attrs["spec_hash"] == spec.hash()
+    # the fit, at its end, marks the whole fit compiled: the next run starts no child for it
+    assert prefetch.start(small_study, cfg, tmp_path, skip_first=False) is None
+
+
+def test_close_stops_a_running_child(small_study, tmp_path):
+    """A child still running when its stage ends is stopped (SIGTERM: negative exit code)."""
+    full = compose(["model=onset", "model.also_fit=[]", "inference.compare=false",
+                    UNIQUE_PRIOR.format(0.4138)])  # fmt: skip
+    cfg = sub_config(full, stage.NEEDS)
+    _run_folder(small_study, full, tmp_path)
+    handle = prefetch.start(small_study, cfg, tmp_path, skip_first=False)
+    assert handle is not None  # closed at once: the child is still starting up
+    assert handle.close() == -15
+    assert handle.proc.poll() == -15
+
+
+class _Handle:
+    def __init__(self, calls):
+        self.calls = calls
+
+    def close(self):
+        self.calls.append("close")
+
+
+def test_the_pipeline_closes_the_prefetch_when_its_stage_ends(tmp_path, monkeypatch):
+    """``prepare`` runs before the first stage (told whether its stage runs first), the handle
+    is closed when that stage ends, before the next one; a ``prepare`` that raises is logged and
+    the run goes on."""
+    from delusion_bayes import pipeline
+    from delusion_bayes.stages import baselines
+
+    calls = []
+
+    def prepare(ds, cfg, run_dir, *, first):
+        calls.append(("prepare", first))
+        return _Handle(calls)
+
+    monkeypatch.setattr(stage, "prepare", prepare)
+    monkeypatch.setattr(stage, "run", lambda ds, cfg, run_dir: calls.append("models") or {})
+    monkeypatch.setattr(baselines, "run", lambda ds, cfg, run_dir: calls.append("baselines") or {})
+    cfg = compose(["data=small", "stages=[models,baselines]"])
+    pipeline.run(cfg, tmp_path / "a")
+    assert calls == [("prepare", True), "models", "close", "baselines"]
+
+    calls.clear()
+    monkeypatch.setattr(stage, "prepare", lambda *a, **k: 1 / 0)
+    record = pipeline.run(compose(["data=small", "stages=[baselines,models]"]), tmp_path / "b")
+    assert calls == ["baselines", "models"]
+    assert record["failed"] == []
