@@ -11,8 +11,8 @@ from omegaconf import OmegaConf
 
 from delusion_bayes.config import compose
 from delusion_bayes.pipeline import sub_config
+from delusion_bayes.stages import fit_plan, prefetch
 from delusion_bayes.stages import models as stage
-from delusion_bayes.stages import prefetch
 
 
 def _cfg(*overrides: str):
@@ -52,7 +52,7 @@ def test_planned_fits_are_the_fits_the_stage_makes(small_study, tmp_path, monkey
     cfg = _cfg(*overrides)
     stage.run(small_study, cfg, tmp_path)
     assert seen == calls
-    assert stage.planned_fits(small_study, cfg) == calls
+    assert fit_plan.planned_fits(small_study, cfg) == calls
 
 
 #: priors no other test uses, so that these tests' onset graphs have their own compile markers
@@ -112,7 +112,7 @@ def test_the_child_compiles_the_log_density_the_stage_fit_loads(small_study, tmp
                     "inference.refit_target_accept=null"])  # fmt: skip
     cfg = sub_config(full, stage.NEEDS)
     ((name, primary, over, _),) = prefetch.pending_fits(small_study, cfg)
-    kw = stage.fit_arguments(name, cfg, primary=primary, overrides=over)
+    kw = fit_plan.fit_arguments(name, cfg, primary=primary, overrides=over)
     spec = build_spec(small_study, name, **prefetch._spec_arguments(kw))
     marker = graph_marker(spec.hash(), share_graph=False)
     marker.unlink(missing_ok=True)

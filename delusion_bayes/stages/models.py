@@ -29,19 +29,14 @@ from ..baselines.config import BaselinesConfig
 from ..config import group_config
 from ..inference.config import InferenceConfig, SamplerConfig
 from ..models.config import ModelConfig
-from . import Outputs, sampler_kwargs
+from . import Outputs
 from .fit_outputs import fit_figures, reported_outputs, sensitivity_outputs
+from .fit_plan import fit_arguments, fit_names, plain, variants
 
 NEEDS = ("model", "sampler", "inference", "baselines")
 KIND = ("trajectory",)
 
 log = logging.getLogger(__name__)
-
-
-def _plain(x: Any) -> Any:
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(x, resolve=True) if OmegaConf.is_config(x) else x
 
 
 def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
@@ -66,35 +61,8 @@ def _provenance(cfg: Any, ds: xr.Dataset, run_dir: Path) -> dict[str, Any]:
         "config_hash": str(prov.get("config_hash", "")),
         "data_hash": str(prov.get("data_hash", "")),
         "run_seed": int(prov.get("seed", 0) or 0),
-        "resolved_config": json.dumps(_plain(cfg), sort_keys=True, default=str),
+        "resolved_config": json.dumps(plain(cfg), sort_keys=True, default=str),
     }
-
-
-def fit_arguments(name: str, cfg: Any, *, primary: bool, overrides: dict | None = None) -> dict:
-    """The keyword arguments of :func:`delusion_bayes.models.fit` for fit ``name`` of this
-    stage (:func:`fit_one`; the compile prefetch, :mod:`.prefetch`, compiles the same fits)."""
-    m = group_config(ModelConfig, cfg.model)
-    s = group_config(SamplerConfig, cfg.sampler)
-    inf = group_config(InferenceConfig, cfg.inference)
-    # a model fitted beside the primary one takes the default variant, not the primary's
-    default = ModelConfig()
-    kw: dict[str, Any] = {
-        "trajectory": m.trajectory if primary else default.trajectory,
-        "cutpoints": m.cutpoints if primary else default.cutpoints,
-        "group_terms": list(m.group_terms) if primary and name != "rater" else [],
-        "priors": _plain(m.priors) if primary else None,
-    }
-    if name == "onset":
-        # the onset model fits the consensus: the same rule as the baselines' least-squares fit
-        kw["consensus"] = group_config(BaselinesConfig, cfg.baselines).consensus
-    kw.update(overrides or {})
-    kw.update(
-        sampler_kwargs(s),
-        progressbar=s.progressbar,
-        cache_dir=cfg.get("cache_dir"),
-        posterior_predictive=inf.ppc or name == "disengagement",
-    )
-    return kw
 
 
 def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
@@ -105,17 +73,6 @@ def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = 
     kw = fit_arguments(name, cfg, primary=primary, overrides=overrides)
     inf = group_config(InferenceConfig, cfg.inference)
     return fit_with_refits(lambda **more: fit(ds, name, **{**kw, **more}), inf)
-
-
-def planned_fits(ds: xr.Dataset, cfg: Any) -> list[tuple[str, bool, dict]]:
-    """``(model, primary, overrides)`` of every fit :func:`run` makes, in its order: the primary
-    model, ``model.also_fit``, then (with ``inference.compare``) the primary's variants."""
-    m = group_config(ModelConfig, cfg.model)
-    names = _what_to_fit(ds, m, cfg)[0]
-    plan = [(n, n == m.name, {}) for n in names]
-    if group_config(InferenceConfig, cfg.inference).compare and m.variants:
-        plan += [(m.name, True, over) for _, over, why in _variants(m) if why is None]
-    return plan
 
 
 def fit_with_refits(make, inf: Any):
@@ -464,7 +421,7 @@ def study_contrasts(ds: xr.Dataset, contrasts: Any) -> tuple[list[dict], list[di
     from ..baselines.config import QUANTITIES, QUANTITY_NEEDS
 
     available = [q for q in QUANTITIES if QUANTITY_NEEDS.get(q, "recognition") in ds]
-    usable, cannot = applicable_contrasts(ds, [_plain(c) for c in contrasts or []], available)
+    usable, cannot = applicable_contrasts(ds, [plain(c) for c in contrasts or []], available)
     skipped = [{"analysis": f"posterior {c.analysis}", "reason": c.reason} for c in cannot]
     return [asdict(c) for c in usable], skipped
 
@@ -511,27 +468,11 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
 
 def _what_to_fit(ds: xr.Dataset, m: ModelConfig, cfg: Any) -> tuple[list, list, list]:
-    """The models to fit (the primary first; one the study cannot support is skipped with its
-    reason, but an unsupported primary is an error), the contrasts the study supports, and
+    """The models to fit (:func:`.fit_plan.fit_names`), the contrasts the study supports, and
     ``{analysis, reason}`` of everything skipped."""
-    from ..models import MODEL_NAMES, missing_inputs
-
-    names = list(dict.fromkeys([m.name, *[str(x) for x in m.also_fit]]))
-    bad = [n for n in names if n not in MODEL_NAMES]
-    if bad:
-        raise ValueError(f"model.name/also_fit name unknown models {bad}; expected {MODEL_NAMES}")
-    contrasts, skipped = study_contrasts(ds, group_config(BaselinesConfig, cfg.baselines).contrasts)
-    if why := missing_inputs(ds.data_vars, m.name):
-        raise ValueError(
-            f"model.name={m.name!r} {why}; choose another model (e.g. model=joint) "
-            "or add the missing file to the study"
-        )
-    skipped += [
-        {"analysis": f"model {n!r}", "reason": why}
-        for n in names
-        if (why := missing_inputs(ds.data_vars, n))
-    ]
-    return [n for n in names if not missing_inputs(ds.data_vars, n)], contrasts, skipped
+    names, skipped = fit_names(ds, m)
+    contrasts, more = study_contrasts(ds, group_config(BaselinesConfig, cfg.baselines).contrasts)
+    return names, contrasts, more + skipped
 
 
 def _compare_variants(ds, cfg, run_dir: Path, prov: dict, primary_fit, out, headline, notes):
@@ -543,7 +484,7 @@ def _compare_variants(ds, cfg, run_dir: Path, prov: dict, primary_fit, out, head
     inf = group_config(InferenceConfig, cfg.inference)
     # the fit's own label, group terms included, as the variants' labels are built
     cmp = {str(primary_fit.attrs["variant"]): primary_fit}
-    for v, over, why in _variants(m):
+    for v, over, why in variants(m):
         if why is not None:
             notes.append(why)
             continue
@@ -566,25 +507,6 @@ def _compare_variants(ds, cfg, run_dir: Path, prov: dict, primary_fit, out, head
         if u == inf.loo_unit:
             headline["best_variant"] = str(table.index[0])
             headline["loo_unit"] = u
-
-
-def _variants(m: ModelConfig) -> list[tuple[str, dict, str | None]]:
-    """``(variant, overrides, why not)`` of each of ``model.variants``; ``why not`` is None for
-    a variant that applies to the primary model. ValueError names an unknown variant."""
-    from ..models import VARIANTS
-
-    variants = [str(v) for v in m.variants]
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
-    out = []
-    for v in variants:
-        over = dict(VARIANTS[v])
-        why = None
-        if over.get("cutpoints") == "shared" and m.name == "onset":
-            why = f"variant {v!r} does not apply to the onset model"
-        out.append((v, over, why))
-    return out
 
 
 def _loo_per_model(written: dict, out: Outputs) -> None:

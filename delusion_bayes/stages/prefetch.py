@@ -6,7 +6,7 @@ Compiling runs on one core, and the stages before ``models`` (baselines, text) a
 left the second core of a 2-core machine idle. So the pipeline starts this module as a child
 process right after it has written ``study.nc`` and ``config.yaml``
 (:func:`delusion_bayes.stages.models.prepare`). The child builds each planned fit's graph from
-the stage's own :func:`~.models.fit_arguments` and compiles it into the shared compile cache, in
+the stage's own :func:`~.fit_plan.fit_arguments` and compiles it into the shared compile cache, in
 the stage's order (a graph compiled already is skipped), and compiles the latent pass's kernel
 after the first model that needs it; the stage then loads each from the cache. The child changes
 no result, only when compiling happens (``experiments/bench/bench_main_job.py`` compares the
@@ -79,12 +79,12 @@ class Prefetch:
 
 
 def pending_fits(ds: Any, cfg: Any) -> list[tuple[str, bool, dict]]:
-    """The models stage's planned fits (:func:`~.models.planned_fits`), in its order, each with
+    """The models stage's planned fits (:func:`~.fit_plan.planned_fits`), in its order, each with
     whether it still needs compiling here (no :func:`~delusion_bayes.models.fit.compile_marker`
     for its spec and settings): ``(model, primary, overrides, pending)``."""
     from ..models.fit import compile_marker
     from ..models.spec import build_spec
-    from .models import fit_arguments, planned_fits
+    from .fit_plan import fit_arguments, planned_fits
 
     out = []
     for name, primary, over in planned_fits(ds, cfg):
@@ -141,7 +141,7 @@ def start(ds: Any, cfg: Any, run_dir: Path, *, skip_first: bool) -> Prefetch | N
 
 def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
     """Compile the log-density of each ``(model, primary, overrides)`` of ``plan`` as the
-    models stage's :func:`~.models.fit_arguments` will fit it, in the stage's order, skipping a
+    models stage's :func:`~.fit_plan.fit_arguments` will fit it, in the stage's order, skipping a
     graph compiled already; and the latent pass's kernel after the first model that needs it.
     These are the cold compiles the stage would otherwise wait for. What a fit compiles after
     sampling (log-likelihood, log prior, predictive draws) is left to the stage: a few seconds,
@@ -151,7 +151,7 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
     from ..models.config import MARGINAL_MODELS
     from ..models.marginal import compile_kernel
     from ..models.spec import build_spec
-    from .models import fit_arguments
+    from .fit_plan import fit_arguments
 
     kernel_done = False
     for name, primary, over in plan:

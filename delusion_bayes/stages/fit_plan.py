@@ -1,0 +1,103 @@
+"""What the models stage fits, and with which arguments: shared by the stage
+(:mod:`.models`) and the compile prefetch (:mod:`.prefetch`), which must compile exactly the
+stage's graphs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import xarray as xr
+
+from ..baselines.config import BaselinesConfig
+from ..config import group_config
+from ..inference.config import InferenceConfig, SamplerConfig
+from ..models.config import ModelConfig
+from . import sampler_kwargs
+
+
+def plain(x: Any) -> Any:
+    """An OmegaConf node as plain containers (resolved); anything else as it is."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(x, resolve=True) if OmegaConf.is_config(x) else x
+
+
+def fit_arguments(name: str, cfg: Any, *, primary: bool, overrides: dict | None = None) -> dict:
+    """The keyword arguments of :func:`delusion_bayes.models.fit` for fit ``name`` of the models
+    stage (:func:`.models.fit_one`; the compile prefetch, :mod:`.prefetch`, compiles the same
+    graphs)."""
+    m = group_config(ModelConfig, cfg.model)
+    s = group_config(SamplerConfig, cfg.sampler)
+    inf = group_config(InferenceConfig, cfg.inference)
+    # a model fitted beside the primary one takes the default variant, not the primary's
+    default = ModelConfig()
+    kw: dict[str, Any] = {
+        "trajectory": m.trajectory if primary else default.trajectory,
+        "cutpoints": m.cutpoints if primary else default.cutpoints,
+        "group_terms": list(m.group_terms) if primary and name != "rater" else [],
+        "priors": plain(m.priors) if primary else None,
+    }
+    if name == "onset":
+        # the onset model fits the consensus: the same rule as the baselines' least-squares fit
+        kw["consensus"] = group_config(BaselinesConfig, cfg.baselines).consensus
+    kw.update(overrides or {})
+    kw.update(
+        sampler_kwargs(s),
+        progressbar=s.progressbar,
+        cache_dir=cfg.get("cache_dir"),
+        posterior_predictive=inf.ppc or name == "disengagement",
+    )
+    return kw
+
+
+def fit_names(ds: xr.Dataset, m: ModelConfig) -> tuple[list[str], list[dict]]:
+    """The models to fit, the primary first, and ``{analysis, reason}`` of each one skipped: a
+    model the study cannot support is skipped with its reason, but an unknown model or an
+    unsupported primary is an error."""
+    from ..models import MODEL_NAMES, missing_inputs
+
+    names = list(dict.fromkeys([m.name, *[str(x) for x in m.also_fit]]))
+    bad = [n for n in names if n not in MODEL_NAMES]
+    if bad:
+        raise ValueError(f"model.name/also_fit name unknown models {bad}; expected {MODEL_NAMES}")
+    if why := missing_inputs(ds.data_vars, m.name):
+        raise ValueError(
+            f"model.name={m.name!r} {why}; choose another model (e.g. model=joint) "
+            "or add the missing file to the study"
+        )
+    skipped = [
+        {"analysis": f"model {n!r}", "reason": why}
+        for n in names
+        if (why := missing_inputs(ds.data_vars, n))
+    ]
+    return [n for n in names if not missing_inputs(ds.data_vars, n)], skipped
+
+
+def variants(m: ModelConfig) -> list[tuple[str, dict, str | None]]:
+    """``(variant, overrides, why not)`` of each of ``model.variants``; ``why not`` is None for
+    a variant that applies to the primary model. ValueError names an unknown variant."""
+    from ..models import VARIANTS
+
+    names = [str(v) for v in m.variants]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
+    out = []
+    for v in names:
+        over = dict(VARIANTS[v])
+        why = None
+        if over.get("cutpoints") == "shared" and m.name == "onset":
+            why = f"variant {v!r} does not apply to the onset model"
+        out.append((v, over, why))
+    return out
+
+
+def planned_fits(ds: xr.Dataset, cfg: Any) -> list[tuple[str, bool, dict]]:
+    """``(model, primary, overrides)`` of every fit the models stage makes, in its order: the
+    primary model, ``model.also_fit``, then (with ``inference.compare``) the primary's
+    variants that apply."""
+    m = group_config(ModelConfig, cfg.model)
+    plan = [(n, n == m.name, {}) for n in fit_names(ds, m)[0]]
+    if group_config(InferenceConfig, cfg.inference).compare and m.variants:
+        plan += [(m.name, True, over) for _, over, why in variants(m) if why is None]
+    return plan
