@@ -88,49 +88,69 @@ def _run_folder(ds, cfg_full, tmp_path):
     (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(cfg_full, resolve=True))
 
 
+#: in a fresh process on the child's compile folder: load the graph the child compiled, print
+#: how many kernels that wrote into the cache (0: the child compiled exactly this graph)
+LOAD_AGAIN = """
+import sys
+from omegaconf import OmegaConf
+from delusion_bayes.data import load_study
+from delusion_bayes.inference.cache import compiled_kernels, kernels_written
+from delusion_bayes.inference.sampling import compile_dir, compile_nutpie
+from delusion_bayes.models.build import model_for
+from delusion_bayes.models.spec import build_spec
+from delusion_bayes.pipeline import sub_config
+from delusion_bayes.stages import fit_plan, prefetch
+from delusion_bayes.stages import models as stage
+
+run = sys.argv[1]
+cfg = sub_config(OmegaConf.load(run + "/config.yaml"), stage.NEEDS)
+ds = load_study(run + "/study.nc")
+kw = fit_plan.fit_arguments("onset", cfg, primary=True)
+spec = build_spec(ds, "onset", **prefetch._spec_arguments(kw))
+before = compiled_kernels(compile_dir())
+compile_nutpie(model_for(spec)[0], share_graph=False, graph=spec.hash())
+after = compiled_kernels(compile_dir())
+print("kernels", len(before), "written", kernels_written(before, after), spec.hash())
+"""
+
+
 @pytest.mark.slow
 def test_the_child_compiles_the_log_density_the_stage_fit_loads(small_study, tmp_path,
                                                                 monkeypatch):  # fmt: skip
-    """Real child process on the small study's onset model (a prior no other test uses, so the
-    graph is its own): it exits 0 and leaves the graph's marker; compiling the same graph here
-    then writes **no** kernel into the compile cache (the child compiled exactly it), and the
-    stage's fit is of the same spec (its ``spec_hash``). The graph's marker is removed first, so
-    the child compiles even where an earlier session did."""
-    from delusion_bayes.inference.cache import compiled_kernels, configure_pytensor_cache
-    from delusion_bayes.inference.sampling import compile_nutpie, graph_marker
-    from delusion_bayes.models.build import forget_graphs, model_for
-    from delusion_bayes.models.spec import build_spec
+    """Real child process on the small study's onset model, in a compile folder of its own
+    (nothing else writes there): it exits 0 and logs the compile; loading the same graph in a
+    fresh process on that folder then writes **no** kernel (the child compiled exactly this
+    graph), and the stage's own fit is of the same spec (its ``spec_hash``)."""
+    import subprocess
+    import sys
 
-    compiledir = configure_pytensor_cache(None)
-    import pytensor  # noqa: F401 - its compile folder is fixed from here on
+    from delusion_bayes.inference.cache import configure_pytensor_cache
 
-    # the child uses this process's compile folder, however this process chose it
-    monkeypatch.setenv("PYTENSOR_FLAGS", f"base_compiledir={compiledir},numba__fastmath=False")
+    configure_pytensor_cache(None)
+    import pytensor  # noqa: F401 - this process's compile folder is fixed before the env changes
+
+    own = tmp_path / "pytensor"
+    monkeypatch.setenv("PYTENSOR_FLAGS", f"base_compiledir={own},numba__fastmath=False")
     full = compose(["model=onset", "model.also_fit=[]", "inference.compare=false",
-                    UNIQUE_PRIOR.format(0.4137), "sampler.draws=100", "sampler.tune=100",
-                    "sampler.chains=2", "inference.refit_draws_factor=null",
+                    "sampler.draws=100", "sampler.tune=100", "sampler.chains=2",
+                    "inference.refit_draws_factor=null",
                     "inference.refit_target_accept=null"])  # fmt: skip
     cfg = sub_config(full, stage.NEEDS)
-    ((name, primary, over, _),) = prefetch.pending_fits(small_study, cfg)
-    kw = fit_plan.fit_arguments(name, cfg, primary=primary, overrides=over)
-    spec = build_spec(small_study, name, **prefetch._spec_arguments(kw))
-    marker = graph_marker(spec.hash(), share_graph=False)
-    marker.unlink(missing_ok=True)
-    _run_folder(small_study, full, tmp_path)
-    handle = prefetch.start(small_study, cfg, tmp_path, skip_first=False)
-    assert handle is not None and handle.fits == ["onset"]
-    handle.proc.wait(timeout=900)
-    log = (tmp_path / prefetch.LOG_NAME).read_text()
-    assert handle.close() == 0, log[-3000:]
-    assert "compiled the log-density of onset" in log
-    assert marker.exists()
-    forget_graphs()
-    before = compiled_kernels(compiledir)
-    compile_nutpie(model_for(spec)[0], share_graph=False, graph=spec.hash())
-    after = compiled_kernels(compiledir)
-    assert before and after == before  # nothing compiled anew, nothing rewritten
+    run = tmp_path / "run"
+    run.mkdir()
+    _run_folder(small_study, full, run)
+    plan = '[["onset", true, {}]]'
+    child = subprocess.run([sys.executable, "-m", "delusion_bayes.stages.prefetch", str(run), plan],
+                           capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert "compiled the log-density of onset" in child.stderr
+    again = subprocess.run([sys.executable, "-c", LOAD_AGAIN, str(run)], capture_output=True,
+                           text=True, timeout=900)  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    _, found, _, written, spec_hash = again.stdout.split()[-5:]
+    assert int(found) > 0 and int(written) == 0, again.stdout
     dt = stage.fit_one(small_study, "onset", cfg, primary=True)
-    assert dt.attrs["spec_hash"] == spec.hash()
+    assert dt.attrs["spec_hash"] == spec_hash
     # the fit, at its end, marks the whole fit compiled: the next run starts no child for it
     assert prefetch.start(small_study, cfg, tmp_path, skip_first=False) is None
 
