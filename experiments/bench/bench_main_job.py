@@ -3,9 +3,10 @@ prefetch (``sampler.prefetch``) off and on.
 
     .venv/bin/python experiments/bench/bench_main_job.py                 # paper_like, all stages
     .venv/bin/python experiments/bench/bench_main_job.py --args data=small "stages=[models]"
+    .venv/bin/python experiments/bench/bench_main_job.py --prefetch on --states cold   # one run
 
-For each setting of ``sampler.prefetch`` (off first, then on), two whole ``delusion-bayes``
-processes one after another:
+For each setting of ``sampler.prefetch`` (off first, then on; ``--prefetch`` picks one), two
+whole ``delusion-bayes`` processes one after another (``--states cold``: the first only):
 
 - **cold**: every cache empty, as on a fresh machine after ``make install``: a new
   ``cache_dir`` (PyTensor's compile cache, the embeddings) and a new ``NUMBA_CACHE_DIR`` (the
