@@ -46,11 +46,11 @@ def compile_dir() -> Path:
 @contextlib.contextmanager
 def compile_lock(name: str | None = None):
     """Hold an exclusive ``flock`` on ``<compile dir>/locks/<name>.lock`` while compiling, so
-    that processes sharing one compile cache do not compile the same thing twice at once: the
-    second waits, then loads the first's kernels from the cache (PyTensor does not lock the
-    numba kernels nutpie compiles; docs/design.md). ``name``: what is compiled (a graph's key,
-    a kernel's name), so that different graphs compile side by side (the compile prefetch,
-    ``stages/prefetch.py``, relies on it); None: one lock for everything. No lock without
+    that processes sharing one compile cache do not compile at the same time: the second waits,
+    then loads the first's kernels from the cache (PyTensor does not lock the numba kernels
+    nutpie compiles; docs/design.md). ``name`` None: the lock of every log-density compile
+    (:func:`_compile_once`); a name: a lock of its own, for code that shares no kernel with
+    the log-densities (the latent pass's kernel, ``models.marginal``). No lock without
     ``fcntl`` (Windows)."""
     try:
         import fcntl
