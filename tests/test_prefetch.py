@@ -97,7 +97,7 @@ from delusion_bayes.data import load_study
 from delusion_bayes.inference.cache import compiled_kernels, kernels_written
 from delusion_bayes.inference.sampling import compile_dir, compile_nutpie
 from delusion_bayes.models.build import model_for
-from delusion_bayes.models.spec import build_spec
+from delusion_bayes.models.fit import fit_spec
 from delusion_bayes.pipeline import sub_config
 from delusion_bayes.stages import fit_plan, prefetch
 from delusion_bayes.stages import models as stage
@@ -106,7 +106,7 @@ run = sys.argv[1]
 cfg = sub_config(OmegaConf.load(run + "/config.yaml"), stage.NEEDS)
 ds = load_study(run + "/study.nc")
 kw = fit_plan.fit_arguments("onset", cfg, primary=True)
-spec = build_spec(ds, "onset", **prefetch._spec_arguments(kw))
+spec = fit_spec(ds, "onset", **kw)
 before = compiled_kernels(compile_dir())
 compile_nutpie(model_for(spec)[0], share_graph=False, graph=spec.hash())
 after = compiled_kernels(compile_dir())

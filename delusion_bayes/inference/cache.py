@@ -175,7 +175,7 @@ def compiled_marker(compiledir: str | Path, name: str, settings: dict[str, Any])
     """``<compiledir>/done/<key>``: a file that says the compile cache holds everything ``name``
     (a spec's hash, a graph's key) with these ``settings`` compiles, with this code
     (:func:`code_fingerprint`): written after a graph's compile
-    (:func:`delusion_bayes.inference.sampling.compile_lock`) and after a whole fit
+    (``delusion_bayes.inference.sampling._compile_once``) and after a whole fit
     (:func:`delusion_bayes.models.fit.compile_marker`; the compile prefetch,
     :mod:`delusion_bayes.stages.prefetch`, skips such fits). Kept in the compile folder:
     emptying it empties the markers too."""

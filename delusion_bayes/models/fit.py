@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 #: posterior variables on (model, day) that must be NaN on a model-day nobody rated
 MASKED_VARS = ("stage",)
-__all__ = ["MARGINAL_MODELS", "MASKED_VARS", "finish_fit", "fit"]
+__all__ = ["MARGINAL_MODELS", "MASKED_VARS", "finish_fit", "fit", "fit_spec"]
 
 
 def fit(
@@ -86,8 +86,15 @@ def fit(
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
     t0 = time.perf_counter()
     if spec is None:
-        variant = dict(trajectory=trajectory, cutpoints=cutpoints, group_terms=group_terms)
-        spec = build_spec(ds, model, priors, consensus=consensus, **variant)
+        spec = fit_spec(
+            ds,
+            model,
+            priors=priors,
+            consensus=consensus,
+            trajectory=trajectory,
+            cutpoints=cutpoints,
+            group_terms=group_terms,
+        )
     scfg = replace(scfg, target_accept=target_accept_for(spec.name, target_accept))
     groups = _Groups(log_likelihood, log_prior, posterior_predictive)
     key = _fit_cache_key(spec, scfg, groups) if reuse else None
@@ -98,6 +105,23 @@ def fit(
     if key is not None:
         _store_fit(dt, key, cache_dir)
     return dt
+
+
+def fit_spec(
+    ds: xr.Dataset,
+    model: str,
+    *,
+    priors: Mapping[str, Any] | None = None,
+    consensus: str = "median",
+    trajectory: str = "logistic",
+    cutpoints: str = "rater",
+    group_terms: Sequence[str] = (),
+    **_: Any,
+) -> ModelSpec:
+    """The spec :func:`fit` builds for ``model`` from its own keyword arguments (the sampler's
+    and the groups' are ignored): the compile prefetch builds the same graphs from it."""
+    variant = dict(trajectory=trajectory, cutpoints=cutpoints, group_terms=group_terms)
+    return build_spec(ds, model, priors, consensus=consensus, **variant)
 
 
 def _check_settings(scfg: SamplerConfig) -> None:

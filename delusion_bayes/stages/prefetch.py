@@ -53,7 +53,6 @@ class Prefetch:
 
     def __init__(self, proc: subprocess.Popen, log_path: Path, fits: list[str]):
         self.proc, self.log_path, self.fits = proc, log_path, fits
-        self.started = time.perf_counter()
 
     def close(self) -> int | None:
         """Stop the child if it still runs (its remaining compiles are no longer needed), log a
@@ -78,27 +77,20 @@ class Prefetch:
         return rc
 
 
-def pending_fits(ds: Any, cfg: Any) -> list[tuple[str, bool, dict]]:
+def pending_fits(ds: Any, cfg: Any) -> list[tuple[str, bool, dict, bool]]:
     """The models stage's planned fits (:func:`~.fit_plan.planned_fits`), in its order, each with
     whether it still needs compiling here (no :func:`~delusion_bayes.models.fit.compile_marker`
     for its spec and settings): ``(model, primary, overrides, pending)``."""
-    from ..models.fit import compile_marker
-    from ..models.spec import build_spec
+    from ..models.fit import compile_marker, fit_spec
     from .fit_plan import fit_arguments, planned_fits
 
     out = []
     for name, primary, over in planned_fits(ds, cfg):
         kw = fit_arguments(name, cfg, primary=primary, overrides=over)
-        spec = build_spec(ds, name, **_spec_arguments(kw))
-        out.append((name, primary, over, not compile_marker(spec, **kw).exists()))
+        out.append(
+            (name, primary, over, not compile_marker(fit_spec(ds, name, **kw), **kw).exists())
+        )
     return out
-
-
-def _spec_arguments(kw: dict) -> dict:
-    """The arguments of :func:`~delusion_bayes.models.spec.build_spec` among ``fit``'s ``kw``
-    (as :func:`delusion_bayes.models.fit` passes them)."""
-    keys = ("priors", "consensus", "trajectory", "cutpoints", "group_terms")
-    return {k: kw[k] for k in keys if k in kw}
 
 
 def start(ds: Any, cfg: Any, run_dir: Path, *, skip_first: bool) -> Prefetch | None:
@@ -149,14 +141,14 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
     from ..inference.sampling import compile_nutpie, graph_marker
     from ..models.build import model_for
     from ..models.config import MARGINAL_MODELS
+    from ..models.fit import fit_spec
     from ..models.marginal import compile_kernel
-    from ..models.spec import build_spec
     from .fit_plan import fit_arguments
 
     kernel_done = False
     for name, primary, over in plan:
         kw = fit_arguments(name, cfg, primary=primary, overrides=over)
-        spec = build_spec(ds, name, **_spec_arguments(kw))
+        spec = fit_spec(ds, name, **kw)
         pm_model, key = model_for(spec)
         share = bool(kw.get("share_graph"))
         graph = key if share else spec.hash()
