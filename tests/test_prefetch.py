@@ -55,6 +55,36 @@ def test_planned_fits_are_the_fits_the_stage_makes(small_study, tmp_path, monkey
     assert fit_plan.planned_fits(small_study, cfg) == calls
 
 
+@pytest.mark.parametrize(
+    ("overrides", "tasks"),
+    [(["model=onset", "model.also_fit=[]"], []),
+     (["model=onset", "model.also_fit=[rater]"], ["compile_kernel"])],
+    ids=["onset_only", "with_a_marginal_model"],
+)  # fmt: skip
+def test_the_stage_compiles_the_latent_kernel_while_it_waits(small_study, tmp_path, monkeypatch,
+                                                             overrides, tasks):  # fmt: skip
+    """While its fits run, the stage leaves the latent pass's kernel as its task for a wait on
+    another process's compile (``sampling.while_waiting``), if a fit needs the kernel; the task
+    is gone when the stage ends."""
+    import xarray as xr
+
+    from delusion_bayes.inference import sampling
+
+    seen = []
+
+    def fake_fit(ds, name, cfg, *, primary, overrides=None):
+        seen.append([getattr(t, "__name__", t) for t in sampling._IDLE_TASKS])
+        return xr.DataTree(name="fit")
+
+    written = {"headline": {}, "files": {}, "notes": [], "elpd": None, "loo_unit": "model_day"}
+    monkeypatch.setattr(stage, "fit_one", fake_fit)
+    monkeypatch.setattr(stage, "_write_model", lambda *a, **k: written)
+    monkeypatch.setattr(stage, "_loo_units", lambda dt, inf: {})
+    stage.run(small_study, _cfg(*overrides, "inference.compare=false"), tmp_path)
+    assert seen and all(s == tasks for s in seen)
+    assert sampling._IDLE_TASKS == []
+
+
 #: priors no other test uses, so that these tests' onset graphs have their own compile markers
 UNIQUE_PRIOR = "+model.priors.mu_t50={{dist:Normal,mu:0.6,sigma:{}}}"
 

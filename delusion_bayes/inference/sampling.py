@@ -43,13 +43,55 @@ def compile_dir() -> Path:
     return Path(pytensor.config.base_compiledir)
 
 
+#: one-shot tasks this process runs instead of idling while another process holds the compile
+#: lock (:func:`while_waiting`)
+_IDLE_TASKS: list[Any] = []
+
+
+@contextlib.contextmanager
+def while_waiting(task):
+    """Within the block, run ``task()`` (once, at most) the first time this process would wait
+    for another process's log-density compile (:func:`compile_lock` without a name), instead of
+    leaving its core idle. For work the process needs later that shares no kernel with the
+    log-densities: the models stage compiles the latent pass's kernel while the compile
+    prefetch (``stages/prefetch.py``) compiles the first fit's log-density. A task not run by
+    the end of the block is dropped; one that fails is logged and the wait goes on (it only
+    saves time: its caller does the work again when it needs it)."""
+    _IDLE_TASKS.append(task)
+    try:
+        yield
+    finally:
+        if task in _IDLE_TASKS:
+            _IDLE_TASKS.remove(task)
+
+
+def _run_idle_tasks() -> float:
+    """Run the pending :func:`while_waiting` tasks; returns the seconds they took."""
+    t_all = time.perf_counter()
+    while _IDLE_TASKS:
+        task = _IDLE_TASKS.pop(0)
+        t0 = time.perf_counter()
+        try:
+            task()
+        except Exception as err:  # noqa: BLE001 - an idle task only saves time
+            log.info("while waiting: %s failed (%s: %s)", task, type(err).__name__, err)
+            continue
+        log.info(
+            "while waiting for another process's compile: %s in %.1f s",
+            getattr(task, "__name__", task),
+            time.perf_counter() - t0,
+        )
+    return time.perf_counter() - t_all
+
+
 @contextlib.contextmanager
 def compile_lock(name: str | None = None):
     """Hold an exclusive ``flock`` on ``<compile dir>/locks/<name>.lock`` while compiling, so
     that processes sharing one compile cache do not compile at the same time: the second waits,
     then loads the first's kernels from the cache (PyTensor does not lock the numba kernels
     nutpie compiles; docs/design.md). ``name`` None: the lock of every log-density compile
-    (:func:`_compile_once`); a name: a lock of its own, for code that shares no kernel with
+    (:func:`_compile_once`), and a process that finds it held runs its :func:`while_waiting`
+    tasks before it waits; a name: a lock of its own, for code that shares no kernel with
     the log-densities (the latent pass's kernel, ``models.marginal``). No lock without
     ``fcntl`` (Windows)."""
     try:
@@ -60,9 +102,14 @@ def compile_lock(name: str | None = None):
     path = compile_dir() / "locks" / f"{name or 'compile'}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
-        t0 = time.perf_counter()
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        waited = time.perf_counter() - t0
+        t0, busy = time.perf_counter(), 0.0
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # held by another process: use the wait, then wait
+            if name is None:
+                busy = _run_idle_tasks()
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        waited = time.perf_counter() - t0 - busy
         if waited > 1.0:
             log.info("waited %.0f s for another process compiling %s", waited, name or "")
         try:

@@ -70,3 +70,55 @@ def test_a_compiled_graph_loads_without_waiting_and_a_new_one_waits(tmp_path, mo
     holder.wait(timeout=60)
     assert time.time() >= released and time.perf_counter() - t0 > 2.0  # it waited
     assert new.exists()
+
+
+def test_a_waiting_process_runs_its_idle_tasks_first_and_only_then(tmp_path, monkeypatch, caplog):
+    """``sampling.while_waiting``: a task registered for the block runs once, when the process
+    finds the log-density lock held by another process (the models stage compiles the latent
+    kernel while the compile prefetch compiles the first log-density), before it waits; the
+    logged wait leaves the task's time out; a failing task does not stop the wait; a free lock
+    runs no task, and a task not run is dropped at the end of the block."""
+    import logging
+    import time
+
+    from delusion_bayes.inference import sampling
+
+    compiledir = tmp_path / "pytensor"
+    monkeypatch.setattr(sampling, "compile_dir", lambda: compiledir)
+    env = {**os.environ, "PYTENSOR_FLAGS": f"base_compiledir={compiledir}"}
+    ran: list[tuple[str, float]] = []
+
+    def task():
+        ran.append(("task", time.time()))
+        time.sleep(1.5)
+
+    def broken():
+        ran.append(("broken", time.time()))
+        raise RuntimeError("no kernel today")
+
+    with sampling.while_waiting(task):  # the lock is free: no task runs, and none is left
+        with sampling.compile_lock():
+            pass
+    assert ran == [] and sampling._IDLE_TASKS == []
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, "4"], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert holder.stdout.readline().split()[0] == "in"
+    caplog.set_level(logging.INFO, logger=sampling.__name__)
+    with sampling.while_waiting(broken), sampling.while_waiting(task):
+        with sampling.compile_lock():
+            entered = time.time()
+        with sampling.compile_lock():  # the tasks ran already: not again
+            pass
+    released = float(holder.stdout.readline().split()[1])
+    holder.wait(timeout=60)
+    assert [name for name, _ in ran] == ["broken", "task"]  # in the order registered, once
+    assert all(t < released for _, t in ran)  # while the other process held the lock
+    assert entered >= released  # and then it waited for the lock as before
+    assert sampling._IDLE_TASKS == []
+    assert "no kernel today" in caplog.text
+    waited = [r.getMessage() for r in caplog.records if r.getMessage().startswith("waited")]
+    assert len(waited) == 1
+    # the holder sleeps 4 s from its "in"; the task's 1.5 s is not counted as waiting
+    assert 1.0 <= float(waited[0].split()[1]) <= 3.0, waited
