@@ -130,6 +130,9 @@ def compiled_nutpie(
     """
     import nutpie
 
+    from .nutpie_cfuncs import install
+
+    install()  # nutpie's callbacks without a ~2.5 s compile each process paid (the module says)
     if freeze:
         if key is not None:
             raise ValueError("compiled_nutpie: a frozen graph holds one study's data; key=None")
