@@ -23,18 +23,22 @@ def _cfg(*overrides: str):
     ("overrides", "calls"),
     [
         (["model.also_fit=[onset,rater]", "inference.compare=false"],
-         [("joint", True, {}), ("onset", False, {}), ("rater", False, {})]),
+         [("joint", True, {}), ("rater", False, {}), ("onset", False, {})]),
+        (["model=onset", "model.also_fit=[onset,rater,disengagement]",
+          "inference.compare=false"],
+         [("onset", True, {}), ("disengagement", False, {}), ("rater", False, {})]),
         (["model=onset", "model.also_fit=[joint]", "inference.compare=true",
           "model.variants=[linear,shared_cutpoints]"],
          [("onset", True, {}), ("joint", False, {}), ("onset", True, {"trajectory": "linear"})]),
     ],
-    ids=["also_fit", "variants"],
+    ids=["also_fit", "also_fit_longest_first", "variants"],
 )  # fmt: skip
 def test_planned_fits_are_the_fits_the_stage_makes(small_study, tmp_path, monkeypatch, overrides,
                                                    calls):  # fmt: skip
     """The plan is the stage's own sequence of ``fit_one`` calls (fits stubbed, so only the
-    calls count): the primary, ``also_fit``, then the variants that apply (shared cut-points do
-    not apply to the onset model)."""
+    calls count): the primary, ``also_fit`` with the longest fits first (``fit_plan.FIT_ORDER``),
+    then the variants that apply (shared cut-points do not apply to the onset model). The
+    results are listed in the configured order, whatever the order of fitting."""
     import xarray as xr
 
     seen = []
@@ -50,9 +54,12 @@ def test_planned_fits_are_the_fits_the_stage_makes(small_study, tmp_path, monkey
     monkeypatch.setattr(stage, "_write_model", lambda *a, **k: written)
     monkeypatch.setattr(stage, "_loo_units", lambda dt, inf: {})
     cfg = _cfg(*overrides)
-    stage.run(small_study, cfg, tmp_path)
+    headline = stage.run(small_study, cfg, tmp_path)
     assert seen == calls
     assert fit_plan.planned_fits(small_study, cfg) == calls
+    configured = fit_plan.fit_names(small_study, stage.group_config(stage.ModelConfig, cfg.model))
+    models = [k for k in headline if k in {n for n, _, _ in calls} and "_" not in k]
+    assert models == configured[0]
 
 
 @pytest.mark.parametrize(
@@ -183,6 +190,34 @@ def test_the_child_compiles_the_log_density_the_stage_fit_loads(small_study, tmp
     assert dt.attrs["spec_hash"] == spec_hash
     # the fit, at its end, marks the whole fit compiled: the next run starts no child for it
     assert prefetch.start(small_study, cfg, tmp_path, skip_first=False) is None
+
+
+def test_the_child_imports_the_stage_code_from_any_working_folder(tmp_path, monkeypatch):
+    """``prefetch.child_command``: started from a folder that holds another ``delusion_bayes``
+    (a checkout of another version), the child's interpreter imports this process's package,
+    not that one (with plain ``python -m`` it imported the folder's: its graphs' markers then
+    never matched the stage's). Checked with the child's flags and environment and a probe in
+    place of the module."""
+    import subprocess
+    from pathlib import Path
+
+    import delusion_bayes
+
+    fake = tmp_path / "delusion_bayes"
+    (fake / "stages").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "stages" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    cmd, env = prefetch.child_command("run", "[]")
+    assert cmd[-4:] == ["-m", prefetch.__name__, "run", "[]"]
+    assert env["NUMBA_NUM_THREADS"] == "1" and env["OMP_NUM_THREADS"] == "1"
+    probe = "import delusion_bayes; print(delusion_bayes.__file__)"
+    out = subprocess.run([*cmd[:-4], "-c", probe], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()).resolve() == Path(delusion_bayes.__file__).resolve()
+    # without the child's flags and path, the folder's package wins: the probe can tell
+    plain = subprocess.run([cmd[0], "-c", probe], capture_output=True, text=True)
+    assert Path(plain.stdout.strip()).resolve() == (fake / "__init__.py").resolve()
 
 
 def test_close_stops_a_running_child(small_study, tmp_path):

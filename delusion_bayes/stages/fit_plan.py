@@ -73,6 +73,23 @@ def fit_names(ds: xr.Dataset, m: ModelConfig) -> tuple[list[str], list[dict]]:
     return [n for n in names if not missing_inputs(ds.data_vars, n)], skipped
 
 
+#: the order in which the models stage fits the models beside the primary one: the longest fit
+#: first. Each fit's sampling and post-processing then covers the compile prefetch's compiles
+#: of the later, cheaper ones. In the configured order (onset, rater, disengagement) the two
+#: short fits did not cover the disengagement model's compile, and a cold main job waited
+#: 13-17 s for it with a core idle (docs/models.md, "Speed"). The order changes no draw (every
+#: fit has the sampler's seed) and no output: the stage writes its results in the configured
+#: order.
+FIT_ORDER = ("disengagement", "joint", "rater", "onset")
+
+
+def fit_order(names: list[str]) -> list[str]:
+    """``names`` (the primary first, :func:`fit_names`) in the order the stage fits them: the
+    primary first, then the others in :data:`FIT_ORDER` (a name not in it last, in its place)."""
+    rank = {n: i for i, n in enumerate(FIT_ORDER)}
+    return names[:1] + sorted(names[1:], key=lambda n: rank.get(n, len(FIT_ORDER)))
+
+
 def variants(m: ModelConfig) -> list[tuple[str, dict, str | None]]:
     """``(variant, overrides, why not)`` of each of ``model.variants``; ``why not`` is None for
     a variant that applies to the primary model. ValueError names an unknown variant."""
@@ -94,10 +111,10 @@ def variants(m: ModelConfig) -> list[tuple[str, dict, str | None]]:
 
 def planned_fits(ds: xr.Dataset, cfg: Any) -> list[tuple[str, bool, dict]]:
     """``(model, primary, overrides)`` of every fit the models stage makes, in its order: the
-    primary model, ``model.also_fit``, then (with ``inference.compare``) the primary's
-    variants that apply."""
+    primary model, ``model.also_fit`` (in :func:`fit_order`), then (with ``inference.compare``)
+    the primary's variants that apply."""
     m = group_config(ModelConfig, cfg.model)
-    plan = [(n, n == m.name, {}) for n in fit_names(ds, m)[0]]
+    plan = [(n, n == m.name, {}) for n in fit_order(fit_names(ds, m)[0])]
     if group_config(InferenceConfig, cfg.inference).compare and m.variants:
         plan += [(m.name, True, over) for _, over, why in variants(m) if why is None]
     return plan

@@ -31,7 +31,7 @@ from ..inference.config import InferenceConfig, SamplerConfig
 from ..models.config import ModelConfig
 from . import Outputs
 from .fit_outputs import fit_figures, reported_outputs, sensitivity_outputs
-from .fit_plan import fit_arguments, fit_names, plain, variants
+from .fit_plan import fit_arguments, fit_names, fit_order, plain, variants
 
 NEEDS = ("model", "sampler", "inference", "baselines")
 KIND = ("trajectory",)
@@ -466,12 +466,14 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     notes: list[str] = []
     fits, written = {}, {}
     with _latent_kernel_while_waiting(names):
-        for name in names:
+        for name in fit_order(names):  # the order that overlaps the prefetch's compiles best
             fits[name] = fit_one(ds, name, cfg, primary=name == m.name)
             written[name] = _write_model(fits[name], cfg, run_dir, name, prov, contrasts)
-            headline[name] = written[name]["headline"]
-            out.files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
-            notes += [f"{name}: {n}" for n in written[name]["notes"]]
+    written = {name: written[name] for name in names}  # the results in the configured order
+    for name in names:
+        headline[name] = written[name]["headline"]
+        out.files.update({f"{name}/{k}": v for k, v in written[name]["files"].items()})
+        notes += [f"{name}: {n}" for n in written[name]["notes"]]
     inf = group_config(InferenceConfig, cfg.inference)
     if inf.compare and m.variants:
         _compare_variants(ds, cfg, run_dir, prov, fits[m.name], out, headline, notes)

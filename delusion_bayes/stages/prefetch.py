@@ -114,11 +114,7 @@ def start(ds: Any, cfg: Any, run_dir: Path, *, skip_first: bool) -> Prefetch | N
         return None
     log_path = Path(run_dir) / LOG_NAME
     todo = json.dumps([[n, p, o] for n, p, o in fits])
-    env = dict(os.environ)
-    # one thread each: the child is a background compiler, the stage's sampler needs the cores
-    for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = "1"
-    cmd = [sys.executable, "-m", __name__, str(run_dir), todo]
+    cmd, env = child_command(str(run_dir), todo)
     with open(log_path, "a") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
     names = [n for n, _, _ in fits]
@@ -129,6 +125,24 @@ def start(ds: Any, cfg: Any, run_dir: Path, *, skip_first: bool) -> Prefetch | N
         log_path,
     )
     return Prefetch(proc, log_path, names)
+
+
+def child_command(*args: str) -> tuple[list[str], dict[str, str]]:
+    """The child's command line and environment: this interpreter, one thread for numba and
+    BLAS (a background compiler; the stage's sampler needs the cores), and this process's own
+    ``delusion_bayes`` first on the path, with ``-P`` so that the working folder is not. Else
+    ``python -m`` imports a ``delusion_bayes`` folder in the working folder first (a checkout of
+    another version, say): its graphs hash apart from the stage's (the code is part of the
+    hash), so the stage waited for every compile the child made and used none of them (seen in
+    a benchmark run from another checkout: 55 s of waiting)."""
+    import delusion_bayes
+
+    env = dict(os.environ)
+    for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"
+    root = str(Path(delusion_bayes.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return [sys.executable, "-P", "-m", __name__, *args], env
 
 
 def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
