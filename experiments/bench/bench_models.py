@@ -177,7 +177,10 @@ def _brms_here(ds, args, tune: int, cold: dict | None) -> None:
         return
     print(f"\nbrms on this run's data ({args.preset}, {args.chains} x {args.draws}, {tune} tune):")
     res = fit_brms(ds, args.model, draws=args.draws, tune=tune, chains=args.chains, seed=args.seed)
-    line = f"  brms {res['seconds']:.1f} s end to end, {res['divergences']} divergences"
+    line = (
+        f"  brms {res['seconds']:.1f} s end to end (its chains {res['chain_seconds']} s summed), "
+        f"{res['divergences']} divergences"
+    )
     if cold is not None:
         line += f"; nutpie cold {cold['total_s']:.1f} s: {res['seconds'] / cold['total_s']:.1f}x"
     print(line)

@@ -48,6 +48,7 @@ fit <- brm(f, data = d, family = gaussian(), prior = pr, chains = {chains}, core
 _TAIL = """
 np <- nuts_params(fit)
 cat(sprintf("BRMS divergences %d\\n", sum(subset(np, Parameter == "divergent__")$Value)))
+cat(sprintf("BRMS chain seconds %.2f\\n", sum(rstan::get_elapsed_time(fit$fit))))
 """
 
 
@@ -95,8 +96,10 @@ def fit_brms(
     cores: int = 2,
     workdir: str | Path | None = None,
 ) -> dict:
-    """Fit brms' version of ``model`` to ``ds`` in a fresh R process; returns ``{"seconds":
-    wall time of the whole process, "divergences": int or None, "script": path}``. A failed R
+    """Fit brms' version of ``model`` to ``ds`` in a fresh R process, its chains on ``cores``
+    cores; returns ``{"seconds": wall time of the whole process, "divergences": int or None,
+    "chain_seconds": Stan's warm-up plus sampling time summed over the chains (one core's
+    seconds), "script": path}``. A failed R
     run raises ``RuntimeError`` with R's last lines."""
     work = Path(workdir or tempfile.mkdtemp(prefix="brms_"))
     data = work / "study.csv"
@@ -125,11 +128,18 @@ def fit_brms(
     if run.returncode != 0:
         tail = "\n".join((run.stderr or run.stdout).strip().splitlines()[-8:])
         raise RuntimeError(f"brms ({script}) failed with status {run.returncode}:\n{tail}")
-    div = None
+    div = chain_seconds = None
     for line in run.stdout.splitlines():
         if line.startswith("BRMS divergences"):
             div = int(line.split()[-1])
-    return {"seconds": seconds, "divergences": div, "script": str(script)}
+        if line.startswith("BRMS chain seconds"):
+            chain_seconds = float(line.split()[-1])
+    return {
+        "seconds": seconds,
+        "divergences": div,
+        "chain_seconds": chain_seconds,
+        "script": str(script),
+    }
 
 
 __all__ = ["fit_brms", "have_brms", "study_table"]
@@ -150,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tune", type=int, default=1000)
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cores", type=int, default=2, help="brms' cores (1: chains in turn)")
     ap.add_argument("--write-only", action="store_true")
     args = ap.parse_args(argv)
     ds = simulate_study(args.preset, seed=0)
@@ -165,11 +176,18 @@ def main(argv: list[str] | None = None) -> int:
         print("Rscript with brms not found (apt-get install r-base-core r-cran-brms)")
         return 1
     res = fit_brms(
-        ds, args.model, draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed
+        ds,
+        args.model,
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        seed=args.seed,
+        cores=args.cores,
     )
     print(
-        f"brms {args.model} on {args.preset}: {res['seconds']:.1f} s end to end, "
-        f"{res['divergences']} divergences ({res['script']})"
+        f"brms {args.model} on {args.preset}, cores={args.cores}: {res['seconds']:.1f} s end to "
+        f"end, chains {res['chain_seconds']} s summed, {res['divergences']} divergences "
+        f"({res['script']})"
     )
     return 0
 
