@@ -135,12 +135,10 @@ def child_command(*args: str) -> tuple[list[str], dict[str, str]]:
     another version, say): its graphs hash apart from the stage's (the code is part of the
     hash), so the stage waited for every compile the child made and used none of them (seen in
     a benchmark run from another checkout: 55 s of waiting)."""
-    import delusion_bayes
-
     env = dict(os.environ)
     for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"
-    root = str(Path(delusion_bayes.__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding this delusion_bayes
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     return [sys.executable, "-P", "-m", __name__, *args], env
 
