@@ -67,6 +67,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "recorded",  # never R in tests, even where it is installed
     ],
     "bench_level_terms.py": ["--preset", "small", "--reps", "3"],
+    "bench_latent_pass.py": ["--draws", "20", "--groups", "30", "--terms", "5", "--reps", "1"],
     "bench_loo.py": ["--obs", "40", "--draws", "100", "--reps", "1"],
     "bench_rating_terms.py": ["--preset", "small", "--model", "rater", "--reps", "3"],
     # writes the study's table for brms without R (tests and CI do not need R)

@@ -29,7 +29,7 @@ import numpy as np
 import xarray as xr
 
 from ..data.schema import DAY, MODEL, RATER, STAGE_CUTPOINTS, STAGE_MIDPOINT
-from .rating_terms import OPEN_AT
+from .rating_terms import OPEN_AT, log_sigmoid_parts
 from .spec import OPEN
 
 #: dimension of the per-model-day log-likelihood (observed model-days only)
@@ -46,18 +46,9 @@ _NEWTON_STEPS = 40
 
 
 @numba.njit(cache=True, inline="always")
-def _log_expit(x):
-    if x < 0.0:
-        return x - np.log1p(np.exp(x))
-    return -np.log1p(np.exp(-x))
-
-
-@numba.njit(cache=True, inline="always")
-def _expit(x):
-    if x < 0.0:
-        z = np.exp(x)
-        return z / (1.0 + z)
-    return 1.0 / (1.0 + np.exp(-x))
+def _parts(x):
+    # (log sigmoid(x), sigmoid(x), sigmoid(-x)) from one libm exp
+    return log_sigmoid_parts(x, np.exp(-abs(x)))
 
 
 @numba.njit(cache=True, inline="always")
@@ -68,47 +59,56 @@ def _open_ends(c_a, c_b):
 
 
 @numba.njit(cache=True, inline="always")
-def _log_cat(a, b, up, down):
-    # log(sigmoid(a) - sigmoid(b)), a > b, in the form without cancellation: the mirrored
-    # sigmoid(-b) - sigmoid(-a) where both sigmoids are near 1. An open bound's sigmoid is
-    # exactly 1 or 0 in float64, so its transcendentals are skipped (the same bits)
+def _log_cat(a, b, up, down, log_gap):
+    # log(sigmoid(a) - sigmoid(b)), a > b, as log sigmoid(a) + log sigmoid(-b) + log_gap:
+    # sigmoid(a) - sigmoid(b) = sigmoid(a) sigmoid(-b) (1 - exp(b - a)), and b - a = c_b - c_a
+    # does not depend on s, so log_gap = log(-expm1(c_b - c_a)) is the term's constant
+    # (:func:`_gaps`; the sampler's rating terms drop it, rating_terms.py). Two exp/log1p pairs
+    # instead of three, and no difference of two sigmoids to cancel. An open bound's sigmoid is
+    # exactly 1 or 0 in float64 and its gap term 0, so its part is skipped (the same bits)
     if up:
-        return _log_expit(-b)
+        return _parts(-b)[0]
     if down:
-        return _log_expit(a)
-    if a + b > 0.0:
-        hi, lo = -b, -a
-    else:
-        hi, lo = a, b
-    lh = _log_expit(hi)
-    return lh + np.log1p(-np.exp(_log_expit(lo) - lh))
+        return _parts(a)[0]
+    return _parts(a)[0] + _parts(-b)[0] + log_gap
 
 
 @numba.njit(cache=True, inline="always")
-def _derivs(a, b, alpha, up, down):
-    # first and second derivative in s of log(sigmoid(a) - sigmoid(b)), a, b = alpha s + c.
-    # An open bound (up: a = +OPEN + ..., down: b = -OPEN + ...) has sigmoid exactly 1 or 0 in
-    # float64, so its two exps are skipped: the same bits as the general branch, at half the cost
+def _derivs(a, b, alpha, up, down, gap):
+    # first and second derivative in s of log(sigmoid(a) - sigmoid(b)), a, b = alpha s + c,
+    # with p = sigmoid(a) sigmoid(-b) gap (gap = 1 - exp(b - a), :func:`_log_cat`): one exp per
+    # bound, none for an open one (sigmoid exactly 1 or 0 there: the same bits as the general
+    # branch)
     if up:
-        p, sa, sb = _expit(-b), 1.0, _expit(b)
-    elif down:
-        sa, sb = _expit(a), 0.0
-        p = sa
+        sa, na = 1.0, 0.0
     else:
-        if a + b > 0.0:
-            p = _expit(-b) - _expit(-a)
-        else:
-            p = _expit(a) - _expit(b)
-        sa, sb = _expit(a), _expit(b)
-    p = max(p, 1e-300)
-    qa, qb = sa * (1.0 - sa), sb * (1.0 - sb)
+        _, sa, na = _parts(a)
+    if down:
+        sb, nb = 0.0, 1.0
+    else:
+        _, sb, nb = _parts(b)
+    p = max(sa * nb * gap, 1e-300)
+    qa, qb = sa * na, sb * nb
     g = alpha * (qa - qb) / p
-    h = alpha * alpha * (qa * (1.0 - 2.0 * sa) - qb * (1.0 - 2.0 * sb)) / p - g * g
+    h = alpha * alpha * (qa * (na - sa) - qb * (nb - sb)) / p - g * g
     return g, h
 
 
 @numba.njit(cache=True, inline="always")
-def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
+def _gaps(a0, b0, i, j, n_terms, gap, log_gap):
+    # per term of group (i, j): gap = 1 - exp(b - a) and its log (1 and 0 for an open bound)
+    for k in range(n_terms):
+        c_a, c_b = a0[i, j, k], b0[i, j, k]
+        up, down = _open_ends(c_a, c_b)
+        if up or down:
+            gap[k], log_gap[k] = 1.0, 0.0
+        else:
+            gap[k] = -np.expm1(c_b - c_a)
+            log_gap[k] = np.log(gap[k])
+
+
+@numba.njit(cache=True, inline="always")
+def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps, gap):
     # mode e_hat of G(e) = sum_k l_k(m + sg e) - e^2 / 2 and the node scale tau there: Newton
     # safeguarded by bisection (Numerical Recipes' rtsafe; plain Newton cycles in the logistic
     # tails) in the bracket |e| <= sg sum_k alpha_k
@@ -125,7 +125,7 @@ def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
             up, down = _open_ends(c_a, c_b)
             if up and down:
                 continue
-            gk, hk = _derivs(al * s + c_a, al * s + c_b, al, up, down)
+            gk, hk = _derivs(al * s + c_a, al * s + c_b, al, up, down, gap[k])
             g1 += gk
             g2 += hk
         grad = sg * g1 - e
@@ -151,12 +151,12 @@ def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps):
         al, c_a, c_b = alpha[i, j, k], a0[i, j, k], b0[i, j, k]
         up, down = _open_ends(c_a, c_b)
         if not (up and down):
-            g2 += _derivs(al * s + c_a, al * s + c_b, al, up, down)[1]
+            g2 += _derivs(al * s + c_a, al * s + c_b, al, up, down, gap[k])[1]
     return e, 1.0 / np.sqrt(1.0 - sg * sg * g2)
 
 
 @numba.njit(cache=True, inline="always")
-def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
+def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals, log_gap):
     # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u, out to e_hat +- 7 (G'' <= -1: nothing
     # lies beyond). Fills vals[q] with the log integrand times the node's weight; returns
     # (u_min, du, max of vals)
@@ -173,7 +173,7 @@ def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals):
             al, c_a, c_b = alpha[i, j, k], a0[i, j, k], b0[i, j, k]
             up, down = _open_ends(c_a, c_b)
             if not (up and down):
-                v += _log_cat(al * sq + c_a, al * sq + c_b, up, down)
+                v += _log_cat(al * sq + c_a, al * sq + c_b, up, down, log_gap[k])
         vals[q] = v
         best = max(best, v)
     return -umax, du, best
@@ -187,10 +187,14 @@ def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
     sample = unif.shape[0] == n_draws
     for i in numba.prange(n_draws):
         vals = np.empty(n_nodes)
+        gap, log_gap = np.empty(n_terms), np.empty(n_terms)
         for j in range(n_groups):
             m, sg = mu[i, j], sigma[i, j]
-            e, tau = _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps)
-            u0, du, best = _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals)
+            _gaps(a0, b0, i, j, n_terms, gap, log_gap)
+            e, tau = _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps, gap)
+            u0, du, best = _log_nodes(
+                alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals, log_gap
+            )
             total = 0.0
             for q in range(n_nodes):
                 vals[q] = np.exp(vals[q] - best)

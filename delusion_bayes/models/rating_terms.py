@@ -40,7 +40,7 @@ import numpy as np
 from .spec import OPEN
 
 #: bump when a numba kernel changes (part of PyTensor's numba cache key)
-_KERNEL_VERSION = 3
+_KERNEL_VERSION = 4
 #: a category bound beyond this is an open end: :data:`~delusion_bayes.models.spec.OPEN`
 #: stands in for +-inf, the finite bounds are stage cutpoints, so any threshold far between works
 OPEN_AT: float = OPEN / 10.0
@@ -72,23 +72,34 @@ def _exp_nonpositive(x):
     return p / np.float64(np.int64(1) << np.int64(-n))
 
 
+@numba.njit(inline="always", **NJIT_OPTIONS)
+def log_sigmoid_parts(x, e):
+    """``(log sigmoid(x), sigmoid(x), sigmoid(-x))`` from ``e = exp(-|x|)``, ``0 <= e <= 1``:
+    ``log sigmoid(x) = min(x, 0) - log1p(e)``, ``log1p(e) = 2 atanh(v)``, ``v = e / (2 + e)
+    <= 1/3`` (the polynomial :data:`_L`); one division gives ``1 / (1 + e)`` and ``v``. The
+    caller chooses the ``exp``: :func:`softplus_pass` the vectorisable one above, the latent
+    pass (:mod:`delusion_bayes.models.marginal`) libm's, exact beyond ``EXP_FLOOR``."""
+    one, two = 1.0 + e, 2.0 + e
+    inv = 1.0 / (one * two)
+    v = e * one * inv
+    v2 = v * v
+    p = _L[9]
+    for c in (_L[8], _L[7], _L[6], _L[5], _L[4], _L[3], _L[2], _L[1], _L[0]):
+        p = c + v2 * p
+    big = two * inv  # sigmoid(|x|)
+    small = e * big  # sigmoid(-|x|)
+    if x > 0.0:
+        return min(x, 0.0) - 2.0 * v * p, big, small
+    return min(x, 0.0) - 2.0 * v * p, small, big
+
+
 @numba.njit(**NJIT_OPTIONS)
 def softplus_pass(y, t, w):
-    """``t = -softplus(-y) = min(y, 0) - log1p(e)`` and ``w = sigmoid(-y)``, ``e = exp(-|y|)``,
-    elementwise over flat arrays; ``log1p(e) = 2 atanh(v)``, ``v = e / (2 + e) <= 1/3``."""
+    """``t = -softplus(-y) = log sigmoid(y)`` and ``w = sigmoid(-y)`` elementwise over flat
+    arrays (:func:`log_sigmoid_parts` with ``e = exp(-|y|)`` floored at ``EXP_FLOOR``)."""
     for i in range(y.shape[0]):
         x = y[i]
-        e = _exp_nonpositive(max(-abs(x), EXP_FLOOR))
-        one, two = 1.0 + e, 2.0 + e
-        inv = 1.0 / (one * two)  # one division for 1 / (1 + e) and e / (2 + e)
-        v = e * one * inv
-        v2 = v * v
-        p = _L[9]
-        for c in (_L[8], _L[7], _L[6], _L[5], _L[4], _L[3], _L[2], _L[1], _L[0]):
-            p = c + v2 * p
-        t[i] = min(x, 0.0) - 2.0 * v * p
-        sig = two * inv  # sigmoid(|x|)
-        w[i] = e * sig if x > 0.0 else sig
+        t[i], _, w[i] = log_sigmoid_parts(x, _exp_nonpositive(max(-abs(x), EXP_FLOOR)))
 
 
 @numba.njit(**NJIT_OPTIONS)
