@@ -14,8 +14,8 @@ class DesignConfig:
     """One cell of the study-design experiment: its size (the preset's roster scaled to
     ``n_models``), ``discrimination_mean`` (the typical rater discrimination: 3.5 gives the
     paper's recognition alpha near .76, lower = noisier), ``n_sims`` studies for the (cheap)
-    baselines, the first ``n_sims_bayes`` also for ``model`` (``onset``, the fastest with t50
-    and milestone posteriors, or ``joint``, several times slower)."""
+    baselines, the first ``n_sims_bayes`` also for ``model`` (``joint``, the main job's model,
+    or ``onset``, several times faster: docs/design.md says what each costs)."""
 
     n_raters: int = 4
     n_models: int = 15
@@ -23,4 +23,4 @@ class DesignConfig:
     discrimination_mean: float = 3.5
     n_sims: int = 100
     n_sims_bayes: int = 10
-    model: str = "onset"
+    model: str = "joint"

@@ -278,6 +278,7 @@ def test_design_command_pair_with_the_onset_model(tmp_path):
         "design.n_models=8",
         "design.n_days=20",
         "design.n_sims_bayes=1",
+        "design.model=onset",  # the fastest Bayesian model (the default is joint)
         "sampler.draws=200",
         "sampler.tune=200",
     )
