@@ -29,7 +29,16 @@ import numpy as np
 import xarray as xr
 
 from ..data.schema import DAY, MODEL, RATER, STAGE_CUTPOINTS, STAGE_MIDPOINT
-from .rating_terms import OPEN_AT, log_sigmoid_parts
+from .rating_terms import (
+    EXP_FLOOR,
+    NJIT_OPTIONS,
+    OPEN_AT,
+    _exp_nonpositive,
+    exp_nonpositive_or_zero,
+    log1p_unit,
+    log_sigmoid_parts,
+    log_sigmoid_pass,
+)
 from .spec import OPEN
 
 #: dimension of the per-model-day log-likelihood (observed model-days only)
@@ -43,6 +52,8 @@ DEFAULT_NODES = 31
 #: 41: 7e-6; joint and disengagement: 5e-7 and 8e-7 with 31)
 MODEL_NODES: dict[str, int] = {"rater": 41}
 _NEWTON_STEPS = 40
+_LOG2 = float(np.log(2.0))
+_LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 @numba.njit(cache=True, inline="always")
@@ -155,25 +166,76 @@ def _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps, gap):
     return e, 1.0 / np.sqrt(1.0 - sg * sg * g2)
 
 
-@numba.njit(cache=True, inline="always")
-def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals, log_gap):
-    # nodes e_q = e_hat + tau sinh(u_q), trapezoid in u, out to e_hat +- 7 (G'' <= -1: nothing
-    # lies beyond). Fills vals[q] with the log integrand times the node's weight; returns
-    # (u_min, du, max of vals)
-    log_2pi = np.log(2.0 * np.pi)
-    umax = np.arcsinh(7.0 / tau)
-    du = 2.0 * umax / (n_nodes - 1)
-    best = -np.inf
+@numba.njit(**NJIT_OPTIONS)
+def _node_grid(umax, du, e, tau, m, sg, n_nodes, s_nodes, vals):
+    # nodes e_q = e_hat + tau sinh(u_q), u_q = -umax + q du; s_nodes[q] = m + sg e_q and
+    # vals[q] = log(tau cosh(u_q) du) - e_q^2 / 2 - log(2 pi) / 2, with sinh and cosh from one
+    # a = exp(-|u|) and log cosh(u) = |u| - log 2 + log1p(a^2): branch-free, so LLVM
+    # vectorises it (libm's sinh, cosh and log were a third of the node pass). |u| <= umax =
+    # asinh(7 / tau) stays below 40 unless tau < 1e-17
+    base = np.log(tau * du) - _LOG2 - 0.5 * _LOG_2PI
     for q in range(n_nodes):
         u = -umax + q * du
-        eq = e + tau * np.sinh(u)
-        sq = m + sg * eq
-        v = np.log(tau * np.cosh(u) * du) - 0.5 * eq * eq - 0.5 * log_2pi
-        for k in range(n_terms):
-            al, c_a, c_b = alpha[i, j, k], a0[i, j, k], b0[i, j, k]
-            up, down = _open_ends(c_a, c_b)
-            if not (up and down):
-                v += _log_cat(al * sq + c_a, al * sq + c_b, up, down, log_gap[k])
+        au = abs(u)
+        a = _exp_nonpositive(max(-au, EXP_FLOOR))
+        half = 0.5 * (1.0 / a - a)
+        eq = e + tau * (half if u >= 0.0 else -half)
+        s_nodes[q] = m + sg * eq
+        vals[q] = base + au + log1p_unit(a * a) - 0.5 * eq * eq
+
+
+@numba.njit(**NJIT_OPTIONS)
+def _bound_args(slopes, offsets, n_bounds, s_nodes, n_nodes, x):
+    # x[q * n_bounds + f] = slopes[f] s_q + offsets[f]: every finite bound at every node
+    for q in range(n_nodes):
+        s = s_nodes[q]
+        for f in range(n_bounds):
+            x[q * n_bounds + f] = slopes[f] * s + offsets[f]
+
+
+@numba.njit(**NJIT_OPTIONS)
+def _exp_shifted(vals, best, n_nodes):
+    # vals[q] = exp(vals[q] - best) in place (0 below exp(-40): the same bits in the sum, which
+    # holds 1); returns the sum
+    total = 0.0
+    for q in range(n_nodes):
+        vals[q] = exp_nonpositive_or_zero(vals[q] - best)
+        total += vals[q]
+    return total
+
+
+@numba.njit(cache=True, inline="always")
+def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals, log_gap, buf):
+    # the trapezoid in u out to e_hat +- 7 (G'' <= -1: nothing lies beyond). Fills vals[q] with
+    # the log integrand times the node's weight; returns (u_min, du, max of vals). Each term's
+    # log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) + log sigmoid(-b) + log_gap (:func:`_log_cat`)
+    # in passes over flat buffers, as the rating kernel does (rating_terms.py): the arguments
+    # of every finite bound at every node, their log sigmoids (vectorised), the sums. An open
+    # bound has no argument (its log sigmoid is 0), a padding term neither
+    slopes, offsets, s_nodes, x, t = buf
+    umax = np.arcsinh(7.0 / tau)
+    du = 2.0 * umax / (n_nodes - 1)
+    _node_grid(umax, du, e, tau, m, sg, n_nodes, s_nodes, vals)
+    n_b, const = 0, 0.0
+    for k in range(n_terms):
+        al, c_a, c_b = alpha[i, j, k], a0[i, j, k], b0[i, j, k]
+        up, down = _open_ends(c_a, c_b)
+        if up and down:
+            continue
+        if not up:  # log sigmoid(alpha s + c_a)
+            slopes[n_b], offsets[n_b] = al, c_a
+            n_b += 1
+        if not down:  # log sigmoid(-(alpha s + c_b))
+            slopes[n_b], offsets[n_b] = -al, -c_b
+            n_b += 1
+        const += log_gap[k]
+    _bound_args(slopes, offsets, n_b, s_nodes, n_nodes, x)
+    log_sigmoid_pass(x, t, n_nodes * n_b)
+    best = -np.inf
+    for q in range(n_nodes):
+        v = vals[q] + const
+        for f in range(n_b):
+            v += t[q * n_b + f]
         vals[q] = v
         best = max(best, v)
     return -umax, du, best
@@ -188,17 +250,21 @@ def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
     for i in numba.prange(n_draws):
         vals = np.empty(n_nodes)
         gap, log_gap = np.empty(n_terms), np.empty(n_terms)
+        buf = (
+            np.empty(2 * n_terms),
+            np.empty(2 * n_terms),
+            np.empty(n_nodes),
+            np.empty(2 * n_terms * n_nodes),
+            np.empty(2 * n_terms * n_nodes),
+        )
         for j in range(n_groups):
             m, sg = mu[i, j], sigma[i, j]
             _gaps(a0, b0, i, j, n_terms, gap, log_gap)
             e, tau = _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps, gap)
             u0, du, best = _log_nodes(
-                alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals, log_gap
+                alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals, log_gap, buf
             )
-            total = 0.0
-            for q in range(n_nodes):
-                vals[q] = np.exp(vals[q] - best)
-                total += vals[q]
+            total = _exp_shifted(vals, best, n_nodes)
             out[i, j] = best + np.log(total)
             if sample:
                 target = unif[i, j, 0] * total

@@ -73,24 +73,56 @@ def _exp_nonpositive(x):
 
 
 @numba.njit(inline="always", **NJIT_OPTIONS)
-def log_sigmoid_parts(x, e):
-    """``(log sigmoid(x), sigmoid(x), sigmoid(-x))`` from ``e = exp(-|x|)``, ``0 <= e <= 1``:
-    ``log sigmoid(x) = min(x, 0) - log1p(e)``, ``log1p(e) = 2 atanh(v)``, ``v = e / (2 + e)
-    <= 1/3`` (the polynomial :data:`_L`); one division gives ``1 / (1 + e)`` and ``v``. The
-    caller chooses the ``exp``: :func:`softplus_pass` the vectorisable one above, the latent
-    pass (:mod:`delusion_bayes.models.marginal`) libm's, exact beyond ``EXP_FLOOR``."""
-    one, two = 1.0 + e, 2.0 + e
-    inv = 1.0 / (one * two)
-    v = e * one * inv
+def _atanh_series(v):
+    """``2 atanh(v)`` for ``0 <= v <= 1/3`` (the polynomial :data:`_L` in ``v^2``)."""
     v2 = v * v
     p = _L[9]
     for c in (_L[8], _L[7], _L[6], _L[5], _L[4], _L[3], _L[2], _L[1], _L[0]):
         p = c + v2 * p
+    return 2.0 * v * p
+
+
+@numba.njit(inline="always", **NJIT_OPTIONS)
+def log1p_unit(e):
+    """``log1p(e)`` for ``0 <= e <= 1``: ``2 atanh(e / (2 + e))``."""
+    return _atanh_series(e / (2.0 + e))
+
+
+@numba.njit(inline="always", **NJIT_OPTIONS)
+def log_sigmoid_parts(x, e):
+    """``(log sigmoid(x), sigmoid(x), sigmoid(-x))`` from ``e = exp(-|x|)``, ``0 <= e <= 1``:
+    ``log sigmoid(x) = min(x, 0) - log1p(e)``, ``log1p(e) = 2 atanh(v)``, ``v = e / (2 + e)
+    <= 1/3``; one division gives ``1 / (1 + e)`` and ``v``. The caller chooses the ``exp``:
+    :func:`softplus_pass` the vectorisable one above floored at ``EXP_FLOOR``,
+    :func:`log_sigmoid_pass` the same with 0 below the floor, the latent pass's Newton steps
+    (:mod:`delusion_bayes.models.marginal`) libm's."""
+    one, two = 1.0 + e, 2.0 + e
+    inv = 1.0 / (one * two)
     big = two * inv  # sigmoid(|x|)
     small = e * big  # sigmoid(-|x|)
+    t = min(x, 0.0) - _atanh_series(e * one * inv)
     if x > 0.0:
-        return min(x, 0.0) - 2.0 * v * p, big, small
-    return min(x, 0.0) - 2.0 * v * p, small, big
+        return t, big, small
+    return t, small, big
+
+
+@numba.njit(inline="always", **NJIT_OPTIONS)
+def exp_nonpositive_or_zero(x):
+    """``exp(x)`` for ``x <= 0``, 0 below ``EXP_FLOOR``: ``exp(-40) = 4.2e-18`` is below half the
+    last bit of any sum it joins whose terms are of order 1e-1 or more, so such a sum has the
+    same bits as with the exact ``exp`` (branch-free: vectorised)."""
+    e = _exp_nonpositive(max(x, EXP_FLOOR))
+    return e if x >= EXP_FLOOR else 0.0
+
+
+@numba.njit(**NJIT_OPTIONS)
+def log_sigmoid_pass(y, t, n):
+    """``t[:n] = log sigmoid(y[:n])`` (:func:`log_sigmoid_parts`; ``exp(-|y|)`` taken as 0
+    below ``EXP_FLOOR``: for ``|y| > 40`` that is ``min(y, 0)``, within 4.2e-18 of the exact
+    value, below half the last bit of ``y`` when ``y < -40``)."""
+    for i in range(n):
+        x = y[i]
+        t[i] = log_sigmoid_parts(x, exp_nonpositive_or_zero(-abs(x)))[0]
 
 
 @numba.njit(**NJIT_OPTIONS)
