@@ -33,7 +33,7 @@ from .rating_terms import (
     EXP_FLOOR,
     NJIT_OPTIONS,
     OPEN_AT,
-    _exp_nonpositive,
+    exp_nonpositive,
     exp_nonpositive_or_zero,
     log1p_unit,
     log_sigmoid_parts,
@@ -177,7 +177,7 @@ def _node_grid(umax, du, e, tau, m, sg, n_nodes, s_nodes, vals):
     for q in range(n_nodes):
         u = -umax + q * du
         au = abs(u)
-        a = _exp_nonpositive(max(-au, EXP_FLOOR))
+        a = exp_nonpositive(max(-au, EXP_FLOOR))
         half = 0.5 * (1.0 / a - a)
         eq = e + tau * (half if u >= 0.0 else -half)
         s_nodes[q] = m + sg * eq

@@ -62,7 +62,7 @@ NJIT_OPTIONS = {"error_model": "numpy"}  # no zero-division branch: it would sto
 
 
 @numba.njit(inline="always", **NJIT_OPTIONS)
-def _exp_nonpositive(x):
+def exp_nonpositive(x):
     """``exp(x)`` for ``EXP_FLOOR <= x <= 0``: ``2^n exp(r)``, ``2^-n`` exact from a shift."""
     n = math.floor(x * _LOG2E + 0.5)
     r = (x - n * _LN2_HI) - n * _LN2_LO
@@ -111,7 +111,7 @@ def exp_nonpositive_or_zero(x):
     """``exp(x)`` for ``x <= 0``, 0 below ``EXP_FLOOR``: ``exp(-40) = 4.2e-18`` is below half the
     last bit of any sum it joins whose terms are of order 1e-1 or more, so such a sum has the
     same bits as with the exact ``exp`` (branch-free: vectorised)."""
-    e = _exp_nonpositive(max(x, EXP_FLOOR))
+    e = exp_nonpositive(max(x, EXP_FLOOR))
     return e if x >= EXP_FLOOR else 0.0
 
 
@@ -131,7 +131,7 @@ def softplus_pass(y, t, w):
     arrays (:func:`log_sigmoid_parts` with ``e = exp(-|y|)`` floored at ``EXP_FLOOR``)."""
     for i in range(y.shape[0]):
         x = y[i]
-        t[i], _, w[i] = log_sigmoid_parts(x, _exp_nonpositive(max(-abs(x), EXP_FLOOR)))
+        t[i], _, w[i] = log_sigmoid_parts(x, exp_nonpositive(max(-abs(x), EXP_FLOOR)))
 
 
 @numba.njit(**NJIT_OPTIONS)
