@@ -70,24 +70,9 @@ def _open_ends(c_a, c_b):
 
 
 @numba.njit(cache=True, inline="always")
-def _log_cat(a, b, up, down, log_gap):
-    # log(sigmoid(a) - sigmoid(b)), a > b, as log sigmoid(a) + log sigmoid(-b) + log_gap:
-    # sigmoid(a) - sigmoid(b) = sigmoid(a) sigmoid(-b) (1 - exp(b - a)), and b - a = c_b - c_a
-    # does not depend on s, so log_gap = log(-expm1(c_b - c_a)) is the term's constant
-    # (:func:`_gaps`; the sampler's rating terms drop it, rating_terms.py). Two exp/log1p pairs
-    # instead of three, and no difference of two sigmoids to cancel. An open bound's sigmoid is
-    # exactly 1 or 0 in float64 and its gap term 0, so its part is skipped (the same bits)
-    if up:
-        return _parts(-b)[0]
-    if down:
-        return _parts(a)[0]
-    return _parts(a)[0] + _parts(-b)[0] + log_gap
-
-
-@numba.njit(cache=True, inline="always")
 def _derivs(a, b, alpha, up, down, gap):
     # first and second derivative in s of log(sigmoid(a) - sigmoid(b)), a, b = alpha s + c,
-    # with p = sigmoid(a) sigmoid(-b) gap (gap = 1 - exp(b - a), :func:`_log_cat`): one exp per
+    # with p = sigmoid(a) sigmoid(-b) gap (gap = 1 - exp(b - a), :func:`_gaps`): one exp per
     # bound, none for an open one (sigmoid exactly 1 or 0 there: the same bits as the general
     # branch)
     if up:
@@ -107,7 +92,13 @@ def _derivs(a, b, alpha, up, down, gap):
 
 @numba.njit(cache=True, inline="always")
 def _gaps(a0, b0, i, j, n_terms, gap, log_gap):
-    # per term of group (i, j): gap = 1 - exp(b - a) and its log (1 and 0 for an open bound)
+    # per term of group (i, j): gap = 1 - exp(b - a) and its log (1 and 0 for an open bound).
+    # sigmoid(a) - sigmoid(b) = sigmoid(a) sigmoid(-b) (1 - exp(b - a)), a > b, and b - a =
+    # c_b - c_a does not depend on s: log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) +
+    # log sigmoid(-b) + log_gap, with the last a constant of the term (the sampler's rating
+    # terms drop it, rating_terms.py), and no difference of two sigmoids to cancel. An open
+    # bound's sigmoid is exactly 1 or 0 in float64 and its gap 1, so its part is skipped
+    # (the same bits)
     for k in range(n_terms):
         c_a, c_b = a0[i, j, k], b0[i, j, k]
         up, down = _open_ends(c_a, c_b)
@@ -208,7 +199,7 @@ def _exp_shifted(vals, best, n_nodes):
 def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals, log_gap, buf):
     # the trapezoid in u out to e_hat +- 7 (G'' <= -1: nothing lies beyond). Fills vals[q] with
     # the log integrand times the node's weight; returns (u_min, du, max of vals). Each term's
-    # log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) + log sigmoid(-b) + log_gap (:func:`_log_cat`)
+    # log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) + log sigmoid(-b) + log_gap (:func:`_gaps`)
     # in passes over flat buffers, as the rating kernel does (rating_terms.py): the arguments
     # of every finite bound at every node, their log sigmoids (vectorised), the sums. An open
     # bound has no argument (its log sigmoid is 0), a padding term neither
