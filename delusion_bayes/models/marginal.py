@@ -72,7 +72,7 @@ def _open_ends(c_a, c_b):
 @numba.njit(cache=True, inline="always")
 def _derivs(a, b, alpha, up, down, gap):
     # first and second derivative in s of log(sigmoid(a) - sigmoid(b)), a, b = alpha s + c,
-    # with p = sigmoid(a) sigmoid(-b) gap (gap = 1 - exp(b - a), :func:`_gaps`): one exp per
+    # with p = sigmoid(a) sigmoid(-b) gap (gap = 1 - exp(b - a), :func:`_group_terms`): one exp per
     # bound, none for an open one (sigmoid exactly 1 or 0 there: the same bits as the general
     # branch)
     if up:
@@ -91,22 +91,33 @@ def _derivs(a, b, alpha, up, down, gap):
 
 
 @numba.njit(cache=True, inline="always")
-def _gaps(a0, b0, i, j, n_terms, gap, log_gap):
-    # per term of group (i, j): gap = 1 - exp(b - a) and its log (1 and 0 for an open bound).
+def _group_terms(alpha, a0, b0, i, j, n_terms, gap, slopes, offsets):
+    # the terms of group (i, j), once: gap[k] = 1 - exp(b - a) (1 for an open bound) for the
+    # Newton steps; every finite bound as x = slope s + offset for the node pass; returns
+    # (number of finite bounds, sum of the terms' log gaps).
     # sigmoid(a) - sigmoid(b) = sigmoid(a) sigmoid(-b) (1 - exp(b - a)), a > b, and b - a =
     # c_b - c_a does not depend on s: log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) +
     # log sigmoid(-b) + log_gap, with the last a constant of the term (the sampler's rating
     # terms drop it, rating_terms.py), and no difference of two sigmoids to cancel. An open
     # bound's sigmoid is exactly 1 or 0 in float64 and its gap 1, so its part is skipped
     # (the same bits)
+    n_b, const = 0, 0.0
     for k in range(n_terms):
-        c_a, c_b = a0[i, j, k], b0[i, j, k]
+        al, c_a, c_b = alpha[i, j, k], a0[i, j, k], b0[i, j, k]
         up, down = _open_ends(c_a, c_b)
-        if up or down:
-            gap[k], log_gap[k] = 1.0, 0.0
-        else:
+        gap[k] = 1.0
+        if up and down:
+            continue
+        if not up:  # log sigmoid(alpha s + c_a)
+            slopes[n_b], offsets[n_b] = al, c_a
+            n_b += 1
+        if not down:  # log sigmoid(-(alpha s + c_b))
+            slopes[n_b], offsets[n_b] = -al, -c_b
+            n_b += 1
+        if not (up or down):
             gap[k] = -np.expm1(c_b - c_a)
-            log_gap[k] = np.log(gap[k])
+            const += np.log(gap[k])
+    return n_b, const
 
 
 @numba.njit(cache=True, inline="always")
@@ -196,30 +207,18 @@ def _exp_shifted(vals, best, n_nodes):
 
 
 @numba.njit(cache=True, inline="always")
-def _log_nodes(alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals, log_gap, buf):
+def _log_nodes(m, sg, e, tau, n_nodes, vals, n_b, const, buf):
     # the trapezoid in u out to e_hat +- 7 (G'' <= -1: nothing lies beyond). Fills vals[q] with
     # the log integrand times the node's weight; returns (u_min, du, max of vals). Each term's
-    # log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) + log sigmoid(-b) + log_gap (:func:`_gaps`)
-    # in passes over flat buffers, as the rating kernel does (rating_terms.py): the arguments
-    # of every finite bound at every node, their log sigmoids (vectorised), the sums. An open
-    # bound has no argument (its log sigmoid is 0), a padding term neither
+    # log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) + log sigmoid(-b) + log gap
+    # (:func:`_group_terms`, which lists the n_b finite bounds and sums the log gaps into
+    # const) in passes over flat buffers, as the rating kernel does (rating_terms.py): the
+    # arguments of every finite bound at every node, their log sigmoids (vectorised), the sums.
+    # An open bound has no argument (its log sigmoid is 0), a padding term neither
     slopes, offsets, s_nodes, x, t = buf
     umax = np.arcsinh(7.0 / tau)
     du = 2.0 * umax / (n_nodes - 1)
     _node_grid(umax, du, e, tau, m, sg, n_nodes, s_nodes, vals)
-    n_b, const = 0, 0.0
-    for k in range(n_terms):
-        al, c_a, c_b = alpha[i, j, k], a0[i, j, k], b0[i, j, k]
-        up, down = _open_ends(c_a, c_b)
-        if up and down:
-            continue
-        if not up:  # log sigmoid(alpha s + c_a)
-            slopes[n_b], offsets[n_b] = al, c_a
-            n_b += 1
-        if not down:  # log sigmoid(-(alpha s + c_b))
-            slopes[n_b], offsets[n_b] = -al, -c_b
-            n_b += 1
-        const += log_gap[k]
     _bound_args(slopes, offsets, n_b, s_nodes, n_nodes, x)
     log_sigmoid_pass(x, t, n_nodes * n_b)
     best = -np.inf
@@ -240,7 +239,7 @@ def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
     sample = unif.shape[0] == n_draws
     for i in numba.prange(n_draws):
         vals = np.empty(n_nodes)
-        gap, log_gap = np.empty(n_terms), np.empty(n_terms)
+        gap = np.empty(n_terms)
         buf = (
             np.empty(2 * n_terms),
             np.empty(2 * n_terms),
@@ -250,11 +249,9 @@ def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
         )
         for j in range(n_groups):
             m, sg = mu[i, j], sigma[i, j]
-            _gaps(a0, b0, i, j, n_terms, gap, log_gap)
+            n_b, const = _group_terms(alpha, a0, b0, i, j, n_terms, gap, buf[0], buf[1])
             e, tau = _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps, gap)
-            u0, du, best = _log_nodes(
-                alpha, a0, b0, i, j, m, sg, e, tau, n_terms, n_nodes, vals, log_gap, buf
-            )
+            u0, du, best = _log_nodes(m, sg, e, tau, n_nodes, vals, n_b, const, buf)
             total = _exp_shifted(vals, best, n_nodes)
             out[i, j] = best + np.log(total)
             if sample:
