@@ -65,7 +65,7 @@ def test_planned_fits_are_the_fits_the_stage_makes(small_study, tmp_path, monkey
 @pytest.mark.parametrize(
     ("overrides", "tasks"),
     [(["model=onset", "model.also_fit=[]"], []),
-     (["model=onset", "model.also_fit=[rater]"], ["compile_kernel"])],
+     (["model=onset", "model.also_fit=[rater]"], ["compile_kernels"])],
     ids=["onset_only", "with_a_marginal_model"],
 )  # fmt: skip
 def test_the_stage_compiles_the_latent_kernel_while_it_waits(small_study, tmp_path, monkeypatch,

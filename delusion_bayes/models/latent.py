@@ -8,12 +8,16 @@ posterior (:func:`delusion_bayes.models.marginal.loglik_and_stage`), and the gro
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import numba
 import numpy as np
 import xarray as xr
 from scipy.special import expit, log_expit
 
 from ..data.schema import DAY, MODEL, STAGE_CUTPOINTS, STAGE_MIDPOINT
 from .marginal import MARGINAL_VAR, MODEL_DAY, loglik_and_stage, nodes_for, param_draws
+from .rating_terms import NJIT_OPTIONS, exp_nonpositive_or_zero, log1p_unit
 from .spec import OBS, OBS_LEVEL, ModelSpec, observation_coords
 
 #: :data:`~delusion_bayes.data.schema.STAGE_CUTPOINTS` as an array
@@ -54,6 +58,122 @@ def _ordinal_logp(y: np.ndarray, eta: np.ndarray, scale: np.ndarray, cuts: np.nd
         return log_expit(a) + log_expit(-b) + np.log1p(-np.exp(-gap))
 
 
+@numba.njit(cache=True, parallel=True, **NJIT_OPTIONS)
+def _rating_pass(cell_stage, cell, rater, y, sev, disc, cuts, log_gap, unif, ll, pp):
+    """Per draw ``i`` and rating ``o``: ``eta = stage[i, cell[o]] + sev[i, rater[o]]``, ``x_j =
+    disc[i, rater[o]] (eta - cuts[j])``; ``ll[i, o] = log P(Y = y[o])`` (when ``ll`` has rows)
+    and ``pp[i, o] = #{j : unif[i, o] < sigmoid(x_j)}`` (when ``pp`` has rows).
+
+    ``log P(Y = y) = log sigmoid(x_{y-1}) + log sigmoid(-x_y) + log(1 - exp(-(x_{y-1} - x_y)))``
+    (a missing bound's term is 0), the identity of :mod:`.rating_terms`: no two probabilities
+    are subtracted, so the tails are exact. The last term depends on the draw's discrimination
+    and the category only: ``log_gap[i, rater, y]``, computed once per draw and rater. Both
+    ``log sigmoid(x)`` and ``log sigmoid(-x)`` are ``min(+-x, 0) - log1p(exp(-|x|))`` from one
+    ``exp``; below ``exp(-40)`` it counts as 0 (:func:`.rating_terms.exp_nonpositive_or_zero`)."""
+    n_cut = cuts.shape[0]
+    n_obs = cell.shape[0]
+    want_ll, want_pp = ll.shape[0] > 0, pp.shape[0] > 0
+    for i in numba.prange(max(ll.shape[0], pp.shape[0])):
+        for o in range(n_obs):
+            r, k = rater[o], y[o]
+            eta = cell_stage[i, cell[o]] + sev[i, r]
+            d = disc[i, r]
+            lp = log_gap[i, r, k]
+            count = 0
+            for j in range(n_cut):
+                x = d * (eta - cuts[j])
+                e = exp_nonpositive_or_zero(-abs(x))
+                lg = log1p_unit(e)
+                if j == k - 1:
+                    lp += min(x, 0.0) - lg
+                elif j == k:
+                    lp += min(-x, 0.0) - lg
+                p_gt = 1.0 / (1.0 + e) if x > 0.0 else e / (1.0 + e)
+                if want_pp and unif[i, o] < p_gt:
+                    count += 1
+            if want_ll:
+                ll[i, o] = lp
+            if want_pp:
+                pp[i, o] = count
+
+
+def rating_loglik_and_draw(
+    stage: np.ndarray,
+    spec_data,
+    sev: np.ndarray,
+    disc: np.ndarray,
+    cuts: np.ndarray,
+    unif: np.ndarray | None,
+    *,
+    log_likelihood: bool = True,
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The rating terms given the drawn stage, in one pass over ``(chain, draw, rating)``
+    (:func:`_rating_pass`): ``log P(y_o | stage, severity, discrimination)`` per draw and rating
+    (``log_likelihood``) and, with ``unif`` (``U(0, 1)`` of shape ``(chain, draw, rating)``),
+    the posterior predictive rating ``#{j : u < P(Y > j)}`` as ``int8``.
+
+    ``stage``: ``(chain, draw, model, day)``; ``spec_data``: the spec's data (``model_idx``,
+    ``day_idx``, ``rater_idx``, ``y``); ``sev``, ``disc``: ``(chain, draw, rater)``; ``cuts``:
+    the stage cutpoints. Why by hand: numpy's version made five ``(chain, draw, rating)``
+    temporaries per quantity and took ~1.8 s per fit of the main job (7.2M ratings-by-draws),
+    most of the work after the latent pass; this takes ~0.3 s
+    (``experiments/bench/bench_latent_pass.py`` times both)."""
+    d = spec_data
+    n_chain, n_draw, n_model, n_day = stage.shape
+    n_s, n_r, n_obs = n_chain * n_draw, sev.shape[-1], len(d.y)
+    disc_f = _kernel_array(disc.reshape(n_s, n_r), float)
+    n_cut = len(cuts)
+    log_gap = np.zeros((n_s, n_r, n_cut + 1))
+    log_gap[:, :, 1:n_cut] = np.log1p(-np.exp(-disc_f[..., None] * np.diff(cuts)))
+    ll = np.empty((n_s if log_likelihood else 0, n_obs))
+    pp = np.empty((n_s if unif is not None else 0, n_obs), np.int8)
+    args = (
+        _kernel_array(stage.reshape(n_s, n_model * n_day), float),
+        _kernel_array(np.asarray(d.model_idx) * n_day + np.asarray(d.day_idx), np.int64),
+        _kernel_array(d.rater_idx, np.int64),
+        _kernel_array(d.y, np.int64),
+        _kernel_array(sev.reshape(n_s, n_r), float),
+        disc_f,
+        _kernel_array(cuts, float),
+        log_gap,
+        _kernel_array(unif.reshape(n_s, n_obs), float) if unif is not None else np.empty((0, 1)),
+        ll,
+        pp,
+    )
+    if _rating_pass.signatures:
+        _rating_pass(*args)
+    else:  # first call here: compiled, or loaded from numba's cache, once across processes
+        from ..inference.sampling import compile_lock
+
+        with compile_lock("rating-pass"):
+            _rating_pass(*args)
+    shape = (n_chain, n_draw, n_obs)
+    return (
+        ll.reshape(shape) if log_likelihood else None,
+        pp.reshape(shape) if unif is not None else None,
+    )
+
+
+def _kernel_array(x, dtype) -> np.ndarray:
+    """``x`` as a C-contiguous, writable array of ``dtype``: numba compiles a kernel once per
+    array type, and a strided or read-only view is another type (another cold compile)."""
+    return np.require(x, dtype, "CW")
+
+
+def compile_kernels() -> None:
+    """Compile (or load from numba's cache) the numba kernels run after sampling a marginal
+    model: the latent pass (:func:`delusion_bayes.models.marginal.compile_kernel`) and
+    :func:`_rating_pass`, on one term each (the compile prefetch, ``stages/prefetch.py``, runs it
+    ahead of the first fit that needs them)."""
+    from .marginal import compile_kernel
+
+    compile_kernel()
+    stage = np.full((1, 1, 1, 1), 2.0)
+    one = SimpleNamespace(model_idx=[0], day_idx=[0], rater_idx=[0], y=[1])
+    unif = np.full((1, 1, 1), 0.5)
+    rating_loglik_and_draw(stage, one, np.zeros((1, 1, 1)), np.ones((1, 1, 1)), STAGE_CUTS, unif)
+
+
 def ordinal_draw(eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray, rng) -> np.ndarray:
     """``Y = #{j : u < P(Y > j)}``, ``u ~ U(0, 1)``."""
     p_gt = expit(scale[..., None] * (eta[..., None] - cuts))
@@ -79,14 +199,19 @@ def add_latent_groups(
     md_ll, md = loglik_and_stage(dt, rng, n_nodes=nodes_for(spec.name))
     grid = _stage_grid(spec, post, md)
     dt["posterior"] = xr.DataTree(post)
-    ratings = _rating_predictors(spec, post, grid)
     levels = _level_predictors(spec, post, grid) if spec.data.level is not None else None
     obs_coords = {k: v for k, v in obs.coords.items() if OBS in v.dims}
     lvl_coords = {k: v for k, v in obs.coords.items() if OBS_LEVEL in v.dims}
     y_dims, lvl_dims = ("chain", "draw", OBS), ("chain", "draw", OBS_LEVEL)
+    sev, disc = param_draws(post, "severity"), param_draws(post, "discrimination")
+    # the predictive ratings' uniforms are drawn here, as numpy's version drew them, so the
+    # draws that follow (the levels') see the same generator state
+    unif = rng.uniform(size=grid.shape[:2] + (len(spec.data.y),)) if posterior_predictive else None
+    y_ll, y_pp = rating_loglik_and_draw(
+        grid, spec.data, sev, disc, STAGE_CUTS, unif, log_likelihood=log_likelihood
+    )
+    del unif
     if log_likelihood:
-        eta, scale = ratings
-        y_ll = _ordinal_logp(spec.data.y, eta, scale, STAGE_CUTS)
         ll = xr.Dataset({"y": (y_dims, y_ll)}, coords=obs_coords)
         if levels is not None:
             level_eta, level_cuts = levels
@@ -96,7 +221,6 @@ def add_latent_groups(
         ll[MARGINAL_VAR] = md_ll
         dt["log_likelihood"] = xr.DataTree(ll)
     if posterior_predictive:
-        y_pp = ordinal_draw(*ratings, STAGE_CUTS, rng)
         pp = xr.Dataset({"y": (y_dims, y_pp)}, coords=obs_coords)
         if levels is not None:
             level_eta, level_cuts = levels
@@ -124,14 +248,6 @@ def _stage_grid(spec: ModelSpec, post: xr.Dataset, md: xr.DataArray) -> np.ndarr
         coords={MODEL: model_coord, DAY: days},
     )
     return grid
-
-
-def _rating_predictors(spec: ModelSpec, post: xr.Dataset, grid: np.ndarray):
-    """``(eta, scale)`` per draw and rating: ``P(y > j) = sigmoid(scale (eta - c_j))``."""
-    d = spec.data
-    stage_obs = grid[:, :, d.model_idx, d.day_idx]  # (chain, draw, obs)
-    sev, disc = param_draws(post, "severity"), param_draws(post, "discrimination")
-    return stage_obs + sev[..., d.rater_idx], disc[..., d.rater_idx]
 
 
 def _level_predictors(spec: ModelSpec, post: xr.Dataset, grid: np.ndarray):

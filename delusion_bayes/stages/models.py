@@ -445,11 +445,11 @@ def _latent_kernel_while_waiting(names: list[str]):
 
     from ..inference.sampling import while_waiting
     from ..models.config import MARGINAL_MODELS
-    from ..models.marginal import compile_kernel
+    from ..models.latent import compile_kernels
 
     if not any(n in MARGINAL_MODELS for n in names):
         return contextlib.nullcontext()
-    return while_waiting(compile_kernel)
+    return while_waiting(compile_kernels)
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:

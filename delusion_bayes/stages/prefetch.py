@@ -146,7 +146,7 @@ def child_command(*args: str) -> tuple[list[str], dict[str, str]]:
 def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
     """Compile the log-density of each ``(model, primary, overrides)`` of ``plan`` as the
     models stage's :func:`~.fit_plan.fit_arguments` will fit it, in the stage's order, skipping a
-    graph compiled already; and the latent pass's kernel after the first model that needs it.
+    graph compiled already; and the latent pass's kernels after the first model that needs them.
     These are the cold compiles the stage would otherwise wait for. What a fit compiles after
     sampling (log-likelihood, log prior, predictive draws) is left to the stage: a few seconds,
     and the child could not finish it before the stage needs it."""
@@ -154,7 +154,7 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
     from ..models.build import model_for
     from ..models.config import MARGINAL_MODELS
     from ..models.fit import fit_spec
-    from ..models.marginal import compile_kernel
+    from ..models.latent import compile_kernels
     from .fit_plan import fit_arguments
 
     kernel_done = False
@@ -172,9 +172,9 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
             log.info("compiled the log-density of %s in %.1f s", name, time.perf_counter() - t0)
         if name in MARGINAL_MODELS and not kernel_done:
             t0 = time.perf_counter()
-            compile_kernel()
+            compile_kernels()
             kernel_done = True
-            log.info("compiled the latent pass's kernel in %.1f s", time.perf_counter() - t0)
+            log.info("compiled the latent pass's kernels in %.1f s", time.perf_counter() - t0)
 
 
 def main(argv: list[str] | None = None) -> int:

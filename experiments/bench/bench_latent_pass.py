@@ -1,4 +1,5 @@
-"""Benchmark: the latent pass's quadrature kernel, today's against the one it replaced.
+"""Benchmark: the latent pass's quadrature kernel and the rating pass after it, today's against
+the ones they replaced.
 
     .venv/bin/python experiments/bench/bench_latent_pass.py                 # joint-fit shape
     .venv/bin/python experiments/bench/bench_latent_pass.py --draws 500 --reps 1
@@ -18,6 +19,15 @@ same inputs, in one process, interleaved:
   latent), each ``log sigmoid`` from one ``exp`` and the rating kernel's ``log1p`` polynomial
   (``rating_terms.log_sigmoid_parts``); two ``exp`` per term and Newton step.
 
+Then the rating terms given the drawn stage (:mod:`delusion_bayes.models.latent`): per draw
+and rating, ``log P(y | stage)`` (the per-rating PSIS-LOO unit) and the posterior predictive
+rating, 4,000 draws x 1,796 ratings in the main job:
+
+- **old**: numpy, the functions copied below verbatim (``(chain, draw, rating)`` temporaries:
+  the predictors by fancy indexing, ``log_expit`` twice, then ``expit`` of three cutpoints);
+- **new**: ``latent.rating_loglik_and_draw``, one numba pass over draws and ratings on both
+  cores, from the same uniforms (the predictive draws must be equal).
+
 Inputs are synthetic at the joint fit's shape: ratings of 4 raters per model-day drawn around a
 latent stage, rater discriminations and severities near the paper_like simulator's, the
 package's stage cutpoints (``--terms 5`` adds an adjudicated level as the disengagement model
@@ -34,7 +44,9 @@ import numba
 import numpy as np
 
 from delusion_bayes.data.schema import STAGE_CUTPOINTS
-from delusion_bayes.models import marginal
+from scipy.special import expit, log_expit
+
+from delusion_bayes.models import latent, marginal
 from delusion_bayes.models.marginal import DEFAULT_NODES, ordinal_terms
 from delusion_bayes.models.rating_terms import OPEN_AT
 
@@ -201,6 +213,56 @@ def old_kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
                 out_s[i, j] = m + sg * (e + tau * np.sinh(u))
 
 
+# ---- the old rating pass (delusion_bayes/models/latent.py before the fused pass), verbatim ----
+def old_ordinal_logp(y: np.ndarray, eta: np.ndarray, scale: np.ndarray, cuts: np.ndarray):
+    n_cut = cuts.shape[-1]
+    if cuts.ndim == 1:  # the same cuts for every draw: index them per observation only
+        lo, hi = cuts[np.clip(y - 1, 0, n_cut - 1)], cuts[np.clip(y, 0, n_cut - 1)]
+    else:
+        yb = np.broadcast_to(y, eta.shape)
+        lo = np.take_along_axis(cuts, np.clip(yb - 1, 0, n_cut - 1)[..., None], -1)[..., 0]
+        hi = np.take_along_axis(cuts, np.clip(yb, 0, n_cut - 1)[..., None], -1)[..., 0]
+    a = np.where(y > 0, scale * (eta - lo), np.inf)
+    b = np.where(y < n_cut, scale * (eta - hi), -np.inf)
+    gap = np.where((y > 0) & (y < n_cut), scale * (hi - lo), np.inf)
+    # log(sigmoid(a) - sigmoid(b)) = log sigmoid(a) + log sigmoid(-b) + log(1 - e^{-(a - b)})
+    with np.errstate(over="ignore", invalid="ignore"):
+        return log_expit(a) + log_expit(-b) + np.log1p(-np.exp(-gap))
+
+
+def old_ordinal_draw_from(eta, scale, cuts, u):
+    """``ordinal_draw`` with its uniforms given (it drew ``u`` itself, of ``eta``'s shape)."""
+    p_gt = expit(scale[..., None] * (eta[..., None] - cuts))
+    return (u[..., None] < p_gt).sum(axis=-1).astype(np.int8)
+
+
+def old_rating_pass(grid, d, sev, disc, cuts, u):
+    stage_obs = grid[:, :, d.model_idx, d.day_idx]  # (chain, draw, obs)
+    eta, scale = stage_obs + sev[..., d.rater_idx], disc[..., d.rater_idx]
+    return old_ordinal_logp(d.y, eta, scale, cuts), old_ordinal_draw_from(eta, scale, cuts, u)
+
+
+def rating_inputs(n_draws: int, n_groups: int, seed: int = 1):
+    """(stage grid, data, severity, discrimination, uniforms) of the rating pass: 4 chains,
+    one model of ``n_groups`` days, 4 raters per day."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    n_chain, n_r = 4, 4
+    per = max(1, n_draws // n_chain)
+    grid = rng.uniform(0.5, 4.5, (1, 1, 1, n_groups)) + rng.normal(
+        0, 0.3, (n_chain, per, 1, n_groups)
+    )
+    day = np.repeat(np.arange(n_groups), n_r)
+    d = SimpleNamespace(
+        model_idx=np.zeros_like(day), day_idx=day, rater_idx=np.tile(np.arange(n_r), n_groups),
+        y=rng.integers(0, 4, len(day)),
+    )  # fmt: skip
+    sev = rng.normal(0.0, 0.3, (n_chain, per, n_r))
+    disc = np.exp(rng.normal(np.log(3.5), 0.4, (n_chain, per, n_r)))
+    return grid, d, sev, disc, rng.uniform(size=(n_chain, per, len(day)))
+
+
 def synthetic_terms(n_draws: int, n_groups: int, n_terms: int, seed: int = 0):
     """(alpha, a0, b0, mu, sigma) of marginal._kernel at a fit's shape."""
     rng = np.random.default_rng(seed)
@@ -262,6 +324,25 @@ def main(argv: list[str] | None = None) -> int:
         f"latent pass ({a.draws} draws x {a.groups} model-days x {a.terms} terms, {a.nodes} "
         f"nodes, {numba.get_num_threads()} threads): old {t_old:.3f} s, new {t_new:.3f} s, "
         f"ratio {t_old / t_new:.2f}x, max abs diff {diff:.1e} (relative {rel:.1e})"
+    )
+    grid, d, sev, disc, u = rating_inputs(a.draws, a.groups)
+    cuts = latent.STAGE_CUTS
+    latent.compile_kernels()
+    ll_old, pp_old = old_rating_pass(grid, d, sev, disc, cuts, u)
+    ll_new, pp_new = latent.rating_loglik_and_draw(grid, d, sev, disc, cuts, u)
+    rel = float(np.max(np.abs(ll_old - ll_new) / np.maximum(np.abs(ll_old), 1e-300)))
+    t_old = t_new = np.inf
+    for _ in range(a.reps):
+        t0 = time.perf_counter()
+        old_rating_pass(grid, d, sev, disc, cuts, u)
+        t_old = min(t_old, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        latent.rating_loglik_and_draw(grid, d, sev, disc, cuts, u)
+        t_new = min(t_new, time.perf_counter() - t0)
+    print(
+        f"rating pass ({u.shape[0] * u.shape[1]} draws x {u.shape[2]} ratings): old (numpy) "
+        f"{t_old:.3f} s, new {t_new:.3f} s, ratio {t_old / t_new:.2f}x, max relative diff of "
+        f"log P {rel:.1e}, predictive draws that differ {int((pp_old != pp_new).sum())}"
     )
     return 0
 
