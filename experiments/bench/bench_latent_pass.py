@@ -42,10 +42,9 @@ import time
 
 import numba
 import numpy as np
-
-from delusion_bayes.data.schema import STAGE_CUTPOINTS
 from scipy.special import expit, log_expit
 
+from delusion_bayes.data.schema import STAGE_CUTPOINTS
 from delusion_bayes.models import latent, marginal
 from delusion_bayes.models.marginal import DEFAULT_NODES, ordinal_terms
 from delusion_bayes.models.rating_terms import OPEN_AT

@@ -1,6 +1,7 @@
-"""The rating terms after the latent pass (:func:`delusion_bayes.models.latent.rating_loglik_and_draw`):
-per draw and rating, ``log P(y | stage)`` of the cumulative logit and the posterior predictive
-rating. Checked against 50-digit mpmath and against the definition of the draw."""
+"""The rating terms after the latent pass
+(:func:`delusion_bayes.models.latent.rating_loglik_and_draw`): per draw and rating,
+``log P(y | stage)`` of the cumulative logit and the posterior predictive rating. Checked against
+50-digit mpmath and against the definition of the draw."""
 
 from __future__ import annotations
 
