@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .sensitivity import THRESHOLD, VERDICTS, likelihood_var, quiet_psense
+from .sensitivity import THRESHOLD, VERDICTS, likelihood_var, power_scale_sense, quiet_psense
 
 #: power-scaling exponents (priorsense's and ``arviz_stats.psense``'s defaults)
 ALPHAS = (0.99, 1.01)
@@ -139,15 +139,19 @@ def replay_reported_draws(tree: Any, baseline: str | None = None) -> dict[Key, x
     return out
 
 
-def _weights(tree: xr.DataTree, group: str, alpha: float) -> np.ndarray:
-    """Pareto-smoothed weights ``(chain, draw)`` of power-scaling ``group`` by ``alpha``
-    (``arviz_stats.psense._get_power_scale_weights``'s log-weights, normalised)."""
+def _weights(
+    tree: xr.DataTree, group: str, alphas: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Pareto-smoothed, normalised weights ``(chain * draw,)`` of power-scaling ``group`` by
+    the lower and the upper alpha: ``arviz_stats.psense``'s own
+    (``arviz_stats.psense._get_power_scale_weights``)."""
     from arviz_stats.psense import _get_power_scale_weights
 
-    lower, upper = _get_power_scale_weights(
-        tree, alphas=(alpha, alpha), group=group, sample_dims=["chain", "draw"]
-    )
-    return lower.transpose("chain", "draw").values
+    with quiet_psense():
+        pair = _get_power_scale_weights(
+            tree, alphas=alphas, group=group, sample_dims=["chain", "draw"]
+        )
+    return tuple(np.asarray(w.transpose("chain", "draw").values, float).ravel() for w in pair)
 
 
 def pareto_k(tree: xr.DataTree, group: str, alphas: tuple[float, float] = ALPHAS) -> float:
@@ -268,28 +272,22 @@ def _scaling_tree(dt: Any, values: np.ndarray, like: str) -> xr.DataTree:
 def _power_scaling(
     tree: xr.DataTree, values: np.ndarray, alphas: tuple[float, float]
 ) -> dict[str, Any]:
-    """Per component (``prior``, ``likelihood``): the CJS sensitivity of every row, its mean
-    shift in posterior SDs per doubling of the power, and the component's Pareto k."""
-    from arviz_stats import psense
-
-    sd = values.reshape(-1, values.shape[-1]).std(0)
+    """Per component (``prior``, ``likelihood``): the CJS sensitivity of every row
+    (``arviz_stats.psense``'s, :func:`.sensitivity.power_scale_sense` over all rows at once), its
+    mean shift in posterior SDs per doubling of the power, and the component's Pareto k."""
+    flat = values.reshape(-1, values.shape[-1])
+    sd = flat.std(0)
     out: dict[str, Any] = {}
-    with quiet_psense():
-        for group in ("prior", "likelihood"):
-            with np.errstate(invalid="ignore", divide="ignore"):  # constant x: 0/0, set to 0
-                cjs = psense(
-                    tree, var_names=["x"], group=group, alphas=alphas, sample_dims=["chain", "draw"]
-                )["x"]
-            out[group] = np.nan_to_num(np.asarray(cjs.values, float))
-            means = []
-            for a in alphas:
-                w = _weights(tree, group, a)
-                w = w / w.sum()
-                means.append(np.tensordot(w, values, axes=([0, 1], [0, 1])))
-            with np.errstate(invalid="ignore", divide="ignore"):
-                shift = (means[1] - means[0]) / np.log2(alphas[1] / alphas[0]) / sd
-            out[f"{group}_mean_shift_sd"] = np.where(sd > 0, shift, 0.0)
-            out[f"pareto_k_{group}"] = pareto_k(tree, group, alphas)
+    for group in ("prior", "likelihood"):
+        weights = _weights(tree, group, alphas)
+        with np.errstate(invalid="ignore", divide="ignore"):  # constant x: 0/0, set to 0
+            cjs = power_scale_sense(flat, *weights, alphas)
+        out[group] = np.nan_to_num(cjs)
+        lower, upper = (w @ flat for w in weights)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shift = (upper - lower) / np.log2(alphas[1] / alphas[0]) / sd
+        out[f"{group}_mean_shift_sd"] = np.where(sd > 0, shift, 0.0)
+        out[f"pareto_k_{group}"] = pareto_k(tree, group, alphas)
     return out
 
 
