@@ -194,9 +194,9 @@ def power_scale_sense(
     of 4,000 draws, and that was ~1 s per fit. Here each row is sorted once, in one call for a
     chunk of rows, and the CJS of ``-x`` is read from the same order reversed: ties have a bin
     width of 0, so their order within the tie changes nothing. Agrees with ``arviz_stats.psense``
-    to rounding: the CJS is the square root of a difference of sums of ~4,000 terms of order
-    one, so another summation order moves a sensitivity of 0.01 by up to ~1e-9 relative
-    (``tests/models/test_sensitivity.py``)."""
+    to rounding: the CJS is the square root of a difference of sums of ~4,000 terms, so another
+    summation order moves it by up to ~1e-9 (on the main job's fits: at most 5e-10, against
+    priorsense's threshold of 0.05; ``tests/models/test_sensitivity.py``)."""
     rows = np.ascontiguousarray(np.asarray(values, float).T)  # (rows, draws): sorts in place
     n = rows.shape[1]
     out = np.empty(rows.shape[0])
