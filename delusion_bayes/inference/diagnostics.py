@@ -95,6 +95,20 @@ def rank_diagnostics_of(post: xr.Dataset) -> dict[str, xr.Dataset]:
     :func:`~.rank_diagnostics.rank_diagnostics` call over all of ``post``'s scalars."""
     from .rank_diagnostics import rank_diagnostics
 
+    return _per_scalar(post, rank_diagnostics, ("r_hat", "ess_bulk", "ess_tail"))
+
+
+def mcse_of(post: xr.Dataset) -> dict[str, xr.Dataset]:
+    """``{"mcse_mean", "mcse_sd"}``: ``az.mcse(post, method="mean" | "sd")``, from one
+    :func:`~.rank_diagnostics.mcse` call over all of ``post``'s scalars."""
+    from .rank_diagnostics import mcse
+
+    return _per_scalar(post, mcse, ("mcse_mean", "mcse_sd"))
+
+
+def _per_scalar(post: xr.Dataset, fn, keys: tuple[str, ...]) -> dict[str, xr.Dataset]:
+    """``fn`` (rows ``(n, chain, draw)`` -> ``{key: (n,)}``) over every scalar of ``post`` at
+    once, each result as a Dataset shaped as ``post`` without ``chain`` and ``draw``."""
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     rows, shapes = [], {}
     for name, da in post.data_vars.items():
@@ -102,13 +116,13 @@ def rank_diagnostics_of(post: xr.Dataset) -> dict[str, xr.Dataset]:
         shapes[name] = da.isel(chain=0, draw=0, drop=True)
         rows.append(da.values.reshape(n_chain, n_draw, -1).transpose(2, 0, 1))
     if not rows:
-        return {k: xr.Dataset() for k in ("r_hat", "ess_bulk", "ess_tail")}
-    stats = rank_diagnostics(np.concatenate(rows))
+        return {k: xr.Dataset() for k in keys}
+    stats = fn(np.concatenate(rows))
     out = {}
-    for key, values in stats.items():
+    for key in keys:
         start, ds = 0, {}
         for name, like in shapes.items():
-            ds[name] = like.copy(data=values[start : start + like.size].reshape(like.shape))
+            ds[name] = like.copy(data=stats[key][start : start + like.size].reshape(like.shape))
             start += like.size
         out[key] = xr.Dataset(ds)
     return out
@@ -230,8 +244,6 @@ def _reuse_diagnostics(df: pd.DataFrame, post: xr.Dataset, table: pd.DataFrame) 
     """Fill ``df`` (``az.summary(kind="stats")`` of ``post``) with the R-hat and ESS of the
     :func:`diagnose` ``table`` and the MCSE, row by row on the parameter's label (``az.summary``
     labels ``v[a, b]``, the diagnose table ``v[a,b]``), in whatever order either lists them."""
-    import arviz as az
-
     labels = post.isel(chain=0, draw=0, drop=True)
     to_summary = dict(zip(_flat(labels).index, _flat(labels, sep=", ").index, strict=True))
     rows = table[table.index.isin(list(to_summary))].rename(index=to_summary)
@@ -242,8 +254,8 @@ def _reuse_diagnostics(df: pd.DataFrame, post: xr.Dataset, table: pd.DataFrame) 
         )
     for col in ("ess_bulk", "ess_tail", "r_hat"):
         df[col] = rows[col].reindex(df.index).to_numpy()
-    for col, method in (("mcse_mean", "mean"), ("mcse_sd", "sd")):
-        df[col] = _flat(az.mcse(post, method=method), sep=", ").reindex(df.index).to_numpy()
+    for col, values in mcse_of(post).items():  # az.mcse's, for all parameters at once
+        df[col] = _flat(values, sep=", ").reindex(df.index).to_numpy()
 
 
 #: PSIS-LOO units and the ``log_likelihood`` variable holding each

@@ -1,5 +1,6 @@
-"""Rank-normalised split R-hat and bulk and tail ESS (Vehtari, Gelman, Simpson, Carpenter and
-Bürkner 2021, Bayesian Analysis 16:667) of every scalar of a posterior at once.
+"""Rank-normalised split R-hat, bulk and tail ESS and the MCSE of the mean and the SD (Vehtari,
+Gelman, Simpson, Carpenter and Bürkner 2021, Bayesian Analysis 16:667) of every scalar of a
+posterior at once.
 
 Why by hand: ArviZ 1.x (``arviz_stats``) computes them one scalar parameter at a time in a
 Python loop (``make_ufunc``), with three rank transforms, three FFTs and three Geyer sequences
@@ -49,6 +50,31 @@ def rank_diagnostics(x: np.ndarray, tail_prob: float | None = None) -> dict[str,
     q = np.quantile(xo.reshape(len(xo), -1), [lo, hi], axis=1)  # numpy's "linear", as ArviZ
     tails = [_ess(_split((xo <= q[j][:, None, None]).astype(float))) for j in (0, 1)]
     out["ess_tail"][ok] = np.minimum(*tails)
+    return out
+
+
+def mcse(x: np.ndarray) -> dict[str, np.ndarray]:
+    """``{"mcse_mean", "mcse_sd"}`` of each row of ``x`` (``(n, chain, draw)``), as
+    ``az.mcse(method="mean")`` and ``az.mcse(method="sd")`` give them per parameter (Vehtari et
+    al. 2021, section 4: the standard deviation over the square root of the split-chain ESS of
+    the draws; for the SD, the delta method on the split-chain ESS of the squared deviations).
+    A row with a NaN draw, or fewer than 4 draws per chain, is NaN in both, as in ArviZ."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 3:
+        raise ValueError(f"mcse: expected (n, chain, draw); got shape {x.shape}")
+    n, n_chain, n_draw = x.shape
+    out = {k: np.full(n, np.nan) for k in ("mcse_mean", "mcse_sd")}
+    ok = ~np.isnan(x).any(axis=(1, 2)) & (n_draw >= MIN_DRAWS)
+    if not ok.any() or n_chain < MIN_CHAINS_ESS:
+        return out
+    xo = x[ok]
+    flat = xo.reshape(len(xo), -1)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a constant row: sd 0, MCSE of sd NaN
+        out["mcse_mean"][ok] = flat.std(axis=1, ddof=1) / np.sqrt(_ess(_split(xo)))
+        sq = (xo - flat.mean(axis=1)[:, None, None]) ** 2
+        var = sq.reshape(len(xo), -1).mean(axis=1)
+        var_of_var = ((sq**2).reshape(len(xo), -1).mean(axis=1) - var**2) / _ess(_split(sq))
+        out["mcse_sd"][ok] = np.sqrt(var_of_var / var / 4)
     return out
 
 

@@ -106,9 +106,9 @@ def test_sampler_names_are_checked():
 
 
 def test_summary_from_the_diagnose_table_is_az_summary():
-    """summary.csv reuses the gate's R-hat and ESS: same frame as az.summary's (the R-hat and
-    ESS, computed for all parameters at once, to 1e-12: test_rank_diagnostics.py; every other
-    column to the bit), with a 2-d variable (labels "v[a, b]" there, "v[a,b]" in the diagnose
+    """summary.csv reuses the gate's R-hat and ESS: same frame as az.summary's (the R-hat, ESS
+    and MCSE, computed for all parameters at once, to 1e-12: test_rank_diagnostics.py; every
+    other column to the bit), with a 2-d variable (labels "v[a, b]" there, "v[a,b]" in the diagnose
     table) and a NaN variable (dropped by both)."""
     from delusion_bayes.inference.diagnostics import summary_table
 
@@ -122,7 +122,7 @@ def test_summary_from_the_diagnose_table_is_az_summary():
     fast = summary_table(dt, table=diagnose(dt))
     assert "traj[A, 2]" in full.index and not full.index.str.startswith("stage").any()
     assert fast.index.equals(full.index) and fast.columns.equals(full.columns)
-    rank_cols = ["ess_bulk", "ess_tail", "r_hat"]
+    rank_cols = ["ess_bulk", "ess_tail", "r_hat", "mcse_mean", "mcse_sd"]
     np.testing.assert_allclose(fast[rank_cols], full[rank_cols], rtol=1e-12, atol=0)
     others = [c for c in full.columns if c not in rank_cols]
     np.testing.assert_array_equal(fast[others].to_numpy(), full[others].to_numpy())

@@ -1,6 +1,6 @@
-"""The vectorised rank-normalised R-hat and bulk/tail ESS (``inference.rank_diagnostics``) are
-ArviZ's, parameter by parameter: the reference is ``az.rhat(method="rank")`` and
-``az.ess(method="bulk" | "tail")`` of ArviZ 1.x itself (Vehtari et al. 2021, Bayesian Analysis
+"""The vectorised rank-normalised R-hat, bulk/tail ESS and MCSE (``inference.rank_diagnostics``)
+are ArviZ's, parameter by parameter: the reference is ``az.rhat(method="rank")``,
+``az.ess(method="bulk" | "tail")`` and ``az.mcse(method="mean" | "sd")`` of ArviZ 1.x itself (Vehtari et al. 2021, Bayesian Analysis
 16:667), on chains chosen to reach every branch of the computation."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from delusion_bayes.inference.diagnostics import diagnose, rank_diagnostics_of
+from delusion_bayes.inference.diagnostics import diagnose, mcse_of, rank_diagnostics_of
 from delusion_bayes.inference.rank_diagnostics import rank_diagnostics
 
 
@@ -69,6 +69,15 @@ def test_rank_diagnostics_are_arviz_parameter_by_parameter(n_chain, n_draw):
         for name in post.data_vars:
             a = np.asarray(ours[key][name].values, float)
             b = np.asarray(ref[key][name].transpose(*ours[key][name].dims).values, float)
+            np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=f"{key} {name}")
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=0, err_msg=f"{key} {name}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref_mcse = {f"mcse_{m}": az.mcse(post, method=m) for m in ("mean", "sd")}
+    for key, values in mcse_of(post).items():
+        for name in post.data_vars:
+            a = np.asarray(values[name].values, float)
+            b = np.asarray(ref_mcse[key][name].transpose(*values[name].dims).values, float)
             np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=f"{key} {name}")
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=0, err_msg=f"{key} {name}")
     theta = ours["r_hat"]["theta"].values
