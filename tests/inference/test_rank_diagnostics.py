@@ -1,7 +1,8 @@
 """The vectorised rank-normalised R-hat, bulk/tail ESS and MCSE (``inference.rank_diagnostics``)
 are ArviZ's, parameter by parameter: the reference is ``az.rhat(method="rank")``,
-``az.ess(method="bulk" | "tail")`` and ``az.mcse(method="mean" | "sd")`` of ArviZ 1.x itself (Vehtari et al. 2021, Bayesian Analysis
-16:667), on chains chosen to reach every branch of the computation."""
+``az.ess(method="bulk" | "tail")`` and ``az.mcse(method="mean" | "sd")`` of ArviZ 1.x itself
+(Vehtari et al. 2021, Bayesian Analysis 16:667), on chains chosen to reach every branch of the
+computation."""
 
 from __future__ import annotations
 
