@@ -117,7 +117,7 @@ def _per_scalar(post: xr.Dataset, fn, keys: tuple[str, ...]) -> dict[str, xr.Dat
         rows.append(da.values.reshape(n_chain, n_draw, -1).transpose(2, 0, 1))
     if not rows:
         return {k: xr.Dataset() for k in keys}
-    stats = fn(np.concatenate(rows))
+    stats = _by_row_chunks(fn, np.concatenate(rows), keys)
     out = {}
     for key in keys:
         start, ds = 0, {}
@@ -126,6 +126,31 @@ def _per_scalar(post: xr.Dataset, fn, keys: tuple[str, ...]) -> dict[str, xr.Dat
             start += like.size
         out[key] = xr.Dataset(ds)
     return out
+
+
+#: rows per chunk of :func:`_by_row_chunks`: a chunk's draws (128 x 4 x 1,000 floats, 4 MB)
+#: stay in cache through the sorts and FFTs, which alone made the gate's diagnostics ~1.6x faster
+ROW_CHUNK = 128
+
+
+def _by_row_chunks(fn, x: np.ndarray, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """``fn(x)`` for a row-wise ``fn`` (each row's result depends on that row only), computed on
+    chunks of :data:`ROW_CHUNK` rows in a thread per core: numpy and scipy release the GIL in
+    the sorts, FFTs and reductions that are most of the work. Measured on the main job's joint
+    fit (~1,100 rows of 4 x 1,000 draws): the ranks alone 0.56-0.75 s in one call, 0.35 s in
+    chunks, 0.22 s in chunks on 2 threads."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    chunks = [x[i : i + ROW_CHUNK] for i in range(0, len(x), ROW_CHUNK)]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    workers = min(len(chunks), cores or 1)
+    if workers <= 1:
+        parts = [fn(c) for c in chunks]
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(fn, chunks))
+    return {k: np.concatenate([p[k] for p in parts]) for k in keys}
 
 
 def sampler_stats(dt: Any) -> dict[str, Any]:

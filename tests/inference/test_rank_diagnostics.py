@@ -62,8 +62,14 @@ def _arviz(post: xr.Dataset) -> dict[str, xr.Dataset]:
         }
 
 
+@pytest.mark.parametrize("chunk", [128, 3], ids=["one_chunk", "chunks_of_3_on_threads"])
 @pytest.mark.parametrize("n_chain,n_draw", [(4, 1000), (2, 101), (1, 200), (3, 5)])
-def test_rank_diagnostics_are_arviz_parameter_by_parameter(n_chain, n_draw):
+def test_rank_diagnostics_are_arviz_parameter_by_parameter(n_chain, n_draw, chunk, monkeypatch):
+    """Also with the rows in chunks of 3 (``diagnostics.ROW_CHUNK``; the 19 scalars then span
+    7 chunks, computed on threads and put back in order)."""
+    from delusion_bayes.inference import diagnostics
+
+    monkeypatch.setattr(diagnostics, "ROW_CHUNK", chunk)
     post = _posterior(n_chain, n_draw, seed=n_draw)
     ours, ref = rank_diagnostics_of(post), _arviz(post)
     for key in ("r_hat", "ess_bulk", "ess_tail"):
