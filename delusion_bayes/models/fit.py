@@ -187,6 +187,7 @@ def _cached_fit(
     cached.attrs.update(
         fit_reused=1,
         fit_time=time.perf_counter() - t0,
+        after_sampling_time=0.0,
         compile_cache_found=len(compiled_kernels(compiledir)),
         compile_cache_written=0,
     )
@@ -215,6 +216,7 @@ def _sample_with_groups(
     # the graph nutpie compiles: the structure, or with the data frozen in, this spec
     graph = graph_key if scfg.share_graph else spec.hash()
     dt = sample(pm_model, scfg, cache_dir=cache_dir, key=graph_key, label=spec.variant, graph=graph)
+    t_sampled = time.perf_counter()
     if "constant_data" in dt.children:  # the spec's arrays (pm.Data): in the spec, not the fit
         del dt["constant_data"]
     prior_group = _log_prior(dt, pm_model, spec) if groups.log_prior else None
@@ -240,6 +242,7 @@ def _sample_with_groups(
         marker.touch()
     dt.attrs.update(
         fit_time=time.perf_counter() - t0,
+        after_sampling_time=time.perf_counter() - t_sampled,
         compile_cache_found=len(kernels),
         compile_cache_written=written,
         fit_reused=0,

@@ -468,7 +468,9 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     with _latent_kernel_while_waiting(names):
         for name in fit_order(names):  # the order that overlaps the prefetch's compiles best
             fits[name] = fit_one(ds, name, cfg, primary=name == m.name)
+            t_write = time.perf_counter()
             written[name] = _write_model(fits[name], cfg, run_dir, name, prov, contrasts)
+            _log_after_sampling(name, fits[name], time.perf_counter() - t_write)
     written = {name: written[name] for name in names}  # the results in the configured order
     for name in names:
         headline[name] = written[name]["headline"]
@@ -485,6 +487,20 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         notes.insert(0, f"DIAGNOSTICS GATE FAILED for {failing}: see <name>/gate.json")
     headline["seconds"] = time.perf_counter() - t0
     return out.index(headline, skipped=skipped, notes=notes)
+
+
+def _log_after_sampling(name: str, dt, write_seconds: float) -> None:
+    """One INFO line per fit: the seconds after its sampler returned (in the fit: latent pass,
+    log-likelihood, PPC, log prior; here: gate, tables, LOO, figures, sensitivity,
+    ``posterior.nc``). ``experiments/bench/bench_main_job.py`` reads it."""
+    in_fit = float(dt.attrs.get("after_sampling_time", 0.0))
+    log.info(
+        "%s after sampling: %.1f s (in the fit %.1f s, outputs %.1f s)",
+        name,
+        in_fit + write_seconds,
+        in_fit,
+        write_seconds,
+    )
 
 
 def _what_to_fit(ds: xr.Dataset, m: ModelConfig, cfg: Any) -> tuple[list, list, list]:

@@ -13,10 +13,12 @@ whole ``delusion-bayes`` processes one after another (``--states cold``: the fir
   package's own numba kernels, which otherwise live in its ``__pycache__``);
 - **warm**: the same two folders again, as the user's second run.
 
-Prints the wall time of each process, the models stage's compile seconds per fit (from its log),
-and the ratio prefetch off / on for cold and warm. The gate verdicts of each run are printed too:
-the prefetch changes when compiling happens, never a draw (the runs' ``posterior.nc`` files are
-compared; they must be equal). Extra arguments after ``--args`` go to every run.
+Prints the wall time of each process, the models stage's compile seconds per fit and its seconds
+after sampling per fit (latent pass, log-likelihood, PPC, log prior, gate, tables, LOO, figures,
+sensitivity, ``posterior.nc``; both from its log), and the ratio prefetch off / on for cold and
+warm. The gate verdicts of each run are printed too: the prefetch changes when compiling
+happens, never a draw (the runs' ``posterior.nc`` files are compared; they must be equal).
+Extra arguments after ``--args`` go to every run.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import time
 from pathlib import Path
 
 COMPILED = re.compile(r"compiled (\w+)\[.*?\] in ([\d.]+) s")
+AFTER = re.compile(r"(\w+) after sampling: ([\d.]+) s")
 WAITED = re.compile(r"waited (\d+) s for another process")
 
 
@@ -54,12 +57,20 @@ def run_job(root: Path, tag: str, args: list[str], env: dict) -> dict:
         sys.stderr.write(text[-4000:])
         raise SystemExit(f"{tag}: delusion-bayes exited {proc.returncode}")
     compiles = {m.group(1): float(m.group(2)) for m in COMPILED.finditer(text)}
+    after = {m.group(1): float(m.group(2)) for m in AFTER.finditer(text)}
     waited = sum(float(m.group(1)) for m in WAITED.finditer(text))
     gates = {}
     for gate in sorted(run_dir.glob("models/*/gate.json")):
         g = json.loads(gate.read_text())
         gates[gate.parent.name] = (bool(g["passed"]), g.get("max_rhat"))
-    return {"wall": wall, "compiles": compiles, "waited": waited, "gates": gates, "dir": run_dir}
+    return {
+        "wall": wall,
+        "compiles": compiles,
+        "after": after,
+        "waited": waited,
+        "gates": gates,
+        "dir": run_dir,
+    }
 
 
 def same_draws(a: Path, b: Path) -> bool:
@@ -99,10 +110,11 @@ def main(argv: list[str] | None = None) -> int:
                 gates = ", ".join(
                     f"{k} {'pass' if ok else 'FAIL'} {rh}" for k, (ok, rh) in r["gates"].items()
                 )
+                after = ", ".join(f"{k} {v:.1f}" for k, v in r["after"].items())
                 print(
                     f"prefetch {prefetch:5s} {state}: {r['wall']:6.1f} s  "
-                    f"(compiles: {comp}; waited for the prefetch {r['waited']:.0f} s)  "
-                    f"gates: {gates}",
+                    f"(compiles: {comp}; waited for the prefetch {r['waited']:.0f} s; after "
+                    f"sampling: {after}, total {sum(r['after'].values()):.1f})  gates: {gates}",
                     flush=True,
                 )
         for state in ("cold", "warm") if a.prefetch == "both" and a.states == "both" else ():
