@@ -153,6 +153,13 @@ RUN_FIRST = {
 }
 
 
+#: what a script's tiny run must print (beyond exiting 0): the lines its docstring promises
+PRINTS = {
+    "bench_main_job.py": ["after sampling: onset", "gates: onset "],  # 1 chain: R-hat NaN
+    "bench_latent_pass.py": ["latent pass (", "rating pass (", "predictive draws that differ 0"],
+}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(SMOKE_ARGS))
 def test_script_runs_at_tiny_size(script, tmp_path):
@@ -180,3 +187,5 @@ def test_script_runs_at_tiny_size(script, tmp_path):
         timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    for line in PRINTS.get(script, ()):
+        assert line in proc.stdout, (line, proc.stdout[-3000:])
