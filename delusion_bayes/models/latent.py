@@ -118,6 +118,8 @@ def rating_loglik_and_draw(
     temporaries per quantity and took ~1.8 s per fit of the main job (7.2M ratings-by-draws),
     most of the work after the latent pass; this takes ~0.3 s
     (``experiments/bench/bench_latent_pass.py`` times both)."""
+    if not log_likelihood and unif is None:  # a fit that keeps neither (coverage, SBC)
+        return None, None
     d = spec_data
     n_chain, n_draw, n_model, n_day = stage.shape
     n_s, n_r, n_obs = n_chain * n_draw, sev.shape[-1], len(d.y)

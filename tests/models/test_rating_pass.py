@@ -84,6 +84,8 @@ def test_predictive_draw_is_the_count_of_exceeded_cutpoints(study):
     p_gt = 1 / (1 + np.exp(-disc[..., d.rater_idx][..., None] * (eta[..., None] - STAGE_CUTS)))
     np.testing.assert_array_equal(pp, (u[..., None] < p_gt).sum(-1))
     assert set(np.unique(pp)) == {0, 1, 2, 3}
+    none = rating_loglik_and_draw(stage, d, sev, disc, STAGE_CUTS, None, log_likelihood=False)
+    assert none == (None, None)
 
 
 def test_predictive_frequencies_match_the_category_probabilities():
