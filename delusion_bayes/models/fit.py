@@ -284,7 +284,8 @@ def _add_trajectory_groups(
     dt: xr.DataTree, pm_model: Any, spec: ModelSpec, seed: int, groups: _Groups
 ) -> xr.DataTree:
     """The latent stage, log-likelihood and posterior predictive of a trajectory-study fit:
-    drawn in numpy for the models that integrate the stage out, else from the graph."""
+    drawn after sampling (numba, :mod:`.latent`) for the models that integrate the stage out,
+    else from the graph."""
     from .latent import add_latent_groups, onset_predictive
 
     if spec.integrates_stage:

@@ -3,7 +3,8 @@
 posterior (:func:`delusion_bayes.models.marginal.loglik_and_stage`), and the groups
 ``observed_data`` (``y`` on ``obs``, 0-based; ``level`` on ``obs_level``), ``posterior["stage"]``
 (NaN where nobody rated), ``log_likelihood`` (``y`` given the drawn stage, ``y_model_day``) and
-``posterior_predictive`` (drawn in numpy).
+``posterior_predictive``; the ratings' log-likelihood and predictive draws come from one numba
+pass (:func:`rating_loglik_and_draw`), the adjudicated levels' (a few hundred) from numpy.
 """
 
 from __future__ import annotations
