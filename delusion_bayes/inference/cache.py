@@ -130,18 +130,20 @@ def compiled_nutpie(
     """
     import nutpie
 
-    from .nutpie_cfuncs import install
+    from .nutpie_cfuncs import cached_callbacks, install
 
     install()  # nutpie's callbacks without a ~2.5 s compile each process paid (the module says)
     if freeze:
         if key is not None:
             raise ValueError("compiled_nutpie: a frozen graph holds one study's data; key=None")
-        return nutpie.compile_pymc_model(model, freeze_model=True)
+        with cached_callbacks():  # its callbacks from the compile cache (nutpie_cfuncs says why)
+            return nutpie.compile_pymc_model(model, freeze_model=True)
     if key is not None and key in _MEMO:
         log.info("reusing the compiled model %s from this process", key)
         _MEMO[key] = compiled = _MEMO.pop(key)
         return with_model_data(compiled, model)
-    compiled = nutpie.compile_pymc_model(model, freeze_model=False)
+    with cached_callbacks():  # those without shared data (nutpie_cfuncs says why)
+        compiled = nutpie.compile_pymc_model(model, freeze_model=False)
     if key is not None:
         _MEMO[key] = compiled
         while len(_MEMO) > COMPILED_MEMO_SIZE:
