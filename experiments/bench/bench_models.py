@@ -165,12 +165,14 @@ def main(argv: list[str] | None = None) -> int:
             ratio = ref["cached"]["total_s"] / ref["cold"]["total_s"]
             print(f"  nutpie cached vs cold whole fit: x{ratio:.2f}")
         if args.brms == "auto" and args.model in ("onset", "rater"):
-            _brms_here(ds, args, tune, ref.get("cold"))
+            _brms_here(ds, args, tune, ref)
     return 0
 
 
-def _brms_here(ds, args, tune: int, cold: dict | None) -> None:
-    """Fit brms to this run's study when R and brms are installed, and print the ratio."""
+def _brms_here(ds, args, tune: int, ref: dict) -> None:
+    """Fit brms to this run's study when R and brms are installed, and print the ratios of our
+    cold and cached fits against it."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # also under `python -P`
     from brms_same_data import fit_brms, have_brms
 
     if not have_brms():
@@ -182,9 +184,14 @@ def _brms_here(ds, args, tune: int, cold: dict | None) -> None:
         f"  brms {res['seconds']:.1f} s end to end (its chains {res['chain_seconds']} s summed), "
         f"{res['divergences']} divergences"
     )
-    if cold is not None:
-        line += f"; nutpie cold {cold['total_s']:.1f} s: {res['seconds'] / cold['total_s']:.1f}x"
     print(line)
+    target = BRMS_TARGET[args.model]
+    for phase in ("cold", "cached"):
+        if (r := ref.get(phase)) is not None:
+            ratio = res["seconds"] / r["total_s"]
+            verdict = "met" if ratio >= target else "NOT met"
+            total = r["total_s"]
+            print(f"  nutpie {phase:6s} {total:.1f} s: {ratio:.1f}x ({verdict}; target {target}x)")
 
 
 if __name__ == "__main__":
