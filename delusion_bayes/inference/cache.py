@@ -126,7 +126,8 @@ def compiled_nutpie(
     ``freeze_model``; PyMC's ``freeze_dims_and_data``), which rewrites to a smaller function and
     compiles about twice as fast, but serves only this data: never memoised, ``key`` must be
     None. ``cache_dir`` is unused: the on-disk cache is PyTensor's
-    (:func:`configure_pytensor_cache`).
+    (:func:`configure_pytensor_cache`), which also keeps nutpie's two C callbacks where they
+    read no shared data (:mod:`.nutpie_cfuncs`; a frozen graph's always).
     """
     import nutpie
 
