@@ -137,13 +137,14 @@ def compiled_nutpie(
     if freeze:
         if key is not None:
             raise ValueError("compiled_nutpie: a frozen graph holds one study's data; key=None")
-        with cached_callbacks():  # its callbacks from the compile cache (nutpie_cfuncs says why)
+        # its callbacks from the compile cache (nutpie_cfuncs says why)
+        with cached_callbacks(code_fingerprint()):
             return nutpie.compile_pymc_model(model, freeze_model=True)
     if key is not None and key in _MEMO:
         log.info("reusing the compiled model %s from this process", key)
         _MEMO[key] = compiled = _MEMO.pop(key)
         return with_model_data(compiled, model)
-    with cached_callbacks():  # those without shared data (nutpie_cfuncs says why)
+    with cached_callbacks(code_fingerprint()):  # those without shared data (nutpie_cfuncs)
         compiled = nutpie.compile_pymc_model(model, freeze_model=False)
     if key is not None:
         _MEMO[key] = compiled

@@ -165,10 +165,13 @@ def make_c_expand_func(n_dim, n_expanded, expand_fn, user_data, shared_var_keys,
 
 # --- the callbacks in the compile cache -------------------------------------------------------
 
-#: the callbacks made by the factories above that :func:`cached_callbacks` may keep, with their key
+#: the callbacks made by the factories above that :func:`cached_callbacks` may keep, with their
+#: key and the code fingerprint in it
 _CACHE_KEYS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PATCH_LOCK = threading.Lock()
-_PATCH: list = []  # [numba's own cfunc decorator, how many cached_callbacks() are open]
+#: while a :func:`cached_callbacks` block is open: numba's own ``cfunc``, how many blocks are
+#: open, and the code fingerprint they were given
+_PATCH: list = []
 
 
 def _remember_key(callback, kind: str, fn, *sizes: int) -> None:
@@ -184,25 +187,29 @@ def _remember_key(callback, kind: str, fn, *sizes: int) -> None:
     graph = None if py_func is None else CACHED_SRC_FUNCTIONS.get(py_func)
     if graph is None:  # a function PyTensor does not cache (or a test's stand-in)
         return
-    from .cache import code_fingerprint
-
+    with _PATCH_LOCK:
+        fingerprint = _PATCH[2] if _PATCH else None
+    if fingerprint is None:  # compiled outside cached_callbacks(): numba.cfunc is numba's own
+        return
     sizes_ = [int(n) for n in sizes]
-    blob = json.dumps([kind, graph, sizes_, bool(config.numba__fastmath), code_fingerprint()])
-    _CACHE_KEYS[callback] = hashlib.sha256(blob.encode()).hexdigest()[:32]
+    blob = json.dumps([kind, graph, sizes_, bool(config.numba__fastmath), fingerprint])
+    _CACHE_KEYS[callback] = (hashlib.sha256(blob.encode()).hexdigest()[:32], fingerprint)
 
 
 @contextlib.contextmanager
-def cached_callbacks():
+def cached_callbacks(fingerprint: str):
     """Within: nutpie's callbacks that :func:`make_c_logp_func` and :func:`make_c_expand_func`
-    keyed are loaded from the compile cache, or compiled and saved there. nutpie compiles them
-    with ``numba.cfunc`` (imported inside its function, so nothing narrower can be replaced); the
-    decorator is replaced while any such block is open, and passes every other function, or
-    any call with options, to numba's own."""
+    keyed are loaded from the compile cache, or compiled and saved there. ``fingerprint`` names
+    the code they are compiled with and is part of their key (the caller's
+    :func:`~.cache.code_fingerprint`: that module imports this one, not the reverse). nutpie
+    compiles the callbacks with ``numba.cfunc`` (imported inside its function, so nothing
+    narrower can be replaced); the decorator is replaced while any such block is open, and
+    passes every other function, or any call with options, to numba's own."""
     import numba
 
     with _PATCH_LOCK:
         if not _PATCH:
-            _PATCH[:] = [numba.cfunc, 0]
+            _PATCH[:] = [numba.cfunc, 0, fingerprint]
             numba.cfunc = _cfunc
         _PATCH[1] += 1
     try:
@@ -220,9 +227,10 @@ def _cfunc(sig, *args, **kwargs):
     decorate = _PATCH[0](sig, *args, **kwargs)
 
     def wrapper(func):
-        key = _CACHE_KEYS.get(func)
-        if key is None or args or kwargs:
+        keyed = _CACHE_KEYS.get(func)
+        if keyed is None or args or kwargs:
             return decorate(func)
+        key = keyed[0]
         try:
             return _cached_cfunc(func, sig, key)
         except Exception as err:  # noqa: BLE001 - the cache is an optimisation: compile as numba
@@ -253,10 +261,10 @@ def _callback_cache_class():
 
     class _CallbackLocator(_CacheLocator):
         """Where a keyed callback is cached: PyTensor's numba cache folder, the key as the
-        file's disambiguator, :func:`~.cache.code_fingerprint` as the source stamp."""
+        file's disambiguator, the code fingerprint as the source stamp."""
 
-        def __init__(self, key: str):
-            self._key = key
+        def __init__(self, key: str, fingerprint: str):
+            self._key, self._fingerprint = key, fingerprint
 
         def get_cache_path(self):
             from pytensor.link.numba.cache import NUMBA_CACHE_PATH
@@ -264,17 +272,15 @@ def _callback_cache_class():
             return str(NUMBA_CACHE_PATH)
 
         def get_source_stamp(self):
-            from .cache import code_fingerprint
-
-            return code_fingerprint()
+            return self._fingerprint
 
         def get_disambiguator(self):
             return self._key
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            key = _CACHE_KEYS.get(py_func)
-            return None if key is None else cls(key)
+            keyed = _CACHE_KEYS.get(py_func)
+            return None if keyed is None else cls(*keyed)
 
     class _CallbackCacheImpl(CompileResultCacheImpl):
         _locator_classes = [_CallbackLocator]
