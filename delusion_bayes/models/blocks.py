@@ -246,7 +246,9 @@ GH_NODES: dict[str, int] = {"joint": 12, "disengagement": 12, "rater": 16}
 END_VAR: float = 1.0
 
 
-def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nodes=None):
+def marginal_ratings(
+    spec: ModelSpec, mu, sigma, severity, disc, level=None, nodes=None, rows: str = "md"
+):
     """Log-likelihood of every model-day's ratings with its latent stage integrated out.
 
     For model-day ``u`` with latent ``s ~ N(mu_u, sigma_u)`` and ratings ``y_{r,u}``:
@@ -265,7 +267,10 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     ``m = tau^2 (mu / sigma^2 + P_u yhat_u)``. Smooth in every parameter.
 
     The rating terms: :mod:`delusion_bayes.models.rating_terms` (their constant part is added
-    once per rater, ``n_interior``). ``nodes`` default to :data:`GH_NODES`. ``level``
+    once per rater, ``n_interior``). ``nodes`` default to :data:`GH_NODES`. ``rows="pat"``
+    integrates once per distinct rating pattern instead of once per model-day and weights each
+    by its count (``pat_*``: :func:`delusion_bayes.models.spec.rating_patterns`; for a model
+    whose model-days share one prior, ``mu`` and ``sigma`` then ``(P,)``). ``level``
     (disengagement): ``(beta, u, c1, c2)``; the adjudicated level with
     ``P(D >= j) = sigmoid(beta (s - STAGE_MIDPOINT) + u_m - c_j)`` joins the integrand.
 
@@ -279,9 +284,13 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
     x, w = np.polynomial.hermite.hermgauss(nodes or GH_NODES.get(spec.name, 16))
     lw = pt.as_tensor_variable(np.log(w) + x**2 - 0.5 * np.log(np.pi))
     xq = pt.as_tensor_variable(np.sqrt(2.0) * x)
-    centre, tau = _proposal(spec, mu, sigma, severity, disc)
+    if rows not in ("md", "pat") or (rows == "pat" and level is not None):
+        raise ValueError(f"rows={rows!r}: expected 'md', or 'pat' without a level")
+    centre, tau = _proposal(spec, mu, sigma, severity, disc, rows)
     s = centre[:, None] + tau[:, None] * xq[None, :]  # (U, Q)
-    ll = rating_terms(s, severity, disc, spec_data(spec, "md_lo"), spec_data(spec, "md_hi"))
+    ll = rating_terms(
+        s, severity, disc, spec_data(spec, f"{rows}_lo"), spec_data(spec, f"{rows}_hi")
+    )
     if level is not None:
         ll = ll + _level_terms(spec, s, level)
     prior = -0.5 * ((s - mu[:, None]) / sigma[:, None]) ** 2 + pt.log(tau / sigma)[:, None]
@@ -291,21 +300,22 @@ def marginal_ratings(spec: ModelSpec, mu, sigma, severity, disc, level=None, nod
         _, _, c1, c2 = level
         n1 = pt.eq(spec_data(spec, "md_level"), 1).sum()
         const = const + n1 * pt.log1mexp(-(c2 - c1))
-    pm.Potential("ratings_marginal", per_md.sum() + const)
+    total = (spec_data(spec, "pat_count") * per_md).sum() if rows == "pat" else per_md.sum()
+    pm.Potential("ratings_marginal", total + const)
     return per_md
 
 
-def _proposal(spec: ModelSpec, mu, sigma, severity, disc):
+def _proposal(spec: ModelSpec, mu, sigma, severity, disc, rows: str = "md"):
     """Centre and scale ``(m_u, tau_u)`` of :func:`marginal_ratings`' Gaussian proposal: the
-    prior and a Gaussian reading of the ratings, precision-weighted."""
+    prior and a Gaussian reading of the ratings, precision-weighted (``rows``: as there)."""
     import pytensor.tensor as pt
 
-    lo, hi = spec_data(spec, "md_lo"), spec_data(spec, "md_hi")
+    lo, hi = spec_data(spec, f"{rows}_lo"), spec_data(spec, f"{rows}_hi")
     rated = pt.cast(pt.gt(lo, -OPEN) | pt.lt(hi, OPEN), "float64")
     v_r = (np.pi**2 / 3.0) / disc**2 + 1.0 / 12.0
-    prec = rated / (v_r[None, :] + END_VAR * spec_data(spec, "md_end"))
+    prec = rated / (v_r[None, :] + END_VAR * spec_data(spec, f"{rows}_end"))
     p_u = prec.sum(axis=1)
-    yhat = (prec * (spec_data(spec, "md_rating") - severity[None, :])).sum(axis=1)
+    yhat = (prec * (spec_data(spec, f"{rows}_rating") - severity[None, :])).sum(axis=1)
     inv_s2 = 1.0 / sigma**2
     prec_post = inv_s2 + p_u
     centre = (mu * inv_s2 + yhat) / prec_post

@@ -38,7 +38,9 @@ def build_rater(spec: ModelSpec):
         mu_theta = make_rv("mu_theta", p["mu_theta"])
         sigma_theta = make_rv("sigma_theta", p["sigma_theta"])
         severity, disc = rater_effects(spec)
-        ones = pt.ones_like(spec_data(spec, "md_model"), dtype="float64")
-        # theta integrated out of the likelihood, drawn after sampling (models.latent)
-        marginal_ratings(spec, mu_theta * ones, sigma_theta * ones, severity, disc)
+        # theta integrated out of the likelihood, drawn after sampling (models.latent); every
+        # model-day has theta's prior, so the integral is taken once per distinct rating
+        # pattern and weighted by its count (spec.rating_patterns: 52 for 449 on paper_like)
+        ones = pt.ones_like(spec_data(spec, "pat_count"))
+        marginal_ratings(spec, mu_theta * ones, sigma_theta * ones, severity, disc, rows="pat")
     return model

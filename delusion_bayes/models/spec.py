@@ -38,6 +38,7 @@ __all__ = [
     "build_spec",
     "model_day_layout",
     "observation_coords",
+    "rating_patterns",
 ]
 
 #: soft lower bound of the onset model's ``k`` (per day; a 10-90% rise over 146 days): without
@@ -66,7 +67,8 @@ class SpecData(MutableMapping):
     model-day, the others' the 0-based rating of ``rater_idx``). The models that integrate the
     stage out (:data:`~delusion_bayes.models.config.MARGINAL_MODELS`) add the model-day layout
     (``md_*``, ``n_interior``: :func:`model_day_layout`), those with day noise ``eps_centred``,
-    ``disengagement`` the levels; a field a model does not have is ``None``. ``group_idx`` maps
+    ``disengagement`` the levels, ``rater`` its distinct rating patterns (``pat_*``:
+    :func:`rating_patterns`); a field a model does not have is ``None``. ``group_idx`` maps
     each group term to the group index of every model.
 
     Item access (``spec.data["y"]``, ``spec.data["group_vendor_idx"]``, assignment too) reads
@@ -98,6 +100,12 @@ class SpecData(MutableMapping):
     md_end: np.ndarray | None = None
     md_level: np.ndarray | None = None
     n_interior: np.ndarray | None = None
+    #: the rater model's distinct rating patterns (:func:`rating_patterns`)
+    pat_lo: np.ndarray | None = None
+    pat_hi: np.ndarray | None = None
+    pat_rating: np.ndarray | None = None
+    pat_end: np.ndarray | None = None
+    pat_count: np.ndarray | None = None
     group_idx: dict[str, np.ndarray] = field(default_factory=dict)
 
     @staticmethod
@@ -241,8 +249,15 @@ class ModelSpec:
         priors, the coords, every data field's shape and dtype, and whether the t50 population
         scale is sampled (:data:`MIN_T50_SCALE_TURNERS`). Specs with equal keys share one
         compiled log-density (the data are graph inputs: :func:`delusion_bayes.models.model_for`).
+
+        The number of distinct rating patterns (``pat_*``'s first axis) is left out: it varies
+        between simulated studies of one design, no parameter's shape depends on it, and a
+        ``pm.Data`` takes arrays of another length (nutpie's ``with_data`` checks the rank only).
         """
-        shapes = {k: [list(np.shape(v)), str(np.asarray(v).dtype)] for k, v in self.data.items()}
+        shapes = {
+            k: [list(np.shape(v)[1:] if k.startswith("pat_") else np.shape(v)), str(v.dtype)]
+            for k, v in ((k, np.asarray(v)) for k, v in self.data.items())
+        }
         meta = {**self._meta(), "shapes": shapes, "t50_scale_sampled": self.t50_scale_sampled}
         return hashlib.sha256(json.dumps(meta, sort_keys=True, default=str).encode()).hexdigest()[
             :16
@@ -280,6 +295,8 @@ def build_spec(
     if model in MARGINAL_MODELS:
         arrays.update(_rating_observations(ds, rec, model, coords))
         arrays.update(model_day_layout(arrays, n_raters=len(coords[RATER]), n_days=n_days))
+        if model == "rater":
+            arrays.update(rating_patterns(arrays))
     else:
         arrays.update(_consensus_observations(rec, consensus, coords))
     terms = list(group_terms)
@@ -447,6 +464,33 @@ def model_day_layout(data: Mapping[str, np.ndarray], n_raters: int, n_days: int)
         "md_end": end,
         "md_level": level,
         "n_interior": np.bincount(r[interior], minlength=n_raters).astype(float),
+    }
+
+
+def rating_patterns(layout: Mapping[str, np.ndarray]) -> dict:
+    """The distinct rows of a :func:`model_day_layout` and how many model-days have each: the
+    rater model's likelihood.
+
+    In the rater model every model-day's latent score has the same prior ``N(mu_theta,
+    sigma_theta)``, so a model-day's marginal likelihood depends on its ratings alone, and
+    model-days rated alike contribute the same factor:
+    ``sum_u log p(y_u) = sum_p n_p log p(y_p)``. paper_like's 449 model-days have 52 patterns;
+    the sampler's rating terms shrink by as much. ``pat_lo``/``pat_hi``/``pat_rating``/
+    ``pat_end`` ``(P, R)`` are rows of the ``md_*`` arrays (sorted), ``pat_count`` ``(P,)``
+    (float: it multiplies log-likelihoods) sums to ``U``. The joint and disengagement models
+    give each model-day its own prior (its trajectory), so they keep one row per model-day.
+    """
+    lo, hi = np.asarray(layout["md_lo"]), np.asarray(layout["md_hi"])
+    # the category bounds determine the rating, and the rating whether it is at an end
+    _, first, count = np.unique(
+        np.concatenate([lo, hi], axis=1), axis=0, return_index=True, return_counts=True
+    )
+    return {
+        "pat_lo": lo[first],
+        "pat_hi": hi[first],
+        "pat_rating": np.asarray(layout["md_rating"])[first],
+        "pat_end": np.asarray(layout["md_end"])[first],
+        "pat_count": count.astype(float),
     }
 
 

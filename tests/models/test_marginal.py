@@ -434,3 +434,35 @@ def test_the_latent_kernel_compiles_once_for_read_only_and_broadcast_inputs():
     np.testing.assert_array_equal(read_only, writable)
     np.testing.assert_allclose(broadcast[0], writable[0], rtol=0, atol=0)
     assert len(marginal._kernel.signatures) == 1, marginal._kernel.signatures
+
+
+def test_the_rater_models_pattern_likelihood_is_the_per_model_day_one(paper_like):
+    """The rater model's likelihood summed over distinct rating patterns, each weighted by its
+    count (``rows="pat"``: 52 rows for paper_like's 449 model-days), equals the same integral
+    taken once per model-day (``rows="md"``, as the joint model does), value and gradient, at
+    random points: to 1e-9 relative (only the summation order differs)."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from delusion_bayes.models import build_spec
+    from delusion_bayes.models.blocks import marginal_ratings, rater_effects, spec_data
+    from delusion_bayes.models.build import build_model
+    from delusion_bayes.models.priors import make_rv
+
+    spec = build_spec(paper_like, "rater")
+    assert spec.data.pat_count.size == 52 and spec.data.md_lo.shape[0] == 449
+    per_pattern = build_model(spec)
+    p = spec.priors
+    with pm.Model(coords=spec.coords) as per_model_day:
+        mu, sigma = make_rv("mu_theta", p["mu_theta"]), make_rv("sigma_theta", p["sigma_theta"])
+        severity, disc = rater_effects(spec)
+        ones = pt.ones_like(spec_data(spec, "md_model"), dtype="float64")
+        marginal_ratings(spec, mu * ones, sigma * ones, severity, disc)
+    fns = [(m.compile_logp(), m.compile_dlogp()) for m in (per_pattern, per_model_day)]
+    rng = np.random.default_rng(11)
+    start = per_pattern.initial_point()
+    for _ in range(4):
+        point = {k: v + 0.4 * rng.standard_normal(np.shape(v)) for k, v in start.items()}
+        (lp_a, g_a), (lp_b, g_b) = ((float(f(point)), df(point)) for f, df in fns)
+        assert lp_a == pytest.approx(lp_b, rel=1e-9)
+        np.testing.assert_allclose(g_a, g_b, rtol=1e-9, atol=1e-9)

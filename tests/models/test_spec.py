@@ -443,3 +443,21 @@ def test_the_replay_spec_meets_the_custom_graph_protocol():
     assert spec.integrates_stage and not build_spec(ds, "onset").integrates_stage
     fit_module = importlib.import_module("delusion_bayes.models.fit")
     assert fit_module.MARGINAL_MODELS is MARGINAL_MODELS
+
+
+def test_rating_patterns_are_the_distinct_model_day_rows_with_their_counts(holey):
+    """The rater model integrates once per distinct rating pattern (``spec.rating_patterns``):
+    every model-day's row (missing ratings included) is exactly one pattern's, the counts are
+    the number of model-days with it, and only the rater model has them."""
+    spec = build_spec(holey, "rater")
+    d = spec.data
+    md = np.concatenate([d.md_lo, d.md_hi, d.md_rating, d.md_end], axis=1)
+    pat = np.concatenate([d.pat_lo, d.pat_hi, d.pat_rating, d.pat_end], axis=1)
+    assert len(np.unique(pat, axis=0)) == len(pat) < len(md)
+    match = (md[:, None, :] == pat[None, :, :]).all(axis=2)  # (U, P)
+    assert (match.sum(axis=1) == 1).all()
+    np.testing.assert_array_equal(match.sum(axis=0), d.pat_count)
+    assert d.pat_count.sum() == len(md)
+    # the holey model-day keeps its three ratings and its missing one in its pattern
+    assert (d.pat_lo == -1e4).any() and (d.pat_hi == 1e4).any()
+    assert build_spec(holey, "joint").data.pat_lo is None

@@ -110,6 +110,31 @@ def test_a_fit_on_the_reused_graph_is_the_fresh_fit_draw_for_draw(studies):
 
 
 @pytest.mark.slow
+def test_rater_studies_with_other_pattern_counts_share_one_compiled_graph(studies):
+    """The rater model's rows are the distinct rating patterns (16 in study A, 22 in study B):
+    B fitted on A's compiled graph, its longer pattern arrays swapped in, gives B's fresh fit
+    draw for draw, and its per-rating log-likelihood too, without compiling again."""
+    from delusion_bayes.models.fit import fit
+
+    kw = dict(draws=60, tune=60, chains=2, seed=3, log_prior=False, posterior_predictive=False)
+    kw["share_graph"] = True
+    a, b = (build_spec(ds, "rater") for ds in studies)
+    assert (a.data.pat_count.size, b.data.pat_count.size) == (16, 22)
+    forget_graphs()
+    fresh = fit(studies[1], "rater", spec=b, **kw)
+    forget_graphs()
+    fit(studies[0], "rater", spec=a, **kw)
+    reused = fit(studies[1], "rater", spec=b, **kw)
+    times = [dt["posterior"].attrs["compile_time"] for dt in (fresh, reused)]
+    assert times[1] < 0.5 * times[0]
+    for v in ("mu_theta", "sigma_theta", "severity", "discrimination"):
+        np.testing.assert_array_equal(reused["posterior"][v].values, fresh["posterior"][v].values)
+    np.testing.assert_array_equal(
+        reused["log_likelihood"]["y"].values, fresh["log_likelihood"]["y"].values
+    )
+
+
+@pytest.mark.slow
 def test_a_one_off_fit_compiles_its_own_frozen_graph_and_repeats_from_its_seed(studies):
     """``share_graph=False`` (the main job's fits): nothing is memoised, so a second fit of the
     same study compiles again and gives the same draws (nothing depends on what the process
