@@ -21,6 +21,7 @@ Check ``loo_khat.png`` before trusting a close comparison.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -232,10 +233,13 @@ def _log_nodes(m, sg, e, tau, n_nodes, vals, n_b, const, buf):
 
 
 @numba.njit(cache=True, parallel=True)
-def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
-    # the integral per (draw, group) into out; with unif of shape (n_draws, n_groups, 2) also
-    # one draw of the latent into out_s (:func:`sample_latent`)
-    n_draws, n_groups, n_terms = alpha.shape
+def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, ptr, members, unif, out, out_s):
+    # the integral per (draw, integrand) of alpha's ``(n_draws, n_integrands, n_terms)``; into
+    # out[i, members[k]] for every k in ptr[p]:ptr[p + 1], the groups that share integrand p
+    # (the rater model's model-days rated alike; else one group each). With unif of shape
+    # (n_draws, n_groups, 2) also one draw of each group's latent into out_s
+    # (:func:`sample_latent`), from its own uniforms and the shared nodes
+    n_draws, n_integrands, n_terms = alpha.shape
     sample = unif.shape[0] == n_draws
     for i in numba.prange(n_draws):
         vals = np.empty(n_nodes)
@@ -247,21 +251,39 @@ def _kernel(alpha, a0, b0, mu, sigma, n_nodes, n_steps, unif, out, out_s):
             np.empty(2 * n_terms * n_nodes),
             np.empty(2 * n_terms * n_nodes),
         )
-        for j in range(n_groups):
-            m, sg = mu[i, j], sigma[i, j]
-            n_b, const = _group_terms(alpha, a0, b0, i, j, n_terms, gap, buf[0], buf[1])
-            e, tau = _mode(alpha, a0, b0, i, j, m, sg, n_terms, n_steps, gap)
+        for p in range(n_integrands):
+            m, sg = mu[i, p], sigma[i, p]
+            n_b, const = _group_terms(alpha, a0, b0, i, p, n_terms, gap, buf[0], buf[1])
+            e, tau = _mode(alpha, a0, b0, i, p, m, sg, n_terms, n_steps, gap)
             u0, du, best = _log_nodes(m, sg, e, tau, n_nodes, vals, n_b, const, buf)
             total = _exp_shifted(vals, best, n_nodes)
-            out[i, j] = best + np.log(total)
-            if sample:
-                target = unif[i, j, 0] * total
-                q, acc = 0, vals[0]
-                while acc < target and q < n_nodes - 1:
-                    q += 1
-                    acc += vals[q]
-                u = u0 + (q + unif[i, j, 1] - 0.5) * du
-                out_s[i, j] = m + sg * (e + tau * np.sinh(u))
+            ll = best + np.log(total)
+            for k in range(ptr[p], ptr[p + 1]):
+                j = members[k]
+                out[i, j] = ll
+                if sample:
+                    target = unif[i, j, 0] * total
+                    q, acc = 0, vals[0]
+                    while acc < target and q < n_nodes - 1:
+                        q += 1
+                        acc += vals[q]
+                    u = u0 + (q + unif[i, j, 1] - 0.5) * du
+                    out_s[i, j] = m + sg * (e + tau * np.sinh(u))
+
+
+def _call_kernel(args) -> None:
+    if _kernel.signatures:
+        _kernel(*args)
+    else:  # first call here: compiled, or loaded from numba's cache, once across processes
+        from ..inference.sampling import compile_lock
+
+        with compile_lock("latent-kernel"):
+            _kernel(*args)
+
+
+def _one_each(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ptr, members)`` of :func:`_kernel` for ``n`` integrands of one group each."""
+    return np.arange(n + 1, dtype=np.int64), np.arange(n, dtype=np.int64)
 
 
 def _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng=None):
@@ -278,15 +300,21 @@ def _run_kernel(alpha, a0, b0, mu, sigma, n_nodes, rng=None):
     out, out_s = np.empty((n, 1)), np.full((n, 1), np.nan)
     unif = rng.uniform(size=(n, 1, 2)) if rng is not None else np.zeros((0, 1, 2))
     mu, sigma = (np.require(v.reshape(-1, 1), float, "CW") for v in (mu, sigma))
-    args = (*flat, mu, sigma, int(n_nodes), _NEWTON_STEPS, unif, out, out_s)
-    if _kernel.signatures:
-        _kernel(*args)
-    else:  # first call here: compiled, or loaded from numba's cache, once across processes
-        from ..inference.sampling import compile_lock
-
-        with compile_lock("latent-kernel"):
-            _kernel(*args)
+    _call_kernel((*flat, mu, sigma, int(n_nodes), _NEWTON_STEPS, *_one_each(1), unif, out, out_s))
     return out.reshape(lead), (out_s.reshape(lead) if rng is not None else None)
+
+
+def _run_shared(alpha, a0, b0, mu, sigma, n_nodes, ptr, members, n_groups, rng=None):
+    """:func:`_kernel` on ``(n_draws, n_integrands, n_terms)`` integrands shared by the groups
+    ``members[ptr[p]:ptr[p + 1]]``; returns the ``(n_draws, n_groups)`` log-likelihoods and, with
+    ``rng``, the latent draws (from the uniforms :func:`_run_kernel` would draw for the groups)."""
+    n = alpha.shape[0]
+    arrays = [np.require(v, float, "CW") for v in (alpha, a0, b0, mu, sigma)]
+    out, out_s = np.empty((n, n_groups)), np.full((n, n_groups), np.nan)
+    unif = rng.uniform(size=(n * n_groups, 1, 2)) if rng is not None else np.zeros((0, 1, 2))
+    unif = unif.reshape(-1, n_groups, 2)
+    _call_kernel((*arrays, int(n_nodes), _NEWTON_STEPS, ptr, members, unif, out, out_s))
+    return out, (out_s if rng is not None else None)
 
 
 def compile_kernel() -> None:
@@ -397,10 +425,17 @@ def _integrate(dt: Any, n_nodes: int | None, chunk: int, rng: np.random.Generato
     out = np.empty((n_s, layout.n_md))
     draws_s = np.full((n_s, layout.n_md), np.nan)
     sev, disc = flat("severity"), flat("discrimination")
+    # one integral per distinct integrand: where every model-day has the latent's prior (the
+    # rater model), model-days rated alike share it (paper_like: 52 for 449); else one each
+    first, ptr, members = _shared_integrands(cells, layout, "trajectory" not in post)
+    rep_cells, rep_layout = _representatives(cells, layout, first)
     for lo in range(0, n_s, chunk):
         sl = slice(lo, min(lo + chunk, n_s))
-        A, A0, B0 = _integrand_terms(cells, layout, sev[sl], disc[sl], level_cuts, sl)
-        out[sl], s_draw = _run_kernel(A, A0, B0, mu[sl], sigma[sl], n_nodes, rng)
+        A, A0, B0 = _integrand_terms(rep_cells, rep_layout, sev[sl], disc[sl], level_cuts, sl)
+        mu_p, sigma_p = mu[sl][:, first], sigma[sl][:, first]
+        out[sl], s_draw = _run_shared(
+            A, A0, B0, mu_p, sigma_p, n_nodes, ptr, members, layout.n_md, rng
+        )
         if s_draw is not None:
             draws_s[sl] = s_draw
     coords = {
@@ -509,6 +544,47 @@ class _ModelDays:
             n_terms=int(np.bincount(md_of_obs, minlength=n_md).max()),
             level=level,
         )
+
+
+def _shared_integrands(cells: _Cells, layout: _ModelDays, one_prior: bool):
+    """``(first, ptr, members)``: the model-day whose integrand stands for each distinct one
+    (``first``: indices, or a slice of all), and :func:`_kernel`'s groups of each. With
+    ``one_prior`` (every model-day's latent has the same prior in a draw: the rater model) two
+    model-days share their integrand when they hold the same raters' same ratings in the same
+    slots (the terms in the same order, so the shared integral is each one's to the bit);
+    otherwise every model-day is its own."""
+    n_md = layout.n_md
+    if not one_prior or layout.level is not None:
+        return (slice(None), *_one_each(n_md))
+    n_cat = len(STAGE_CUTPOINTS) + 1
+    codes = np.full((n_md, layout.n_terms), -1, np.int64)
+    codes[layout.md_of_obs, layout.slot] = cells.ri * n_cat + cells.y
+    _, first, inverse = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+    members = np.argsort(inverse.ravel(), kind="stable").astype(np.int64)
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(inverse.ravel(), minlength=first.size))])
+    return first, ptr.astype(np.int64), members
+
+
+def _representatives(cells: _Cells, layout: _ModelDays, first) -> tuple[_Cells, _ModelDays]:
+    """The ratings and layout of the model-days ``first`` only (``_shared_integrands``; all of
+    them for a slice), so that the integrands are built once each."""
+    if isinstance(first, slice):
+        return cells, layout
+    position = np.full(layout.n_md, -1, np.int64)
+    position[first] = np.arange(first.size)
+    keep = position[layout.md_of_obs] >= 0
+    sub_cells = dataclasses.replace(
+        cells, y=cells.y[keep], mi=cells.mi[keep], di=cells.di[keep], ri=cells.ri[keep]
+    )
+    sub_layout = dataclasses.replace(
+        layout,
+        n_md=first.size,
+        md_model=layout.md_model[first],
+        md_day=layout.md_day[first],
+        md_of_obs=position[layout.md_of_obs[keep]],
+        slot=layout.slot[keep],
+    )
+    return sub_cells, sub_layout
 
 
 def _latent_prior(post: Any, flat, cells: _Cells, layout: _ModelDays, model_name: str):

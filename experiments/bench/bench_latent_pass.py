@@ -28,6 +28,9 @@ rating, 4,000 draws x 1,796 ratings in the main job:
 - **new**: ``latent.rating_loglik_and_draw``, one numba pass over draws and ratings on both
   cores, from the same uniforms (the predictive draws must be equal).
 
+Then the rater model's pass, where model-days rated alike share one integral (52 rating
+patterns for paper_like's 449 model-days): one integral per model-day against one per pattern.
+
 Inputs are synthetic at the joint fit's shape: ratings of 4 raters per model-day drawn around a
 latent stage, rater discriminations and severities near the paper_like simulator's, the
 package's stage cutpoints (``--terms 5`` adds an adjudicated level as the disengagement model
@@ -293,13 +296,43 @@ def synthetic_terms(n_draws: int, n_groups: int, n_terms: int, seed: int = 0):
     return [np.ascontiguousarray(v, float) for v in (al, a0, b0, mu, sigma)]
 
 
-def run(kernel, terms, n_nodes: int) -> tuple[np.ndarray, float]:
+def run(kernel, terms, n_nodes: int, groups=None) -> tuple[np.ndarray, float]:
+    """One call of ``kernel`` (the old one, or ``marginal._kernel`` with its groups: one
+    integrand each unless ``groups = (ptr, members, n_groups)``); (log-liks, seconds)."""
     al, a0, b0, mu, sigma = terms
-    out, out_s = np.empty(mu.shape), np.empty(mu.shape)
-    unif = np.zeros((0, mu.shape[1], 2))
+    shared = () if kernel is old_kernel else groups or (*marginal._one_each(mu.shape[1]),)
+    n_groups = groups[2] if groups else mu.shape[1]
+    out, out_s = np.empty((mu.shape[0], n_groups)), np.empty((mu.shape[0], n_groups))
+    unif = np.zeros((0, n_groups, 2))
     t0 = time.perf_counter()
-    kernel(al, a0, b0, mu, sigma, n_nodes, marginal._NEWTON_STEPS, unif, out, out_s)
+    kernel(al, a0, b0, mu, sigma, n_nodes, marginal._NEWTON_STEPS, *shared[:2], unif, out, out_s)
     return out, time.perf_counter() - t0
+
+
+def shared_rater_case(n_draws: int, n_groups: int, n_patterns: int, n_nodes: int, reps: int):
+    """The rater model's latent pass: every model-day has the same prior in a draw, so the
+    model-days rated alike share one integrand (``marginal._shared_integrands``; paper_like:
+    449 model-days, 52 patterns). Each model-day its own integral against one per pattern,
+    written to its model-days; the outputs must be equal."""
+    terms = synthetic_terms(n_draws, n_patterns, 4, seed=2)
+    terms[3] = np.repeat(terms[3][:, :1], n_patterns, 1)  # the rater model's one prior
+    terms[4] = np.repeat(terms[4][:, :1], n_patterns, 1)
+    of = np.random.default_rng(3).integers(0, n_patterns, n_groups)  # each model-day's pattern
+    each = [np.ascontiguousarray(v[:, of]) for v in terms]
+    members = np.argsort(of, kind="stable").astype(np.int64)
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(of, minlength=n_patterns))]).astype(np.int64)
+    groups = (ptr, members, n_groups)
+    one, _ = run(marginal._kernel, each, n_nodes)
+    shared, _ = run(marginal._kernel, terms, n_nodes, groups)
+    t_one = t_shared = np.inf
+    for _ in range(reps):
+        t_one = min(t_one, run(marginal._kernel, each, n_nodes)[1])
+        t_shared = min(t_shared, run(marginal._kernel, terms, n_nodes, groups)[1])
+    print(
+        f"rater latent pass ({n_draws} draws x {n_groups} model-days in {n_patterns} rating "
+        f"patterns, {n_nodes} nodes): one integral per model-day {t_one:.3f} s, per pattern "
+        f"{t_shared:.3f} s, ratio {t_one / t_shared:.2f}x, equal: {np.array_equal(one, shared)}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -324,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         f"nodes, {numba.get_num_threads()} threads): old {t_old:.3f} s, new {t_new:.3f} s, "
         f"ratio {t_old / t_new:.2f}x, max abs diff {diff:.1e} (relative {rel:.1e})"
     )
+    shared_rater_case(a.draws, a.groups, 52, marginal.MODEL_NODES["rater"], a.reps)
     grid, d, sev, disc, u = rating_inputs(a.draws, a.groups)
     cuts = latent.STAGE_CUTS
     latent.compile_kernels()

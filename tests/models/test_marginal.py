@@ -466,3 +466,56 @@ def test_the_rater_models_pattern_likelihood_is_the_per_model_day_one(paper_like
         (lp_a, g_a), (lp_b, g_b) = ((float(f(point)), df(point)) for f, df in fns)
         assert lp_a == pytest.approx(lp_b, rel=1e-9)
         np.testing.assert_allclose(g_a, g_b, rtol=1e-9, atol=1e-9)
+
+
+def test_rater_model_days_rated_alike_share_one_integral_to_the_bit(monkeypatch):
+    """The rater model's model-days all have the latent prior ``N(mu_theta, sigma_theta)``, so
+    those with the same raters' same ratings share one integral (``_shared_integrands``): the
+    log-likelihoods and the stage draws (each model-day from its own uniforms) equal, bit for
+    bit, those of one integral per model-day; the joint model's (a prior per model-day) are
+    never shared."""
+    from delusion_bayes.models import marginal
+
+    rng = np.random.default_rng(8)
+    n_models, n_days, n_draws = 3, 20, 6
+    obs = [(r, m, t) for m in range(n_models) for t in range(n_days) for r in range(2)]
+    ri, mi, ti = (np.array(v) for v in zip(*obs, strict=True))
+    y = rng.integers(1, 3, ri.size)  # ratings 1-2: 4 patterns for 60 model-days
+    post = xr.Dataset(
+        {
+            "mu_theta": (("chain", "draw"), rng.normal(2.0, 0.3, (1, n_draws))),
+            "sigma_theta": (("chain", "draw"), rng.uniform(0.8, 1.5, (1, n_draws))),
+            "severity": (("chain", "draw", "rater"), rng.normal(0, 0.3, (1, n_draws, 2))),
+            "discrimination": (("chain", "draw", "rater"), rng.uniform(1.5, 6, (1, n_draws, 2))),
+        },
+        coords={"chain": [0], "draw": np.arange(n_draws), "rater": ["r1", "r2"]},
+    )
+    od = xr.Dataset(
+        {"y": ("obs", y)},
+        coords={
+            "obs_rater": ("obs", np.array(["r1", "r2"])[ri]),
+            "obs_model": ("obs", np.array(["A", "B", "C"])[mi]),
+            "obs_day": ("obs", ti + 1),
+        },
+    )
+    dt = xr.DataTree.from_dict({"posterior": post, "observed_data": od})
+    dt.attrs["model"] = "rater"
+    cells = marginal._observed_cells(dt)
+    layout = marginal._ModelDays.of(cells, dt["posterior"])
+    first, ptr, members = marginal._shared_integrands(cells, layout, one_prior=True)
+    assert first.size == 4 and ptr[-1] == layout.n_md == 60
+    assert isinstance(marginal._shared_integrands(cells, layout, one_prior=False)[0], slice)
+    shared = marginal.loglik_and_stage(dt, np.random.default_rng(1))
+    monkeypatch.setattr(
+        marginal,
+        "_shared_integrands",
+        lambda cells, layout, one_prior: (slice(None), *marginal._one_each(layout.n_md)),
+    )
+    each = marginal.loglik_and_stage(dt, np.random.default_rng(1))
+    for a, b in zip(shared, each, strict=True):
+        np.testing.assert_array_equal(a.values, b.values)
+    # model-days rated alike: one log-likelihood, but their own stage draws
+    ll, stage = (v.values[0] for v in shared)
+    group = members[ptr[0] : ptr[1]]
+    assert group.size > 1 and np.all(ll[:, group] == ll[:, group[:1]])
+    assert np.unique(stage[:, group]).size == stage[:, group].size
