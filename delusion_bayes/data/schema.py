@@ -113,7 +113,7 @@ TRUTH_PREFIX = "true_"
 #: gives the latent stage rounded to the nearest integer
 STAGE_CUTPOINTS: tuple[float, ...] = (1.5, 2.5, 3.5)
 #: the middle cutpoint (stage 2 | 3): a model has "turned" once its median rating holds here
-#: (models.spec.onset_geometry), and the disengagement level's stage effect is centred here
+#: (models.geometry.onset_geometry), and the disengagement level's stage effect is centred here
 #: (``beta (stage - STAGE_MIDPOINT)``: simulator and models alike)
 STAGE_MIDPOINT: float = STAGE_CUTPOINTS[1]
 #: upper bound of the onset steepness ``k`` (per day), shared by the least-squares fits

@@ -174,7 +174,7 @@ def onset_trajectory(spec: ModelSpec):
         sigma_log_k = make_rv("sigma_log_k", p["sigma_log_k"])
         # soft bounds: k = k_min + (K_MAX - k_min) sigmoid(a - log(K_MAX - k_min)) (spec.K_MAX,
         # spec.K_MIN); the joint models mix worse with K_MIN, so they keep k_min = 0
-        # centred where the ratings pin log k (spec.log_k_centring), else non-centred
+        # centred where the ratings pin log k (geometry.log_k_centring), else non-centred
         pinned = spec_data(spec, "log_k_centred") & _t50_masks(spec)["t50_centred"]
         loc = mu_log_k + _group_shift(spec, "log_k")
         a = _partially_centred("log_k", loc, sigma_log_k, pinned, n_models)
@@ -204,7 +204,7 @@ def onset_trajectory(spec: ModelSpec):
 def day_noise_scale(spec: ModelSpec):
     """Per-model day-noise SD ``sigma_eps[m]``, ``log sigma_eps ~ N(mu_log_eps, sigma_log_eps)``,
     centred where the ratings identify the noise (``eps_centred``:
-    :func:`delusion_bayes.models.spec.noise_identified`), non-centred elsewhere."""
+    :func:`delusion_bayes.models.geometry.noise_identified`), non-centred elsewhere."""
     import pymc as pm
     import pytensor.tensor as pt
 

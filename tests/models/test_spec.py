@@ -320,9 +320,9 @@ def test_models_fit_is_the_function_even_after_importing_its_module():
 
 
 def test_log_k_centred_only_with_enough_turners(study, paper_like):
-    """Centred log k needs >= 8 turners (``spec.MIN_CENTRED_TURNERS``): the small study's 4
+    """Centred log k needs >= 8 turners (``geometry.MIN_CENTRED_TURNERS``): the small study's 4
     turners are all non-centred, paper_like's 11 turners centred (its 4 never-turners not)."""
-    from delusion_bayes.models.spec import MIN_CENTRED_TURNERS, log_k_centring
+    from delusion_bayes.models.geometry import MIN_CENTRED_TURNERS, log_k_centring
 
     assert MIN_CENTRED_TURNERS == 8
     small = build_spec(study, "joint").data
@@ -337,7 +337,7 @@ def test_onset_geometry_needs_two_days_at_or_above_2_5():
     """A one-day 2/3 split (median 2.5) is a never-turner, not a model turned from day 1: that
     misreading cost the disengagement model 33 divergences on 4 paper-roster chatbots
     (``simulate_study("paper_like", seed=0, n_models=4)``, "Claude Sonnet 4"); 0 with the rule."""
-    from delusion_bayes.models.spec import onset_geometry
+    from delusion_bayes.models.geometry import onset_geometry
 
     nan = np.nan
     med = np.array(
@@ -361,7 +361,7 @@ def test_onset_geometry_unchanged_on_the_bundled_presets():
     and draws are those of the one-day rule (a model turned iff some median >= 2.5, early iff
     the first one is)."""
     import delusion_bayes as db
-    from delusion_bayes.models.spec import onset_geometry
+    from delusion_bayes.models.geometry import onset_geometry
 
     for preset in ("paper_like", "null", "small"):
         for seed in range(3):
@@ -373,13 +373,13 @@ def test_onset_geometry_unchanged_on_the_bundled_presets():
 
 
 def test_t50_scale_is_fixed_without_two_turners(study):
-    """With fewer than 2 models whose ratings pin a t50 (``spec.MIN_T50_SCALE_TURNERS``) the
+    """With fewer than 2 models whose ratings pin a t50 (``geometry.MIN_T50_SCALE_TURNERS``) the
     population scale ``sigma_t50`` is not a free variable but its prior's root mean square
     (HalfNormal(0.5): 0.5, by 100,000 seeded draws to 0.5%): a study where no chatbot turns
     had 66 divergences and R-hat 1.03 on a sampled ``sigma_t50``. With 4 turners (small) it
     is sampled as before."""
     from delusion_bayes.models import build_model
-    from delusion_bayes.models.spec import MIN_T50_SCALE_TURNERS
+    from delusion_bayes.models.geometry import MIN_T50_SCALE_TURNERS
 
     assert MIN_T50_SCALE_TURNERS == 2
     flat = study.copy()
