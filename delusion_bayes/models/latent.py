@@ -165,10 +165,10 @@ def _kernel_array(x, dtype) -> np.ndarray:
 
 def compile_kernels() -> None:
     """Compile (or load from numba's cache) the numba kernels run after sampling a marginal
-    model: the latent pass (:func:`delusion_bayes.models.marginal.compile_kernel`) and
+    model: the latent pass (:func:`delusion_bayes.models.quadrature.compile_kernel`) and
     :func:`_rating_pass`, on one term each (the compile prefetch, ``stages/prefetch.py``, runs it
     ahead of the first fit that needs them)."""
-    from .marginal import compile_kernel
+    from .quadrature import compile_kernel
 
     compile_kernel()
     stage = np.full((1, 1, 1, 1), 2.0)

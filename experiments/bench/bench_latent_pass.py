@@ -14,7 +14,7 @@ same inputs, in one process, interleaved:
 - **old**: the kernel until this benchmark was written, copied below verbatim: each category
   probability as ``log(sigmoid(a) - sigmoid(b))`` in the mirrored form (three libm ``exp`` and
   three ``log1p`` per term and node; four ``exp`` per term and Newton step);
-- **new**: what the package runs (``marginal._kernel``): ``log sigmoid(a) + log sigmoid(-b) +
+- **new**: what the package runs (``quadrature.kernel``): ``log sigmoid(a) + log sigmoid(-b) +
   log(1 - exp(b - a))``, the last a constant per term (``b - a`` does not depend on the
   latent), each ``log sigmoid`` from one ``exp`` and the rating kernel's ``log1p`` polynomial
   (``rating_terms.log_sigmoid_parts``); two ``exp`` per term and Newton step.
@@ -48,12 +48,13 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from delusion_bayes.data.schema import STAGE_CUTPOINTS
-from delusion_bayes.models import latent, marginal
-from delusion_bayes.models.marginal import DEFAULT_NODES, ordinal_terms
+from delusion_bayes.models import latent, marginal, quadrature
+from delusion_bayes.models.marginal import ordinal_terms
+from delusion_bayes.models.quadrature import DEFAULT_NODES
 from delusion_bayes.models.rating_terms import OPEN_AT
 
 
-# ---- the old kernel (delusion_bayes/models/marginal.py before the gap identity), verbatim ----
+# ---- the old kernel (models/marginal.py before the gap identity; now quadrature.py), verbatim ----
 @numba.njit(cache=True, inline="always")
 def old_log_expit(x):
     if x < 0.0:
@@ -266,7 +267,7 @@ def rating_inputs(n_draws: int, n_groups: int, seed: int = 1):
 
 
 def synthetic_terms(n_draws: int, n_groups: int, n_terms: int, seed: int = 0):
-    """(alpha, a0, b0, mu, sigma) of marginal._kernel at a fit's shape."""
+    """(alpha, a0, b0, mu, sigma) of quadrature.kernel at a fit's shape."""
     rng = np.random.default_rng(seed)
     cuts = np.asarray(STAGE_CUTPOINTS, float)
     stage = rng.uniform(0.5, 4.5, n_groups)  # each model-day's latent stage
@@ -297,15 +298,15 @@ def synthetic_terms(n_draws: int, n_groups: int, n_terms: int, seed: int = 0):
 
 
 def run(kernel, terms, n_nodes: int, groups=None) -> tuple[np.ndarray, float]:
-    """One call of ``kernel`` (the old one, or ``marginal._kernel`` with its groups: one
+    """One call of ``kernel`` (the old one, or ``quadrature.kernel`` with its groups: one
     integrand each unless ``groups = (ptr, members, n_groups)``); (log-liks, seconds)."""
     al, a0, b0, mu, sigma = terms
-    shared = () if kernel is old_kernel else groups or (*marginal._one_each(mu.shape[1]),)
+    shared = () if kernel is old_kernel else groups or (*quadrature.one_each(mu.shape[1]),)
     n_groups = groups[2] if groups else mu.shape[1]
     out, out_s = np.empty((mu.shape[0], n_groups)), np.empty((mu.shape[0], n_groups))
     unif = np.zeros((0, n_groups, 2))
     t0 = time.perf_counter()
-    kernel(al, a0, b0, mu, sigma, n_nodes, marginal._NEWTON_STEPS, *shared[:2], unif, out, out_s)
+    kernel(al, a0, b0, mu, sigma, n_nodes, quadrature.NEWTON_STEPS, *shared[:2], unif, out, out_s)
     return out, time.perf_counter() - t0
 
 
@@ -322,12 +323,12 @@ def shared_rater_case(n_draws: int, n_groups: int, n_patterns: int, n_nodes: int
     members = np.argsort(of, kind="stable").astype(np.int64)
     ptr = np.concatenate([[0], np.cumsum(np.bincount(of, minlength=n_patterns))]).astype(np.int64)
     groups = (ptr, members, n_groups)
-    one, _ = run(marginal._kernel, each, n_nodes)
-    shared, _ = run(marginal._kernel, terms, n_nodes, groups)
+    one, _ = run(quadrature.kernel, each, n_nodes)
+    shared, _ = run(quadrature.kernel, terms, n_nodes, groups)
     t_one = t_shared = np.inf
     for _ in range(reps):
-        t_one = min(t_one, run(marginal._kernel, each, n_nodes)[1])
-        t_shared = min(t_shared, run(marginal._kernel, terms, n_nodes, groups)[1])
+        t_one = min(t_one, run(quadrature.kernel, each, n_nodes)[1])
+        t_shared = min(t_shared, run(quadrature.kernel, terms, n_nodes, groups)[1])
     print(
         f"rater latent pass ({n_draws} draws x {n_groups} model-days in {n_patterns} rating "
         f"patterns, {n_nodes} nodes): one integral per model-day {t_one:.3f} s, per pattern "
@@ -345,13 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     terms = synthetic_terms(a.draws, a.groups, a.terms)
     old, _ = run(old_kernel, terms, a.nodes)  # compile (or load) both first
-    new, _ = run(marginal._kernel, terms, a.nodes)
+    new, _ = run(quadrature.kernel, terms, a.nodes)
     diff = float(np.max(np.abs(old - new)))
     rel = float(np.max(np.abs(old - new) / np.maximum(np.abs(old), 1e-300)))
     t_old = t_new = np.inf
     for _ in range(a.reps):  # interleaved: the machine's speed drifts
         t_old = min(t_old, run(old_kernel, terms, a.nodes)[1])
-        t_new = min(t_new, run(marginal._kernel, terms, a.nodes)[1])
+        t_new = min(t_new, run(quadrature.kernel, terms, a.nodes)[1])
     print(
         f"latent pass ({a.draws} draws x {a.groups} model-days x {a.terms} terms, {a.nodes} "
         f"nodes, {numba.get_num_threads()} threads): old {t_old:.3f} s, new {t_new:.3f} s, "

@@ -17,10 +17,10 @@ from scipy.special import expit
 from delusion_bayes.models.marginal import (
     MARGINAL_VAR,
     MODEL_DAY,
-    marginal_loglik,
     model_day_loglik,
     ordinal_terms,
 )
+from delusion_bayes.models.quadrature import marginal_loglik
 
 from ._checks import cat_prob, grid_log_integral, log_cat_prob_sum
 
@@ -85,7 +85,7 @@ def test_open_bounds_take_the_short_path_with_the_same_bits():
     bound just inside ``OPEN_AT`` (``+-0.99 OPEN_AT``: the general branch, whose sigmoid there
     is also exactly 1 or 0), every model-day's integral and stage draw must have the same bits;
     a padding term (both bounds open) must add exactly nothing."""
-    from delusion_bayes.models.marginal import sample_latent
+    from delusion_bayes.models.quadrature import sample_latent
     from delusion_bayes.models.rating_terms import OPEN_AT
 
     rng = np.random.default_rng(4)
@@ -351,7 +351,7 @@ def test_stage_draws_follow_the_conditional_posterior():
     wide prior N(2.2, 1.2)) against a 200,001-point grid of the same density: mean within
     0.01 (Monte Carlo SE ~0.003), SD within 2%, and the probability of each stage category
     (the Bayesian consensus) within 0.01."""
-    from delusion_bayes.models.marginal import sample_latent
+    from delusion_bayes.models.quadrature import sample_latent
 
     y, d, sev = np.array([1, 2, 2]), np.array([3.0, 2.5, 4.0]), np.array([0.2, -0.1, -0.1])
     mu, sigma, n = 2.2, 1.2, 40_000
@@ -419,7 +419,7 @@ def test_the_latent_kernel_compiles_once_for_read_only_and_broadcast_inputs():
     right shape) made a second ~15 s cold compile of the same kernel. Every input, read-only or
     broadcast or not, now reaches the kernel as a C-contiguous writable array: one signature,
     same values."""
-    from delusion_bayes.models import marginal
+    from delusion_bayes.models import quadrature
 
     rng = np.random.default_rng(3)
     alpha = rng.uniform(1, 3, (4, 2, 3))
@@ -433,7 +433,7 @@ def test_the_latent_kernel_compiles_once_for_read_only_and_broadcast_inputs():
     broadcast = marginal_loglik(alpha, a0, b0, np.broadcast_to(mu[:1], mu.shape), sigma)
     np.testing.assert_array_equal(read_only, writable)
     np.testing.assert_allclose(broadcast[0], writable[0], rtol=0, atol=0)
-    assert len(marginal._kernel.signatures) == 1, marginal._kernel.signatures
+    assert len(quadrature.kernel.signatures) == 1, quadrature.kernel.signatures
 
 
 def test_the_rater_models_pattern_likelihood_is_the_per_model_day_one(paper_like):
@@ -474,7 +474,7 @@ def test_rater_model_days_rated_alike_share_one_integral_to_the_bit(monkeypatch)
     log-likelihoods and the stage draws (each model-day from its own uniforms) equal, bit for
     bit, those of one integral per model-day; the joint model's (a prior per model-day) are
     never shared."""
-    from delusion_bayes.models import marginal
+    from delusion_bayes.models import marginal, quadrature
 
     rng = np.random.default_rng(8)
     n_models, n_days, n_draws = 3, 20, 6
@@ -509,7 +509,7 @@ def test_rater_model_days_rated_alike_share_one_integral_to_the_bit(monkeypatch)
     monkeypatch.setattr(
         marginal,
         "_shared_integrands",
-        lambda cells, layout, one_prior: (slice(None), *marginal._one_each(layout.n_md)),
+        lambda cells, layout, one_prior: (slice(None), *quadrature.one_each(layout.n_md)),
     )
     each = marginal.loglik_and_stage(dt, np.random.default_rng(1))
     for a, b in zip(shared, each, strict=True):
