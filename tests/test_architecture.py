@@ -17,6 +17,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "delusion_bayes"
 MAX_LINES = 600
@@ -241,3 +243,28 @@ def test_architecture_md_shows_every_real_import_edge():
     missing = {k: sorted(real[k] - doc.get(k, set())) for k in real if real[k] - doc.get(k, set())}
     stale = {k: sorted(doc[k] - real.get(k, set())) for k in doc if doc[k] - real.get(k, set())}
     assert not missing and not stale, f"undocumented edges {missing}; stale edges {stale}"
+
+
+def _edge_sources(src: str, dst: str) -> list[str]:
+    """``path: target`` of every import (nested ones too) from unit ``src`` into unit ``dst``."""
+    return [
+        f"{_rel(path)}: {target}"
+        for module, path in MODULES.items()
+        if _unit(module) == src
+        for target, name in _imports(module, path)
+        if target.startswith("delusion_bayes")
+        and _unit(f"{target}.{name}" if f"{target}.{name}" in MODULES else target) == dst
+    ]
+
+
+def test_inference_does_not_import_models():
+    """``inference`` sits under ``models`` (a fit calls the sampler, issue 49 item 3): no import
+    from ``delusion_bayes.inference`` reaches ``delusion_bayes.models``."""
+    assert not _edge_sources("inference", "models")
+
+
+@pytest.mark.xfail(strict=False, reason="lead moves run_hydra out of cli")
+def test_sweep_does_not_import_cli():
+    """``sweep`` is a library under the stages, not an entry point above them (issue 49 item
+    3): no import from ``delusion_bayes.sweep`` reaches ``delusion_bayes.cli``."""
+    assert not _edge_sources("sweep", "cli")

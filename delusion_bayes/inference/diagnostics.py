@@ -59,7 +59,7 @@ def diagnose(dt: Any, cfg: Any = None, var_names: Sequence[str] | None = None) -
     ``constant`` parameter (no posterior variance, e.g. ``k`` of the step variant) is not gated.
     R-hat (rank-normalised, split) and bulk and tail ESS are ArviZ's, computed for all
     parameters at once (:mod:`.rank_diagnostics`)."""
-    from ..models.derived import interval
+    from ..intervals import interval
 
     c = group_config(InferenceConfig, cfg)
     post = _clean_posterior(dt, var_names)
