@@ -116,10 +116,11 @@ def rule_values(ds: xr.Dataset, rule: str = "auto") -> np.ndarray:
 
 
 def conversation_means(
-    ds: xr.Dataset, rule: str = "auto", missing: str = "exclude", threshold: float = 0.0
+    ds: xr.Dataset, rule: str = "auto", missing: str = "exclude", threshold: float | None = None
 ) -> dict[str, np.ndarray]:
     """Per conversation (model, conversation, item): ``mean`` over its turns under ``rule``,
-    ``share`` of turns with the behaviour (turn score > ``threshold``), ``n_turns`` used and
+    ``share`` of turns with the behaviour (turn score > ``threshold``; None: above the item's
+    lowest level ``item_min``, e.g. a flagged snippet of a count), ``n_turns`` used and
     ``n_missing`` turns without a score. ``missing="exclude"`` leaves unscored turns out;
     ``"zero"`` counts them 0 (Spiral-Bench's rule for failed judge replies, reference 1)."""
     if missing not in ("exclude", "zero"):
@@ -129,7 +130,8 @@ def conversation_means(
     slots = turn_slots(ds)[..., None] & np.ones(v.shape, dtype=bool)
     scored = slots & np.isfinite(v)
     n_missing = (slots & ~np.isfinite(s)).sum(axis=2)
-    hit = np.where(scored, s > threshold, False)
+    cut = ds["item_min"].values.astype(float) if threshold is None else float(threshold)
+    hit = np.where(scored, s > cut, False)
     use = slots if missing == "zero" else scored
     n = use.sum(axis=2)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -233,12 +235,13 @@ def item_means(
     n_boot: int = 2000,
     seed: int = 42,
     ci_prob: float = 0.95,
-    threshold: float = 0.0,
+    threshold: float | None = None,
 ) -> pd.DataFrame:
     """Per chatbot x item: the mean per turn under one ``rule`` for every chatbot, and the share
     of turns with the behaviour, with conversation-clustered bootstrap intervals.
 
-    Unscored turns (a failed judge reply, a missing rating) are left out and counted
+    ``share_with``: the share of turns whose score is above ``threshold`` (None: the item's
+    ``item_min``). Unscored turns (a failed judge reply, a missing rating) are left out and counted
     (``n_turns_missing``), never zeros. A conversation's mean is over its scored turns, the
     chatbot's over its conversations. Intervals are percentile (equal-tailed ``ci_prob``) over
     ``n_boot`` resamples of whole conversations: categories then their conversations where the
