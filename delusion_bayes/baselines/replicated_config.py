@@ -1,0 +1,29 @@
+"""Typed config of the replicated-study analysis (the ``replicated`` group; Hydra ConfigStore
+schema, values in ``conf/replicated/``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ReplicatedConfig:
+    """Settings of :mod:`delusion_bayes.stages.replicated` (also commented in
+    ``conf/replicated/default.yaml``)."""
+
+    #: the one scoring rule every chatbot's means use: ``auto`` (Spiral-Bench's current
+    #: ``v2_cap5`` for Spiral-Bench files, else ``raw``), ``v2_cap5``, ``v1_len_norm_cap8``, ``raw``
+    rule: str = "auto"
+    #: cluster-bootstrap resamples (categories -> conversations where categories exist) and seed
+    n_boot: int = 10_000
+    seed: int = 42
+    ci_prob: float = 0.95
+    #: a turn "has the behaviour" when its score is above this (``None``: the item's item_min)
+    threshold: float | None = None
+    #: paired sign-flip tests are exact up to this many prompts, else Monte Carlo with ``n_mc``
+    max_exact: int = 16
+    n_mc: int = 100_000
+    figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
+
+
+__all__ = ["ReplicatedConfig"]

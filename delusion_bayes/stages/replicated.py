@@ -1,0 +1,234 @@
+"""Pipeline stage ``replicated``: the baselines of a replicated study (issue 50), written as tables.
+
+Writes into ``run_dir/replicated/``: ``item_means.csv`` (every chatbot on one rule, the mean per
+turn and the share of turns with the behaviour, conversation-clustered bootstrap intervals),
+``published_check.csv`` (Spiral-Bench: the published leaderboard recomputed under the rule that
+made it, per file), ``conversation_means.csv``, ``first_occurrence.csv`` and its per-chatbot
+summary, ``contrasts.csv`` (chatbot pairs, paired by prompt where possible), ``judge_failed.csv``
+(turns without a rating per chatbot), the figures and ``index.json``. Every resampling is seeded
+from ``replicated.seed``: the same seed gives identical tables.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .. import results
+from ..baselines import replicated_plots as plots
+from ..baselines.replicated import conversation_table, item_means, published_check, turn_slots
+from ..baselines.replicated_compare import (
+    chatbot_contrasts,
+    first_occurrence,
+    first_occurrence_summary,
+)
+from ..baselines.replicated_config import ReplicatedConfig
+from ..config import group_config
+from ..data.replicated import CONVERSATION, MODEL, TURN, validate_replicated
+from . import Outputs
+
+NEEDS = ("replicated",)
+KIND = ("replicated",)
+
+log = logging.getLogger(__name__)
+
+_CI = "ci_low:float ci_high:float"
+#: the stage's files for the results contract: arguments of ``results._f`` (stage, name,
+#: meaning, columns, optional); until ``results.py`` declares them the stage checks them itself
+DECLARATIONS: tuple[tuple[str, ...], ...] = (
+    ("replicated", "item_means.csv", "per chatbot x item on one scoring rule: mean per turn and "
+     "share of turns with the behaviour, conversation-clustered (categories -> conversations) "
+     "bootstrap percentile CIs; unscored turns left out and counted",
+     f"model:str item:str mean:float {_CI} n_conversations:int n_turns_missing:int "
+     "share_with:float share_ci_low:float share_ci_high:float n_turns:int rule:str cluster:str "
+     "n_boot:int ci_prob:float"),
+    ("replicated", "published_check.csv", "published Spiral-Bench means recomputed from the "
+     "turns under the rule that made them (per chatbot)",
+     "model:str item:str published:float recomputed:float rule:str abs_diff:float "
+     "reproduced:bool"),
+    ("replicated", "conversation_means.csv", "per conversation x item: mean per turn on the "
+     "rule, share of turns with the behaviour, turns used and unscored",
+     "model:str conversation:str item:str mean:float share_with:float n_turns:int "
+     "n_turns_missing:int rule:str", "prompt:str category:str"),
+    ("replicated", "first_occurrence.csv", "per conversation x item: first turn with the "
+     "behaviour, censored at the last scored turn + 1",
+     "model:str conversation:str item:str first_turn:float observed:bool censor_turn:float "
+     "n_turns_scored:int", "category:str"),
+    ("replicated", "first_occurrence_summary.csv", "per chatbot x item: share of conversations "
+     "with the behaviour and median first turn, cluster-bootstrap CIs",
+     "model:str item:str n_conversations:int n_observed:int share_occurring:float "
+     "share_ci_low:float share_ci_high:float median_first_turn:float median_ci_low:float "
+     "median_ci_high:float median_censored:bool cluster:str n_boot:int ci_prob:float"),
+    ("replicated", "contrasts.csv", "chatbot pairs per item on conversation means: sign-flip "
+     "permutation test paired by prompt, else exact rank-sum test",
+     "item:str a:str b:str paired:bool n_a:int n_b:int mean_a:float mean_b:float diff:float "
+     "pvalue:float exact:bool n_permutations:float method:str rule:str"),
+    ("replicated", "judge_failed.csv", "turns without a rating per chatbot: failed judge "
+     "replies (Spiral-Bench) and unscored turns, never counted as zeros",
+     "model:str n_conversations:int n_turns:int n_judge_failed:int n_turns_unscored:int"),
+    ("replicated", "index.json", "what the stage wrote: {files, headline, notes, settings}"),
+)  # fmt: skip
+_COLUMNS = {d[1]: [c.rsplit(":", 1)[0] for c in d[3].split()] for d in DECLARATIONS if len(d) > 3}
+
+
+class ReplicatedOutputs(Outputs):
+    """:class:`~delusion_bayes.stages.Outputs` for ``replicated/``: through the results contract
+    once ``results.py`` declares the files, else written here with the same column check."""
+
+    def write(self, name: str, data: Any, desc: str) -> None:
+        if data is None:
+            return
+        if f"{self.folder}/{name}" in results.FILES:
+            super().write(name, data, desc)
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        if name.endswith(".json"):
+            import json
+
+            (self.path / name).write_text(json.dumps(data, indent=2, default=str))
+        else:
+            missing = [c for c in _COLUMNS[name] if c not in data.columns]
+            if missing:
+                raise ValueError(f"replicated/{name}: missing columns {missing}")
+            data.to_csv(self.path / name, index=False)
+        self.files[name] = desc
+
+    def index(self, headline: dict[str, Any], skipped: list | None = None, **extra: Any):
+        if f"{self.folder}/index.json" in results.FILES:
+            return super().index(headline, skipped, **extra)
+        index = {"files": dict(self.files), "headline": headline, **extra}
+        if skipped:
+            index["skipped"] = skipped
+        self.write("index.json", index, "what the stage wrote")
+        return headline
+
+
+def failed_table(ds: xr.Dataset) -> pd.DataFrame:
+    """Per chatbot: conversations, turn slots, failed judge replies and unscored turns."""
+    slots = turn_slots(ds)
+    score = ds["score"].transpose("rater", MODEL, CONVERSATION, TURN, "item").values
+    unscored = slots & ~np.isfinite(score).any(axis=(0, 4))
+    failed = (
+        ds["judge_failed"].transpose(MODEL, CONVERSATION, TURN).values
+        if "judge_failed" in ds
+        else np.zeros(slots.shape, dtype=bool)
+    )
+    return pd.DataFrame(
+        {
+            "model": [str(m) for m in ds[MODEL].values],
+            "n_conversations": ds["has_conversation"].sum(CONVERSATION).values.astype(int),
+            "n_turns": slots.sum(axis=(1, 2)).astype(int),
+            "n_judge_failed": failed.sum(axis=(1, 2)).astype(int),
+            "n_turns_unscored": unscored.sum(axis=(1, 2)).astype(int),
+        }
+    )
+
+
+def analyse(ds: xr.Dataset, c: ReplicatedConfig) -> dict[str, Any]:
+    """Every table of the stage (None where the study lacks the input) and the skip records."""
+    ds = validate_replicated(ds)
+    out: dict[str, Any] = {"skipped": []}
+    out["item_means"] = item_means(ds, c.rule, c.n_boot, c.seed, c.ci_prob, c.threshold)
+    rule = str(out["item_means"]["rule"].iloc[0])
+    if "published" in ds:
+        out["published_check"] = published_check(ds)
+    else:
+        out["published_check"] = None
+        out["skipped"].append(
+            {"analysis": "published_check", "reason": "no published leaderboard in the study"}
+        )
+    out["conversation_means"] = conversation_table(ds, rule)
+    out["first_occurrence"] = first_occurrence(ds, c.threshold)
+    out["first_occurrence_summary"] = first_occurrence_summary(
+        out["first_occurrence"], c.n_boot, c.seed, c.ci_prob
+    )
+    if ds.sizes[MODEL] >= 2:
+        out["contrasts"] = chatbot_contrasts(ds, rule, c.max_exact, c.n_mc, c.seed)
+    else:
+        out["contrasts"] = None
+        out["skipped"].append({"analysis": "contrasts", "reason": "one chatbot"})
+    out["judge_failed"] = failed_table(ds)
+    out["rule"] = rule
+    return out
+
+
+def _headline(res: dict[str, Any]) -> dict[str, Any]:
+    means = res["item_means"]
+    headline = {
+        "rule": res["rule"],
+        "n_models": int(means["model"].nunique()),
+        "n_items": int(means["item"].nunique()),
+        "cluster": str(means["cluster"].iloc[0]),
+        "judge_failed": dict(
+            zip(res["judge_failed"]["model"], res["judge_failed"]["n_judge_failed"], strict=True)
+        ),
+    }
+    pc = res["published_check"]
+    if pc is not None:
+        beh = pc[pc["rule"] != "mean_final_judgement"]
+        headline["published_reproduced"] = bool(beh["reproduced"].all())
+        headline["published_rules"] = beh.groupby("model")["rule"].first().to_dict()
+        headline["published_max_abs_diff"] = float(beh["abs_diff"].max())
+    return headline
+
+
+def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
+    """Analyse a validated replicated study with ``cfg.replicated``
+    (:class:`~delusion_bayes.baselines.replicated_config.ReplicatedConfig`), write
+    ``run_dir/replicated/`` and return the headline (also in ``index.json``)."""
+    node = cfg.get("replicated") if hasattr(cfg, "get") else getattr(cfg, "replicated", None)
+    c = group_config(ReplicatedConfig, node)
+    res = analyse(ds, c)
+    out = ReplicatedOutputs(run_dir, "replicated")
+    ci = f"{round(100 * c.ci_prob)}%"
+    boot = f"{c.n_boot} resamples, seed {c.seed}"
+    for name, desc in (
+        ("item_means", f"mean per turn on rule {res['rule']}, {ci} cluster-bootstrap CIs ({boot})"),
+        ("published_check", "published Spiral-Bench means recomputed under the rule of each file"),
+        ("conversation_means", f"per conversation x item on rule {res['rule']}"),
+        ("first_occurrence", "per conversation x item: first turn with the behaviour (censored)"),
+        ("first_occurrence_summary", f"share occurring and median first turn, {ci} CIs ({boot})"),
+        ("contrasts", "chatbot pairs on conversation means (permutation tests)"),
+        ("judge_failed", "turns without a rating per chatbot (failed judge replies: NaN, counted)"),
+    ):
+        out.write(f"{name}.csv", res[name], desc)
+    notes = _draw(res, out, list(c.figure_formats))
+    failed = res["judge_failed"]
+    for row in failed.itertuples():
+        if row.n_judge_failed:
+            notes.append(
+                f"{row.model}: {row.n_judge_failed} of {row.n_turns} judged turns have a failed "
+                "judge reply (left out of the means, counted; Spiral-Bench's leaderboard counts "
+                "them as 0)"
+            )
+    settings = {"rule": res["rule"], "n_boot": c.n_boot, "seed": c.seed, "ci_prob": c.ci_prob}
+    return out.index(_headline(res), res["skipped"], notes=notes, settings=settings)
+
+
+def _draw(res: dict[str, Any], out: ReplicatedOutputs, formats: list[str]) -> list[str]:
+    """The figures; one that fails is a note, never a failed stage (its tables are written)."""
+    notes: list[str] = []
+    for plot, key, stem, desc in (
+        (plots.plot_item_means, "item_means", "item_means", "chatbot x item means with CIs"),
+        (
+            plots.plot_first_occurrence,
+            "first_occurrence",
+            "first_occurrence",
+            "share of conversations with the behaviour by turn",
+        ),
+    ):
+        try:
+            for path in plot(res[key], out.path / stem, formats):
+                out.files[path.name] = desc
+        except Exception as err:  # noqa: BLE001 - a figure must not cost the stage its tables
+            log.warning("replicated figure %s not drawn: %s: %s", stem, type(err).__name__, err)
+            notes.append(f"figure {stem} not drawn: {type(err).__name__}: {err}")
+    return notes
+
+
+__all__ = ["DECLARATIONS", "KIND", "NEEDS", "ReplicatedOutputs", "analyse", "failed_table", "run"]
