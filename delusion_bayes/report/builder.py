@@ -182,6 +182,12 @@ class Builder:
             if v.model == self.post
         ]
 
+    def posterior_result(self, key: str) -> tuple[Any, str | None]:
+        """``models/<post>/<key>`` of the chosen model as a result object and its source path,
+        (None, None) when there is no model or no such file."""
+        df, src = self.posterior(key)
+        return self.run.result(f"models/{{fit}}/{key}", self.post) if src else None, src
+
     def posterior(self, key: str) -> tuple[Any, str | None]:
         """``models/<post>/<key>`` of the chosen model and its source path, (None, None) when
         there is no model or no such file."""

@@ -7,61 +7,29 @@ import pandas as pd
 from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder
 from delusion_bayes.report.document import Note, Section
-from delusion_bayes.report.table import ReportTable, display_frame, fmt_interval, fmt_num
+from delusion_bayes.report.table import ReportTable, display_frame, fmt_interval
 
 C1 = "baselines/tableC1_reliability.csv"
 
 
 def table_c1(b: Builder) -> ReportTable | None:
     """Table C1: Krippendorff's alpha [CI], quadratic-weighted kappa over rater pairs, percent
-    agreement, ICC(2,1)/ICC(2,k), as the baselines wrote it."""
-    df = b.run.table(C1)
-    if df is None:
+    agreement, ICC(2,1)/ICC(2,k), as the baselines wrote it (columns, headers and formats as
+    the results contract declares them; any further column as written)."""
+    res = b.run.result(C1)
+    if res is None:
         return None
-    lo = df.get("alpha_ci_low", pd.Series([None] * len(df)))
-    hi = df.get("alpha_ci_high", pd.Series([None] * len(df)))
-    disp = pd.DataFrame(
-        {
-            "Variable": df["variable"].str.replace("_", " "),
-            "α [95% CI]": [
-                fmt_interval(a, x, y, 3) for a, x, y in zip(df["alpha"], lo, hi, strict=True)
-            ],
-            "κ mean (min–max)": [
-                f"{fmt_num(k, 3)} ({fmt_num(a, 2)}–{fmt_num(z, 2)})"
-                if pd.notna(a)
-                else fmt_num(k, 3)
-                for k, a, z in zip(
-                    df["kappa_q_mean"], df["kappa_q_min"], df["kappa_q_max"], strict=True
-                )
-            ],
-            "% agreement": [fmt_num(x, 1) for x in df["pct_agreement"]],
-            "ICC(2,1)": [fmt_num(x, 3) for x in df["icc2_1"]],
-            "ICC(2,k)": [fmt_num(x, 3) for x in df["icc2_k"]],
-        }
-    )
-    shown = {
-        "variable",
-        "alpha",
-        "alpha_ci_low",
-        "alpha_ci_high",
-        "kappa_q_mean",
-        "kappa_q_min",
-        "kappa_q_max",
-        "pct_agreement",
-        "icc2_1",
-        "icc2_k",
-    }
-    rest = [c for c in df.columns if c not in shown]
+    df = res.frame
+    disp = res.display()
+    rest = [c for c in df.columns if c not in res.used()]
     if rest:
         extra = display_frame(df[rest], 3)
-        disp[[c.replace("_", " ") for c in rest]] = extra.to_numpy()
+        disp[[res.header(c, c.replace("_", " ")) for c in rest]] = extra.to_numpy()
     note = (
         "α: Krippendorff's alpha [bootstrap CI]; κ: quadratic-weighted kappa, mean (min–max) "
         "over rater pairs; ICC: two-way random effects (Shrout–Fleiss ICC(2,1), ICC(2,k))."
     )
-    return ReportTable(
-        "tableC1_reliability", "Table C1. Inter-rater reliability", df, disp, [C1], [note]
-    )
+    return ReportTable("tableC1_reliability", res.title, df, disp, [C1], [note])
 
 
 #: posterior quantity -> (level, label, baseline statistics of Table C1 beside it)
@@ -73,9 +41,10 @@ LEVELS = {
 
 def posterior_reliability(b: Builder) -> ReportTable | None:
     """α/ICC (Table C1, recognition) beside the chosen model's posterior reliability."""
-    post, src = b.posterior("reliability_posterior.csv")
-    if post is None:
+    res, src = b.posterior_result("reliability_posterior.csv")
+    if res is None:
         return None
+    post, est = res.frame, res.column("median")
     base = b.run.table(C1)
     brow = None if base is None else base.set_index("variable").loc["recognition"]
     rows, cells = [], []
@@ -91,7 +60,11 @@ def posterior_reliability(b: Builder) -> ReportTable | None:
                 (row.get("alpha_low"), row.get("alpha_high")) if stat == "alpha" else (None, None)
             )
             shown.append(f"{sym} = " + fmt_interval(brow[stat], lo, hi, 3))
-        row.update(posterior=r.median, posterior_low=r.ci_low, posterior_high=r.ci_high)
+        row.update(
+            posterior=getattr(r, est.name),
+            posterior_low=getattr(r, est.low),
+            posterior_high=getattr(r, est.high),
+        )
         rows.append(row)
         cells.append("; ".join(shown) or "–")
     data = pd.DataFrame(rows)
@@ -100,9 +73,9 @@ def posterior_reliability(b: Builder) -> ReportTable | None:
             "Variable": data["variable"],
             "Reliability of": [LEVELS[q][1] for q in data["posterior_quantity"]],
             "Baseline (Table C1) [95% CI]": cells,
-            "Posterior quantity": data["posterior_quantity"],
-            "Posterior median [CrI]": [
-                fmt_interval(e, lo, hi, 3)
+            res.header("quantity"): data["posterior_quantity"],
+            est.label: [
+                fmt_interval(e, lo, hi, est.digits)
                 for e, lo, hi in zip(
                     data["posterior"], data["posterior_low"], data["posterior_high"], strict=True
                 )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from delusion_bayes import results
+from delusion_bayes.baselines.results import BaselineResult
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,11 @@ class RunDir:
         if (key, fit) not in self._tables:
             self._tables[key, fit] = results.read(self.path, key, fit=fit)
         return self._tables[key, fit]
+
+    def result(self, key: str, fit: str | None = None) -> BaselineResult | None:
+        """The declared table ``key`` as a result object (its declared columns, headers,
+        title and question: :meth:`BaselineResult.from_file`), None when absent."""
+        return BaselineResult.from_file(key, self.table(key, fit), fit)
 
     def source(self, key: str, fit: str | None = None) -> str:
         """The run-relative path of ``key`` (for "source:" links)."""

@@ -9,7 +9,6 @@ are written by hand: ``DataFrame.to_markdown``/``to_latex`` need the optional ``
 from __future__ import annotations
 
 import html
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,69 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-
-def fmt_num(value: object, digits: int = 2) -> str:
-    """A number for display: ``digits`` decimals, integers as integers, missing as an en dash."""
-    if value is None:
-        return "–"
-    if isinstance(value, bool | np.bool_):
-        return "yes" if value else "no"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    try:
-        x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(x):
-        return "–"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if x != 0 and abs(x) < 0.5 * 10 ** (-digits):
-        return f"{x:.1e}"
-    return f"{x:.{digits}f}"
-
-
-def fmt_interval(est: object, low: object, high: object, digits: int = 2) -> str:
-    """``est [low, high]`` (or just ``est`` when the bounds are missing)."""
-    e = fmt_num(est, digits)
-    if _missing(low) and _missing(high):
-        return e
-    return f"{e} [{fmt_num(low, digits)}, {fmt_num(high, digits)}]"
-
-
-def fmt_p(p: object) -> str:
-    """A p-value / probability: three decimals, ``<.001`` below that."""
-    if _missing(p):
-        return "–"
-    x = float(p)  # type: ignore[arg-type]
-    return "<.001" if x < 0.001 else f"{x:.3f}"
-
-
-def _missing(x: object) -> bool:
-    if x is None:
-        return True
-    try:
-        return bool(pd.isna(x))
-    except (TypeError, ValueError):
-        return False
-
-
-def display_frame(df: pd.DataFrame, digits: int | dict[str, int] = 2) -> pd.DataFrame:
-    """Every cell of ``df`` as a display string (numbers rounded to ``digits``)."""
-    out = pd.DataFrame(index=df.index)
-    for col in df.columns:
-        d = digits.get(str(col), 2) if isinstance(digits, dict) else digits
-        series = df[col]
-        if pd.api.types.is_integer_dtype(series):
-            out[col] = [fmt_num(v, 0) for v in series]
-        elif pd.api.types.is_float_dtype(series) and series.dropna().apply(float.is_integer).all():
-            out[col] = [fmt_num(v, 0) if not _missing(v) else "–" for v in series]
-        else:
-            out[col] = [fmt_num(v, d) for v in series]
-    return out
-
+from delusion_bayes.baselines.results import (
+    display_frame,
+    fmt_interval,
+    fmt_num,
+    fmt_p,
+    is_missing,
+)
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -174,7 +117,7 @@ class ReportTable:
         disp = self.display
         assert disp is not None  # set in __post_init__
         header = [str(c) for c in disp.columns]
-        rows = [["–" if _missing(v) else str(v) for v in row] for row in disp.itertuples(False)]
+        rows = [["–" if is_missing(v) else str(v) for v in row] for row in disp.itertuples(False)]
         return header, rows
 
     # renderers ---------------------------------------------------------------------------
