@@ -46,6 +46,8 @@ from .replay import (
     replay_prevalence,
 )
 from .replay_study import ReplayAnalysis, analyse_replay
+from .replicated import conversation_table, item_means, published_check
+from .replicated_compare import chatbot_contrasts, first_occurrence, first_occurrence_summary
 from .results import BaselineResult
 from .trajectory import TrajectoryAnalysis, analyse_trajectory, recoded_codes, t50_for_ranking
 
@@ -95,4 +97,11 @@ __all__ = [
     "spearman",
     "t50_for_ranking",
     "weighted_kappa",
+    # replicated studies (issue 50)
+    "chatbot_contrasts",
+    "conversation_table",
+    "first_occurrence",
+    "first_occurrence_summary",
+    "item_means",
+    "published_check",
 ]

@@ -31,6 +31,11 @@ _LAZY = {
     ),
     "load_delusioneval": ".delusioneval",  # the DelusionEval release's evaluation rows (real data)
     "load_inspect_logs": ".inspect_logs",  # Inspect AI evaluation logs (DelusionEval's, any scored)
+    # replicated studies (chatbot -> conversation -> turn; issue 50)
+    **dict.fromkeys(("validate_replicated", "ReplicatedValidationError"), ".replicated"),
+    **dict.fromkeys(("load_replicated", "save_replicated"), ".replicated_io"),
+    **dict.fromkeys(("read_replicated_csv", "write_replicated_template"), ".replicated_csv"),
+    "load_spiral_bench": ".spiral_bench",  # Spiral-Bench result files (real data)
 }
 __getattr__ = lazy_getattr(__name__, _LAZY)
 

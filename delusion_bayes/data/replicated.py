@@ -14,14 +14,12 @@ prompt id when every chatbot ran the same prompts), so ``has_conversation`` says
 the ``model x conversation`` grid exist. ``attrs``: ``kind = "replicated"``, ``source``. The
 paper's study is the case of one conversation per chatbot.
 
-Loaders: :func:`load_replicated` (a netCDF file or a CSV folder,
-:mod:`delusion_bayes.data.replicated_csv`), :func:`~delusion_bayes.data.spiral_bench.
+Loaders: :func:`~delusion_bayes.data.replicated_io.load_replicated` (a netCDF file or a CSV
+folder, :mod:`delusion_bayes.data.replicated_csv`), :func:`~delusion_bayes.data.spiral_bench.
 load_spiral_bench` (Spiral-Bench result files).
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -210,48 +208,6 @@ def is_replicated(ds: xr.Dataset) -> bool:
     return isinstance(ds, xr.Dataset) and ds.attrs.get("kind") == KIND
 
 
-def save_replicated(ds: xr.Dataset, path: str | Path) -> Path:
-    """Write a (validated) replicated study to one netCDF file (h5netcdf); string arrays are
-    stored as text, booleans as they are."""
-    validate_replicated(ds)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    out = ds.copy()
-    for name, var in list(out.variables.items()):
-        if var.dtype == object:
-            values = var.values.astype(str)
-            if name in out.coords:
-                out = out.assign_coords({name: (var.dims, values, var.attrs)})
-            else:
-                out[name] = (var.dims, values, var.attrs)
-    out.to_netcdf(path, engine="h5netcdf")
-    return path
-
-
-def load_replicated(path: str | Path) -> xr.Dataset:
-    """A replicated study from a netCDF file (:func:`save_replicated`) or a folder of tidy CSV
-    files (:func:`~delusion_bayes.data.replicated_csv.read_replicated_csv`), validated."""
-    path = Path(path)
-    if path.is_dir():
-        from .replicated_csv import read_replicated_csv
-
-        return read_replicated_csv(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: no such file or folder; expected a replicated study (.nc file, or a "
-            "folder with ratings.csv and items.csv: `delusion-bayes init-study DIR --replicated`)"
-        )
-    ds = xr.load_dataset(path, engine="h5netcdf")
-    for name, var in list(ds.variables.items()):
-        if var.dtype.kind in "US":
-            values = var.values.astype(object)
-            if name in ds.coords:
-                ds = ds.assign_coords({name: (var.dims, values, var.attrs)})
-            else:
-                ds[name] = (var.dims, values, var.attrs)
-    return validate_replicated(ds)
-
-
 def item_scale_coords(
     scales: list[str], lows: list[float], highs: list[float], caps: list[float] | None = None
 ) -> dict[str, tuple[str, np.ndarray]]:
@@ -285,7 +241,5 @@ __all__ = [
     "TURN",
     "is_replicated",
     "item_scale_coords",
-    "load_replicated",
-    "save_replicated",
     "validate_replicated",
 ]

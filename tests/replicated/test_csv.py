@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from delusion_bayes.data.csv_format import StudyFormatError
-from delusion_bayes.data.replicated import load_replicated, save_replicated, validate_replicated
+from delusion_bayes.data.replicated import validate_replicated
 from delusion_bayes.data.replicated_csv import read_replicated_csv, write_replicated_template
+from delusion_bayes.data.replicated_io import load_replicated, save_replicated
 
 
 @pytest.fixture
