@@ -393,7 +393,6 @@ _VIEWS: dict[str, dict[str, Any]] = {
         view=(*_CONTRAST, _estimate("median", "Δ [CrI]", 2),
               Column("p_gt_0", "P(Δ > 0)", kind="p"))),
     "models/{fit}/contrasts_population.csv": dict(
-        title="Posterior population contrasts (`{fit}`)",
         question="How is a new chatbot of group a expected to differ from one of group b?",
         view=(*_CONTRAST, _estimate("median", "Δ pop. [CrI]", 2),
               Column("p_gt_0", "P(Δ pop. > 0)", kind="p"))),

@@ -169,9 +169,9 @@ class BaselineResult:
             return tuple(Column(str(c)) for c in df.columns)
         return tuple(c for c in self.columns if c.name in df)
 
-    def used(self, frame: pd.DataFrame | None = None) -> set[str]:
-        """The file's columns the shown ones display (intervals included)."""
-        return {n for c in self.shown(frame) for n in c.names}
+    def used(self, frame: pd.DataFrame | None = None) -> list[str]:
+        """The file's columns the shown ones display (intervals included), in order."""
+        return list(dict.fromkeys(n for c in self.shown(frame) for n in c.names))
 
     def display(self, frame: pd.DataFrame | None = None) -> pd.DataFrame:
         """The shown columns of ``frame`` (default: the table) as display strings under their

@@ -28,18 +28,6 @@ LOO_UNIT_TITLES = {
     "model_day": "per left-out model-day, its latent stage integrated out",
     "rating": "per left-out rating, given the model-day's latent stage",
 }
-#: titles of the per-fit tables, by file name
-MODEL_TABLES = {
-    "summary.csv": "Posterior summary of `{name}`",
-    "t50_posterior.csv": "Posterior of L, k and t50 per model (`{name}`)",
-    "milestones_posterior.csv": "Posterior milestone latencies (`{name}`)",
-    "contrasts_posterior.csv": "Posterior contrasts (`{name}`)",
-    "consensus_posterior.csv": "Posterior consensus stage per model-day (`{name}`)",
-    "reliability_posterior.csv": "Posterior reliability (`{name}`)",
-    "raters_posterior.csv": "Posterior rater severity and discrimination (`{name}`)",
-    "level_b_posterior.csv": "Posterior probability of Level-B disengagement (`{name}`)",
-    "loo.csv": "PSIS-LOO of `{name}`",
-}
 #: failing parameters listed in the document (all of them are in ``diagnostics.csv``)
 WORST_PARAMETERS = 15
 
@@ -149,7 +137,7 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
         if src in b.used:
             shown.append(src)
             continue
-        title = MODEL_TABLES.get(fname, src).format(name=name)
+        title = f.title.format(fit=name) if f.title else src  # declared in the contract
         s.add(*b.attempt(src, lambda key=key, title=title: b.generic(key, name, title)))
     if shown:
         listed = ", ".join(f"`{x}`" for x in shown)

@@ -18,9 +18,6 @@ from delusion_bayes.report.document import Section
 from delusion_bayes.report.table import (
     Estimate,
     ReportTable,
-    display_frame,
-    fmt_interval,
-    fmt_p,
     label,
     side_by_side,
 )
@@ -31,14 +28,15 @@ CONTRASTS = "baselines/contrasts.csv"
 
 def posterior_milestones(b: Builder, keys: list[str]) -> tuple[dict[str, Estimate], str | None]:
     """The chosen model's milestone posteriors per milestone, rows in the order of ``keys``."""
-    df, src = b.posterior("milestones_posterior.csv")
-    if df is None:
+    res, src = b.posterior_result("milestones_posterior.csv")
+    if res is None:
         return {}, None
+    est, never = res.column("median"), res.column("p_censored")  # est with its interval
     out = {}
-    for m, g in df.groupby("milestone", sort=False):
+    for m, g in res.frame.groupby("milestone", sort=False):
         g = g.set_index("model").reindex(keys)
-        p = {"p_censored": ("P(never)", g["p_censored"].to_numpy())}
-        out[str(m)] = Estimate(g["median"].to_numpy(), g["ci_low"], g["ci_high"], p)
+        p = {never.name: (never.label, g[never.name].to_numpy())}
+        out[str(m)] = Estimate(g[est.name].to_numpy(), g[est.low], g[est.high], p)
     return out, src
 
 
@@ -156,52 +154,40 @@ def draw_milestone_panel(
     ax.grid(False, axis="y")
 
 
-#: permutation-test columns shown (the rest are in the CSV: the definition and the method)
-PERMUTATION_SHOWN = ("n_a", "n_b", "median_a", "median_b", "statistic", "pvalue", "alternative")
-
-
-def _posterior_cells(data: pd.DataFrame, suffix: str) -> tuple[list[str], list[str]]:
-    """``Δ [CrI]`` and ``P(Δ > 0)`` cells of one posterior file's columns (``median<suffix>``)."""
-    cells = [
-        fmt_interval(e, lo, hi, 2)
-        for e, lo, hi in zip(
-            data[f"median{suffix}"], data[f"ci_low{suffix}"], data[f"ci_high{suffix}"], strict=True
-        )
-    ]
-    return cells, [fmt_p(v) for v in data[f"p_gt_0{suffix}"]]
+def posterior_cells(res: Any, data: pd.DataFrame, suffix: str) -> pd.DataFrame:
+    """The declared ``Δ [CrI]`` and ``P(Δ > 0)`` cells of one posterior contrasts file (``res``)
+    from its columns in the merged table ``data`` (suffixed ``suffix``)."""
+    cols = [c for c in res.used() if f"{c}{suffix}" in data]
+    return res.display(data[[f"{c}{suffix}" for c in cols]].set_axis(cols, axis=1))
 
 
 def contrasts(b: Builder) -> ReportTable | None:
     """Pre-specified contrasts: the exact permutation test beside the population contrast
     (``contrasts_population.csv``: a new chatbot of group a minus one of group b) and the
     finite-sample contrast of these N models (``contrasts_posterior.csv``)."""
-    base = b.run.table(CONTRASTS)
-    fin, fin_src = b.posterior("contrasts_posterior.csv")
-    pop, pop_src = b.posterior("contrasts_population.csv")
+    base = b.run.result(CONTRASTS)
+    fin, fin_src = b.posterior_result("contrasts_posterior.csv")
+    pop, pop_src = b.posterior_result("contrasts_population.csv")
     if base is None and fin is None and pop is None:
         return None
     keys = ["contrast", "quantity"]
-    data = merged_contrasts(base, pop, fin, keys)
+    data = merged_contrasts(*(None if r is None else r.frame for r in (base, pop, fin)), keys)
     n = None
     if fin is not None:
-        sizes = set((fin["n_a"] + fin["n_b"]).astype(int))
+        sizes = set((fin.frame["n_a"] + fin.frame["n_b"]).astype(int))
         n = sizes.pop() if len(sizes) == 1 else None
     disp, groups, notes, sources = data[keys].copy(), [("", 2)], [], []
     add_permutation_columns(base, data, disp, groups, notes, sources)
-    heads = {
-        "_population": ("Δ pop. [CrI]", "P(Δ pop. > 0)"),
-        "_posterior": ("Δ [CrI]", "P(Δ > 0)"),
-    }
-    for df, src, suffix, group in (
+    for res, src, suffix, group in (
         (pop, pop_src, "_population", f"Population of chatbots ({b.post})"),
         (fin, fin_src, "_posterior", f"Posterior, {questions.finite_label(n)} ({b.post})"),
     ):
-        if df is None:
+        if res is None:
             continue
-        cells, probs = _posterior_cells(data, suffix)
-        disp[heads[suffix][0]], disp[heads[suffix][1]] = cells, probs
-        groups.append((group, 2))
-        why = sorted({str(v).strip() for v in df["note"]} - {""})
+        cells = posterior_cells(res, data, suffix)
+        disp[list(cells.columns)] = cells.to_numpy()
+        groups.append((group, cells.shape[1]))
+        why = sorted({str(v).strip() for v in res.frame["note"]} - {""})
         if why:
             notes.append(f"{group} '–': " + "; ".join(why) + ".")
         sources.append(src)
@@ -257,20 +243,21 @@ def merged_contrasts(
 
 
 def add_permutation_columns(
-    base: pd.DataFrame | None,
+    res: Any,
     data: pd.DataFrame,
     disp: pd.DataFrame,
     groups: list,
     notes: list[str],
     sources: list[str],
 ) -> None:
-    """Add the permutation test's columns, header group, notes and source (in place), or the
-    note that the baselines stage's tests are not in this run."""
-    if base is not None:
-        shown = display_frame(data[list(PERMUTATION_SHOWN)], 2)
-        shown["pvalue"] = [fmt_p(v) for v in data["pvalue"]]
-        disp[[c.replace("_", " ") for c in PERMUTATION_SHOWN]] = shown.to_numpy()
-        groups.append(("Permutation test", len(PERMUTATION_SHOWN)))
+    """Add the permutation test's declared columns (``res``: ``contrasts.csv`` as a result
+    object; the definition and the method stay in the CSV), header group, notes and source
+    (in place), or the note that the baselines stage's tests are not in this run."""
+    if res is not None:
+        base = res.frame
+        shown = res.display(data.drop(columns=list(disp.columns)))  # the keys are shown
+        disp[list(shown.columns)] = shown.to_numpy()
+        groups.append(("Permutation test", shown.shape[1]))
         exact = "exact (full enumeration of the rank-sum distribution, midranks for ties)"
         notes.append(
             f"Permutation p-values are {exact} over models."

@@ -121,11 +121,10 @@ def fit_sentences(b: Builder, fit: str, df: pd.DataFrame) -> list[str]:
 
 def fit_table(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
     """All rows when short, else the flagged rows (the CSV linked for the rest)."""
-    src = b.run.source(KEY, fit)
+    src, res = b.run.source(KEY, fit), b.run.result(KEY, fit)
     shown = df if len(df) <= b.cfg.max_inline_rows else df[df["verdict"] != "-"]
-    cols = ["parameter", "prior", "likelihood", "verdict"]
-    rows = shown[cols].reset_index(drop=True)
-    title = f"Power-scaling sensitivity of `{fit}`" + (
+    rows = shown[res.used()].reset_index(drop=True)  # the declared columns
+    title = res.title + (
         "" if len(shown) == len(df) else f" (the {len(shown)} flagged of {len(df)} parameters)"
     )
     thr = float(df["threshold"].iloc[0]) if len(df) else float("nan")
@@ -134,7 +133,7 @@ def fit_table(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
         f"All {len(df)} rows: `{src}`."
     )
     name = f"models_{fit}_sensitivity"
-    return [b.table(ReportTable(name, title, rows, display_frame(rows, 3), [src], [note]))]
+    return [b.table(ReportTable(name, title, rows, res.display(rows), [src], [note]))]
 
 
 def method_paragraph() -> Paragraph:
@@ -354,28 +353,11 @@ def flagged_table(
     b: Builder, fit: str, df: pd.DataFrame, flagged_rows: pd.DataFrame, thr: float, src: str
 ) -> Any:
     """The reported numbers of ``fit`` that were flagged (or moved by a refit), as a table."""
-    cols = [
-        "quantity",
-        "kind",
-        "item",
-        "median",
-        "prior",
-        "likelihood",
-        "prior_mean_shift_sd",
-        "verdict",
-        "refit_shift_sd",
-    ]
-    rows = flagged_rows[cols].reset_index(drop=True)
+    res = b.run.result(REPLAY_REPORTED) if fit == "replay" else b.run.result(REPORTED, fit)
+    rows = flagged_rows[res.used()].reset_index(drop=True)  # the declared columns
     shown = rows.head(b.cfg.max_inline_rows)
-    disp = display_frame(shown, 3).rename(
-        columns={
-            "prior_mean_shift_sd": "prior shift (SD)",
-            "refit_shift_sd": "refit shift (SD)",
-        }
-    )
-    title = f"Reported numbers of `{fit}` that move with the prior or likelihood" + (
-        "" if len(shown) == len(rows) else f" (first {len(shown)} of {len(rows)})"
-    )
+    disp = res.display(shown)
+    title = res.title + ("" if len(shown) == len(rows) else f" (first {len(shown)} of {len(rows)})")
     note = (
         f"prior, likelihood: CJS power-scaling sensitivity of the reported number; "
         f"flagged at {thr:g}. All {len(df)} rows: `{src}`."

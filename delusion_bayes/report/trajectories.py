@@ -57,22 +57,22 @@ def table_d1(b: Builder) -> ReportTable | None:
     if base is None:
         return None
     keys = base["model"].tolist()
-    post, src = b.posterior("t50_posterior.csv")
+    res, src = b.posterior_result("t50_posterior.csv")
     notes = [
         questions.table_d1(),
         "m(t) = 1 + (L − 1) / (1 + exp(−k (t − t50))); least squares on the consensus.",
     ]
     pe = None
-    if post is not None:
-        post = post.set_index("model").reindex(keys)
+    if res is not None:
+        post = res.frame.set_index("model").reindex(keys)
         marks = prior_driven(b, post)
+        cols = {q: res.column(f"{q}_median") for q in LOGISTIC}  # with their interval columns
         pe = {
-            q: Estimate(
-                post[f"{q}_median"], post[f"{q}_ci_low"], post[f"{q}_ci_high"], marks=marks[q]
-            )
-            for q in LOGISTIC
+            q: Estimate(post[c.name], post[c.low], post[c.high], marks=marks[q])
+            for q, c in cols.items()
         }
-        pe["t50"].extra["p_beyond_last_day"] = ("P(> last day)", post["p_beyond_last_day"])
+        p = res.column("p_beyond_last_day")
+        pe["t50"].extra[p.name] = (p.label, post[p.name])
         notes += [
             f"Posterior: median [credible interval] of model `{b.post}`.",
             "P(> last day): posterior probability that t50 lies beyond the observed days.",
