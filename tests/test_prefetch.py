@@ -36,7 +36,7 @@ def _cfg(*overrides: str):
 def test_planned_fits_are_the_fits_the_stage_makes(small_study, tmp_path, monkeypatch, overrides,
                                                    calls):  # fmt: skip
     """The plan is the stage's own sequence of ``fit_one`` calls (fits stubbed, so only the
-    calls count): the primary, ``also_fit`` with the longest fits first (``fit_plan.FIT_ORDER``),
+    calls count): the primary, ``also_fit`` with the longest fits first (``ModelDef.fit_rank``),
     then the variants that apply (shared cut-points do not apply to the onset model). The
     results are listed in the configured order, whatever the order of fitting."""
     import xarray as xr

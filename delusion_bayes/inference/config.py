@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -11,19 +11,28 @@ import numpy as np
 from ..errors import ConfigError
 
 SAMPLERS: tuple[str, ...] = ("nutpie", "pymc", "numpyro")
-DEFAULT_TARGET_ACCEPT: float = 0.95  #: NUTS target acceptance if neither config nor model names one
+#: NUTS target acceptance of a model whose definition names none (``ModelDef.target_accept``),
+#: and of a bare ``pm.Model`` sampled with ``target_accept=None``
+DEFAULT_TARGET_ACCEPT: float = 0.95
 
 
 @dataclass
 class SamplerConfig:
-    """NUTS settings. ``name`` falls back to ``pymc`` (with a warning) when not importable."""
+    """NUTS settings. ``name`` falls back to ``pymc`` (with a warning) when not importable.
+
+    The one object that carries them from ``conf/sampler/`` to the sampler: the stages read the
+    group into it (:func:`delusion_bayes.config.group_config`), :func:`delusion_bayes.models.fit`
+    takes it (``sampler=``) and hands it to :func:`delusion_bayes.inference.sampling.sample`.
+    Impossible values are refused when it is made (:func:`check_sampler_settings`).
+    """
 
     name: str = "nutpie"
     draws: int = 1000
     tune: int = 500
     chains: int = 4
     cores: int = 2
-    #: ``None``: each model's own (``models.config.TARGET_ACCEPT``); a number: every model's
+    #: ``None``: each model's own (its definition's, ``ModelDef.target_accept``); a number:
+    #: every model's
     target_accept: float | None = None
     seed: int = 0
     #: nutpie's mass matrix: ``diag`` or ``low_rank`` (docs/models.md "Speed"); pymc, numpyro: diag
@@ -43,6 +52,40 @@ class SamplerConfig:
     prefetch: bool = True
     #: a bar with the time left when stderr is a terminal (numpyro: its own); log lines anyway
     progressbar: bool = True
+
+    def __post_init__(self) -> None:
+        check_sampler_settings(
+            draws=self.draws,
+            tune=self.tune,
+            chains=self.chains,
+            target_accept=self.target_accept,
+            cores=self.cores,
+            adaptation=self.adaptation,
+        )
+
+    def updated(self, **settings: Any) -> SamplerConfig:
+        """A copy with the ``settings`` that are not ``None`` replaced (``reuse`` is
+        ``reuse_fits``, ``sampler`` is ``name``), checked; ``self`` when none is given."""
+        aliases = {"reuse": "reuse_fits", "sampler": "name"}
+        given = {aliases.get(k, k): v for k, v in settings.items() if v is not None}
+        unknown = set(given) - {f.name for f in fields(self)}
+        if unknown:
+            raise TypeError(f"unknown sampler settings {sorted(unknown)}")
+        return replace(self, **given) if given else self
+
+
+def sampler_config(sampler: SamplerConfig | str | None = None, **settings: Any) -> SamplerConfig:
+    """The :class:`SamplerConfig` of ``sampler`` (a config; a sampler name; ``None``: the
+    defaults) with the ``settings`` that are not ``None`` replaced (:meth:`SamplerConfig.updated`):
+    how :func:`delusion_bayes.models.fit`'s keywords (``draws=``, ``seed=`` ...) become one
+    config."""
+    if isinstance(sampler, SamplerConfig):
+        base = sampler
+    elif sampler is None:
+        base = SamplerConfig()
+    else:
+        base = SamplerConfig(name=str(sampler))
+    return base.updated(**settings)
 
 
 ADAPTATIONS: tuple[str, ...] = ("diag", "low_rank")  #: nutpie's mass-matrix adaptations

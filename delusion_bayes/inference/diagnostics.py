@@ -298,8 +298,8 @@ def loo_var(dt: Any, unit: str) -> str | None:
     names = set(dt["log_likelihood"].data_vars)
     if LOO_UNITS[unit] in names:
         return LOO_UNITS[unit]
-    if str(dt.attrs.get("model", "")) == "onset" and "y" in names:
-        return "y"
+    if "y" in names and "obs_rater" not in dt["log_likelihood"]["y"].coords:
+        return "y"  # one observation per model-day (a consensus): it serves both units
     return None
 
 

@@ -7,12 +7,19 @@
 from __future__ import annotations
 
 from .._lazy import lazy_getattr
-from .config import CUTPOINTS, MODEL_NAMES, TRAJECTORIES, ModelConfig, missing_inputs
+from ..inference.config import SamplerConfig
+from .config import CUTPOINTS, TRAJECTORIES, ModelConfig
+from .definition import ModelDef
 
 # bound eagerly: as a lazy name, importing the submodule first made ``db.models.fit`` a module
 from .fit import fit
-from .priors import DEFAULT_PRIORS, default_priors, prior_table, resolve_priors
+from .priors import prior_table
+from .registry import MODELS, default_priors, missing_inputs, register, resolve_priors
 from .spec import ModelSpec, build_spec
+
+#: the registered models' names: a live view of :data:`~.registry.MODELS` (a model registered
+#: later is in it)
+MODEL_NAMES = MODELS.keys()
 
 #: variants of a model fitted for ``az.compare`` (name -> build_spec keyword overrides)
 VARIANTS: dict[str, dict[str, str]] = {
@@ -42,17 +49,20 @@ __getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "CUTPOINTS",
-    "DEFAULT_PRIORS",
+    "MODELS",
     "MODEL_NAMES",
     "TRAJECTORIES",
     "VARIANTS",
     "ModelConfig",
+    "ModelDef",
     "ModelSpec",
+    "SamplerConfig",
     "build_spec",
     "default_priors",
     "fit",
     "missing_inputs",
     "prior_table",
+    "register",
     "resolve_priors",
     *_LAZY,
 ]

@@ -17,9 +17,39 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.schema import DAY, K_MAX, MODEL, RATER
+from .modelspec import OPEN, STEP_K, T50_SHEAR, ModelSpec
 from .priors import make_rv, prior_rms
 from .rating_terms import rating_terms
-from .spec import K_MIN, OPEN, STEP_K, T50_SHEAR, ModelSpec
+
+#: default priors of :func:`onset_trajectory` (the models with a trajectory share them)
+ONSET_PRIORS: dict[str, dict] = {
+    # asymptote L = 1 + exp(l), l_m ~ N(log 3, 0.2) per model (L = 4; 95% in [3.0, 5.5])
+    "log_L1": {"dist": "Normal", "mu": 1.1, "sigma": 0.2},
+    # steepness (per day): a_m = mu_log_k + sigma_log_k * z_m ~ log(k_m - k_min) (models.spec)
+    "mu_log_k": {"dist": "Normal", "mu": -0.5, "sigma": 1.0},
+    # zero-avoiding (Chung et al. 2013, Psychometrika 78): the turners' log k are centred, and
+    # near 0 they sit in a funnel's neck. Mean 0.75, 95% in [0.15, 1.8]
+    "sigma_log_k": {"dist": "Gamma", "alpha": 3.0, "beta": 4.0},
+    # midpoint in units of n_days: t50_m = n_days * (mu_t50 + sigma_t50 * z_m)
+    "mu_t50": {"dist": "Normal", "mu": 0.6, "sigma": 0.4},
+    "sigma_t50": {"dist": "HalfNormal", "sigma": 0.5},
+    # scale of group-level shifts of the three hyper-means (only with group_terms)
+    "group_sd": {"dist": "HalfNormal", "sigma": 0.5},
+}
+#: default priors of :func:`day_noise_scale`: the day-to-day deviation of the latent stage from
+#: the trajectory, per model (an oscillating model has a large one):
+#: log sigma_eps_m = mu_log_eps + sigma_log_eps * z_m
+DAY_NOISE_PRIORS: dict[str, dict] = {
+    "mu_log_eps": {"dist": "Normal", "mu": -1.6, "sigma": 0.75},
+    "sigma_log_eps": {"dist": "HalfNormal", "sigma": 0.75},
+}
+#: default priors of :func:`rater_effects`
+RATER_PRIORS: dict[str, dict] = {
+    # rater severity (shift on the stage scale), zero-sum over raters, fixed prior per rater
+    "severity": {"dist": "ZeroSumNormal", "sigma": 0.5},
+    # rater discrimination: log disc_r ~ N(mu, sigma) per rater (d = 3.3, 95% in [1.2, 8.8])
+    "log_disc": {"dist": "Normal", "mu": 1.2, "sigma": 0.5},
+}
 
 #: prefix of the ``pm.Data`` name of a spec field (``y`` is also the onset model's observed name)
 DATA_PREFIX = "d_"
@@ -178,7 +208,7 @@ def onset_trajectory(spec: ModelSpec):
         pinned = spec_data(spec, "log_k_centred") & _t50_masks(spec)["t50_centred"]
         loc = mu_log_k + _group_shift(spec, "log_k")
         a = _partially_centred("log_k", loc, sigma_log_k, pinned, n_models)
-        k_min = K_MIN if spec.name == "onset" else 0.0
+        k_min = spec.definition.k_min
         span = K_MAX - k_min
         k = pm.Deterministic("k", k_min + span * pm.math.sigmoid(a - np.log(span)), dims=MODEL)
     mu_t50 = make_rv("mu_t50", p["mu_t50"])
@@ -193,12 +223,19 @@ def onset_trajectory(spec: ModelSpec):
     t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models, k), dims=MODEL)
     t = spec_data(spec, "day_values")[None, :]
     x = k[:, None] * (t - t50[:, None])
-    if spec.trajectory == "linear":
-        # floor-to-L ramp with the logistic's slope at the midpoint, (L-1) k / 4
-        shape = pt.clip(0.5 + x / 4.0, 0.0, 1.0)
-    else:
-        shape = pm.math.sigmoid(x)
+    shape = trajectory_shape(x, spec.trajectory, clip=pt.clip, sigmoid=pm.math.sigmoid)
     return pm.Deterministic("trajectory", 1.0 + (L - 1.0)[:, None] * shape, dims=(MODEL, DAY))
+
+
+def trajectory_shape(x, trajectory: str, *, clip, sigmoid):
+    """The rise from the floor (0) to the plateau (1) at ``x = k (t - t50)`` of a ``trajectory``
+    variant (``clip``, ``sigmoid``: PyTensor's in the graph, NumPy/SciPy's after sampling,
+    :func:`delusion_bayes.models.derived.trajectory_stage`): ``linear`` is a ramp with the
+    logistic's slope at the midpoint, ``(L - 1) k / 4``; ``logistic`` and ``step`` (``k`` fixed
+    at :data:`~delusion_bayes.models.modelspec.STEP_K`) the logistic."""
+    if trajectory == "linear":
+        return clip(0.5 + x / 4.0, 0.0, 1.0)
+    return sigmoid(x)
 
 
 def day_noise_scale(spec: ModelSpec):

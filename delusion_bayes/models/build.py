@@ -9,7 +9,7 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
-from .spec import CustomGraphSpec, ModelSpec
+from .modelspec import CustomGraphSpec, ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -19,24 +19,16 @@ _MODELS: OrderedDict[str, Any] = OrderedDict()
 
 
 def build_model(spec: ModelSpec | CustomGraphSpec):
-    """Build the ``pymc.Model`` of ``spec`` (from :func:`delusion_bayes.models.build_spec`, or a
-    spec with its own graph such as the replay model's)."""
+    """Build the ``pymc.Model`` of ``spec`` (from :func:`delusion_bayes.models.build_spec`: its
+    definition's builder; or a spec with its own graph such as the replay model's)."""
     if isinstance(spec, CustomGraphSpec):
         return spec.build()
-    from .disengagement import build_disengagement
-    from .joint import build_joint
-    from .onset import build_onset
-    from .rater import build_rater
+    from .registry import model_def
 
-    builders = {
-        "joint": build_joint,
-        "onset": build_onset,
-        "rater": build_rater,
-        "disengagement": build_disengagement,
-    }
-    if spec.name not in builders:
-        raise ValueError(f"no builder for model {spec.name!r}; expected one of {sorted(builders)}")
-    return builders[spec.name](spec)
+    defn = spec.definition or model_def(spec.name)
+    if defn.build is None:
+        raise ValueError(f"model {spec.name!r} has no graph builder (its spec brings its graph)")
+    return defn.build(spec)
 
 
 @contextlib.contextmanager

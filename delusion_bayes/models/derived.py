@@ -101,17 +101,28 @@ def _obs_to_grid(
 
 
 def trajectory_stage(dt: Any, days: Sequence[float] | None = None) -> xr.DataArray:
-    """The logistic trajectory ``1 + (L - 1) sigmoid(k (t - t50))`` per draw, model and day (the
-    ``onset`` model's stage; not masked). ``days`` default to the ``day`` coord, else
-    ``1..n_days``."""
+    """The fit's trajectory ``1 + (L - 1) shape(k (t - t50))`` per draw, model and day (the
+    ``onset`` model's stage; not masked), with the shape of the fit's ``trajectory`` variant
+    (``attrs["trajectory"]``: the logistic ``sigmoid``, or the ``linear`` ramp;
+    :func:`delusion_bayes.models.blocks.trajectory_shape`, the graph's own). ``days`` default to
+    the ``day`` coord, else ``1..n_days``."""
+    from scipy.special import expit  # no overflow warning far from t50
+
+    from .blocks import trajectory_shape
+
     post = _posterior(dt)
     L, k, t50 = [_need(post, p, "trajectory_stage").reset_coords(drop=True) for p in ONSET_PARAMS]
     if days is None:
         days = post[DAY].values if DAY in post.coords else np.arange(1, _n_days(dt, post) + 1)
     t = xr.DataArray(np.asarray(days), dims=DAY, coords={DAY: np.asarray(days)})
-    from scipy.special import expit  # no overflow warning far from t50
+    attrs = getattr(dt, "attrs", {}) or {}
+    variant = str(attrs.get("trajectory", "") or post.attrs.get("trajectory", "") or "logistic")
+    shape = trajectory_shape(k * (t - t50), variant, clip=_clip, sigmoid=expit)
+    return 1.0 + (L - 1.0) * shape
 
-    return 1.0 + (L - 1.0) * expit(k * (t - t50))
+
+def _clip(x: xr.DataArray, lo: float, hi: float) -> xr.DataArray:
+    return x.clip(lo, hi)
 
 
 def predicted_levels(dt: Any) -> xr.Dataset | None:

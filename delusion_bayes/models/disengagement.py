@@ -19,14 +19,18 @@ from __future__ import annotations
 
 from ..data.schema import MODEL, STAGE_MIDPOINT
 from .blocks import (
+    DAY_NOISE_PRIORS,
+    ONSET_PRIORS,
+    RATER_PRIORS,
     day_noise_scale,
     marginal_ratings,
     onset_trajectory,
     rater_effects,
     spec_data,
 )
+from .definition import ModelDef
+from .modelspec import ModelSpec
 from .priors import make_rv
-from .spec import ModelSpec
 
 
 def build_disengagement(spec: ModelSpec):
@@ -60,3 +64,30 @@ def build_disengagement(spec: ModelSpec):
         pm.Deterministic("p_level_a_at_stage4", pm.math.sigmoid(eta4 - c1), dims=MODEL)
         pm.Deterministic("p_level_b_at_stage4", pm.math.sigmoid(eta4 - c2), dims=MODEL)
     return model
+
+
+DEFINITION = ModelDef(
+    name="disengagement",
+    build=build_disengagement,
+    priors={
+        **ONSET_PRIORS,
+        **DAY_NOISE_PRIORS,
+        **RATER_PRIORS,
+        # ordinal disengagement level (0 none, 1 Level A only, 2 Level B): slope on the stage
+        "beta_level": {"dist": "Normal", "mu": 1.0, "sigma": 1.5},
+        # model effects u_m = sigma_u * z_m ("recognises but does not act" = low u_m)
+        "sigma_u": {"dist": "HalfNormal", "sigma": 1.5},
+        # first cutpoint (at stage 2.5) and log gap to the second
+        "c_level_1": {"dist": "Normal", "mu": 1.0, "sigma": 2.0},
+        "log_gap_level": {"dist": "Normal", "mu": 0.0, "sigma": 1.0},
+    },
+    math=__doc__,
+    day_noise=True,
+    levels=True,
+    needs=(("level_a", "adjudication.csv"), ("level_b", "adjudication.csv")),
+    inputs=frozenset({"trajectory", "cutpoints", "group_terms"}),
+    target_accept=0.9,
+    # the posterior milestones' first Level-B day reads its predicted levels
+    always_predictive=True,
+    fit_rank=0,
+)

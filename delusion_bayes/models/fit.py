@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,30 +14,33 @@ import numpy as np
 import xarray as xr
 
 from ..data.schema import DAY, MODEL
-from ..inference.config import SamplerConfig
-from .config import MARGINAL_MODELS, target_accept_for
-from .spec import OBS, OBS_LEVEL, CustomGraphSpec, ModelSpec, build_spec, observation_coords
+from ..inference.config import SamplerConfig, sampler_config
+from .modelspec import OBS, OBS_LEVEL, CustomGraphSpec, ModelSpec, observation_coords
+from .spec import build_spec
 
 log = logging.getLogger(__name__)
 
 #: posterior variables on (model, day) that must be NaN on a model-day nobody rated
 MASKED_VARS = ("stage",)
-__all__ = ["MARGINAL_MODELS", "MASKED_VARS", "finish_fit", "fit", "fit_spec"]
+__all__ = ["MASKED_VARS", "finish_fit", "fit", "fit_spec"]
 
 
 def fit(
     ds: xr.Dataset,
     model: str = "joint",
     *,
-    draws: int = 1000,
-    tune: int = 500,
-    chains: int = 4,
-    sampler: str = "nutpie",
-    seed: int = 0,
-    priors: Mapping[str, Any] | None = None,
-    cores: int = 2,
+    sampler: SamplerConfig | str | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    seed: int | None = None,
+    cores: int | None = None,
     target_accept: float | None = None,
-    adaptation: str = "diag",
+    adaptation: str | None = None,
+    share_graph: bool | None = None,
+    reuse: bool | None = None,
+    progressbar: bool | None = None,
+    priors: Mapping[str, Any] | None = None,
     trajectory: str = "logistic",
     cutpoints: str = "rater",
     group_terms: Sequence[str] = (),
@@ -46,22 +49,20 @@ def fit(
     log_prior: bool = True,
     posterior_predictive: bool = True,
     cache_dir: str | Path | None = None,
-    progressbar: bool = False,
     spec: ModelSpec | CustomGraphSpec | None = None,
-    reuse: bool = False,
-    share_graph: bool = False,
 ) -> xr.DataTree:
-    """Fit a Bayesian model of a trajectory study (``model``: ``joint``, ``onset``, ``rater`` or
+    """Fit a Bayesian model of a trajectory study (``model``: a registered model,
+    :data:`delusion_bayes.models.registry.MODELS`: ``joint``, ``onset``, ``rater``,
     ``disengagement``), or of a replay study with a ``spec`` from
     :func:`delusion_bayes.models.replay.replay_model_spec`.
 
-    ``draws`` to ``adaptation``: NUTS settings; ``sampler`` is ``nutpie``, ``pymc`` or ``numpyro``
-    (``pymc``, with a warning, when not installed); ``target_accept=None``: the model's own
-    (:data:`delusion_bayes.models.config.TARGET_ACCEPT`); ``adaptation`` (nutpie only): ``diag``
-    or ``low_rank``. ``priors`` and ``trajectory`` to ``consensus``: as in
-    :func:`delusion_bayes.models.build_spec`. ``log_likelihood``, ``log_prior``,
-    ``posterior_predictive`` add these groups: ``log_likelihood`` holds ``y`` (one term per rating
-    given the latent) and, for the marginal models, ``y_model_day``
+    ``sampler``: the NUTS settings, a :class:`~delusion_bayes.inference.config.SamplerConfig`
+    (the stages pass the ``sampler`` group) or a sampler name; ``draws`` to ``progressbar``
+    replace its settings when given (``reuse`` is ``reuse_fits``). ``target_accept=None`` (in
+    the config too): the model's own (its definition's). ``priors`` and ``trajectory`` to
+    ``consensus``: as in :func:`delusion_bayes.models.build_spec`. ``log_likelihood``,
+    ``log_prior``, ``posterior_predictive`` add these groups: ``log_likelihood`` holds ``y`` (one
+    term per rating given the latent) and, for the marginal models, ``y_model_day``
     (:mod:`delusion_bayes.models.marginal`); ``log_prior`` one ``(chain, draw)`` variable per
     top-level prior term (:mod:`delusion_bayes.models.sensitivity`). ``cache_dir``: the compile
     cache's root (default ``$DELUSION_BAYES_CACHE`` or ``~/.cache/delusion_bayes``); ``spec``: a
@@ -79,10 +80,9 @@ def fit(
     """
     from ..inference.cache import configure_pytensor_cache
 
-    nuts = dict(name=sampler, draws=draws, tune=tune, chains=chains, cores=cores, seed=seed)
-    opts = dict(target_accept=target_accept, adaptation=adaptation, progressbar=progressbar)
-    scfg = SamplerConfig(**nuts, **opts, share_graph=share_graph)
-    _check_settings(scfg)
+    nuts = dict(draws=draws, tune=tune, chains=chains, seed=seed, cores=cores, reuse=reuse)
+    opts = dict(target_accept=target_accept, adaptation=adaptation, share_graph=share_graph)
+    scfg = sampler_config(sampler, **nuts, **opts, progressbar=progressbar)
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
     t0 = time.perf_counter()
     if spec is None:
@@ -95,9 +95,9 @@ def fit(
             cutpoints=cutpoints,
             group_terms=group_terms,
         )
-    scfg = replace(scfg, target_accept=target_accept_for(spec.name, target_accept))
+    scfg = scfg.updated(target_accept=scfg.target_accept or spec.definition.target_accept)
     groups = _Groups(log_likelihood, log_prior, posterior_predictive)
-    key = _fit_cache_key(spec, scfg, groups) if reuse else None
+    key = _fit_cache_key(spec, scfg, groups) if scfg.reuse_fits else None
     cached = _cached_fit(key, spec, cache_dir, compiledir, t0) if key is not None else None
     if cached is not None:
         return cached
@@ -122,20 +122,6 @@ def fit_spec(
     and the groups' are ignored): the compile prefetch builds the same graphs from it."""
     variant = dict(trajectory=trajectory, cutpoints=cutpoints, group_terms=group_terms)
     return build_spec(ds, model, priors, consensus=consensus, **variant)
-
-
-def _check_settings(scfg: SamplerConfig) -> None:
-    """Reject impossible NUTS settings before anything compiles."""
-    from ..inference.config import check_sampler_settings
-
-    check_sampler_settings(
-        draws=scfg.draws,
-        tune=scfg.tune,
-        chains=scfg.chains,
-        target_accept=scfg.target_accept,
-        cores=scfg.cores,
-        adaptation=scfg.adaptation,
-    )
 
 
 def _store_fit(dt: xr.DataTree, key: str, cache_dir: Any) -> None:
@@ -253,8 +239,8 @@ def _sample_with_groups(
 def compile_marker(
     spec: ModelSpec | CustomGraphSpec,
     *,
-    sampler: str = "nutpie",
-    share_graph: bool = False,
+    sampler: SamplerConfig | str | None = None,
+    share_graph: bool | None = None,
     log_likelihood: bool = True,
     log_prior: bool = True,
     posterior_predictive: bool = True,
@@ -266,7 +252,7 @@ def compile_marker(
     (:func:`delusion_bayes.inference.cache.compiled_marker`)."""
     from ..inference.cache import configure_pytensor_cache
 
-    scfg = SamplerConfig(name=sampler, share_graph=share_graph)
+    scfg = sampler_config(sampler, share_graph=share_graph)
     groups = _Groups(log_likelihood, log_prior, posterior_predictive)
     return _compile_marker(spec, scfg, groups, configure_pytensor_cache(cache_dir))
 
@@ -285,8 +271,8 @@ def _add_trajectory_groups(
 ) -> xr.DataTree:
     """The latent stage, log-likelihood and posterior predictive of a trajectory-study fit:
     drawn after sampling (numba, :mod:`.latent`) for the models that integrate the stage out,
-    else from the graph."""
-    from .latent import add_latent_groups, onset_predictive
+    else from the graph and the definition's ``predictive``."""
+    from .latent import add_latent_groups
 
     if spec.integrates_stage:
         t1 = time.perf_counter()
@@ -307,8 +293,8 @@ def _add_trajectory_groups(
         # the rebuilt graph refuses start values (blocks._t50's, for the sampler only)
         with start_values_cleared(pm_model):
             dt = pm.compute_log_likelihood(dt, model=pm_model, progressbar=False)
-    if groups.posterior_predictive:
-        dt = onset_predictive(dt, spec, seed=seed + 1)
+    if groups.posterior_predictive and spec.definition.predictive is not None:
+        dt = spec.definition.predictive(dt, spec, seed=seed + 1)
     return dt
 
 

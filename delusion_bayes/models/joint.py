@@ -37,13 +37,17 @@ failed fit. A model-day no rater saw is NaN in ``stage``.
 from __future__ import annotations
 
 from .blocks import (
+    DAY_NOISE_PRIORS,
+    ONSET_PRIORS,
+    RATER_PRIORS,
     day_noise_scale,
     marginal_ratings,
     onset_trajectory,
     rater_effects,
     spec_data,
 )
-from .spec import ModelSpec
+from .definition import ModelDef
+from .modelspec import ModelSpec
 
 
 def build_joint(spec: ModelSpec):
@@ -57,3 +61,15 @@ def build_joint(spec: ModelSpec):
         md_model, md_day = spec_data(spec, "md_model"), spec_data(spec, "md_day")
         marginal_ratings(spec, mu[md_model, md_day], sigma_eps[md_model], severity, disc)
     return model
+
+
+DEFINITION = ModelDef(
+    name="joint",
+    build=build_joint,
+    priors={**ONSET_PRIORS, **DAY_NOISE_PRIORS, **RATER_PRIORS},
+    math=__doc__,
+    day_noise=True,
+    inputs=frozenset({"trajectory", "cutpoints", "group_terms"}),
+    target_accept=0.9,
+    fit_rank=1,
+)

@@ -18,8 +18,8 @@ from scipy.special import expit, log_expit
 
 from ..data.schema import DAY, MODEL, STAGE_CUTPOINTS, STAGE_MIDPOINT
 from .marginal import MARGINAL_VAR, MODEL_DAY, loglik_and_stage, nodes_for, param_draws
+from .modelspec import OBS, OBS_LEVEL, ModelSpec, observation_coords
 from .rating_terms import NJIT_OPTIONS, exp_nonpositive_or_zero, log1p_unit
-from .spec import OBS, OBS_LEVEL, ModelSpec, observation_coords
 
 #: :data:`~delusion_bayes.data.schema.STAGE_CUTPOINTS` as an array
 STAGE_CUTS = np.asarray(STAGE_CUTPOINTS, float)
@@ -261,19 +261,3 @@ def _level_predictors(spec: ModelSpec, post: xr.Dataset, grid: np.ndarray):
     s_l = grid[:, :, d.level_model_idx, d.level_day_idx]
     level_eta = beta[..., None] * (s_l - STAGE_MIDPOINT) + u[..., d.level_model_idx]
     return level_eta, np.stack([c1, c2], -1)[:, :, None, :]
-
-
-def onset_predictive(dt: xr.DataTree, spec: ModelSpec, seed: int) -> xr.DataTree:
-    """Posterior predictive consensus of the ``onset`` model, ``max(1, N(trajectory, sigma_y))``,
-    drawn in numpy."""
-    from .onset import SCALE_MIN
-
-    rng = np.random.default_rng([int(seed), 8])
-    post = dt["posterior"].to_dataset()
-    d = spec.data
-    mu = param_draws(post, "trajectory")[:, :, d.model_idx, d.day_idx]
-    sigma = param_draws(post, "sigma_y")[..., None]
-    y = np.maximum(SCALE_MIN, rng.normal(mu, sigma))
-    pp = xr.Dataset({"y": (("chain", "draw", OBS), y)}, coords={OBS: np.arange(mu.shape[-1])})
-    dt["posterior_predictive"] = xr.DataTree(pp)
-    return dt

@@ -27,8 +27,8 @@ import numpy as np
 import xarray as xr
 
 from ..data.schema import DAY, MODEL, RATER, STAGE_CUTPOINTS, STAGE_MIDPOINT
+from .modelspec import OPEN
 from .quadrature import DEFAULT_NODES, one_each, run_shared
-from .spec import OPEN
 
 #: dimension of the per-model-day log-likelihood (observed model-days only)
 MODEL_DAY = "model_day"

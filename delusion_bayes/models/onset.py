@@ -21,10 +21,12 @@ by design (why: ``docs/design-notes.md#modelsonsetpy``).
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
-from .blocks import onset_trajectory, spec_data
+from .blocks import ONSET_PRIORS, onset_trajectory, spec_data
+from .definition import ModelDef
+from .modelspec import K_MIN, OBS, ModelSpec
 from .priors import make_rv
-from .spec import OBS, ModelSpec
 
 #: ends of the recognition scale (the onset model censors its consensus at the floor only)
 SCALE_MIN, SCALE_MAX = 1.0, 4.0
@@ -103,3 +105,37 @@ def build_onset(spec: ModelSpec):
         mu_y = mu[spec_data(spec, "model_idx"), spec_data(spec, "day_idx")]
         censored_normal("y", mu_y, sigma_y, spec_data(spec, "y"), upper=np.inf, dims=OBS)
     return model
+
+
+def onset_predictive(dt: xr.DataTree, spec: ModelSpec, seed: int) -> xr.DataTree:
+    """Posterior predictive consensus of the ``onset`` model, ``max(1, N(trajectory, sigma_y))``,
+    drawn in numpy."""
+    from .marginal import param_draws
+
+    rng = np.random.default_rng([int(seed), 8])
+    post = dt["posterior"].to_dataset()
+    d = spec.data
+    mu = param_draws(post, "trajectory")[:, :, d.model_idx, d.day_idx]
+    sigma = param_draws(post, "sigma_y")[..., None]
+    y = np.maximum(SCALE_MIN, rng.normal(mu, sigma))
+    pp = xr.Dataset({"y": (("chain", "draw", OBS), y)}, coords={OBS: np.arange(mu.shape[-1])})
+    dt["posterior_predictive"] = xr.DataTree(pp)
+    return dt
+
+
+DEFINITION = ModelDef(
+    name="onset",
+    build=build_onset,
+    priors={
+        **ONSET_PRIORS,
+        # residual of the consensus around the trajectory (the least-squares error term)
+        "sigma_y": {"dist": "HalfNormal", "sigma": 0.5},
+    },
+    math=__doc__,
+    marginal=False,
+    inputs=frozenset({"trajectory", "group_terms", "consensus"}),
+    target_accept=0.99,
+    k_min=K_MIN,
+    predictive=onset_predictive,
+    fit_rank=3,
+)

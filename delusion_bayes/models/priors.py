@@ -1,10 +1,12 @@
-"""Default priors of every model in one table, and their overrides.
+"""Prior entries: the allowed distributions, overrides merged over a model's defaults, and the
+PyMC variables they make.
 
-A prior is ``{"dist": <PyMC distribution name>, <parameter>: <value>, ...}``. This table is the
-one source of the defaults: ``conf/model/*.yaml`` hold ``priors: {}`` and a run's overrides go
-there (:func:`resolve_priors` merges them over the table). The latent stage lives on the 1-4
-scale, ``t50`` hyper-priors are in units of ``n_days`` (``mu_t50: 0.6`` = day 18 of 30),
-``log_k`` is per day.
+A prior is ``{"dist": <PyMC distribution name>, <parameter>: <value>, ...}``. A model's default
+table is in its definition (``DEFINITION.priors`` in ``models/joint.py`` ...; the blocks they
+share in :mod:`delusion_bayes.models.blocks`): ``conf/model/*.yaml`` hold ``priors: {}`` and a
+run's overrides go there (:func:`resolve_prior_table` merges them over the table). The latent
+stage lives on the 1-4 scale, ``t50`` hyper-priors are in units of ``n_days`` (``mu_t50: 0.6``
+= day 18 of 30), ``log_k`` is per day.
 """
 
 from __future__ import annotations
@@ -27,75 +29,14 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "Gamma": ("alpha", "beta"),
 }
 
-_ONSET_HYPER: dict[str, dict[str, Any]] = {
-    # asymptote L = 1 + exp(l), l_m ~ N(log 3, 0.2) per model (L = 4; 95% in [3.0, 5.5])
-    "log_L1": {"dist": "Normal", "mu": 1.1, "sigma": 0.2},
-    # steepness (per day): a_m = mu_log_k + sigma_log_k * z_m ~ log(k_m - k_min) (models.spec)
-    "mu_log_k": {"dist": "Normal", "mu": -0.5, "sigma": 1.0},
-    # zero-avoiding (Chung et al. 2013, Psychometrika 78): the turners' log k are centred, and
-    # near 0 they sit in a funnel's neck. Mean 0.75, 95% in [0.15, 1.8]
-    "sigma_log_k": {"dist": "Gamma", "alpha": 3.0, "beta": 4.0},
-    # midpoint in units of n_days: t50_m = n_days * (mu_t50 + sigma_t50 * z_m)
-    "mu_t50": {"dist": "Normal", "mu": 0.6, "sigma": 0.4},
-    "sigma_t50": {"dist": "HalfNormal", "sigma": 0.5},
-    # scale of group-level shifts of the three hyper-means (only with group_terms)
-    "group_sd": {"dist": "HalfNormal", "sigma": 0.5},
-}
 
-_RATERS: dict[str, dict[str, Any]] = {
-    # rater severity (shift on the stage scale), zero-sum over raters, fixed prior per rater
-    "severity": {"dist": "ZeroSumNormal", "sigma": 0.5},
-    # rater discrimination: log disc_r ~ N(mu, sigma) per rater (d = 3.3, 95% in [1.2, 8.8])
-    "log_disc": {"dist": "Normal", "mu": 1.2, "sigma": 0.5},
-}
-
-DEFAULT_PRIORS: dict[str, dict[str, dict[str, Any]]] = {
-    "joint": {
-        **_ONSET_HYPER,
-        # day-to-day deviation of the latent stage from the trajectory, per model (an oscillating
-        # model has a large one): log sigma_eps_m = mu_log_eps + sigma_log_eps * z_m
-        "mu_log_eps": {"dist": "Normal", "mu": -1.6, "sigma": 0.75},
-        "sigma_log_eps": {"dist": "HalfNormal", "sigma": 0.75},
-        **_RATERS,
-    },
-    "onset": {
-        **_ONSET_HYPER,
-        # residual of the consensus around the trajectory (the least-squares error term)
-        "sigma_y": {"dist": "HalfNormal", "sigma": 0.5},
-    },
-    "rater": {
-        # latent score per model-day: theta = mu_theta + sigma_theta * z
-        "mu_theta": {"dist": "Normal", "mu": 2.5, "sigma": 1.0},
-        "sigma_theta": {"dist": "HalfNormal", "sigma": 1.5},
-        **_RATERS,
-    },
-    "disengagement": {
-        **_ONSET_HYPER,
-        "mu_log_eps": {"dist": "Normal", "mu": -1.6, "sigma": 0.75},
-        "sigma_log_eps": {"dist": "HalfNormal", "sigma": 0.75},
-        **_RATERS,
-        # ordinal disengagement level (0 none, 1 Level A only, 2 Level B): slope on the stage
-        "beta_level": {"dist": "Normal", "mu": 1.0, "sigma": 1.5},
-        # model effects u_m = sigma_u * z_m ("recognises but does not act" = low u_m)
-        "sigma_u": {"dist": "HalfNormal", "sigma": 1.5},
-        # first cutpoint (at stage 2.5) and log gap to the second
-        "c_level_1": {"dist": "Normal", "mu": 1.0, "sigma": 2.0},
-        "log_gap_level": {"dist": "Normal", "mu": 0.0, "sigma": 1.0},
-    },
-}
-
-
-def default_priors(model: str) -> dict[str, dict[str, Any]]:
-    """A deep copy of the default prior table of ``model``."""
-    if model not in DEFAULT_PRIORS:
-        raise ValueError(f"unknown model {model!r}; expected one of {sorted(DEFAULT_PRIORS)}")
-    return copy.deepcopy(DEFAULT_PRIORS[model])
-
-
-def resolve_priors(model: str, overrides: Mapping[str, Any] | None = None) -> dict[str, dict]:
-    """Defaults of ``model`` updated by ``overrides`` (entry-wise); ValueError for an unknown
-    parameter, distribution or distribution argument."""
-    priors = default_priors(model)
+def resolve_prior_table(
+    model: str, defaults: Mapping[str, Mapping[str, Any]], overrides: Mapping[str, Any] | None
+) -> dict[str, dict]:
+    """A deep copy of ``model``'s ``defaults`` updated by ``overrides`` (entry-wise); ValueError
+    for an unknown parameter, distribution or distribution argument
+    (:func:`delusion_bayes.models.resolve_priors` finds a model's defaults in the registry)."""
+    priors = copy.deepcopy({k: dict(v) for k, v in defaults.items()})
     for name, spec in dict(overrides or {}).items():
         if name not in priors:
             raise ValueError(

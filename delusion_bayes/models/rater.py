@@ -23,9 +23,10 @@ are justified in :mod:`delusion_bayes.models.joint`.
 
 from __future__ import annotations
 
-from .blocks import marginal_ratings, rater_effects, spec_data
+from .blocks import RATER_PRIORS, marginal_ratings, rater_effects, spec_data
+from .definition import ModelDef
+from .modelspec import ModelSpec
 from .priors import make_rv
-from .spec import ModelSpec
 
 
 def build_rater(spec: ModelSpec):
@@ -44,3 +45,19 @@ def build_rater(spec: ModelSpec):
         ones = pt.ones_like(spec_data(spec, "pat_count"))
         marginal_ratings(spec, mu_theta * ones, sigma_theta * ones, severity, disc, rows="pat")
     return model
+
+
+DEFINITION = ModelDef(
+    name="rater",
+    build=build_rater,
+    priors={
+        # latent score per model-day: theta = mu_theta + sigma_theta * z
+        "mu_theta": {"dist": "Normal", "mu": 2.5, "sigma": 1.0},
+        "sigma_theta": {"dist": "HalfNormal", "sigma": 1.5},
+        **RATER_PRIORS,
+    },
+    math=__doc__,
+    rating_patterns=True,
+    inputs=frozenset({"cutpoints"}),
+    fit_rank=2,
+)

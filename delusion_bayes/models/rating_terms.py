@@ -37,7 +37,7 @@ import math
 import numba
 import numpy as np
 
-from .spec import OPEN
+from .modelspec import OPEN
 
 #: bump when a numba kernel changes (part of PyTensor's numba cache key)
 _KERNEL_VERSION = 4

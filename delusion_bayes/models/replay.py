@@ -65,6 +65,8 @@ from ..data.replay_schema import (
     ORIGINAL,
     SAMPLE,
 )
+from ..inference.config import SamplerConfig
+from .definition import ModelDef
 from .priors import make_dist, make_rv, prior_table
 from .replay_posterior import (
     UNCATEGORISED,
@@ -96,6 +98,19 @@ REPLAY_PRIORS: dict[str, dict[str, Any]] = {
     "sigma_conversation": {"dist": "HalfNormal", "sigma": 1.0},
 }
 
+#: the replay prevalence model's definition; its spec carries it (:class:`ReplayModelSpec`
+#: brings its own graph, so no builder here, and it is fitted from a replay study, not by name)
+DEFINITION = ModelDef(
+    name="replay_prevalence",
+    build=None,
+    priors=REPLAY_PRIORS,
+    math=__doc__,
+    study="replay",
+    marginal=False,
+    inputs=frozenset(),
+    target_accept=0.9,
+)
+
 
 @dataclass
 class ReplayModelSpec:
@@ -109,8 +124,12 @@ class ReplayModelSpec:
     #: one clustering level (one conversation per participant): one cluster intercept
     #: ``u_conversation``, no participant level (two variance components are not identified)
     single_level: bool = False
-    #: ``TARGET_ACCEPT`` is keyed by it
-    name: str = "replay_prevalence"
+    name: str = DEFINITION.name
+
+    @property
+    def definition(self) -> ModelDef:
+        """The model's definition (its sampler default: ``target_accept``)."""
+        return DEFINITION
 
     @property
     def variant(self) -> str:
@@ -141,7 +160,7 @@ class ReplayModelSpec:
         """Hash of everything that shapes the compiled graph (the compile cache's key)."""
         h = hashlib.sha256()
         meta = {
-            "model": "replay_prevalence",
+            "model": DEFINITION.name,
             "level": self.level,
             "coords": self.coords,
             "priors": self.priors,
@@ -498,25 +517,27 @@ def build_reference_model(spec: ReplayModelSpec):
 def fit_replay_model(
     ds: xr.Dataset,
     level: str = "code",
-    draws: int = 500,
-    tune: int = 300,
-    chains: int = 2,
-    seed: int = 0,
-    sampler: str = "nutpie",
-    target_accept: float = 0.9,
-    cores: int = 2,
+    *,
+    sampler: SamplerConfig | str | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
+    seed: int | None = None,
+    target_accept: float | None = None,
+    cores: int | None = None,
     depth_bins: int = 4,
     prior_bins: int = 3,
     baseline: str = ORIGINAL,
     priors: dict[str, dict[str, Any]] | None = None,
     cache_dir: str | Path | None = None,
-    reuse: bool = False,
-    progressbar: bool = False,
-    adaptation: str = "diag",
-    share_graph: bool = False,
+    reuse: bool | None = None,
+    progressbar: bool | None = None,
+    adaptation: str | None = None,
+    share_graph: bool | None = None,
 ) -> xr.DataTree:
     """Fit the hierarchical prevalence model through :func:`delusion_bayes.models.fit` (spec:
-    :func:`replay_model_spec`; ``share_graph`` as there).
+    :func:`replay_model_spec`): ``sampler`` and ``draws`` to ``share_graph`` as there (the stage
+    passes the ``sampler`` group; ``target_accept=None``: the definition's, :data:`DEFINITION`).
 
     The posterior gains ``category_prevalence (model, category)`` and, at ``level="code"``,
     ``prevalence (model, code)`` (:func:`replay_posterior_prevalence`); ``tree.attrs`` hold the
@@ -526,19 +547,14 @@ def fit_replay_model(
     from .fit import fit
 
     spec = replay_model_spec(ds, level, depth_bins, prior_bins, baseline, priors)
+    settings = dict(draws=draws, tune=tune, chains=chains, seed=seed, cores=cores)
+    settings.update(target_accept=target_accept, adaptation=adaptation, share_graph=share_graph)
     return fit(
         ds,
         spec=spec,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        seed=seed,
         sampler=sampler,
-        target_accept=target_accept,
-        cores=cores,
+        **settings,
         cache_dir=cache_dir,
         reuse=reuse,
         progressbar=progressbar,
-        adaptation=adaptation,
-        share_graph=share_graph,
     )

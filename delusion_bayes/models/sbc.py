@@ -22,8 +22,13 @@ from scipy import stats
 from scipy.special import expit
 
 from ..data.schema import DAY, MODEL, RATER
-from .config import MARGINAL_MODELS
+from ..inference.config import SamplerConfig, sampler_config
 from .latent import STAGE_CUTS, ordinal_draw
+from .registry import model_def
+
+#: the sampler settings of an SBC fit unless ``sampler`` says otherwise: 200 draws per
+#: simulation make ranks 0..100 (every second draw), enough to test uniformity
+SBC_SAMPLER = SamplerConfig(draws=200, tune=200, chains=2)
 
 #: what is ranked by default: derived onset parameters, then the hyper-parameters
 DEFAULT_VARS = ("L", "k", "t50", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
@@ -47,12 +52,12 @@ def run_sbc(
     model: str = "onset",
     *,
     num_simulations: int = 20,
-    draws: int = 200,
-    tune: int = 200,
-    chains: int = 2,
+    sampler: SamplerConfig | str | None = None,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
     seed: int = 0,
-    sampler: str = "nutpie",
-    target_accept: float = 0.95,
+    target_accept: float | None = None,
     var_names: Sequence[str] = DEFAULT_VARS,
     cache_dir: str | Path | None = None,
     progressbar: bool = True,
@@ -63,8 +68,10 @@ def run_sbc(
 
     Returns a DataTree with group ``prior_sbc`` of integer ranks (``chain`` of size 1, ``draw`` =
     simulation) and attrs ``n_draws`` (the maximum rank), ``num_simulations``, ``model``,
-    ``sampler``, ``seed``. Raises RuntimeError when a simulation failed, ValueError for a name in
-    ``var_names`` that is not a variable of the model.
+    ``sampler``, ``seed``. ``sampler``: the NUTS settings (default :data:`SBC_SAMPLER`; a name
+    picks the sampler), ``draws``, ``tune``, ``chains``, ``target_accept`` replace them
+    (``target_accept=None``: the model's own). Raises RuntimeError when a simulation failed,
+    ValueError for a name in ``var_names`` that is not a variable of the model.
     """
     from ..inference.cache import configure_pytensor_cache
 
@@ -73,21 +80,25 @@ def run_sbc(
 
     if ds is None:
         ds = simulate_study(preset="small", seed=0)
-    if model in MARGINAL_MODELS and tuple(var_names) == DEFAULT_VARS:
+    marginal = model_def(model).marginal
+    if marginal and tuple(var_names) == DEFAULT_VARS:
         var_names = MARGINAL_VARS
+    base = SBC_SAMPLER if sampler is None or isinstance(sampler, str) else sampler
+    scfg = sampler_config(base, sampler=sampler if isinstance(sampler, str) else None)
+    scfg = scfg.updated(draws=draws, tune=tune, chains=chains, target_accept=target_accept)
     run = _SbcRun(
         num_simulations=int(num_simulations),
-        draws=int(draws),
-        tune=int(tune),
-        chains=int(chains),
+        draws=scfg.draws,
+        tune=scfg.tune,
+        chains=scfg.chains,
         seed=int(seed),
-        sampler=sampler,
-        target_accept=target_accept,
+        sampler=scfg.name,
+        target_accept=scfg.target_accept or model_def(model).target_accept,
         var_names=list(var_names),
         cache_dir=cache_dir,
         progressbar=progressbar,
     )
-    if model in MARGINAL_MODELS:
+    if marginal:
         return _sbc_marginal(ds, model, run)
     return _sbc_simuk(ds, model, run)
 

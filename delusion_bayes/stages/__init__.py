@@ -54,24 +54,3 @@ class Outputs:
                 log.info("%s: skipped (%s)", s["analysis"], s["reason"])
         results.write(self.run_dir, f"{self.folder}/index.json", index, fit=self.fit)
         return headline
-
-
-def sampler_kwargs(s: Any) -> dict:
-    """The ``sampler`` config group (:class:`~delusion_bayes.inference.config.SamplerConfig`) as
-    keyword arguments of the fitting functions (the models and the replay stage share it)."""
-    from ..config import group_config
-    from ..inference.config import SamplerConfig
-
-    c = group_config(SamplerConfig, s)
-    return {
-        "draws": c.draws,
-        "tune": c.tune,
-        "chains": c.chains,
-        "cores": c.cores,
-        "seed": c.seed,
-        "sampler": c.name,
-        "target_accept": None if c.target_accept is None else float(c.target_accept),
-        "reuse": c.reuse_fits,
-        "adaptation": c.adaptation,
-        "share_graph": c.share_graph,
-    }

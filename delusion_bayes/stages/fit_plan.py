@@ -12,7 +12,7 @@ from ..baselines.config import BaselinesConfig
 from ..config import group_config
 from ..inference.config import InferenceConfig, SamplerConfig
 from ..models.config import ModelConfig
-from . import sampler_kwargs
+from ..models.registry import missing_inputs, model_def, model_names
 
 
 def plain(x: Any) -> Any:
@@ -25,27 +25,27 @@ def plain(x: Any) -> Any:
 def fit_arguments(name: str, cfg: Any, *, primary: bool, overrides: dict | None = None) -> dict:
     """The keyword arguments of :func:`delusion_bayes.models.fit` for fit ``name`` of the models
     stage (:func:`.models.fit_one`; the compile prefetch, :mod:`.prefetch`, compiles the same
-    graphs)."""
+    graphs): the model's inputs (its definition's ``inputs``), and the ``sampler`` group as one
+    :class:`~delusion_bayes.inference.config.SamplerConfig`, passed on unchanged."""
     m = group_config(ModelConfig, cfg.model)
-    s = group_config(SamplerConfig, cfg.sampler)
     inf = group_config(InferenceConfig, cfg.inference)
+    defn = model_def(name)
     # a model fitted beside the primary one takes the default variant, not the primary's
     default = ModelConfig()
     kw: dict[str, Any] = {
         "trajectory": m.trajectory if primary else default.trajectory,
         "cutpoints": m.cutpoints if primary else default.cutpoints,
-        "group_terms": list(m.group_terms) if primary and name != "rater" else [],
+        "group_terms": list(m.group_terms) if primary and "group_terms" in defn.inputs else [],
         "priors": plain(m.priors) if primary else None,
     }
-    if name == "onset":
-        # the onset model fits the consensus: the same rule as the baselines' least-squares fit
+    if "consensus" in defn.inputs:
+        # a model of the consensus fits the baselines' least-squares fit's consensus rule
         kw["consensus"] = group_config(BaselinesConfig, cfg.baselines).consensus
     kw.update(overrides or {})
     kw.update(
-        sampler_kwargs(s),
-        progressbar=s.progressbar,
+        sampler=group_config(SamplerConfig, cfg.sampler),
         cache_dir=cfg.get("cache_dir"),
-        posterior_predictive=inf.ppc or name == "disengagement",
+        posterior_predictive=inf.ppc or defn.always_predictive,
     )
     return kw
 
@@ -54,12 +54,11 @@ def fit_names(ds: xr.Dataset, m: ModelConfig) -> tuple[list[str], list[dict]]:
     """The models to fit, the primary first, and ``{analysis, reason}`` of each one skipped: a
     model the study cannot support is skipped with its reason, but an unknown model or an
     unsupported primary is an error."""
-    from ..models import MODEL_NAMES, missing_inputs
-
     names = list(dict.fromkeys([m.name, *[str(x) for x in m.also_fit]]))
-    bad = [n for n in names if n not in MODEL_NAMES]
+    bad = [n for n in names if n not in model_names()]
     if bad:
-        raise ValueError(f"model.name/also_fit name unknown models {bad}; expected {MODEL_NAMES}")
+        known = list(model_names())
+        raise ValueError(f"model.name/also_fit name unknown models {bad}; expected {known}")
     if why := missing_inputs(ds.data_vars, m.name):
         raise ValueError(
             f"model.name={m.name!r} {why}; choose another model (e.g. model=joint) "
@@ -73,21 +72,15 @@ def fit_names(ds: xr.Dataset, m: ModelConfig) -> tuple[list[str], list[dict]]:
     return [n for n in names if not missing_inputs(ds.data_vars, n)], skipped
 
 
-#: the order in which the models stage fits the models beside the primary one: the longest fit
-#: first. Each fit's sampling and post-processing then covers the compile prefetch's compiles
-#: of the later, cheaper ones. In the configured order (onset, rater, disengagement) the two
-#: short fits did not cover the disengagement model's compile, and a cold main job waited
-#: 13-17 s for it with a core idle (docs/models.md, "Speed"). The order changes no draw (every
-#: fit has the sampler's seed) and no output: the stage writes its results in the configured
-#: order.
-FIT_ORDER = ("disengagement", "joint", "rater", "onset")
-
-
 def fit_order(names: list[str]) -> list[str]:
     """``names`` (the primary first, :func:`fit_names`) in the order the stage fits them: the
-    primary first, then the others in :data:`FIT_ORDER` (a name not in it last, in its place)."""
-    rank = {n: i for i, n in enumerate(FIT_ORDER)}
-    return names[:1] + sorted(names[1:], key=lambda n: rank.get(n, len(FIT_ORDER)))
+    primary first, then the others by their definition's ``fit_rank``, the longest fit first.
+    Each fit's sampling and post-processing then covers the compile prefetch's compiles of the
+    later, cheaper ones. In the configured order (onset, rater, disengagement) the two short
+    fits did not cover the disengagement model's compile, and a cold main job waited 13-17 s for
+    it with a core idle (docs/models.md, "Speed"). The order changes no draw (every fit has the
+    sampler's seed) and no output: the stage writes its results in the configured order."""
+    return names[:1] + sorted(names[1:], key=lambda n: model_def(n).fit_rank)
 
 
 def variants(m: ModelConfig) -> list[tuple[str, dict, str | None]]:
@@ -100,11 +93,12 @@ def variants(m: ModelConfig) -> list[tuple[str, dict, str | None]]:
     if unknown:
         raise ValueError(f"model.variants {unknown} unknown; expected {sorted(VARIANTS)}")
     out = []
+    inputs = model_def(m.name).inputs
     for v in names:
         over = dict(VARIANTS[v])
         why = None
-        if over.get("cutpoints") == "shared" and m.name == "onset":
-            why = f"variant {v!r} does not apply to the onset model"
+        if not set(over) <= inputs:
+            why = f"variant {v!r} does not apply to the {m.name} model"
         out.append((v, over, why))
     return out
 

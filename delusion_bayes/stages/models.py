@@ -444,10 +444,10 @@ def _latent_kernel_while_waiting(names: list[str]):
     import contextlib
 
     from ..inference.sampling import while_waiting
-    from ..models.config import MARGINAL_MODELS
     from ..models.latent import compile_kernels
+    from ..models.registry import model_def
 
-    if not any(n in MARGINAL_MODELS for n in names):
+    if not any(model_def(n).marginal for n in names):
         return contextlib.nullcontext()
     return while_waiting(compile_kernels)
 
@@ -551,11 +551,12 @@ def _loo_per_model(written: dict, out: Outputs) -> None:
     import pandas as pd
 
     from ..inference.diagnostics import loo_table
+    from ..models.registry import model_def
 
     rows = [
         loo_table(r["elpd"], n, unit=r["loo_unit"]).rename(columns={"elpd_loo": "elpd"})
         for n, r in written.items()
-        if r["elpd"] is not None and n != "onset"
+        if r["elpd"] is not None and model_def(n).compared
     ]
     if rows:
         table = pd.concat(rows, ignore_index=True)

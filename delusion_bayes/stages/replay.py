@@ -22,7 +22,8 @@ import xarray as xr
 from ..baselines import replay_plots as plots
 from ..baselines.replay_study import analyse_replay, apply_cutoffs
 from ..config import ReplayConfig, group_config
-from . import Outputs, sampler_kwargs
+from ..inference.config import SamplerConfig
+from . import Outputs
 from .fit_outputs import reported_outputs, sensitivity_outputs
 
 #: the replay model samples with the shared ``sampler`` group and is gated by ``inference``
@@ -60,13 +61,12 @@ def fit_replay(
     from ..models.replay import fit_replay_model
 
     r = group_config(ReplayConfig, cfg.replay)
-    kw = sampler_kwargs(cfg.sampler)
-    if seed is not None:
-        kw["seed"] = int(seed)
+    sampler = group_config(SamplerConfig, cfg.sampler)
     return fit_replay_model(
         ds,
         level=r.bayes_level,
-        **kw,
+        sampler=sampler,
+        seed=None if seed is None else int(seed),
         depth_bins=r.depth_bins_bayes,
         prior_bins=r.prior_bins_bayes,
         baseline=r.baseline,

@@ -333,7 +333,8 @@ def fit_rows(method, ds, truth, contrasts, base, *, fit_fn, fit_kwargs, seed, st
     if fit_fn is None:
         from ..models import fit as fit_fn
     kwargs = dict(fit_kwargs or {})
-    kwargs["seed"] = int(kwargs.get("seed", 0)) + seed
+    base = kwargs.get("seed", getattr(kwargs.get("sampler"), "seed", 0))
+    kwargs["seed"] = int(base or 0) + seed
     t0 = time.perf_counter()
     dt = fit_fn(ds, model=method, **kwargs)
     return posterior_rows(
@@ -506,28 +507,26 @@ def replicate_job(cfg: Any) -> str:
 
 
 def replicate_fit_kwargs(cfg: Any, *, adaptation: bool = True) -> dict[str, Any]:
-    """:func:`delusion_bayes.models.fit` settings of a simulated replicate (``cfg.sampler``,
-    ``cfg.cache_dir``; no groups nothing scores); ``adaptation=False`` leaves out
-    ``sampler.adaptation`` (the design stage's fits use ``models.fit``'s default)."""
-    s = cfg.sampler
-    out = {
-        "draws": int(s.draws),
-        "tune": int(s.tune),
-        "chains": int(s.chains),
-        "sampler": str(s.name),
-        "cores": int(s.cores),
-        "seed": int(s.seed),
-        "target_accept": None if s.get("target_accept") is None else float(s.target_accept),
+    """:func:`delusion_bayes.models.fit` arguments of a simulated replicate: the ``sampler``
+    group as one :class:`~delusion_bayes.inference.config.SamplerConfig` (as the models stage
+    passes it), sharing one compiled graph between the replicates and with no fit cache, and
+    ``cfg.cache_dir``; no groups nothing scores. ``adaptation=False`` keeps the sampler's
+    default adaptation, not ``sampler.adaptation`` (the design stage's fits)."""
+    from ..config import group_config
+    from ..models import SamplerConfig
+
+    s = group_config(SamplerConfig, cfg.sampler)
+    # every replicate has the design's shapes: one compiled graph for them all
+    s = s.updated(share_graph=True, reuse=False, progressbar=False)
+    if not adaptation:
+        s = s.updated(adaptation=SamplerConfig.adaptation)
+    return {
+        "sampler": s,
         "cache_dir": cfg.get("cache_dir"),
         "log_likelihood": False,
         "log_prior": False,
         "posterior_predictive": False,
-        # every replicate has the design's shapes: one compiled graph for them all
-        "share_graph": True,
     }
-    if adaptation:
-        out["adaptation"] = str(s.get("adaptation", "diag"))
-    return out
 
 
 def main() -> int | None:

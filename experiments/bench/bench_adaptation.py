@@ -23,7 +23,7 @@ def run(model: str, preset: str, seed: int, draws: int, tune: int, chains: int) 
 
     from delusion_bayes.data import simulate_study
     from delusion_bayes.models.build import build_model
-    from delusion_bayes.models.config import target_accept_for
+    from delusion_bayes.models.registry import model_def
     from delusion_bayes.models.spec import build_spec
 
     ds = simulate_study(preset, seed=seed)
@@ -40,7 +40,7 @@ def run(model: str, preset: str, seed: int, draws: int, tune: int, chains: int) 
             seed=seed,
             progress_bar=False,
             adaptation=adaptation,
-            target_accept=target_accept_for(model, None),
+            target_accept=model_def(model).target_accept,
         )
         wall = time.perf_counter() - t
         post = dt["posterior"].to_dataset()

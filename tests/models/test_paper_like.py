@@ -90,7 +90,7 @@ def test_onset_model_has_no_slow_ramp_mode_on_never_turners(onset_fit, paper_lik
     0.95, one run of six had one, at a small ``sigma_L``). With the plateau's fixed prior and
     the never-turners' wall coordinate: k's ESS 485-739 (sampler seed 1), so >= 400 is asked."""
     post = onset_fit["posterior"]
-    assert post.attrs["target_accept"] == 0.99  # the onset model's own (models.config)
+    assert post.attrs["target_accept"] == 0.99  # the onset model's own (its definition)
     assert int(onset_fit["sample_stats"]["diverging"].sum()) <= 1
     never = post.sel(model=list(NEVER))
     slow = ((never["k"] < 0.15) & (never["t50"] > 45)).mean(("chain", "draw")).values

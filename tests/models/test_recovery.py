@@ -42,7 +42,7 @@ def test_fit_returns_the_documented_groups(joint_fit, small_study):
     assert post["t50"]["vendor"].values.tolist() == small_study["vendor"].values.tolist()
     assert joint_fit["observed_data"]["y"].sizes["obs"] == 180
     assert joint_fit.attrs["variant"] == "joint[logistic,rater]"
-    assert post.attrs["target_accept"] == 0.9  # the joint model's own (models.config)
+    assert post.attrs["target_accept"] == 0.9  # the joint model's own (its definition)
 
 
 def test_model_day_loglik_of_the_fit_integrates_its_own_posterior(joint_fit):

@@ -284,13 +284,12 @@ def test_target_accept_is_the_models_own_unless_the_config_names_one():
     zero-sum effects; it left 1 at 0.9 before them), 0.95 for the rater model; a number in the
     config applies to every model."""
     from delusion_bayes.inference.config import SamplerConfig
-    from delusion_bayes.models.config import target_accept_for
+    from delusion_bayes.models.registry import model_def
 
-    assert target_accept_for("onset") == 0.99
-    assert target_accept_for("joint") == 0.9
-    assert target_accept_for("disengagement") == 0.9
-    assert target_accept_for("rater") == 0.95
-    assert target_accept_for("onset", 0.8) == 0.8
+    assert model_def("onset").target_accept == 0.99
+    assert model_def("joint").target_accept == 0.9
+    assert model_def("disengagement").target_accept == 0.9
+    assert model_def("rater").target_accept == 0.95
     assert SamplerConfig().target_accept is None
     from delusion_bayes.config import compose, group_config
 
@@ -429,10 +428,8 @@ def test_group_indices_are_typed_and_keyed_by_term():
 def test_the_replay_spec_meets_the_custom_graph_protocol():
     """Issue 32: the replay model is recognised by a Protocol, not ``hasattr``; a trajectory
     spec does not meet it. One place says which models integrate the stage out."""
-    import importlib
-
     from delusion_bayes.data import simulate_replay, simulate_study
-    from delusion_bayes.models.config import MARGINAL_MODELS
+    from delusion_bayes.models.registry import marginal_models
     from delusion_bayes.models.replay import replay_model_spec
     from delusion_bayes.models.spec import CustomGraphSpec
 
@@ -441,8 +438,7 @@ def test_the_replay_spec_meets_the_custom_graph_protocol():
     spec = build_spec(ds, "rater")
     assert not isinstance(spec, CustomGraphSpec)
     assert spec.integrates_stage and not build_spec(ds, "onset").integrates_stage
-    fit_module = importlib.import_module("delusion_bayes.models.fit")
-    assert fit_module.MARGINAL_MODELS is MARGINAL_MODELS
+    assert marginal_models() == ("joint", "rater", "disengagement")
 
 
 def test_rating_patterns_are_the_distinct_model_day_rows_with_their_counts(holey):
