@@ -23,3 +23,20 @@ class MissingExtraError(UserError, ImportError):
 
 class InputNotFoundError(UserError, FileNotFoundError):
     """A study, transcript or result file named in the config does not exist."""
+
+
+class RunInterrupted(BaseException):  # noqa: N818 - an interruption, not an error
+    """SIGTERM or SIGINT (Ctrl-C) arrived during a run (:func:`delusion_bayes.pipeline.run`).
+
+    A ``BaseException`` like ``KeyboardInterrupt``, so that no stage's ``except Exception``
+    records it as a stage failure, but not a ``KeyboardInterrupt``: a sampler that catches that
+    one to return its partial draws (nutpie does) would otherwise carry on with them. The run
+    closes its background processes, writes ``run.json`` with ``interrupted`` and re-raises;
+    ``delusion-bayes`` exits with ``128 + signum`` as a shell does."""
+
+    def __init__(self, signum: int):
+        import signal
+
+        self.signum = int(signum)
+        self.signal = signal.Signals(self.signum).name
+        super().__init__(f"interrupted by {self.signal}")

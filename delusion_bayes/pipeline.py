@@ -4,11 +4,14 @@ recorded in ``run.json``, the others still run, then :class:`PipelineError` is r
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
 import os
 import shutil
+import signal
+import threading
 import time
 import traceback
 from datetime import UTC, datetime
@@ -18,7 +21,7 @@ from typing import Any
 import xarray as xr
 from omegaconf import OmegaConf
 
-from .errors import ConfigError, UserError
+from .errors import ConfigError, RunInterrupted, UserError
 from .provenance import dataset_hash, provenance
 from .stages import STAGES
 
@@ -170,6 +173,58 @@ def _clear_previous(run_dir: Path, cfg: Any, data_hash: str) -> dict[str, Any]:
     return kept
 
 
+def resolve_source(data_cfg: Any) -> None:
+    """A study path given to the simulating default means that study: ``data.path=DIR`` without
+    ``data=file`` sets ``data.source=file`` (in place, so ``config.yaml`` and the supplement say
+    so) instead of quietly analysing the simulated study. A path is an error only where the
+    source cannot read one."""
+    if OmegaConf.is_missing(data_cfg, "path") or not data_cfg.get("path"):
+        return
+    if data_cfg.source == "simulate":
+        log.warning(
+            "data.path=%s given without data=file: reading that study (data.source=file), "
+            "not simulating one",
+            data_cfg.path,
+        )
+        data_cfg.source = "file"
+
+
+def check_names(cfg: Any) -> None:
+    """Every name the config refers to, checked before any work: the stages, the models
+    (``model.name``, ``model.also_fit``, where a stage fits them) and each contrast's quantities
+    and alternative. One :class:`ConfigError` line names the setting, the bad value and the
+    known names."""
+    if unknown := [n for n in cfg.stages if n not in STAGES]:
+        raise ConfigError(
+            f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
+        )
+    if {"models", "design"} & set(cfg.stages) and "model" in cfg:
+        from .models import MODEL_NAMES
+
+        for key in ("name", "also_fit"):
+            given = cfg.model.get(key)
+            names = [given] if isinstance(given, str) else list(given or [])
+            if bad := [str(n) for n in names if str(n) not in MODEL_NAMES]:
+                raise ConfigError(
+                    f"model.{key} names unknown model(s) {bad}; known models: {list(MODEL_NAMES)}."
+                )
+    if "baselines" not in cfg:
+        return
+    from .baselines.config import ALTERNATIVES, QUANTITIES
+
+    for i, c in enumerate(cfg.baselines.get("contrasts") or []):
+        label = f"baselines.contrasts[{i}] ({c.get('name')!r})"
+        if bad := [str(q) for q in c.get("quantities") or [] if str(q) not in QUANTITIES]:
+            raise ConfigError(
+                f"{label}: unknown quantities {bad}; known quantities: {list(QUANTITIES)}."
+            )
+        if c.get("alternative") not in ALTERNATIVES:
+            raise ConfigError(
+                f"{label}: alternative={c.get('alternative')!r}; expected one of "
+                f"{list(ALTERNATIVES)}."
+            )
+
+
 def load_data(data_cfg: Any) -> xr.Dataset:
     """Load or simulate the study described by the ``data`` config node, validated."""
     kind, source = data_cfg.kind, data_cfg.source
@@ -262,10 +317,7 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
 
         log.info("rebuilding the supplement of %s without refitting", from_run)
         return {"supplement": str(build_supplement(Path(str(from_run)), cfg.report))}
-    if unknown := [n for n in cfg.stages if n not in STAGES]:  # say so before any work is done
-        raise ConfigError(
-            f"unknown stage(s) {unknown} in `stages`; available stages: {list(STAGES)}."
-        )
+    check_names(cfg)  # a typo'd name is one line now, not a failed stage after the others ran
     if {"models", "design"} & set(cfg.stages) and "sampler" in cfg:  # bad NUTS settings: first
         from .inference.config import check_sampler_settings
 
@@ -274,6 +326,7 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
             **{k: s.get(k) for k in ("draws", "tune", "chains", "target_accept")},
             cores=s.get("cores", 1),
         )
+    resolve_source(cfg.data)
     overwrite = bool(cfg.get("overwrite", False))
     if cfg.get("resume", False):
         done = finished_run(run_dir, cfg)
@@ -287,9 +340,39 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         from .inference.cache import private_dir
 
         private_dir(str(cache_dir))  # before any work: a cache others can write is refused
-    if cache_dir:
-        return _with_cache_env(str(cache_dir), _run, cfg, run_dir, found)
-    return _run(cfg, run_dir, found)
+    with interruptible():
+        if cache_dir:
+            return _with_cache_env(str(cache_dir), _run, cfg, run_dir, found)
+        return _run(cfg, run_dir, found)
+
+
+#: the signals that end a run cleanly: a cluster's time limit (SIGTERM), Ctrl-C (SIGINT)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def interruptible():
+    """While a run is in progress, SIGTERM and SIGINT raise :class:`RunInterrupted` in the main
+    thread, so the run closes its background processes and records the interruption on the way
+    out (Python's default for SIGTERM ends the process at once: no ``finally`` runs, and the
+    compile prefetch's child was left running). A second signal during that clean-up is
+    ignored; the previous handlers return afterwards. Outside the main thread (a signal handler
+    can only be set there) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        raise RunInterrupted(signum)
+
+    before = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def _with_cache_env(cache_dir: str, fn, *args):
@@ -336,12 +419,29 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
         (run_dir / "run.json").write_text(json.dumps(record, indent=2, default=str))
 
     write_record()
-    prepared = _prepare_stages(ds, cfg, run_dir)
+    prepared: dict[str, Any] = {}
     try:
+        prepared.update(_prepare_stages(ds, cfg, run_dir))
         failed = _run_stages(ds, cfg, run_dir, record, write_record, prepared)
+    except RunInterrupted as stop:
+        _close(prepared)  # first: a background compile must not outlive the run
+        running = [n for n, r in record["stages"].items() if r.get("status") == "running"]
+        record["interrupted"] = {
+            "signal": stop.signal,
+            "stage": running[0] if running else None,
+            "after_seconds": round(time.perf_counter() - started, 3),
+        }
+        for n in running:
+            record["stages"][n] = {**record["stages"][n], "status": "interrupted"}
+        write_record()
+        log.error(
+            "run interrupted by %s%s; run.json records it",
+            stop.signal,
+            f" during stage {running[0]}" if running else "",
+        )
+        raise
     finally:
-        for handle in prepared.values():
-            handle.close()
+        _close(prepared)
     record.update(seconds=round(time.perf_counter() - started, 3), failed=failed)
     write_record()
     if failed:
@@ -350,6 +450,13 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
         )
     log.info("run finished in %.1f s: %s", record["seconds"], run_dir)
     return record
+
+
+def _close(prepared: dict[str, Any]) -> None:
+    """Close (and forget) every ``prepare`` handle still open: the compile prefetch's child ends
+    here on every way out of a run, a failure or an interruption included."""
+    while prepared:
+        prepared.popitem()[1].close()
 
 
 def _prepare_stages(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
@@ -405,6 +512,8 @@ def _run_stages(ds, cfg, run_dir: Path, record: dict, write_record, prepared: di
             continue
         log.debug("stage %s: running", name)  # one INFO line per stage: the one with its time
         t0 = time.perf_counter()
+        record["stages"][name] = {"status": "running"}  # what a killed run was doing
+        write_record()
         try:
             headline = module.run(ds, sub_config(cfg, tuple(module.NEEDS)), run_dir)
             status = {"status": "ok", "headline": headline or {}}

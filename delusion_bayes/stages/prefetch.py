@@ -139,8 +139,32 @@ def child_command(*args: str) -> tuple[list[str], dict[str, str]]:
     for var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"
     root = str(Path(__file__).resolve().parents[2])  # the folder holding this delusion_bayes
+    env[PARENT_ENV] = str(os.getpid())
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     return [sys.executable, "-P", "-m", __name__, *args], env
+
+
+#: the environment variable that hands the child its parent's pid (:func:`die_with_parent`)
+PARENT_ENV = "DELUSION_BAYES_PREFETCH_PARENT"
+#: ``prctl`` option: a signal the kernel sends this process when its parent ends (Linux)
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int | None) -> bool:
+    """Have the kernel end this child when its parent ends, however the parent ends (SIGKILL
+    and a crash included, where no ``finally`` of the parent runs): ``prctl(PR_SET_PDEATHSIG,
+    SIGTERM)``, Linux only. Returns False when the parent is gone already (it ended before the
+    call), True otherwise. By hand through ``ctypes``: the standard library has no ``prctl``,
+    and a ``preexec_fn`` that calls it is unsafe in a parent with threads (``subprocess``'s
+    docs)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    except (OSError, AttributeError):  # pragma: no cover - not Linux: the parent's close() only
+        pass
+    return parent is None or os.getppid() == parent
 
 
 def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
@@ -152,9 +176,9 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
     and the child could not finish it before the stage needs it."""
     from ..inference.sampling import compile_nutpie, graph_marker
     from ..models.build import model_for
+    from ..models.config import MARGINAL_MODELS
     from ..models.fit import fit_spec
     from ..models.latent import compile_kernels
-    from ..models.registry import model_def
     from .fit_plan import fit_arguments
 
     kernel_done = False
@@ -162,7 +186,7 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
         kw = fit_arguments(name, cfg, primary=primary, overrides=over)
         spec = fit_spec(ds, name, **kw)
         pm_model, key = model_for(spec)
-        share = bool(kw["sampler"].share_graph)
+        share = bool(kw.get("share_graph"))
         graph = key if share else spec.hash()
         if graph_marker(graph, share_graph=share).exists():
             log.info("the log-density of %s is compiled already", name)
@@ -170,7 +194,7 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
             t0 = time.perf_counter()
             compile_nutpie(pm_model, share_graph=share, key=key, graph=graph)
             log.info("compiled the log-density of %s in %.1f s", name, time.perf_counter() - t0)
-        if model_def(name).marginal and not kernel_done:
+        if name in MARGINAL_MODELS and not kernel_done:
             t0 = time.perf_counter()
             compile_kernels()
             kernel_done = True
@@ -184,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("plan")
     args = ap.parse_args(argv)
+    parent = os.environ.get(PARENT_ENV)
+    if not die_with_parent(int(parent) if parent else None):
+        return 0  # the run that wanted these compiles has ended already
     try:
         os.nice(NICE)
     except OSError:  # pragma: no cover - not permitted: run at the same priority
