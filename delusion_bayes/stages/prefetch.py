@@ -176,9 +176,9 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
     and the child could not finish it before the stage needs it."""
     from ..inference.sampling import compile_nutpie, graph_marker
     from ..models.build import model_for
-    from ..models.config import MARGINAL_MODELS
     from ..models.fit import fit_spec
     from ..models.latent import compile_kernels
+    from ..models.registry import model_def
     from .fit_plan import fit_arguments
 
     kernel_done = False
@@ -186,7 +186,7 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
         kw = fit_arguments(name, cfg, primary=primary, overrides=over)
         spec = fit_spec(ds, name, **kw)
         pm_model, key = model_for(spec)
-        share = bool(kw.get("share_graph"))
+        share = bool(kw["sampler"].share_graph)
         graph = key if share else spec.hash()
         if graph_marker(graph, share_graph=share).exists():
             log.info("the log-density of %s is compiled already", name)
@@ -194,7 +194,7 @@ def compile_fits(ds: Any, cfg: Any, plan: list) -> None:
             t0 = time.perf_counter()
             compile_nutpie(pm_model, share_graph=share, key=key, graph=graph)
             log.info("compiled the log-density of %s in %.1f s", name, time.perf_counter() - t0)
-        if name in MARGINAL_MODELS and not kernel_done:
+        if model_def(name).marginal and not kernel_done:
             t0 = time.perf_counter()
             compile_kernels()
             kernel_done = True
