@@ -49,11 +49,13 @@ Documentation: README.md, docs/tutorial.md.
 """
 
 INIT_USAGE = """\
-usage: delusion-bayes init-study DIR [--force]
+usage: delusion-bayes init-study DIR [--force] [--replicated]
 
 Write a template trajectory study (tidy CSV files with simulated numbers, and a README.md
 explaining each column) into DIR, to replace with your own ratings. DIR must not exist or be
-empty unless --force is given. Then: delusion-bayes data=file data.path=DIR
+empty unless --force is given. Then: delusion-bayes data.path=DIR
+--replicated: a replicated study instead (many conversations per chatbot, rated by people or an
+LLM judge; items declare their scale). Then: delusion-bayes experiment=replicated data.path=DIR
 """
 
 
@@ -62,18 +64,17 @@ def template_dir() -> Path:
     return Path(__file__).resolve().parent / "data" / "template"
 
 
-def init_study(target: str | Path, *, force: bool = False) -> Path:
+def init_study(target: str | Path, *, force: bool = False, replicated: bool = False) -> Path:
     """Copy the template study into ``target`` and return its path; ``FileExistsError`` when
-    ``target`` is a file, or holds files and ``force`` is false."""
-    target = Path(target).expanduser()
-    if target.exists() and not target.is_dir():
-        raise FileExistsError(f"{target} is a file; expected a new or empty folder.")
-    if target.is_dir() and any(target.iterdir()) and not force:
-        raise FileExistsError(
-            f"{target} is not empty; choose a new folder, or pass --force to overwrite the "
-            "template's files in it."
-        )
-    target.mkdir(parents=True, exist_ok=True)
+    ``target`` is a file, or holds files and ``force`` is false. ``replicated``: the template of
+    a replicated study (chatbot -> conversation -> turn, items with declared scales)."""
+    if replicated:
+        from .data.replicated_csv import write_replicated_template
+
+        return write_replicated_template(target, force=force)
+    from .data.csv_format import new_study_folder
+
+    target = new_study_folder(target, force=force)
     for src in sorted(template_dir().iterdir()):
         if src.is_file() and src.suffix in (".csv", ".md"):
             shutil.copyfile(src, target / src.name)
@@ -94,13 +95,13 @@ def _init_study_main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(INIT_USAGE, end="")
         return 0 if argv else 2
-    force = "--force" in argv
-    rest = [a for a in argv if a != "--force"]
+    force, replicated = "--force" in argv, "--replicated" in argv
+    rest = [a for a in argv if a not in ("--force", "--replicated")]
     if len(rest) != 1 or rest[0].startswith("-"):
         print(INIT_USAGE, end="", file=sys.stderr)
         return 2
     try:
-        path = init_study(rest[0], force=force)
+        path = init_study(rest[0], force=force, replicated=replicated)
     except FileExistsError as err:
         print(f"delusion-bayes init-study: error: {err}", file=sys.stderr)
         return 1
@@ -108,7 +109,7 @@ def _init_study_main(argv: list[str]) -> int:
     print(
         f"wrote a template study (simulated numbers) to {path}: {files}\n"
         f"Replace the numbers with yours (README.md there lists the columns), then run\n"
-        f"  delusion-bayes data=file data.path={path}"
+        f"  delusion-bayes {'experiment=replicated ' if replicated else ''}data.path={path}"
     )
     return 0
 

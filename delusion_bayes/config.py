@@ -24,6 +24,7 @@ GROUP_SCHEMAS: dict[str, tuple[str, str]] = {
     "report": ("delusion_bayes.report.config", "ReportConfig"),
     "replay": ("delusion_bayes.config", "ReplayConfig"),
     "design": ("delusion_bayes.sweep.config", "DesignConfig"),
+    "replicated": ("delusion_bayes.baselines.replicated_config", "ReplicatedConfig"),
 }
 
 DEFAULT_STAGES = ["baselines", "text", "models", "report"]

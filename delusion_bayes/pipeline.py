@@ -27,7 +27,7 @@ from .stages import STAGES
 
 log = logging.getLogger(__name__)
 
-KINDS = ("trajectory", "replay")
+KINDS = ("trajectory", "replay", "replicated")
 
 
 class PipelineError(RuntimeError):
@@ -231,6 +231,12 @@ def load_data(data_cfg: Any) -> xr.Dataset:
     if kind not in KINDS:
         raise ConfigError(f"data.kind = {kind!r}; expected one of {list(KINDS)}.")
     overrides = dict(data_cfg.get("overrides") or {})
+    if source == "simulate" and kind == "replicated":
+        raise ConfigError(
+            "data.kind=replicated has no simulator yet; read a study: data=spiral_bench "
+            "data.path=DIR (Spiral-Bench result files) or data.path=DIR (a replicated CSV "
+            "folder or .nc file)"
+        )
     if source == "simulate" and kind == "trajectory":
         from .data import simulate_study
 
@@ -239,9 +245,15 @@ def load_data(data_cfg: Any) -> xr.Dataset:
         from .data.replay import simulate_replay
 
         return simulate_replay(seed=int(data_cfg.seed), **overrides)
-    if source not in ("file", "delusioneval", "inspect"):
+    if source not in ("file", "delusioneval", "inspect", "spiral_bench"):
         raise ConfigError(
-            f"data.source = {source!r}; expected 'simulate', 'file', 'delusioneval' or 'inspect'."
+            f"data.source = {source!r}; expected 'simulate', 'file', 'delusioneval', 'inspect' "
+            "or 'spiral_bench'."
+        )
+    if source == "spiral_bench" and kind != "replicated":
+        raise ConfigError(
+            "data.source = 'spiral_bench' reads a replicated study; set data.kind=replicated "
+            "(experiment=replicated does)"
         )
     if source in ("delusioneval", "inspect") and kind != "replay":
         raise ConfigError(
@@ -253,6 +265,7 @@ def load_data(data_cfg: Any) -> xr.Dataset:
             "file": "a .nc file or a CSV dir",
             "delusioneval": "eval_rows.parquet",
             "inspect": "Inspect .eval/.json logs or their folder",
+            "spiral_bench": "a Spiral-Bench result .json or a folder of them",
         }[source]
         raise ConfigError(f"data.source = {source!r} needs data.path ({wanted}).")
     path = Path(str(data_cfg.path)).expanduser()
@@ -274,8 +287,14 @@ def load_data(data_cfg: Any) -> xr.Dataset:
             cutoffs=overrides.get("cutoffs"),
             turn_key=data_cfg.get("turn_key"),
         )
+    if source == "spiral_bench":
+        from .data.spiral_bench import load_spiral_bench
+
+        return load_spiral_bench(path)
     if kind == "trajectory":
         from .data import load_study as load
+    elif kind == "replicated":
+        from .data.replicated_io import load_replicated as load
     else:
         from .data import load_replay as load
     return load(path)
@@ -405,6 +424,8 @@ def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     if cfg.data.kind == "trajectory":
         from .data import save_study as save
+    elif cfg.data.kind == "replicated":
+        from .data.replicated_io import save_replicated as save
     else:
         from .data.replay import save_replay as save
     save(ds, run_dir / "study.nc")

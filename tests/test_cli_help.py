@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: what a newcomer must find in ``--help``
 COMMON = (
     "init-study",
-    "data=file data.path=",
+    "data.path=",
     "experiment=smoke",
     "report.from_run=",
     "delusion-bayes-summarize",

@@ -26,6 +26,21 @@ class StudyFormatError(UserError, ValueError):
     """A study file cannot be read: names the file, row and column and what was expected."""
 
 
+def new_study_folder(target: str | Path, *, force: bool = False) -> Path:
+    """``target`` made ready for a template study (``init-study``): created when absent;
+    ``FileExistsError`` when it is a file, or a folder holding files and ``force`` is false."""
+    target = Path(target).expanduser()
+    if target.exists() and not target.is_dir():
+        raise FileExistsError(f"{target} is a file; expected a new or empty folder.")
+    if target.is_dir() and any(target.iterdir()) and not force:
+        raise FileExistsError(
+            f"{target} is not empty; choose a new folder, or pass --force to overwrite the "
+            "template's files in it."
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
 def canonical(ds: xr.Dataset) -> xr.Dataset:
     """Store every string array as ``object`` (netCDF, CSV and simulation then agree exactly)."""
     out = ds.copy()

@@ -32,6 +32,7 @@ from .csv_format import (
     check_duplicates,
     check_name_column,
     file_row,
+    new_study_folder,
     parse_numbers,
     read_csv_table,
 )
@@ -312,15 +313,7 @@ def write_replicated_template(target: str | Path, *, force: bool = False) -> Pat
     ``FileExistsError`` when ``target`` is a file, or a non-empty folder and ``force`` is false.
     The template reads back with :func:`read_replicated_csv` (tested).
     """
-    target = Path(target).expanduser()
-    if target.exists() and not target.is_dir():
-        raise FileExistsError(f"{target} is a file; expected a new or empty folder.")
-    if target.is_dir() and any(target.iterdir()) and not force:
-        raise FileExistsError(
-            f"{target} is not empty; choose a new folder, or pass --force to overwrite the "
-            "template's files in it."
-        )
-    target.mkdir(parents=True, exist_ok=True)
+    target = new_study_folder(target, force=force)
     for name, table in _template_tables().items():
         table.to_csv(target / name, index=False)
     shutil.copyfile(TEMPLATE_README, target / "README.md")

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..errors import InputNotFoundError
 from .csv_format import StudyFormatError
 from .replicated import (
     CONVERSATION,
@@ -72,12 +73,12 @@ def _files(path: Path) -> list[Path]:
     if path.is_dir():
         files = sorted(p for p in path.glob("*.json") if p.is_file())
         if not files:
-            raise FileNotFoundError(
+            raise InputNotFoundError(
                 f"{path}: no .json files; expected Spiral-Bench result files (res_v0.2/*.json)"
             )
         return files
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file or folder (a Spiral-Bench result file)")
+        raise InputNotFoundError(f"{path}: no such file or folder (a Spiral-Bench result file)")
     return [path]
 
 

@@ -13,7 +13,15 @@ from typing import Any
 
 from .. import results
 
-STAGES: tuple[str, ...] = ("baselines", "text", "models", "replay", "design", "report")
+STAGES: tuple[str, ...] = (
+    "baselines",
+    "text",
+    "models",
+    "replay",
+    "replicated",
+    "design",
+    "report",
+)
 
 
 def skip_record(s: Any) -> dict[str, str]:
