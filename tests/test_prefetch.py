@@ -52,7 +52,7 @@ def test_planned_fits_are_the_fits_the_stage_makes(small_study, tmp_path, monkey
     written = {"headline": {}, "files": {}, "notes": [], "elpd": None, "loo_unit": "model_day"}
     monkeypatch.setattr(stage, "fit_one", fake_fit)
     monkeypatch.setattr(stage, "_write_model", lambda *a, **k: written)
-    monkeypatch.setattr(stage, "_loo_units", lambda dt, inf: {})
+    monkeypatch.setattr(stage, "loo_units", lambda dt, inf: {})
     cfg = _cfg(*overrides)
     headline = stage.run(small_study, cfg, tmp_path)
     assert seen == calls
@@ -86,7 +86,7 @@ def test_the_stage_compiles_the_latent_kernel_while_it_waits(small_study, tmp_pa
     written = {"headline": {}, "files": {}, "notes": [], "elpd": None, "loo_unit": "model_day"}
     monkeypatch.setattr(stage, "fit_one", fake_fit)
     monkeypatch.setattr(stage, "_write_model", lambda *a, **k: written)
-    monkeypatch.setattr(stage, "_loo_units", lambda dt, inf: {})
+    monkeypatch.setattr(stage, "loo_units", lambda dt, inf: {})
     stage.run(small_study, _cfg(*overrides, "inference.compare=false"), tmp_path)
     assert seen and all(s == tasks for s in seen)
     assert sampling._IDLE_TASKS == []

@@ -163,7 +163,7 @@ def _thresholds(t: dict[str, Any]) -> str:
 
 def refit_text(gate: dict[str, Any]) -> str:
     """`` (refitted automatically: ...)`` naming each automatic refit and what prompted it when
-    the gate records one (:func:`delusion_bayes.stages.models.fit_with_refits`), else ``""``."""
+    the gate records one (:func:`delusion_bayes.inference.refits.fit_with_refits`), else ``""``."""
     attempts = gate.get("attempts") or []
     steps = []
     for before, after in pairwise(attempts):

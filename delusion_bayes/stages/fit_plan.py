@@ -112,3 +112,45 @@ def planned_fits(ds: xr.Dataset, cfg: Any) -> list[tuple[str, bool, dict]]:
     if group_config(InferenceConfig, cfg.inference).compare and m.variants:
         plan += [(m.name, True, over) for _, over, why in variants(m) if why is None]
     return plan
+
+
+def fit_one(ds, name: str, cfg: Any, *, primary: bool, overrides: dict | None = None):
+    """Fit ``name`` as this stage does (:func:`fit_arguments`), refitted by the gate's remedies
+    (:func:`delusion_bayes.inference.refits.fit_with_refits`)."""
+    from ..inference.refits import fit_with_refits
+    from ..models import fit
+
+    kw = fit_arguments(name, cfg, primary=primary, overrides=overrides)
+    inf = group_config(InferenceConfig, cfg.inference)
+    return fit_with_refits(lambda **more: fit(ds, name, **{**kw, **more}), inf)
+
+
+def study_contrasts(ds: xr.Dataset, contrasts: Any) -> tuple[list[dict], list[dict]]:
+    """The configured contrasts this study's metadata and variables support (as plain dicts),
+    and ``{analysis, reason}`` for each one (or quantity) it cannot
+    (:func:`delusion_bayes.baselines.applicable_contrasts`)."""
+    from dataclasses import asdict
+
+    from ..baselines import applicable_contrasts
+    from ..baselines.config import QUANTITIES, QUANTITY_NEEDS
+
+    available = [q for q in QUANTITIES if QUANTITY_NEEDS.get(q, "recognition") in ds]
+    usable, cannot = applicable_contrasts(ds, [plain(c) for c in contrasts or []], available)
+    skipped = [{"analysis": f"posterior {c.analysis}", "reason": c.reason} for c in cannot]
+    return [asdict(c) for c in usable], skipped
+
+
+def latent_kernel_while_waiting(names: list[str]):
+    """If a fit of ``names`` draws the latent stage after sampling, compile the latent pass's
+    kernel while the stage would wait for the compile prefetch's compile of a log-density (the
+    kernel shares no numba code with them; ``sampling.while_waiting``). Measured on the main job
+    from cold: the stage waited ~15 s for the joint model's log-density with a core idle, and
+    the child then spent ~10 s on this kernel before it went on to the next fits."""
+    import contextlib
+
+    from ..inference.sampling import while_waiting
+    from ..models.latent import compile_kernels
+
+    if not any(model_def(n).marginal for n in names):
+        return contextlib.nullcontext()
+    return while_waiting(compile_kernels)

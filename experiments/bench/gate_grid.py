@@ -6,7 +6,7 @@ Every design is simulated (``simulate_study``; the numbers describe the simulati
 chatbots) and fitted exactly as the main job fits it: the default config's models
 (``model.name`` + ``model.also_fit``, a model whose input the study lacks is skipped as the
 stage skips it), sampler settings, target acceptance and the automatic refit
-(``inference.refit_target_accept``), through ``delusion_bayes.stages.models.fit_one`` and the
+(``inference.refit_target_accept``), through ``delusion_bayes.stages.fit_plan.fit_one`` and the
 same gate. One row per design and fit goes to ``--out`` as it finishes; the end prints the pass
 rate per model and per design axis (docs/models.md, "Gate at realistic sizes").
 
@@ -110,8 +110,9 @@ def fit_design(
 ) -> list[dict]:
     """Every default fit of one design, gated; ``emit(row)`` as each one finishes."""
     from delusion_bayes.inference.diagnostics import gate
+    from delusion_bayes.inference.refits import diagnostics_of, fit_attempts
     from delusion_bayes.models import missing_inputs
-    from delusion_bayes.stages.models import diagnostics_of, fit_attempts, fit_one
+    from delusion_bayes.stages.fit_plan import fit_one
 
     primary = str(cfg.model.name)
     names = list(dict.fromkeys([primary, *cfg.model.also_fit]))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from delusion_bayes.stages.models import fit_attempts, fit_with_refits, gate_advice
+from delusion_bayes.inference.refits import fit_attempts, fit_with_refits, gate_advice
 
 
 def fake_fit(
@@ -168,7 +168,7 @@ def test_the_stage_reuses_the_diagnostics_of_the_last_attempt(monkeypatch):
     """The gate's table is the one the refit rule computed for the same fit (not recomputed);
     another fit, even an equal copy, gets its own."""
     import delusion_bayes.inference.diagnostics as diag
-    from delusion_bayes.stages.models import diagnostics_of
+    from delusion_bayes.inference.refits import diagnostics_of
 
     dt = fit_with_refits(Maker((0, 0.9), (0, 0.9)), MIX)  # 2 x 50 draws may or may not mix
     calls = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from delusion_bayes.stages import fit_tables
 from delusion_bayes.stages import models as stage
 
 
@@ -20,9 +21,9 @@ def test_table_c1_icc_sits_next_to_the_posterior_reliability(tmp_path):
         {"quantity": ["reliability_single", "reliability_consensus"], "analogue": ["ICC2", "ICC2k"]}
     )
     notes: list[str] = []
-    stage.attach_icc(rel, tmp_path / "run", notes)
+    fit_tables.attach_icc(rel, tmp_path / "run", notes)
     assert rel["frequentist"].tolist() == [0.81, 0.93] and notes == []
-    stage.attach_icc(rel, tmp_path / "missing", notes)
+    fit_tables.attach_icc(rel, tmp_path / "missing", notes)
     assert "not found" in notes[0]
 
 
@@ -118,7 +119,7 @@ def test_comparison_labels_the_primary_fit_with_its_group_terms(small_study, tmp
     written = {"headline": {}, "files": {}, "notes": [], "elpd": None, "loo_unit": "model_day"}
     monkeypatch.setattr(stage, "fit_one", fake_fit)
     monkeypatch.setattr(stage, "_write_model", lambda *a, **k: written)
-    monkeypatch.setattr(stage, "_loo_units", lambda dt, inf: {"model_day": "y_model_day"})
+    monkeypatch.setattr(stage, "loo_units", lambda dt, inf: {"model_day": "y_model_day"})
     monkeypatch.setattr("delusion_bayes.inference.diagnostics.compare_fits", fake_compare)
     cfg = compose(["model.group_terms=[vendor]", "model.variants=[linear]", "model.also_fit=[]"])
     stage.run(small_study, sub_config(cfg, stage.NEEDS), tmp_path)
