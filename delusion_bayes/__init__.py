@@ -19,9 +19,12 @@ _SUBMODULES = (
     "sweep",
     "config",
 )
+#: public functions at the top level, and the module that holds each
+_FUNCTIONS = {"analyse": "analysis", "Analysis": "analysis"}
 
 if TYPE_CHECKING:  # pragma: no cover
     from . import baselines, config, data, inference, models, pipeline, report, sweep, text  # noqa: F401
+    from .analysis import Analysis, analyse  # noqa: F401
 
 
 def __getattr__(name: str):
@@ -29,11 +32,16 @@ def __getattr__(name: str):
         module = importlib.import_module(f".{name}", __name__)
         globals()[name] = module
         return module
+    if name in _FUNCTIONS:
+        value = getattr(importlib.import_module(f".{_FUNCTIONS[name]}", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'delusion_bayes' has no attribute {name!r}")
 
 
+__all__ = ["__version__", *_FUNCTIONS, *_SUBMODULES]
+
+
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_SUBMODULES])
-
-
-__all__ = ["__version__", *_SUBMODULES]
+    """The public API only (not ``importlib``, ``annotations``, ``TYPE_CHECKING``)."""
+    return sorted(__all__)

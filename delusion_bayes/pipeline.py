@@ -323,11 +323,15 @@ def _default_run_dir() -> Path:
         return Path.cwd()
 
 
-def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
+def run(
+    cfg: Any, run_dir: str | Path | None = None, *, dataset: xr.Dataset | None = None
+) -> dict[str, Any]:
     """Run the configured stages on the configured study into ``run_dir`` (default Hydra's output
     directory, else the working directory); returns ``run.json``'s content. :class:`RunDirError`
     when ``run_dir`` holds results (not Hydra's own files) and neither ``cfg.overwrite``
-    (:func:`_clear_previous`) nor ``cfg.resume`` (:func:`finished_run`) is set."""
+    (:func:`_clear_previous`) nor ``cfg.resume`` (:func:`finished_run`) is set. ``dataset``: a
+    study in memory instead of the ``data`` node's (``db.analyse``; validated like a loaded one,
+    ``data.source`` recorded as ``dataset``)."""
     run_dir = Path(run_dir) if run_dir is not None else _default_run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
     from_run = cfg.get("report", {}).get("from_run") if "report" in cfg else None
@@ -345,6 +349,8 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
             **{k: s.get(k) for k in ("draws", "tune", "chains", "target_accept")},
             cores=s.get("cores", 1),
         )
+    if dataset is not None:
+        cfg.data.source = "dataset"  # config.yaml says where the study came from
     resolve_source(cfg.data)
     overwrite = bool(cfg.get("overwrite", False))
     if cfg.get("resume", False):
@@ -361,8 +367,8 @@ def run(cfg: Any, run_dir: str | Path | None = None) -> dict[str, Any]:
         private_dir(str(cache_dir))  # before any work: a cache others can write is refused
     with interruptible():
         if cache_dir:
-            return _with_cache_env(str(cache_dir), _run, cfg, run_dir, found)
-        return _run(cfg, run_dir, found)
+            return _with_cache_env(str(cache_dir), _run, cfg, run_dir, found, dataset)
+        return _run(cfg, run_dir, found, dataset)
 
 
 #: the signals that end a run cleanly: a cluster's time limit (SIGTERM), Ctrl-C (SIGINT)
@@ -416,10 +422,23 @@ def _failure(err: Exception) -> dict[str, Any]:
     return {"status": "failed", "error": f"{type(err).__name__}: {err}", "traceback": tb}
 
 
-def _run(cfg: Any, run_dir: Path, found: list[str]) -> dict[str, Any]:
+def validated(ds: xr.Dataset, kind: str) -> xr.Dataset:
+    """A study given in memory, checked as a loaded one of its ``kind`` is."""
+    if kind not in KINDS:
+        raise ConfigError(f"data.kind = {kind!r}; expected one of {list(KINDS)}.")
+    if kind == "trajectory":
+        from .data.validate import validate as check
+    elif kind == "replay":
+        from .data.replay_schema import validate_replay as check
+    else:
+        from .data.replicated import validate_replicated as check
+    return check(ds)
+
+
+def _run(cfg: Any, run_dir: Path, found: list[str], dataset=None) -> dict[str, Any]:
     started = time.perf_counter()
     log.info("loading the study (%s, %s)", cfg.data.kind, cfg.data.source)
-    ds = load_data(cfg.data)
+    ds = load_data(cfg.data) if dataset is None else validated(dataset, cfg.data.kind)
     kept: dict[str, Any] = _clear_previous(run_dir, cfg, dataset_hash(ds)) if found else {}
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     if cfg.data.kind == "trajectory":
