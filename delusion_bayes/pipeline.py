@@ -232,11 +232,16 @@ def load_data(data_cfg: Any) -> xr.Dataset:
         raise ConfigError(f"data.kind = {kind!r}; expected one of {list(KINDS)}.")
     overrides = dict(data_cfg.get("overrides") or {})
     if source == "simulate" and kind == "replicated":
-        raise ConfigError(
-            "data.kind=replicated has no simulator yet; read a study: data=spiral_bench "
-            "data.path=DIR (Spiral-Bench result files) or data.path=DIR (a replicated CSV "
-            "folder or .nc file)"
-        )
+        from .data.replicated_simulate import PRESETS, simulate_replicated
+
+        if data_cfg.preset not in PRESETS:
+            raise ConfigError(
+                f"data.preset = {data_cfg.preset!r} is not a replicated preset; expected one of "
+                f"{list(PRESETS)} (data=replicated simulates one), or read a study: "
+                "data=spiral_bench data.path=DIR, or data.path=DIR (a replicated CSV folder or "
+                ".nc file)"
+            )
+        return simulate_replicated(preset=data_cfg.preset, seed=int(data_cfg.seed), **overrides)
     if source == "simulate" and kind == "trajectory":
         from .data import simulate_study
 

@@ -36,6 +36,7 @@ _LAZY = {
     **dict.fromkeys(("load_replicated", "save_replicated"), ".replicated_io"),
     **dict.fromkeys(("read_replicated_csv", "write_replicated_template"), ".replicated_csv"),
     "load_spiral_bench": ".spiral_bench",  # Spiral-Bench result files (real data)
+    "simulate_replicated": ".replicated_simulate",  # SIMULATED, with known truth (true_*)
     "from_frames": ".frames",  # a trajectory study from pandas DataFrames (notebooks)
 }
 __getattr__ = lazy_getattr(__name__, _LAZY)

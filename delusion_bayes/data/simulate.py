@@ -262,7 +262,13 @@ def simulate_study(preset: str = "paper_like", seed: int = 0, **overrides: Any) 
     ``true_*`` variables (``true_L``, ``true_k``, ``true_t50``, ``true_stage``, ``true_severity``,
     ``true_discrimination``, ``true_cutpoints``, ``true_p_level_a``, ``true_p_level_b``,
     ``true_intervention``, ``true_confidence``, ``true_regime``, ...).
+    ``preset="replicated"`` or ``"spiral_like"``: a replicated study (chatbot -> conversation
+    -> turn) from :func:`~delusion_bayes.data.replicated_simulate.simulate_replicated`.
     """
+    if preset in ("replicated", "spiral_like"):
+        from .replicated_simulate import simulate_replicated
+
+        return simulate_replicated(preset, seed, **overrides)
     _check_request(preset, overrides)
     seeds = np.random.SeedSequence([int(seed), PRESETS.index(preset)]).spawn(len(_Streams._fields))
     rng = _Streams(*(np.random.default_rng(s) for s in seeds))
