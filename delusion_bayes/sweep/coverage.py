@@ -333,8 +333,8 @@ def fit_rows(method, ds, truth, contrasts, base, *, fit_fn, fit_kwargs, seed, st
     if fit_fn is None:
         from ..models import fit as fit_fn
     kwargs = dict(fit_kwargs or {})
-    base = kwargs.get("seed", getattr(kwargs.get("sampler"), "seed", 0))
-    kwargs["seed"] = int(base or 0) + seed
+    first = kwargs.get("seed", getattr(kwargs.get("sampler"), "seed", 0))
+    kwargs["seed"] = int(first or 0) + seed
     t0 = time.perf_counter()
     dt = fit_fn(ds, model=method, **kwargs)
     return posterior_rows(
