@@ -11,6 +11,7 @@ from .config import BaselinesConfig, ContrastConfig
 from .consensus import consensus, consensus_np
 from .logistic import LogisticFit, fit_logistic, fit_logistic_batch, logistic, logistic_bootstrap
 from .milestones import milestones
+from .multiplicity import adjust_family, benjamini_hochberg, holm, maxt_intervals
 from .permutation import (
     RankSumResult,
     Skipped,
@@ -29,6 +30,7 @@ from .profiles import (
     plot_intensity_by_stage,
     spearman,
 )
+from .rankings import plot_ranks, rank_distribution, rank_draws, rankings
 from .reliability import (
     adjudication_agreement,
     cohen_kappa,
@@ -104,4 +106,13 @@ __all__ = [
     "first_occurrence_summary",
     "item_means",
     "published_check",
+    # multiplicity and rankings (issue 51)
+    "adjust_family",
+    "benjamini_hochberg",
+    "holm",
+    "maxt_intervals",
+    "plot_ranks",
+    "rank_distribution",
+    "rank_draws",
+    "rankings",
 ]
