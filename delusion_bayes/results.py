@@ -416,6 +416,25 @@ _VIEWS: dict[str, dict[str, Any]] = {
     "models/{fit}/sensitivity_reported.csv": dict(
         title="Reported numbers of `{fit}` that move with the prior or likelihood",
         question=_REPORTED_Q, view=_REPORTED),
+    "replay/prevalence.csv": dict(
+        title="Prevalence per model × category and code (cluster bootstrap CIs)"),
+    "replay/bayes_prevalence.csv": dict(
+        title="Posterior prevalence beside the bootstrap CIs (Bayesian model)",
+        question="What is each model's prevalence of a category given the scored windows and "
+        "the hierarchical prior, beside the bootstrap's?",
+        view=(Column("model", "Model"), Column("label", "Category", kind="words"),
+              _estimate("boot_estimate", "Bootstrap [95% CI]", 3, "boot_ci_low", "boot_ci_high"),
+              _estimate("mean", "Posterior [CrI]", 3),
+              Column("truth", "Truth (simulated)", 3, "fixed"))),
+    "replay/deltas.csv": dict(title="Each model minus the original transcript (paired resamples)"),
+    "replay/cluster_bootstrap.csv": dict(
+        title="Category CIs under every resampling scheme, width relative to i.i.d."),
+    "replay/lopo.csv": dict(title="Leave-one-participant-out prevalence and deltas"),
+    "replay/family.csv": dict(title="Model-family comparison"),
+    "replay/context_depth.csv": dict(title="Prevalence per context-depth bin"),
+    "replay/context_depth_lpm.csv": dict(title="Linear probability model of context depth"),
+    "replay/onset.csv": dict(title="Onset and persistence over the user turns of a window"),
+    "replay/turn_profile.csv": dict(title="Prevalence by user turn"),
     "replay/sensitivity_reported.csv": dict(
         title="Reported numbers of `replay` that move with the prior or likelihood",
         question=_REPORTED_Q, view=_REPORTED),

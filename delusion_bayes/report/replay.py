@@ -10,27 +10,25 @@ from delusion_bayes import results
 from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder, capital
 from delusion_bayes.report.document import Note, Section
-from delusion_bayes.report.table import ReportTable, fmt_interval, fmt_num
+from delusion_bayes.report.table import ReportTable, fmt_interval
 
 PREVALENCE = "replay/prevalence.csv"
 DELTAS = "replay/deltas.csv"
 BAYES = "replay/bayes_prevalence.csv"
 GATE = "replay/bayes_diagnostics.json"
-#: titles of the replay tables, in document order
-TITLES = {
-    PREVALENCE: "Prevalence per model × category and code (cluster bootstrap CIs)",
-    BAYES: "Posterior prevalence beside the bootstrap CIs (Bayesian model)",
-    DELTAS: "Each model minus the original transcript (paired resamples)",
-    "replay/cluster_bootstrap.csv": (
-        "Category CIs under every resampling scheme, width relative to i.i.d."
-    ),
-    "replay/lopo.csv": "Leave-one-participant-out prevalence and deltas",
-    "replay/family.csv": "Model-family comparison",
-    "replay/context_depth.csv": "Prevalence per context-depth bin",
-    "replay/context_depth_lpm.csv": "Linear probability model of context depth",
-    "replay/onset.csv": "Onset and persistence over the user turns of a window",
-    "replay/turn_profile.csv": "Prevalence by user turn",
-}
+#: the replay tables in document order (their titles: the results contract's)
+ORDER = (
+    PREVALENCE,
+    BAYES,
+    DELTAS,
+    "replay/cluster_bootstrap.csv",
+    "replay/lopo.csv",
+    "replay/family.csv",
+    "replay/context_depth.csv",
+    "replay/context_depth_lpm.csv",
+    "replay/onset.csv",
+    "replay/turn_profile.csv",
+)
 
 
 def pivot(b: Builder, key: str, name: str, title: str, note: str) -> ReportTable | None:
@@ -54,31 +52,16 @@ def pivot(b: Builder, key: str, name: str, title: str, note: str) -> ReportTable
 
 def bayes_table(b: Builder) -> ReportTable | None:
     """Posterior prevalence beside the bootstrap estimate, category level."""
-    df = b.run.table(BAYES)
-    if df is None:
+    res = b.run.result(BAYES)
+    if res is None:
         return None
+    df = res.frame
     rows = df[df["quantity"] == "prevalence"]
     if (rows["level"] == "category").any():
         rows = rows[rows["level"] == "category"]
     rows = rows.reset_index(drop=True)
-    disp = pd.DataFrame(
-        {
-            "Model": rows["model"],
-            "Category": rows["label"].str.replace("_", " "),
-            "Bootstrap [95% CI]": [
-                fmt_interval(e, lo, hi, 3)
-                for e, lo, hi in zip(
-                    rows["boot_estimate"], rows["boot_ci_low"], rows["boot_ci_high"], strict=True
-                )
-            ],
-            "Posterior [CrI]": [
-                fmt_interval(e, lo, hi, 3)
-                for e, lo, hi in zip(rows["mean"], rows["ci_low"], rows["ci_high"], strict=True)
-            ],
-        }
-    )
-    if "truth" in rows and rows["truth"].notna().any():
-        disp["Truth (simulated)"] = [fmt_num(v, 3) for v in rows["truth"]]
+    simulated = "truth" in rows and rows["truth"].notna().any()
+    disp = res.display(rows if simulated else rows.drop(columns="truth", errors="ignore"))
     title = "Replay: Bayesian prevalence beside the cluster bootstrap (category level)"
     note = "Posterior: mean [credible interval] of the hierarchical prevalence model."
     notes = [questions.replay_prevalence(), note]
@@ -140,10 +123,11 @@ def section_replay(b: Builder) -> Section:
         if made[0] is not None:
             s.add(made[0] if isinstance(made[0], Note) else b.table(made[0]))
     declared = [k for k, f in results.FILES.items() if f.stage == "replay" and f.kind == "csv"]
-    for key in sorted(declared, key=lambda k: list(TITLES).index(k) if k in TITLES else 99):
+    for key in sorted(declared, key=lambda k: ORDER.index(k) if k in ORDER else 99):
         if key not in b.used and (b.run.path / key).is_file():
-            s.add(*b.attempt(key, lambda key=key: b.generic(key, title=TITLES.get(key))))
-    missing = [k for k in TITLES if not (b.run.path / k).is_file()]
+            title = results.spec(key).title if key in ORDER else None
+            s.add(*b.attempt(key, lambda key=key, title=title: b.generic(key, title=title)))
+    missing = [k for k in ORDER if not (b.run.path / k).is_file()]
     if missing:
         s.add(
             Note(

@@ -26,6 +26,7 @@ READ_BY_THE_REPORT = (
     "models/{fit}/sensitivity.csv",
     "models/{fit}/sensitivity_reported.csv",
     "replay/sensitivity_reported.csv",
+    "replay/bayes_prevalence.csv",
     "baselines/tableC1_reliability.csv",
     "baselines/contrasts.csv",
 )
