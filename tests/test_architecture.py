@@ -263,7 +263,6 @@ def test_inference_does_not_import_models():
     assert not _edge_sources("inference", "models")
 
 
-@pytest.mark.xfail(strict=False, reason="lead moves run_hydra out of cli")
 def test_sweep_does_not_import_cli():
     """``sweep`` is a library under the stages, not an entry point above them (issue 49 item
     3): no import from ``delusion_bayes.sweep`` reaches ``delusion_bayes.cli``."""

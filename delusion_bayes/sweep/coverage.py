@@ -531,8 +531,8 @@ def replicate_fit_kwargs(cfg: Any, *, adaptation: bool = True) -> dict[str, Any]
 
 def main() -> int | None:
     """``python -m delusion_bayes.sweep.coverage -m experiment=coverage`` (Hydra CLI); a user
-    error is one line with exit status 2 (:func:`delusion_bayes.cli.run_hydra`)."""
-    from ..cli import run_hydra
+    error is one line with exit status 2 (:func:`delusion_bayes.hydra_app.run_hydra`)."""
+    from ..hydra_app import run_hydra
 
     return run_hydra(replicate_job)
 
