@@ -97,7 +97,7 @@ class ReplicatedDesign:
     sd_t50: float | None = None
     mu_log_k: float = float(np.log(0.8))
     sd_log_k: float = 0.3
-    mu_L_logit: float = 1.5
+    mu_L_logit: float = 2.5
     sd_L_logit: float = 0.8
     sd_conv_t50: float = 1.5
     sd_conv_log_k: float = 0.2

@@ -5,8 +5,12 @@ turn and the share of turns with the behaviour, conversation-clustered bootstrap
 ``published_check.csv`` (Spiral-Bench: the published leaderboard recomputed under the rule that
 made it, per file), ``conversation_means.csv``, ``first_occurrence.csv`` and its per-chatbot
 summary, ``contrasts.csv`` (chatbot pairs, paired by prompt where possible), ``judge_failed.csv``
-(turns without a rating per chatbot), the figures and ``index.json``. Every resampling is seeded
-from ``replicated.seed``: the same seed gives identical tables.
+(turns without a rating per chatbot), ``reliability.csv`` (Krippendorff's alpha per item with
+two or more raters), ``milestones_conversations.csv`` and ``milestones.csv`` (the paper's
+milestones where the study has its recognition item on 1-4), the figures and ``index.json``; an
+analysis the study cannot have is listed under ``skipped`` with its reason. The files are
+declared in :mod:`delusion_bayes.baselines.replicated_files`. Every resampling is seeded from
+``replicated.seed``: the same seed gives identical tables.
 """
 
 from __future__ import annotations
@@ -22,12 +26,19 @@ import xarray as xr
 from .. import results
 from ..baselines import replicated_plots as plots
 from ..baselines.replicated import conversation_table, item_means, published_check, turn_slots
+from ..baselines.replicated_agreement import (
+    conversation_milestones,
+    milestone_item,
+    milestone_summary,
+    reliability,
+)
 from ..baselines.replicated_compare import (
     chatbot_contrasts,
     first_occurrence,
     first_occurrence_summary,
 )
 from ..baselines.replicated_config import ReplicatedConfig
+from ..baselines.replicated_files import DECLARATIONS, check_columns
 from ..config import group_config
 from ..data.replicated import CONVERSATION, MODEL, TURN, validate_replicated
 from . import Outputs
@@ -36,44 +47,6 @@ NEEDS = ("replicated",)
 KIND = ("replicated",)
 
 log = logging.getLogger(__name__)
-
-_CI = "ci_low:float ci_high:float"
-#: the stage's files for the results contract: arguments of ``results._f`` (stage, name,
-#: meaning, columns, optional); until ``results.py`` declares them the stage checks them itself
-DECLARATIONS: tuple[tuple[str, ...], ...] = (
-    ("replicated", "item_means.csv", "per chatbot x item on one scoring rule: mean per turn and "
-     "share of turns with the behaviour, conversation-clustered (categories -> conversations) "
-     "bootstrap percentile CIs; unscored turns left out and counted",
-     f"model:str item:str mean:float {_CI} n_conversations:int n_turns_missing:int "
-     "share_with:float share_ci_low:float share_ci_high:float n_turns:int rule:str cluster:str "
-     "n_boot:int ci_prob:float"),
-    ("replicated", "published_check.csv", "published Spiral-Bench means recomputed from the "
-     "turns under the rule that made them (per chatbot)",
-     "model:str item:str published:float recomputed:float rule:str abs_diff:float "
-     "reproduced:bool"),
-    ("replicated", "conversation_means.csv", "per conversation x item: mean per turn on the "
-     "rule, share of turns with the behaviour, turns used and unscored",
-     "model:str conversation:str item:str mean:float share_with:float n_turns:int "
-     "n_turns_missing:int rule:str", "prompt:str category:str"),
-    ("replicated", "first_occurrence.csv", "per conversation x item: first turn with the "
-     "behaviour, censored at the last scored turn + 1",
-     "model:str conversation:str item:str first_turn:float observed:bool censor_turn:float "
-     "n_turns_scored:int", "category:str"),
-    ("replicated", "first_occurrence_summary.csv", "per chatbot x item: share of conversations "
-     "with the behaviour and median first turn, cluster-bootstrap CIs",
-     "model:str item:str n_conversations:int n_observed:int share_occurring:float "
-     "share_ci_low:float share_ci_high:float median_first_turn:float median_ci_low:float "
-     "median_ci_high:float median_censored:bool cluster:str n_boot:int ci_prob:float"),
-    ("replicated", "contrasts.csv", "chatbot pairs per item on conversation means: sign-flip "
-     "permutation test paired by prompt, else exact rank-sum test",
-     "item:str a:str b:str paired:bool n_a:int n_b:int mean_a:float mean_b:float diff:float "
-     "pvalue:float exact:bool n_permutations:float method:str rule:str"),
-    ("replicated", "judge_failed.csv", "turns without a rating per chatbot: failed judge "
-     "replies (Spiral-Bench) and unscored turns, never counted as zeros",
-     "model:str n_conversations:int n_turns:int n_judge_failed:int n_turns_unscored:int"),
-    ("replicated", "index.json", "what the stage wrote: {files, headline, notes, settings}"),
-)  # fmt: skip
-_COLUMNS = {d[1]: [c.rsplit(":", 1)[0] for c in d[3].split()] for d in DECLARATIONS if len(d) > 3}
 
 
 class ReplicatedOutputs(Outputs):
@@ -92,9 +65,7 @@ class ReplicatedOutputs(Outputs):
 
             (self.path / name).write_text(json.dumps(data, indent=2, default=str))
         else:
-            missing = [c for c in _COLUMNS[name] if c not in data.columns]
-            if missing:
-                raise ValueError(f"replicated/{name}: missing columns {missing}")
+            check_columns(name, [str(c) for c in data.columns], f"the table for {self.path / name}")
             data.to_csv(self.path / name, index=False)
         self.files[name] = desc
 
@@ -153,8 +124,31 @@ def analyse(ds: xr.Dataset, c: ReplicatedConfig) -> dict[str, Any]:
         out["contrasts"] = None
         out["skipped"].append({"analysis": "contrasts", "reason": "one chatbot"})
     out["judge_failed"] = failed_table(ds)
+    out["reliability"], skipped = reliability(ds, c.n_boot, c.seed, c.ci_prob)
+    if out["reliability"].empty:
+        out["reliability"] = None
+    out["skipped"] += skipped
+    _milestones(ds, c, out)
     out["rule"] = rule
     return out
+
+
+def _milestones(ds: xr.Dataset, c: ReplicatedConfig, out: dict[str, Any]) -> None:
+    """The paper's milestones per conversation and per chatbot, or the reason they are not."""
+    _, why = milestone_item(ds)
+    table = conversation_milestones(ds) if not why else None
+    out["milestones_conversations"] = table
+    out["milestones"] = (
+        milestone_summary(table, c.n_boot, c.seed, c.ci_prob) if table is not None else None
+    )
+    if table is None:
+        out["skipped"].append(
+            {
+                "analysis": "milestones",
+                "reason": why,
+                "files": ["milestones.csv", "milestones_conversations.csv"],
+            }
+        )
 
 
 def _headline(res: dict[str, Any]) -> dict[str, Any]:
@@ -168,6 +162,9 @@ def _headline(res: dict[str, Any]) -> dict[str, Any]:
             zip(res["judge_failed"]["model"], res["judge_failed"]["n_judge_failed"], strict=True)
         ),
     }
+    if res["reliability"] is not None:
+        rel = res["reliability"]
+        headline["reliability_alpha"] = dict(zip(rel["item"], rel["alpha"], strict=True))
     pc = res["published_check"]
     if pc is not None:
         beh = pc[pc["rule"] != "mean_final_judgement"]
@@ -195,6 +192,9 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         ("first_occurrence_summary", f"share occurring and median first turn, {ci} CIs ({boot})"),
         ("contrasts", "chatbot pairs on conversation means (permutation tests)"),
         ("judge_failed", "turns without a rating per chatbot (failed judge replies: NaN, counted)"),
+        ("reliability", f"Krippendorff's alpha per item with >= 2 raters, {ci} unit-bootstrap CIs"),
+        ("milestones_conversations", "the paper's milestones per conversation (censored)"),
+        ("milestones", f"share reaching each milestone and median turn, {ci} CIs ({boot})"),
     ):
         out.write(f"{name}.csv", res[name], desc)
     notes = _draw(res, out, list(c.figure_formats))
