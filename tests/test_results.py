@@ -78,8 +78,8 @@ def test_declarations_are_complete():
 
 
 def test_architecture_shows_the_contract_as_declared():
-    """ARCHITECTURE.md's "Files between stages" table is ``results.contract_table()``."""
+    """docs/dev/contract.md's table of the files between stages is ``results.contract_table()``."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "ARCHITECTURE.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "dev" / "contract.md").read_text()
     assert results.contract_table() in text

@@ -1,7 +1,7 @@
 """Population-level group contrasts: the difference between the groups' *populations* of chatbots,
 not between the means of the models in the study (:func:`population_contrasts`).
 
-Two questions about one contrast (ARCHITECTURE.md, "Posterior contrasts are about these models"):
+Two questions about one contrast (docs/dev/design-decisions.md, "Two posterior contrasts"):
 
 - the finite-sample contrast (:func:`delusion_bayes.models.derived.posterior_contrasts`) asks
   how the means of *these N models* differ. Its interval only carries the measurement
