@@ -368,6 +368,11 @@ _VIEWS: dict[str, dict[str, Any]] = {
               Column("pct_agreement", "% agreement", 1, "fixed"),
               Column("icc2_1", "ICC(2,1)", 3, "fixed"), Column("icc2_k", "ICC(2,k)", 3, "fixed"),
               Column("n_units", "n units"), Column("n_raters", "n raters"))),
+    "baselines/tableD1_logistic.csv": dict(
+        title="Table D1. Logistic trajectory fits",
+        question="Which logistic curve is closest (least squares) to each model's consensus?",
+        view=(Column("model"), *(_estimate(q, q, 2, f"{q}_ci_low", f"{q}_ci_high") for q in _LKT),
+              Column("r2", "R²", 2), Column("status", "Fit status"))),
     "baselines/contrasts.csv": dict(
         title="Pre-specified group contrasts (exact rank-sum tests)",
         question="Do the group labels matter (are they exchangeable over models)?",

@@ -221,10 +221,10 @@ class ReportTable:
 LABELS = {
     "first_clinical": "First clinical framing", "first_stable": "First stable framing",
     "first_level_b": "First Level-B", "days_stage4": "Days at stage 4",
-    "days_level_a": "Level-A days", "days_level_b": "Level-B days", "r2": "R²",
+    "days_level_a": "Level-A days", "days_level_b": "Level-B days",
     "n_stage4_days": "Stage-4 days", "emotional_support": "Emotional support",
     "education": "Education", "psychoeducation": "Psychoeducation",
-    "interpretation": "Interpretation", "recommendation": "Recommendation", "status": "Fit status",
+    "interpretation": "Interpretation", "recommendation": "Recommendation",
 }  # fmt: skip
 
 
@@ -265,7 +265,7 @@ def side_by_side(
     notes: Sequence[str] = (),
     digits: int = 2,
     censor: int | None = None,
-    extra_base: dict[str, Sequence[object]] | None = None,
+    extra_base: dict[str, tuple[str, Sequence[object]]] | None = None,
 ) -> ReportTable:
     """Per-model table (Tables 1 and D1): for every quantity of ``base``, the baseline estimate
     [CI] beside the posterior's (when ``post`` has that quantity).
@@ -301,9 +301,9 @@ def side_by_side(
                 disp[f"{label(q)} · {header}"] = [fmt_p(v) for v in values]
             n += 1 + len(p.extra)
         groups.append((label(q), n))
-    for col, values in (extra_base or {}).items():
+    for col, (header, values) in (extra_base or {}).items():
         data[col] = list(values)
-        disp[label(col)] = [fmt_num(v, digits) for v in values]
+        disp[header] = [fmt_num(v, digits) for v in values]
         groups.append(("", 1))
     if all(n == 1 for _, n in groups):  # no posterior beside any quantity: one header row
         disp.columns = [c.split(" · ")[0] for c in disp.columns]

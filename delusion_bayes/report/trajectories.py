@@ -53,9 +53,10 @@ def prior_driven(b: Builder, post) -> dict[str, list[str]]:
 
 def table_d1(b: Builder) -> ReportTable | None:
     """Table D1: least-squares logistic fits with rater-bootstrap CIs beside the posterior."""
-    base = b.run.table(D1)
-    if base is None:
+    d1 = b.run.result(D1)
+    if d1 is None:
         return None
+    base = d1.frame
     keys = base["model"].tolist()
     res, src = b.posterior_result("t50_posterior.csv")
     notes = [
@@ -79,7 +80,8 @@ def table_d1(b: Builder) -> ReportTable | None:
         ]
         if any(m for v in marks.values() for m in v):
             notes.append(questions.prior_driven_note(NEVER_TURNER_P))
-    ls = {q: Estimate(base[q], base[f"{q}_ci_low"], base[f"{q}_ci_high"]) for q in LOGISTIC}
+    fits = {q: d1.column(q) for q in LOGISTIC}  # each with its bootstrap CI columns
+    ls = {q: Estimate(base[c.name], base[c.low], base[c.high]) for q, c in fits.items()}
     return side_by_side(
         "tableD1_logistic",
         "Table D1. Logistic trajectory fits: least squares [bootstrap CI] beside the posterior",
@@ -89,7 +91,7 @@ def table_d1(b: Builder) -> ReportTable | None:
         ("LS", "posterior"),
         [D1] + ([src] if src else []),
         notes,
-        extra_base={"r2": base["r2"], "status": base["status"]},
+        extra_base={c: (d1.header(c), base[c]) for c in ("r2", "status")},
     )
 
 
