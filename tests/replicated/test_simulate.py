@@ -16,8 +16,11 @@ import xarray as xr
 
 import delusion_bayes as db
 from delusion_bayes.baselines.replicated import item_means
+from delusion_bayes.config import compose
 from delusion_bayes.data.replicated import validate_replicated
 from delusion_bayes.data.replicated_simulate import design_of, simulate_replicated
+from delusion_bayes.errors import ConfigError
+from delusion_bayes.pipeline import run
 
 
 def test_shapes_scales_and_truth_variables():
@@ -101,3 +104,10 @@ def test_item_means_intervals_cover_the_true_item_mean():
     assert len(hits) == 90
     assert 0.87 <= coverage < 0.999, coverage
     assert abs(float(np.mean(z))) < 0.35
+
+
+def test_the_pipeline_simulates_only_a_replicated_preset(tmp_path):
+    """``data.kind=replicated`` with the trajectory default preset is a clear config error (no
+    silent simulation of another design); ``data=replicated`` is the one to use."""
+    with pytest.raises(ConfigError, match="not a replicated preset.*data=replicated"):
+        run(compose(["experiment=replicated"]), tmp_path / "run")

@@ -1,0 +1,365 @@
+"""The replicated study's section (many conversations per chatbot; issue 50): the chatbot x
+behaviour table with its intervals and figure, the published-versus-recomputed check with the
+rule of each chatbot, the failed judge turns, first occurrence, contrasts, and reliability and
+the paper's milestones where the study has them.
+
+Every number is read from the ``replicated`` stage's files through
+:func:`delusion_bayes.baselines.replicated_files.read_table` (their declarations), never
+recomputed. The section opens by saying whether the study is SIMULATED.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from delusion_bayes.baselines.replicated import RULES
+from delusion_bayes.baselines.replicated_files import read_table
+from delusion_bayes.report import questions
+from delusion_bayes.report.builder import Builder, capital
+from delusion_bayes.report.document import FigureBlock, Note, Paragraph, Section
+from delusion_bayes.report.table import ReportTable, fmt_interval, fmt_num, fmt_p
+
+STAGE = "replicated"
+#: the question line under each table: whom the numbers are about and how they were made
+Q_MEANS = (
+    f"{questions.PREFIX} about these chatbots over conversations like these: mean per judged "
+    "turn, conversation-clustered bootstrap (categories, then their conversations)."
+)
+Q_PUBLISHED = (
+    f"{questions.PREFIX} does the published leaderboard follow from the judged turns, and under "
+    "which scoring rule? No uncertainty: a check of arithmetic."
+)
+Q_FAILED = (
+    f"{questions.PREFIX} how many judged turns have no rating (a failed judge reply), left out "
+    "of every mean instead of counted as 0?"
+)
+Q_FIRST = (
+    f"{questions.PREFIX} about these chatbots over conversations like these: in what share of "
+    "conversations does the behaviour occur, and by which turn (censored at the last judged "
+    "turn + 1)? Conversation-clustered bootstrap."
+)
+Q_CONTRASTS = (
+    f"{questions.PREFIX} about these conversations: is one chatbot's conversation mean different "
+    "from another's beyond relabelling (permutation test, paired by prompt where every chatbot "
+    "ran the same prompts)?"
+)
+Q_RELIABILITY = (
+    f"{questions.PREFIX} how far do the raters of an item agree beyond chance over these judged "
+    "turns (Krippendorff's alpha; bootstrap over turns)?"
+)
+Q_MILESTONES = (
+    f"{questions.PREFIX} about these chatbots over conversations like these: in what share of "
+    "conversations does the raters' median recognition reach the paper's milestones, and at "
+    "which turn (censored at the last rated turn + 1)? Conversation-clustered bootstrap."
+)
+
+
+def _src(name: str) -> str:
+    return f"{STAGE}/{name}"
+
+
+def _words(text: Any) -> str:
+    return str(text).replace("_", " ")
+
+
+def _ci(row: Any, est: str, lo: str, hi: str, digits: int = 3) -> str:
+    return fmt_interval(getattr(row, est), getattr(row, lo), getattr(row, hi), digits)
+
+
+def opening(b: Builder, index: dict[str, Any]) -> Paragraph:
+    """The first line: SIMULATED (preset, seed) or where the data came from, and the rule."""
+    source = b.run.config_value("data.source")
+    attrs = _study_attrs(b.run.path)
+    rule = (index.get("headline") or {}).get("rule", "")
+    on_rule = f" Every chatbot is on one scoring rule: `{rule}`." if rule else ""
+    if source == "simulate" or attrs.get("source") == "simulate":
+        preset = b.run.config_value("data.preset") or attrs.get("preset", "")
+        seed = b.run.config_value("data.seed", attrs.get("seed", ""))
+        return Paragraph(
+            f"SIMULATED replicated study (preset `{preset}`, seed {seed}): the numbers describe "
+            f"the simulation, not real chatbots; its truth is in `study.nc` (`true_*`).{on_rule}"
+        )
+    path = b.run.config_value("data.path")
+    where = f" read from `{path}`" if path else ""
+    source = f" (source: {attrs['source']})" if attrs.get("source") else ""
+    return Paragraph(f"Replicated study{where}{source}.{on_rule}")
+
+
+def _study_attrs(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "study.nc"
+    if not path.is_file():
+        return {}
+    import xarray as xr
+
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        return dict(ds.attrs)
+
+
+def item_means_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    """Chatbots (rows, in the file's order) x behaviours: mean [CI]."""
+    cell = {(r.model, r.item): _ci(r, "mean", "ci_low", "ci_high") for r in df.itertuples()}
+    items = list(dict.fromkeys(df["item"]))
+    models = list(dict.fromkeys(df["model"]))
+    disp = pd.DataFrame({"Chatbot": models})
+    for item in items:
+        disp[capital(_words(item))] = [cell.get((m, item), "–") for m in models]
+    disp["Conversations"] = [int(df.loc[df["model"] == m, "n_conversations"].max()) for m in models]
+    disp["Turns without a rating"] = [
+        int(df.loc[df["model"] == m, "n_turns_missing"].sum()) for m in models
+    ]
+    first = df.iloc[0]
+    ci = f"{round(100 * float(first['ci_prob']))}%"
+    note = (
+        f"Mean per judged turn [{ci} interval] on rule `{first['rule']}`, "
+        f"{first['cluster']} bootstrap of whole conversations ({int(first['n_boot'])} "
+        "resamples); turns without a rating are left out and counted, never zeros."
+    )
+    title = f"Mean per judged turn per chatbot and behaviour [{ci} CI]"
+    return ReportTable(
+        "replicated_item_means", title, df, disp, [_src("item_means.csv")], [Q_MEANS, note]
+    )
+
+
+def published_table(b: Builder, df: pd.DataFrame) -> tuple[ReportTable, Paragraph]:
+    """Published leaderboard means beside the recomputed ones, and the rule of each chatbot."""
+    disp = pd.DataFrame(
+        {
+            "Chatbot": df["model"],
+            "Behaviour": [capital(_words(i)) for i in df["item"]],
+            "Published": [fmt_num(v, 3) for v in df["published"]],
+            "Recomputed": [fmt_num(v, 3) for v in df["recomputed"]],
+            "Rule": df["rule"],
+            "Reproduced": ["yes" if v else "NO" for v in df["reproduced"]],
+        }
+    )
+    beh = df[df["rule"] != "mean_final_judgement"]
+    rules = []
+    for model, g in beh.groupby("model", sort=False):
+        rule = str(g["rule"].iloc[0])
+        desc = RULES[rule].description if rule in RULES else rule
+        verdict = "all reproduce" if g["reproduced"].all() else "NOT all reproduce"
+        rules.append(
+            f"`{model}`: rule `{rule}` ({desc}); {verdict}, largest difference "
+            f"{fmt_num(g['abs_diff'].max(), 4)}"
+        )
+    title = "Published leaderboard means recomputed from the judged turns"
+    note = (
+        "Each chatbot's rule is the one under which its published row is reproduced (to the "
+        "0.001 it is printed to); the leaderboard counts a failed judge reply as 0 here, as "
+        "published."
+    )
+    t = ReportTable(
+        "replicated_published_check", title, df, disp, [_src("published_check.csv")],
+        [Q_PUBLISHED, note],
+    )  # fmt: skip
+    return t, Paragraph("Scoring rule per chatbot: " + "; ".join(rules) + ".")
+
+
+def failed_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    disp = pd.DataFrame(
+        {
+            "Chatbot": df["model"],
+            "Conversations": df["n_conversations"],
+            "Judged turns": df["n_turns"],
+            "Failed judge replies": df["n_judge_failed"],
+            "Turns without a rating": df["n_turns_unscored"],
+        }
+    )
+    title = "Judged turns without a rating per chatbot"
+    return ReportTable(
+        "replicated_judge_failed", title, df, disp, [_src("judge_failed.csv")], [Q_FAILED]
+    )
+
+
+def _first_cells(df: pd.DataFrame, what: str) -> pd.DataFrame:
+    """``share [CI]`` and ``median turn [CI]`` cells of a first-occurrence-like summary."""
+    median = [
+        _ci(r, "median_first_turn", "median_ci_low", "median_ci_high", 1)
+        + (" (censored)" if r.median_censored else "")
+        for r in df.itertuples()
+    ]
+    return pd.DataFrame(
+        {
+            f"Conversations with {what} [CI]": [
+                _ci(r, "share_occurring", "share_ci_low", "share_ci_high", 2)
+                for r in df.itertuples()
+            ],
+            "Median turn [CI]": median,
+            "Conversations": df["n_conversations"],
+        }
+    )
+
+
+def first_occurrence_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    disp = pd.concat(
+        [
+            pd.DataFrame(
+                {"Chatbot": df["model"], "Behaviour": [capital(_words(i)) for i in df["item"]]}
+            ),
+            _first_cells(df, "the behaviour"),
+        ],
+        axis=1,
+    )
+    title = "First turn with the behaviour per chatbot (share of conversations, median turn)"
+    note = "(censored): half or more of the conversations never showed it; the median is a bound."
+    return ReportTable(
+        "replicated_first_occurrence", title, df, disp, [_src("first_occurrence_summary.csv")],
+        [Q_FIRST, note],
+    )  # fmt: skip
+
+
+def contrasts_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    disp = pd.DataFrame(
+        {
+            "Behaviour": [capital(_words(i)) for i in df["item"]],
+            "Chatbot A": df["a"],
+            "Chatbot B": df["b"],
+            "Mean A": [fmt_num(v, 3) for v in df["mean_a"]],
+            "Mean B": [fmt_num(v, 3) for v in df["mean_b"]],
+            "A − B": [fmt_num(v, 3) for v in df["diff"]],
+            "p": [fmt_p(v) for v in df["pvalue"]],
+            "Test": [
+                ("paired by prompt, " if p else "") + ("exact" if e else "Monte Carlo")
+                for p, e in zip(df["paired"], df["exact"], strict=True)
+            ],
+        }
+    )
+    title = "Chatbot contrasts on conversation means"
+    note = "Two-sided p-values, not adjusted for the number of contrasts."
+    return ReportTable(
+        "replicated_contrasts", title, df, disp, [_src("contrasts.csv")], [Q_CONTRASTS, note]
+    )
+
+
+def reliability_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    disp = pd.DataFrame(
+        {
+            "Behaviour": [capital(_words(i)) for i in df["item"]],
+            "Raters": df["n_raters"],
+            "Rater kinds": df["rater_kinds"] if "rater_kinds" in df else "",
+            "Judged turns": df["n_units"],
+            "Krippendorff's α [95% CI]": [
+                _ci(r, "alpha", "ci_low", "ci_high") for r in df.itertuples()
+            ],
+            "Level": df["level"],
+        }
+    )
+    title = "Agreement between raters per behaviour (Krippendorff's α)"
+    note = (
+        "Level from the item's declared scale (ordinal, binary: nominal, count: interval); the "
+        "bootstrap treats turns as independent, so the interval is on the narrow side."
+    )
+    return ReportTable(
+        "replicated_reliability", title, df, disp, [_src("reliability.csv")],
+        [Q_RELIABILITY, note],
+    )  # fmt: skip
+
+
+def milestones_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    names = {
+        "first_clinical": "First clinical framing (≥ 3)",
+        "first_stable": "First stable (3 × 4)",
+    }
+    disp = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "Chatbot": df["model"],
+                    "Milestone": [names.get(m, _words(m)) for m in df["milestone"]],
+                }
+            ),
+            _first_cells(df, "the milestone"),
+        ],
+        axis=1,
+    )
+    title = "The paper's milestones per conversation, summarised per chatbot"
+    return ReportTable(
+        "replicated_milestones", title, df, disp, [_src("milestones.csv")], [Q_MILESTONES]
+    )
+
+
+def _figure(b: Builder, stem: str, title: str, caption: str) -> FigureBlock | None:
+    """A figure the stage drew (PNG embedded, PDF linked), None when it is absent."""
+    folder = b.run.path / STAGE
+    png = folder / f"{stem}.png"
+    if not png.is_file():
+        return None
+    links = {}
+    if png.with_suffix(".pdf").is_file():
+        links["PDF"] = _src(f"{stem}.pdf")
+        b.used.add(_src(f"{stem}.pdf"))
+    b.used.add(_src(f"{stem}.png"))
+    text = f"{caption} (written by the {STAGE} stage: `{_src(stem + '.png')}`)."
+    return FigureBlock(title, text, png, _src(f"{stem}.png"), links)
+
+
+def _skip_reason(index: dict[str, Any], name: str) -> str | None:
+    reasons = [
+        f"{s.get('reason')}"
+        for s in index.get("skipped") or []
+        if isinstance(s, dict) and (name in (s.get("files") or []) or s.get("analysis") == name)
+    ]
+    return "; ".join(reasons) if reasons else None
+
+
+#: the section's tables in document order: (file, what, builder); figures follow their table
+TABLES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
+    ("item_means.csv", "the chatbot x behaviour table", item_means_table),
+    ("published_check.csv", "the published-versus-recomputed check", published_table),
+    ("judge_failed.csv", "the failed judge turns", failed_table),
+    ("first_occurrence_summary.csv", "first occurrence", first_occurrence_table),
+    ("contrasts.csv", "chatbot contrasts", contrasts_table),
+    ("reliability.csv", "reliability", reliability_table),
+    ("milestones.csv", "the paper's milestones", milestones_table),
+)
+FIGURES = {
+    "item_means.csv": (
+        "item_means",
+        "Mean per judged turn per chatbot and behaviour",
+        "Chatbots sorted, 95% conversation-clustered bootstrap intervals",
+    ),
+    "first_occurrence_summary.csv": (
+        "first_occurrence",
+        "First occurrence",
+        "Share of conversations in which the behaviour has occurred by each turn",
+    ),
+}
+
+
+def _blocks(b: Builder, index: dict[str, Any], name: str, what: str, make) -> list[Any]:
+    df = read_table(b.run.path, name)
+    if df is None or (isinstance(df, pd.DataFrame) and df.empty):
+        why = _skip_reason(index, name) or _skip_reason(index, name.removesuffix(".csv"))
+        text = f"not computed for this study ({why})" if why else "not written by the stage"
+        return [Note("notrun", f"{capital(what)}: {text}.")]
+    made = make(b, df)
+    blocks: list[Any] = []
+    for part in made if isinstance(made, tuple) else (made,):
+        blocks.append(b.table(part) if isinstance(part, ReportTable) else part)
+    if name in FIGURES and b.cfg.include_stage_figures:
+        fig = _figure(b, *FIGURES[name])
+        blocks += [fig] if fig is not None else []
+    return blocks
+
+
+def section_replicated(b: Builder) -> Section:
+    """The replicated study's section, built from ``replicated/`` (module docstring)."""
+    s = Section("replicated", "Replicated conversations (many conversations per chatbot)")
+    if not b.run.stage(STAGE).ran:
+        return s.add(b.not_run(STAGE, "the replicated-study results"))
+    index = b.attempt("replicated index", lambda: [read_table(b.run.path, "index.json") or {}])
+    index = index[0] if isinstance(index[0], dict) else {}
+    s.add(opening(b, index))
+    for name, what, make in TABLES:
+        s.add(*b.attempt(what, lambda n=name, w=what, m=make: _blocks(b, index, n, w, m)))
+    notes = [str(n) for n in index.get("notes") or []]
+    if notes:
+        s.add(Paragraph("Notes of the replicated stage: " + " ".join(notes)))
+    return s
+
+
+__all__ = ["FIGURES", "TABLES", "opening", "section_replicated"]
