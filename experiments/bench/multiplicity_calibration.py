@@ -1,6 +1,6 @@
 """Calibration of multiplicity control and rank intervals by simulation (issue 51, item 4).
 
-    nice -n 10 .venv/bin/python experiments/bench/multiplicity_calibration.py  # S = 400, ~3 min
+    nice -n 10 .venv/bin/python experiments/bench/multiplicity_calibration.py  # S = 400, ~5 min
     nice -n 10 .venv/bin/python experiments/bench/multiplicity_calibration.py --quick  # smoke
 
 Prints one markdown table: per scenario (a global null, and a known mix of true effects) and
