@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from delusion_bayes.baselines.results import BaselineResult
 from delusion_bayes.plotting import save_figure
 from delusion_bayes.report.config import ReportConfig
 from delusion_bayes.report.document import FigureBlock, Note, Paragraph, TableBlock
@@ -182,10 +183,10 @@ class Builder:
             if v.model == self.post
         ]
 
-    def posterior_result(self, key: str) -> tuple[Any, str | None]:
+    def posterior_result(self, key: str) -> tuple[BaselineResult | None, str | None]:
         """``models/<post>/<key>`` of the chosen model as a result object and its source path,
         (None, None) when there is no model or no such file."""
-        df, src = self.posterior(key)
+        _, src = self.posterior(key)
         return self.run.result(f"models/{{fit}}/{key}", self.post) if src else None, src
 
     def posterior(self, key: str) -> tuple[Any, str | None]:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from delusion_bayes.baselines.config import MILESTONES, QUANTITY_NEEDS
+from delusion_bayes.baselines.results import BaselineResult
 from delusion_bayes.plotting import GREYS, shared_legend, style
 from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder
@@ -154,7 +155,7 @@ def draw_milestone_panel(
     ax.grid(False, axis="y")
 
 
-def posterior_cells(res: Any, data: pd.DataFrame, suffix: str) -> pd.DataFrame:
+def posterior_cells(res: BaselineResult, data: pd.DataFrame, suffix: str) -> pd.DataFrame:
     """The declared ``Δ [CrI]`` and ``P(Δ > 0)`` cells of one posterior contrasts file (``res``)
     from its columns in the merged table ``data`` (suffixed ``suffix``)."""
     cols = [c for c in res.used() if f"{c}{suffix}" in data]
@@ -243,7 +244,7 @@ def merged_contrasts(
 
 
 def add_permutation_columns(
-    res: Any,
+    res: BaselineResult | None,
     data: pd.DataFrame,
     disp: pd.DataFrame,
     groups: list,
