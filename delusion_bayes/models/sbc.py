@@ -22,7 +22,7 @@ from scipy import stats
 from scipy.special import expit
 
 from ..data.schema import DAY, MODEL, RATER
-from ..inference.config import SamplerConfig, sampler_config
+from ..inference.config import SamplerConfig
 from .latent import STAGE_CUTS, ordinal_draw
 from .registry import model_def
 
@@ -83,9 +83,10 @@ def run_sbc(
     marginal = model_def(model).marginal
     if marginal and tuple(var_names) == DEFAULT_VARS:
         var_names = MARGINAL_VARS
-    base = SBC_SAMPLER if sampler is None or isinstance(sampler, str) else sampler
-    scfg = sampler_config(base, sampler=sampler if isinstance(sampler, str) else None)
-    scfg = scfg.updated(draws=draws, tune=tune, chains=chains, target_accept=target_accept)
+    name = sampler if isinstance(sampler, str) else None
+    base = SBC_SAMPLER if sampler is None or name is not None else sampler
+    settings = dict(draws=draws, tune=tune, chains=chains, target_accept=target_accept)
+    scfg = base.updated(name=name, **settings)
     run = _SbcRun(
         num_simulations=int(num_simulations),
         draws=scfg.draws,
