@@ -344,6 +344,8 @@ _FILES += tuple(
        "censor_day, seed, n_boot)", readers=("report", "sweep"))
     for stage in ("baselines", "text", "models", "replay", "design", "report")
 ) + (_f("models", "{fit}/index.json", "the files, headline and gate of one fit"),)
+
+
 def _estimate(name: str, header: str, digits: int, low: str = "ci_low", high: str = "ci_high"):
     return Column(name, header, digits, "fixed", low, high)
 
