@@ -342,7 +342,7 @@ _FILES += tuple(
     _f(stage, "index.json", "what the stage wrote: {files: {name: description}, headline: "
        "{...}, notes: [...]} (the baselines' also its settings: consensus rule, n_days, "
        "censor_day, seed, n_boot)", readers=("report", "sweep"))
-    for stage in ("baselines", "text", "models", "replay", "design", "report")
+    for stage in ("baselines", "text", "models", "replay", "replicated", "design", "report")
 ) + (_f("models", "{fit}/index.json", "the files, headline and gate of one fit"),)
 
 

@@ -18,6 +18,7 @@ BENCH = ROOT / "experiments" / "bench"
 
 #: script -> arguments that make it a smoke test (seconds, not minutes)
 SMOKE_ARGS: dict[str, list[str]] = {
+    "multiplicity_calibration.py": ["--quick"],
     "bench_adaptation.py": [
         "--preset",
         "small",

@@ -68,6 +68,7 @@ def test_declarations_are_complete():
             "text",
             "models",
             "replay",
+            "replicated",
             "design",
             "report",
         )

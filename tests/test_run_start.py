@@ -32,12 +32,26 @@ def template_study(tmp_path_factory) -> Path:
 def test_study_path_without_data_file_reads_that_study(template_study, tmp_path):
     """``data.path=DIR`` on the simulating default reads DIR (source set to ``file`` in the
     saved config), never the simulated ``paper_like`` study: the run's data hash is the study's."""
-    cfg = compose([f"data.path={template_study}", "stages=[baselines]", "baselines.n_boot=10"])
+    cfg = compose([f"data.path={template_study}", "stages=[baselines,report]",
+                   "baselines.n_boot=10", "baselines.alpha_boot=10",
+                   "report.pdf=never"])  # fmt: skip
     record = run(cfg, tmp_path / "run")
-    assert record["provenance"]["data_hash"] == dataset_hash(load_study(template_study))
+    data_hash = dataset_hash(load_study(template_study))
+    assert record["provenance"]["data_hash"] == data_hash
     assert record["data"]["sizes"]["model"] == load_study(template_study).sizes["model"]
     saved = (tmp_path / "run" / "config.yaml").read_text()
     assert "source: file" in saved and "source: simulate" not in saved
+    first = (tmp_path / "run" / "supplement.md").read_text().splitlines()[2]
+    assert first.startswith(f"Data: {template_study} (data hash {data_hash[:12]}).")
+    assert "SIMULATED" not in (tmp_path / "run" / "supplement.md").read_text().split("##")[2]
+
+
+def test_a_simulated_run_says_so_on_its_first_line(tmp_path):
+    cfg = compose(["data=small", "stages=[baselines,report]", "baselines.n_boot=10",
+                   "baselines.alpha_boot=10", "report.pdf=never"])  # fmt: skip
+    run(cfg, tmp_path / "run")
+    first = (tmp_path / "run" / "supplement.md").read_text().splitlines()[2]
+    assert first.startswith("SIMULATED data (preset `small`): not real chatbots.")
 
 
 @pytest.mark.parametrize(

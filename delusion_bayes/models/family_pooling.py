@@ -55,6 +55,8 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
+from ..inference.config import DEFAULT_TARGET_ACCEPT, SamplerConfig
+
 #: prior families for tau
 TAU_PRIORS = ("half_cauchy", "half_normal", "uniform")
 #: the per-comparison columns of :func:`pool_family`, in order
@@ -111,7 +113,7 @@ class FamilyPosterior:
         cdf = np.cumsum(self.weight)
         return np.interp(q, cdf - self.weight / 2, self.tau)
 
-    def sample(self, draws: int = 2000, seed: Any = None) -> np.ndarray:
+    def sample(self, draws: int, seed: Any = None) -> np.ndarray:
         """Joint posterior draws of theta, array (draw, item): tau from the grid, then mu, then
         each theta_i given both (keeps the dependence that ranks need)."""
         rng = np.random.default_rng(seed)
@@ -283,7 +285,7 @@ def _pool_pymc(y, se, names, mu, mu_prior_sd, mu_prior_loc, tau_prior, scale, dr
             nuts_sampler=sampler,
             random_seed=seed,
             progressbar=False,
-            target_accept=0.95,
+            target_accept=DEFAULT_TARGET_ACCEPT,
         )
     post = idata.posterior
     th = post["theta"].stack(s=("chain", "draw")).transpose("s", "item").values
@@ -304,7 +306,7 @@ def pool_family(
     tau_scale: float | None = None,
     ci: float = 0.95,
     method: str = "exact",
-    draws: int = 1000,
+    draws: int | None = None,
     seed: Any = 0,
 ) -> pd.DataFrame:
     """Partial pooling of a family of estimates: pooled posterior per comparison and tau.
@@ -318,7 +320,8 @@ def pool_family(
         defaults: mu learned with a flat prior, tau ~ half-Cauchy(0, median SE).
     ci : interval probability (equal-tailed).
     method : ``"exact"`` (grid over tau, closed-form rest; ``draws``/``seed`` unused) or
-        ``"pymc"`` (NUTS, 2 chains of ``draws`` after as many tuning steps, ``seed``).
+        ``"pymc"`` (NUTS, 2 chains of ``draws`` after as many tuning steps, ``seed``;
+        ``draws=None``: the sampler config's default).
 
     Returns
     -------
@@ -334,7 +337,8 @@ def pool_family(
     y, se, names = _check_inputs(estimates, std_errors, names)
     scale = float(np.median(se)) if tau_scale is None else float(tau_scale)
     if method == "pymc":
-        args = (mu, mu_prior_sd, mu_prior_loc, tau_prior, scale, draws, seed, ci)
+        n = SamplerConfig().draws if draws is None else int(draws)  # the one default
+        args = (mu, mu_prior_sd, mu_prior_loc, tau_prior, scale, n, seed, ci)
         out = _pool_pymc(y, se, names, *args)
     else:
         post = family_posterior(

@@ -131,10 +131,22 @@ def findings(run: RunDir) -> list[str]:
 
 
 def simulated(run: RunDir) -> str | None:
-    """How the data were simulated (``preset `x``` / ``seed n``), None for a real study."""
-    if run.config_value("data.source") != "simulate":
+    """How the data were simulated (``preset `x``` / ``seed n``), None for a real study. A study
+    given in Python (``db.analyse(ds)``) counts as simulated when the simulator's attrs say so."""
+    source = run.config_value("data.source")
+    if source == "dataset":
+        attrs = run.study.attrs if run.study is not None else {}
+        if attrs.get("synthetic") or attrs.get("simulated"):
+            what = attrs.get("preset") or attrs.get("scale")
+            return (
+                f"a simulated study given in Python (preset `{what}`)"
+                if what
+                else ("a simulated study given in Python")
+            )
         return None
-    if run.kind == "trajectory":
+    if source != "simulate":
+        return None
+    if run.kind in ("trajectory", "replicated"):
         return f"preset `{run.config_value('data.preset')}`"
     return f"seed {run.config_value('data.seed')}"
 

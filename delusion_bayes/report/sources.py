@@ -19,7 +19,7 @@ from delusion_bayes.baselines.results import BaselineResult
 log = logging.getLogger(__name__)
 
 #: the stages whose outputs the report reads, in document order
-SOURCE_STAGES: tuple[str, ...] = ("baselines", "text", "models", "replay")
+SOURCE_STAGES: tuple[str, ...] = ("baselines", "text", "models", "replay", "replicated")
 
 
 class StageOutputs:
@@ -116,7 +116,10 @@ class RunDir:
     # config --------------------------------------------------------------------------------
     @cached_property
     def config_path(self) -> Path | None:
-        found = (self.path / rel for rel in (".hydra/config.yaml", "config.yaml"))
+        # the pipeline's config.yaml first: it holds what the run did (a study path given
+        # without data=file reads that study, and says data.source=file there; Hydra's own copy
+        # in .hydra/ is the config as composed, before that)
+        found = (self.path / rel for rel in ("config.yaml", ".hydra/config.yaml"))
         return next((p for p in found if p.is_file()), None)
 
     @cached_property
@@ -177,15 +180,17 @@ class RunDir:
         """The study as an ``xarray.Dataset`` (None when the run saved none)."""
         if self.study_path is None:
             return None
-        from delusion_bayes.data import load_replay, load_study
+        from delusion_bayes.data import load_replay, load_replicated, load_study
 
-        return (load_replay if self.kind == "replay" else load_study)(self.study_path)
+        loader = {"replay": load_replay, "replicated": load_replicated}.get(self.kind, load_study)
+        return loader(self.study_path)
 
     @cached_property
     def kind(self) -> str:
-        """``trajectory`` or ``replay``: from the config, else from the stages that ran."""
+        """``trajectory``, ``replay`` or ``replicated``: from the config, else from the stages
+        that ran."""
         kind = self.config_value("data.kind")
-        if kind in ("trajectory", "replay"):
+        if kind in ("trajectory", "replay", "replicated"):
             return str(kind)
         replay_only = self.stage("replay").ran and not self.stage("baselines").ran
         return "replay" if replay_only else "trajectory"

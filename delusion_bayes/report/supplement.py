@@ -48,6 +48,7 @@ from delusion_bayes.report.provenance import (
     provenance_rows,
 )
 from delusion_bayes.report.replay import section_replay
+from delusion_bayes.report.replicated import section_replicated
 from delusion_bayes.report.sensitivity import section_sensitivity
 from delusion_bayes.report.sources import SOURCE_STAGES, RunDir
 from delusion_bayes.report.text import section_text
@@ -119,6 +120,8 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
             *section_bayes(b),
             section_sensitivity(b),
         ]
+    if run.kind == "replicated":
+        sections.append(section_replicated(b))
     if run.kind == "replay" or run.stage("replay").ran:
         sections.append(section_replay(b))
         if run.kind == "replay":
@@ -136,7 +139,12 @@ def build_supplement(run_dir: str | Path, cfg: Any = None) -> Supplement:
     headline = {
         "tables": b.n_tables,
         "figures": len(doc.figures()),
-        "not_run": [s for s in SOURCE_STAGES if not run.stage(s).ran],
+        # the replicated stage runs on replicated studies only: never "not run" elsewhere
+        "not_run": [
+            s
+            for s in SOURCE_STAGES
+            if not run.stage(s).ran and (s != "replicated" or run.kind == "replicated")
+        ],
         "errors": b.errors,
         "diagnostics_failed": [v.model for v in diag.failed],
         "html": "supplement.html",
@@ -163,12 +171,16 @@ def _subtitle(run: RunDir) -> str:
         dims = ", ".join(
             f"{n} {d}s"
             for d, n in ds.sizes.items()
-            if d in ("rater", "model", "day", "sample", "code")
+            if d in ("rater", "model", "day", "sample", "code", "conversation", "turn", "item")
         )
         parts.append(f"{run.kind.capitalize()} study: {dims}.")
     sim, path = overview.simulated(run), run.config_value("data.path")
-    if sim or run.config_value("data.source"):
-        parts.append(f"Simulated data ({sim})." if sim else f"Data: {path}.")
+    data_hash = str((run.record.get("provenance") or {}).get("data_hash") or "")[:12]
+    if sim:
+        parts.insert(0, f"SIMULATED data ({sim}): not real chatbots.")
+    elif run.config_value("data.source"):
+        source = path or "a study given in Python"
+        parts.insert(0, f"Data: {source}" + (f" (data hash {data_hash})." if data_hash else "."))
     return " ".join(parts)
 
 

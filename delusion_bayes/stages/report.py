@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 NEEDS = ("report",)
-KIND = ("trajectory", "replay")
+KIND = ("trajectory", "replay", "replicated")
 
 
 def run(ds: Any, cfg: Any, run_dir: Path) -> dict:

@@ -290,7 +290,7 @@ def test_config_handling(smoke_run, tmp_path):
 def test_stage_module(smoke_run, tmp_path):
     from delusion_bayes.stages import report
 
-    assert report.NEEDS == ("report",) and set(report.KIND) == {"trajectory", "replay"}
+    assert report.NEEDS == ("report",) and set(report.KIND) == {"trajectory", "replay", "replicated"}
     run = copy_run(smoke_run, tmp_path / "run", drop=("text", "models"))
     cfg = OmegaConf.create({"report": {**FAST, "from_run": None}})
     head = report.run(None, cfg, run)
@@ -396,7 +396,7 @@ def test_overview_opens_with_findings_then_diagnostics(smoke_supplement, smoke_r
     assert all(re.search(r"max R-hat [\d.]+, min ESS \d+, \d+ divergences", ln) for ln in lines[1:])
     assert "`joint`: FAILED" in diag.text
     # the subtitle keeps saying so too
-    assert "Simulated data" in smoke_supplement.document.subtitle
+    assert smoke_supplement.document.subtitle.startswith("SIMULATED data")
 
 
 def test_supplement_html_is_small(smoke_supplement, smoke_run):
