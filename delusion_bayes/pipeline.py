@@ -210,7 +210,13 @@ def check_names(cfg: Any) -> None:
                 )
     if "baselines" not in cfg:
         return
-    from .baselines.config import ALTERNATIVES, QUANTITIES
+    from .baselines.config import ALTERNATIVES, FAMILIES, QUANTITIES
+
+    if cfg.baselines.get("family", "run") not in FAMILIES:
+        raise ConfigError(
+            f"baselines.family={cfg.baselines.get('family')!r}; expected one of {list(FAMILIES)} "
+            "(the tests whose p-values are adjusted together)."
+        )
 
     for i, c in enumerate(cfg.baselines.get("contrasts") or []):
         label = f"baselines.contrasts[{i}] ({c.get('name')!r})"

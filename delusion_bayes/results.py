@@ -166,7 +166,8 @@ _FILES = (
        "rank-sum permutation tests over models",
        "contrast:str quantity:str by:str a:str b:str n_a:int n_b:int median_a:float "
        "median_b:float dropped:str statistic:float expected:float pvalue:float alternative:str "
-       "n_arrangements:float exact:bool method:str", readers=("report", "sweep")),
+       "n_arrangements:float exact:bool method:str", "p_holm:float p_bh:float family_size:int",
+       readers=("report", "sweep")),
     _f("baselines", "figure2_intensity_by_stage.csv", "Figure 2 data: mean intervention "
        "intensity per consensus stage and type, Spearman rho over model-days",
        "intervention_type:str stage:float mean:float sd:float n:int rho:float pvalue:float "
@@ -380,7 +381,9 @@ _VIEWS: dict[str, dict[str, Any]] = {
         question="Do the group labels matter (are they exchangeable over models)?",
         view=(Column("contrast"), Column("quantity"),
               *(Column(c, c.replace("_", " "), 2) for c in ("n_a", "n_b", "median_a", "median_b")),
-              Column("statistic", digits=2), Column("pvalue", kind="p"), Column("alternative"))),
+              Column("statistic", digits=2), Column("pvalue", kind="p"),
+              Column("p_holm", "p (Holm)", kind="p"), Column("p_bh", "p (BH)", kind="p"),
+              Column("alternative"))),
     "models/{fit}/summary.csv": dict(title="Posterior summary of `{fit}`"),
     "models/{fit}/t50_posterior.csv": dict(
         title="Posterior of L, k and t50 per model (`{fit}`)",

@@ -36,6 +36,8 @@ CONSENSUS_RULES: tuple[str, ...] = ("median", "mean", "mode")
 HALF_RULES: tuple[str, ...] = ("keep", "down", "up")
 MISSING_RULES: tuple[str, ...] = ("skip", "break")
 ALPHA_LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
+#: families of tests adjusted together (``BaselinesConfig.family``)
+FAMILIES: tuple[str, ...] = ("run", "contrast")
 
 
 @dataclass
@@ -91,6 +93,9 @@ class BaselinesConfig:
     logistic_floor: float = 1.0
     #: upper bound of the logistic steepness ``k`` per day (a day-to-day step reaches it)
     k_max: float = K_MAX
+    #: the family over which the contrasts' p-values are adjusted (Holm, Benjamini-Hochberg):
+    #: ``run`` (every contrast x quantity of the run) | ``contrast`` (each contrast's own tests)
+    family: str = "run"
     #: largest pooled n of the exact rank-sum recursion; above it the test is Monte Carlo (said so)
     max_exact: int = 1000
     #: Monte Carlo permutations above ``max_exact``

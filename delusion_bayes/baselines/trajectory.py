@@ -18,6 +18,7 @@ from .config import BaselinesConfig
 from .consensus import consensus
 from .logistic import logistic_bootstrap
 from .milestones import milestones
+from .multiplicity import adjust_family
 from .permutation import Skipped, applicable_contrasts, min_two_sided_p, permutation_contrasts
 from .profiles import intensity_by_stage, intervention_profiles, naive_profiles
 from .reliability import reliability_table
@@ -85,12 +86,18 @@ class TrajectoryAnalysis:
             "n_never_clinical": int((ms["first_clinical"] >= self.censor_day).sum()),
             "median_first_clinical": float(ms["first_clinical"].median()),
             "n_fits_ok": int((d1["status"] == "ok").sum()),
+            "n_fits_no_turn": int((d1["status"] == "no_turn").sum()),
         }
         con = self.contrasts
         if con is not None and len(con.summary):
-            best = con.summary.loc[con.summary["pvalue"].idxmin()]
+            s = con.summary
+            best = s.loc[s["pvalue"].idxmin()]
             head["min_contrast_p"] = float(best["pvalue"])
             head["min_contrast"] = f"{best['contrast']}: {best['quantity']}"
+            if "p_holm" in s:  # the family's adjusted counts: what the overview reports
+                head["n_contrast_tests"] = int(s["pvalue"].notna().sum())
+                head["n_contrast_holm_05"] = int((s["p_holm"] < 0.05).sum())
+                head["n_contrast_bh_05"] = int((s["p_bh"] < 0.05).sum())
         return head
 
 
@@ -151,6 +158,21 @@ def _add_contrasts(res: TrajectoryAnalysis, b: dict, seed: int) -> None:
             quantities, usable, max_exact=int(b["max_exact"]), n_mc=int(b["n_mc"]), seed=seed
         )
         res.contrasts.notes.append(t50_for_ranking.__doc__.split("\n\n")[0].strip())
+        family = str(b.get("family", "run"))
+        res.contrasts.summary = adjust_family(
+            res.contrasts.summary, "pvalue", None if family == "run" else "contrast"
+        )
+        m = res.contrasts.summary["family_size"]
+        res.contrasts.notes.append(
+            "p (Holm) controls the family-wise error rate, p (BH) the false discovery rate "
+            + (
+                f"(Benjamini-Hochberg), over the family of all {int(m.max())} tests of this run "
+                "(baselines.family=run)"
+                if family == "run"
+                else "(Benjamini-Hochberg), within each contrast's tests (baselines.family="
+                "contrast)"
+            )
+        )
         res.contrasts.notes += _power_notes(res.contrasts.summary)
 
 

@@ -57,15 +57,20 @@ def _trajectory_findings(run: RunDir) -> list[str]:
         )
     if text:
         out.append("; ".join(text) + " (Table 1).")
-    ok = _num(h.get("n_fits_ok"))
+    ok, no_turn = _num(h.get("n_fits_ok")), _num(h.get("n_fits_no_turn"))
     if ok is not None:
-        out.append(f"The least-squares logistic fit converged for {ok:g}{of} models (Table D1).")
-    p = _num(h.get("min_contrast_p"))
-    if p is not None:
-        what = h.get("min_contrast")
+        text = f"Least-squares logistic fits (Table D1): a curve for {ok:g}{of} models"
+        if no_turn:
+            text += f"; {no_turn:g} never turned (no curve to fit, not a failed fit)"
+        rest = (n_models or 0) - ok - no_turn if no_turn is not None else 0
+        out.append(text + (f"; {rest:g} flat or unidentified" if rest > 0 else "") + ".")
+    m = _num(h.get("n_contrast_tests"))
+    if m:
+        holm, bh = _num(h.get("n_contrast_holm_05")), _num(h.get("n_contrast_bh_05"))
         out.append(
-            "Smallest p of the pre-specified group contrasts (rank-sum permutation tests, "
-            f"section E): {_p(p)}" + (f", {what}" if what else "") + "."
+            f"Pre-specified group contrasts (exact permutation tests, section E): {holm:g} of "
+            f"{m:g} tests have p below 0.05 after Holm's adjustment (family-wise error), {bh:g} at "
+            "a false-discovery rate of 0.05 (Benjamini-Hochberg)."
         )
     t = headline(run, "text")
     rho, rp = _num(t.get("entrainment_level_b_rho")), _num(t.get("entrainment_level_b_p"))
@@ -122,9 +127,47 @@ def _replay_findings(run: RunDir) -> list[str]:
     return out
 
 
+def _posterior_findings(run: RunDir) -> list[str]:
+    """One sentence per fitted trajectory model, read from its tables: where the models' t50
+    lie and how many have probably not turned within the window; the rater model's posterior
+    reliability. A fit that failed its gate says so instead."""
+    out = []
+    for fit in run.fits:
+        gate = run.table("models/{fit}/gate.json", fit=fit) or {}
+        if not gate.get("passed", True):
+            out.append(f"`{fit}`: failed its diagnostics gate; its numbers are not reported here.")
+            continue
+        t50 = run.table("models/{fit}/t50_posterior.csv", fit=fit)
+        if t50 is not None and len(t50) and "t50_median" in t50:
+            beyond = int((t50["p_beyond_last_day"] > 0.5).sum())
+            out.append(
+                f"`{fit}`: posterior median t50 from day {t50['t50_median'].min():.1f} to "
+                f"{t50['t50_median'].max():.1f} across the {len(t50)} models; for {beyond} the "
+                "midpoint more probably lies beyond the last day (not yet turned) "
+                "(Table D1, posterior column)."
+            )
+        rel = run.table("models/{fit}/reliability_posterior.csv", fit=fit)
+        if fit == "rater" and rel is not None and "quantity" in rel:
+            rows = rel.set_index("quantity")
+            parts = [
+                f"{what} {r['median']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+                for key, what in (
+                    ("reliability_single", "one rater"),
+                    ("reliability_consensus", "the consensus"),
+                )  # fmt: skip
+                if key in rows.index and (r := rows.loc[key]) is not None
+            ]
+            if parts:
+                out.append(f"`rater`: posterior reliability of {', of '.join(parts)} (Table C1).")
+    return out
+
+
 def findings(run: RunDir) -> list[str]:
-    """One sentence per headline number the stages recorded (empty when none ran)."""
+    """One sentence per headline number the stages recorded (empty when none ran), then the
+    Bayesian models' findings."""
     out = _trajectory_findings(run) if run.kind == "trajectory" else []
+    if run.kind == "trajectory" and run.stage("models").ran:
+        out += _posterior_findings(run)
     if run.stage("replay").ran:
         out += _replay_findings(run)
     return out

@@ -192,6 +192,8 @@ def _overview(b: Builder, diag) -> Section:
     s.add(*b.attempt("overview findings", lambda: overview.opening(run, diag)))
     rows = []
     for name in SOURCE_STAGES:
+        if name == "replicated" and run.kind != "replicated":
+            continue  # a stage of replicated studies only: not "not run" elsewhere
         st, record = run.stage(name), run.stage_status(name)
         status, secs = record.get("status"), record.get("seconds")
         if status == "failed":

@@ -290,7 +290,8 @@ def test_config_handling(smoke_run, tmp_path):
 def test_stage_module(smoke_run, tmp_path):
     from delusion_bayes.stages import report
 
-    assert report.NEEDS == ("report",) and set(report.KIND) == {"trajectory", "replay", "replicated"}
+    assert report.NEEDS == ("report",)
+    assert set(report.KIND) == {"trajectory", "replay", "replicated"}
     run = copy_run(smoke_run, tmp_path / "run", drop=("text", "models"))
     cfg = OmegaConf.create({"report": {**FAST, "from_run": None}})
     head = report.run(None, cfg, run)
@@ -386,7 +387,12 @@ def test_overview_opens_with_findings_then_diagnostics(smoke_supplement, smoke_r
     assert f"ICC(2,k) = {head['icc2k_recognition']:.2f}" in text
     assert f"day {head['median_first_clinical']:g}" in text
     assert f"{head['n_never_clinical']} of {head['n_models']} models never" in text
-    assert "Smallest p of the pre-specified group contrasts" in text
+    # issue 52: no smallest-p headline; the family's adjusted counts instead (issue 51)
+    assert "Smallest p" not in text
+    assert (f"{head['n_contrast_holm_05']} of {head['n_contrast_tests']} tests have p below 0.05 "
+            "after Holm's adjustment") in text  # fmt: skip
+    # one finding per fitted model, or the word that its gate failed (the smoke joint fails)
+    assert "`joint`: failed its diagnostics gate" in text
     # the compact diagnostics block: one line per fit after the thresholds
     assert isinstance(diag, Note) and diag.kind == "warning"  # the smoke joint fit fails
     lines = diag.text.splitlines()
