@@ -90,3 +90,18 @@ def test_from_frames_error_names_the_frame():
                             "item": ["recognition"] * 2, "score": [1, "x"]})  # fmt: skip
     with pytest.raises(StudyFormatError, match=r"ratings_df, row 1 \(0-based\), column 'score'"):
         db.data.from_frames(ratings)
+
+
+@pytest.mark.slow
+def test_fit_with_check_warns_or_raises_on_a_failed_gate(small_study):
+    """``db.models.fit(..., check=True)``: 30 draws cannot pass the gate's ESS threshold, so the
+    fit warns naming the reasons (and says so in ``attrs``); ``check="raise"`` raises."""
+    from delusion_bayes.inference.diagnostics import BadFitError
+    from delusion_bayes.models.fit import FitGateWarning
+
+    kw = dict(model="onset", draws=30, tune=30, chains=2, seed=3, share_graph=True)
+    with pytest.warns(FitGateWarning, match="failed its diagnostics gate: .*ESS"):
+        dt = db.models.fit(small_study, check=True, **kw)
+    assert dt.attrs["gate_passed"] is False
+    with pytest.raises(BadFitError, match="failed its diagnostics gate"):
+        db.models.fit(small_study, check="raise", **kw)

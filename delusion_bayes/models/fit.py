@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 #: posterior variables on (model, day) that must be NaN on a model-day nobody rated
 MASKED_VARS = ("stage",)
-__all__ = ["MASKED_VARS", "finish_fit", "fit", "fit_spec"]
+__all__ = ["MASKED_VARS", "FitGateWarning", "checked", "finish_fit", "fit", "fit_spec"]
 
 
 def fit(
@@ -50,6 +50,7 @@ def fit(
     posterior_predictive: bool = True,
     cache_dir: str | Path | None = None,
     spec: ModelSpec | CustomGraphSpec | None = None,
+    check: bool | str = False,
 ) -> xr.DataTree:
     """Fit a Bayesian model of a trajectory study (``model``: a registered model,
     :data:`delusion_bayes.models.registry.MODELS`: ``joint``, ``onset``, ``rater``,
@@ -77,6 +78,13 @@ def fit(
     ``log_prior``, ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs``
     with coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
     NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
+
+    ``check``: run the diagnostics gate the command line runs
+    (:func:`delusion_bayes.inference.diagnostics.gate`: R-hat, ESS, divergences, E-BFMI) and, when
+    the fit fails it, warn (``True``, a :class:`FitGateWarning` naming the reasons) or raise
+    (``"raise"``, :class:`~delusion_bayes.inference.diagnostics.BadFitError`); the verdict is in
+    ``attrs["gate_passed"]``. Off by default in loops that gate fits themselves; the command
+    line also refits a failing fit (``inference.refit_*``), which ``fit`` does not.
     """
     from ..inference.cache import configure_pytensor_cache
 
@@ -104,6 +112,31 @@ def fit(
     dt = _sample_with_groups(spec, scfg, groups, cache_dir, compiledir, t0)
     if key is not None:
         _store_fit(dt, key, cache_dir)
+    return checked(dt, check) if check else dt
+
+
+class FitGateWarning(UserWarning):
+    """A fit returned by :func:`fit` with ``check=True`` failed its diagnostics gate."""
+
+
+def checked(dt: xr.DataTree, check: bool | str) -> xr.DataTree:
+    """``dt`` with its gate verdict in ``attrs["gate_passed"]``; a failure warns or raises
+    (``check="raise"``)."""
+    import warnings
+
+    from ..inference.diagnostics import BadFitError, gate
+
+    g = gate(dt)
+    dt.attrs["gate_passed"] = bool(g["passed"])
+    if not g["passed"]:
+        msg = (
+            f"the fit of {dt.attrs.get('model', 'this model')} failed its diagnostics gate: "
+            f"{'; '.join(g['reasons'])}. Do not use its numbers: refit with more draws or a "
+            "higher target_accept (the command line does so by itself)."
+        )
+        if check == "raise":
+            raise BadFitError(msg)
+        warnings.warn(msg, FitGateWarning, stacklevel=3)
     return dt
 
 
