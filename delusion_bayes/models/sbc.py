@@ -185,9 +185,12 @@ def _prior_model(ds: xr.Dataset, model: str, var_names: Sequence[str]):
     return pm_model
 
 
-def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Dataset:
+def simulate_ratings(
+    ds: xr.Dataset, prior: xr.Dataset, i: int, rng, return_stage: bool = False
+) -> xr.Dataset | tuple[xr.Dataset, xr.DataArray]:
     """The study ``ds`` with its recognition ratings replaced by draws from the joint model's
-    generative process at prior draw ``i`` (missing ratings stay missing)."""
+    generative process at prior draw ``i`` (missing ratings stay missing); ``return_stage``:
+    also the drawn latent stage ``(model, day)``."""
 
     def get(name):
         return np.asarray(prior[name].isel(draw=i).values, float)
@@ -203,6 +206,8 @@ def simulate_ratings(ds: xr.Dataset, prior: xr.Dataset, i: int, rng) -> xr.Datas
     y = np.where(np.isnan(rec.values), np.nan, y)
     out = ds.copy()
     out["recognition"] = rec.copy(data=y)
+    if return_stage:
+        return out, xr.DataArray(stage, dims=(MODEL, DAY), coords={DAY: rec[DAY].values})
     return out
 
 

@@ -24,7 +24,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-pytestmark = [pytest.mark.slow, pytest.mark.calibration]
+#: ``calibration`` marks only the tests that can fail under a wrong implementation (issue 55):
+#: the fixed-scale check reads a constant, so it is not one
+pytestmark = pytest.mark.slow
 
 S = 30
 ALPHA = 0.001
@@ -50,6 +52,7 @@ def _per_study_mean_rank(dt) -> tuple[np.ndarray, np.ndarray]:
     return np.hstack(cols).mean(axis=1), np.asarray(ranks["t50_scale_sampled"].values, bool)
 
 
+@pytest.mark.calibration
 def test_joint_sbc_mean_rank_is_one_half(joint_sbc):
     """The studies whose fit is the generative model: their mean normalised rank is 1/2.
     Measured (seed 3; 21 of the 30 studies had 2+ turners): 0.479 (SD 0.068), t = -1.45,
@@ -64,6 +67,7 @@ def test_joint_sbc_mean_rank_is_one_half(joint_sbc):
     print(msg)
 
 
+@pytest.mark.calibration
 def test_joint_sbc_ranks_per_variable_are_uniform(joint_sbc):
     """Per variable (elements pooled, studies with 2+ turners), the chi-square statistic of the
     ranks in 5 bins at ``ALPHA``; pooled elements share their study, which inflates the
