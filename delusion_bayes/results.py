@@ -168,6 +168,12 @@ _FILES = (
        "median_b:float dropped:str statistic:float expected:float pvalue:float alternative:str "
        "n_arrangements:float exact:bool method:str", "p_holm:float p_bh:float family_size:int",
        readers=("report", "sweep")),
+    _f("baselines", "rankings.csv", "each model's rank on the milestones over the rater "
+       "bootstrap's resamples (studies of >= 3 models): median rank, rank interval, P(best), "
+       "P(worst), group of models not told apart from the best",
+       "model:str estimate:float rank_mean:float rank_median:float rank_lower:float "
+       "rank_upper:float p_best:float p_worst:float group:int tied_with_best:bool quantity:str "
+       "n_draws:int"),
     _f("baselines", "figure2_intensity_by_stage.csv", "Figure 2 data: mean intervention "
        "intensity per consensus stage and type, Spearman rho over model-days",
        "intervention_type:str stage:float mean:float sd:float n:int rho:float pvalue:float "

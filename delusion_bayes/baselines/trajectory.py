@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from ..config import group_config
@@ -21,6 +22,7 @@ from .milestones import milestones
 from .multiplicity import adjust_family
 from .permutation import Skipped, applicable_contrasts, min_two_sided_p, permutation_contrasts
 from .profiles import intensity_by_stage, intervention_profiles, naive_profiles
+from .rankings import plot_ranks, rankings
 from .reliability import reliability_table
 from .results import BaselineResult
 
@@ -69,6 +71,8 @@ class TrajectoryAnalysis:
     naive: BaselineResult | None = None  #: section F
     #: milestones recomputed on the rater bootstrap's own resamples (resample, model)
     milestone_replicates: xr.Dataset | None = None
+    #: each model's rank on the milestones over those resamples (studies of >= 3 models)
+    rankings: BaselineResult | None = None
     notes: list[str] = field(default_factory=list)
     #: the analyses this study cannot support (missing items, adjudication, metadata), with why
     skipped: list[Skipped] = field(default_factory=list)
@@ -139,6 +143,51 @@ def _milestone_replicates(ds, d1, rule: str, half: str, min_raters: int, ms_kw: 
         coords={MODEL: rec[MODEL].values, DAY: rec[DAY].values},
     )
     return milestones(consensus(boot, rule, half, min_raters=min_raters), **ms_kw)
+
+
+#: rankings are written for studies of at least this many models (issue 51)
+MIN_RANKED = 3
+#: the milestones ranked (earlier recognition ranks better)
+RANKED_MILESTONES = ("first_clinical", "first_stable")
+
+
+def milestone_rankings(replicates: xr.Dataset, prob: float = 0.95) -> BaselineResult:
+    """Each model's rank on :data:`RANKED_MILESTONES` over the rater bootstrap's resamples: the
+    median rank, a ``prob`` rank interval, P(best) (earliest), P(worst) and the models that
+    cannot be told apart from the best (:func:`~delusion_bayes.baselines.rankings.rankings`).
+    A censored milestone ties at the censoring day. The rater bootstrap carries only the raters'
+    disagreement: these intervals are about these conversations, not about new ones."""
+    frames = []
+    for q in RANKED_MILESTONES:
+        if q not in replicates:
+            continue
+        da = replicates[q].transpose(RESAMPLE, MODEL)
+        df = rankings(da, [str(m) for m in da[MODEL].values], higher_is="worse", prob=prob)
+        frames.append(df.assign(quantity=q, n_draws=df.attrs.get("n_draws", da.sizes[RESAMPLE])))
+    table = pd.concat(frames, ignore_index=True).rename(columns={"item": MODEL})
+    notes = [
+        "ranks over the rater bootstrap's resamples (earlier milestone = better rank, ties share "
+        f"the average rank); {prob:.0%} equal-tailed rank intervals; group 1 = the models whose "
+        "rank interval overlaps the best model's"
+    ]
+    return BaselineResult(
+        "rankings", table, "Rankings of the models on the milestones (rater bootstrap)", notes
+    )
+
+
+def rank_figure(table: pd.DataFrame) -> Any:
+    """One panel per ranked milestone (:func:`milestone_rankings`' table): models sorted, median
+    rank with its interval, P(best) at the right."""
+    import matplotlib.pyplot as plt
+
+    quantities = list(dict.fromkeys(table["quantity"]))
+    n = int(table[MODEL].nunique())
+    fig, axes = plt.subplots(1, len(quantities), figsize=(5.2 * len(quantities), 0.9 + 0.32 * n))
+    for ax, q in zip(np.atleast_1d(axes), quantities, strict=True):
+        rows = table[table["quantity"] == q].rename(columns={MODEL: "item"})
+        plot_ranks(rows, ax=ax, title=q.replace("_", " "))
+    fig.tight_layout()
+    return fig
 
 
 def _add_contrasts(res: TrajectoryAnalysis, b: dict, seed: int) -> None:
@@ -267,8 +316,10 @@ def analyse_trajectory(
     res = TrajectoryAnalysis(
         cons, rel, ms, d1, cens, notes=notes, skipped=skipped, settings={**b, "seed": seed}
     )
-    if milestone_replicates:
+    if milestone_replicates or ds.sizes[MODEL] >= MIN_RANKED:
         res.milestone_replicates = _milestone_replicates(ds, d1, rule, half, min_raters, ms_kw)
+    if ds.sizes[MODEL] >= MIN_RANKED:
+        res.rankings = milestone_rankings(res.milestone_replicates, float(b["ci"]))
 
     if b["contrasts"]:
         _add_contrasts(res, b, seed)

@@ -15,7 +15,7 @@ import xarray as xr
 
 from ..baselines.config import MILESTONES
 from ..baselines.profiles import plot_intensity_by_stage
-from ..baselines.trajectory import analyse_trajectory
+from ..baselines.trajectory import analyse_trajectory, rank_figure
 from ..plotting import save_figure
 from . import Outputs
 
@@ -66,6 +66,12 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         for p in save_figure(fig, out.path / "figure2_intensity_by_stage"):
             out.files[p.name] = "Figure 2: mean intervention intensity by consensus stage"
 
+    if res.rankings is not None:
+        write("rankings.csv", res.rankings.table, res.rankings.title)
+        for p in save_figure(rank_figure(res.rankings.summary), out.path / "figure_ranks"):
+            out.files[p.name] = (
+                "each model's rank on the milestones with its interval (rater bootstrap)"
+            )
     con_notes = res.contrasts.notes if res.contrasts is not None else []
     config = {
         "consensus": rule,
@@ -75,5 +81,6 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         "seed": res.settings["seed"],
         "n_boot": int(res.settings["n_boot"]),
     }
-    notes = res.notes + res.reliability.notes + res.logistic.notes + con_notes
+    rank_notes = res.rankings.notes if res.rankings is not None else []
+    notes = res.notes + res.reliability.notes + res.logistic.notes + con_notes + rank_notes
     return out.index(res.headline, skipped=res.skipped, notes=notes, config=config)
