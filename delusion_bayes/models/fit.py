@@ -78,13 +78,8 @@ def fit(
     ``log_prior``, ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs``
     with coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
     NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
-
-    ``check``: run the diagnostics gate the command line runs
-    (:func:`delusion_bayes.inference.diagnostics.gate`: R-hat, ESS, divergences, E-BFMI) and, when
-    the fit fails it, warn (``True``, a :class:`FitGateWarning` naming the reasons) or raise
-    (``"raise"``, :class:`~delusion_bayes.inference.diagnostics.BadFitError`); the verdict is in
-    ``attrs["gate_passed"]``. Off by default in loops that gate fits themselves; the command
-    line also refits a failing fit (``inference.refit_*``), which ``fit`` does not.
+    ``check``: the command line's diagnostics gate; a failed fit warns (``True``) or raises
+    (``"raise"``), verdict in ``attrs["gate_passed"]`` (:func:`checked`; no automatic refit).
     """
     from ..inference.cache import configure_pytensor_cache
 
@@ -120,8 +115,12 @@ class FitGateWarning(UserWarning):
 
 
 def checked(dt: xr.DataTree, check: bool | str) -> xr.DataTree:
-    """``dt`` with its gate verdict in ``attrs["gate_passed"]``; a failure warns or raises
-    (``check="raise"``)."""
+    """``dt`` with the verdict of the command line's diagnostics gate
+    (:func:`delusion_bayes.inference.diagnostics.gate`: R-hat, ESS, divergences, E-BFMI) in
+    ``attrs["gate_passed"]``; a failure warns (:class:`FitGateWarning` naming the reasons) or,
+    with ``check="raise"``, raises :class:`~delusion_bayes.inference.diagnostics.BadFitError`.
+    Off by default: loops that gate their own fits (the stages, SBC, coverage) would pay twice;
+    the command line also refits a failing fit (``inference.refit_*``), which ``fit`` does not."""
     import warnings
 
     from ..inference.diagnostics import BadFitError, gate
