@@ -233,11 +233,12 @@ _FILES = (
        "(mean A - mean B per draw) and P(> 0)", "name:str quantity:str median:float ci_low:float "
        "ci_high:float p_gt_0:float mean:float n_a:int n_b:int alternative:str note:str "
        "ci_prob:float ci_kind:str", readers=("report", "sweep")),
-    _f("models", "{fit}/contrasts_population.csv", "population group contrasts: expected value "
-       "of a new chatbot of group A minus one of group B, between-model variation included "
+    _f("models", "{fit}/contrasts_population.csv", "population group contrasts of the primary "
+       "model: the difference of the groups' population means, mu_A - mu_B (a milestone: of the "
+       "expected censored milestone of a new chatbot), from a fit with the grouping "
        "(models.population), and P(> 0)", "name:str quantity:str median:float ci_low:float "
-       "ci_high:float p_gt_0:float mean:float n_a:int n_b:int alternative:str note:str "
-       "ci_prob:float ci_kind:str", readers=("report",)),
+       "ci_high:float p_gt_0:float mean:float n_a:int n_b:int alternative:str estimand:str "
+       "scale:str note:str ci_prob:float ci_kind:str", readers=("report",)),
     _f("models", "{fit}/consensus_posterior.csv", "Bayesian consensus per model-day: modal "
        "stage, P(stage >= 3), P(stage >= 4), mean, P(stage = s)",
        "model:str day:int modal_stage:float p_ge3:float p_ge4:float mean:float p1:float "
@@ -409,7 +410,8 @@ _VIEWS: dict[str, dict[str, Any]] = {
         view=(*_CONTRAST, _estimate("median", "Δ [CrI]", 2),
               Column("p_gt_0", "P(Δ > 0)", kind="p"))),
     "models/{fit}/contrasts_population.csv": dict(
-        question="How is a new chatbot of group a expected to differ from one of group b?",
+        question="How do the population means of groups a and b differ (difference of "
+        "population means, from a fit with the grouping)?",
         view=(*_CONTRAST, _estimate("median", "Δ pop. [CrI]", 2),
               Column("p_gt_0", "P(Δ pop. > 0)", kind="p"))),
     "models/{fit}/consensus_posterior.csv": dict(

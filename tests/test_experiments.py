@@ -112,9 +112,21 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "linear",
     ],
     # the same-prior control refit of a tiny run's joint fit (made first: RUN_FIRST)
+    "population_calibration.py": [
+        "--studies",
+        "1",
+        "--scenarios",
+        "exchangeable",
+        "--draws",
+        "30",
+        "--tune",
+        "30",
+        "--no-two-stage",
+    ],
     "refit_priors.py": ["--run", "run", "--control"],
     "rhat_floor.py": ["--reps", "3", "--draws", "50"],
     "sbc.py": ["--sims", "2", "--draws", "50", "--tune", "50"],
+    "sbc_reference.py": ["--sims", "2", "--draws", "50", "--tune", "50", "--refits"],
 }
 
 

@@ -127,7 +127,8 @@ OVERRIDES = {
     "stratified order, keeping the contrast groups' and regimes' shares (module docstring)",
     "group_shift": "null preset only: a known population group effect, {by: cohort|vendor|"
     "generation, level: <value>, t50: <days>, log_k: <shift>} added to the exchangeable truth "
-    "of that group's models (_null_models)",
+    "of that group's models (_null_models); t50_mean (default 16), t50_sd (that group's t50 SD, "
+    "default 8) and t50_sd_rest (the others', default 8) set the populations' t50",
 }
 
 #: model attributes whose shares a scaled roster keeps (the contrasts' groups and the regimes)
@@ -200,10 +201,13 @@ def _null_models(
     ``log_k`` to the models whose ``by`` attribute is ``level``: the population means of that
     group then differ from the others' by exactly those shifts (same draws otherwise)."""
     by, level, d_t50, d_log_k = _group_shift(group_shift, roster)
+    spread = dict(group_shift or {})
+    mean = float(spread.get("t50_mean", 16.0))
+    sd = {True: float(spread.get("t50_sd", 8.0)), False: float(spread.get("t50_sd_rest", 8.0))}
     out = []
     for m in roster:
         hit = by is not None and str(getattr(m, by)) == level
-        t50 = float(rng.normal(16.0, 8.0)) + (d_t50 if hit else 0.0)
+        t50 = float(rng.normal(mean, sd[hit])) + (d_t50 if hit else 0.0)
         k = float(np.exp(rng.normal(np.log(1.0), 0.6) + (d_log_k if hit else 0.0)))
         a0 = float(rng.normal(0.0, 0.7))
         b0 = float(rng.normal(-1.5, 1.0))
@@ -218,7 +222,7 @@ def _group_shift(shift: dict[str, Any] | None, roster: tuple[_ModelTruth, ...]):
     if not shift:
         return None, "", 0.0, 0.0
     shift = dict(shift)
-    bad = sorted(set(shift) - {"by", "level", "t50", "log_k"})
+    bad = sorted(set(shift) - {"by", "level", "t50", "log_k", "t50_mean", "t50_sd", "t50_sd_rest"})
     by = shift.get("by")
     if bad or by not in ("cohort", "vendor", "generation") or "level" not in shift:
         raise ValueError(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.schema import DAY, K_MAX, MODEL, RATER
-from .modelspec import OPEN, STEP_K, T50_SHEAR, ModelSpec
+from .modelspec import OPEN, POP_GROUP, STEP_K, T50_SHEAR, ModelSpec
 from .priors import make_rv, prior_rms
 from .rating_terms import rating_terms
 
@@ -35,6 +35,13 @@ ONSET_PRIORS: dict[str, dict] = {
     "sigma_t50": {"dist": "HalfNormal", "sigma": 0.5},
     # scale of group-level shifts of the three hyper-means (only with group_terms)
     "group_sd": {"dist": "HalfNormal", "sigma": 0.5},
+}
+#: priors a population-contrast fit adds (``spec.population``): the plateau gets a population,
+#: ``log(L_m - 1) ~ N(mu_log_L1[g], sigma_log_L1)``, so a new chatbot's milestone is defined; its
+#: mean keeps the per-model prior's centre and spread (``log_L1``)
+POPULATION_PRIORS: dict[str, dict] = {
+    "mu_log_L1": {"dist": "Normal", "mu": 1.1, "sigma": 0.2},
+    "sigma_log_L1": {"dist": "HalfNormal", "sigma": 0.2},
 }
 #: default priors of :func:`day_noise_scale`: the day-to-day deviation of the latent stage from
 #: the trajectory, per model (an oscillating model has a large one):
@@ -185,6 +192,29 @@ def _partially_centred(name: str, loc, scale, centred, n: int):
     return pt.switch(centred, xc, loc + scale * z)
 
 
+def _hyper(spec: ModelSpec, name: str):
+    """Hyper-parameter ``name`` (its prior: ``spec.priors[name]``): one scalar, or in a
+    population-contrast fit (``spec.population``) one per group of ``pop_group`` (means always,
+    scales with ``population="group"``), returned per model (indexed by its group)."""
+    prior = spec.priors[name]
+    per_group = spec.population == "group" or (spec.population and name.startswith("mu_"))
+    if not per_group:
+        return make_rv(name, prior)
+    return make_rv(name, prior, dims=POP_GROUP)[spec_data(spec, "pop_group")]
+
+
+def _log_L1(spec: ModelSpec):
+    """``log(L_m - 1)``: a fixed prior per model (no population; docs/design-notes.md
+    #modelsblockspy), or in a population-contrast fit a population per group, non-centred
+    (``z_log_L1``; every L is weakly pinned by its ratings)."""
+    import pymc as pm
+
+    if not spec.population:
+        return make_rv("log_L1", spec.priors["log_L1"], dims=MODEL)
+    z = pm.Normal("z_log_L1", 0.0, 1.0, dims=MODEL)
+    return _hyper(spec, "mu_log_L1") + _hyper(spec, "sigma_log_L1") * z
+
+
 def onset_trajectory(spec: ModelSpec):
     """Add the hierarchical ``L``, ``k``, ``t50`` (dim ``model``) and ``trajectory`` (``model,
     day``) to the model and return the trajectory (math: :mod:`delusion_bayes.models.joint`)."""
@@ -193,15 +223,14 @@ def onset_trajectory(spec: ModelSpec):
 
     p = spec.priors
     n_models = len(spec.coords[MODEL])
-    # a fixed prior per model, no population (docs/design-notes.md#modelsblockspy); log(L - 1),
-    # not logit((L - 1) / 3): L = 4 is an interior point
-    log_L1 = make_rv("log_L1", p["log_L1"], dims=MODEL) + _group_shift(spec, "L")
+    # log(L - 1), not logit((L - 1) / 3): L = 4 is an interior point
+    log_L1 = _log_L1(spec) + _group_shift(spec, "L")
     L = pm.Deterministic("L", 1.0 + pt.exp(log_L1), dims=MODEL)
     if spec.trajectory == "step":
         k = pm.Deterministic("k", pt.fill(pt.zeros(n_models), STEP_K), dims=MODEL)
     else:
-        mu_log_k = make_rv("mu_log_k", p["mu_log_k"])
-        sigma_log_k = make_rv("sigma_log_k", p["sigma_log_k"])
+        mu_log_k = _hyper(spec, "mu_log_k")
+        sigma_log_k = _hyper(spec, "sigma_log_k")
         # soft bounds: k = k_min + (K_MAX - k_min) sigmoid(a - log(K_MAX - k_min)) (spec.K_MAX,
         # spec.K_MIN); the joint models mix worse with K_MIN, so they keep k_min = 0
         # centred where the ratings pin log k (geometry.log_k_centring), else non-centred
@@ -211,9 +240,9 @@ def onset_trajectory(spec: ModelSpec):
         k_min = spec.definition.k_min
         span = K_MAX - k_min
         k = pm.Deterministic("k", k_min + span * pm.math.sigmoid(a - np.log(span)), dims=MODEL)
-    mu_t50 = make_rv("mu_t50", p["mu_t50"])
+    mu_t50 = _hyper(spec, "mu_t50")
     if spec.t50_scale_sampled:
-        sigma_t50 = make_rv("sigma_t50", p["sigma_t50"])
+        sigma_t50 = _hyper(spec, "sigma_t50")
     else:
         # fewer than 2 models pin a t50: the others bound theirs from one side only, so the
         # population's spread is not identified and sampling it is a funnel (a study where no
@@ -373,6 +402,7 @@ def _level_terms(spec: ModelSpec, s, level):
 
 __all__ = [
     "DATA_PREFIX",
+    "POPULATION_PRIORS",
     "day_noise_scale",
     "marginal_ratings",
     "onset_trajectory",

@@ -45,8 +45,10 @@ class ModelDef:
     the stage out (``None``: none). ``always_predictive``: the models stage draws it even with
     ``inference.ppc=false`` (its derived tables read it). ``fit_rank``: the models stage fits
     the models beside the primary one in increasing rank (the longest first, so each covers
-    the compile prefetch's compiles of the next). ``compared``: its PSIS-LOO is listed beside
-    the others' (the consensus models' likelihood is of another thing).
+    the compile prefetch's compiles of the next). ``population``: it has a population-contrast
+    fit (the grouping on its hyper-means, :mod:`delusion_bayes.models.population`).
+    ``compared``: its PSIS-LOO is listed beside the others' (the consensus models' likelihood
+    is of another thing).
     """
 
     name: str
@@ -65,6 +67,7 @@ class ModelDef:
     predictive: Callable[..., Any] | None = None
     always_predictive: bool = False
     fit_rank: int = 100
+    population: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.inputs) - set(FIT_INPUTS)

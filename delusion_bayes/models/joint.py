@@ -72,4 +72,5 @@ DEFINITION = ModelDef(
     inputs=frozenset({"trajectory", "cutpoints", "group_terms"}),
     target_accept=0.9,
     fit_rank=1,
+    population=True,
 )

@@ -47,6 +47,10 @@ T50_SHEAR: float = 2.0
 OPEN: float = 1.0e4
 OBS = "obs"
 OBS_LEVEL = "obs_level"
+#: dim and levels of a population-contrast fit's groups (``SpecData.pop_group``): the contrast's
+#: groups A and B and the models in neither (their own population, so they inform neither)
+POP_GROUP = "population_group"
+POPULATION_GROUPS: tuple[str, ...] = ("A", "B", "neither")
 CUT = "cut"
 
 
@@ -98,6 +102,9 @@ class SpecData(MutableMapping):
     pat_rating: np.ndarray | None = None
     pat_end: np.ndarray | None = None
     pat_count: np.ndarray | None = None
+    #: a population-contrast fit's group of each model (0 = A, 1 = B, 2 = neither;
+    #: :data:`POPULATION_GROUPS`, :mod:`delusion_bayes.models.population`)
+    pop_group: np.ndarray | None = None
     group_idx: dict[str, np.ndarray] = field(default_factory=dict)
 
     @staticmethod
@@ -192,6 +199,10 @@ class ModelSpec:
     n_days: int = 0
     missing: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), bool))
     model_coords: dict[str, list] = field(default_factory=dict)
+    #: a population-contrast fit (:mod:`delusion_bayes.models.population`): ``group`` (hyper-
+    #: means and between-model scales per group of ``data.pop_group``), ``shared`` (hyper-means
+    #: per group, one scale); ``''``: none, the model of the study as a whole
+    population: str = ""
     #: the model's definition (:mod:`delusion_bayes.models.registry`); not hashed: the name is
     definition: ModelDef | None = field(default=None, repr=False, compare=False)
 
@@ -200,6 +211,7 @@ class ModelSpec:
         """A short label, e.g. ``joint[logistic,rater]``."""
         terms = "+".join(self.group_terms)
         extra = f",{terms}" if terms else ""
+        extra += f",population={self.population}" if self.population else ""
         return f"{self.name}[{self.trajectory},{self.cutpoints}{extra}]"
 
     @property
@@ -213,7 +225,10 @@ class ModelSpec:
         return prior_table(self.priors)
 
     def _meta(self) -> dict[str, Any]:
+        # ``population`` only when set: a spec without it hashes as before
+        pop = {"population": self.population} if self.population else {}
         return {
+            **pop,
             "name": self.name,
             "trajectory": self.trajectory,
             "cutpoints": self.cutpoints,

@@ -138,4 +138,5 @@ DEFINITION = ModelDef(
     k_min=K_MIN,
     predictive=onset_predictive,
     fit_rank=3,
+    population=True,
 )

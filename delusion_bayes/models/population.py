@@ -1,35 +1,317 @@
-"""Population-level group contrasts: the difference between the groups' *populations* of chatbots,
-not between the means of the models in the study (:func:`population_contrasts`).
+"""Population group contrasts: how the *populations* of chatbots of groups A and B differ, as a
+quantity of one posterior: the model refitted with the contrast's grouping
+(:func:`population_spec`, :func:`population_contrasts`).
 
-Two questions about one contrast (docs/dev/design-decisions.md, "Two posterior contrasts"):
+Two questions about one contrast (docs/dev/design-decisions.md, "Two posterior contrasts"): the
+finite-sample contrast (:func:`delusion_bayes.models.derived.posterior_contrasts`) asks how the
+means of *these N models* differ; the population contrast asks how the means of the two groups'
+populations differ, the question of the permutation test.
 
-- the finite-sample contrast (:func:`delusion_bayes.models.derived.posterior_contrasts`) asks
-  how the means of *these N models* differ. Its interval only carries the measurement
-  uncertainty of each model's quantity; two groups of chatbots drawn from one population differ
-  by chance, and that interval says so with near certainty.
-- the population contrast asks how a *new* chatbot of group A is expected to differ from a new
-  one of group B. Its interval also carries the between-model variation: with 2-6 members per
-  group the group means are known only to within a few between-model SDs over sqrt(n).
+**The model** (``spec.population``, :func:`delusion_bayes.models.blocks.onset_trajectory`): the
+study's model (``joint`` or ``onset``) whose hyper-means are per group ``g`` of
+:data:`~delusion_bayes.models.modelspec.POPULATION_GROUPS` (A, B, and the models in neither):
+
+.. math::
+
+    t_{50,m} \\sim N(T \\mu_{t50}[g_m], T \\sigma_{t50}[g_m]), \\quad
+    \\log k_m \\sim N(\\mu_{\\log k}[g_m], \\sigma_{\\log k}[g_m]), \\quad
+    \\log(L_m - 1) \\sim N(\\mu_{\\log L1}[g_m], \\sigma_{\\log L1}[g_m])
+
+(``log k`` on the soft-bounded scale of the joint model), each ``mu[g]`` with the prior of the
+shared ``mu`` (independent per group) and, with ``scale="group"`` (default), each ``sigma[g]``
+with the shared ``sigma``'s prior; ``scale="shared"``: one ``sigma`` for all groups. ``L``
+gets a population (:data:`~delusion_bayes.models.blocks.POPULATION_PRIORS`) so that a new
+chatbot's milestone is defined. These priors are in the fit, so in its ``log_prior``.
+
+**The contrast: the difference of population means**, per posterior draw
+``Delta_q = E[q_new | A, theta] - E[q_new | B, theta]``, ``q_new`` the quantity of a NEW chatbot
+drawn from the group's population given the hyper-parameters ``theta``:
+
+- ``t50``: ``T (mu_t50[A] - mu_t50[B])`` (days; exact); ``L``: ``E[L] = 1 + exp(mu + sigma^2/2)``
+  (exact);
+- ``k`` and the milestones: Monte Carlo over :data:`N_NEW` new chatbots per group and draw (the
+  same standard normals for both groups): ``L``, ``k``, ``t50`` from the group's population, the
+  latent stage ``1 + (L - 1) sigmoid(k (t - t50))`` on the study's days plus day noise from the
+  population of day-noise scales (``joint``; ``onset`` has none), rated by a rater without
+  severity or noise (``1 + #{stage > c_j}``, ``c = 1.5, 2.5, 3.5``), and its milestones by the
+  baselines' rules (:func:`delusion_bayes.baselines.milestones`: ``stable_run``, censored at
+  ``censor_day``, default ``n_days + 1``, like the data). A milestone contrast is thus a
+  difference of the EXPECTED censored milestone days of a new chatbot of each group.
+
+The interval is the equal-tailed (or HDI) interval of ``Delta_q`` over the posterior draws;
+``p_gt_0`` is ``P(Delta_q > 0)``. It is not the difference between one new chatbot of A and one
+of B (that would also carry the between-model spread, about sqrt(n) times wider). A quantity
+equal in every draw (e.g. every new chatbot censored) gives a NaN row with a note.
+
+The earlier two-stage contrast (:func:`two_stage_contrasts`: a pooled-SD Student-t second stage
+outside the model, Box & Tiao 1973, §2.5) is kept for the comparison in docs/validation.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy import stats
+from scipy.special import expit
 
-from ..data.schema import MODEL
+from ..data.schema import DAY, K_MAX, MODEL, STAGE_CUTPOINTS
 from ..intervals import interval, sample_dims
+from .modelspec import POP_GROUP, POPULATION_GROUPS, STEP_K
 
 SAMPLE_DIMS: tuple[str, ...] = ("chain", "draw")
 #: at least this many population draws per contrast (t draws per posterior draw are repeated
 #: until there are), so the interval's Monte Carlo error stays below the posterior's own
 MIN_DRAWS: int = 4000
+#: new chatbots per group and posterior draw for the Monte Carlo population means (k,
+#: milestones): the Monte Carlo SD of a group mean is the population SD / 10, which widens a
+#: 6-model group's interval by ~3%
+N_NEW: int = 100
+#: posterior draws per Monte Carlo block (memory: block x N_NEW x days)
+BLOCK: int = 200
 COLUMNS = ("name", "quantity", "median", "ci_low", "ci_high", "p_gt_0", "mean", "n_a", "n_b")
+#: the ``estimand`` column of ``contrasts_population.csv``
+ESTIMAND = "difference of population means"
+SCALES = ("group", "shared")
+
+
+def population_spec(
+    ds: xr.Dataset, model: str, contrast: Any, *, scale: str = "group", **variant: Any
+):
+    """The spec of ``model`` (``joint`` or ``onset``) with ``contrast``'s grouping
+    (module docstring): ``variant`` as :func:`delusion_bayes.models.build_spec`'s keywords
+    (``priors``, ``trajectory``, ``cutpoints``, ``consensus``). The group index is data, so
+    every contrast of one study shares one compiled graph (its structure key)."""
+    from ..baselines.permutation import contrast_groups
+    from .blocks import POPULATION_PRIORS
+    from .spec import build_spec
+
+    if scale not in SCALES:
+        raise ValueError(f"population scale={scale!r}; expected one of {list(SCALES)}")
+    priors = dict(variant.pop("priors", None) or {})
+    base = {k: v for k, v in priors.items() if k not in POPULATION_PRIORS}
+    spec = build_spec(ds, model, base, **variant)
+    if not spec.definition.population:
+        raise ValueError(f"model {model!r} has no population-contrast fit (joint, onset)")
+    for k, v in POPULATION_PRIORS.items():
+        spec.priors.setdefault(k, dict(priors.get(k, v)))
+    mask_a, mask_b = contrast_groups(ds, contrast)
+    spec.data["pop_group"] = np.where(mask_a, 0, np.where(mask_b, 1, 2)).astype(np.int64)
+    spec.coords[POP_GROUP] = list(POPULATION_GROUPS)
+    spec.population = scale
+    return spec
+
+
+def fit_population(
+    ds: xr.Dataset,
+    model: str,
+    contrast: Any,
+    *,
+    scale: str = "group",
+    variant: Mapping[str, Any] | None = None,
+    **fit_kwargs: Any,
+) -> xr.DataTree:
+    """Fit ``model`` with ``contrast``'s grouping (:func:`population_spec`; ``variant``: its
+    keywords) by :func:`delusion_bayes.models.fit` (``fit_kwargs``: the sampler's and the
+    groups' keywords); ``attrs`` say the scale, the contrast and each model's group."""
+    from ..baselines.permutation import as_contrast
+    from .fit import fit
+
+    spec = population_spec(ds, model, contrast, scale=scale, **dict(variant or {}))
+    dt = fit(ds, model, spec=spec, **fit_kwargs)
+    dt.attrs.update(
+        population=scale,
+        contrast=as_contrast(contrast).name,
+        pop_group=[int(g) for g in spec.data.pop_group],
+    )
+    return dt
+
+
+def _flat(post: xr.Dataset, name: str, n_groups: int) -> np.ndarray:
+    """Posterior variable ``name`` as ``(samples, groups)``: per group, or one value broadcast."""
+    da = post[name]
+    dims = sample_dims(da, SAMPLE_DIMS)
+    extra = [d for d in da.dims if d not in dims]
+    x = da.transpose(*dims, *extra).values.reshape(-1, *(da.sizes[d] for d in extra))
+    return np.broadcast_to(x if x.ndim == 2 else x.reshape(-1, 1), (x.shape[0], n_groups))
+
+
+def _new_chatbots(
+    hyper: dict, g: int, z: np.ndarray, noise: np.ndarray, days: np.ndarray, info: dict
+) -> dict:
+    """``L``, ``k``, ``t50`` ``(S, n)`` and the latent ``stage`` ``(S, n, days)`` of new
+    chatbots of group ``g`` from the standard normals ``z`` ``(4, S, n)`` and the day noise's
+    ``noise`` ``(S, n, days)``."""
+    h = {k: v[:, g, None] for k, v in hyper.items()}
+    L = 1.0 + np.exp(h["mu_log_L1"] + h["sigma_log_L1"] * z[0])
+    if "mu_log_k" in h:
+        span = K_MAX - info["k_min"]
+        a = h["mu_log_k"] + h["sigma_log_k"] * z[1]
+        k = info["k_min"] + span * expit(a - np.log(span))
+    else:
+        k = np.full_like(L, STEP_K)
+    t50 = info["T"] * (h["mu_t50"] + h["sigma_t50"] * z[2])
+    from .blocks import trajectory_shape
+
+    x = k[..., None] * (days[None, None, :] - t50[..., None])
+    shape = trajectory_shape(x, info["trajectory"], clip=np.clip, sigmoid=expit)
+    stage = 1.0 + (L - 1.0)[..., None] * shape
+    if "mu_log_eps" in h:
+        eps = np.exp(h["mu_log_eps"] + h["sigma_log_eps"] * z[3])
+        stage = stage + eps[..., None] * noise
+    return {"L": L, "k": k, "t50": t50, "stage": stage}
+
+
+def population_means(
+    dt: xr.DataTree,
+    quantities: Iterable[str],
+    *,
+    stable_run: int = 3,
+    censor_day: int | None = None,
+    n_new: int = N_NEW,
+    seed: int = 0,
+) -> xr.Dataset:
+    """Per posterior draw, the population mean of each of ``quantities`` per group of a
+    population-contrast fit (module docstring): ``(sample, population_group)``. A quantity the
+    model cannot form (a Level-B milestone) is left out."""
+    from ..baselines import milestones
+
+    post = dt["posterior"].to_dataset()
+    G = post.sizes[POP_GROUP]
+    names = ["mu_t50", "sigma_t50", "mu_log_L1", "sigma_log_L1", "mu_log_k", "sigma_log_k"]
+    names += ["mu_log_eps", "sigma_log_eps"]
+    hyper = {n: _flat(post, n, G) for n in names if n in post}
+    days = np.asarray(post[DAY].values, float)
+    info = _fit_info(dt, days)
+    S = hyper["mu_t50"].shape[0]
+    out: dict[str, np.ndarray] = {
+        "t50": info["T"] * hyper["mu_t50"],
+        "L": 1.0 + np.exp(hyper["mu_log_L1"] + hyper["sigma_log_L1"] ** 2 / 2),
+    }
+    mc = [q for q in quantities if q not in out]
+    if mc:
+        rng = np.random.default_rng([int(seed), 53])
+        acc: dict[str, np.ndarray] = {}
+        for lo in range(0, S, BLOCK):
+            part = {k: v[lo : lo + BLOCK] for k, v in hyper.items()}
+            n_s = len(part["mu_t50"])
+            # the same normals for every group (common random numbers)
+            z = rng.standard_normal((4, n_s, n_new))
+            noise = rng.standard_normal((n_s, n_new, days.size))
+            for g in range(G):
+                new = _new_chatbots(part, g, z, noise, days, info)
+                rating = 1.0 + (new["stage"][..., None] > np.asarray(STAGE_CUTPOINTS)).sum(-1)
+                da = xr.DataArray(rating, dims=("sample", MODEL, DAY), coords={DAY: days})
+                ms = milestones(da, stable_run=stable_run, censor_day=censor_day)
+                vals = {"k": new["k"], **{m: ms[m].values for m in ms.data_vars}}
+                for q in (q for q in mc if q in vals):
+                    acc.setdefault(q, np.full((S, G), np.nan))[lo : lo + n_s, g] = vals[q].mean(1)
+        out.update(acc)
+    keep = {q: v for q, v in out.items() if q in set(quantities)}
+    coords = {POP_GROUP: list(post[POP_GROUP].values)}
+    return xr.Dataset({q: (("sample", POP_GROUP), v) for q, v in keep.items()}, coords=coords)
+
+
+def _fit_info(dt: xr.DataTree, days: np.ndarray) -> dict:
+    """What the new chatbots' trajectories need from the fit: ``T`` (the t50 unit, the number
+    of days), the steepness's soft lower bound and the trajectory variant."""
+    from .registry import model_def
+
+    variant = str(dt.attrs.get("variant", ""))
+    trajectory = "linear" if "[linear" in variant else "logistic"
+    return {
+        "T": float(days.size),
+        "k_min": model_def(str(dt.attrs["model"])).k_min,
+        "trajectory": trajectory,
+    }
+
+
+def population_contrasts(
+    fits: Mapping[str, xr.DataTree],
+    contrasts: Iterable[Any],
+    ci_prob: float = 0.95,
+    ci_kind: str = "eti",
+    *,
+    seed: int = 0,
+    stable_run: int = 3,
+    censor_day: int | None = None,
+) -> pd.DataFrame:
+    """The difference of population means ``Delta_q`` (module docstring) of each contrast's
+    quantities, from ``fits[contrast name]``, a fit of :func:`population_spec`'s spec.
+
+    ``contrasts``: the permutation tests' specs ``{name, by, a, b, alternative, quantities}``;
+    ``seed`` seeds the Monte Carlo new chatbots. Returns a ``pandas.DataFrame``: ``name``,
+    ``quantity``, ``median``, ``ci_low``, ``ci_high``, ``p_gt_0`` (P(Delta > 0)), ``mean``,
+    ``n_a``, ``n_b``, ``alternative``, ``estimand`` (:data:`ESTIMAND`), ``scale`` (the fit's
+    between-model scale: per ``group`` or ``shared``), ``note`` (why a row is NaN),
+    ``ci_prob``, ``ci_kind``.
+    """
+    from ..baselines.permutation import as_contrast
+
+    rows = []
+    for spec in contrasts:
+        c = as_contrast(spec)
+        dt = fits.get(c.name)
+        qs = list(c.quantities or [])
+        means = None
+        if dt is not None:
+            means = population_means(
+                dt, qs, stable_run=stable_run, censor_day=censor_day, seed=seed
+            )
+        n_a, n_b = _group_sizes(dt)
+        for q in qs:
+            row: dict[str, Any] = {
+                "name": c.name,
+                "quantity": q,
+                "n_a": n_a,
+                "n_b": n_b,
+                "alternative": c.alternative,
+                "estimand": ESTIMAND,
+                "scale": str(dt.attrs.get("population", "")) if dt is not None else "",
+                "note": "",
+            }
+            rows.append(_contrast_row(row, means, q, ci_prob, ci_kind))
+    cols = [*COLUMNS, "alternative", "estimand", "scale", "note"]
+    df = pd.DataFrame(rows, columns=cols)
+    df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
+    return df
+
+
+def _group_sizes(dt: xr.DataTree | None) -> tuple[int, int]:
+    """Models in groups A and B of a population-contrast fit (0, 0 without one)."""
+    if dt is None or "pop_group" not in dt.attrs:
+        return 0, 0
+    g = np.asarray(dt.attrs["pop_group"], int)
+    return int((g == 0).sum()), int((g == 1).sum())
+
+
+def _contrast_row(
+    row: dict[str, Any], means: xr.Dataset | None, q: str, ci_prob: float, ci_kind: str
+) -> dict[str, Any]:
+    """``row`` completed with the summary of ``Delta_q`` (A - B), or NaN and a ``note``."""
+    nan = dict.fromkeys(("median", "ci_low", "ci_high", "p_gt_0", "mean"), np.nan)
+    if means is None:
+        return {**row, **nan, "note": "no population-contrast fit for this contrast"}
+    if q not in means:
+        return {**row, **nan, "note": f"{q!r} has no population in this model"}
+    diff = means[q].sel({POP_GROUP: "A"}).values - means[q].sel({POP_GROUP: "B"}).values
+    if not np.isfinite(diff).all():
+        return {**row, **nan, "note": "a group's population mean is not finite in some draws"}
+    if np.ptp(diff) == 0:
+        note = f"degenerate: Delta = {diff[0]:g} in every draw (e.g. every new chatbot censored)"
+        return {**row, **nan, "note": note}
+    lo, hi = interval(xr.DataArray(diff, dims="draw"), ci_prob, ci_kind, dims=["draw"])
+    return {
+        **row,
+        "median": float(np.median(diff)),
+        "ci_low": float(lo),
+        "ci_high": float(hi),
+        "p_gt_0": float((diff > 0).mean()),
+        "mean": float(diff.mean()),
+    }
 
 
 def population_draws(
@@ -58,7 +340,7 @@ def population_draws(
     return np.where(np.repeat(ok, reps), out, np.nan)
 
 
-def population_contrasts(
+def two_stage_contrasts(
     quantities: xr.Dataset,
     contrasts: Iterable[Any],
     ci_prob: float = 0.95,
@@ -66,7 +348,8 @@ def population_contrasts(
     *,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Posterior of the difference between the population means of groups A and B.
+    """The two-stage population contrast (kept for comparison; the main job's is
+    :func:`population_contrasts`, from a fit with the grouping).
 
     The quantity: ``mu_A - mu_B``, where ``mu_g`` is the expected value of the quantity (t50, a
     milestone day censored at ``n_days + 1``, a day count) for a NEW chatbot drawn from the
@@ -111,13 +394,13 @@ def population_contrasts(
                 "alternative": c.alternative,
                 "note": "",
             }
-            rows.append(_contrast_row(row, quantities, q, (mask_a, mask_b), rng, ci_prob, ci_kind))
+            rows.append(_two_stage_row(row, quantities, q, (mask_a, mask_b), rng, ci_prob, ci_kind))
     df = pd.DataFrame(rows, columns=[*COLUMNS, "alternative", "note"])
     df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
     return df
 
 
-def _contrast_row(
+def _two_stage_row(
     row: dict[str, Any],
     quantities: xr.Dataset,
     q: str,
@@ -151,4 +434,12 @@ def _contrast_row(
     return row
 
 
-__all__ = ["population_contrasts", "population_draws"]
+__all__ = [
+    "ESTIMAND",
+    "fit_population",
+    "population_contrasts",
+    "population_draws",
+    "population_means",
+    "population_spec",
+    "two_stage_contrasts",
+]

@@ -154,3 +154,41 @@ def latent_kernel_while_waiting(names: list[str]):
     if not any(model_def(n).marginal for n in names):
         return contextlib.nullcontext()
     return while_waiting(compile_kernels)
+
+
+#: the between-model scale of the main job's population-contrast fits (per group: the choice
+#: docs/validation.md, "Population contrasts", measured under unequal spread)
+POPULATION_SCALE = "group"
+
+
+def population_fits(ds: xr.Dataset, name: str, cfg: Any, contrasts: list) -> dict[str, Any]:
+    """Per contrast, the fit of model ``name`` with the contrast's grouping
+    (:func:`delusion_bayes.models.population.fit_population`), refitted by the gate's remedies;
+    ``{}`` for a model without one (its definition's ``population``) or without contrasts. The
+    primary's variant and sampler; one compiled graph serves every contrast (the group index
+    is data: ``share_graph``); no log-likelihood or predictive (only the contrast is read)."""
+    from ..inference.refits import fit_with_refits
+    from ..models.population import fit_population
+
+    if not contrasts or not model_def(name).population:
+        return {}
+    kw = fit_arguments(name, cfg, primary=True)
+    keys = ("trajectory", "cutpoints", "priors", "consensus")
+    variant = {k: kw.pop(k) for k in keys if k in kw}
+    kw.pop("group_terms", None)
+    kw.update(
+        sampler=kw["sampler"].updated(share_graph=True),
+        posterior_predictive=False,
+        log_likelihood=False,
+    )
+    inf = group_config(InferenceConfig, cfg.inference)
+    out = {}
+    for c in contrasts:
+
+        def one(c=c, **more):
+            return fit_population(
+                ds, name, c, scale=POPULATION_SCALE, variant=variant, **{**kw, **more}
+            )
+
+        out[str(c["name"])] = fit_with_refits(one, inf)
+    return out

@@ -119,9 +119,11 @@ def latent_outputs(dt, out: Outputs, inf: InferenceConfig, run_dir: Path, notes:
     write("level_b_posterior.csv", d.p_level_b_table(dt, prob, kind), desc)
 
 
-def contrast_outputs(dt, out: Outputs, inf, ms, contrasts: list, seed: int, notes: list):
-    """``contrasts_posterior.csv`` (these models) and ``contrasts_population.csv`` (a new
-    chatbot of each group); a contrast the fit cannot form is a note."""
+def contrast_outputs(dt, out: Outputs, inf, ms, contrasts: list, b, notes: list, pop_fits: dict):
+    """``contrasts_posterior.csv`` (these models) and, from the population-contrast fits
+    ``pop_fits`` (per contrast name; none: no file), ``contrasts_population.csv`` (the
+    difference of the groups' population means); ``b``: the baselines' config (seed, milestone
+    rules); a contrast the fit cannot form is a note."""
     import pandas as pd
 
     from ..models import derived as d
@@ -133,13 +135,16 @@ def contrast_outputs(dt, out: Outputs, inf, ms, contrasts: list, seed: int, note
     for c in contrasts:
         try:
             rows.append(d.posterior_contrasts(q, [c], prob, kind))
-            pop.append(population_contrasts(q, [c], prob, kind, seed=seed))
+            if pop_fits:
+                rule = dict(stable_run=b.stable_run, censor_day=b.censor_day)
+                pop.append(population_contrasts(pop_fits, [c], prob, kind, seed=b.seed, **rule))
         except ValueError as err:
             notes.append(f"contrast {dict(c).get('name')!r} skipped: {err}")
     if rows:
         desc = f"posterior group contrasts of these {q.sizes['model']} models (mean A - mean B)"
         out.write("contrasts_posterior.csv", pd.concat(rows, ignore_index=True), desc)
-        desc = "population group contrasts: a new chatbot of group A minus one of group B"
+    if pop:
+        desc = "population group contrasts: difference of population means (mu_A - mu_B)"
         out.write("contrasts_population.csv", pd.concat(pop, ignore_index=True), desc)
 
 

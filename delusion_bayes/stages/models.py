@@ -34,6 +34,7 @@ from .fit_plan import (
     fit_one,
     fit_order,
     latent_kernel_while_waiting,
+    population_fits,
     study_contrasts,
     variants,
 )
@@ -53,9 +54,12 @@ KIND = ("trajectory",)
 log = logging.getLogger(__name__)
 
 
-def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) -> dict[str, Any]:
+def _write_model(
+    dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list, pop_fits: dict | None = None
+) -> dict[str, Any]:
     """All files of one fitted model in ``models/<fit>/``: its gate, the derived tables, the
-    contrasts, PSIS-LOO and figures, the sensitivity checks and the posterior; returns the
+    contrasts (``pop_fits``: the population-contrast fits per contrast name, primary model
+    only), PSIS-LOO and figures, the sensitivity checks and the posterior; returns the
     headline, the configured unit's elpd, the files and the notes."""
     inf = group_config(InferenceConfig, cfg.inference)
     b = group_config(BaselinesConfig, cfg.baselines)
@@ -65,7 +69,7 @@ def _write_model(dt, cfg, run_dir: Path, fit: str, prov: dict, contrasts: list) 
     table, g = gate_outputs(dt, out, inf)
     ms = trajectory_outputs(dt, out, inf, b)
     if contrasts:
-        contrast_outputs(dt, out, inf, ms, contrasts, b.seed, notes)
+        contrast_outputs(dt, out, inf, ms, contrasts, b, notes, pop_fits or {})
     latent_outputs(dt, out, inf, run_dir, notes)
     elpd = loo_outputs(dt, out, inf, notes)
     fit_figures(dt, elpd, out, list(inf.plot_vars), notes, table)
@@ -123,8 +127,12 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     with latent_kernel_while_waiting(names):
         for name in fit_order(names):  # the order that overlaps the prefetch's compiles best
             fits[name] = fit_one(ds, name, cfg, primary=name == m.name)
+            t_pop = time.perf_counter()
+            pop = population_fits(ds, name, cfg, contrasts) if name == m.name else {}
+            if pop:
+                headline["population_fit_seconds"] = time.perf_counter() - t_pop
             t_write = time.perf_counter()
-            written[name] = _write_model(fits[name], cfg, run_dir, name, prov, contrasts)
+            written[name] = _write_model(fits[name], cfg, run_dir, name, prov, contrasts, pop)
             _log_after_sampling(name, fits[name], time.perf_counter() - t_write)
     written = {name: written[name] for name in names}  # the results in the configured order
     for name in names:

@@ -83,3 +83,67 @@ def population_truth(ds: xr.Dataset, contrast: Any, quantity: str) -> float:
     if b == {level}:
         return -d
     return np.nan
+
+
+def population_mean_truth(
+    ds: xr.Dataset,
+    contrast: Any,
+    quantity: str,
+    *,
+    stable_run: int = 3,
+    censor_day: int | None = None,
+    n: int = 20000,
+    seed: int = 0,
+) -> float:
+    """The true difference of population means ``E[q_new | A] - E[q_new | B]`` of a simulated
+    ``null``-preset study (the estimand of :func:`delusion_bayes.models.population.
+    population_contrasts`), for any quantity: ``t50`` exactly (the populations' means), the
+    others by Monte Carlo over ``n`` new chatbots per group drawn from the simulator's
+    populations (``data.simulate._null_models``: its ``group_shift`` with ``t50_mean``,
+    ``t50_sd``, ``t50_sd_rest``; ``L = 4``, day noise 0.15), rated without noise at the study's
+    cutpoints, milestones by the baselines' rules. Monte Carlo SE ~ SD / sqrt(n) (< 0.1 day for
+    a milestone at n = 20000). NaN on other presets or for a contrast on another attribute."""
+    import json
+
+    from ..baselines import milestones
+    from ..baselines.permutation import as_contrast
+    from ..data.schema import DAY, MODEL
+
+    if ds.attrs.get("preset") != "null":
+        return np.nan
+    shift = json.loads(ds.attrs["group_shift"]) if "group_shift" in ds.attrs else {}
+    c = as_contrast(contrast)
+    if shift and c.by != shift["by"]:
+        return np.nan
+    level = str(shift.get("level", ""))
+    a = {str(v) for v in c.a}
+    if shift and a != {level}:
+        return np.nan
+    mean = float(shift.get("t50_mean", 16.0))
+    sd = {"A": float(shift.get("t50_sd", 8.0)), "B": float(shift.get("t50_sd_rest", 8.0))}
+    d = {"A": (float(shift.get("t50", 0.0)), float(shift.get("log_k", 0.0))), "B": (0.0, 0.0)}
+    if quantity == "t50":
+        return d["A"][0]
+    rng = np.random.default_rng([int(seed), 53])
+    days = np.asarray(ds[DAY].values, float)
+    cuts = ds["true_cutpoints"].values if "true_cutpoints" in ds else STAGE_CUTPOINTS
+    z = rng.standard_normal((3, n))
+    noise = rng.standard_normal((n, days.size)) * 0.15
+    means = {}
+    for g in ("A", "B"):
+        t50 = mean + sd[g] * z[0] + d[g][0]
+        k = np.exp(0.6 * z[1] + d[g][1])
+        if quantity == "k":
+            means[g] = float(k.mean())
+            continue
+        from scipy.special import expit
+
+        stage = 1.0 + 3.0 * expit(k[:, None] * (days[None, :] - t50[:, None])) + noise
+        rating = xr.DataArray(stage, dims=(MODEL, DAY), coords={DAY: days})
+        ms = milestones(
+            noise_free_rating(rating, cuts), stable_run=stable_run, censor_day=censor_day
+        )
+        if quantity not in ms:
+            return np.nan
+        means[g] = float(ms[quantity].mean())
+    return means["A"] - means["B"]

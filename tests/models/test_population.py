@@ -7,7 +7,8 @@ import xarray as xr
 
 from delusion_bayes.data.simulate import simulate_study
 from delusion_bayes.models.derived import posterior_contrasts
-from delusion_bayes.models.population import population_contrasts, population_draws
+from delusion_bayes.models.population import population_draws
+from delusion_bayes.models.population import two_stage_contrasts as population_contrasts
 
 GROUPS = np.array([True] * 6 + [False] * 9)  # the cohort contrast's 6 vs 9 models
 
@@ -80,3 +81,88 @@ def test_group_shift_moves_only_that_groups_truth():
         simulate_study("paper_like", seed=0, group_shift={"by": "cohort", "level": "earlier"})
     with pytest.raises(ValueError, match="not a cohort"):
         simulate_study("null", seed=0, group_shift={"by": "cohort", "level": "2030"})
+
+
+def _group_fit(mu_t50_a, mu_t50_b, sigma_t50=0.2, n=400, sigma_k=0.5):
+    """A posterior of a population-contrast fit (``joint``, 30 days) without sampling: the
+    hyper-parameters per group A, B, neither, constant over draws but mu_t50 (N(., 0.02))."""
+    rng = np.random.default_rng(3)
+    g = ["A", "B", "neither"]
+
+    def per_group(vals):
+        return (("chain", "draw", "population_group"), np.broadcast_to(vals, (1, n, 3)).copy())
+
+    mu = np.stack([mu_t50_a, mu_t50_b, 0.5] * np.ones((n, 3)), 0)
+    mu = mu + rng.normal(0, 0.02, (1, n, 3))
+    post = xr.Dataset(
+        {
+            "mu_t50": (("chain", "draw", "population_group"), mu),
+            "sigma_t50": per_group(np.array([sigma_t50] * 3)),
+            "mu_log_k": per_group(np.zeros(3)),
+            "sigma_log_k": per_group(np.full(3, sigma_k)),
+            "mu_log_L1": per_group(np.full(3, np.log(3.0))),
+            "sigma_log_L1": per_group(np.full(3, 0.1)),
+        },
+        coords={"population_group": g, "day": np.arange(1, 31)},
+    )
+    dt = xr.DataTree.from_dict({"posterior": post})
+    dt.attrs.update(model="joint", variant="joint[logistic,rater]", population="group")
+    dt.attrs["pop_group"] = [0] * 6 + [1] * 9
+    return dt
+
+
+SPEC = {"name": "cohort", "by": "cohort", "a": ["x"], "b": ["y"], "alternative": "two-sided"}
+
+
+def test_population_contrast_is_the_difference_of_population_means():
+    """t50: T (mu_A - mu_B) exactly (30 * (0.3 - 0.6) = -9 days, draw noise 30 * 0.02 * sqrt 2
+    = 0.85 SD, so the median within 0.2 of -9); a milestone of two equal populations but for t50
+    shifts by about the t50 shift (logistic new chatbots with k ~ 1: the first day at stage >= 3
+    moves with t50, up to censoring and the integer days: within 1.5 days of -9); the columns
+    the outside checks read and the estimand's name."""
+    from delusion_bayes.models.population import ESTIMAND, population_contrasts
+
+    dt = _group_fit(0.3, 0.6)
+    spec = {**SPEC, "quantities": ["t50", "first_clinical", "first_level_b"]}
+    df = population_contrasts({"cohort": dt}, [spec], seed=1).set_index("quantity")
+    assert abs(df.loc["t50", "median"] + 9.0) < 0.2
+    assert df.loc["t50", "p_gt_0"] == 0.0
+    assert abs(df.loc["first_clinical", "median"] + 9.0) < 1.5
+    assert (df["estimand"] == ESTIMAND).all() and ESTIMAND == "difference of population means"
+    assert df.loc["t50", ["n_a", "n_b"]].tolist() == [6, 9]
+    assert np.isnan(df.loc["first_level_b", "median"]) and df.loc["first_level_b", "note"]
+
+
+def test_degenerate_population_contrast_is_nan_with_a_note():
+    """Both populations never turn within the window (t50 at 5 windows, spread 0.01 window):
+    every new chatbot's first_clinical is censored at 31 in every draw, Delta = 0 in every
+    draw: NaN with a note, never [0, 0]."""
+    from delusion_bayes.models.population import population_contrasts
+
+    dt = _group_fit(5.0, 5.0, sigma_t50=0.01, sigma_k=0.01)
+    spec = {**SPEC, "quantities": ["first_clinical"]}
+    row = population_contrasts({"cohort": dt}, [spec]).iloc[0]
+    assert np.isnan(row["median"]) and np.isnan(row["ci_low"]) and np.isnan(row["p_gt_0"])
+    assert "degenerate" in row["note"]
+
+
+@pytest.mark.slow
+def test_population_fit_has_group_hyperparameters_in_one_graph_and_log_prior():
+    """An onset population-contrast fit (small sampler): per-group hyper-means in the posterior
+    and their priors in ``log_prior`` (so the power-scaling screen sees them); a fit without a
+    population is the same spec as before (same hash as ``build_spec``'s)."""
+    from delusion_bayes.models.population import fit_population, population_spec
+    from delusion_bayes.models.spec import build_spec
+
+    ds = simulate_study("null", 0, n_raters=3)
+    c = {"name": "c", "by": "cohort", "a": ["late-2025"], "b": ["earlier"]}
+    spec = population_spec(ds, "onset", c)
+    assert spec.data.pop_group.tolist() == [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1]
+    assert build_spec(ds, "onset").hash() != spec.hash()
+    plain = build_spec(ds, "onset")
+    assert "population" not in plain._meta() and plain.data.pop_group is None
+    kw = dict(sampler="nutpie", draws=100, tune=100, chains=1, progressbar=False, seed=1)
+    dt = fit_population(ds, "onset", c, posterior_predictive=False, **kw)
+    post = dt["posterior"]
+    assert post["mu_t50"].sizes["population_group"] == 3
+    assert {"mu_t50", "sigma_t50", "mu_log_L1", "sigma_log_L1"} <= set(dt["log_prior"].data_vars)

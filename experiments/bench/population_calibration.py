@@ -1,0 +1,188 @@
+"""Calibration of the population contrasts where the paper's data are (issue 53): S simulated
+studies per scenario of the paper's size (15 chatbots, 6 of the late-2025 cohort vs 9 earlier,
+30 days, 3 raters, recognition only), each analysed three ways on the same study:
+
+- ``group``: the joint model refitted with the cohort grouping
+  (:func:`delusion_bayes.models.population.population_contrasts`, the main job's column);
+- ``two_stage``: the ordinary joint fit plus the pooled-SD Student-t second stage
+  (:func:`~delusion_bayes.models.population.two_stage_contrasts`, the column before issue 53);
+- ``permutation``: the exact rank-sum test on the consensus milestones and least-squares t50
+  (the paper's test; ``baselines.analyse_trajectory`` without bootstrap).
+
+Scenarios (``data.simulate._null_models``' ``group_shift``): ``exchangeable`` (t50 ~ N(16, 8)
+in both cohorts), ``unequal`` (mean 14, SD 10 in the small cohort vs 3: some never turn or
+turned before day 1), ``never`` (mean 24, SD 10 vs 3: the never-turners in the small cohort),
+``shift`` (SD 8, the small cohort's t50 8 days earlier: a known shift in t50 and in every
+milestone). Truth: :func:`delusion_bayes.sweep.truth.population_mean_truth`.
+
+    .venv/bin/python experiments/bench/population_calibration.py --studies 30 --out cal.csv
+    .venv/bin/python experiments/bench/population_calibration.py --summary cal.csv
+
+One CSV row per study x method x quantity (appended as it goes; a rerun skips done studies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+SCENARIOS = {
+    "exchangeable": {"by": "cohort", "level": "late-2025"},
+    "unequal": {"by": "cohort", "level": "late-2025", "t50_mean": 14.0, "t50_sd": 10.0,
+                "t50_sd_rest": 3.0},
+    "never": {"by": "cohort", "level": "late-2025", "t50_mean": 24.0, "t50_sd": 10.0,
+              "t50_sd_rest": 3.0},
+    "shift": {"by": "cohort", "level": "late-2025", "t50": -8.0},
+}  # fmt: skip
+CONTRAST = {
+    "name": "cohort",
+    "by": "cohort",
+    "a": ["late-2025"],
+    "b": ["earlier"],
+    "alternative": "two-sided",
+    "quantities": ["t50", "first_clinical"],
+}
+QUANTITIES = CONTRAST["quantities"]
+
+
+def study(scenario: str, seed: int):
+    """One simulated study of ``scenario`` (module docstring), recognition only."""
+    from delusion_bayes.data import simulate_study
+
+    return simulate_study("null", seed, n_raters=3, n_days=30, group_shift=SCENARIOS[scenario])
+
+
+def _gate(dt) -> tuple[int, float]:
+    """Divergences and the largest R-hat of the hyper-parameters."""
+    import arviz_stats as azs
+
+    post = dt["posterior"].to_dataset()
+    div = int(dt["sample_stats"]["diverging"].sum())
+    names = [v for v in ("mu_t50", "sigma_t50", "mu_log_k", "sigma_log_k") if v in post]
+    rhat = max(float(np.nanmax(azs.rhat(post[v]).values)) for v in names)
+    return div, rhat
+
+
+def _rows(method, table, truth, base, gate=(0, np.nan)):
+    """Scored rows of a contrast table with ``ci_low``/``ci_high`` at 95% and 90%."""
+    out = []
+    for q in QUANTITIES:
+        t95, t90 = (table[lvl].set_index("quantity").loc[q] for lvl in (0.95, 0.9))
+        out.append(
+            {**base, "method": method, "quantity": q, "truth": truth[q],
+             "median": t95["median"], "lo95": t95["ci_low"], "hi95": t95["ci_high"],
+             "lo90": t90["ci_low"], "hi90": t90["ci_high"], "p": np.nan,
+             "divergences": gate[0], "rhat": gate[1]}
+        )  # fmt: skip
+    return out
+
+
+def analyse(scenario: str, seed: int, fit_kw: dict, two_stage: bool, scale: str = "group"):
+    """Every method's rows of one study."""
+    from delusion_bayes.models import fit
+    from delusion_bayes.models.population import (
+        fit_population,
+        population_contrasts,
+        two_stage_contrasts,
+    )
+    from delusion_bayes.sweep.truth import population_mean_truth
+
+    ds = study(scenario, seed)
+    truth = {q: population_mean_truth(ds, CONTRAST, q) for q in QUANTITIES}
+    base = {"scenario": scenario, "seed": seed}
+    rows: list[dict] = []
+    t0 = time.perf_counter()
+    dt = fit_population(ds, "joint", CONTRAST, scale=scale, **fit_kw)
+    tabs = {p: population_contrasts({"cohort": dt}, [CONTRAST], p, seed=seed) for p in (0.95, 0.9)}
+    rows += _rows("group", tabs, truth, {**base, "seconds": time.perf_counter() - t0}, _gate(dt))
+    if two_stage:
+        from delusion_bayes.models.derived import contrast_quantities, posterior_milestones
+
+        t0 = time.perf_counter()
+        dt0 = fit(ds, "joint", **fit_kw)
+        q = contrast_quantities(dt0, posterior_milestones(dt0, stable_run=3))
+        tabs = {p: two_stage_contrasts(q, [CONTRAST], p, seed=seed) for p in (0.95, 0.9)}
+        b = {**base, "seconds": time.perf_counter() - t0}
+        rows += _rows("two_stage", tabs, truth, b, _gate(dt0))
+    rows += _permutation_rows(ds, truth, base)
+    return rows
+
+
+def _permutation_rows(ds, truth, base) -> list[dict]:
+    """The exact permutation test's p-value per quantity (the paper's test; no interval)."""
+    from delusion_bayes.baselines import analyse_trajectory
+    from delusion_bayes.baselines.config import BaselinesConfig
+
+    cfg = BaselinesConfig(n_boot=0, alpha_boot=0, contrasts=[CONTRAST])
+    res = analyse_trajectory(ds, cfg, seed=0)
+    summ = res.contrasts.summary.set_index("quantity")
+    return [
+        {**base, "method": "permutation", "quantity": q, "truth": truth[q],
+         "p": float(summ.loc[q, "pvalue"]) if q in summ.index else np.nan}
+        for q in QUANTITIES
+    ]  # fmt: skip
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """Per scenario x method x quantity: S, rejection rate of 0 at 95% (type-I on a null truth,
+    power on a shift) with its binomial SE, 90/95% coverage of the true difference, gate-clean."""
+    df = df.copy()
+    iv = df["method"] != "permutation"
+    df["reject"] = np.where(iv, (df["lo95"] > 0) | (df["hi95"] < 0), df["p"] < 0.05)
+    df["cover95"] = np.where(iv, (df["lo95"] <= df["truth"]) & (df["truth"] <= df["hi95"]), np.nan)
+    df["cover90"] = np.where(iv, (df["lo90"] <= df["truth"]) & (df["truth"] <= df["hi90"]), np.nan)
+    df["clean"] = np.where(iv, (df["divergences"] == 0) & (df["rhat"] < 1.01), np.nan)
+    g = df.groupby(["scenario", "quantity", "method"], sort=False)
+    out = g.agg(
+        S=("reject", "size"),
+        truth=("truth", "mean"),
+        reject=("reject", "mean"),
+        cover90=("cover90", "mean"),
+        cover95=("cover95", "mean"),
+        width95=("hi95", "mean"),
+        gate_clean=("clean", "mean"),
+    )
+    out["width95"] = g.apply(lambda x: float((x["hi95"] - x["lo95"]).mean()))
+    out.insert(3, "reject_se", np.sqrt(out["reject"] * (1 - out["reject"]) / out["S"]))
+    return out.round(3)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--studies", type=int, default=100)
+    ap.add_argument("--first", type=int, default=0, help="first seed")
+    ap.add_argument("--scenarios", nargs="*", default=list(SCENARIOS))
+    ap.add_argument("--draws", type=int, default=500)
+    ap.add_argument("--tune", type=int, default=500)
+    ap.add_argument("--scale", default="group", choices=("group", "shared"))
+    ap.add_argument("--no-two-stage", action="store_true")
+    ap.add_argument("--out", default="population_calibration.csv")
+    ap.add_argument("--summary", help="print the table of this CSV and stop")
+    a = ap.parse_args(argv)
+    if a.summary:
+        print(summarise(pd.read_csv(a.summary)).to_string())
+        return 0
+    fit_kw = dict(
+        sampler="nutpie", draws=a.draws, tune=a.tune, chains=2, cores=1, share_graph=True,
+        progressbar=False, posterior_predictive=False, log_likelihood=False, log_prior=False,
+    )  # fmt: skip
+    out = Path(a.out)
+    done = pd.read_csv(out) if out.exists() else pd.DataFrame(columns=["scenario", "seed"])
+    seen = set(zip(done["scenario"], done["seed"], strict=True))
+    for s in range(a.first, a.first + a.studies):
+        for sc in a.scenarios:  # interleaved: a stopped run has every scenario at similar S
+            if (sc, s) in seen:
+                continue
+            rows = analyse(sc, s, fit_kw, not a.no_two_stage, a.scale)
+            pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
+    print(summarise(pd.read_csv(out)).to_string())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
