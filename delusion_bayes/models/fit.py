@@ -52,10 +52,9 @@ def fit(
     spec: ModelSpec | CustomGraphSpec | None = None,
     check: bool | str = False,
 ) -> xr.DataTree:
-    """Fit a Bayesian model of a trajectory study (``model``: a registered model,
-    :data:`delusion_bayes.models.registry.MODELS`: ``joint``, ``onset``, ``rater``,
-    ``disengagement``), or of a replay study with a ``spec`` from
-    :func:`delusion_bayes.models.replay.replay_model_spec`.
+    """Fit a registered model (:data:`~delusion_bayes.models.registry.MODELS`: ``joint``,
+    ``onset``, ``rater``, ``disengagement``) to a trajectory study, or a replay study with a
+    ``spec`` from :func:`delusion_bayes.models.replay.replay_model_spec`.
 
     ``sampler``: the NUTS settings, a :class:`~delusion_bayes.inference.config.SamplerConfig`
     (the stages pass the ``sampler`` group) or a sampler name; ``draws`` to ``progressbar``
@@ -78,14 +77,12 @@ def fit(
     ``log_prior``, ``posterior_predictive``, ``observed_data``. Observations live on dim ``obs``
     with coords ``obs_rater``, ``obs_model``, ``obs_day``; the latent ``stage (model, day)`` is
     NaN on model-days nobody rated. ``attrs`` hold the model name, variant and spec hash.
-    ``check``: the command line's diagnostics gate; a failed fit warns (``True``) or raises
-    (``"raise"``), verdict in ``attrs["gate_passed"]`` (:func:`checked`; no automatic refit).
-    """
+    ``check``: the command line's gate; a failed fit warns or raises (:func:`checked`)."""
     from ..inference.cache import configure_pytensor_cache
 
     nuts = dict(draws=draws, tune=tune, chains=chains, seed=seed, cores=cores, reuse=reuse)
-    opts = dict(target_accept=target_accept, adaptation=adaptation, share_graph=share_graph)
-    scfg = sampler_config(sampler, **nuts, **opts, progressbar=progressbar)
+    scfg = sampler_config(sampler, **nuts, target_accept=target_accept, adaptation=adaptation,
+                          share_graph=share_graph, progressbar=progressbar)  # fmt: skip
     compiledir = configure_pytensor_cache(cache_dir)  # before PyTensor's first import
     t0 = time.perf_counter()
     if spec is None:
