@@ -96,10 +96,11 @@ def analyse_posterior(
     posterior with ``L, k, t50`` (chain, draw, model) and optionally ``stage`` (..., day).
 
     Two rows per contrast and quantity (``scope``): ``finite``, the difference of these
-    models' group means (A - B) per draw, and ``population``, a new chatbot of group A minus
-    one of B (:func:`_population_row`; ``seed`` seeds its t draws). ``stat`` is the posterior
-    probability of the alternative's direction (two-sided: the larger of P(d < 0), P(d > 0)); it
-    rejects at >= 0.95 (one-sided) or >= 0.975 (two-sided), mirroring a 5% test."""
+    models' group means (A - B) per draw, and ``population``, the two-stage difference of the
+    groups' population means (:func:`_population_row`; ``seed`` seeds its t draws). ``stat`` is
+    the posterior probability of the alternative's direction (two-sided: the larger of
+    P(d < 0), P(d > 0)); it rejects at >= 0.95 (one-sided) or >= 0.975 (two-sided), mirroring
+    a 5% test."""
     import arviz as az
 
     from ..baselines import contrast_groups
@@ -149,9 +150,9 @@ def analyse_posterior(
 
 def _population_row(da, mask_a, mask_b, c, q, alt, thresh, rng) -> dict[str, Any]:
     """The population contrast of one quantity (:func:`delusion_bayes.models.population.
-    population_draws`: a new chatbot of group A minus one of B, between-model variation
-    included): ``stat`` and ``reject`` as for the finite-sample contrast, and its median and
-    90/95% equal-tailed intervals."""
+    population_draws`: the two-stage difference of population means mu_A - mu_B,
+    between-model variation included): ``stat`` and ``reject`` as for the finite-sample
+    contrast, and its median and 90/95% equal-tailed intervals."""
     from ..data.schema import MODEL
     from ..models.population import MIN_DRAWS, population_draws
 
