@@ -1,6 +1,6 @@
 """The results contract: every file a stage writes for another reader, declared once and checked
 by :func:`write` and :func:`read` (``read(run_dir, "baselines/tableD1_logistic.csv")``, None when
-absent). ARCHITECTURE.md's "Files between stages" table is :func:`contract_table`."""
+absent). The table of docs/dev/contract.md is :func:`contract_table`."""
 
 from __future__ import annotations
 
@@ -168,12 +168,13 @@ _FILES = (
        "median_b:float dropped:str statistic:float expected:float pvalue:float alternative:str "
        "n_arrangements:float exact:bool method:str", "p_holm:float p_bh:float family_size:int",
        readers=("report", "sweep")),
-    _f("baselines", "rankings.csv", "each model's rank on the milestones over the rater "
-       "bootstrap's resamples (studies of >= 3 models): median rank, rank interval, P(best), "
-       "P(worst), group of models not told apart from the best",
-       "model:str estimate:float rank_mean:float rank_median:float rank_lower:float "
-       "rank_upper:float p_best:float p_worst:float group:int tied_with_best:bool quantity:str "
-       "n_draws:int"),
+    *(_f(stage, name, f"each model's rank on the milestones over {over} (>= 3 models): median "
+         "rank, rank interval, P(best), P(worst), the group not told apart from the best",
+         "model:str estimate:float rank_mean:float rank_median:float rank_lower:float "
+         "rank_upper:float p_best:float p_worst:float group:int tied_with_best:bool "
+         "quantity:str n_draws:int")
+      for stage, name, over in (("baselines", "rankings.csv", "the rater bootstrap's resamples"),
+                                ("models", "{fit}/rankings_posterior.csv", "the posterior"))),
     _f("baselines", "figure2_intensity_by_stage.csv", "Figure 2 data: mean intervention "
        "intensity per consensus stage and type, Spearman rho over model-days",
        "intervention_type:str stage:float mean:float sd:float n:int rho:float pvalue:float "
@@ -574,7 +575,7 @@ def fits(run_dir: str | Path) -> list[str]:
 
 
 def contract_table() -> str:
-    """The contract as a Markdown table (ARCHITECTURE.md, "Files between stages")."""
+    """The contract as a Markdown table (docs/dev/contract.md)."""
     lines = ["| file | meaning | columns (dtype) | readers |", "|---|---|---|---|"]
     for f in _FILES:
         cols = ", ".join(f"{c}:{t}" for c, t in f.columns)

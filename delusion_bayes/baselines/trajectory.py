@@ -151,28 +151,30 @@ MIN_RANKED = 3
 RANKED_MILESTONES = ("first_clinical", "first_stable")
 
 
-def milestone_rankings(replicates: xr.Dataset, prob: float = 0.95) -> BaselineResult:
-    """Each model's rank on :data:`RANKED_MILESTONES` over the rater bootstrap's resamples: the
-    median rank, a ``prob`` rank interval, P(best) (earliest), P(worst) and the models that
-    cannot be told apart from the best (:func:`~delusion_bayes.baselines.rankings.rankings`).
-    A censored milestone ties at the censoring day. The rater bootstrap carries only the raters'
-    disagreement: these intervals are about these conversations, not about new ones."""
+def milestone_rankings(
+    draws: xr.Dataset, prob: float = 0.95, over: str = "the rater bootstrap's resamples"
+) -> BaselineResult:
+    """Each model's rank on :data:`RANKED_MILESTONES` over ``draws`` (the rater bootstrap's
+    resamples, dim ``resample``, or posterior draws, dims ``chain, draw``): the median rank, a
+    ``prob`` rank interval, P(best) (earliest), P(worst) and the models that cannot be told
+    apart from the best (:func:`~delusion_bayes.baselines.rankings.rankings`). A censored
+    milestone ties at the censoring day. Both carry the uncertainty about these conversations
+    (the raters' disagreement; the posterior's measurement model), not about new ones."""
     frames = []
     for q in RANKED_MILESTONES:
-        if q not in replicates:
+        if q not in draws:
             continue
-        da = replicates[q].transpose(RESAMPLE, MODEL)
+        da = draws[q]
         df = rankings(da, [str(m) for m in da[MODEL].values], higher_is="worse", prob=prob)
-        frames.append(df.assign(quantity=q, n_draws=df.attrs.get("n_draws", da.sizes[RESAMPLE])))
+        frames.append(df.assign(quantity=q, n_draws=df.attrs.get("n_draws", 0)))
     table = pd.concat(frames, ignore_index=True).rename(columns={"item": MODEL})
     notes = [
-        "ranks over the rater bootstrap's resamples (earlier milestone = better rank, ties share "
-        f"the average rank); {prob:.0%} equal-tailed rank intervals; group 1 = the models whose "
-        "rank interval overlaps the best model's"
+        f"ranks over {over} (earlier milestone = better rank, ties share the average rank); "
+        f"{prob:.0%} equal-tailed rank intervals; group 1 = the models whose rank interval "
+        "overlaps the best model's"
     ]
-    return BaselineResult(
-        "rankings", table, "Rankings of the models on the milestones (rater bootstrap)", notes
-    )
+    return BaselineResult("rankings", table, f"Rankings of the models on the milestones ({over})",
+                          notes)  # fmt: skip
 
 
 def rank_figure(table: pd.DataFrame) -> Any:

@@ -16,8 +16,10 @@ import numpy as np
 import xarray as xr
 
 from .. import results
+from ..baselines.trajectory import MIN_RANKED, milestone_rankings, rank_figure
 from ..inference.config import InferenceConfig
 from ..inference.refits import diagnostics_of, fit_attempts, gate_advice
+from ..plotting import save_figure
 from . import Outputs
 from .fit_plan import plain
 
@@ -96,6 +98,11 @@ def trajectory_outputs(dt, out: Outputs, inf: InferenceConfig, b):
     ms = d.posterior_milestones(dt, stable_run=b.stable_run, missing=b.missing, censor=b.censor_day)
     desc = "posterior milestone latencies with P(censored)"
     out.write("milestones_posterior.csv", d.milestones_table(ms, prob, kind), desc)
+    if ms.sizes["model"] >= MIN_RANKED:  # issue 51: ranks with their uncertainty
+        ranks = milestone_rankings(ms, prob, "the posterior draws")
+        out.write("rankings_posterior.csv", ranks.table, ranks.title)
+        for p in save_figure(rank_figure(ranks.summary), out.path / "ranks"):
+            out.files[p.name] = "ranks on the milestones with their intervals (posterior)"
     return ms
 
 
