@@ -24,6 +24,12 @@ class ReplicatedConfig:
     max_exact: int = 16
     n_mc: int = 100_000
     figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
+    #: fit the behaviour model (:mod:`delusion_bayes.models.behaviour`) with the ``sampler``
+    #: group and gate it with ``inference``: each chatbot's posterior for a new conversation
+    #: beside the bootstrap (Spiral-Bench's two files: about 2 min on 2 cores)
+    bayes: bool = True
+    #: its likelihood: ``ordinal`` (cumulative logit on the capped levels) or ``hurdle``
+    bayes_likelihood: str = "ordinal"
 
 
 __all__ = ["ReplicatedConfig"]

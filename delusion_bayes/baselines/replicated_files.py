@@ -67,6 +67,18 @@ DECLARATIONS: tuple[tuple[str, ...], ...] = (
     (STAGE, "milestones.csv", "per chatbot x milestone: share of conversations reaching it "
      "and median turn, conversation-clustered bootstrap CIs",
      f"model:str milestone:str {_SUMMARY}"),
+    (STAGE, "bayes_item_means.csv", "per chatbot x item: the behaviour model's posterior of "
+     "the expected value per judged turn of a new conversation (same rule as item_means), "
+     "beside item_means' bootstrap mean and CI",
+     f"model:str item:str median:float {_CI} mean:float sd_conversation:float "
+     "boot_mean:float boot_ci_low:float boot_ci_high:float rule:str likelihood:str"),
+    (STAGE, "bayes_contrasts.csv", "chatbot pairs per item for a new conversation: posterior "
+     "difference A - B with its interval, P(A higher), P(A worse)",
+     f"item:str a:str b:str diff:float {_CI} p_a_higher:float p_a_worse:float "
+     "worse_when:str"),
+    (STAGE, "gate.json", "the behaviour model's diagnostics gate (R-hat, ESS, divergences)"),
+    (STAGE, "bayes_diagnostics.csv", "per-parameter diagnostics of the behaviour model",
+     "parameter:str r_hat:float ess_bulk:float ess_tail:float"),
     (STAGE, "index.json", "what the stage wrote: {files, headline, notes, settings, skipped}"),
 )  # fmt: skip
 #: required then optional columns of each CSV, with their dtypes

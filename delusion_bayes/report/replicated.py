@@ -56,6 +56,16 @@ Q_MILESTONES = (
     "conversations does the raters' median recognition reach the paper's milestones, and at "
     "which turn (censored at the last rated turn + 1)? Conversation-clustered bootstrap."
 )
+Q_BAYES = (
+    f"{questions.PREFIX} about these chatbots, over conversations they might have: each "
+    "chatbot's expected value per judged turn for a new conversation (behaviour model, "
+    "posterior), beside the bootstrap of these conversations."
+)
+Q_BAYES_CONTRASTS = (
+    f"{questions.PREFIX} about these chatbots, over conversations they might have: how much "
+    "more of a behaviour does chatbot A show than B in a new conversation, and how sure are we "
+    "that A is worse?"
+)
 
 
 def _src(name: str) -> str:
@@ -235,6 +245,54 @@ def contrasts_table(b: Builder, df: pd.DataFrame) -> ReportTable:
     )
 
 
+def bayes_means_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    """Per chatbot x behaviour: the posterior for a new conversation beside the bootstrap."""
+    disp = pd.DataFrame(
+        {
+            "Chatbot": df["model"],
+            "Behaviour": [capital(_words(i)) for i in df["item"]],
+            "New conversation (posterior median [95% CrI])": [
+                _ci(r, "median", "ci_low", "ci_high") for r in df.itertuples()
+            ],
+            "These conversations (bootstrap mean [95% CI])": [
+                _ci(r, "boot_mean", "boot_ci_low", "boot_ci_high") for r in df.itertuples()
+            ],
+            "Between-conversation SD (logit)": [fmt_num(v, 2) for v in df["sd_conversation"]],
+        }
+    )
+    first = df.iloc[0]
+    title = "Each chatbot for a new conversation: behaviour model beside the bootstrap"
+    note = (
+        f"Behaviour model (`{first['likelihood']}` likelihood on rule `{first['rule']}`; "
+        "chatbot -> conversation -> turn, turn trend per chatbot, judge severity; docs/models.md "
+        '"Judged behaviours"): the conversation effect integrated out, so the interval is '
+        "about the chatbot, not these transcripts."
+    )
+    return ReportTable(
+        "replicated_bayes_means", title, df, disp, [_src("bayes_item_means.csv")],
+        [Q_BAYES, note],
+    )  # fmt: skip
+
+
+def bayes_contrasts_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    disp = pd.DataFrame(
+        {
+            "Behaviour": [capital(_words(i)) for i in df["item"]],
+            "Chatbot A": df["a"],
+            "Chatbot B": df["b"],
+            "A − B [95% CrI]": [_ci(r, "diff", "ci_low", "ci_high") for r in df.itertuples()],
+            "P(A worse)": [fmt_num(v, 3) for v in df["p_a_worse"]],
+            "Worse when": df["worse_when"],
+        }
+    )
+    title = "Chatbot contrasts for a new conversation (behaviour model)"
+    note = "Worse: more of a harmful behaviour, less of a protective one (pushback, ...)."
+    return ReportTable(
+        "replicated_bayes_contrasts", title, df, disp, [_src("bayes_contrasts.csv")],
+        [Q_BAYES_CONTRASTS, note],
+    )  # fmt: skip
+
+
 def reliability_table(b: Builder, df: pd.DataFrame) -> ReportTable:
     disp = pd.DataFrame(
         {
@@ -313,6 +371,8 @@ TABLES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
     ("judge_failed.csv", "the failed judge turns", failed_table),
     ("first_occurrence_summary.csv", "first occurrence", first_occurrence_table),
     ("contrasts.csv", "chatbot contrasts", contrasts_table),
+    ("bayes_item_means.csv", "the behaviour model's chatbot means", bayes_means_table),
+    ("bayes_contrasts.csv", "the behaviour model's contrasts", bayes_contrasts_table),
     ("reliability.csv", "reliability", reliability_table),
     ("milestones.csv", "the paper's milestones", milestones_table),
 )
@@ -356,10 +416,23 @@ def section_replicated(b: Builder) -> Section:
     s.add(opening(b, index))
     for name, what, make in TABLES:
         s.add(*b.attempt(what, lambda n=name, w=what, m=make: _blocks(b, index, n, w, m)))
+    gate = read_table(b.run.path, "gate.json")
+    if isinstance(gate, dict):
+        s.add(Paragraph(_gate_line(gate)))
     notes = [str(n) for n in index.get("notes") or []]
     if notes:
         s.add(Paragraph("Notes of the replicated stage: " + " ".join(notes)))
     return s
+
+
+def _gate_line(g: dict[str, Any]) -> str:
+    verdict = "passed" if g.get("passed") else "FAILED (" + "; ".join(g.get("reasons", [])) + ")"
+    return (
+        f"Behaviour model gate {verdict}: max R-hat {float(g.get('max_rhat', float('nan'))):.3f}, "
+        f"min ESS {float(g.get('min_ess', float('nan'))):.0f}, {g.get('divergences', '?')} "
+        f"divergences, fit {float(g.get('fit_time', float('nan'))):.0f} s "
+        f"(`{_src('gate.json')}`)."
+    )
 
 
 __all__ = ["FIGURES", "TABLES", "opening", "section_replicated"]

@@ -43,7 +43,8 @@ from ..config import group_config
 from ..data.replicated import CONVERSATION, MODEL, TURN, validate_replicated
 from . import Outputs
 
-NEEDS = ("replicated",)
+#: the behaviour model samples with the shared ``sampler`` group and is gated by ``inference``
+NEEDS = ("replicated", "sampler", "inference", "cache_dir")
 KIND = ("replicated",)
 
 log = logging.getLogger(__name__)
@@ -207,7 +208,88 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
                 "them as 0)"
             )
     settings = {"rule": res["rule"], "n_boot": c.n_boot, "seed": c.seed, "ci_prob": c.ci_prob}
-    return out.index(_headline(res), res["skipped"], notes=notes, settings=settings)
+    headline = _headline(res)
+    if c.bayes:
+        headline.update(bayes_outputs(ds, cfg, c, res, out, notes))
+    else:
+        res["skipped"].append(
+            {"analysis": "bayes", "reason": "replicated.bayes = false", "files": list(BAYES_FILES)}
+        )
+    return out.index(headline, res["skipped"], notes=notes, settings=settings)
+
+
+#: the files of the behaviour model's fit
+BAYES_FILES = ("bayes_item_means.csv", "bayes_contrasts.csv", "gate.json", "bayes_diagnostics.csv")
+
+
+def fit_bayes(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig, rule: str) -> xr.DataTree:
+    """The behaviour model (:mod:`delusion_bayes.models.behaviour`) of ``ds`` on ``rule`` with
+    the run's ``sampler`` group (its ``target_accept`` null: the model's)."""
+    from ..inference.config import SamplerConfig
+    from ..models.behaviour import fit_behaviour
+
+    node = cfg.get("sampler") if hasattr(cfg, "get") else None
+    cache = cfg.get("cache_dir") if hasattr(cfg, "get") else None
+    return fit_behaviour(
+        ds,
+        rule=rule,
+        likelihood=c.bayes_likelihood,
+        sampler=group_config(SamplerConfig, node),
+        log_prior=False,
+        posterior_predictive=False,
+        cache_dir=cache,
+    )
+
+
+def bayes_outputs(
+    ds: xr.Dataset, cfg: Any, c: ReplicatedConfig, res: dict, out: ReplicatedOutputs, notes: list
+) -> dict[str, Any]:
+    """Fit the behaviour model, write its item means beside the bootstrap, its contrasts, gate
+    and diagnostics; the headline entries."""
+    from ..inference.diagnostics import diagnose, gate
+    from ..models.behaviour_posterior import bayes_contrasts, bayes_item_means, reported_vars
+
+    try:
+        tree = fit_bayes(validate_replicated(ds), cfg, c, res["rule"])
+    except ValueError as err:  # a rule without integer levels (length-normalised)
+        res["skipped"].append({"analysis": "bayes", "reason": str(err), "files": list(BAYES_FILES)})
+        return {}
+    inf = cfg.get("inference") if hasattr(cfg, "get") else None
+    table = diagnose(tree, inf, var_names=reported_vars(tree))
+    verdict = gate(tree, table, inf)
+    verdict.update(fit_time=float(tree.attrs.get("fit_time", np.nan)), **_fit_attrs(tree))
+    boot = res["item_means"][["model", "item", "mean", "ci_low", "ci_high"]].rename(
+        columns={"mean": "boot_mean", "ci_low": "boot_ci_low", "ci_high": "boot_ci_high"}
+    )
+    means = bayes_item_means(tree, c.ci_prob).merge(boot, on=["model", "item"], how="left")
+    means = means.assign(rule=res["rule"], likelihood=c.bayes_likelihood)
+    ci = f"{round(100 * c.ci_prob)}%"
+    out.write(
+        "bayes_item_means.csv",
+        means,
+        f"behaviour model ({c.bayes_likelihood}): posterior median and {ci} interval of the "
+        "expected value per judged turn of a new conversation, beside the bootstrap",
+    )
+    if ds.sizes[MODEL] >= 2:
+        out.write(
+            "bayes_contrasts.csv",
+            bayes_contrasts(tree, c.ci_prob),
+            "chatbot pairs, new conversation",
+        )
+    diag = table.reset_index().rename(columns={"index": "parameter"})
+    out.write("bayes_diagnostics.csv", diag, "per-parameter diagnostics of the behaviour model")
+    out.write("gate.json", verdict, "the behaviour model's diagnostics gate")
+    if not verdict["passed"]:
+        notes.append(
+            f"behaviour model: gate failed ({'; '.join(verdict['reasons'])}); its posterior "
+            "tables are provisional"
+        )
+    return {"bayes_passed": bool(verdict["passed"]), "bayes_max_rhat": float(verdict["max_rhat"])}
+
+
+def _fit_attrs(tree: xr.DataTree) -> dict[str, Any]:
+    keys = ("likelihood", "rule", "n_obs", "n_conversations", "sampler", "seed")
+    return {k: tree.attrs[k] for k in keys if k in tree.attrs}
 
 
 def _draw(res: dict[str, Any], out: ReplicatedOutputs, formats: list[str]) -> list[str]:
@@ -231,4 +313,15 @@ def _draw(res: dict[str, Any], out: ReplicatedOutputs, formats: list[str]) -> li
     return notes
 
 
-__all__ = ["DECLARATIONS", "KIND", "NEEDS", "ReplicatedOutputs", "analyse", "failed_table", "run"]
+__all__ = [
+    "BAYES_FILES",
+    "DECLARATIONS",
+    "KIND",
+    "NEEDS",
+    "ReplicatedOutputs",
+    "analyse",
+    "bayes_outputs",
+    "failed_table",
+    "fit_bayes",
+    "run",
+]

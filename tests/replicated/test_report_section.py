@@ -47,7 +47,7 @@ def simulated_run(tmp_path_factory):
     cfg = compose(
         ["experiment=replicated", "data=replicated", "replicated.n_boot=200",
          "+data.overrides.n_models=3", "+data.overrides.n_conversations=8",
-         "+data.overrides.n_truth=100"]
+         "+data.overrides.n_truth=100", "replicated.bayes=false"]
     )  # fmt: skip
     record = run(cfg, out)
     assert record["stages"]["replicated"]["status"] == "ok"
@@ -88,7 +88,7 @@ def test_simulated_run_section(simulated_run):
 
 @needs_spiral
 def test_spiral_bench_section(spiral, tmp_path):
-    stage.run(spiral, {"replicated": {"n_boot": 100, "n_mc": 2000}}, tmp_path)
+    stage.run(spiral, {"replicated": {"n_boot": 100, "n_mc": 2000, "bayes": False}}, tmp_path)
     save_replicated(spiral, tmp_path / "study.nc")
     b, s = build(tmp_path)
     assert not b.errors

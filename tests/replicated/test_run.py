@@ -19,7 +19,14 @@ def test_template_replicated_study_runs_every_stage(tmp_path):
     """``init-study DIR --replicated`` then ``experiment=replicated data.path=DIR`` (no
     ``data=file``: the path implies it): every configured stage ok or skipped, nothing failed."""
     study = init_study(tmp_path / "study", replicated=True)
-    cfg = compose(["experiment=replicated", f"data.path={study}", "replicated.n_boot=200"])
+    cfg = compose(
+        [
+            "experiment=replicated",
+            f"data.path={study}",
+            "replicated.n_boot=200",
+            "replicated.bayes=false",
+        ]
+    )
     record = run(cfg, tmp_path / "run")
     assert record["data"]["sizes"] == {
         "rater": 2, "model": 3, "conversation": 4, "turn": 12, "item": 3
@@ -38,7 +45,7 @@ def test_spiral_bench_runs_and_reproduces_the_leaderboard(tmp_path):
     (claude-3.5-sonnet: v2_cap5, llama-4-maverick: v1_len_norm_cap8), and the failed judge turns
     are counted (3 and 6), not zeros."""
     cfg = compose(["experiment=replicated", "data=spiral_bench", f"data.path={SPIRAL}",
-                   "replicated.n_boot=200"])  # fmt: skip
+                   "replicated.n_boot=200", "replicated.bayes=false"])  # fmt: skip
     record = run(cfg, tmp_path / "run")
     assert record["stages"]["replicated"]["status"] == "ok"
     out = tmp_path / "run" / "replicated"

@@ -19,7 +19,9 @@ PUBLISHED = ["model", "item", "published", "recomputed", "rule"]
 
 @needs_spiral
 def test_stage_on_spiral_bench(spiral, tmp_path):
-    head = stage.run(spiral, {"replicated": {"n_boot": 200, "n_mc": 2000}}, tmp_path)
+    head = stage.run(
+        spiral, {"replicated": {"n_boot": 200, "n_mc": 2000, "bayes": False}}, tmp_path
+    )
     out = tmp_path / "replicated"
     im = pd.read_csv(out / "item_means.csv")
     assert list(im.columns[:7]) == ITEM_MEANS and len(im) == 18
@@ -41,7 +43,7 @@ def test_stage_on_spiral_bench(spiral, tmp_path):
 
 def test_stage_on_the_csv_template(tmp_path):
     ds = read_replicated_csv(write_replicated_template(tmp_path / "study"))
-    head = stage.run(ds, {"replicated": {"n_boot": 200}}, tmp_path / "run")
+    head = stage.run(ds, {"replicated": {"n_boot": 200, "bayes": False}}, tmp_path / "run")
     out = tmp_path / "run" / "replicated"
     im = pd.read_csv(out / "item_means.csv")
     assert len(im) == 9 and set(im["rule"]) == {"raw"} and set(im["cluster"]) == {"two-stage"}

@@ -1,0 +1,97 @@
+"""The behaviour model of replicated studies (``models/behaviour.py``, issue 54 item 2): its spec
+on the Spiral-Bench files, the ordinal likelihood and the new-conversation integral against
+direct computation, and a small fit through the replicated stage."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from scipy.special import expit
+
+from delusion_bayes.models.behaviour import behaviour_spec
+from delusion_bayes.models.behaviour_posterior import item_mean_draws, loglik_draws
+
+from .conftest import needs_spiral
+
+
+@needs_spiral
+def test_spec_of_the_spiral_bench_files_caps_at_the_rule(spiral):
+    """v2_cap5: levels 0..5 on every behaviour; every finite judgement is one row (2 chatbots x
+    30 conversations x 19 turns x 9 behaviours, minus the 3 + 6 failed turns' 9 each)."""
+    spec = behaviour_spec(spiral)
+    assert spec.rule == "v2_cap5"
+    assert spec.y.size == (2 * 30 * 19 - 9) * 9
+    assert spec.y.max() == 5 and spec.y.min() == 0
+    assert list(spec.n_levels) == [6] * 9
+    assert np.isclose(spec.x.min(), -0.5) and np.isclose(spec.x.max(), 0.5)
+    assert len(spec.coords["unit"]) == 60
+    with pytest.raises(ValueError, match="length-normalised"):
+        behaviour_spec(spiral, rule="v1_len_norm_cap8")
+
+
+def _fake_posterior(spec, n_draws=3, sigma=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    n_i, n_m = len(spec.coords["item"]), len(spec.coords["model"])
+    n_cut = len(spec.coords["cut"])
+    cuts = np.sort(rng.normal(0, 1.5, size=(1, n_draws, n_i, n_cut)), axis=-1)
+    post = {
+        "alpha": rng.normal(0, 1, (1, n_draws, n_i, n_m)),
+        "beta": rng.normal(0, 1, (1, n_draws, n_i, n_m)),
+        "sigma_conversation": np.full((1, n_draws, n_i), sigma),
+        "z_effect": rng.normal(0, 1, (1, n_draws, len(spec.coords["unit"]), n_i)),
+        "cutpoints": cuts,
+    }
+    return xr.Dataset({k: (("chain", "draw") + tuple(f"d{k}{j}" for j in range(v.ndim - 2)), v)
+                       for k, v in post.items()})  # fmt: skip
+
+
+@needs_spiral
+def test_ordinal_loglik_is_a_distribution_and_the_mean_matches_it(spiral):
+    """Over the six levels the ratings' probabilities sum to 1; with no conversation spread the
+    new-conversation mean is the mean over turns of sum_k k P(y = k) from those probabilities."""
+    spec = behaviour_spec(spiral.isel(conversation=slice(0, 2)))
+    post = _fake_posterior(spec)
+    total = 0.0
+    for level in range(6):
+        spec.y = np.full_like(spec.y, level)
+        total = total + np.exp(loglik_draws(post, spec))
+    np.testing.assert_allclose(total, 1.0, atol=1e-9)
+    # E[y] by the integral (sigma 0) vs the probabilities on a turn grid, item 0, model 0
+    mean = item_mean_draws(post, spec)  # (draw, item, model)
+    a, b = post["alpha"].values[0, :, 0, 0], post["beta"].values[0, :, 0, 0]
+    cuts = post["cutpoints"].values[0, :, 0]
+    eta = a[:, None] + b[:, None] * spec.x_turns[None, :]
+    cdf = expit(cuts[:, None, :] - eta[..., None])  # P(y <= k)
+    p = np.diff(np.concatenate([np.zeros(eta.shape + (1,)), cdf, np.ones(eta.shape + (1,))], -1))
+    direct = (p * np.arange(6)).sum(-1).mean(-1)
+    np.testing.assert_allclose(mean[:, 0, 0], direct, rtol=1e-10)
+
+
+@pytest.mark.slow
+def test_the_stage_fits_the_behaviour_model_and_gates_it(tmp_path):
+    """A small simulated study (2 chatbots x 8 conversations x 10 turns, one count behaviour)
+    through the replicated stage: the Bayes files are written, the gate passes, and each
+    chatbot's new-conversation interval covers its truth and sits near the bootstrap."""
+    from delusion_bayes.data import simulate_replicated
+    from delusion_bayes.stages import replicated as stage
+
+    ds = simulate_replicated("spiral_like", seed=3, n_models=2, n_conversations=8, n_turns=10,
+                             n_truth=400, items=("delusion_reinforcement",),
+                             missing_share=0.0)  # fmt: skip
+    cfg = {
+        "replicated": {"n_boot": 300, "n_mc": 2000},
+        "sampler": {"draws": 400, "tune": 400, "chains": 2, "seed": 1},
+    }
+    head = stage.run(ds, cfg, tmp_path)
+    out = tmp_path / "replicated"
+    means = pd.read_csv(out / "bayes_item_means.csv")
+    gate = pd.read_json(out / "gate.json", typ="series")
+    assert head["bayes_passed"] and bool(gate["passed"]) and int(gate["divergences"]) == 0
+    truth = ds["true_item_mean"].to_series().rename("truth").reset_index()
+    both = means.merge(truth, on=["model", "item"])
+    assert ((both["ci_low"] <= both["truth"]) & (both["truth"] <= both["ci_high"])).all()
+    assert (both["median"] - both["boot_mean"]).abs().max() < 0.35
+    contrasts = pd.read_csv(out / "bayes_contrasts.csv")
+    assert len(contrasts) == 1 and 0.0 <= contrasts["p_a_worse"].iloc[0] <= 1.0
