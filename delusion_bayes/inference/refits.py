@@ -34,8 +34,12 @@ def fit_with_refits(make, inf: Any):
        multimodality still fails.
 
     The fit returned carries ``attrs["gate_attempts"]``: JSON, one ``{target_accept, draws,
-    divergences, seconds, max_rhat, min_ess}`` per attempt (the models stage writes it
-    into ``gate.json``)."""
+    divergences, seconds, max_rhat, min_ess, failed, moved_mcse, moved_param}`` per attempt
+    (the models stage writes it into ``gate.json``): ``failed`` names the parameters whose
+    R-hat or ESS failed the gate (at most :data:`MAX_FAILED_LISTED`); ``moved_mcse`` is how far
+    this attempt's posterior means of the :data:`HEADLINE` parameters lie from the returned
+    fit's, the largest ``|mean_a - mean_last| / sqrt(mcse_a^2 + mcse_last^2)`` (MCSE of the
+    mean: ``sd / sqrt(ess_bulk)``), at ``moved_param`` (0 for the returned attempt)."""
     from .diagnostics import sampler_stats
 
     inf = group_config(InferenceConfig, inf)
@@ -77,8 +81,7 @@ def fit_with_refits(make, inf: Any):
                 more["target_accept"] = last["target_accept"]
             dt = make(**more)
             attempts.append(_attempt(dt, sampler_stats(dt)["divergences"], inf))
-    for a in attempts:
-        a.pop("mixed")
+    _moved(attempts)
     dt.attrs["gate_attempts"] = json.dumps(attempts)
     return dt
 
@@ -102,6 +105,29 @@ def diagnostics_of(dt, inf: Any):
     return table
 
 
+#: the parameters whose move between attempts ``gate.json`` reports: the reported onset
+#: parameters, rater effects and day noise
+HEADLINE = ("L", "k", "t50", "severity", "discrimination", "sigma_eps", "sigma_y")
+#: most parameters an attempt's ``failed`` lists
+MAX_FAILED_LISTED = 20
+
+
+def _moved(attempts: list[dict[str, Any]]) -> None:
+    """Replace each attempt's headline summary by its largest move from the last attempt's,
+    in MCSE units (in place; drops the working keys)."""
+    last = attempts[-1]["headline"]
+    for a in attempts:
+        a.pop("mixed")
+        head = a.pop("headline")
+        best, where = 0.0, None
+        for p, (m, se) in head.items():
+            if p in last and np.isfinite(m) and np.isfinite(last[p][0]):
+                z = abs(m - last[p][0]) / max(float(np.hypot(se, last[p][1])), 1e-12)
+                if z > best:
+                    best, where = z, p
+        a["moved_mcse"], a["moved_param"] = round(best, 2), where
+
+
 def _attempt(dt, divergences: int, inf: Any) -> dict[str, Any]:
     """One sampling attempt's settings and diagnostics (``mixed``: R-hat and ESS pass)."""
     post = dt["posterior"]
@@ -110,7 +136,14 @@ def _attempt(dt, divergences: int, inf: Any) -> dict[str, Any]:
     ok = (gated["r_hat"] <= table.attrs["rhat_max"]) & (
         gated[["ess_bulk", "ess_tail"]].min(axis=1) >= table.attrs["ess_min"]
     )
+    head = gated[gated["variable"].isin(HEADLINE)]
+    mcse = head["sd"] / np.sqrt(head["ess_bulk"].clip(lower=1.0))
     return {
+        "failed": [str(p) for p in gated.index[~ok]][:MAX_FAILED_LISTED],
+        "headline": {
+            str(p): (float(m), float(se))
+            for p, m, se in zip(head.index, head["mean"], mcse, strict=True)
+        },
         "target_accept": float(post.attrs.get("target_accept", np.nan)),
         "draws": int(post.sizes["draw"]),
         "tune": int(post.attrs.get("tune", 0) or 0),
@@ -125,12 +158,15 @@ def _attempt(dt, divergences: int, inf: Any) -> dict[str, Any]:
 
 
 def fit_attempts(dt, g: dict[str, Any]) -> dict[str, Any]:
-    """``{attempts, refitted}`` for ``gate.json``: every sampling attempt of this fit
-    (:func:`fit_with_refits`), the last one with the gate's verdict."""
+    """``{attempts, refitted, t50_scale_fixed}`` for ``gate.json``: every sampling attempt of
+    this fit (:func:`fit_with_refits`), the last one with the gate's verdict, and whether the
+    fit fixed the t50 population scale (a data-dependent change of the model that the
+    supplement marks under every table using the fit)."""
     attempts = json.loads(dt.attrs.get("gate_attempts", "[]") or "[]")
     if attempts:
         attempts[-1].update(passed=bool(g["passed"]), max_rhat=g["max_rhat"], min_ess=g["min_ess"])
-    return {"attempts": attempts, "refitted": len(attempts) > 1}
+    fixed = "sigma_t50" in dt["posterior"] and not int(dt.attrs.get("t50_scale_sampled", 1))
+    return {"attempts": attempts, "refitted": len(attempts) > 1, "t50_scale_fixed": bool(fixed)}
 
 
 def gate_advice(dt, g: dict[str, Any]) -> list[str]:

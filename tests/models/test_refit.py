@@ -130,6 +130,10 @@ def test_poor_mixing_is_refitted_once_with_twice_the_draws():
     first, second = json.loads(dt.attrs["gate_attempts"])
     assert first["max_rhat"] > 1.5 and second["max_rhat"] < 1.05
     assert (first["draws"], second["draws"]) == (50, 100)
+    # issue 55: the failing attempt names its failed parameters; the move between attempts is
+    # over the headline parameters (L, k, t50, ...), which this fake fit has none of
+    assert first["failed"] == ["mu"]
+    assert first["moved_mcse"] == second["moved_mcse"] == 0.0 and first["moved_param"] is None
 
 
 def test_divergence_refit_then_mixing_refit_keeps_the_raised_target():
