@@ -1,8 +1,19 @@
 """The sampling geometry a study's ratings call for: which parameters are sampled centred and
-which population scales are sampled at all. Geometry only: every choice here gives the same
-model (the same posterior), and is made from the data so that the sampler mixes
-(Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59). :func:`delusion_bayes.models.spec.
-build_spec` records the choices in the spec's arrays; docs/models.md has the measurements.
+which population scales are sampled at all, chosen from the data so that the sampler mixes
+(Papaspiliopoulos, Roberts & Skold 2007, Stat. Sci. 22:59).
+
+The centring choices (:func:`onset_geometry`, :func:`log_k_centring`, :func:`noise_identified`)
+are reparameterisations: the same prior, the same model, the same posterior. One choice is not:
+with fewer than :data:`MIN_T50_SCALE_TURNERS` turning models the t50 population scale
+``sigma_t50`` is not sampled but FIXED at its prior's root mean square
+(:func:`delusion_bayes.models.blocks.onset_trajectory`). That replaces the prior
+``sigma_t50 ~ HalfNormal(0.5)`` by a point mass, so each t50's prior keeps its variance but
+loses its heavier tails, and the posterior of every t50 (and of the milestones and contrasts
+that depend on it) is that of another model, chosen after seeing the data; SBC shows such fits
+miscalibrated (docs/models.md). The fit records it (``t50_scale_sampled`` in its attrs,
+``t50_scale_fixed`` in ``gate.json``) and the supplement marks every table that uses it (‡).
+:func:`delusion_bayes.models.spec.build_spec` records the choices in the spec's arrays;
+docs/models.md has the measurements.
 By hand: PyMC has no automatic reparameterisation.
 """
 
@@ -57,7 +68,8 @@ def onset_geometry(med: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 #: fewest turning models whose log k the joint models sample centred (fewer: non-centred)
 MIN_CENTRED_TURNERS: int = 8
 #: fewest turning models (t50 pinned by the ratings) for the t50 population scale to be sampled;
-#: fewer: ``sigma_t50`` is fixed at its prior's root mean square (models.blocks.onset_trajectory)
+#: fewer: ``sigma_t50`` is fixed at its prior's root mean square (models.blocks.onset_trajectory),
+#: a different model (a point-mass prior), not a reparameterisation: disclosed (‡)
 MIN_T50_SCALE_TURNERS: int = 2
 
 

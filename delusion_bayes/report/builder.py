@@ -183,6 +183,12 @@ class Builder:
             if v.model == self.post
         ]
 
+    def fixed_scale(self) -> bool:
+        """Whether the chosen model's fit fixed the t50 population scale (its ``gate.json``
+        says ``t50_scale_fixed``): its tables carry :data:`questions.FIXED_SCALE`."""
+        gate, _ = self.posterior("gate.json")
+        return bool((gate or {}).get("t50_scale_fixed", False))
+
     def posterior_result(self, key: str) -> tuple[BaselineResult | None, str | None]:
         """``models/<post>/<key>`` of the chosen model as a result object and its source path,
         (None, None) when there is no model or no such file."""

@@ -66,6 +66,9 @@ def table1(b: Builder) -> ReportTable | None:
         notes.append(
             f"Posterior: median [{b.cfg.ci_prob:.0%} CrI] of the latency under `{b.post}`."
         )
+    fixed = bool(post) and b.fixed_scale()
+    if fixed:
+        notes.append(questions.fixed_scale_note())
     title = "Table 1. Milestones per model: consensus trajectory beside the posterior"
     base_est = {m: Estimate(base[m].to_numpy()) for m in computed(base)}
     if absent := [m for m in MILESTONES if m not in base_est]:
@@ -77,7 +80,7 @@ def table1(b: Builder) -> ReportTable | None:
         keys,
         base_est,
         post,
-        ("consensus", "posterior"),
+        ("consensus", "posterior" + (questions.FIXED_SCALE if fixed else "")),
         sources,
         notes,
         digits=1,
@@ -179,9 +182,10 @@ def contrasts(b: Builder) -> ReportTable | None:
         n = sizes.pop() if len(sizes) == 1 else None
     disp, groups, notes, sources = data[keys].copy(), [("", 2)], [], []
     add_permutation_columns(base, data, disp, groups, notes, sources)
+    mark = questions.FIXED_SCALE if (pop or fin) is not None and b.fixed_scale() else ""
     for res, src, suffix, group in (
-        (pop, pop_src, "_population", f"Population of chatbots ({b.post})"),
-        (fin, fin_src, "_posterior", f"Posterior, {questions.finite_label(n)} ({b.post})"),
+        (pop, pop_src, "_population", f"Population of chatbots ({b.post}){mark}"),
+        (fin, fin_src, "_posterior", f"Posterior, {questions.finite_label(n)} ({b.post}){mark}"),
     ):
         if res is None:
             continue
@@ -207,6 +211,8 @@ def contrasts(b: Builder) -> ReportTable | None:
         )
     if fin is None and pop is None:
         notes.append("The posterior contrasts (models stage) are not in this run.")
+    if mark:
+        notes.append(questions.fixed_scale_note())
     notes.insert(0, questions.contrasts(n))
     title = (
         "Pre-specified contrasts: exact permutation tests beside the population contrast "

@@ -8,6 +8,32 @@ from __future__ import annotations
 PREFIX = "Questions:"
 #: the marker of a prior-driven posterior cell (Table D1)
 PRIOR_DRIVEN = "†"
+#: the marker of posterior columns from a fit that fixed the t50 population scale (issue 55)
+FIXED_SCALE = "‡"
+
+
+def fixed_scale_note() -> str:
+    """The line under every table whose posterior comes from a fit with ``sigma_t50`` fixed."""
+    return (
+        f"{FIXED_SCALE} fitted with the t50 population scale sigma_t50 FIXED at its prior's root "
+        "mean square (fewer than 2 chatbots turned: the data do not identify it), not "
+        "estimated: a different model from the one the other studies get, chosen from these "
+        "data. Every t50 interval, and each milestone and contrast that depends on t50, rests "
+        "on that value; simulation-based calibration shows this fit miscalibrated in such "
+        "studies (docs/models.md, SBC of the joint model)."
+    )
+
+
+def reliability_bias_note() -> str:
+    """The line under Table C1's posterior reliability: its known upward bias."""
+    return (
+        "The posterior reliability is biased upward on short studies with few raters: on "
+        "simulated studies of 5 chatbots x 12 days it overstated the simulated reliability "
+        "(3 raters: single 0.875, 90% interval 0.827-0.913, against 0.793; 6 raters: some bias "
+        "remains), because the rater model's normal latent population does not fit a stage "
+        "that piles up at the scale's ends (tests/models/test_rater_recovery.py). Read it as "
+        "an upper value."
+    )
 
 
 def finite_label(n: int | None) -> str:

@@ -87,6 +87,7 @@ def posterior_reliability(b: Builder) -> ReportTable | None:
         "Posterior reliability of the rater model on the latent scale (ICC analogue): one "
         "rater = between-model-day variance over total variance; consensus = the same for "
         "the mean of the k raters. Set beside α and ICC(2,1), and beside ICC(2,k).",
+        questions.reliability_bias_note(),
     ]
     if base is None:
         notes.append("Table C1 (baselines) is not in this run.")

@@ -24,7 +24,7 @@ REPLAY_REPORTED = "replay/sensitivity_reported.csv"
 #: Pareto k above which the power-scaling approximation is unreliable
 #: (``delusion_bayes.models.sensitivity_reported.K_RELIABLE``)
 K_RELIABLE = 0.7
-#: a refit shift of at least this many posterior SDs confirms a flag
+#: a refit shift of at least this many posterior SDs counts as a number that moved
 #: (``delusion_bayes.models.refit.MOVES_SD``)
 MOVES_SD = 0.25
 T50 = "models/{fit}/t50_posterior.csv"
@@ -335,12 +335,15 @@ def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
     refit = df["refit_shift_sd"].notna()
     if refit.any():
         flag, moved = df["verdict"] != "-", df["refit_shift_sd"].abs() >= MOVES_SD
+        n_moved, caught = int(moved.sum()), int((flag & moved).sum())
         text += (
-            f" Refitted with the flagged priors' scales doubled and halved: {int(refit.sum())} "
-            f"numbers, largest shift {df.loc[refit, 'refit_shift_sd'].abs().max():.2f} "
-            f"posterior SD; the refits confirm {int((flag & moved).sum())} of "
-            f"{int(flag.sum())} flags (shift >= {MOVES_SD:g} SD) and move "
-            f"{int((~flag & moved).sum())} unflagged numbers by as much (listed too)."
+            f" Refitted with the flagged priors' scales doubled and halved: {n_moved} of "
+            f"{int(refit.sum())} reported numbers moved by >= {MOVES_SD:g} posterior SD "
+            f"(largest {df.loc[refit, 'refit_shift_sd'].abs().max():.2f}); the flag had "
+            f"marked {caught} of them ({int((~flag & moved).sum())} moved unflagged, listed "
+            f"too), and {int((flag & ~moved).sum())} of its {int(flag.sum())} flags did not "
+            "move. These refits change only the flagged parameters' priors, so a number "
+            "that did not move is not shown to be prior-robust."
         )
         flagged_rows = df[(df["verdict"] != "-") | moved]
     out: list[Any] = [Paragraph(text)]

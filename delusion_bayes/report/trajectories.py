@@ -80,6 +80,8 @@ def table_d1(b: Builder) -> ReportTable | None:
         ]
         if any(m for v in marks.values() for m in v):
             notes.append(questions.prior_driven_note(NEVER_TURNER_P))
+        if b.fixed_scale():
+            notes.append(questions.fixed_scale_note())
     fits = {q: d1.column(q) for q in LOGISTIC}  # each with its bootstrap CI columns
     ls = {q: Estimate(base[c.name], base[c.low], base[c.high]) for q, c in fits.items()}
     return side_by_side(
@@ -88,7 +90,7 @@ def table_d1(b: Builder) -> ReportTable | None:
         keys,
         ls,
         pe,
-        ("LS", "posterior"),
+        ("LS", "posterior" + (questions.FIXED_SCALE if b.fixed_scale() else "")),
         [D1] + ([src] if src else []),
         notes,
         extra_base={c: (d1.header(c), base[c]) for c in ("r2", "status")},

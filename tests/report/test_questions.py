@@ -89,7 +89,7 @@ def test_sensitivity_of_reported_numbers_is_written_and_opens_the_section(
     assert sec.index(head) < sec.index("Power-scaling sensitivity (Kallioinen")
 
 
-def test_refit_shifts_confirm_flags_in_the_sensitivity_section(smoke_run, tmp_path):
+def test_refit_shifts_are_reported_as_numbers_that_moved(smoke_run, tmp_path):
     from delusion_bayes.report import build_supplement
 
     from .conftest import FAST, copy_run
@@ -107,7 +107,35 @@ def test_refit_shifts_confirm_flags_in_the_sensitivity_section(smoke_run, tmp_pa
     df["refit_shift_sd"] = shift
     df.to_csv(path, index=False)
     md = build_supplement(run, FAST).markdown.read_text()
-    assert f"the refits confirm 1 of {int(flag.sum())} flags (shift &gt;= 0.25 SD)" in md
-    assert "move 1 unflagged numbers by as much" in md
+    # issue 55: led by the numbers that moved, no "confirm"
+    assert f"2 of {len(df)} reported numbers moved by &gt;= 0.25 posterior SD" in md
+    assert "the flag had marked 1 of them (1 moved unflagged, listed too)" in md
+    assert f"{int(flag.sum()) - 1} of its {int(flag.sum())} flags did not move" in md
+    assert "confirm" not in md.split("Refitted with")[1].split("\n")[0]
     table = pd.read_csv(run / "report" / "tables" / "joint_sensitivity_reported.csv")
     assert len(table) == int(flag.sum()) + 1 and (table["refit_shift_sd"] == -0.3).sum() == 1
+
+
+def test_fixed_t50_scale_is_marked_under_every_table_that_uses_the_fit(smoke_run, tmp_path):
+    """Issue 55: a fit whose ``gate.json`` says ``t50_scale_fixed`` (sigma_t50 fixed: fewer
+    than 2 turners) puts ‡ on the posterior columns of Table D1, Table 1 and the contrasts,
+    with the line that says what the change does under each."""
+    import json
+
+    from delusion_bayes.report import build_supplement
+    from delusion_bayes.report.questions import FIXED_SCALE, fixed_scale_note
+
+    from .conftest import FAST, copy_run
+
+    run = copy_run(smoke_run, tmp_path / "run")
+    for gate in (run / "models").glob("*/gate.json"):
+        g = json.loads(gate.read_text())
+        gate.write_text(json.dumps(g | {"t50_scale_fixed": True}))
+    md = build_supplement(run, FAST).markdown.read_text()
+    note = fixed_scale_note()[:60]
+    for title in ("Table D1.", "Table 1.", "Pre-specified contrasts"):
+        part = md.split(title, 1)[1][:20000]
+        assert FIXED_SCALE in part.split("\n\n#")[0] or FIXED_SCALE in part, title
+        assert note in part, title
+    plain = copy_run(smoke_run, tmp_path / "plain")
+    assert FIXED_SCALE not in build_supplement(plain, FAST).markdown.read_text()
