@@ -81,7 +81,7 @@ def test_the_stage_fits_the_behaviour_model_and_gates_it(tmp_path):
                              n_truth=400, items=("delusion_reinforcement",),
                              missing_share=0.0)  # fmt: skip
     cfg = {
-        "replicated": {"n_boot": 300, "n_mc": 2000},
+        "replicated": {"n_boot": 300, "n_mc": 2000, "bayes": True},
         "sampler": {"draws": 400, "tune": 400, "chains": 2, "seed": 1},
     }
     head = stage.run(ds, cfg, tmp_path)
