@@ -126,6 +126,21 @@ def latent_outputs(dt, out: Outputs, inf: InferenceConfig, run_dir: Path, notes:
     write("level_b_posterior.csv", d.p_level_b_table(dt, prob, kind), desc)
 
 
+def unless_failed(rows, pop_fit, notes: list):
+    """A contrast's population rows, or the same rows with NaN estimates and a note when its
+    grouped fit failed its diagnostics gate (never a number from a failed fit)."""
+    if pop_fit is None or pop_fit.attrs.get("gate_passed", True):
+        return rows
+    why = f"the grouped fit failed its diagnostics gate ({pop_fit.attrs.get('gate_reasons', '')})"
+    notes.append(f"population contrast {pop_fit.attrs.get('contrast')!r} not reported: {why}")
+    rows = rows.copy()
+    for col in ("median", "ci_low", "ci_high", "p_gt_0", "mean"):
+        if col in rows:
+            rows[col] = float("nan")
+    rows["note"] = why
+    return rows
+
+
 def contrast_outputs(dt, out: Outputs, inf, ms, contrasts: list, b, notes: list, pop_fits: dict):
     """``contrasts_posterior.csv`` (these models) and, from the population-contrast fits
     ``pop_fits`` (per contrast name; none: no file), ``contrasts_population.csv`` (the
@@ -144,7 +159,8 @@ def contrast_outputs(dt, out: Outputs, inf, ms, contrasts: list, b, notes: list,
             rows.append(d.posterior_contrasts(q, [c], prob, kind))
             if pop_fits:
                 rule = dict(stable_run=b.stable_run, censor_day=b.censor_day)
-                pop.append(population_contrasts(pop_fits, [c], prob, kind, seed=b.seed, **rule))
+                rows_c = population_contrasts(pop_fits, [c], prob, kind, seed=b.seed, **rule)
+                pop.append(unless_failed(rows_c, pop_fits.get(str(dict(c).get("name"))), notes))
         except ValueError as err:
             notes.append(f"contrast {dict(c).get('name')!r} skipped: {err}")
     if rows:

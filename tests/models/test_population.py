@@ -166,3 +166,30 @@ def test_population_fit_has_group_hyperparameters_in_one_graph_and_log_prior():
     post = dt["posterior"]
     assert post["mu_t50"].sizes["population_group"] == 3
     assert {"mu_t50", "sigma_t50", "mu_log_L1", "sigma_log_L1"} <= set(dt["log_prior"].data_vars)
+
+
+def test_a_failed_grouped_fit_reports_no_contrast():
+    """A population contrast from a grouped fit that failed its diagnostics gate is never a
+    number: NaN estimates, the gate's reasons in the row's note and in the stage's notes."""
+    import pandas as pd
+    import xarray as xr
+
+    from delusion_bayes.stages.fit_tables import unless_failed
+
+    rows = pd.DataFrame({"name": ["c"], "quantity": ["t50"], "median": [-3.0], "ci_low": [-5.0],
+                         "ci_high": [-1.0], "p_gt_0": [0.01], "mean": [-3.1],
+                         "note": [""]})  # fmt: skip
+    ok = xr.DataTree()
+    ok.attrs.update(gate_passed=True, contrast="c")
+    assert unless_failed(rows, ok, []) is rows
+    bad = xr.DataTree()
+    bad.attrs.update(gate_passed=False, gate_reasons="R-hat > 1.01 for 2 parameters", contrast="c")
+    notes: list[str] = []
+    out = unless_failed(rows, bad, notes)
+    assert out[["median", "ci_low", "ci_high", "p_gt_0", "mean"]].isna().all(axis=None)
+    assert "failed its diagnostics gate (R-hat > 1.01" in out["note"].iloc[0]
+    assert notes == [
+        "population contrast 'c' not reported: the grouped fit failed its diagnostics gate "
+        "(R-hat > 1.01 for 2 parameters)"
+    ]
+    assert rows["median"].iloc[0] == -3.0  # the input is not changed
