@@ -15,6 +15,7 @@ import xarray as xr
 from ..config import group_config
 from ..data.schema import ADJUDICATED_VARIABLES, DAY, MODEL, RATED_VARIABLES, RATER, RESAMPLE
 from ..data.schema import censor_day as default_censor_day
+from ..plotting import save_figure, style
 from .config import BaselinesConfig
 from .consensus import consensus
 from .logistic import logistic_bootstrap
@@ -177,19 +178,24 @@ def milestone_rankings(
                           notes)  # fmt: skip
 
 
-def rank_figure(table: pd.DataFrame) -> Any:
-    """One panel per ranked milestone (:func:`milestone_rankings`' table): models sorted, median
-    rank with its interval, P(best) at the right."""
+def save_rank_figure(table: pd.DataFrame, stem: Any) -> list:
+    """One panel per ranked milestone (:func:`milestone_rankings`' table), models sorted, median
+    rank with its interval, P(best) at the right; saved as ``stem.png``/``.pdf`` (the paths).
+    Drawn and saved inside the package style, where model names are never mathtext (the tick
+    labels are made when the figure is drawn: a ``$x_1$`` in a name would otherwise fail)."""
     import matplotlib.pyplot as plt
 
     quantities = list(dict.fromkeys(table["quantity"]))
     n = int(table[MODEL].nunique())
-    fig, axes = plt.subplots(1, len(quantities), figsize=(5.2 * len(quantities), 0.9 + 0.32 * n))
-    for ax, q in zip(np.atleast_1d(axes), quantities, strict=True):
-        rows = table[table["quantity"] == q].rename(columns={MODEL: "item"})
-        plot_ranks(rows, ax=ax, title=q.replace("_", " "))
-    fig.tight_layout()
-    return fig
+    with style():
+        fig, axes = plt.subplots(
+            1, len(quantities), figsize=(5.2 * len(quantities), 0.9 + 0.32 * n)
+        )
+        for ax, q in zip(np.atleast_1d(axes), quantities, strict=True):
+            rows = table[table["quantity"] == q].rename(columns={MODEL: "item"})
+            plot_ranks(rows, ax=ax, title=q.replace("_", " "))
+        fig.tight_layout()
+        return save_figure(fig, stem)
 
 
 def _add_contrasts(res: TrajectoryAnalysis, b: dict, seed: int) -> None:

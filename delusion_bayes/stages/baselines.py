@@ -15,7 +15,7 @@ import xarray as xr
 
 from ..baselines.config import MILESTONES
 from ..baselines.profiles import plot_intensity_by_stage
-from ..baselines.trajectory import analyse_trajectory, rank_figure
+from ..baselines.trajectory import analyse_trajectory, save_rank_figure
 from ..plotting import save_figure
 from . import Outputs
 
@@ -68,7 +68,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
     if res.rankings is not None:
         write("rankings.csv", res.rankings.table, res.rankings.title)
-        for p in save_figure(rank_figure(res.rankings.summary), out.path / "figure_ranks"):
+        for p in save_rank_figure(res.rankings.summary, out.path / "figure_ranks"):
             out.files[p.name] = (
                 "each model's rank on the milestones with its interval (rater bootstrap)"
             )

@@ -16,10 +16,9 @@ import numpy as np
 import xarray as xr
 
 from .. import results
-from ..baselines.trajectory import MIN_RANKED, milestone_rankings, rank_figure
+from ..baselines.trajectory import MIN_RANKED, milestone_rankings, save_rank_figure
 from ..inference.config import InferenceConfig
 from ..inference.refits import diagnostics_of, fit_attempts, gate_advice
-from ..plotting import save_figure
 from . import Outputs
 from .fit_plan import plain
 
@@ -101,7 +100,7 @@ def trajectory_outputs(dt, out: Outputs, inf: InferenceConfig, b):
     if ms.sizes["model"] >= MIN_RANKED:  # issue 51: ranks with their uncertainty
         ranks = milestone_rankings(ms, prob, "the posterior draws")
         out.write("rankings_posterior.csv", ranks.table, ranks.title)
-        for p in save_figure(rank_figure(ranks.summary), out.path / "ranks"):
+        for p in save_rank_figure(ranks.summary, out.path / "ranks"):
             out.files[p.name] = "ranks on the milestones with their intervals (posterior)"
     return ms
 
