@@ -162,7 +162,9 @@ def run_reference_sbc(
             rows[v].append(_u(p.reshape(-1, t.size), t, rng))
     dims = {v: (MODEL if len(rows[v][0]) == n_models else RATER) for v in rows}
     data = {
-        v: (("sim", dims[v]) if len(rows[v][0]) > 1 else ("sim",), np.squeeze(np.stack(rows[v])))
+        v: (("sim", dims[v]), np.stack(rows[v]))
+        if len(rows[v][0]) > 1
+        else (("sim",), np.stack(rows[v])[:, 0])
         for v in rows
     }
     out = xr.Dataset(data, coords={"t50_scale_sampled": ("sim", np.asarray(sampled, bool))})

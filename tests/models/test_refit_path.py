@@ -21,9 +21,10 @@ def _check_attempts(ranks):
         assert study and all(KEYS <= set(a) for a in study), study
         assert study[-1]["moved_mcse"] == 0.0
         # 100 draws per chain cannot give the default gate's ESS of 100 per chain: refitted
-        # with twice the draws, the failed parameters named
+        # (at a higher target if it diverged, then with twice the draws), failures named
         assert len(study) >= 2 and study[0]["failed"], study
-        assert study[-1]["draws"] == 2 * study[0]["draws"]
+        more = max(a["draws"] for a in study) == 2 * study[0]["draws"]
+        assert more or study[1]["target_accept"] > study[0]["target_accept"], study
         assert study[0]["moved_mcse"] >= 0.0 and study[0]["moved_param"] is not None
     return attempts
 
