@@ -76,7 +76,9 @@ def test_t50_recovered_for_most_turning_models(joint_fit, small_study):
     (``_checks.COVERAGE_RULE``: false alarm 0.052 + 0.063 on a correct model, halved intervals
     caught with P 0.54 + 0.29, about 0.67 together); the never-turner P(t50 > 12) > 0.95 as the
     module docstring says; medians within 1 day (a +0.7-SD shift of the turning models' t50,
-    whose posterior SDs are ~0.3-1 day, moves them by 0.2-0.7 day: caught by the onset SBC)."""
+    whose posterior SDs are ~0.3-1 day, moves them by 0.2-0.7 day: caught by the onset SBC).
+    Planted bugs (issue 55, one fit, measured): fails under ``no_day_noise``; passes under
+    ``cutpoint_shift``, ``drop_severity`` and ``prior_scale``."""
     c = t50_check(joint_fit, small_study)
     check_t50_coverage(c)
     # the never-turner: mass beyond the last day
@@ -88,6 +90,11 @@ def test_t50_recovered_for_most_turning_models(joint_fit, small_study):
 
 @pytest.mark.calibration
 def test_rater_effects_recovered_in_sign_and_order(joint_fit, small_study):
+    """Severity medians in the simulated order, of the right sign where |truth| > 0.2, within
+    0.2. Planted bugs (issue 55, one fit, measured): fails under ``drop_severity`` (the
+    posterior severity is then its zero-sum prior); passes under ``cutpoint_shift``,
+    ``no_day_noise`` and ``prior_scale``. False alarm: one fixed fit (seed 0), not measured
+    over seeds."""
     sev = joint_fit["posterior"]["severity"].median(SAMPLE).values
     true = small_study["true_severity"].values
     assert np.argsort(sev).tolist() == np.argsort(true).tolist()
