@@ -112,9 +112,9 @@ def run_reference_sbc(
     ds: xr.Dataset,
     *,
     num_simulations: int = 30,
-    draws: int = 100,
-    tune: int = 200,
-    chains: int = 2,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
     seed: int = 0,
     refits: Any = None,
     cache_dir: Any = None,
@@ -131,11 +131,15 @@ def run_reference_sbc(
     """
     from ..baselines import milestones
     from .derived import posterior_milestones, stage_category
-    from .sbc import simulate_ratings
+    from .sbc import SBC_SAMPLER, simulate_ratings
     from .spec import build_spec
 
     rng = np.random.default_rng([int(seed), 55])
     n_models, n_raters, n_days = ds.sizes[MODEL], ds.sizes[RATER], ds.sizes[DAY]
+    # the SBC sampler's settings unless given (models.sbc.SBC_SAMPLER: one default each)
+    draws = SBC_SAMPLER.draws if draws is None else int(draws)
+    tune = SBC_SAMPLER.tune if tune is None else int(tune)
+    chains = SBC_SAMPLER.chains if chains is None else int(chains)
     settings = dict(draws=draws, tune=tune, chains=chains, log_likelihood=False, log_prior=False,
                     posterior_predictive=False, share_graph=True, progressbar=False,
                     cache_dir=cache_dir)  # fmt: skip

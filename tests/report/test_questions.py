@@ -32,11 +32,10 @@ def test_contrasts_show_the_population_contrast_and_name_the_n_models(smoke_run,
     assert "Population of chatbots (joint): Δ pop. [CrI]" in md
     assert f"Posterior, these {n} models (joint): Δ [CrI]" in md
     assert questions.contrasts(n) in md
-    # the population interval carries the between-model variation: wider than the finite one
-    ok = con["median_population"].notna()
-    wide = (con["ci_high_population"] - con["ci_low_population"])[ok]
-    narrow = (con["ci_high_posterior"] - con["ci_low_posterior"])[ok]
-    assert ok.sum() >= 4 and (wide > narrow).all()
+    # the smoke run's grouped fits (150 draws) fail their gate like its joint fit: a population
+    # contrast from a failed fit is never a number, the row says why (issue 53)
+    assert con["median_population"].isna().all()
+    assert keyed["note"].str.contains("failed its diagnostics gate").all()
     assert "these 5 models" in smoke_supplement.markdown.read_text()
 
 
