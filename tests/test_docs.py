@@ -21,6 +21,7 @@ STALE = {
     "1,000 draws after 1,000 tuning steps, nutpie": "models.md: fit tunes 500 steps",
     'package README, "Study format"': "template README: the section is in docs/reference.md",
     "(development notes)": "real_data.md is the user's how-to for real data",
+    "the onset model\ndoes not yet": "reference.md repeated the first",
 }
 
 
@@ -31,6 +32,8 @@ def test_readme_is_a_guide():
     assert "db.analyse" in text and 'pip install -e ".[all]"' in text
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
     assert (ROOT / "docs" / "index.md").is_file()
+    # developer notes under docs/dev/, the user pages beside index.md (issue 52, item 5)
+    assert all((ROOT / "docs" / "dev" / f).is_file() for f in ("models.md", "development.md"))
 
 
 @pytest.mark.parametrize("page", [ROOT / "README.md", *DOCS], ids=lambda p: p.name)

@@ -132,7 +132,7 @@ def _profile(stage: np.ndarray, n_days: int) -> np.ndarray:
 
     Early turners (turn in the first quarter) go from -0.6 to +0.1 at the turn, late turners
     (after 60 % of the days) from -0.1 to -0.45, the others from -0.2 to -0.1; never-turners stay
-    at :data:`NEVER_TURNING_ASSERTIVENESS` (docs/design-notes.md, "From data/").
+    at :data:`NEVER_TURNING_ASSERTIVENESS` (docs/dev/design-notes.md, "From data/").
     """
     clinical = np.flatnonzero(np.nan_to_num(stage, nan=0.0) >= STAGE_MIDPOINT)
     a = np.full(stage.shape, NEVER_TURNING_ASSERTIVENESS)

@@ -1,5 +1,5 @@
 """Compile caching (PyTensor's numba cache under ``<cache_dir>/pytensor``, and in-process memos;
-docs/design-notes.md#inferencecachepy) and the opt-in fit cache. Cache folders must be private
+docs/dev/design-notes.md#inferencecachepy) and the opt-in fit cache. Cache folders must be private
 (:func:`private_dir`); a cached fit is checked on read (:func:`verify_fit`)."""
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ class SamplerConfig:
     #: every model's
     target_accept: float | None = None
     seed: int = 0
-    #: nutpie's mass matrix: ``diag`` or ``low_rank`` (docs/models.md "Speed"); pymc, numpyro: diag
+    #: nutpie's mass matrix: ``diag`` or ``low_rank`` (docs/dev/models.md "Speed");
+    #: pymc, numpyro: diag
     adaptation: str = "diag"
     compile_cache: bool = True  #: cache compiled models under <cache_dir>/models and /pytensor
     #: nutpie only. ``False``: compile this study's graph with its data as constants (a one-off
@@ -43,7 +44,7 @@ class SamplerConfig:
     #: model's structure once per process and swap each study's data in (coverage, SBC, design,
     #: sweeps: many same-shaped studies). Either is reproducible from ``seed``, but the two
     #: evaluate the density in another floating-point order and so give other draws
-    #: (docs/models.md, "Speed").
+    #: (docs/dev/models.md, "Speed").
     share_graph: bool = False
     #: reuse a fit of the same data, settings and code from ``<cache_dir>/fits`` (``fit(reuse=)``)
     reuse_fits: bool = False

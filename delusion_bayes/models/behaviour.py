@@ -21,7 +21,7 @@ a conversation, per chatbot and item). The chatbots' mean level of an item is in
 cutpoints (``alpha`` sums to zero over chatbots). The ``hurdle`` likelihood splits the same
 structure in two: ``P(y > 0) = logit^{-1}(eta^0)`` and ``y - 1 | y > 0`` ordinal on ``1..K-1``
 with ``eta^1``, each with its own ``alpha``, ``beta``, conversation effects and scales.
-docs/models.md ("Judged behaviours") says which one the stage fits and why (PSIS-LOO and
+docs/dev/models.md ("Judged behaviours") says which one the stage fits and why (PSIS-LOO and
 posterior predictive checks on the Spiral-Bench files).
 
 The chatbot-level quantity (:mod:`.behaviour_posterior`): ``item_mean (model, item)``, the

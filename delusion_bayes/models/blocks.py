@@ -204,7 +204,7 @@ def _hyper(spec: ModelSpec, name: str):
 
 
 def _log_L1(spec: ModelSpec):
-    """``log(L_m - 1)``: a fixed prior per model (no population; docs/design-notes.md
+    """``log(L_m - 1)``: a fixed prior per model (no population; docs/dev/design-notes.md
     #modelsblockspy), or in a population-contrast fit a population per group, non-centred
     (``z_log_L1``; every L is weakly pinned by its ratings)."""
     import pymc as pm
@@ -247,7 +247,7 @@ def onset_trajectory(spec: ModelSpec):
         # fewer than 2 models pin a t50: the others bound theirs from one side only, so the
         # population's spread is not identified and sampling it is a funnel (a study where no
         # chatbot turns: 66 divergences, R-hat 1.03 on sigma_t50). Fixed at its prior's root
-        # mean square, which keeps each t50's prior variance (docs/models.md)
+        # mean square, which keeps each t50's prior variance (docs/dev/models.md)
         sigma_t50 = pm.Deterministic("sigma_t50", pt.as_tensor_variable(prior_rms(p["sigma_t50"])))
     t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models, k), dims=MODEL)
     t = spec_data(spec, "day_values")[None, :]

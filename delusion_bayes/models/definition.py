@@ -39,7 +39,7 @@ class ModelDef:
 
     ``target_accept``: NUTS target acceptance when ``sampler.target_accept`` is ``null`` (the
     general default is :data:`~delusion_bayes.inference.config.DEFAULT_TARGET_ACCEPT`;
-    docs/models.md says why each model's differs). ``k_min``: soft
+    docs/dev/models.md says why each model's differs). ``k_min``: soft
     lower bound of the trajectory's steepness (:func:`~.blocks.onset_trajectory`).
     ``predictive(dt, spec, seed)``: the posterior predictive of a model that does not integrate
     the stage out (``None``: none). ``always_predictive``: the models stage draws it even with

@@ -10,10 +10,10 @@ with fewer than :data:`MIN_T50_SCALE_TURNERS` turning models the t50 population 
 ``sigma_t50 ~ HalfNormal(0.5)`` by a point mass, so each t50's prior keeps its variance but
 loses its heavier tails, and the posterior of every t50 (and of the milestones and contrasts
 that depend on it) is that of another model, chosen after seeing the data; SBC shows such fits
-miscalibrated (docs/models.md). The fit records it (``t50_scale_sampled`` in its attrs,
+miscalibrated (docs/dev/models.md). The fit records it (``t50_scale_sampled`` in its attrs,
 ``t50_scale_fixed`` in ``gate.json``) and the supplement marks every table that uses it (‡).
 :func:`delusion_bayes.models.spec.build_spec` records the choices in the spec's arrays;
-docs/models.md has the measurements.
+docs/dev/models.md has the measurements.
 By hand: PyMC has no automatic reparameterisation.
 """
 
@@ -51,7 +51,7 @@ def onset_geometry(med: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     day is not enough: a never-turner whose raters split 2/3 on day 1 (2 or 4 raters, common in
     small studies) read as "turned from day 1", whose geometry (t50 before the first day) then
     fought its flat ratings: 33 divergences in the disengagement model on 4 paper-roster
-    chatbots (docs/models.md). paper_like, ``null``,
+    chatbots (docs/dev/models.md). paper_like, ``null``,
     ``small`` and the template classify every model as before.
     """
     turned, early = np.zeros(len(med), bool), np.zeros(len(med), bool)
@@ -84,7 +84,7 @@ def log_k_centring(turned: np.ndarray) -> np.ndarray:
     turners, 12 days, 3 raters) the joint model had 8 divergences centred, 0 non-centred; the
     onset model on ``small`` seed 2 had 3 divergences centred at ``sigma_log_k`` ~0.23, 0
     non-centred (ESS 942 -> 1,917); paper_like (11 turners) mixes best centred
-    (docs/models.md). By hand: PyMC has no automatic
+    (docs/dev/models.md). By hand: PyMC has no automatic
     reparameterisation.
     """
     turned = np.asarray(turned, bool)

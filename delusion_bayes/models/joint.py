@@ -24,11 +24,11 @@ and the likelihood of model-day (m, t) is its ratings with the stage integrated 
 its conditional posterior (:mod:`delusion_bayes.models.latent`). Group terms add
 ``b_{p,g}[group_g(m)]`` to the hyper-means of (log(L - 1), log k, t50/T). Why this structure
 (day noise integrated out, the never-turners' t50 wall coordinate, partial centring, fixed rater
-priors): ``docs/design-notes.md#modelsjointpy``.
+priors): ``docs/dev/design-notes.md#modelsjointpy``.
 
 Fixed cutpoints define the latent on the paper's 1-4 scale (Statistical Analysis), so L, k and
 t50 keep the least-squares fit's meaning; the rater severity and discrimination carry what free
-cutpoints would add (``docs/design-notes.md``, "From models/").
+cutpoints would add (``docs/dev/design-notes.md``, "From models/").
 
 ``t50`` is not bounded by the study: a never-turner has its posterior mass beyond day T, not a
 failed fit. A model-day no rater saw is NaN in ``stage``.

@@ -35,7 +35,7 @@ __all__ = [
 
 #: soft lower bound of the onset model's ``k`` (per day; a 10-90% rise over 146 days): without
 #: it a model at its plateau from day 1 had a flat-line mode at k -> 0
-#: (docs/design-notes.md#modelsspecpy). Not used by the joint models. (The upper bound is
+#: (docs/dev/design-notes.md#modelsspecpy). Not used by the joint models. (The upper bound is
 #: :data:`delusion_bayes.data.schema.K_MAX`.)
 K_MIN: float = 0.03
 #: steepness of the ``step`` trajectory variant (per day; Claude Opus 4.1's k ~ 10 in the paper)

@@ -15,7 +15,7 @@ rule="median")`` (x.5 values allowed). Model-days without a consensus are left o
 
 The consensus is censored at the floor only (a Tobit likelihood: a consensus of 1 has
 probability ``Phi((1 - mu) / sigma_y)``), so on floor days it differs from the least-squares fit
-by design (why: ``docs/design-notes.md#modelsonsetpy``).
+by design (why: ``docs/dev/design-notes.md#modelsonsetpy``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ covariates (with their rows' mean covariates); the original's rows count once pe
 
 Sampling coordinates (an exact change of variables, tested in ``tests/replay/test_bayes.py``):
 the data pin each conversation's total intercept ``u_p + v_c`` but not its split, and ``theta``
-is correlated with the uncentred slopes (``docs/design-notes.md#modelsreplaypy``), so NUTS moves in
+is correlated with the uncentred slopes (``docs/dev/design-notes.md#modelsreplaypy``), so NUTS
+moves in
 
 .. math::
 

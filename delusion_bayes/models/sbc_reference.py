@@ -30,7 +30,7 @@ from scipy.special import expit
 
 from ..data.schema import DAY, K_MAX, MODEL, RATER
 
-#: the joint model's documented priors (docs/models.md; ``models/blocks.py``), frozen here so
+#: the joint model's documented priors (docs/dev/models.md; ``models/blocks.py``), frozen here so
 #: that the truths do not come from the table the fit reads
 REFERENCE_PRIORS: dict[str, tuple[str, tuple[float, ...]]] = {
     "log_L1": ("Normal", (1.1, 0.2)),

@@ -293,7 +293,7 @@ def sensitivity_table(
 def noise_floor(dt: xr.DataTree, seed: int = 0, **kwargs: Any) -> pd.DataFrame:
     """:func:`sensitivity_table` of ``dt`` with its ``log_prior`` and ``log_likelihood`` draws
     shuffled against the posterior draws: what it shows is the Monte Carlo noise of the
-    estimate at this number of draws (measured floors: ``docs/models.md``)."""
+    estimate at this number of draws (measured floors: ``docs/dev/models.md``)."""
     post = dt["posterior"].to_dataset()
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     perm = np.random.default_rng(seed).permutation(n_chain * n_draw)

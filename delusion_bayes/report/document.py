@@ -275,8 +275,8 @@ def png_css_width(path: Path, default_dpi: float = 150.0) -> int | None:
 class Embed:
     """How figures are embedded in the HTML (the files on disk are never changed): ``colors``,
     a palette of at most this many colours (0: the PNG as written; why:
-    ``docs/design-notes.md#reportdocumentpy``); ``max_dpi``, a PNG of higher resolution is scaled
-    down to it (0: never). The figure keeps its physical size on the page."""
+    ``docs/dev/design-notes.md#reportdocumentpy``); ``max_dpi``, a PNG of higher resolution is
+    scaled down to it (0: never). The figure keeps its physical size on the page."""
 
     colors: int = 0
     max_dpi: float = 0

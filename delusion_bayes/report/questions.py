@@ -20,7 +20,7 @@ def fixed_scale_note() -> str:
         "estimated: a different model from the one the other studies get, chosen from these "
         "data. Every t50 interval, and each milestone and contrast that depends on t50, rests "
         "on that value; simulation-based calibration shows this fit miscalibrated in such "
-        "studies (docs/models.md, SBC of the joint model)."
+        "studies (docs/dev/models.md, SBC of the joint model)."
     )
 
 

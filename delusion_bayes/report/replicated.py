@@ -264,7 +264,8 @@ def bayes_means_table(b: Builder, df: pd.DataFrame) -> ReportTable:
     title = "Each chatbot for a new conversation: behaviour model beside the bootstrap"
     note = (
         f"Behaviour model (`{first['likelihood']}` likelihood on rule `{first['rule']}`; "
-        "chatbot -> conversation -> turn, turn trend per chatbot, judge severity; docs/models.md "
+        "chatbot -> conversation -> turn, turn trend per chatbot, judge severity; "
+        "docs/dev/models.md "
         '"Judged behaviours"): the conversation effect integrated out, so the interval is '
         "about the chatbot, not these transcripts."
     )

@@ -151,7 +151,7 @@ def method_paragraph() -> Paragraph:
         "likelihood below is a weak likelihood (the prior dominates); anything else is not "
         "flagged (-). The estimates carry Monte Carlo noise: at the default 4 x 1,000 draws, "
         "draws sensitive to nothing score a median 0.013 (prior) and 0.031 (likelihood) on the "
-        "default study (`docs/models.md`), so a verdict decided within a few hundredths of the "
+        "default study (`docs/dev/models.md`), so a verdict decided within a few hundredths of the "
         "threshold is not firm."
     )
 

@@ -129,7 +129,7 @@ def worst_mixing(dt, table, plot_vars: list[str], n: int = RANK_PANELS) -> xr.Da
     """The ``n`` parameters of ``plot_vars`` with the highest R-hat (the diagnostics table's
     ``var[coord,...]`` labels), one variable each. Not every element: a reader looks for the
     chains that disagree, which these are, and every panel costs plotting time
-    (``docs/design-notes.md#stagesmodelspy``). A DataTree variable name cannot hold ``/``, so a
+    (``docs/dev/design-notes.md#stagesmodelspy``). A DataTree variable name cannot hold ``/``, so a
     ``/`` in a label (a model named ``openai/gpt-4o``) becomes the look-alike U+2215 (``∕``):
     the panel title reads as written."""
     post = dt["posterior"].to_dataset().reset_coords(drop=True)

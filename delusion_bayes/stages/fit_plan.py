@@ -78,7 +78,7 @@ def fit_order(names: list[str]) -> list[str]:
     Each fit's sampling and post-processing then covers the compile prefetch's compiles of the
     later, cheaper ones. In the configured order (onset, rater, disengagement) the two short
     fits did not cover the disengagement model's compile, and a cold main job waited 13-17 s for
-    it with a core idle (docs/models.md, "Speed"). The order changes no draw (every fit has the
+    it with a core idle (docs/dev/models.md, "Speed"). The order changes no draw (every fit has the
     sampler's seed) and no output: the stage writes its results in the configured order."""
     return names[:1] + sorted(names[1:], key=lambda n: model_def(n).fit_rank)
 

@@ -58,7 +58,7 @@ def t50_scale_note(dt) -> str | None:
         return (
             "fewer than 2 chatbots turned: the t50 population scale sigma_t50 is fixed at its "
             "prior's root mean square, not estimated, and the t50 intervals rest on it "
-            "(docs/models.md, SBC of the joint model)"
+            "(docs/dev/models.md, SBC of the joint model)"
         )
     return None
 

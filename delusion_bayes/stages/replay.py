@@ -87,7 +87,7 @@ def _bayes(ds: xr.Dataset, cfg: Any, boot: pd.DataFrame) -> tuple[pd.DataFrame, 
     ci_prob = r.ci_prob
     post = replay_posterior_contrasts(tree, baseline=baseline, ci_prob=ci_prob)
     # the gate is on what is reported (the prevalences); the max R-hat over all parameters is
-    # recorded too (noise alone lifts it above: docs/design-notes.md#modelsreplay_posteriorpy)
+    # recorded too (noise alone lifts it above: docs/dev/design-notes.md#modelsreplay_posteriorpy)
     inf = cfg.get("inference") if hasattr(cfg, "get") else None
     prev_vars = [v for v in ("category_prevalence", "prevalence") if v in tree["posterior"]]
     verdict = gate(tree, diagnose(tree, inf, var_names=prev_vars), inf)

@@ -180,7 +180,7 @@ def analyse_study(
     cens, contrasts, truth, base, boot_seed = setup_replicate(ds, baselines, seed, stable_run)
     t0 = time.perf_counter()
     # the other rated variables are dropped before the baselines run: nothing scored here uses
-    # them, and every resampling of a variable is seeded on its own (docs/design-notes.md)
+    # them, and every resampling of a variable is seeded on its own (docs/dev/design-notes.md)
     unscored = [v for v in UNSCORED if v in ds.data_vars]
     res = analyse_trajectory(
         ds.drop_vars(unscored), baselines, seed=boot_seed, milestone_replicates=True

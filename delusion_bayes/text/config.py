@@ -29,7 +29,7 @@ class TextConfig:
     #: k of configuration 2
     top_k: int = 3
     #: embedding backend: ``torch`` or ``onnx`` (same embeddings; needs ``onnxruntime`` and
-    #: ``onnx``, else torch with a warning; torch needed less CPU: ``docs/design-notes.md``)
+    #: ``onnx``, else torch with a warning; torch needed less CPU: ``docs/dev/design-notes.md``)
     backend: str = "torch"
     #: encoding batch size (texts are sorted by length first; 32 needed the least CPU)
     batch_size: int = 32

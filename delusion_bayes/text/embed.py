@@ -1,6 +1,6 @@
 """Sentence embedders (:class:`Embedder`): the offline torch default, the same model on ONNX
 Runtime, and a disk cache. Idle threads of both backends sleep instead of spinning
-(``docs/design-notes.md``); torch is imported only when a model is loaded.
+(``docs/dev/design-notes.md``); torch is imported only when a model is loaded.
 """
 
 from __future__ import annotations

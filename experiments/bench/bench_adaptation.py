@@ -7,7 +7,7 @@ Compiles the model once, samples it with ``adaptation=diag`` and ``adaptation=lo
 seed, the model's own target_accept) and prints, per adaptation, the wall time, leapfrog steps per
 draw, divergences, the minimum bulk ESS and maximum R-hat over the posterior's parameters (the
 per-model-day ``trajectory``/``stage`` deterministics left out) and ESS per gradient, then the
-ratios low_rank / diag. docs/models.md ("Speed") quotes its numbers.
+ratios low_rank / diag. docs/dev/models.md ("Speed") quotes its numbers.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ so which coordinates the graph uses, varies), then fits them all twice in one pr
 Prints, per mode, the first fit, the mean of the others and the total, then the ratio of the
 totals; and checks that the two modes' posteriors agree (each seed's ``mu_t50`` mean within
 5 Monte Carlo standard errors: the two graphs evaluate the density in another floating-point
-order, and so give other draws). The SBC and coverage studies are this loop (docs/models.md,
+order, and so give other draws). The SBC and coverage studies are this loop (docs/dev/models.md,
 "Speed").
 """
 

@@ -34,7 +34,7 @@ import time
 #: discrimination took 552 s. Those runs did not record their settings, and neither reproduces:
 #: brms fitted on this machine kind with its 4 chains on 2 cores as ours (``brms_same_data.py``,
 #: 2026-12-04) took 87-93 s for the rater model (143 s with the chains one after another) and
-#: 299 s for the onset model (104 divergences); docs/models.md compares on those
+#: 299 s for the onset model (104 divergences); docs/dev/models.md compares on those
 BRMS_SAME_DATA = {"onset": 1858.0, "rater": 240.0}
 BRMS_TWIN = {"rater": 552.0}
 #: issue 29's targets: brms seconds / ours, cold, on the same data

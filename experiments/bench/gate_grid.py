@@ -8,7 +8,7 @@ chatbots) and fitted exactly as the main job fits it: the default config's model
 stage skips it), sampler settings, target acceptance and the automatic refit
 (``inference.refit_target_accept``), through ``delusion_bayes.stages.fit_plan.fit_one`` and the
 same gate. One row per design and fit goes to ``--out`` as it finishes; the end prints the pass
-rate per model and per design axis (docs/models.md, "Gate at realistic sizes").
+rate per model and per design axis (docs/dev/models.md, "Gate at realistic sizes").
 
 The grid (``DESIGNS``): 4-15 chatbots, 8-30 days, 2-4 raters, 0-15% missing ratings, one rater
 who rated only half the days, all chatbots turning, none turning, the ``init-study`` template

@@ -13,7 +13,7 @@ chi-square uniformity table (per variable, vector elements pooled; per element t
 ``--per-element``), the wall time, and writes ``sbc_ranks.nc`` and ``sbc_ranks.png`` (rank
 histograms with the 99% band of uniform ranks) into ``--out``.
 
-Measured: docs/models.md ("Calibration").
+Measured: docs/dev/models.md ("Calibration").
 """
 
 from __future__ import annotations

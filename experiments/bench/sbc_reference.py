@@ -10,7 +10,7 @@ gate (``InferenceConfig()``) and the attempts are summarised (refitted studies, 
 move of a headline mean between attempts in MCSE units). ``--plugin``: load a planted bug of
 ``tests/wrong_impl`` first (its ``pytest_configure``), as ``pytest -p`` does. Prints the
 per-parameter rank checks (``models.sbc_reference.rank_checks``). Measured:
-docs/development.md ("Planted bugs").
+docs/dev/development.md ("Planted bugs").
 """
 
 from __future__ import annotations

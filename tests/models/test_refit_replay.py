@@ -1,7 +1,7 @@
 """Prior refits of the replay stage's Bayesian prevalence model (issue 28, item 4b):
 ``models/refit.py`` on the replay prior table and ``experiments/bench/refit_priors.py --fit
 replay`` on a tiny simulated replay study (SIMULATED data; the real DelusionEval numbers are in
-docs/models.md, "Refits")."""
+docs/dev/models.md, "Refits")."""
 
 from __future__ import annotations
 

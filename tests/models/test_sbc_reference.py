@@ -14,7 +14,7 @@ wide), two-sided t-tests over the studies (``models.sbc_reference.rank_checks``)
 when any of its ``2 x n`` p-values is below ``ALPHA / (2 n)`` (Bonferroni over its ``n``
 variables). No average over parameters: errors of opposite sign cannot cancel.
 
-Planted bugs (``tests/wrong_impl``), measured with ``S = 40``, seed 7 (docs/development.md has
+Planted bugs (``tests/wrong_impl``), measured with ``S = 40``, seed 7 (docs/dev/development.md has
 the table and the commands): see each test's docstring.
 """
 

@@ -279,7 +279,7 @@ def test_bad_sampler_settings_fail_before_compiling(study, kwargs, match, monkey
 def test_target_accept_is_the_models_own_unless_the_config_names_one():
     """``sampler.target_accept: null`` (the shipped configs) gives each model its own: 0.99 for
     the onset model (2 divergences at 0.95 on paper_like, sampler seed 0), 0.9 for the joint
-    model (docs/models.md: half the leapfrog steps of 0.95, no divergence) and the
+    model (docs/dev/models.md: half the leapfrog steps of 0.95, no divergence) and the
     disengagement model (0 divergences on paper_like seeds 0-2 and null_effect seed 0 with its
     zero-sum effects; it left 1 at 0.9 before them), 0.95 for the rater model; a number in the
     config applies to every model."""

@@ -2,7 +2,7 @@
 fitted graph, ``sigma_t50 ~ HalfNormal(0.25)`` instead of ``HalfNormal(0.5)``, in the joint and
 onset models' definitions (re-registered with the changed prior table). Twice as wide
 (``HalfNormal(1.0)``) was measured too: the reference SBC did not catch it (S = 40, seed 7:
-sigma_t50's mean rank 0.46, p = 0.48; docs/development.md). Load with
+sigma_t50's mean rank 0.46, p = 0.48; docs/dev/development.md). Load with
 ``pytest -p tests.wrong_impl.prior_scale``; the reference-prior SBC
 (``tests/models/test_sbc_reference.py``) must then fail."""
 
