@@ -154,7 +154,7 @@ RANKED_MILESTONES = ("first_clinical", "first_stable")
 
 def milestone_rankings(
     draws: xr.Dataset, prob: float = 0.95, over: str = "the rater bootstrap's resamples"
-) -> BaselineResult:
+) -> BaselineResult | None:
     """Each model's rank on :data:`RANKED_MILESTONES` over ``draws`` (the rater bootstrap's
     resamples, dim ``resample``, or posterior draws, dims ``chain, draw``): the median rank, a
     ``prob`` rank interval, P(best) (earliest), P(worst) and the models that cannot be told
@@ -166,8 +166,13 @@ def milestone_rankings(
         if q not in draws:
             continue
         da = draws[q]
-        df = rankings(da, [str(m) for m in da[MODEL].values], higher_is="worse", prob=prob)
+        try:
+            df = rankings(da, [str(m) for m in da[MODEL].values], higher_is="worse", prob=prob)
+        except ValueError:  # no draw where every model has the milestone: nothing to rank
+            continue
         frames.append(df.assign(quantity=q, n_draws=df.attrs.get("n_draws", 0)))
+    if not frames:
+        return None
     table = pd.concat(frames, ignore_index=True).rename(columns={"item": MODEL})
     notes = [
         f"ranks over {over} (earlier milestone = better rank, ties share the average rank); "

@@ -97,8 +97,10 @@ def trajectory_outputs(dt, out: Outputs, inf: InferenceConfig, b):
     ms = d.posterior_milestones(dt, stable_run=b.stable_run, missing=b.missing, censor=b.censor_day)
     desc = "posterior milestone latencies with P(censored)"
     out.write("milestones_posterior.csv", d.milestones_table(ms, prob, kind), desc)
-    if ms.sizes["model"] >= MIN_RANKED:  # issue 51: ranks with their uncertainty
+    ranks = None  # issue 51: ranks with their uncertainty, for >= 3 models
+    if ms.sizes["model"] >= MIN_RANKED:
         ranks = milestone_rankings(ms, prob, "the posterior draws")
+    if ranks is not None:
         out.write("rankings_posterior.csv", ranks.table, ranks.title)
         for p in save_rank_figure(ranks.summary, out.path / "ranks"):
             out.files[p.name] = "ranks on the milestones with their intervals (posterior)"

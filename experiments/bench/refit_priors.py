@@ -69,7 +69,7 @@ def joint_target(run: Path, fit: str):
     from omegaconf import OmegaConf
 
     from delusion_bayes.models import derived as d
-    from delusion_bayes.models.priors import resolve_priors
+    from delusion_bayes.models.registry import resolve_priors
     from delusion_bayes.models.sensitivity_reported import fit_reported_draws
     from delusion_bayes.stages.fit_plan import fit_one, study_contrasts
 
