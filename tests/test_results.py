@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from delusion_bayes import results
+from delusion_bayes.stages import STAGES
 
 KEY = "models/{fit}/t50_posterior.csv"
 
@@ -63,15 +64,7 @@ def test_declarations_are_complete():
     with pytest.raises(ValueError, match="pass fit="):
         results.spec(KEY).path("run")
     for f in results.FILES.values():
-        assert f.meaning and f.stage in (
-            "baselines",
-            "text",
-            "models",
-            "replay",
-            "replicated",
-            "design",
-            "report",
-        )
+        assert f.meaning and f.stage in STAGES  # every file belongs to a pipeline stage
         if f.kind == "csv":
             assert f.columns, f.key
     table = results.contract_table()
