@@ -50,6 +50,15 @@ CONTRAST = {
 QUANTITIES = CONTRAST["quantities"]
 
 
+def _group_target_accept() -> float:
+    from delusion_bayes.inference.config import InferenceConfig
+
+    return float(InferenceConfig().refit_target_accept)
+
+
+GROUP_TA = _group_target_accept()
+
+
 def study(scenario: str, seed: int):
     """One simulated study of ``scenario`` (module docstring), recognition only."""
     from delusion_bayes.data import simulate_study
@@ -97,7 +106,8 @@ def analyse(scenario: str, seed: int, fit_kw: dict, two_stage: bool, scale: str 
     base = {"scenario": scenario, "seed": seed}
     rows: list[dict] = []
     t0 = time.perf_counter()
-    dt = fit_population(ds, "joint", CONTRAST, scale=scale, **fit_kw)
+    # the main job starts its grouped fits at inference.refit_target_accept (stages/fit_plan.py)
+    dt = fit_population(ds, "joint", CONTRAST, scale=scale, **{**fit_kw, "target_accept": GROUP_TA})
     tabs = {p: population_contrasts({"cohort": dt}, [CONTRAST], p, seed=seed) for p in (0.95, 0.9)}
     rows += _rows("group", tabs, truth, {**base, "seconds": time.perf_counter() - t0}, _gate(dt))
     if two_stage:
