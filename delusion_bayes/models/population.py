@@ -49,6 +49,8 @@ outside the model, Box & Tiao 1973, §2.5) is kept for the comparison in docs/va
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -122,9 +124,12 @@ def fit_population(
 
     spec = population_spec(ds, model, contrast, scale=scale, **dict(variant or {}))
     dt = fit(ds, model, spec=spec, **fit_kwargs)
+    c = as_contrast(contrast)
     dt.attrs.update(
         population=scale,
-        contrast=as_contrast(contrast).name,
+        contrast=c.name,
+        # the whole spec, so that its numbers can be formed again from the fit alone
+        contrast_spec=json.dumps(dataclasses.asdict(c), default=str),
         pop_group=[int(g) for g in spec.data.pop_group],
     )
     return dt
@@ -314,6 +319,36 @@ def _contrast_row(
     }
 
 
+def population_delta_draws(
+    dt: xr.DataTree,
+    contrast: Any,
+    *,
+    seed: int = 0,
+    stable_run: int = 3,
+    censor_day: int | None = None,
+) -> dict[tuple[str, str, str], xr.DataArray]:
+    """``{(quantity, "contrast, population", contrast name): Delta over (chain, draw)}``: the
+    difference of population means (A - B) per posterior draw of the grouped fit ``dt``, the
+    draws :func:`population_contrasts` summarises (same ``seed``, same Monte Carlo), for the
+    power-scaling check of these numbers with the grouped fit's own ``log_prior``. A quantity
+    not finite in every draw, or equal in every draw, is left out."""
+    from ..baselines.permutation import as_contrast
+
+    c = as_contrast(contrast)
+    qs = list(c.quantities or [])
+    means = population_means(dt, qs, stable_run=stable_run, censor_day=censor_day, seed=seed)
+    post = dt["posterior"].to_dataset()
+    shape = (post.sizes["chain"], post.sizes["draw"])
+    coords = {d: post[d].values for d in ("chain", "draw") if d in post.coords}
+    out = {}
+    for q in (q for q in qs if q in means):
+        diff = means[q].sel({POP_GROUP: "A"}).values - means[q].sel({POP_GROUP: "B"}).values
+        if np.isfinite(diff).all() and np.ptp(diff) > 0:
+            da = xr.DataArray(diff.reshape(shape), dims=("chain", "draw"), coords=coords)
+            out[(q, "contrast, population", c.name)] = da
+    return out
+
+
 def population_draws(
     x: np.ndarray, mask_a: np.ndarray, mask_b: np.ndarray, rng: np.random.Generator, reps: int = 1
 ) -> np.ndarray:
@@ -438,6 +473,7 @@ __all__ = [
     "ESTIMAND",
     "fit_population",
     "population_contrasts",
+    "population_delta_draws",
     "population_draws",
     "population_means",
     "population_spec",

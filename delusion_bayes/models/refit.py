@@ -43,6 +43,10 @@ PRIOR_OF: dict[str, tuple[str, ...]] = {
     "category_prevalence": ("theta", "sigma_conversation", "sigma_participant"),
 }
 FACTORS = (2.0, 0.5)
+#: powers of the whole prior for the flag's recall (issue 55): the prior density raised to
+#: 0.5 and 2, the size of change priorsense's power-scaling speaks of (a normal prior's scale
+#: times sqrt 2 and over sqrt 2), against the scale factors 2 and 0.5 above (powers 1/4, 4)
+POWERS = (0.5, 2.0)
 #: a refit that moves a reported number's posterior mean by at least this many posterior SDs
 #: (under either factor) confirms its flag. Monte Carlo error of the difference of two means at
 #: ESS 400 each is about sqrt(2 / 400) = 0.07 SD, so 0.25 SD is a few times that
@@ -86,6 +90,83 @@ def scaled_priors(
         arg, power = SCALE_ARG[spec["dist"]]
         spec[arg] = float(spec[arg]) * float(factor) ** power
         out[name] = spec
+    return out
+
+
+def powered_priors(
+    priors: Mapping[str, Mapping[str, Any]], names: Iterable[str], alpha: float
+) -> dict[str, dict[str, Any]]:
+    """Prior overrides with each of ``names``' densities raised to the power ``alpha`` (the
+    refit version of power-scaling ``log_prior``, which sums these entries' terms). Exact within
+    the family: ``Normal``/``HalfNormal``/``ZeroSumNormal`` scale ``sigma / sqrt(alpha)``,
+    ``Exponential`` ``lam * alpha``, ``Gamma(a, b)`` becomes ``Gamma(alpha (a - 1) + 1,
+    alpha b)``; any other family is a ValueError (a power of a Student-t is not a Student-t)."""
+    a = float(alpha)
+    out = {}
+    for name in names:
+        if name not in priors:
+            raise ValueError(
+                f"powered_priors: {name!r} is not in the prior table ({sorted(priors)})"
+            )
+        spec = dict(priors[name])
+        dist = spec["dist"]
+        if dist in ("Normal", "HalfNormal", "ZeroSumNormal"):
+            spec["sigma"] = float(spec["sigma"]) / np.sqrt(a)
+        elif dist == "Exponential":
+            spec["lam"] = float(spec["lam"]) * a
+        elif dist == "Gamma":
+            spec["alpha"] = a * (float(spec["alpha"]) - 1.0) + 1.0
+            spec["beta"] = float(spec["beta"]) * a
+        else:
+            raise ValueError(
+                f"powered_priors: {name!r} ({dist}) stays in no family under a power; known: "
+                "Normal, HalfNormal, ZeroSumNormal, Exponential, Gamma"
+            )
+        out[name] = spec
+    return out
+
+
+def recall_precision(table: pd.DataFrame, moves: float = MOVES_SD) -> dict[str, Any]:
+    """How well the power-scaling screen predicts what a refit at another prior power moves:
+    over the rows of ``table`` (``sensitivity_reported.csv`` with ``refit_shift_sd`` filled)
+    that were refitted, ``moved`` = ``|refit_shift_sd| >= moves``; for the CJS verdict (the
+    flag) and for its first-order proxy ``|prior_mean_shift_sd| >= moves`` (the derivative per
+    doubling of the power, i.e. the predicted shift at power 2): flagged, caught, recall
+    (caught / moved) and precision (caught / flagged); NaN where the denominator is 0."""
+    t = table[table["refit_shift_sd"].notna()]
+    moved = t["refit_shift_sd"].abs() >= moves
+    out: dict[str, Any] = {"n": len(t), "moved": int(moved.sum()), "moves_sd": moves}
+    rules = {"flag": t["verdict"] != "-", "proxy": t["prior_mean_shift_sd"].abs() >= moves}
+    for rule, flag in rules.items():
+        caught = int((flag & moved).sum())
+        out[rule] = {
+            "flagged": int(flag.sum()),
+            "caught": caught,
+            "recall": caught / int(moved.sum()) if moved.any() else float("nan"),
+            "precision": caught / int(flag.sum()) if flag.any() else float("nan"),
+        }
+    return out
+
+
+def proxy_agreement(table: pd.DataFrame) -> dict[str, Any]:
+    """How well ``prior_mean_shift_sd`` (the shift per doubling of the prior's power, from the
+    base fit's weights alone) predicts the refits at powers 2 and 0.5 (``shift_x2``,
+    ``shift_x0.5`` of :func:`refit_shifts` on :data:`POWERS`; predicted +d and -d): per power,
+    Pearson r and the least-squares slope through 0 of the refit's shift on the prediction
+    (1 = the proxy is the refit), over the refitted rows."""
+    out: dict[str, Any] = {}
+    for power, sign in (("2", 1.0), ("0.5", -1.0)):
+        col = f"shift_x{power}"
+        if col not in table:
+            continue
+        t = table[[col, "prior_mean_shift_sd"]].dropna()
+        x, y = sign * t["prior_mean_shift_sd"].to_numpy(), t[col].to_numpy()
+        ok = len(t) > 2 and np.std(x) > 0 and np.std(y) > 0
+        out[f"power_{power}"] = {
+            "n": len(t),
+            "r": float(np.corrcoef(x, y)[0, 1]) if ok else float("nan"),
+            "slope": float(x @ y / (x @ x)) if ok else float("nan"),
+        }
     return out
 
 
@@ -141,10 +222,14 @@ def confirm(reported: pd.DataFrame, shifts: pd.DataFrame, moves: float = MOVES_S
 __all__ = [
     "FACTORS",
     "MOVES_SD",
+    "POWERS",
     "PRIOR_OF",
     "SCALE_ARG",
     "confirm",
     "flagged_priors",
+    "powered_priors",
+    "proxy_agreement",
+    "recall_precision",
     "refit_shifts",
     "scaled_priors",
 ]

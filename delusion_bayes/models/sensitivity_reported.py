@@ -60,20 +60,18 @@ def fit_reported_draws(
     ms: xr.Dataset | None,
     contrasts: Iterable[Any],
     *,
-    seed: int = 0,
     max_model_days: int | None = None,
 ) -> dict[Key, xr.DataArray]:
     """``{(quantity, kind, item): draws over (chain, draw)}`` of the numbers a fit reports:
-    ``t50`` per model, every milestone of ``ms`` per model, the finite-sample and population
-    contrasts of ``contrasts`` (one population draw per posterior draw, seeded by ``seed``), and
-    the posterior mean stage per model-day (consensus; all of them, or the first
+    ``t50`` per model, every milestone of ``ms`` per model, the finite-sample contrasts of
+    ``contrasts`` (the population contrasts come from their own grouped fits, with that fit's
+    prior: :func:`delusion_bayes.models.population.population_delta_draws`), and the posterior
+    mean stage per model-day (consensus; all of them, or the first
     ``max_model_days``). Quantities that are NaN in any draw are left out (a row says why in
     :func:`reported_sensitivity`'s caller)."""
     from ..baselines.permutation import as_contrast, contrast_groups
     from ..data.schema import DAY, MODEL
     from . import derived as d
-    from .population import population_draws
-
     post = dt["posterior"].to_dataset()
     out: dict[Key, xr.DataArray] = {}
     if "t50" in post:
@@ -87,7 +85,6 @@ def fit_reported_draws(
     if contrasts:
         qs = d.contrast_quantities(dt, ms)
         n = qs.sizes[MODEL]
-        rng = np.random.default_rng(seed)
         for spec in contrasts:
             c = as_contrast(spec)
             mask_a, mask_b = contrast_groups(qs, c)
@@ -99,10 +96,6 @@ def fit_reported_draws(
                     {MODEL: np.flatnonzero(mask_b)}
                 ).mean(MODEL)
                 out[(q, f"contrast, these {n} models", c.name)] = fin
-                if mask_a.sum() + mask_b.sum() >= 3:
-                    flat = x.values.reshape(-1, x.sizes[MODEL])
-                    pop = population_draws(flat, mask_a, mask_b, rng).reshape(fin.shape)
-                    out[(q, "contrast, population", c.name)] = fin.copy(data=pop)
     if "stage" in post:
         stage = post["stage"].transpose("chain", "draw", MODEL, DAY)
         cells = [(m, t) for m in stage[MODEL].values for t in stage[DAY].values]

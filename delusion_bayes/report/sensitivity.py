@@ -332,6 +332,7 @@ def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
             f"{r['prior_mean_shift_sd']:+.2f} posterior SD per doubling of the prior's "
             "power."
         )
+    text += population_sentence(df)
     refit = df["refit_shift_sd"].notna()
     if refit.any():
         flag, moved = df["verdict"] != "-", df["refit_shift_sd"].abs() >= MOVES_SD
@@ -350,6 +351,21 @@ def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
     if len(flagged_rows):
         out.append(flagged_table(b, fit, df, flagged_rows, thr, src))
     return out
+
+
+def population_sentence(df: pd.DataFrame) -> str:
+    """What the power-scaling check says of the population contrasts: their rows come from the
+    grouped fits, scaled under each fit's own prior (the group hyper-priors are in it)."""
+    pop = df[df["kind"] == "contrast, population"]
+    if not len(pop):
+        return ""
+    r = pop.loc[pop["prior_mean_shift_sd"].abs().idxmax()]
+    return (
+        f" The {len(pop)} population contrasts (difference of population means) are scaled "
+        f"under their grouped fits' own priors: {int((pop['verdict'] != '-').sum())} flagged; "
+        f"largest prior shift {r['quantity']} ({r['item']}) {r['prior_mean_shift_sd']:+.2f} "
+        f"SD, prior Pareto k at most {float(pop['pareto_k_prior'].max()):.2f}."
+    )
 
 
 def flagged_table(

@@ -4,10 +4,12 @@ reported numbers, and figures drawn so that a plotting failure is a note, never 
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from ..plotting import plain_text, save_figure
@@ -70,19 +72,27 @@ def sensitivity_outputs(dt, out: Outputs, notes: list, var_names=None) -> float 
 
 
 def reported_outputs(
-    dt, out: Outputs, notes: list, *, ms=None, contrasts=(), seed: int = 0, replay: bool = False
+    dt,
+    out: Outputs,
+    notes: list,
+    *,
+    ms=None,
+    contrasts=(),
+    seed: int = 0,
+    replay: bool = False,
+    pop_fits=None,
+    rule=None,
 ) -> None:
     """``sensitivity_reported.csv``: the power-scaling sensitivity of every number the fit
-    reports (:mod:`delusion_bayes.models.sensitivity_reported`); a note when it cannot be
-    computed (no log_prior / log_likelihood)."""
+    reports (:mod:`delusion_bayes.models.sensitivity_reported`), the population contrasts'
+    rows from their grouped fits ``pop_fits`` (per contrast name, each scaled with its own
+    ``log_prior``; ``rule``: the milestone rules, ``seed`` the Monte Carlo's, as
+    ``contrasts_population.csv``); a note when it cannot be computed (no log_prior /
+    log_likelihood)."""
     from ..models import sensitivity_reported as sr
 
     try:
-        draws = (
-            sr.replay_reported_draws(dt)
-            if replay
-            else sr.fit_reported_draws(dt, ms, contrasts, seed=seed)
-        )
+        draws = sr.replay_reported_draws(dt) if replay else sr.fit_reported_draws(dt, ms, contrasts)
         nan = [k for k, v in draws.items() if not np.isfinite(v.values).all()]
         for k in nan:
             draws.pop(k)
@@ -91,6 +101,7 @@ def reported_outputs(
         notes.append(f"sensitivity_reported.csv not written: {type(err).__name__}: {err}")
         log.warning("sensitivity of the reported numbers not computed: %s", err)
         return
+    df = pd.concat([df, *population_sensitivity(pop_fits or {}, seed, rule or {}, notes)])
     if nan:
         notes.append(
             f"sensitivity_reported.csv: {len(nan)} reported numbers left out (NaN in "
@@ -108,6 +119,36 @@ def reported_outputs(
         out.path.name,
         int((df["verdict"] != "-").sum()),
     )
+
+
+def population_sensitivity(pop_fits: dict, seed: int, rule: dict, notes: list) -> list:
+    """Per grouped fit that passed its gate, the power-scaling sensitivity of its population
+    contrasts (:func:`delusion_bayes.models.population.population_delta_draws`) under that
+    fit's own prior and likelihood: the prior of the group hyper-means is in ``log_prior``."""
+    from ..models import sensitivity_reported as sr
+    from ..models.population import population_delta_draws
+
+    tables = []
+    for name, pdt in pop_fits.items():
+        if not pdt.attrs.get("gate_passed", True):
+            continue
+        try:
+            draws = population_delta_draws(pdt, _contrast_of(pdt, name), seed=seed, **rule)
+            tables.append(sr.reported_sensitivity(pdt, draws))
+        except Exception as err:  # noqa: BLE001 - a diagnostic must not fail the stage
+            notes.append(
+                f"sensitivity_reported.csv: population contrast {name!r} left out: "
+                f"{type(err).__name__}: {err}"
+            )
+    return tables
+
+
+def _contrast_of(pdt, name: str) -> dict:
+    """The contrast spec a grouped fit was made for (kept in its attrs by the models stage)."""
+    spec = pdt.attrs.get("contrast_spec")
+    if spec is None:
+        raise ValueError(f"grouped fit {name!r} does not say its contrast (attrs contrast_spec)")
+    return json.loads(spec) if isinstance(spec, str) else dict(spec)
 
 
 #: panels of the rank plot: the parameters with the highest R-hat among ``inference.plot_vars``

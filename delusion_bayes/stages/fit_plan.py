@@ -166,7 +166,8 @@ def population_fits(ds: xr.Dataset, name: str, cfg: Any, contrasts: list) -> dic
     (:func:`delusion_bayes.models.population.fit_population`), refitted by the gate's remedies;
     ``{}`` for a model without one (its definition's ``population``) or without contrasts. The
     primary's variant and sampler; one compiled graph serves every contrast (the group index
-    is data: ``share_graph``); no log-likelihood or predictive (only the contrast is read)."""
+    is data: ``share_graph``); no predictive; the log-likelihood and log prior are kept for the
+    power-scaling check of the contrasts (``sensitivity_reported.csv``)."""
     from ..inference.refits import fit_with_refits
     from ..models.population import fit_population
 
@@ -184,7 +185,8 @@ def population_fits(ds: xr.Dataset, name: str, cfg: Any, contrasts: list) -> dic
     kw.update(
         sampler=kw["sampler"].updated(share_graph=True, target_accept=start),
         posterior_predictive=False,
-        log_likelihood=False,
+        log_likelihood=True,
+        log_prior=True,
     )
     out = {}
     for c in contrasts:

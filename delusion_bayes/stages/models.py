@@ -74,7 +74,10 @@ def _write_model(
     elpd = loo_outputs(dt, out, inf, notes)
     fit_figures(dt, elpd, out, list(inf.plot_vars), notes, table)
     sens_seconds = sensitivity_outputs(dt, out, notes)
-    reported_outputs(dt, out, notes, ms=ms, contrasts=contrasts, seed=b.seed)
+    rule = dict(stable_run=b.stable_run, censor_day=b.censor_day)
+    reported_outputs(
+        dt, out, notes, ms=ms, contrasts=contrasts, seed=b.seed, pop_fits=pop_fits, rule=rule
+    )
     dt.attrs.update(
         prov, seed=group_config(SamplerConfig, cfg.sampler).seed, gate_passed=int(g["passed"])
     )

@@ -133,6 +133,28 @@ def test_population_contrast_is_the_difference_of_population_means():
     assert np.isnan(df.loc["first_level_b", "median"]) and df.loc["first_level_b", "note"]
 
 
+def test_population_delta_draws_are_the_draws_the_table_summarises():
+    """The per-draw Delta the sensitivity check scales is the table's: the same median and P(>0)
+    for t50 (exact) and a Monte Carlo milestone (same seed, same new chatbots); a degenerate
+    quantity is left out rather than scaled."""
+    from delusion_bayes.models.population import population_contrasts, population_delta_draws
+
+    dt = _group_fit(0.3, 0.6)
+    dt.attrs["contrast_spec"] = "{}"
+    spec = {**SPEC, "quantities": ["t50", "first_clinical", "first_level_b"]}
+    table = population_contrasts({"cohort": dt}, [spec], seed=4).set_index("quantity")
+    draws = population_delta_draws(dt, spec, seed=4)
+    assert set(draws) == {("t50", "contrast, population", "cohort"),
+                          ("first_clinical", "contrast, population", "cohort")}  # fmt: skip
+    for q in ("t50", "first_clinical"):
+        d = draws[(q, "contrast, population", "cohort")]
+        assert d.dims == ("chain", "draw") and d.shape == (1, 400)
+        assert float(d.median()) == pytest.approx(table.loc[q, "median"], abs=1e-12)
+        assert float((d > 0).mean()) == table.loc[q, "p_gt_0"]
+    flat = _group_fit(5.0, 5.0, sigma_t50=0.01, sigma_k=0.01)
+    assert population_delta_draws(flat, {**SPEC, "quantities": ["first_clinical"]}) == {}
+
+
 def test_degenerate_population_contrast_is_nan_with_a_note():
     """Both populations never turn within the window (t50 at 5 windows, spread 0.01 window):
     every new chatbot's first_clinical is censored at 31 in every draw, Delta = 0 in every
@@ -155,7 +177,8 @@ def test_population_fit_has_group_hyperparameters_in_one_graph_and_log_prior():
     from delusion_bayes.models.spec import build_spec
 
     ds = simulate_study("null", 0, n_raters=3)
-    c = {"name": "c", "by": "cohort", "a": ["late-2025"], "b": ["earlier"]}
+    c = {"name": "c", "by": "cohort", "a": ["late-2025"], "b": ["earlier"],
+         "quantities": ["t50", "first_clinical"]}  # fmt: skip
     spec = population_spec(ds, "onset", c)
     assert spec.data.pop_group.tolist() == [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1]
     assert build_spec(ds, "onset").hash() != spec.hash()
@@ -166,6 +189,15 @@ def test_population_fit_has_group_hyperparameters_in_one_graph_and_log_prior():
     post = dt["posterior"]
     assert post["mu_t50"].sizes["population_group"] == 3
     assert {"mu_t50", "sigma_t50", "mu_log_L1", "sigma_log_L1"} <= set(dt["log_prior"].data_vars)
+    # the contrasts' power-scaling rows come from this fit, with its own prior (issue 53.4)
+    from delusion_bayes.stages.fit_outputs import population_sensitivity
+
+    notes: list[str] = []
+    (tab,) = population_sensitivity({"c": dt}, 0, {"stable_run": 3}, notes)
+    assert notes == [] and set(tab["kind"]) == {"contrast, population"}
+    assert set(tab["quantity"]) == {"t50", "first_clinical"} and (tab["item"] == "c").all()
+    assert np.isfinite(tab["prior"]).all() and (tab["prior"] > 0).all()
+    assert np.isfinite(tab["pareto_k_prior"]).all()
 
 
 def test_a_failed_grouped_fit_reports_no_contrast():

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from scipy import stats as _st
 
 from delusion_bayes.models import refit as rf
 from delusion_bayes.models.sensitivity import sensitivity_table
@@ -153,3 +154,57 @@ def test_refit_shifts_and_confirmations():
     # a moves 0.5 SD (>= 0.25): confirmed; b moves 0.05 SD: not
     assert (res["flagged"], res["confirmed"], res["moved_unflagged"]) == (2, 1, 0)
     assert res["table"]["refit_shift_sd"].notna().all()
+
+
+@pytest.mark.parametrize(
+    ("spec", "logpdf"),
+    [
+        ({"dist": "Normal", "mu": 0.3, "sigma": 1.7},
+         lambda x, s: _st.norm.logpdf(x, s["mu"], s["sigma"])),
+        ({"dist": "HalfNormal", "sigma": 0.8}, lambda x, s: _st.halfnorm.logpdf(x, 0, s["sigma"])),
+        ({"dist": "Exponential", "lam": 2.5}, lambda x, s: _st.expon.logpdf(x, 0, 1 / s["lam"])),
+        ({"dist": "Gamma", "alpha": 3.0, "beta": 1.5},
+         lambda x, s: _st.gamma.logpdf(x, s["alpha"], 0, 1 / s["beta"])),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("alpha", rf.POWERS)
+def test_powered_priors_are_the_density_raised_to_the_power(spec, logpdf, alpha):
+    """log p_new(x) - alpha log p(x) is one constant over x (the normalising term): the refit's
+    prior IS the prior to the power alpha, which is what power-scaling approximates."""
+    x = np.linspace(0.05, 6.0, 40)
+    new = rf.powered_priors({"p": spec}, ["p"], alpha)["p"]
+    diff = logpdf(x, new) - alpha * logpdf(x, spec)
+    assert np.ptp(diff) < 1e-10
+    assert new["dist"] == spec["dist"]
+
+
+def test_powered_priors_refuse_a_family_a_power_leaves():
+    with pytest.raises(ValueError, match=r"'nu_p' \(StudentT\) stays in no family"):
+        rf.powered_priors({"nu_p": {"dist": "StudentT", "nu": 3, "sigma": 1}}, ["nu_p"], 2.0)
+    with pytest.raises(ValueError, match="'x' is not in the prior table"):
+        rf.powered_priors({}, ["x"], 2.0)
+
+
+def test_recall_and_precision_of_the_flag_and_its_proxy():
+    """Five refitted numbers (one not refitted: left out): three moved >= 0.25 SD. The CJS flag
+    marks two, one of which moved (recall 1/3, precision 1/2); the mean-shift proxy marks
+    three, all moved (recall 1, precision 1)."""
+    t = pd.DataFrame({
+        "verdict": ["weak", "-", "-", "weak", "-", "weak"],
+        "prior_mean_shift_sd": [0.3, 0.4, -0.5, 0.1, 0.0, 0.9],
+        "refit_shift_sd": [0.6, -0.3, 0.26, 0.1, 0.02, np.nan],
+    })  # fmt: skip
+    r = rf.recall_precision(t)
+    assert (r["n"], r["moved"]) == (5, 3)
+    assert r["flag"] == {"flagged": 2, "caught": 1, "recall": 1 / 3, "precision": 0.5}
+    assert r["proxy"] == {"flagged": 3, "caught": 3, "recall": 1.0, "precision": 1.0}
+
+
+def test_proxy_agreement_is_one_when_the_refits_are_the_derivative():
+    """A refit at power 2 that moves every number by exactly its predicted +d and at power 0.5
+    by -d gives r = 1 and slope 1; half the prediction gives slope 0.5."""
+    d = np.array([0.3, -0.1, 0.05, 0.6])
+    t = pd.DataFrame({"prior_mean_shift_sd": d, "shift_x2": d, "shift_x0.5": -0.5 * d})
+    a = rf.proxy_agreement(t)
+    assert a["power_2"]["r"] == pytest.approx(1.0) and a["power_2"]["slope"] == pytest.approx(1.0)
+    assert a["power_0.5"]["slope"] == pytest.approx(0.5) and a["power_0.5"]["n"] == 4
