@@ -14,7 +14,7 @@ import pandas as pd
 from delusion_bayes import results
 from delusion_bayes.plotting import style
 from delusion_bayes.report.builder import Builder
-from delusion_bayes.report.document import Note, Paragraph, Section
+from delusion_bayes.report.document import FileList, Note, Paragraph, Section
 from delusion_bayes.report.sensitivity import FILES as SENSITIVITY_FILES
 from delusion_bayes.report.table import ReportTable, display_frame
 
@@ -97,6 +97,11 @@ def section_bayes(b: Builder) -> list[Section]:
             )
         )
     s.add(*verdict_table(b))
+    from delusion_bayes.report.milestones import finite_contrasts
+
+    key = "models/{fit}/contrasts_posterior.csv"
+    if b.post and b.run.table(key, b.post) is not None:
+        s.add(*b.one_table("contrasts_finite", lambda: finite_contrasts(b), None))
     for key in COMPARISONS:
         if (df := b.run.table(key)) is not None:
             s.add(
@@ -126,7 +131,8 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
     elif verdict is not None and verdict.passed:
         s.add(Note("ok", f"`{name}` passed its diagnostics: {verdict.details}."))
     s.add(*b.attempt(f"models/{name}/diagnostics.csv", lambda: failing_parameters(b, name)))
-    shown = []
+    s.add(*loo_summary(b, name))
+    shown, raw = [], []
     for key, f in results.FILES.items():
         fname = f.name.split("/")[-1]  # diagnostics and sensitivity: shown elsewhere
         if f.stage != "models" or "{fit}" not in key or f.kind != "csv":
@@ -137,11 +143,13 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
         if src in b.used:
             shown.append(src)
             continue
-        title = f.title.format(fit=name) if f.title else src  # declared in the contract
-        s.add(*b.attempt(src, lambda key=key, title=title: b.generic(key, name, title)))
+        raw.append((src, f.title.format(fit=name) if f.title else f.meaning))
     if shown:
         listed = ", ".join(f"`{x}`" for x in shown)
-        s.add(Paragraph(f"Shown beside the baselines above: {listed}."))
+        s.add(Paragraph(f"Shown in tables above: {listed}."))
+    if raw:  # linked, not printed: each is a full table a reader opens when needed
+        s.add(Paragraph(f"The other tables of `{name}` (CSV, one row per model or parameter):"))
+        s.add(FileList(raw))
     pngs = [
         p
         for p in b.run.stage("models").glob(f"{name}/**/*.png")
@@ -158,6 +166,40 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
     if not s.blocks:
         s.add(Note("notrun", f"`models/{name}/` holds no table or figure the report can show."))
     return s
+
+
+def loo_summary(b: Builder, name: str) -> list[Any]:
+    """One sentence per PSIS-LOO unit of ``models/<name>/loo.csv`` in words, and a warning when
+    a left-out point's Pareto k exceeds its threshold (0.7): there the importance-sampling
+    estimate is unreliable and the comparison's ELPD for that point is not to be trusted."""
+    key = "models/{fit}/loo.csv"
+    df = b.run.table(key, name)
+    if df is None or not len(df):
+        return []
+    b.used.add(b.run.source(key, name))
+    out: list[Any] = []
+    for r in df.itertuples():
+        unit = LOO_UNIT_TITLES.get(str(r.unit), f"per {r.unit}")
+        text = (
+            f"Leave-one-out predictive fit ({unit}): expected log predictive density "
+            f"{r.elpd_loo:.1f} (SE {r.se:.1f}) over {int(r.n_data_points)} points; effective "
+            f"number of parameters {r.p_loo:.1f}."
+        )
+        bad = int(r.n_k_bad) + int(r.n_k_very_bad)
+        if bad:
+            out.append(
+                Note(
+                    "warning",
+                    text + f" {bad} of {int(r.n_data_points)} points have Pareto k above "
+                    f"{r.k_threshold:g} (largest {r.max_k:.2f}): their leave-one-out estimate "
+                    "is unreliable (refit without them, or compare by K-fold, before reading "
+                    "the ELPD).",
+                    "Pareto k",
+                )
+            )
+        else:
+            out.append(Paragraph(text + f" Every Pareto k is at most {r.k_threshold:g}."))
+    return out
 
 
 def failing_parameters(b: Builder, name: str) -> list[Any]:

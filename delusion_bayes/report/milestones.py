@@ -166,61 +166,85 @@ def posterior_cells(res: BaselineResult, data: pd.DataFrame, suffix: str) -> pd.
 
 
 def contrasts(b: Builder) -> ReportTable | None:
-    """Pre-specified contrasts: the exact permutation test beside the population contrast
-    (``contrasts_population.csv``: a new chatbot of group a minus one of group b) and the
-    finite-sample contrast of these N models (``contrasts_posterior.csv``)."""
+    """Pre-specified contrasts (section E): the exact permutation test beside the population
+    contrast (``contrasts_population.csv``: the difference of the groups' population means),
+    the two answers about the population of chatbots. The finite-sample contrast of these N
+    models is descriptive and sits in the Bayesian section (:func:`finite_contrasts`)."""
     base = b.run.result(CONTRASTS)
-    fin, fin_src = b.posterior_result("contrasts_posterior.csv")
     pop, pop_src = b.posterior_result("contrasts_population.csv")
-    if base is None and fin is None and pop is None:
+    if base is None and pop is None:
         return None
     keys = ["contrast", "quantity"]
-    data = merged_contrasts(*(None if r is None else r.frame for r in (base, pop, fin)), keys)
-    n = None
-    if fin is not None:
-        sizes = set((fin.frame["n_a"] + fin.frame["n_b"]).astype(int))
-        n = sizes.pop() if len(sizes) == 1 else None
+    data = merged_contrasts(*(None if r is None else r.frame for r in (base, pop)), None, keys)
+    n = n_models(b)
     disp, groups, notes, sources = data[keys].copy(), [("", 2)], [], []
     add_permutation_columns(base, data, disp, groups, notes, sources)
-    mark = questions.FIXED_SCALE if (pop or fin) is not None and b.fixed_scale() else ""
-    for res, src, suffix, group in (
-        (pop, pop_src, "_population", f"Population of chatbots ({b.post}){mark}"),
-        (fin, fin_src, "_posterior", f"Posterior, {questions.finite_label(n)} ({b.post}){mark}"),
-    ):
-        if res is None:
-            continue
-        cells = posterior_cells(res, data, suffix)
-        disp[list(cells.columns)] = cells.to_numpy()
-        groups.append((group, cells.shape[1]))
-        why = sorted({str(v).strip() for v in res.frame["note"]} - {""})
-        if why:
-            notes.append(f"{group} '–': " + "; ".join(why) + ".")
-        sources.append(src)
+    mark = questions.FIXED_SCALE if pop is not None and b.fixed_scale() else ""
     if pop is not None:
+        group = f"Population of chatbots ({b.post}){mark}"
+        add_posterior_columns(pop, pop_src, "_population", group, data, disp, groups, notes)
+        sources.append(pop_src)
         notes.append(
-            "Population: median [credible interval] of the difference between a new "
-            "chatbot of group a and one of group b (the groups' population means; "
-            "the between-model variation is in the interval: "
-            "delusion_bayes.models.population)."
+            "Population: median [credible interval] of the difference of the groups' "
+            "population means (the model refitted with the grouping; the between-model "
+            "variation is in the interval: delusion_bayes.models.population)."
         )
-    if fin is not None:
-        notes.append(
-            f"Finite sample: the difference between the group means of "
-            f"{questions.finite_label(n)}, per draw. P(Δ > 0) is a probability, not "
-            "a p-value; for alternative 'less' compare the p-value with 1 − P(Δ > 0)."
-        )
-    if fin is None and pop is None:
-        notes.append("The posterior contrasts (models stage) are not in this run.")
+    else:
+        notes.append("The population contrasts (models stage) are not in this run.")
     if mark:
         notes.append(questions.fixed_scale_note())
     notes.insert(0, questions.contrasts(n))
-    title = (
-        "Pre-specified contrasts: exact permutation tests beside the population contrast "
-        f"and the contrast of {questions.finite_label(n)}"
-    )
+    title = "Pre-specified contrasts: exact permutation tests beside the population contrast"
     return ReportTable(
         "contrasts", title, data, disp, sources, notes, groups if len(groups) > 2 else None
     )
+
+
+def n_models(b: Builder) -> int | None:
+    """How many models the finite-sample contrasts average over (None: not one number)."""
+    fin, _ = b.posterior_result("contrasts_posterior.csv")
+    if fin is None:
+        return None
+    sizes = set((fin.frame["n_a"] + fin.frame["n_b"]).astype(int))
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def add_posterior_columns(res, src, suffix, group, data, disp, groups, notes, empty="'–'") -> None:
+    """A posterior contrasts file's declared cells (suffixed ``suffix`` in ``data``) under the
+    header ``group``, and the reasons of its '–' cells as a note (in place)."""
+    cells = posterior_cells(res, data, suffix)
+    disp[list(cells.columns)] = cells.to_numpy()
+    groups.append((group, cells.shape[1]))
+    why = sorted({str(v).strip() for v in res.frame["note"]} - {""})
+    if why:
+        notes.append(f"{group} {empty}: " + "; ".join(why) + ".")
+
+
+def finite_contrasts(b: Builder) -> ReportTable | None:
+    """The Bayesian section's descriptive table: how the group means of THESE N models differ
+    (``contrasts_posterior.csv``), with only their measurement uncertainty."""
+    fin, fin_src = b.posterior_result("contrasts_posterior.csv")
+    if fin is None:
+        return None
+    keys = ["contrast", "quantity"]
+    data = merged_contrasts(None, None, fin.frame, keys)
+    data = data[data["median_posterior"].notna()].reset_index(drop=True)  # the CSV has all
+    n = n_models(b)
+    mark = questions.FIXED_SCALE if b.fixed_scale() else ""
+    disp, groups, notes = data[keys].copy(), [("", 2)], []
+    group = f"Posterior, {questions.finite_label(n)} ({b.post}){mark}"
+    add_posterior_columns(fin, fin_src, "_posterior", group, data, disp, groups, notes, "left out")
+    notes.insert(
+        0,
+        f"Descriptive: the difference between the group means of {questions.finite_label(n)}, "
+        "per posterior draw, with their measurement uncertainty only. It is not a statement "
+        "about chatbots beyond these (section E has the population contrast and the test). "
+        "P(Δ > 0) is a probability, not a p-value.",
+    )
+    if mark:
+        notes.append(questions.fixed_scale_note())
+    title = f"Descriptive contrasts of {questions.finite_label(n)} (finite sample)"
+    return ReportTable("contrasts_finite", title, data, disp, [fin_src], notes, groups)
 
 
 def merged_contrasts(

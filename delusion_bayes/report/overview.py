@@ -146,8 +146,9 @@ def _posterior_findings(run: RunDir) -> list[str]:
                 "midpoint more probably lies beyond the last day (not yet turned) "
                 "(Table D1, posterior column)."
             )
+        out += _population_findings(run, fit)
         rel = run.table("models/{fit}/reliability_posterior.csv", fit=fit)
-        if fit == "rater" and rel is not None and "quantity" in rel:
+        if rel is not None and "quantity" in rel:
             rows = rel.set_index("quantity")
             parts = [
                 f"{what} {r['median']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
@@ -158,8 +159,40 @@ def _posterior_findings(run: RunDir) -> list[str]:
                 if key in rows.index and (r := rows.loc[key]) is not None
             ]
             if parts:
-                out.append(f"`rater`: posterior reliability of {', of '.join(parts)} (Table C1).")
+                out.append(
+                    f"`{fit}`: posterior reliability of {', of '.join(parts)} (Table C1; an "
+                    "upper value on short studies)."
+                )
     return out
+
+
+def _population_findings(run: RunDir, fit: str) -> list[str]:
+    """The population contrasts of ``fit`` (difference of population means): how many were
+    formed and how many intervals exclude 0, and the one farthest from 0 beside its test."""
+    pop = run.table("models/{fit}/contrasts_population.csv", fit=fit)
+    if pop is None or "median" not in pop:
+        return []
+    ok = pop[pop["median"].notna()]
+    if not len(ok):
+        why = sorted({str(v) for v in pop.get("note", []) if isinstance(v, str) and v})
+        return [f"`{fit}`: no population contrast reported ({why[0] if why else 'none formed'})."]
+    excl = ok[(ok["ci_low"] > 0) | (ok["ci_high"] < 0)]
+    r = ok.loc[(ok["median"] / (ok["ci_high"] - ok["ci_low"])).abs().idxmax()]
+    tests = run.table("baselines/contrasts.csv")
+    test = ""
+    if tests is not None and {"contrast", "quantity", "pvalue"} <= set(tests):
+        hit = tests[(tests["contrast"] == r["name"]) & (tests["quantity"] == r["quantity"])]
+        if len(hit):
+            h = hit.iloc[0]
+            test = f"; permutation {_p(float(h['pvalue']))}"
+            if "p_holm" in h:
+                test += f", Holm {_p(float(h['p_holm']))}"
+    return [
+        f"`{fit}`, population contrasts (difference of the groups' population means, section "
+        f"E): {len(excl)} of {len(ok)} 95% intervals exclude 0; the clearest, "
+        f"{r['name']} on {r['quantity']}: {r['median']:.1f} [{r['ci_low']:.1f}, "
+        f"{r['ci_high']:.1f}]{test}."
+    ]
 
 
 def findings(run: RunDir) -> list[str]:

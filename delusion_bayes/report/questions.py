@@ -46,7 +46,9 @@ def table_d1() -> str:
         f"{PREFIX} LS: which logistic curve is closest (least squares) to this model's "
         "consensus trajectory, with its spread over resampled raters? Posterior: what are "
         "this model's L, k and t50 given every rating, the rater model and the priors "
-        "(the hierarchy shares information across models)?"
+        "(the hierarchy shares information across models)? The posterior's L is on the "
+        "latent scale: a rater without severity reads a latent stage above 3.5 as 4, so an L "
+        "above 4 is a plateau firmly in stage 4, not a stage beyond the scale."
     )
 
 
@@ -65,7 +67,11 @@ def table1() -> str:
         f"{PREFIX} consensus: on which day did the raters' consensus of this one "
         "conversation first reach the milestone (no uncertainty shown)? Posterior: on which "
         "day did the model's latent stage reach it, given all ratings and the model "
-        "(median, credible interval; P(never) = probability it is not reached)?"
+        "(median, credible interval; P(never) = probability it is not reached)? Days at "
+        "stage 4 differ by definition: the consensus counts days whose raters' median is 4 "
+        "(a median of 3.5 is not 4), the posterior counts days whose latent stage is at or "
+        "above 3.5, the point from which a rater without severity scores 4; for a chatbot "
+        "that turned, the posterior count is therefore the larger."
     )
 
 
@@ -81,9 +87,11 @@ def table_c1() -> str:
 def contrasts(n: int | None) -> str:
     return (
         f"{PREFIX} permutation test: do the group labels matter for the process that "
-        "produced the chatbots (are the labels exchangeable)? Population: how is a new "
-        "chatbot of group a expected to differ from a new one of group b (the interval "
-        "carries the between-model variation)? Finite sample: how do the means of "
+        "produced the chatbots (are the labels exchangeable)? Population: how far apart are "
+        "the MEANS of the two groups' populations of chatbots (the difference of population "
+        "means, from the model refitted with the grouping; its interval carries the "
+        "between-model variation; one new chatbot of a against one of b would differ by "
+        "more)? Finite sample (Bayesian section): how do the means of "
         f"{finite_label(n)} differ (only their measurement uncertainty; two groups drawn "
         "from one population differ by chance, and this interval says so)."
     )
@@ -93,7 +101,8 @@ def figure1() -> str:
     return (
         f"{PREFIX} least-squares line: which logistic curve fits this model's consensus "
         "best? Posterior band: where does the model's trajectory lie given every rating, "
-        "the rater model and the priors?"
+        "the rater model and the priors? The band is of the latent stage, drawn clipped to "
+        "the 1-4 scale (above 3.5 reads as stage 4)."
     )
 
 

@@ -296,10 +296,14 @@ def side_by_side(
                 cells = [c + m for c, m in zip(cells, p.marks, strict=True)]
                 data[f"{q}_posterior_mark"] = list(p.marks)
             disp[f"{label(q)} · {labels[1]}"] = cells
+            shown_extra = 0
             for col, (header, values) in p.extra.items():
                 data[f"{q}_{col}"] = np.asarray(values)
+                if all(is_missing(v) for v in values):  # an empty column (the CSV keeps it)
+                    continue
                 disp[f"{label(q)} · {header}"] = [fmt_p(v) for v in values]
-            n += 1 + len(p.extra)
+                shown_extra += 1
+            n += 1 + shown_extra
         groups.append((label(q), n))
     for col, (header, values) in (extra_base or {}).items():
         data[col] = list(values)

@@ -84,7 +84,15 @@ def table_d1(b: Builder) -> ReportTable | None:
             notes.append(questions.fixed_scale_note())
     fits = {q: d1.column(q) for q in LOGISTIC}  # each with its bootstrap CI columns
     ls = {q: Estimate(base[c.name], base[c.low], base[c.high]) for q, c in fits.items()}
-    return side_by_side(
+    # a no_turn model has no logistic curve: its cells would print the optimiser's bounds
+    no_turn = (base["status"] == "no_turn").to_numpy()
+    if no_turn.any():
+        notes.append(
+            f"LS cells are blank for no_turn models ({int(no_turn.sum())}): their consensus "
+            "never rises, so no logistic curve is identified (the optimiser's values, at its "
+            f"bounds, stay in `{D1}` and this table's CSV)."
+        )
+    table = side_by_side(
         "tableD1_logistic",
         "Table D1. Logistic trajectory fits: least squares [bootstrap CI] beside the posterior",
         keys,
@@ -95,6 +103,29 @@ def table_d1(b: Builder) -> ReportTable | None:
         notes,
         extra_base={c: (d1.header(c), base[c]) for c in ("r2", "status")},
     )
+    return blank_cells(table, no_turn, ls_columns(table, d1.header("r2")))
+
+
+def ls_columns(table: ReportTable, r2_header: str) -> list[int]:
+    """Positions of Table D1's least-squares cells in its display: the first column of each
+    quantity's header group (the LS estimate [CI]) and the R² column."""
+    pos, out = 0, []
+    for label, n in table.groups or [("", 1)] + [(q, 1) for q in LOGISTIC]:
+        if label in ("L", "k", "t50"):
+            out.append(pos)
+        pos += n
+    cols = list(table.display.columns)
+    return out + ([cols.index(r2_header)] if r2_header in cols else [])
+
+
+def blank_cells(table: ReportTable, rows: np.ndarray, cols: list[int]) -> ReportTable:
+    """``table`` with the display cells ``rows`` x ``cols`` blank (its data, the CSV, keep
+    every number)."""
+    if rows.any() and cols:
+        disp = table.display.copy()
+        disp.iloc[np.flatnonzero(rows), cols] = ""
+        table.display = disp
+    return table
 
 
 def _posterior_band(b: Builder, tt: np.ndarray, floor: float):
@@ -117,12 +148,13 @@ def _posterior_band(b: Builder, tt: np.ndarray, floor: float):
         band = {}
         for i, m in enumerate(post[MODEL].values):
             L, k, t50 = (stacked[v][i, idx][:, None] for v in LOGISTIC)
-            curves = logistic(tt[None, :], L, k, t50, floor)
+            # the latent stage, drawn on the 1-4 rating scale it is read on (caption says so)
+            curves = np.clip(logistic(tt[None, :], L, k, t50, floor), 1.0, 4.0)
             band[str(m)] = (tt, *np.quantile(curves, [q, 0.5, 1 - q], axis=0))
     elif "stage" in post:
         stage = post["stage"]
-        lo, hi = interval(stage, b.cfg.ci_prob)
-        med = stage.median(("chain", "draw"))
+        lo, hi = (x.clip(1.0, 4.0) for x in interval(stage, b.cfg.ci_prob))
+        med = stage.median(("chain", "draw")).clip(1.0, 4.0)
         x = stage[DAY].values.astype(float)
         band = {
             str(m): (

@@ -30,8 +30,13 @@ def test_contrasts_show_the_population_contrast_and_name_the_n_models(smoke_run,
     assert n == 5
     md = _md(smoke_run, "contrasts")
     assert "Population of chatbots (joint): Δ pop. [CrI]" in md
-    assert f"Posterior, these {n} models (joint): Δ [CrI]" in md
     assert questions.contrasts(n) in md
+    # the finite-sample contrast is descriptive: its own table in the Bayesian section
+    assert "these 5 models" not in md.split("Questions:")[0]
+    fin = _md(smoke_run, "contrasts_finite")
+    assert f"Posterior, these {n} models (joint): Δ [CrI]" in fin and "Descriptive:" in fin
+    sup = smoke_supplement.markdown.read_text()
+    assert sup.index("## Bayesian models") < sup.index("Descriptive contrasts of these 5 models")
     # the smoke run's grouped fits (150 draws) fail their gate like its joint fit: a population
     # contrast from a failed fit is never a number, the row says why (issue 53)
     assert con["median_population"].isna().all()
