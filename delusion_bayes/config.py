@@ -103,6 +103,9 @@ class ReplayConfig:
     cutoffs: dict[str, float] = field(default_factory=dict)
     default_cutoff: float = 7.0
     baseline: str = "original"  #: the model the deltas are taken against
+    #: the deltas' multiplicity family (Holm, BH, max-T, pooling): ``level`` (categories apart
+    #: from codes) or ``run`` (every delta of the run)
+    family: str = "level"
     #: left edges of the context-depth bins (messages before the user turn)
     depth_bins: list[int] = field(default_factory=lambda: [0, 4, 8, 12, 16, 20])
     max_turn: int = 8  #: turn profiles pool user turns >= max_turn

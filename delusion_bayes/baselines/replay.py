@@ -131,6 +131,7 @@ def replay_deltas(
     progress: bool = False,
     support: str = DEFAULT_SUPPORT,
     paired: bool = True,
+    family: str = "level",
 ) -> pd.DataFrame:
     """Prevalence of each model minus the baseline's (the original transcript), paired resamples.
 
@@ -141,7 +142,15 @@ def replay_deltas(
     estimates, wider intervals. Rows ``model, level, category, code, estimate (model -
     baseline), ci_low, ci_high, prevalence, baseline_prevalence, p_boot, ...``; ``p_boot`` is
     ``2 min(P*(delta <= 0), P*(delta >= 0))``, descriptive (not calibrated for few clusters).
+
+    Multiplicity (issue 51) over each ``family`` of deltas (``"level"``: every model x cell of
+    one level, categories apart from codes; ``"run"``: all of them): ``p_holm``, ``p_bh`` and
+    ``family_size`` from ``p_boot``; ``se_boot`` (the bootstrap SD); max-T simultaneous
+    intervals ``ci_low_maxt``, ``ci_high_maxt`` with ``p_maxt``, from the same resamples
+    (:func:`delusion_bayes.baselines.multiplicity.maxt_intervals`; ``paired=False`` leaves them
+    NaN: the arms' resamples are not joint).
     """
+    check_choice("family", family, ("level", "run"))
     check_replay_study(ds)
     models = [str(m) for m in ds[MODEL].values]
     if baseline not in models:
@@ -149,37 +158,18 @@ def replay_deltas(
     check_choice("support", support, SUPPORTS)
     units = cluster_units(ds, cluster)
     num, den, labels = count_columns(ds, levels=levels)
-    num_u, den_u = to_units(num, units), to_units(den, units)
     est = safe_ratio(num.sum(0), den.sum(0))
     per_model = len(labels) // len(models)
     blocks = [slice(i * per_model, (i + 1) * per_model) for i in range(len(models))]
     bsl = blocks[models.index(baseline)]
     others = [i for i, m in enumerate(models) if m != baseline]
-    if not paired:
-        other = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
-        arm, base = (
-            safe_ratio(*bootstrap_support(num_u, den_u, units, n_boot, s_, support))
-            for s_ in (seed, other)
-        )
-        pairs = {i: (arm[:, blocks[i]], base[:, bsl]) for i in others}
-    elif support == "unconditional":
-        boot = safe_ratio(
-            *bootstrap_support(num_u, den_u, units, n_boot, seed, support, progress=progress)
-        )
-        pairs = {i: (boot[:, blocks[i]], boot[:, bsl]) for i in others}
-    else:
-        # per model: [model columns | a copy of the baseline's], each pair with the union support
-        idx = np.concatenate([np.r_[blocks[i], bsl] for i in others])
-        union = [(den_u[:, blocks[i]] > 0) | (den_u[:, bsl] > 0) for i in others]
-        masks = np.concatenate([np.concatenate([u, u], axis=1) for u in union], axis=1)
-        nb, db = bootstrap_support(
-            num_u[:, idx], den_u[:, idx], units, n_boot, seed, support, masks
-        )
-        boot = safe_ratio(nb, db).reshape(n_boot, len(others), 2, per_model)
-        pairs = {i: (boot[:, j, 0], boot[:, j, 1]) for j, i in enumerate(others)}
-    rows = []
+    boot_kw = dict(n_boot=n_boot, seed=seed, support=support, paired=paired, progress=progress)
+    pairs = _delta_pairs(to_units(num, units), to_units(den, units), units, blocks, bsl, others,
+                         **boot_kw)  # fmt: skip
+    rows, boots = [], []
     for i in others:
         d_boot = pairs[i][0] - pairs[i][1]
+        boots.append(d_boot)
         lo, hi = eti(d_boot, ci_prob)
         with np.errstate(invalid="ignore"):
             p = 2 * np.minimum(np.nanmean(d_boot <= 0, axis=0), np.nanmean(d_boot >= 0, axis=0))
@@ -194,9 +184,59 @@ def replay_deltas(
                 p_boot=np.minimum(p, 1.0),
             )
         )
-    return pd.concat(rows, ignore_index=True).assign(
+    out = pd.concat(rows, ignore_index=True).assign(
         cluster=cluster, support=support, paired=paired, n_boot=n_boot, ci_prob=ci_prob
     )
+    return _family_adjusted(out, np.concatenate(boots, axis=1), family, ci_prob, joint=paired)
+
+
+def _delta_pairs(num_u, den_u, units, blocks, bsl, others, *, n_boot, seed, support, paired,
+                 progress):  # fmt: skip
+    """Per model index of ``others``: its bootstrap prevalences and the baseline's (``bsl``)
+    on the same resamples (``paired``; else independent arms), ``(n_boot, cells)`` each."""
+    per_model = blocks[0].stop - blocks[0].start
+    if not paired:
+        other = int(np.random.SeedSequence([seed, 1]).generate_state(1)[0])
+        arm, base = (
+            safe_ratio(*bootstrap_support(num_u, den_u, units, n_boot, s_, support))
+            for s_ in (seed, other)
+        )
+        return {i: (arm[:, blocks[i]], base[:, bsl]) for i in others}
+    if support == "unconditional":
+        boot = safe_ratio(
+            *bootstrap_support(num_u, den_u, units, n_boot, seed, support, progress=progress)
+        )
+        return {i: (boot[:, blocks[i]], boot[:, bsl]) for i in others}
+    # per model: [model columns | a copy of the baseline's], each pair with the union support
+    idx = np.concatenate([np.r_[blocks[i], bsl] for i in others])
+    union = [(den_u[:, blocks[i]] > 0) | (den_u[:, bsl] > 0) for i in others]
+    masks = np.concatenate([np.concatenate([u, u], axis=1) for u in union], axis=1)
+    nb, db = bootstrap_support(num_u[:, idx], den_u[:, idx], units, n_boot, seed, support, masks)
+    boot = safe_ratio(nb, db).reshape(n_boot, len(others), 2, per_model)
+    return {i: (boot[:, j, 0], boot[:, j, 1]) for j, i in enumerate(others)}
+
+
+def _family_adjusted(
+    df: pd.DataFrame, boot: np.ndarray, family: str, ci_prob: float, joint: bool
+) -> pd.DataFrame:
+    """``df`` (one row per column of ``boot``, the bootstrap deltas) with its multiplicity
+    columns per family (:func:`replay_deltas`)."""
+    from .multiplicity import adjust_family, maxt_intervals
+
+    df = df.assign(_family=df["level"] if family == "level" else "run")
+    df = adjust_family(df, "p_boot", "_family")
+    with np.errstate(invalid="ignore"):
+        df["se_boot"] = np.nanstd(boot, axis=0, ddof=1)
+    for col in ("ci_low_maxt", "ci_high_maxt", "p_maxt"):
+        df[col] = np.nan
+    if joint:
+        for _, idx in df.groupby("_family", sort=False).groups.items():
+            pos = df.index.get_indexer(idx)
+            mt = maxt_intervals(boot[:, pos], df.loc[idx, "estimate"].to_numpy(), ci_prob)
+            df.loc[idx, "ci_low_maxt"] = mt["lower"].to_numpy()
+            df.loc[idx, "ci_high_maxt"] = mt["upper"].to_numpy()
+            df.loc[idx, "p_maxt"] = mt["p_maxt"].to_numpy()
+    return df.rename(columns={"_family": "family"})
 
 
 def replay_family_comparison(

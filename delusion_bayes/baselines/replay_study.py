@@ -157,7 +157,9 @@ def analyse_replay(ds: xr.Dataset, cfg: Any = None, *, progress: bool = True) ->
     prev = with_truth(prev, ds)
     deltas = None
     if baseline in models:
-        deltas = rb.replay_deltas(ds, baseline=baseline, cluster=cluster, support=support, **kw)
+        deltas = rb.replay_deltas(
+            ds, baseline=baseline, cluster=cluster, support=support, family=str(r["family"]), **kw
+        )
     else:
         notes.append(f"no {baseline!r} model in the study: deltas.csv not written")
     family = None

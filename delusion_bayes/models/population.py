@@ -250,7 +250,8 @@ def population_contrasts(
     ``contrasts``: the permutation tests' specs ``{name, by, a, b, alternative, quantities}``;
     ``seed`` seeds the Monte Carlo new chatbots. Returns a ``pandas.DataFrame``: ``name``,
     ``quantity``, ``median``, ``ci_low``, ``ci_high``, ``p_gt_0`` (P(Delta > 0)), ``mean``,
-    ``n_a``, ``n_b``, ``alternative``, ``estimand`` (:data:`ESTIMAND`), ``scale`` (the fit's
+    ``n_a``, ``n_b``, ``sd`` (posterior SD of Delta), ``alternative``, ``estimand``
+    (:data:`ESTIMAND`), ``scale`` (the fit's
     between-model scale: per ``group`` or ``shared``), ``note`` (why a row is NaN),
     ``ci_prob``, ``ci_kind``.
     """
@@ -279,7 +280,7 @@ def population_contrasts(
                 "note": "",
             }
             rows.append(_contrast_row(row, means, q, ci_prob, ci_kind))
-    cols = [*COLUMNS, "alternative", "estimand", "scale", "note"]
+    cols = [*COLUMNS, "sd", "alternative", "estimand", "scale", "note"]
     df = pd.DataFrame(rows, columns=cols)
     df["ci_prob"], df["ci_kind"] = ci_prob, ci_kind
     return df
@@ -297,7 +298,7 @@ def _contrast_row(
     row: dict[str, Any], means: xr.Dataset | None, q: str, ci_prob: float, ci_kind: str
 ) -> dict[str, Any]:
     """``row`` completed with the summary of ``Delta_q`` (A - B), or NaN and a ``note``."""
-    nan = dict.fromkeys(("median", "ci_low", "ci_high", "p_gt_0", "mean"), np.nan)
+    nan = dict.fromkeys(("median", "ci_low", "ci_high", "p_gt_0", "mean", "sd"), np.nan)
     if means is None:
         return {**row, **nan, "note": "no population-contrast fit for this contrast"}
     if q not in means:
@@ -316,6 +317,7 @@ def _contrast_row(
         "ci_high": float(hi),
         "p_gt_0": float((diff > 0).mean()),
         "mean": float(diff.mean()),
+        "sd": float(diff.std()),
     }
 
 

@@ -49,7 +49,7 @@ PARAMS = ("L", "k", "t50", "sigma_eps", "severity", "discrimination", "mu_log_k"
 MILESTONES = ("first_clinical", "first_stable", "days_stage4")
 
 
-def _draw(entry: tuple[str, tuple[float, ...]], rng, size=None) -> np.ndarray:
+def draw_reference(entry: tuple[str, tuple[float, ...]], rng, size=None) -> np.ndarray:
     dist, a = entry
     if dist == "Normal":
         return rng.normal(a[0], a[1], size)
@@ -68,17 +68,17 @@ def draw_truth(n_models: int, n_raters: int, n_days: int, rng, priors=None) -> x
     :data:`REFERENCE_PRIORS`), as a Dataset with a ``draw`` dim of size 1."""
     p = REFERENCE_PRIORS if priors is None else priors
     names = ("mu_log_k", "sigma_log_k", "mu_t50", "sigma_t50", "mu_log_eps", "sigma_log_eps")
-    hyper = {n: float(_draw(p[n], rng)) for n in names}
+    hyper = {n: float(draw_reference(p[n], rng)) for n in names}
     a = rng.normal(hyper["mu_log_k"], hyper["sigma_log_k"], n_models)
     per_model = {
-        "L": 1.0 + np.exp(_draw(p["log_L1"], rng, n_models)),
+        "L": 1.0 + np.exp(draw_reference(p["log_L1"], rng, n_models)),
         "k": K_MAX * expit(a - np.log(K_MAX)),
         "t50": rng.normal(n_days * hyper["mu_t50"], n_days * hyper["sigma_t50"], n_models),
         "sigma_eps": np.exp(rng.normal(hyper["mu_log_eps"], hyper["sigma_log_eps"], n_models)),
     }
     per_rater = {
-        "severity": _draw(p["severity"], rng, n_raters),
-        "discrimination": np.exp(_draw(p["log_disc"], rng, n_raters)),
+        "severity": draw_reference(p["severity"], rng, n_raters),
+        "discrimination": np.exp(draw_reference(p["log_disc"], rng, n_raters)),
     }
     data = {n: (("draw",), [v]) for n, v in hyper.items()}
     data |= {n: (("draw", MODEL), v[None]) for n, v in per_model.items()}

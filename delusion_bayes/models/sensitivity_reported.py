@@ -72,6 +72,7 @@ def fit_reported_draws(
     from ..baselines.permutation import as_contrast, contrast_groups
     from ..data.schema import DAY, MODEL
     from . import derived as d
+
     post = dt["posterior"].to_dataset()
     out: dict[Key, xr.DataArray] = {}
     if "t50" in post:

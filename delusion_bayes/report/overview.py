@@ -146,7 +146,7 @@ def _posterior_findings(run: RunDir) -> list[str]:
                 "midpoint more probably lies beyond the last day (not yet turned) "
                 "(Table D1, posterior column)."
             )
-        out += _population_findings(run, fit)
+        out += population_findings(run, fit)
         rel = run.table("models/{fit}/reliability_posterior.csv", fit=fit)
         if rel is not None and "quantity" in rel:
             rows = rel.set_index("quantity")
@@ -166,7 +166,7 @@ def _posterior_findings(run: RunDir) -> list[str]:
     return out
 
 
-def _population_findings(run: RunDir, fit: str) -> list[str]:
+def population_findings(run: RunDir, fit: str) -> list[str]:
     """The population contrasts of ``fit`` (difference of population means): how many were
     formed and how many intervals exclude 0, and the one farthest from 0 beside its test."""
     pop = run.table("models/{fit}/contrasts_population.csv", fit=fit)

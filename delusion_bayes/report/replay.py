@@ -4,9 +4,11 @@ Bayesian prevalence beside the bootstrap, then every other replay table and the 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from delusion_bayes import results
+from delusion_bayes.baselines.results import fmt_p
 from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder, capital
 from delusion_bayes.report.document import Note, Section
@@ -48,6 +50,48 @@ def pivot(b: Builder, key: str, name: str, title: str, note: str) -> ReportTable
     desc = b.run.stage("replay").describe(key.split("/", 1)[1])
     notes = [note] + ([capital(desc) + "."] if desc else [])
     return ReportTable(name, title, rows, disp, [key], notes)
+
+
+def deltas_family(b: Builder) -> ReportTable | None:
+    """The category deltas as one family of comparisons (issue 51): the pointwise and max-T
+    simultaneous intervals, the raw bootstrap p, Holm's and BH's adjustments and the pooled
+    P(sign error), with what each controls."""
+    df = b.run.table(DELTAS)
+    if df is None or "p_holm" not in df or not (df["level"] == "category").any():
+        return None
+    rows = df[df["level"] == "category"].reset_index(drop=True)
+    disp = pd.DataFrame(
+        {
+            "Model": rows["model"],
+            "Category": rows["category"].str.replace("_", " "),
+            "Δ [95% CI]": [
+                fmt_interval(r.estimate, r.ci_low, r.ci_high, 3) for r in rows.itertuples()
+            ],
+            "simultaneous (max-T)": [
+                fmt_interval(r.estimate, r.ci_low_maxt, r.ci_high_maxt, 3)
+                for r in rows.itertuples()
+            ],
+            "p (bootstrap)": rows["p_boot"].map(fmt_p),
+            "p (Holm)": rows["p_holm"].map(fmt_p),
+            "p (BH)": rows["p_bh"].map(fmt_p),
+            "P(sign error), pooled": rows.get("p_sign_error", pd.Series(np.nan, rows.index)).map(
+                fmt_p
+            ),
+        }
+    )
+    m = int(rows["family_size"].max())
+    notes = [
+        f"{questions.PREFIX} simultaneous interval: where do all {m} deltas of the family lie at "
+        "once (95% jointly, bootstrap max-T)? Holm: which deltas differ from 0 with a family-wise "
+        "error of 5%? BH: which, with a false-discovery rate of 5%? P(sign error), pooled: after "
+        "shrinking the family's deltas toward their common centre by their learned spread "
+        "(partial pooling), how probable is it that the sign one would declare is wrong "
+        "(declare where below 0.025)?",
+        f"Family: the {m} category-level deltas of this run (replay.family="
+        f"{rows['family'].iloc[0]}); the code-level deltas form their own family in the CSV.",
+    ]
+    title = "Replay: the deltas as one family of comparisons (category level)"
+    return ReportTable("replay_deltas_family", title, rows, disp, [DELTAS], notes)
 
 
 def bayes_table(b: Builder) -> ReportTable | None:
@@ -116,6 +160,7 @@ def section_replay(b: Builder) -> Section:
                 "Differences in prevalence, paired resamples.",
             ),
         ),
+        ("deltas family", lambda: deltas_family(b)),
         ("Bayesian prevalence", lambda: bayes_table(b)),
     )
     for what, make in headline:

@@ -135,7 +135,7 @@ def unless_failed(rows, pop_fit, notes: list):
     why = f"the grouped fit failed its diagnostics gate ({pop_fit.attrs.get('gate_reasons', '')})"
     notes.append(f"population contrast {pop_fit.attrs.get('contrast')!r} not reported: {why}")
     rows = rows.copy()
-    for col in ("median", "ci_low", "ci_high", "p_gt_0", "mean"):
+    for col in ("median", "ci_low", "ci_high", "p_gt_0", "mean", "sd"):
         if col in rows:
             rows[col] = float("nan")
     rows["note"] = why
@@ -168,8 +168,30 @@ def contrast_outputs(dt, out: Outputs, inf, ms, contrasts: list, b, notes: list,
         desc = f"posterior group contrasts of these {q.sizes['model']} models (mean A - mean B)"
         out.write("contrasts_posterior.csv", pd.concat(rows, ignore_index=True), desc)
     if pop:
-        desc = "population group contrasts: difference of population means (mu_A - mu_B)"
-        out.write("contrasts_population.csv", pd.concat(pop, ignore_index=True), desc)
+        desc = (
+            "population group contrasts: difference of population means (mu_A - mu_B), with "
+            "the family's pooled P(sign error)"
+        )
+        out.write("contrasts_population.csv", pooled_signs(pd.concat(pop, ignore_index=True)), desc)
+
+
+def pooled_signs(pop):
+    """``pop`` with ``p_sign_error``: the run's population contrasts as one family, each as its
+    z-score ``mean / sd`` (one scale for days and counts), partially pooled with a learned
+    spread (:func:`delusion_bayes.models.family_pooling.pool_family`; Gelman, Hill & Yajima
+    2012): the posterior probability that the sign one would declare is wrong. NaN rows (not
+    formed, or from a failed fit) stay NaN; fewer than 2 formed: NaN."""
+    import numpy as np
+
+    from ..models.family_pooling import pool_family
+
+    pop = pop.assign(p_sign_error=np.nan)
+    ok = pop["mean"].notna() & pop["sd"].gt(0)
+    if ok.sum() >= 2:
+        z = (pop.loc[ok, "mean"] / pop.loc[ok, "sd"]).to_numpy()
+        pooled = pool_family(z, np.ones_like(z))
+        pop.loc[ok, "p_sign_error"] = pooled["p_sign_error"].to_numpy()
+    return pop
 
 
 def loo_outputs(dt, out: Outputs, inf: InferenceConfig, notes: list):

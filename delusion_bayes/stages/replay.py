@@ -35,6 +35,26 @@ log = logging.getLogger(__name__)
 __all__ = ["KIND", "NEEDS", "apply_cutoffs", "bayes_table", "fit_replay", "run"]
 
 
+def pooled_sign_errors(deltas: pd.DataFrame | None) -> pd.DataFrame | None:
+    """``deltas`` with ``p_sign_error``: per family, the deltas partially pooled as exchangeable
+    effects with a learned spread (:func:`delusion_bayes.models.family_pooling.pool_family`
+    on the estimates and their bootstrap SEs; Gelman, Hill & Yajima 2012), the posterior
+    probability that the sign one would declare is wrong. Deltas without a bootstrap SE (a cell
+    no resample varies) are left NaN."""
+    from ..models.family_pooling import pool_family
+
+    if deltas is None or "se_boot" not in deltas:
+        return deltas
+    out = deltas.assign(p_sign_error=np.nan)
+    for _, idx in out.groupby("family", sort=False).groups.items():
+        part = out.loc[idx]
+        ok = part["se_boot"].gt(0) & part["estimate"].notna()
+        if ok.sum() >= 2:
+            pooled = pool_family(part.loc[ok, "estimate"], part.loc[ok, "se_boot"])
+            out.loc[part.index[ok], "p_sign_error"] = pooled["p_sign_error"].to_numpy()
+    return out
+
+
 def bayes_table(post: pd.DataFrame, boot: pd.DataFrame) -> pd.DataFrame:
     """The posterior prevalence rows beside the bootstrap estimate and CI of the same cell
     (``boot_*`` columns), then the posterior deltas."""
@@ -159,8 +179,9 @@ def _write_tables(res: Any, out: Outputs) -> None:
     )
     write(
         "deltas.csv",
-        res.deltas,
-        f"prevalence minus the {st['baseline']} transcript's, paired {cluster} resamples, {ci} CIs",
+        pooled_sign_errors(res.deltas),
+        f"prevalence minus the {st['baseline']} transcript's, paired {cluster} resamples, {ci} CIs;"
+        f" Holm, BH, max-T and the pooled P(sign error) per family ({st['family']})",
     )
     write("lopo.csv", res.lopo, "category prevalence (and delta) leaving out each participant")
     write("family.csv", res.family, f"category prevalence pooled per model family, {ci} CIs")

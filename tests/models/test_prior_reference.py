@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from delusion_bayes.models.sbc_reference import REFERENCE_PRIORS, _draw
+from delusion_bayes.models.sbc_reference import REFERENCE_PRIORS, draw_reference
 
 pytestmark = [
     pytest.mark.calibration,
@@ -61,9 +61,9 @@ def reference_draws(ds, seed: int) -> dict[str, np.ndarray]:
     out = {}
     for n, entry in REFERENCE_PRIORS.items():
         if entry[0] == "ZeroSumNormal":
-            out[n] = np.array([_draw(entry, rng, n_raters)[0] for _ in range(N)])
+            out[n] = np.array([draw_reference(entry, rng, n_raters)[0] for _ in range(N)])
         else:
-            out[n] = _draw(entry, rng, N)
+            out[n] = draw_reference(entry, rng, N)
     return out
 
 

@@ -147,3 +147,34 @@ def test_fixed_t50_scale_is_marked_under_every_table_that_uses_the_fit(smoke_run
         assert note in part, title
     plain = copy_run(smoke_run, tmp_path / "plain")
     assert FIXED_SCALE not in build_supplement(plain, FAST).markdown.read_text()
+
+
+def test_overview_states_the_population_contrasts_beside_their_tests(smoke_run, tmp_path):
+    """Issue 52: the overview's population bullet counts the intervals that exclude 0 and quotes
+    the clearest one (largest |median| / width) with its permutation p and Holm p from
+    contrasts.csv; a run whose grouped fits all failed says why instead."""
+    from delusion_bayes.report.overview import population_findings
+    from delusion_bayes.report.sources import RunDir
+
+    from .conftest import copy_run
+
+    run = copy_run(smoke_run, tmp_path / "run")
+    path = run / "models" / "joint" / "contrasts_population.csv"
+    pop = pd.read_csv(path)
+    (failed,) = population_findings(RunDir(run), "joint")
+    assert failed.startswith("`joint`: no population contrast reported (the grouped fit failed")
+    tests = pd.read_csv(run / "baselines" / "contrasts.csv")
+    first, second = tests.iloc[0], tests.iloc[1]
+    pop["median"], pop["ci_low"], pop["ci_high"], pop["note"] = np.nan, np.nan, np.nan, ""
+    for r, (m, lo, hi) in ((first, (-4.0, -7.0, -1.0)), (second, (1.0, -2.0, 4.0))):
+        i = pop.index[(pop["name"] == r["contrast"]) & (pop["quantity"] == r["quantity"])][0]
+        pop.loc[i, ["median", "ci_low", "ci_high"]] = m, lo, hi
+    pop.to_csv(path, index=False)
+    (text,) = population_findings(RunDir(run), "joint")
+    p, holm = first["pvalue"], first["p_holm"]
+    fmt = lambda x: f"p = {x:.1g}" if x < 0.001 else f"p = {x:.3f}"  # noqa: E731
+    assert text == (
+        "`joint`, population contrasts (difference of the groups' population means, section "
+        f"E): 1 of 2 95% intervals exclude 0; the clearest, {first['contrast']} on "
+        f"{first['quantity']}: -4.0 [-7.0, -1.0]; permutation {fmt(p)}, Holm {fmt(holm)}."
+    )
