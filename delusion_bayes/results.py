@@ -143,6 +143,15 @@ _FILES = (
          "quantity:str n_draws:int")
       for stage, name, over in (("baselines", "rankings.csv", "the rater bootstrap's resamples"),
                                 ("models", "{fit}/rankings_posterior.csv", "the posterior"))),
+    *(_f(stage, name, f"each chatbot's rank per {what} over {over} (>= 3 chatbots; "
+         "higher_is says the direction): median rank, rank interval, P(best), P(worst), group",
+         "model:str estimate:float rank_mean:float rank_median:float rank_lower:float "
+         "rank_upper:float p_best:float p_worst:float group:int tied_with_best:bool "
+         "quantity:str higher_is:str n_draws:int")
+      for stage, name, what, over in (
+          ("replay", "rankings.csv", "category prevalence", "the cluster bootstrap"),
+          ("replay", "rankings_posterior.csv", "category prevalence", "the posterior"),
+          ("replicated", "rankings.csv", "behaviour mean", "the conversation bootstrap"))),
     _f("baselines", "figure2_intensity_by_stage.csv", "Figure 2 data: mean intervention "
        "intensity per consensus stage and type, Spearman rho over model-days",
        "intervention_type:str stage:float mean:float sd:float n:int rho:float pvalue:float "

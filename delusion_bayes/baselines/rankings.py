@@ -198,3 +198,21 @@ def plot_ranks(df: pd.DataFrame, ax: Any = None, title: str | None = None) -> An
         if title:
             ax.set_title(title)
     return ax.figure
+
+
+def quantity_rankings(
+    draws: dict[str, tuple[np.ndarray, Sequence[str], str]], prob: float = 0.95
+) -> pd.DataFrame | None:
+    """:func:`rankings` of several quantities in one table: ``draws`` maps a quantity to
+    ``(samples x items, item names, higher_is)`` (bootstrap replicates or posterior draws of
+    each chatbot's value, e.g. a category's prevalence); rows are :data:`RANK_COLUMNS` plus
+    ``quantity``, ``higher_is`` and ``n_draws``. A quantity with no draw where every item is
+    defined is left out; None when none is left."""
+    frames = []
+    for q, (arr, names, higher_is) in draws.items():
+        try:
+            df = rankings(np.asarray(arr, float), list(names), higher_is=higher_is, prob=prob)
+        except ValueError:  # every draw has an undefined item: nothing to rank
+            continue
+        frames.append(df.assign(quantity=q, higher_is=higher_is, n_draws=df.attrs["n_draws"]))
+    return pd.concat(frames, ignore_index=True) if frames else None

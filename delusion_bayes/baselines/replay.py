@@ -50,6 +50,7 @@ __all__ = [
     "cluster_units",
     "count_columns",
     "replay_deltas",
+    "replay_rankings",
     "replay_depth_curve",
     "replay_depth_lpm",
     "replay_family_comparison",
@@ -237,6 +238,49 @@ def _family_adjusted(
             df.loc[idx, "ci_high_maxt"] = mt["upper"].to_numpy()
             df.loc[idx, "p_maxt"] = mt["p_maxt"].to_numpy()
     return df.rename(columns={"_family": "family"})
+
+
+#: the one DelusionEval category where a higher prevalence is better (the others are harms)
+PROTECTIVE_CATEGORIES = ("discourages harm",)
+
+
+def replay_rankings(
+    ds: xr.Dataset,
+    n_boot: int = 10_000,
+    seed: int = 42,
+    cluster: str = "two-stage",
+    ci_prob: float = 0.95,
+    support: str = DEFAULT_SUPPORT,
+    baseline: str | None = ORIGINAL,
+    progress: bool = False,
+) -> pd.DataFrame | None:
+    """Each chatbot's rank per category prevalence over the cluster bootstrap's resamples (the
+    same resamples as :func:`replay_prevalence` with the same arguments), the baseline
+    transcript left out (:func:`delusion_bayes.baselines.rankings.quantity_rankings`): rank 1 =
+    the lowest prevalence of a harm, the highest of :data:`PROTECTIVE_CATEGORIES`. None with
+    fewer than 3 chatbots. Resamples where a chatbot's cell is empty are left out of that
+    category's ranks (``n_draws``)."""
+    from .rankings import quantity_rankings
+
+    check_replay_study(ds)
+    check_choice("support", support, SUPPORTS)
+    models = [str(m) for m in ds[MODEL].values if str(m) != baseline]
+    if len(models) < 3:
+        return None
+    units = cluster_units(ds, cluster)
+    num, den, labels = count_columns(ds, levels=("category",))
+    num_b, den_b = bootstrap_support(
+        to_units(num, units), to_units(den, units), units, n_boot, seed, support, progress=progress
+    )
+    boot = safe_ratio(num_b, den_b)
+    draws = {}
+    for cat in dict.fromkeys(labels["category"]):
+        cols = [int(np.flatnonzero((labels["model"] == m) & (labels["category"] == cat))[0])
+                for m in models]  # fmt: skip
+        higher = "better" if cat in PROTECTIVE_CATEGORIES else "worse"
+        draws[str(cat)] = (boot[:, cols], models, higher)
+    out = quantity_rankings(draws, ci_prob)
+    return None if out is None else out.rename(columns={"item": MODEL})
 
 
 def replay_family_comparison(

@@ -32,6 +32,7 @@ class ReplayAnalysis:
     turn_profile: pd.DataFrame
     deltas: pd.DataFrame | None = None
     family: pd.DataFrame | None = None
+    rankings: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
     headline: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
@@ -183,6 +184,7 @@ def analyse_replay(ds: xr.Dataset, cfg: Any = None, *, progress: bool = True) ->
         turn_profile=rb.replay_turn_profile(ds, max_turn=int(r["max_turn"]), cluster=cluster, **kw),
         deltas=deltas,
         family=family,
+        rankings=rb.replay_rankings(ds, cluster=cluster, support=support, baseline=baseline, **kw),
         notes=notes,
         settings=r,
     )

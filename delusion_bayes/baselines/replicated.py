@@ -236,6 +236,7 @@ def item_means(
     seed: int = 42,
     ci_prob: float = 0.95,
     threshold: float | None = None,
+    boot_out: dict | None = None,
 ) -> pd.DataFrame:
     """Per chatbot x item: the mean per turn under one ``rule`` for every chatbot, and the share
     of turns with the behaviour, with conversation-clustered bootstrap intervals.
@@ -247,7 +248,8 @@ def item_means(
     ``n_boot`` resamples of whole conversations: categories then their conversations where the
     study has categories (reference 2), drawn as multinomial weights by the replay bootstrap's
     machinery (:func:`~delusion_bayes.baselines.replay_bootstrap.resample_ratios`); every chatbot
-    is resampled from the same ``seed``.
+    is resampled from the same ``seed``. ``boot_out``: a dict that receives each chatbot's
+    bootstrap means ``(n_boot, items)`` (for :func:`item_rankings`).
 
     Returns
     -------
@@ -269,9 +271,12 @@ def item_means(
         den2 = np.concatenate([den, den], axis=1)
         units = cluster_units(ds, mi, conv)
         num_b, den_b = resample_ratios([num, den2], units, n_boot, seed)
-        lo, hi = eti(safe_ratio(num_b, den_b), ci_prob)
+        ratio = safe_ratio(num_b, den_b)
+        lo, hi = eti(ratio, ci_prob)
         est = safe_ratio(num.sum(0), den2.sum(0))
         k = len(items)
+        if boot_out is not None:
+            boot_out[str(model)] = ratio[:, :k]
         frames.append(
             pd.DataFrame(
                 {
@@ -296,6 +301,34 @@ def item_means(
     return pd.concat(frames, ignore_index=True)
 
 
+def item_rankings(
+    ds: xr.Dataset,
+    rule: str = "auto",
+    n_boot: int = 2000,
+    seed: int = 42,
+    ci_prob: float = 0.95,
+    threshold: float | None = None,
+) -> pd.DataFrame | None:
+    """Each chatbot's rank per item mean over the conversation bootstrap of :func:`item_means`
+    (the same resamples with the same arguments), rank 1 = the HIGHEST mean of the behaviour
+    (``higher_is = "better"`` read as "most": the data model declares no direction; for a
+    harmful behaviour read rank 1 as the most of it). None with fewer than 3 chatbots."""
+    from .rankings import quantity_rankings
+
+    models = [str(m) for m in ds[MODEL].values]
+    if len(models) < 3:
+        return None
+    boots: dict[str, np.ndarray] = {}
+    item_means(ds, rule, n_boot, seed, ci_prob, threshold, boot_out=boots)
+    items = [str(i) for i in ds[ITEM].values]
+    draws = {
+        it: (np.stack([boots[m][:, j] for m in models], axis=1), models, "better")
+        for j, it in enumerate(items)
+    }
+    out = quantity_rankings(draws, ci_prob)
+    return None if out is None else out.rename(columns={"item": MODEL})
+
+
 __all__ = [
     "PUBLISHED_RULES",
     "RULES",
@@ -304,6 +337,7 @@ __all__ = [
     "conversation_means",
     "conversation_table",
     "item_means",
+    "item_rankings",
     "published_check",
     "rule_of",
     "rule_values",

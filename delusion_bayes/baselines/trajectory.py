@@ -192,13 +192,17 @@ def save_rank_figure(table: pd.DataFrame, stem: Any) -> list:
 
     quantities = list(dict.fromkeys(table["quantity"]))
     n = int(table[MODEL].nunique())
+    ncols = min(3, len(quantities))  # rows of at most 3 panels: 5 categories stay readable
+    nrows = -(-len(quantities) // ncols)
     with style():
         fig, axes = plt.subplots(
-            1, len(quantities), figsize=(5.2 * len(quantities), 0.9 + 0.32 * n)
+            nrows, ncols, figsize=(5.2 * ncols, (0.9 + 0.32 * n) * nrows), squeeze=False
         )
-        for ax, q in zip(np.atleast_1d(axes), quantities, strict=True):
+        for ax, q in zip(axes.flat, quantities, strict=False):
             rows = table[table["quantity"] == q].rename(columns={MODEL: "item"})
-            plot_ranks(rows, ax=ax, title=q.replace("_", " "))
+            plot_ranks(rows, ax=ax, title=str(q).replace("_", " "))
+        for ax in axes.flat[len(quantities) :]:
+            ax.set_visible(False)
         fig.tight_layout()
         return save_figure(fig, stem)
 

@@ -118,6 +118,16 @@ def _replay_findings(run: RunDir) -> list[str]:
             "transcript (every category but 'discourages harm') have a 95% interval "
             "entirely below 0."
         )
+    deltas = run.table("replay/deltas.csv")
+    if deltas is not None and "p_bh" in deltas:
+        for level, part in deltas.groupby("level", sort=False):
+            n, m = int((part["p_bh"] < 0.05).sum()), int(part["p_bh"].notna().sum())
+            holm = int((part["p_holm"] < 0.05).sum())
+            out.append(
+                f"Differences from the original transcript ({level} level): {n} of {m} survive "
+                f"a false-discovery rate of 0.05 (Benjamini-Hochberg), {holm} Holm's "
+                "family-wise 5%."
+            )
     covered = _num(h.get("truth_covered_share"))
     if covered is not None:
         out.append(

@@ -177,6 +177,13 @@ def _write_tables(res: Any, out: Outputs) -> None:
         "conversations, participants, two-stage (participants then conversations); "
         "width_vs_iid = CI width / i.i.d. width",
     )
+    if res.rankings is not None:
+        write(
+            "rankings.csv",
+            res.rankings,
+            f"each chatbot's rank per category prevalence over the {cluster} bootstrap's "
+            "resamples (rank 1 = least of a harm, most of 'discourages harm')",
+        )
     write(
         "deltas.csv",
         pooled_sign_errors(res.deltas),
@@ -228,6 +235,12 @@ def _bootstrap_figures(res: Any) -> list[tuple]:
             "prevalence heatmap, model x category",
         ),
         (
+            _rank_figure,
+            res.rankings,
+            "ranks",
+            "each chatbot's rank per category prevalence with its interval (cluster bootstrap)",
+        ),
+        (
             plots.plot_deltas,
             res.deltas,
             "deltas_forest",
@@ -255,6 +268,10 @@ def _bayes_outputs(res: Any, cfg: Any, out: Outputs, notes: list, headline: dict
     sensitivity_outputs(tree, out, notes, var_names=params + prevalences)
     reported_outputs(tree, out, notes, replay=True)
     write("bayes_diagnostics.json", diag, "sampler diagnostics of the Bayesian prevalence model")
+    ranks = posterior_rankings(tree, str(res.settings["baseline"]), float(res.settings["ci_prob"]))
+    if ranks is not None and diag["passed"]:  # never ranks from a fit that failed its gate
+        write("rankings_posterior.csv", ranks, "each chatbot's rank per category prevalence over "
+              "the posterior draws")  # fmt: skip
     if not diag["passed"]:
         notes.append(
             "Bayesian prevalence model: diagnostics did not pass on the "
@@ -275,6 +292,36 @@ def _bayes_outputs(res: Any, cfg: Any, out: Outputs, notes: list, headline: dict
     headline["bayes_passed"] = bool(diag["passed"])
     desc = "category prevalence: posterior vs bootstrap"
     return plots.plot_bayes, both, "bayes_vs_bootstrap", desc
+
+
+def posterior_rankings(tree: Any, baseline: str, prob: float) -> pd.DataFrame | None:
+    """Each chatbot's rank per category prevalence over the Bayesian model's draws
+    (``category_prevalence``), the baseline transcript left out, directions as the bootstrap's
+    (:func:`delusion_bayes.baselines.replay.replay_rankings`); None below 3 chatbots."""
+    from ..baselines.rankings import quantity_rankings
+    from ..baselines.replay import PROTECTIVE_CATEGORIES
+
+    post = tree["posterior"].to_dataset()
+    if "category_prevalence" not in post:
+        return None
+    da = post["category_prevalence"]
+    models = [str(m) for m in da["model"].values if str(m) != baseline]
+    if len(models) < 3:
+        return None
+    draws = {}
+    for cat in da["category"].values:
+        x = da.sel(model=models, category=cat).stack(s=("chain", "draw")).transpose("s", "model")
+        higher = "better" if str(cat) in PROTECTIVE_CATEGORIES else "worse"
+        draws[str(cat)] = (x.values, models, higher)
+    out = quantity_rankings(draws, prob)
+    return None if out is None else out.rename(columns={"item": "model"})
+
+
+def _rank_figure(table: pd.DataFrame, stem: Path, formats: list[str]) -> list[Path]:
+    """The rank figure of a rankings table (one panel per quantity, chatbots sorted)."""
+    from ..baselines.trajectory import save_rank_figure
+
+    return save_rank_figure(table, stem)
 
 
 def _draw_figures(figures: list[tuple], out: Outputs, formats: list[str], notes: list) -> None:

@@ -25,7 +25,13 @@ import xarray as xr
 
 from .. import results
 from ..baselines import replicated_plots as plots
-from ..baselines.replicated import conversation_table, item_means, published_check, turn_slots
+from ..baselines.replicated import (
+    conversation_table,
+    item_means,
+    item_rankings,
+    published_check,
+    turn_slots,
+)
 from ..baselines.replicated_agreement import (
     conversation_milestones,
     milestone_item,
@@ -107,6 +113,9 @@ def analyse(ds: xr.Dataset, c: ReplicatedConfig) -> dict[str, Any]:
     out: dict[str, Any] = {"skipped": []}
     out["item_means"] = item_means(ds, c.rule, c.n_boot, c.seed, c.ci_prob, c.threshold)
     rule = str(out["item_means"]["rule"].iloc[0])
+    out["rankings"] = item_rankings(ds, rule, c.n_boot, c.seed, c.ci_prob, c.threshold)
+    if out["rankings"] is None:
+        out["skipped"].append({"analysis": "rankings", "reason": "fewer than 3 chatbots"})
     if "published" in ds:
         out["published_check"] = published_check(ds)
     else:
@@ -187,6 +196,7 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     boot = f"{c.n_boot} resamples, seed {c.seed}"
     for name, desc in (
         ("item_means", f"mean per turn on rule {res['rule']}, {ci} cluster-bootstrap CIs ({boot})"),
+        ("rankings", f"each chatbot's rank per item mean (rank 1 = most), {ci} rank intervals"),
         ("published_check", "published Spiral-Bench means recomputed under the rule of each file"),
         ("conversation_means", f"per conversation x item on rule {res['rule']}"),
         ("first_occurrence", "per conversation x item: first turn with the behaviour (censored)"),
@@ -292,6 +302,12 @@ def _fit_attrs(tree: xr.DataTree) -> dict[str, Any]:
     return {k: tree.attrs[k] for k in keys if k in tree.attrs}
 
 
+def _rank_figure(table: pd.DataFrame, stem: Path, formats: list[str]) -> list[Path]:
+    from ..baselines.trajectory import save_rank_figure
+
+    return save_rank_figure(table, stem)
+
+
 def _draw(res: dict[str, Any], out: ReplicatedOutputs, formats: list[str]) -> list[str]:
     """The figures; one that fails is a note, never a failed stage (its tables are written)."""
     notes: list[str] = []
@@ -303,7 +319,10 @@ def _draw(res: dict[str, Any], out: ReplicatedOutputs, formats: list[str]) -> li
             "first_occurrence",
             "share of conversations with the behaviour by turn",
         ),
+        (_rank_figure, "rankings", "ranks", "each chatbot's rank per item mean with its interval"),
     ):
+        if res.get(key) is None:
+            continue
         try:
             for path in plot(res[key], out.path / stem, formats):
                 out.files[path.name] = desc

@@ -225,3 +225,20 @@ def test_a_failed_grouped_fit_reports_no_contrast():
         "(R-hat > 1.01 for 2 parameters)"
     ]
     assert rows["median"].iloc[0] == -3.0  # the input is not changed
+
+
+def test_population_contrasts_get_the_familys_pooled_sign_error():
+    """Section E's Bayesian multiplicity column (issue 51): the run's formed population
+    contrasts as z-scores mean / sd, partially pooled; a NaN row (failed fit) stays NaN."""
+    import pandas as pd
+
+    from delusion_bayes.models.family_pooling import pool_family
+    from delusion_bayes.stages.fit_tables import pooled_signs
+
+    pop = pd.DataFrame({"mean": [-6.0, 0.5, 2.0, np.nan], "sd": [2.0, 2.5, 4.0, np.nan]})
+    out = pooled_signs(pop)
+    ref = pool_family(np.array([-3.0, 0.2, 0.5]), np.ones(3))
+    np.testing.assert_allclose(out["p_sign_error"].iloc[:3], ref["p_sign_error"])
+    assert np.isnan(out["p_sign_error"].iloc[3])
+    assert out["p_sign_error"].iloc[0] < 0.025 < out["p_sign_error"].iloc[1]
+    assert pooled_signs(pop.iloc[[0, 3]])["p_sign_error"].isna().all()  # one formed: no family

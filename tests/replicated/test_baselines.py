@@ -127,3 +127,28 @@ def test_item_means_on_one_rule_left_out_failures_and_intervals(spiral):
             conv.append(np.mean(turns))
         got = im[(im["model"] == model) & (im["item"] == "pushback")]["mean"].item()
         assert got == pytest.approx(np.mean(conv), abs=1e-12)
+
+
+def test_item_rankings_use_item_means_resamples():
+    """Rank 1 = the highest mean (no direction is declared for an item); the estimate is the
+    median of the same resamples item_means' intervals come from, so it lies inside them; 4
+    chatbots, every item ranked; fewer than 3 chatbots: None."""
+    import numpy as np
+
+    from delusion_bayes.baselines.replicated import item_means, item_rankings
+    from delusion_bayes.data.replicated_simulate import simulate_replicated
+
+    r = simulate_replicated(seed=0)
+    ds = r[0] if isinstance(r, tuple) else r
+    ranks = item_rankings(ds, n_boot=300, seed=2)
+    means = item_means(ds, n_boot=300, seed=2).set_index(["model", "item"])
+    assert set(ranks["quantity"]) == {str(i) for i in ds["item"].values}
+    assert (ranks["higher_is"] == "better").all()
+    for q, part in ranks.groupby("quantity"):
+        top = part.loc[part["rank_median"].idxmin(), "model"]
+        assert means.xs(q, level="item")["mean"].idxmax() == top, q
+        m = means.loc[list(zip(part["model"], [q] * len(part), strict=True))]
+        assert (m["ci_low"].to_numpy() <= part["estimate"].to_numpy() + 1e-12).all()
+        assert (part["estimate"].to_numpy() <= m["ci_high"].to_numpy() + 1e-12).all()
+        assert np.isclose(part["p_best"].sum(), 1.0)
+    assert item_rankings(ds.isel(model=[0, 1]), n_boot=50) is None
