@@ -27,6 +27,11 @@ K_RELIABLE = 0.7
 #: a refit shift of at least this many posterior SDs counts as a number that moved
 #: (``delusion_bayes.models.refit.MOVES_SD``)
 MOVES_SD = 0.25
+#: a reported number whose |prior shift| (the derivative per doubling of the prior's power) is
+#: at least this is predicted to move by that much when the prior's power is doubled or halved:
+#: the screen the supplement leads with, as it predicted refits at powers 0.5 and 2 better than
+#: the CJS flag did (docs/dev/models.md, "The flag's recall")
+PROXY_SD = 0.1
 T50 = "models/{fit}/t50_posterior.csv"
 #: the files of a fit folder this section shows (the per-fit subsections leave them out)
 FILES = ("sensitivity.csv", "sensitivity.png", "sensitivity_reported.csv")
@@ -201,14 +206,15 @@ REPORTED_INTRO = (
     "the milestone days per model, the population contrasts and those of these N models, the "
     "consensus mean stage per model-day; for the replay fit its prevalences and deltas) is a "
     "function of the posterior draws, so the power-scaling weights of the parameter detail "
-    "below apply to it directly. A number is listed when its prior or likelihood sensitivity "
-    "(CJS) is at or above the threshold of 0.05 (priorsense's) or when the Pareto k of the "
-    "weights exceeds 0.7, where the approximation is unreliable and a refit is needed instead. "
-    "'prior shift' is how far the number's posterior mean moves, in posterior SDs, when the "
-    "prior's power is doubled (the derivative at power 1); 'refit shift' is the shift measured "
-    "by refitting with the flagged priors' scales doubled and halved, where that was run "
-    "(experiments/bench/refit_priors.py); a number a refit moved by 0.25 SD or more is listed "
-    "too, flagged or not."
+    "below apply to it directly. 'prior shift' is how far the number's posterior mean moves, "
+    f"in posterior SDs, when the prior's power is doubled (the derivative at power 1). A number "
+    f"is listed when its prior shift is at least {PROXY_SD:g} SD (it is predicted to move that "
+    "far when the prior's power is doubled or halved: refits at those powers confirmed the "
+    "prediction, docs/dev/models.md), when its CJS sensitivity is at or above 0.05 "
+    "(priorsense's flag, which missed most such numbers in those refits), or when the Pareto k "
+    "of the weights exceeds 0.7 (the approximation is unreliable: refit instead). 'refit shift' "
+    "is a measured shift (experiments/bench/refit_priors.py) where one was run; a number a "
+    "refit moved by 0.25 SD or more is listed too."
 )
 
 
@@ -316,8 +322,11 @@ def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
     counts = flagged_rows["verdict"].value_counts()
     kp, kl = float(df["pareto_k_prior"].max()), float(df["pareto_k_likelihood"].max())
     reliable = "reliable" if max(kp, kl) <= K_RELIABLE else "UNRELIABLE: refit needed"
+    proxy = df["prior_mean_shift_sd"].abs() >= PROXY_SD
     text = (
-        f"`{fit}`: {len(flagged_rows)} of {len(df)} reported numbers flagged at CJS >= "
+        f"`{fit}`: {int(proxy.sum())} of {len(df)} reported numbers are predicted to move by "
+        f"at least {PROXY_SD:g} posterior SD when the prior's power is doubled or halved "
+        f"(|prior shift| >= {PROXY_SD:g}); {len(flagged_rows)} are flagged at CJS >= "
         f"{thr:g}"
         + (" (" + ", ".join(f"{n} {v}" for v, n in counts.items()) + ")" if len(counts) else "")
         + "; "
@@ -346,7 +355,9 @@ def reported_part(b: Builder, fit: str, df: pd.DataFrame) -> list[Any]:
             "move. These refits change only the flagged parameters' priors, so a number "
             "that did not move is not shown to be prior-robust."
         )
-        flagged_rows = df[(df["verdict"] != "-") | moved]
+        flagged_rows = df[(df["verdict"] != "-") | moved | proxy]
+    else:
+        flagged_rows = df[(df["verdict"] != "-") | proxy]
     out: list[Any] = [Paragraph(text)]
     if len(flagged_rows):
         out.append(flagged_table(b, fit, df, flagged_rows, thr, src))
