@@ -132,7 +132,16 @@ VIEWS: dict[str, dict[str, Any]] = {
               _estimate("boot_estimate", "Bootstrap [95% CI]", 3, "boot_ci_low", "boot_ci_high"),
               _estimate("mean", "Posterior [CrI]", 3),
               Column("truth", "Truth (simulated)", 3, "fixed"))),
-    "replay/deltas.csv": dict(title="Each model minus the original transcript (paired resamples)"),
+    "replay/deltas.csv": dict(
+        title="Each model minus the original transcript (paired resamples)",
+        question="How does each model's prevalence differ from the original transcript's, one "
+        "delta at a time and as a family?",
+        view=(Column("model", "Model"), Column("category", "Category", kind="words"),
+              _estimate("estimate", "Δ [95% CI]", 3),
+              _estimate("estimate", "simultaneous (max-T)", 3, "ci_low_maxt", "ci_high_maxt"),
+              Column("p_boot", "p (bootstrap)", kind="p"), Column("p_holm", "p (Holm)", kind="p"),
+              Column("p_bh", "p (BH)", kind="p"),
+              Column("p_sign_error", "P(sign error), pooled", kind="p"))),
     "replay/cluster_bootstrap.csv": dict(
         title="Category CIs under every resampling scheme, width relative to i.i.d."),
     "replay/lopo.csv": dict(title="Leave-one-participant-out prevalence and deltas"),

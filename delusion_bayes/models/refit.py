@@ -111,7 +111,7 @@ def powered_priors(
         spec = dict(priors[name])
         dist = spec["dist"]
         if dist in ("Normal", "HalfNormal", "ZeroSumNormal"):
-            spec["sigma"] = float(spec["sigma"]) / np.sqrt(a)
+            spec["sigma"] = float(spec["sigma"]) / float(np.sqrt(a))
         elif dist == "Exponential":
             spec["lam"] = float(spec["lam"]) * a
         elif dist == "Gamma":

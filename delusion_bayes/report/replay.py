@@ -4,11 +4,9 @@ Bayesian prevalence beside the bootstrap, then every other replay table and the 
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from delusion_bayes import results
-from delusion_bayes.baselines.results import fmt_p
 from delusion_bayes.report import questions
 from delusion_bayes.report.builder import Builder, capital
 from delusion_bayes.report.document import Note, Section
@@ -56,29 +54,11 @@ def deltas_family(b: Builder) -> ReportTable | None:
     """The category deltas as one family of comparisons (issue 51): the pointwise and max-T
     simultaneous intervals, the raw bootstrap p, Holm's and BH's adjustments and the pooled
     P(sign error), with what each controls."""
-    df = b.run.table(DELTAS)
-    if df is None or "p_holm" not in df or not (df["level"] == "category").any():
+    res = b.run.result(DELTAS)
+    if res is None or "p_holm" not in res.frame or not (res.frame["level"] == "category").any():
         return None
-    rows = df[df["level"] == "category"].reset_index(drop=True)
-    disp = pd.DataFrame(
-        {
-            "Model": rows["model"],
-            "Category": rows["category"].str.replace("_", " "),
-            "Δ [95% CI]": [
-                fmt_interval(r.estimate, r.ci_low, r.ci_high, 3) for r in rows.itertuples()
-            ],
-            "simultaneous (max-T)": [
-                fmt_interval(r.estimate, r.ci_low_maxt, r.ci_high_maxt, 3)
-                for r in rows.itertuples()
-            ],
-            "p (bootstrap)": rows["p_boot"].map(fmt_p),
-            "p (Holm)": rows["p_holm"].map(fmt_p),
-            "p (BH)": rows["p_bh"].map(fmt_p),
-            "P(sign error), pooled": rows.get("p_sign_error", pd.Series(np.nan, rows.index)).map(
-                fmt_p
-            ),
-        }
-    )
+    rows = res.frame[res.frame["level"] == "category"].reset_index(drop=True)
+    disp = res.display(rows)
     m = int(rows["family_size"].max())
     notes = [
         f"{questions.PREFIX} simultaneous interval: where do all {m} deltas of the family lie at "
