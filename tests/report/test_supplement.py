@@ -215,7 +215,12 @@ def test_passed_fit_is_said_so(smoke_run, tmp_path):
     gate = results.read(run, "models/{fit}/gate.json", "joint")
     results.write(run, "models/{fit}/gate.json", {**gate, "passed": True, "reasons": []}, "joint")
     sup = build_supplement(run, FAST)
-    assert sup.headline["diagnostics_failed"] == [] and not _notes(sup, "warning")
+    # the only warnings left are PSIS-LOO's (issue 52: Pareto k > 0.7 is said where it occurs)
+    loo = results.read(run, "models/{fit}/loo.csv", "joint")
+    bad = int((loo["n_k_bad"] + loo["n_k_very_bad"] > 0).sum())
+    warnings = _notes(sup, "warning")
+    assert sup.headline["diagnostics_failed"] == [] and len(warnings) == bad
+    assert all("have Pareto k above 0.7" in w for w in warnings)
     assert "Every fitted model passed its sampling diagnostics." in _notes(sup, "ok")
 
 
@@ -360,12 +365,26 @@ def test_replay_section(replay_run):
     post = post[(post["quantity"] == "prevalence") & (post["level"] == "category")]
     assert bayes["mean"].tolist() == post["mean"].tolist()
     assert '<table id="replay_deltas_by_category">' in html
+    # issue 51: the category deltas as one family: Holm, BH, max-T and the pooled sign error,
+    # the same numbers as deltas.csv, and the overview's count of survivors
+    fam = pd.read_csv(replay_run / "report" / "tables" / "replay_deltas_family.csv")
+    dsrc = results.read(replay_run, "replay/deltas.csv")
+    dsrc = dsrc[dsrc["level"] == "category"].reset_index(drop=True)
+    for c in ("p_holm", "p_bh", "ci_low_maxt", "p_sign_error"):
+        np.testing.assert_array_equal(fam[c].to_numpy(), dsrc[c].to_numpy())
+    assert "false-discovery rate of 0.05" in md_of(replay_run) and "p (Holm)" in html
+    survive = int((dsrc["p_bh"] < 0.05).sum())
+    assert f"(category level): {survive} of {len(dsrc)} survive" in " ".join(first[1].items)
     # the replay fit's power-scaling sensitivity (issue 19: every fit has its table), in words
     sens = results.read(replay_run, "replay/sensitivity.csv")
     assert len(sens) and set(sens["variable"]) >= {"theta", "category_prevalence"}
     assert "sensitivity" in ids and '<table id="replay_sensitivity">' in html
     md = (replay_run / "supplement.md").read_text()
     assert f"Replay prevalence model (`replay/sensitivity.csv`): {len(sens)} parameters" in md
+
+
+def md_of(run) -> str:
+    return (run / "supplement.md").read_text()
 
 
 def test_replay_section_without_optional_files(replay_run, tmp_path):
