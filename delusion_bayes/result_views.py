@@ -53,6 +53,18 @@ _REPORTED = (
 )
 _REPORTED_Q = "Which reported numbers move when the prior or the likelihood is scaled?"
 _CONTRAST = (Column("name", "contrast"), Column("quantity"))
+#: a PSIS-LOO comparison in words (az.compare's columns where it ran, az.loo's per fit else)
+_LOO = (
+    Column("model", "Model"), Column("rank", "Rank"), Column("unit", "Left-out unit", kind="words"),
+    Column("elpd", "ELPD (LOO)", 1, "fixed"), Column("se", "SE", 1, "fixed"),
+    Column("elpd_diff", "ELPD below the best", 1, "fixed"), Column("dse", "SE of that", 1, "fixed"),
+    Column("p_loo", "Effective parameters", 1, "fixed"), Column("p", "Effective parameters", 1),
+    Column("weight", "Stacking weight", 2, "fixed"), Column("n_data_points", "Points"),
+    Column("n_k_bad", "Pareto k 0.7-1"), Column("n_k_very_bad", "Pareto k > 1"),
+    Column("max_k", "Largest Pareto k", 2, "fixed"), Column("note", "Note"),
+)
+_LOO_Q = ("Which model predicts a left-out point best (expected log predictive density by "
+          "PSIS-LOO, higher is better; points with Pareto k above 0.7 are unreliable)?")
 _LKT = ("L", "k", "t50")
 #: how the tables a reader renders read (``ResultFile.title``, ``.question``, ``.view``)
 VIEWS: dict[str, dict[str, Any]] = {
@@ -78,6 +90,9 @@ VIEWS: dict[str, dict[str, Any]] = {
               Column("statistic", digits=2), Column("pvalue", kind="p"),
               Column("p_holm", "p (Holm)", kind="p"), Column("p_bh", "p (BH)", kind="p"),
               Column("alternative"))),
+    **{key: dict(question=_LOO_Q, view=_LOO) for key in (
+        "models/comparison.csv", "models/comparison_by_rating.csv",
+        "models/comparison_by_model_day.csv")},
     "models/{fit}/summary.csv": dict(title="Posterior summary of `{fit}`"),
     "models/{fit}/t50_posterior.csv": dict(
         title="Posterior of L, k and t50 per model (`{fit}`)",

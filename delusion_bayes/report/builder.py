@@ -133,6 +133,10 @@ class Builder:
             ]
         caption = title or capital(desc) or rel
         name = src.replace("/", "_").removesuffix(".csv")
+        res = self.run.result(key, fit)
+        if res is not None and res.columns:  # a declared view: headers in words, its question
+            notes = [res.question] if res.question else []
+            return [self.table(ReportTable(name, caption, df, res.display(df), [src], notes))]
         return [self.table(ReportTable(name, caption, df, display_frame(df, 3), [src]))]
 
     # notes ---------------------------------------------------------------------------------

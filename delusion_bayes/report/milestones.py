@@ -178,6 +178,7 @@ def contrasts(b: Builder) -> ReportTable | None:
     data = merged_contrasts(*(None if r is None else r.frame for r in (base, pop)), None, keys)
     n = n_models(b)
     disp, groups, notes, sources = data[keys].copy(), [("", 2)], [], []
+    disp["quantity"] = [label(str(q)) for q in disp["quantity"]]  # words; the CSV keeps names
     add_permutation_columns(base, data, disp, groups, notes, sources)
     mark = questions.FIXED_SCALE if pop is not None and b.fixed_scale() else ""
     if pop is not None:
@@ -232,6 +233,7 @@ def finite_contrasts(b: Builder) -> ReportTable | None:
     n = n_models(b)
     mark = questions.FIXED_SCALE if b.fixed_scale() else ""
     disp, groups, notes = data[keys].copy(), [("", 2)], []
+    disp["quantity"] = [label(str(q)) for q in disp["quantity"]]
     group = f"Posterior, {questions.finite_label(n)} ({b.post}){mark}"
     add_posterior_columns(fin, fin_src, "_posterior", group, data, disp, groups, notes, "left out")
     notes.insert(

@@ -14,6 +14,7 @@ from typing import Any
 from delusion_bayes.report.document import Bullets, Note, Paragraph
 from delusion_bayes.report.provenance import Diagnostics, gate_numbers
 from delusion_bayes.report.sources import RunDir
+from delusion_bayes.report.table import label
 
 REPLAY_GATE = "replay/bayes_diagnostics.json"
 
@@ -149,12 +150,18 @@ def _posterior_findings(run: RunDir) -> list[str]:
             continue
         t50 = run.table("models/{fit}/t50_posterior.csv", fit=fit)
         if t50 is not None and len(t50) and "t50_median" in t50:
-            beyond = int((t50["p_beyond_last_day"] > 0.5).sum())
+            beyond = t50["p_beyond_last_day"] > 0.5
+            turned = t50.loc[~beyond, "t50_median"]
+            span = (
+                f"from day {turned.min():.1f} to {turned.max():.1f} across the {len(turned)} "
+                "models that more probably turned"
+                if len(turned)
+                else "beyond the last day for every model"
+            )
             out.append(
-                f"`{fit}`: posterior median t50 from day {t50['t50_median'].min():.1f} to "
-                f"{t50['t50_median'].max():.1f} across the {len(t50)} models; for {beyond} the "
-                "midpoint more probably lies beyond the last day (not yet turned) "
-                "(Table D1, posterior column)."
+                f"`{fit}`: posterior median t50 {span}; for {int(beyond.sum())} the midpoint "
+                "more probably lies beyond the last day (not yet turned; their t50 is mostly "
+                "the prior's) (Table D1, posterior column)."
             )
         out += population_findings(run, fit)
         rel = run.table("models/{fit}/reliability_posterior.csv", fit=fit)
@@ -200,7 +207,8 @@ def population_findings(run: RunDir, fit: str) -> list[str]:
     return [
         f"`{fit}`, population contrasts (difference of the groups' population means, section "
         f"E): {len(excl)} of {len(ok)} 95% intervals exclude 0; the clearest, "
-        f"{r['name']} on {r['quantity']}: {r['median']:.1f} [{r['ci_low']:.1f}, "
+        f"{r['name']} on {label(str(r['quantity'])).lower()}: {r['median']:.1f} "
+        f"[{r['ci_low']:.1f}, "
         f"{r['ci_high']:.1f}]{test}."
     ]
 

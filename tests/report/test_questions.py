@@ -159,6 +159,7 @@ def test_overview_states_the_population_contrasts_beside_their_tests(smoke_run, 
     the clearest one (largest |median| / width) with its permutation p and Holm p from
     contrasts.csv; a run whose grouped fits all failed says why instead."""
     from delusion_bayes.report.overview import population_findings
+    from delusion_bayes.report.table import label
     from delusion_bayes.report.sources import RunDir
 
     from .conftest import copy_run
@@ -181,5 +182,6 @@ def test_overview_states_the_population_contrasts_beside_their_tests(smoke_run, 
     assert text == (
         "`joint`, population contrasts (difference of the groups' population means, section "
         f"E): 1 of 2 95% intervals exclude 0; the clearest, {first['contrast']} on "
-        f"{first['quantity']}: -4.0 [-7.0, -1.0]; permutation {fmt(p)}, Holm {fmt(holm)}."
+        f"{label(first['quantity']).lower()}: -4.0 [-7.0, -1.0]; permutation {fmt(p)}, "
+        f"Holm {fmt(holm)}."
     )
