@@ -159,8 +159,8 @@ def test_overview_states_the_population_contrasts_beside_their_tests(smoke_run, 
     the clearest one (largest |median| / width) with its permutation p and Holm p from
     contrasts.csv; a run whose grouped fits all failed says why instead."""
     from delusion_bayes.report.overview import population_findings
-    from delusion_bayes.report.table import label
     from delusion_bayes.report.sources import RunDir
+    from delusion_bayes.report.table import label
 
     from .conftest import copy_run
 
