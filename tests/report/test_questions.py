@@ -185,3 +185,26 @@ def test_overview_states_the_population_contrasts_beside_their_tests(smoke_run, 
         f"{label(first['quantity']).lower()}: -4.0 [-7.0, -1.0]; permutation {fmt(p)}, "
         f"Holm {fmt(holm)}."
     )
+
+
+def test_table1_and_d1_read_as_the_issue_asks(smoke_run):
+    """Issue 52 item 2 on the generated Markdown: Table 1 drops the P(never) column no day count
+    has and says why its days-at-stage-4 columns differ; Table D1 blanks the least-squares cells
+    of no_turn models with the reason (its CSV keeps the optimiser's numbers) and explains an L
+    above 4."""
+    t1 = _md(smoke_run, "table1_milestones")
+    assert "Days at stage 4: P(never)" not in t1 and "First clinical framing: P(never)" in t1
+    assert "a median of 3.5 is not 4" in t1
+    d1 = _md(smoke_run, "tableD1_logistic")
+    assert "an L above 4 is a plateau firmly in stage 4" in d1
+    base = results.read(smoke_run, "baselines/tableD1_logistic.csv").set_index("model")
+    no_turn = base.index[base["status"] == "no_turn"].tolist()
+    assert no_turn, "the smoke study has a never-turner"
+    assert f"LS cells are blank for no_turn models ({len(no_turn)})" in d1
+    for m in no_turn:
+        row = next(line for line in d1.splitlines() if line.startswith(f"| {m} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[1] == "" and cells[-2] == "", row  # L: LS and R² blank
+        assert cells[-1] == "no_turn"
+    csv = pd.read_csv(smoke_run / "report" / "tables" / "tableD1_logistic.csv").set_index("model")
+    assert csv.loc[no_turn, "L"].notna().all()  # nothing lost
