@@ -191,14 +191,14 @@ def loo_summary(b: Builder, name: str) -> list[Any]:
                 Note(
                     "warning",
                     text + f" {bad} of {int(r.n_data_points)} points have Pareto k above "
-                    f"{r.k_threshold:g} (largest {r.max_k:.2f}): their leave-one-out estimate "
+                    f"{r.k_threshold:.2f} (largest {r.max_k:.2f}): their leave-one-out estimate "
                     "is unreliable (refit without them, or compare by K-fold, before reading "
                     "the ELPD).",
                     "Pareto k",
                 )
             )
         else:
-            out.append(Paragraph(text + f" Every Pareto k is at most {r.k_threshold:g}."))
+            out.append(Paragraph(text + f" Every Pareto k is at most {r.k_threshold:.2f}."))
     return out
 
 
