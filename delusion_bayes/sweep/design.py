@@ -30,6 +30,7 @@ from .coverage import (
     baseline_estimates,
     baseline_rows,
     fit_rows,
+    grouped_population_rows,
     seconds_row,
     setup_replicate,
 )
@@ -168,11 +169,23 @@ def analyse_study(
     fit_kwargs: Mapping[str, Any] | None = None,
     seed: int = 0,
     fit_fn: Callable[..., Any] | None = None,
+    population: str | None = None,
 ) -> pd.DataFrame:
     """Analyse one simulated study with the baselines and ``method`` (``onset``/``joint``) when
     given: the coverage study's rows plus ``reliability`` and ``classify`` rows. ``seed`` is
     added to ``baselines.seed`` and ``fit_kwargs["seed"]``; unlike the coverage study,
-    ``baselines.stable_run = 0`` is passed on as it is."""
+    ``baselines.stable_run = 0`` is passed on as it is.
+
+    The Bayesian power is the population contrast's (the permutation test's question):
+    ``population="grouped"`` (default) from ``method`` refitted with each contrast's grouping
+    (:func:`~delusion_bayes.sweep.coverage.grouped_population_rows`, the main job's column);
+    ``"two_stage"`` from the earlier second stage on the ungrouped fit (the only choice with a
+    ``fit_fn`` that is not a model fit, e.g. a stand-in posterior). ``None``: grouped unless a
+    ``fit_fn`` is given."""
+    if population is None:
+        population = "grouped" if fit_fn is None else "two_stage"
+    if population not in ("grouped", "two_stage"):
+        raise ValueError(f"population={population!r}; expected 'grouped' or 'two_stage'")
     from ..baselines import analyse_trajectory
     from ..data.schema import MODEL
 
@@ -208,6 +221,13 @@ def analyse_study(
         )
         # the Bayesian power is the population contrast's (the permutation test's question: do
         # the groups' populations differ?), not that of these models' group means
+        grouped = population == "grouped"
+        if grouped:
+            new = [r for r in new if r["method"] != f"{method}{POPULATION}"]
+            new += grouped_population_rows(
+                method, ds, contrasts, base, fit_kwargs=fit_kwargs, seed=seed,
+                stable_run=stable_run or BaselinesConfig.stable_run, cens=cens,
+            )  # fmt: skip
         rows += [
             _as_method(r, method)
             for r in new

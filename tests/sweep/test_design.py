@@ -291,10 +291,12 @@ def test_design_command_pair_with_the_onset_model(tmp_path):
 
 
 def test_bayesian_power_is_the_population_contrasts():
-    """The design's Bayesian contrast rows are the population contrast's (a new chatbot of
-    each group; its 95% interval excludes 0), the permutation test's question, labelled with
-    the fitted method; the finite-sample contrast of these models is not scored here. With an
-    oracle posterior (every model's true t50 and stage, SD 0.02) on one ``null`` study the
+    """The design's Bayesian contrast rows are the population contrast's (the difference of
+    population means; its 95% interval excludes 0), the permutation test's question, labelled
+    with the fitted method; the finite-sample contrast of these models is not scored here. With
+    a stand-in posterior the only population column there can be is the two-stage one
+    (``population=None`` chooses it when a ``fit_fn`` is given). With an oracle posterior
+    (every model's true t50 and stage, SD 0.02) on one ``null`` study the
     population interval of first clinical framing is the pooled-t interval of the true
     milestones: (-8.48, 8.04) at seed 3 (t draws seeded by the study's seed)."""
     from delusion_bayes.sweep.design import analyse_study
@@ -315,3 +317,28 @@ def test_bayesian_power_is_the_population_contrasts():
     assert onset["low_95"].notna().all() and (onset["truth_diff"] == 0.0).all()
     lo, hi = onset.loc["first_clinical", ["low_95", "high_95"]]
     assert (lo, hi) == pytest.approx((-8.475, 8.041), abs=2e-3)
+
+
+@pytest.mark.slow
+def test_bayesian_power_comes_from_the_grouped_fit():
+    """Issue 53 item 5: with real fits (no ``fit_fn``) the design's Bayesian contrast rows are
+    the grouped fit's (models.population), the same numbers a direct ``fit_population`` with
+    the same seed and settings gives, with its gate's verdict in ``note``; the two-stage rows
+    are gone. onset, 2 chains x 300 draws, one null study."""
+    from delusion_bayes.models.population import fit_population, population_contrasts
+    from delusion_bayes.sweep.design import analyse_study
+
+    ds = simulate_study("null", seed=3, n_raters=3)
+    bcfg = BaselinesConfig(n_boot=5, alpha_boot=0, contrasts=[COHORT])
+    kw = dict(sampler="nutpie", draws=300, tune=300, chains=2, seed=11, progressbar=False,
+              posterior_predictive=False, log_likelihood=False, log_prior=False)  # fmt: skip
+    rows = analyse_study(ds, baselines=bcfg, method="onset", fit_kwargs=kw, seed=0)
+    con = rows[(rows["kind"] == "contrast") & (rows["method"] == "onset")].set_index("quantity")
+    assert len(con) and con["note"].str.startswith("gate ").all()
+    direct = fit_population(ds, "onset", COHORT, **{**kw, "target_accept": 0.99})
+    ref = population_contrasts({COHORT.name: direct}, [COHORT], 0.95, seed=3).set_index("quantity")
+    for q in con.index:
+        assert con.loc[q, "low_95"] == pytest.approx(ref.loc[q, "ci_low"], abs=1e-9), q
+        assert con.loc[q, "high_95"] == pytest.approx(ref.loc[q, "ci_high"], abs=1e-9), q
+    assert (con["truth_diff"] == 0.0).all()
+    assert not (rows["method"] == "onset_population").any()
