@@ -15,6 +15,7 @@ declared in :mod:`delusion_bayes.baselines.replicated_files`. Every resampling i
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -234,21 +235,32 @@ BAYES_FILES = ("bayes_item_means.csv", "bayes_contrasts.csv", "gate.json", "baye
 
 def fit_bayes(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig, rule: str) -> xr.DataTree:
     """The behaviour model (:mod:`delusion_bayes.models.behaviour`) of ``ds`` on ``rule`` with
-    the run's ``sampler`` group (its ``target_accept`` null: the model's)."""
+    the run's ``sampler`` group (its ``target_accept`` null: the model's), refitted by the
+    gate's remedies as the models stage's fits are
+    (:func:`delusion_bayes.inference.refits.fit_with_refits`: a higher target after
+    divergences, then twice the draws when R-hat or ESS fails; ``gate.json`` lists every
+    attempt)."""
     from ..inference.config import SamplerConfig
+    from ..inference.refits import fit_with_refits
     from ..models.behaviour import fit_behaviour
 
     node = cfg.get("sampler") if hasattr(cfg, "get") else None
     cache = cfg.get("cache_dir") if hasattr(cfg, "get") else None
-    return fit_behaviour(
-        ds,
-        rule=rule,
-        likelihood=c.bayes_likelihood,
-        sampler=group_config(SamplerConfig, node),
-        log_prior=False,
-        posterior_predictive=False,
-        cache_dir=cache,
-    )
+    inf = cfg.get("inference") if hasattr(cfg, "get") else None
+    sampler = group_config(SamplerConfig, node)
+
+    def make(**more):
+        return fit_behaviour(
+            ds,
+            rule=rule,
+            likelihood=c.bayes_likelihood,
+            sampler=sampler.updated(**more) if more else sampler,
+            log_prior=False,
+            posterior_predictive=False,
+            cache_dir=cache,
+        )
+
+    return fit_with_refits(make, inf)
 
 
 def bayes_outputs(
@@ -268,6 +280,7 @@ def bayes_outputs(
     table = diagnose(tree, inf, var_names=reported_vars(tree))
     verdict = gate(tree, table, inf)
     verdict.update(fit_time=float(tree.attrs.get("fit_time", np.nan)), **_fit_attrs(tree))
+    verdict["attempts"] = json.loads(tree.attrs.get("gate_attempts", "[]") or "[]")
     boot = res["item_means"][["model", "item", "mean", "ci_low", "ci_high"]].rename(
         columns={"mean": "boot_mean", "ci_low": "boot_ci_low", "ci_high": "boot_ci_high"}
     )
