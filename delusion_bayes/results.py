@@ -103,6 +103,11 @@ REPORTED_SENSITIVITY = (
     "pareto_k_prior:float pareto_k_likelihood:float pareto_k_ok:bool refit_shift_sd:float "
     "threshold:float"
 )
+#: the columns a PSIS-LOO comparison may have (az.compare's where it ran, az.loo's per fit else)
+_LOO_OPTIONAL = (
+    "rank:int elpd_diff:float dse:float p_loo:float p:float weight:float n_data_points:int "
+    "n_k_bad:int n_k_very_bad:int max_k:float note:str"
+)
 # fmt: off
 _FILES = (
     # baselines ---------------------------------------------------------------------------
@@ -250,14 +255,14 @@ _FILES = (
        "under refits with the flagged priors' scales doubled and halved, in posterior SD "
        "(experiments/bench/refit_priors.py; not written by the pipeline)",
        "quantity:str kind:str item:str refit_shift_sd:float", extra="shift_x<factor> per factor"),
-    _f("models", "comparison.csv", "PSIS-LOO comparison (az.compare of the primary's variants, "
-       "or the PSIS-LOO of each fit when inference.compare is false), per inference.loo_unit",
-       "model:str unit:str elpd:float se:float", extra="az.compare's or az.loo's columns"),
-    _f("models", "comparison_by_rating.csv", "the same comparison per left-out rating",
-       "model:str unit:str elpd:float se:float", extra="az.compare's columns"),
-    _f("models", "comparison_by_model_day.csv", "the same comparison per left-out model-day "
-       "(when inference.loo_unit is rating)", "model:str unit:str elpd:float se:float",
-       extra="az.compare's columns"),
+    *(_f("models", name, meaning, "model:str unit:str elpd:float se:float", _LOO_OPTIONAL,
+         extra="az.compare's or az.loo's other columns")
+      for name, meaning in (
+          ("comparison.csv", "PSIS-LOO comparison (az.compare of the primary's variants, or the "
+           "PSIS-LOO of each fit when inference.compare is false), per inference.loo_unit"),
+          ("comparison_by_rating.csv", "the same comparison per left-out rating"),
+          ("comparison_by_model_day.csv", "the same comparison per left-out model-day (when "
+           "inference.loo_unit is rating)"))),
     # replay ------------------------------------------------------------------------------
     _f("replay", "prevalence.csv", "prevalence per model x category (pooled over its codes) "
        "and per model x code, cluster-bootstrap percentile CIs",

@@ -30,11 +30,12 @@ from .coverage import (
     baseline_estimates,
     baseline_rows,
     fit_rows,
-    grouped_population_rows,
     seconds_row,
     setup_replicate,
 )
 from .coverage_metrics import BASELINE, REPLICATE_COLUMNS, markdown_table
+from .design_rows import classify_rows, reliability_rows
+from .grouped import grouped_population_rows
 
 #: what makes a cell of the design (the sweep's factors)
 CELL: tuple[str, ...] = ("n_raters", "n_models", "n_days", "discrimination_mean")
@@ -52,8 +53,6 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "n",
     "n_sims",
 )
-#: the regime whose classification is scored
-NEVER = "never"
 #: rated variables the design study does not score (dropped before the baselines run)
 UNSCORED: tuple[str, ...] = ("confidence", "intervention", "disengagement")
 
@@ -80,87 +79,6 @@ def simulate_cell(
     return simulate_study(preset=preset, seed=int(seed), **kw)
 
 
-def _reliability_rows(res: Any, ds: xr.Dataset, base: Mapping[str, Any]) -> list[dict]:
-    """Krippendorff's alpha (unit-bootstrap CI) and ICC(2,k) (F-based CI) of the recognition."""
-    from ..baselines import icc
-    from ..data.schema import RATER
-
-    rows = []
-    table = res.reliability.summary
-    if "recognition" in table.index:
-        r = table.loc["recognition"]
-        rows.append(
-            {
-                **base,
-                "method": BASELINE,
-                "kind": "reliability",
-                "quantity": "alpha",
-                "item": "recognition",
-                "estimate": float(r["alpha"]),
-                "low_95": float(r.get("alpha_ci_low", np.nan)),
-                "high_95": float(r.get("alpha_ci_high", np.nan)),
-                "note": "unit bootstrap",
-            }
-        )
-    rec = ds["recognition"].transpose(RATER, ...).values.reshape(ds.sizes[RATER], -1)
-    try:
-        with np.errstate(all="ignore"):
-            t = icc(rec.T).loc["ICC2k"]
-        est, lo, hi = float(t["icc"]), float(t["ci_low"]), float(t["ci_high"])
-    except ValueError:
-        est = lo = hi = np.nan
-    rows.append(
-        {
-            **base,
-            "method": BASELINE,
-            "kind": "reliability",
-            "quantity": "icc2k",
-            "item": "recognition",
-            "estimate": est,
-            "low_95": lo,
-            "high_95": hi,
-            "note": "F-based CI (McGraw & Wong)",
-        }
-    )
-    return rows
-
-
-def _classify_rows(
-    method: str,
-    first_clinical: np.ndarray,
-    first_stable: np.ndarray,
-    ds: xr.Dataset,
-    censor_day: int,
-    base: Mapping[str, Any],
-) -> list[dict]:
-    """One row per model: ``truth`` = 1 for a true never-turner (``true_regime``), ``estimate``
-    = 1 when :func:`classify_regime` says ``never``; ``note`` = the regime it gave."""
-    from ..data.schema import DAY, MODEL
-    from .quantities import classify_regime
-
-    n_days = int(ds[DAY].max())
-    regime = ds["true_regime"].values if "true_regime" in ds else [""] * ds.sizes[MODEL]
-    rows = []
-    for i, m in enumerate(ds[MODEL].values):
-        got = classify_regime(
-            float(first_clinical[i]), float(first_stable[i]), n_days=n_days, censor_day=censor_day
-        )
-        rows.append(
-            {
-                **base,
-                "method": method,
-                "kind": "classify",
-                "quantity": "never",
-                "item": str(m),
-                "regime": str(regime[i]),
-                "truth": float(str(regime[i]) == NEVER),
-                "estimate": float(got == NEVER),
-                "note": got,
-            }
-        )
-    return rows
-
-
 def analyse_study(
     ds: xr.Dataset,
     *,
@@ -178,7 +96,7 @@ def analyse_study(
 
     The Bayesian power is the population contrast's (the permutation test's question):
     ``population="grouped"`` (default) from ``method`` refitted with each contrast's grouping
-    (:func:`~delusion_bayes.sweep.coverage.grouped_population_rows`, the main job's column);
+    (:func:`~delusion_bayes.sweep.grouped.grouped_population_rows`, the main job's column);
     ``"two_stage"`` from the earlier second stage on the ungrouped fit (the only choice with a
     ``fit_fn`` that is not a model fit, e.g. a stand-in posterior). ``None``: grouped unless a
     ``fit_fn`` is given."""
@@ -200,9 +118,9 @@ def analyse_study(
     )
     est, con = baseline_estimates(res, ds)
     rows = baseline_rows(est, con, ds, truth, contrasts, base)
-    rows += _reliability_rows(res, ds, base)
+    rows += reliability_rows(res, ds, base)
     ms = res.milestones.reindex({MODEL: ds[MODEL].values})
-    rows += _classify_rows(
+    rows += classify_rows(
         BASELINE, ms["first_clinical"].values, ms["first_stable"].values, ds, cens, base
     )
     rows.append(seconds_row(base, BASELINE, t0))
@@ -233,7 +151,7 @@ def analyse_study(
             for r in new
             if not (r["kind"] == "contrast" and r["method"] == method)
         ]
-        rows += _classify_rows(
+        rows += classify_rows(
             method, pest["first_clinical"][0], pest["first_stable"][0], ds, cens, base
         )
     return pd.DataFrame(rows).reindex(columns=list(REPLICATE_COLUMNS))
