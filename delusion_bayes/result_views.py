@@ -53,6 +53,9 @@ _REPORTED = (
 )
 _REPORTED_Q = "Which reported numbers move when the prior or the likelihood is scaled?"
 _CONTRAST = (Column("name", "contrast"), Column("quantity"))
+#: the multiplicity columns, one spelling wherever a family of tests is shown (issue 51)
+HOLM = Column("p_holm", "p (Holm)", kind="p")
+BH = Column("p_bh", "p (BH)", kind="p")
 #: a PSIS-LOO comparison in words (az.compare's columns where it ran, az.loo's per fit else)
 _LOO = (
     Column("model", "Model"), Column("rank", "Rank"), Column("unit", "Left-out unit", kind="words"),
@@ -88,7 +91,7 @@ VIEWS: dict[str, dict[str, Any]] = {
         view=(Column("contrast"), Column("quantity"),
               *(Column(c, c.replace("_", " "), 2) for c in ("n_a", "n_b", "median_a", "median_b")),
               Column("statistic", digits=2), Column("pvalue", kind="p"),
-              Column("p_holm", "p (Holm)", kind="p"), Column("p_bh", "p (BH)", kind="p"),
+              HOLM, BH,
               Column("alternative"))),
     **{key: dict(question=_LOO_Q, view=_LOO) for key in (
         "models/comparison.csv", "models/comparison_by_rating.csv",
@@ -154,8 +157,7 @@ VIEWS: dict[str, dict[str, Any]] = {
         view=(Column("model", "Model"), Column("category", "Category", kind="words"),
               _estimate("estimate", "Δ [95% CI]", 3),
               _estimate("estimate", "simultaneous (max-T)", 3, "ci_low_maxt", "ci_high_maxt"),
-              Column("p_boot", "p (bootstrap)", kind="p"), Column("p_holm", "p (Holm)", kind="p"),
-              Column("p_bh", "p (BH)", kind="p"),
+              Column("p_boot", "p (bootstrap)", kind="p"), HOLM, BH,
               Column("p_sign_error", "P(sign error), pooled", kind="p"))),
     "replay/cluster_bootstrap.csv": dict(
         title="Category CIs under every resampling scheme, width relative to i.i.d."),
@@ -172,4 +174,4 @@ VIEWS: dict[str, dict[str, Any]] = {
 # fmt: on
 
 
-__all__ = ["COLUMN_KINDS", "VIEWS", "Column"]
+__all__ = ["BH", "COLUMN_KINDS", "HOLM", "VIEWS", "Column"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserError
-from .result_views import COLUMN_KINDS, VIEWS, Column
+from .result_views import BH, COLUMN_KINDS, HOLM, VIEWS, Column
 
 DTYPES = ("str", "float", "int", "bool")
 
@@ -467,7 +467,9 @@ def contract_table() -> str:
 
 
 __all__ = [
+    "BH",
     "COLUMN_KINDS",
+    "HOLM",
     "COLUMN_MEANINGS",
     "Column",
     "FILES",

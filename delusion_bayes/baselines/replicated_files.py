@@ -49,9 +49,11 @@ DECLARATIONS: tuple[tuple[str, ...], ...] = (
      "with the behaviour and median first turn, cluster-bootstrap CIs",
      f"model:str item:str {_SUMMARY}"),
     (STAGE, "contrasts.csv", "chatbot pairs per item on conversation means: sign-flip "
-     "permutation test paired by prompt, else exact rank-sum test",
+     "permutation test paired by prompt, else exact rank-sum test; Holm and BH over the run's "
+     "pairs x items (one family)",
      "item:str a:str b:str paired:bool n_a:int n_b:int mean_a:float mean_b:float diff:float "
-     "pvalue:float exact:bool n_permutations:float method:str rule:str"),
+     "pvalue:float exact:bool n_permutations:float method:str rule:str",
+     "p_holm:float p_bh:float family_size:int"),
     (STAGE, "judge_failed.csv", "turns without a rating per chatbot: failed judge "
      "replies (Spiral-Bench) and unscored turns, never counted as zeros",
      "model:str n_conversations:int n_turns:int n_judge_failed:int n_turns_unscored:int"),

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from delusion_bayes import results
 from delusion_bayes.baselines.replicated import RULES
 from delusion_bayes.baselines.replicated_files import read_table
 from delusion_bayes.report import questions
@@ -232,6 +233,11 @@ def contrasts_table(b: Builder, df: pd.DataFrame) -> ReportTable:
             "Mean B": [fmt_num(v, 3) for v in df["mean_b"]],
             "A − B": [fmt_num(v, 3) for v in df["diff"]],
             "p": [fmt_p(v) for v in df["pvalue"]],
+            **{
+                col.label: [fmt_p(v) for v in df[col.name]]
+                for col in (results.HOLM, results.BH)
+                if col.name in df
+            },
             "Test": [
                 ("paired by prompt, " if p else "") + ("exact" if e else "Monte Carlo")
                 for p, e in zip(df["paired"], df["exact"], strict=True)
@@ -239,7 +245,12 @@ def contrasts_table(b: Builder, df: pd.DataFrame) -> ReportTable:
         }
     )
     title = "Chatbot contrasts on conversation means"
-    note = "Two-sided p-values, not adjusted for the number of contrasts."
+    note = (
+        "Two-sided p-values; Holm (family-wise error) and BH (false-discovery rate) adjust them "
+        "over the family of every chatbot pair x behaviour of this run."
+        if "p_holm" in df
+        else "Two-sided p-values, not adjusted for the number of contrasts."
+    )
     return ReportTable(
         "replicated_contrasts", title, df, disp, [_src("contrasts.csv")], [Q_CONTRASTS, note]
     )

@@ -130,7 +130,12 @@ def analyse(ds: xr.Dataset, c: ReplicatedConfig) -> dict[str, Any]:
         out["first_occurrence"], c.n_boot, c.seed, c.ci_prob
     )
     if ds.sizes[MODEL] >= 2:
-        out["contrasts"] = chatbot_contrasts(ds, rule, c.max_exact, c.n_mc, c.seed)
+        from ..baselines.multiplicity import adjust_family
+
+        # every pair x behaviour of the run is one family (Holm: FWER, BH: FDR; issue 51)
+        out["contrasts"] = adjust_family(
+            chatbot_contrasts(ds, rule, c.max_exact, c.n_mc, c.seed), "pvalue"
+        )
     else:
         out["contrasts"] = None
         out["skipped"].append({"analysis": "contrasts", "reason": "one chatbot"})
@@ -202,7 +207,11 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         ("conversation_means", f"per conversation x item on rule {res['rule']}"),
         ("first_occurrence", "per conversation x item: first turn with the behaviour (censored)"),
         ("first_occurrence_summary", f"share occurring and median first turn, {ci} CIs ({boot})"),
-        ("contrasts", "chatbot pairs on conversation means (permutation tests)"),
+        (
+            "contrasts",
+            "chatbot pairs on conversation means (permutation tests), Holm and BH over "
+            "the run's pairs x items",
+        ),
         ("judge_failed", "turns without a rating per chatbot (failed judge replies: NaN, counted)"),
         ("reliability", f"Krippendorff's alpha per item with >= 2 raters, {ci} unit-bootstrap CIs"),
         ("milestones_conversations", "the paper's milestones per conversation (censored)"),

@@ -152,3 +152,22 @@ def test_item_rankings_use_item_means_resamples():
         assert (part["estimate"].to_numpy() <= m["ci_high"].to_numpy() + 1e-12).all()
         assert np.isclose(part["p_best"].sum(), 1.0)
     assert item_rankings(ds.isel(model=[0, 1]), n_boot=50) is None
+
+
+def test_replicated_contrasts_carry_holm_and_bh_over_the_run():
+    """Issue 51: every chatbot pair x behaviour of a replicated run is one family; its Holm and
+    BH columns equal the library's adjustments of the raw p-values."""
+    import numpy as np
+
+    from delusion_bayes.baselines.multiplicity import benjamini_hochberg, holm
+    from delusion_bayes.baselines.replicated_config import ReplicatedConfig
+    from delusion_bayes.data.replicated_simulate import simulate_replicated
+    from delusion_bayes.stages.replicated import analyse
+
+    r = simulate_replicated(seed=0)
+    ds = r[0] if isinstance(r, tuple) else r
+    con = analyse(ds, ReplicatedConfig(n_boot=100, n_mc=500))["contrasts"]
+    p = con["pvalue"].to_numpy()
+    np.testing.assert_allclose(con["p_holm"], holm(p))
+    np.testing.assert_allclose(con["p_bh"], benjamini_hochberg(p))
+    assert (con["family_size"] == len(con)).all() and len(con) == 6 * ds.sizes["item"]
