@@ -170,8 +170,9 @@ def fit_section(b: Builder, name: str, verdict) -> Section:
 
 def loo_summary(b: Builder, name: str) -> list[Any]:
     """One sentence per PSIS-LOO unit of ``models/<name>/loo.csv`` in words, and a warning when
-    a left-out point's Pareto k exceeds its threshold (0.7): there the importance-sampling
-    estimate is unreliable and the comparison's ELPD for that point is not to be trusted."""
+    a left-out point's Pareto k exceeds az.loo's threshold (0.7 at 2,000+ draws, lower with
+    fewer): there the importance-sampling estimate is unreliable and the comparison's ELPD for
+    that point is not to be trusted."""
     key = "models/{fit}/loo.csv"
     df = b.run.table(key, name)
     if df is None or not len(df):
