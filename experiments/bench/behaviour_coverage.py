@@ -32,7 +32,7 @@ def study(preset: str, seed: int):
     return simulate_replicated(preset, seed=seed)
 
 
-def analyse(preset: str, seed: int, sampler: dict) -> list[dict]:
+def analyse(preset: str, seed: int, sampler: dict, refits: bool = True) -> list[dict]:
     """Both methods' scored rows of one study."""
     from omegaconf import OmegaConf
 
@@ -47,7 +47,8 @@ def analyse(preset: str, seed: int, sampler: dict) -> list[dict]:
     c = ReplicatedConfig(n_boot=1000)
     boot = {lv: item_means(ds, c.rule, c.n_boot, seed, lv) for lv in (0.9, 0.95)}
     rule = str(boot[0.95]["rule"].iloc[0])
-    cfg = OmegaConf.create({"sampler": sampler, "inference": {}})
+    off = {"refit_target_accept": None, "refit_draws_factor": None}
+    cfg = OmegaConf.create({"sampler": sampler, "inference": {} if refits else off})
     t0 = time.perf_counter()
     tree = fit_bayes(ds, cfg, c, rule)
     secs = time.perf_counter() - t0
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--draws", type=int, default=1000)
     ap.add_argument("--tune", type=int, default=500)
     ap.add_argument("--chains", type=int, default=4)
+    ap.add_argument("--no-refits", action="store_true", help="one attempt per fit (smoke runs)")
     ap.add_argument("--out", default="behaviour_coverage.csv")
     ap.add_argument("--summary", help="print the table of this CSV and stop")
     a = ap.parse_args(argv)
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     for s in range(a.first, a.first + a.studies):
         if s in done:
             continue
-        rows = analyse(a.preset, s, sampler)
+        rows = analyse(a.preset, s, sampler, refits=not a.no_refits)
         pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
         print(f"study {s}: fit {rows[-1]['seconds']:.0f} s", flush=True)
     print(summarise(pd.read_csv(out)).to_string())
