@@ -32,8 +32,17 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "1",
     ],
     "bench_baselines.py": ["--n-boot", "20", "--n-loop", "2", "--repeat", "1"],
-    "behaviour_coverage.py": ["--studies", "1", "--draws", "30", "--tune", "30", "--chains", "2",
-                              "--no-refits"],  # fmt: skip
+    "behaviour_coverage.py": [
+        "--studies",
+        "1",
+        "--draws",
+        "30",
+        "--tune",
+        "30",
+        "--chains",
+        "2",
+        "--no-refits",
+    ],
     "bench_compile.py": ["--model", "onset", "--seeds", "0,1", "--draws", "50", "--tune", "50"],
     # one cold main job, prefetch on, the onset model only at tiny size (a fresh cache: ~40 s)
     "bench_main_job.py": [

@@ -165,8 +165,9 @@ def replay_deltas(
     bsl = blocks[models.index(baseline)]
     others = [i for i, m in enumerate(models) if m != baseline]
     boot_kw = dict(n_boot=n_boot, seed=seed, support=support, paired=paired, progress=progress)
-    pairs = _delta_pairs(to_units(num, units), to_units(den, units), units, blocks, bsl, others,
-                         **boot_kw)  # fmt: skip
+    pairs = _delta_pairs(
+        to_units(num, units), to_units(den, units), units, blocks, bsl, others, **boot_kw
+    )
     rows, boots = [], []
     for i in others:
         d_boot = pairs[i][0] - pairs[i][1]
@@ -191,8 +192,9 @@ def replay_deltas(
     return _family_adjusted(out, np.concatenate(boots, axis=1), family, ci_prob, joint=paired)
 
 
-def _delta_pairs(num_u, den_u, units, blocks, bsl, others, *, n_boot, seed, support, paired,
-                 progress):  # fmt: skip
+def _delta_pairs(
+    num_u, den_u, units, blocks, bsl, others, *, n_boot, seed, support, paired, progress
+):
     """Per model index of ``others``: its bootstrap prevalences and the baseline's (``bsl``)
     on the same resamples (``paired``; else independent arms), ``(n_boot, cells)`` each."""
     per_model = blocks[0].stop - blocks[0].start
@@ -275,8 +277,10 @@ def replay_rankings(
     boot = safe_ratio(num_b, den_b)
     draws = {}
     for cat in dict.fromkeys(labels["category"]):
-        cols = [int(np.flatnonzero((labels["model"] == m) & (labels["category"] == cat))[0])
-                for m in models]  # fmt: skip
+        cols = [
+            int(np.flatnonzero((labels["model"] == m) & (labels["category"] == cat))[0])
+            for m in models
+        ]
         higher = "better" if cat in PROTECTIVE_CATEGORIES else "worse"
         draws[str(cat)] = (boot[:, cols], models, higher)
     out = quantity_rankings(draws, ci_prob)

@@ -69,6 +69,13 @@ def flagged_priors(
     return out
 
 
+def _entry(priors: Mapping[str, Mapping[str, Any]], name: str, caller: str) -> dict[str, Any]:
+    """A copy of the prior-table entry ``name``; ValueError naming ``caller`` when absent."""
+    if name not in priors:
+        raise ValueError(f"{caller}: {name!r} is not in the prior table ({sorted(priors)})")
+    return dict(priors[name])
+
+
 def scaled_priors(
     priors: Mapping[str, Mapping[str, Any]], names: Iterable[str], factor: float
 ) -> dict[str, dict[str, Any]]:
@@ -77,11 +84,7 @@ def scaled_priors(
     scale."""
     out = {}
     for name in names:
-        if name not in priors:
-            raise ValueError(
-                f"scaled_priors: {name!r} is not in the prior table ({sorted(priors)})"
-            )
-        spec = dict(priors[name])
+        spec = _entry(priors, name, "scaled_priors")
         if spec["dist"] not in SCALE_ARG:
             raise ValueError(
                 f"scaled_priors: {name!r} ({spec['dist']}) has no scale argument; "
@@ -104,11 +107,7 @@ def powered_priors(
     a = float(alpha)
     out = {}
     for name in names:
-        if name not in priors:
-            raise ValueError(
-                f"powered_priors: {name!r} is not in the prior table ({sorted(priors)})"
-            )
-        spec = dict(priors[name])
+        spec = _entry(priors, name, "powered_priors")
         dist = spec["dist"]
         if dist in ("Normal", "HalfNormal", "ZeroSumNormal"):
             spec["sigma"] = float(spec["sigma"]) / float(np.sqrt(a))

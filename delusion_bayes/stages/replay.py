@@ -270,8 +270,11 @@ def _bayes_outputs(res: Any, cfg: Any, out: Outputs, notes: list, headline: dict
     write("bayes_diagnostics.json", diag, "sampler diagnostics of the Bayesian prevalence model")
     ranks = posterior_rankings(tree, str(res.settings["baseline"]), float(res.settings["ci_prob"]))
     if ranks is not None and diag["passed"]:  # never ranks from a fit that failed its gate
-        write("rankings_posterior.csv", ranks, "each chatbot's rank per category prevalence over "
-              "the posterior draws")  # fmt: skip
+        write(
+            "rankings_posterior.csv",
+            ranks,
+            "each chatbot's rank per category prevalence over the posterior draws",
+        )
     if not diag["passed"]:
         notes.append(
             "Bayesian prevalence model: diagnostics did not pass on the "

@@ -139,13 +139,11 @@ def analyse_study(
         )
         # the Bayesian power is the population contrast's (the permutation test's question: do
         # the groups' populations differ?), not that of these models' group means
-        grouped = population == "grouped"
-        if grouped:
+        if population == "grouped":
+            run = stable_run or BaselinesConfig.stable_run
             new = [r for r in new if r["method"] != f"{method}{POPULATION}"]
-            new += grouped_population_rows(
-                method, ds, contrasts, base, fit_kwargs=fit_kwargs, seed=seed,
-                stable_run=stable_run or BaselinesConfig.stable_run, cens=cens,
-            )  # fmt: skip
+            kw = dict(fit_kwargs=fit_kwargs, seed=seed, stable_run=run, cens=cens)
+            new += grouped_population_rows(method, ds, contrasts, base, **kw)
         rows += [
             _as_method(r, method)
             for r in new

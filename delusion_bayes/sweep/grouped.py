@@ -60,8 +60,9 @@ def grouped_population_rows(
             "gate passed" if verdict["passed"] else "gate failed: " + "; ".join(verdict["reasons"])
         )
         rule = dict(stable_run=stable_run, censor_day=cens, seed=int(base.get("seed", 0)))
-        tabs = {lv: population_contrasts({dt.attrs["contrast"]: dt}, [c], lv, **rule)
-                for lv in LEVELS}  # fmt: skip
+        tabs = {
+            lv: population_contrasts({dt.attrs["contrast"]: dt}, [c], lv, **rule) for lv in LEVELS
+        }
         for q, r95 in tabs[0.95].set_index("quantity").iterrows():
             if np.isnan(r95["median"]):
                 continue
@@ -70,15 +71,29 @@ def grouped_population_rows(
             p_gt = float(r95["p_gt_0"])
             stat = {"less": 1 - p_gt, "greater": p_gt}.get(alt, max(p_gt, 1 - p_gt))
             pop = population_truth(ds, c, q)
-            bounds = {"low_95": r95["ci_low"], "high_95": r95["ci_high"],
-                      "low_90": r90["ci_low"], "high_90": r90["ci_high"]}  # fmt: skip
+            bounds = {
+                "low_95": r95["ci_low"],
+                "high_95": r95["ci_high"],
+                "low_90": r90["ci_low"],
+                "high_90": r90["ci_high"],
+            }
             rows.append(
-                {**base, "method": f"{method}{POPULATION}", "kind": "contrast", "quantity": q,
-                 "item": r95["name"], "alternative": alt, "stat": stat,
-                 "reject": bool(r95["ci_low"] > 0 or r95["ci_high"] < 0),
-                 "estimate": float(r95["median"]), "truth": pop, "truth_diff": pop,
-                 **{k: float(v) for k, v in bounds.items()}, "note": note}
-            )  # fmt: skip
+                {
+                    **base,
+                    "method": f"{method}{POPULATION}",
+                    "kind": "contrast",
+                    "quantity": q,
+                    "item": r95["name"],
+                    "alternative": alt,
+                    "stat": stat,
+                    "reject": bool(r95["ci_low"] > 0 or r95["ci_high"] < 0),
+                    "estimate": float(r95["median"]),
+                    "truth": pop,
+                    "truth_diff": pop,
+                    **{k: float(v) for k, v in bounds.items()},
+                    "note": note,
+                }
+            )
     return rows
 
 

@@ -64,14 +64,23 @@ def analyse(preset: str, seed: int, sampler: dict, refits: bool = True) -> list[
         t95 = tabs[0.95].set_index(["model", "item"])
         t90 = tabs[0.9].set_index(["model", "item"])
         for key, r in t95.iterrows():
-            rows.append({
-                "preset": preset, "seed": seed, "method": method, "model": key[0],
-                "item": key[1], "truth": float(truth.loc[key]), "estimate": float(r[est]),
-                "lo95": float(r[lo]), "hi95": float(r[hi]),
-                "lo90": float(t90.loc[key, lo]), "hi90": float(t90.loc[key, hi]),
-                "passed": bool(verdict["passed"]) if method == "behaviour" else np.nan,
-                "seconds": secs if method == "behaviour" else np.nan,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "preset": preset,
+                    "seed": seed,
+                    "method": method,
+                    "model": key[0],
+                    "item": key[1],
+                    "truth": float(truth.loc[key]),
+                    "estimate": float(r[est]),
+                    "lo95": float(r[lo]),
+                    "hi95": float(r[hi]),
+                    "lo90": float(t90.loc[key, lo]),
+                    "hi90": float(t90.loc[key, hi]),
+                    "passed": bool(verdict["passed"]) if method == "behaviour" else np.nan,
+                    "seconds": secs if method == "behaviour" else np.nan,
+                }
+            )
     return rows
 
 
@@ -87,14 +96,21 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     for (preset, method), g in df.groupby(["preset", "method"], sort=False):
         per = g.groupby("seed")[["cover95", "cover90"]].mean()
         s = len(per)
-        out.append({
-            "preset": preset, "method": method, "S": s, "cells": len(g),
-            "cover95": per["cover95"].mean(), "se95": per["cover95"].std(ddof=1) / np.sqrt(s),
-            "cover90": per["cover90"].mean(), "se90": per["cover90"].std(ddof=1) / np.sqrt(s),
-            "width95": g["width95"].mean(),
-            "gate_clean": g.groupby("seed")["passed"].first().mean(),
-            "seconds": g.groupby("seed")["seconds"].first().median(),
-        })  # fmt: skip
+        out.append(
+            {
+                "preset": preset,
+                "method": method,
+                "S": s,
+                "cells": len(g),
+                "cover95": per["cover95"].mean(),
+                "se95": per["cover95"].std(ddof=1) / np.sqrt(s),
+                "cover90": per["cover90"].mean(),
+                "se90": per["cover90"].std(ddof=1) / np.sqrt(s),
+                "width95": g["width95"].mean(),
+                "gate_clean": g.groupby("seed")["passed"].first().mean(),
+                "seconds": g.groupby("seed")["seconds"].first().median(),
+            }
+        )
     return pd.DataFrame(out).round(3)
 
 
@@ -113,8 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     if a.summary:
         print(summarise(pd.read_csv(a.summary)).to_string())
         return 0
-    sampler = {"name": "nutpie", "draws": a.draws, "tune": a.tune, "chains": a.chains,
-               "cores": 1, "progressbar": False, "share_graph": True}  # fmt: skip
+    sampler = {
+        "name": "nutpie",
+        "draws": a.draws,
+        "tune": a.tune,
+        "chains": a.chains,
+        "cores": 1,
+        "progressbar": False,
+        "share_graph": True,
+    }
     out = Path(a.out)
     done = set(pd.read_csv(out)["seed"]) if out.exists() else set()
     for s in range(a.first, a.first + a.studies):

@@ -258,8 +258,13 @@ def population_power(run, fit, name, priors, user, reported) -> int:
         .to_numpy()
     )
     out.to_csv(folder / "refit_power_population.csv", index=False)
-    summary = {"fit": fit, "contrast": name, "powers": list(rf.POWERS), "refit_seconds": seconds,
-               "rows": out.to_dict("records")}  # fmt: skip
+    summary = {
+        "fit": fit,
+        "contrast": name,
+        "powers": list(rf.POWERS),
+        "refit_seconds": seconds,
+        "rows": out.to_dict("records"),
+    }
     (folder / "refit_power_population.json").write_text(
         json.dumps(summary, indent=1, default=float)
     )

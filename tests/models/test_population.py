@@ -144,8 +144,10 @@ def test_population_delta_draws_are_the_draws_the_table_summarises():
     spec = {**SPEC, "quantities": ["t50", "first_clinical", "first_level_b"]}
     table = population_contrasts({"cohort": dt}, [spec], seed=4).set_index("quantity")
     draws = population_delta_draws(dt, spec, seed=4)
-    assert set(draws) == {("t50", "contrast, population", "cohort"),
-                          ("first_clinical", "contrast, population", "cohort")}  # fmt: skip
+    assert set(draws) == {
+        ("t50", "contrast, population", "cohort"),
+        ("first_clinical", "contrast, population", "cohort"),
+    }
     for q in ("t50", "first_clinical"):
         d = draws[(q, "contrast, population", "cohort")]
         assert d.dims == ("chain", "draw") and d.shape == (1, 400)
@@ -177,8 +179,13 @@ def test_population_fit_has_group_hyperparameters_in_one_graph_and_log_prior():
     from delusion_bayes.models.spec import build_spec
 
     ds = simulate_study("null", 0, n_raters=3)
-    c = {"name": "c", "by": "cohort", "a": ["late-2025"], "b": ["earlier"],
-         "quantities": ["t50", "first_clinical"]}  # fmt: skip
+    c = {
+        "name": "c",
+        "by": "cohort",
+        "a": ["late-2025"],
+        "b": ["earlier"],
+        "quantities": ["t50", "first_clinical"],
+    }
     spec = population_spec(ds, "onset", c)
     assert spec.data.pop_group.tolist() == [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1]
     assert build_spec(ds, "onset").hash() != spec.hash()

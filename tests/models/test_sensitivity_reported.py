@@ -189,11 +189,13 @@ def test_recall_and_precision_of_the_flag_and_its_proxy():
     """Five refitted numbers (one not refitted: left out): three moved >= 0.25 SD. The CJS flag
     marks two, one of which moved (recall 1/3, precision 1/2); the mean-shift proxy marks
     three, all moved (recall 1, precision 1)."""
-    t = pd.DataFrame({
-        "verdict": ["weak", "-", "-", "weak", "-", "weak"],
-        "prior_mean_shift_sd": [0.3, 0.4, -0.5, 0.1, 0.0, 0.9],
-        "refit_shift_sd": [0.6, -0.3, 0.26, 0.1, 0.02, np.nan],
-    })  # fmt: skip
+    t = pd.DataFrame(
+        {
+            "verdict": ["weak", "-", "-", "weak", "-", "weak"],
+            "prior_mean_shift_sd": [0.3, 0.4, -0.5, 0.1, 0.0, 0.9],
+            "refit_shift_sd": [0.6, -0.3, 0.26, 0.1, 0.02, np.nan],
+        }
+    )
     r = rf.recall_precision(t)
     assert (r["n"], r["moved"]) == (5, 3)
     assert r["flag"] == {"flagged": 2, "caught": 1, "recall": 1 / 3, "precision": 0.5}

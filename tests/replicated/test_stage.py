@@ -50,8 +50,9 @@ def test_stage_on_the_csv_template(tmp_path):
     assert not (out / "published_check.csv").exists()
     index = json.loads((out / "index.json").read_text())
     assert index["skipped"][0] == {
-        "analysis": "published_check", "reason": "no published leaderboard in the study"
-    }  # fmt: skip
+        "analysis": "published_check",
+        "reason": "no published leaderboard in the study",
+    }
     assert [s["analysis"] for s in index["skipped"]] == ["published_check", "bayes"]
     contrasts = pd.read_csv(out / "contrasts.csv")
     assert len(contrasts) == 3 * 3 and contrasts["paired"].all() and contrasts["exact"].all()

@@ -93,8 +93,10 @@ def test_sensitivity_of_reported_numbers_is_written_and_opens_the_section(
     flagged = int((df["verdict"] != "-").sum())
     proxy = int((df["prior_mean_shift_sd"].abs() >= 0.1).sum())
     # issue 55: led by the numbers predicted to move (the calibrated proxy), then the CJS flag
-    head = (f"`joint`: {proxy} of {len(df)} reported numbers are predicted to move by at least "
-            "0.1 posterior SD when the prior's power is doubled or halved")  # fmt: skip
+    head = (
+        f"`joint`: {proxy} of {len(df)} reported numbers are predicted to move by at least "
+        "0.1 posterior SD when the prior's power is doubled or halved"
+    )
     assert head in sec and f"{flagged} are flagged at CJS &gt;= 0.05" in sec
     # the reported numbers come first, the parameter detail (method paragraph) after
     assert sec.index(head) < sec.index("Power-scaling sensitivity (Kallioinen")

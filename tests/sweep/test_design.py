@@ -330,8 +330,17 @@ def test_bayesian_power_comes_from_the_grouped_fit():
 
     ds = simulate_study("null", seed=3, n_raters=3)
     bcfg = BaselinesConfig(n_boot=5, alpha_boot=0, contrasts=[COHORT])
-    kw = dict(sampler="nutpie", draws=300, tune=300, chains=2, seed=11, progressbar=False,
-              posterior_predictive=False, log_likelihood=False, log_prior=False)  # fmt: skip
+    kw = dict(
+        sampler="nutpie",
+        draws=300,
+        tune=300,
+        chains=2,
+        seed=11,
+        progressbar=False,
+        posterior_predictive=False,
+        log_likelihood=False,
+        log_prior=False,
+    )
     rows = analyse_study(ds, baselines=bcfg, method="onset", fit_kwargs=kw, seed=0)
     con = rows[(rows["kind"] == "contrast") & (rows["method"] == "onset")].set_index("quantity")
     assert len(con) and con["note"].str.startswith("gate ").all()
