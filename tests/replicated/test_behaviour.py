@@ -95,3 +95,36 @@ def test_the_stage_fits_the_behaviour_model_and_gates_it(tmp_path):
     assert (both["median"] - both["boot_mean"]).abs().max() < 0.35
     contrasts = pd.read_csv(out / "bayes_contrasts.csv")
     assert len(contrasts) == 1 and 0.0 <= contrasts["p_a_worse"].iloc[0] <= 1.0
+
+
+def test_unused_cutpoints_are_proper_and_leave_the_used_ones_prior_alone():
+    """Recognition (levels 1-4, 3 cutpoints) beside a count (0-5, 5 cutpoints) leaves two entries
+    of recognition's cutpoint row unused. Flat, they were an improper direction (~600 divergences
+    and R-hat 1.55 on the simulated replicated preset). In the sampler's coordinate ``x`` of an
+    unused entry (the ordered transform's log gap) the log density must be ``x - exp(x)``
+    (Exponential(1) on the gap with its Jacobian: integrates to 1) up to a constant that does not
+    depend on the used cutpoints; the old model gave ``x`` (unbounded)."""
+    from delusion_bayes.data.replicated_simulate import simulate_replicated
+
+    ds = simulate_replicated(
+        "replicated", seed=0, n_models=2, n_conversations=3, n_turns=4,
+        items=("recognition", "pushback"), n_truth=10,
+    )  # fmt: skip
+    spec = behaviour_spec(ds)
+    assert list(spec.n_levels) == [4, 6]
+    model = spec.build()
+    logp = model.compile_logp()
+    point = model.initial_point()
+    name = next(k for k in point if k.startswith("cutpoints_shifted"))
+    rec = list(spec.coords["item"]).index("recognition")
+
+    def at(used_shift: float, x: float) -> float:
+        p = {k: v.copy() for k, v in point.items()}
+        p[name][rec, 0] += used_shift  # a used cutpoint moves
+        p[name][rec, 3] = x  # log gap of the first unused entry
+        return float(logp(p))
+
+    xs = np.linspace(-4.0, 3.0, 15)
+    for shift in (0.0, 1.3):
+        curve = np.array([at(shift, x) for x in xs]) - at(shift, 0.0)
+        np.testing.assert_allclose(curve, xs - np.exp(xs) + 1.0, atol=1e-8)
