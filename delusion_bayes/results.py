@@ -156,7 +156,9 @@ _FILES = (
       for stage, name, what, over in (
           ("replay", "rankings.csv", "category prevalence", "the cluster bootstrap"),
           ("replay", "rankings_posterior.csv", "category prevalence", "the posterior"),
-          ("replicated", "rankings.csv", "behaviour mean", "the conversation bootstrap"))),
+          ("replicated", "rankings.csv", "behaviour mean", "the conversation bootstrap"),
+          ("replicated", "bayes_rankings.csv", "behaviour mean of a new conversation",
+           "the behaviour model's posterior"))),
     _f("baselines", "figure2_intensity_by_stage.csv", "Figure 2 data: mean intervention "
        "intensity per consensus stage and type, Spearman rho over model-days",
        "intervention_type:str stage:float mean:float sd:float n:int rho:float pvalue:float "

@@ -246,9 +246,33 @@ def bayes_contrasts(tree: xr.DataTree, ci_prob: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def bayes_rankings(tree: xr.DataTree, ci_prob: float = 0.95) -> pd.DataFrame | None:
+    """Each chatbot's rank per item over the posterior draws of its new-conversation mean
+    (``item_mean``), rank 1 = the HIGHEST mean as the bootstrap's
+    (:func:`delusion_bayes.baselines.replicated.item_rankings`), so the two tables answer one
+    question; None with fewer than 3 chatbots."""
+    from ..baselines.rankings import quantity_rankings
+
+    da = tree["posterior"]["item_mean"]
+    models = [str(m) for m in da[MODEL].values]
+    if len(models) < 3:
+        return None
+    draws = {
+        str(item): (
+            da.sel({ITEM: item}).stack(s=("chain", "draw")).transpose("s", MODEL).values,
+            models,
+            "better",
+        )
+        for item in da[ITEM].values
+    }
+    out = quantity_rankings(draws, ci_prob)
+    return None if out is None else out.rename(columns={"item": MODEL})
+
+
 __all__ = [
     "PROTECTIVE",
     "bayes_contrasts",
+    "bayes_rankings",
     "bayes_item_means",
     "finish_behaviour_fit",
     "item_mean_draws",

@@ -399,6 +399,17 @@ FIGURES = {
         "First occurrence",
         "Share of conversations in which the behaviour has occurred by each turn",
     ),
+    # the rankings follow the contrasts they summarise (three or more chatbots)
+    "contrasts.csv": (
+        "ranks",
+        "Each chatbot's rank per behaviour (rank 1 = most), over the conversation bootstrap",
+        "Median rank and 95% rank interval over the resamples; P(best) at the right",
+    ),
+    "bayes_contrasts.csv": (
+        "ranks_posterior",
+        "Each chatbot's rank per behaviour for a new conversation, over the posterior",
+        "Median rank and 95% rank interval over the behaviour model's draws; P(best) at the right",
+    ),
 }
 
 

@@ -239,7 +239,13 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
 
 
 #: the files of the behaviour model's fit
-BAYES_FILES = ("bayes_item_means.csv", "bayes_contrasts.csv", "gate.json", "bayes_diagnostics.csv")
+BAYES_FILES = (
+    "bayes_item_means.csv",
+    "bayes_contrasts.csv",
+    "bayes_rankings.csv",
+    "gate.json",
+    "bayes_diagnostics.csv",
+)
 
 
 def fit_bayes(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig, rule: str) -> xr.DataTree:
@@ -278,7 +284,12 @@ def bayes_outputs(
     """Fit the behaviour model, write its item means beside the bootstrap, its contrasts, gate
     and diagnostics; the headline entries."""
     from ..inference.diagnostics import diagnose, gate
-    from ..models.behaviour_posterior import bayes_contrasts, bayes_item_means, reported_vars
+    from ..models.behaviour_posterior import (
+        bayes_contrasts,
+        bayes_item_means,
+        bayes_rankings,
+        reported_vars,
+    )
 
     try:
         tree = fit_bayes(validate_replicated(ds), cfg, c, res["rule"])
@@ -308,6 +319,12 @@ def bayes_outputs(
             bayes_contrasts(tree, c.ci_prob),
             "chatbot pairs, new conversation",
         )
+    ranks = bayes_rankings(tree, c.ci_prob)
+    if ranks is not None:
+        desc = "each chatbot's rank per item mean of a new conversation over the posterior"
+        out.write("bayes_rankings.csv", ranks, f"{desc} (rank 1 = most), {ci} rank intervals")
+        figure_notes = _draw({"bayes_rankings": ranks}, out, list(c.figure_formats))
+        notes.extend(figure_notes)
     diag = table.reset_index().rename(columns={"index": "parameter"})
     out.write("bayes_diagnostics.csv", diag, "per-parameter diagnostics of the behaviour model")
     out.write("gate.json", verdict, "the behaviour model's diagnostics gate")
@@ -342,6 +359,12 @@ def _draw(res: dict[str, Any], out: ReplicatedOutputs, formats: list[str]) -> li
             "share of conversations with the behaviour by turn",
         ),
         (_rank_figure, "rankings", "ranks", "each chatbot's rank per item mean with its interval"),
+        (
+            _rank_figure,
+            "bayes_rankings",
+            "ranks_posterior",
+            "each chatbot's rank per item mean of a new conversation over the posterior",
+        ),
     ):
         if res.get(key) is None:
             continue

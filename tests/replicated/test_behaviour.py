@@ -128,3 +128,24 @@ def test_unused_cutpoints_are_proper_and_leave_the_used_ones_prior_alone():
     for shift in (0.0, 1.3):
         curve = np.array([at(shift, x) for x in xs]) - at(shift, 0.0)
         np.testing.assert_allclose(curve, xs - np.exp(xs) + 1.0, atol=1e-8)
+
+
+def test_posterior_rankings_rank_the_highest_new_conversation_mean_first():
+    """``bayes_rankings`` reads ``item_mean`` draws in the bootstrap rankings' direction (rank 1 =
+    most): three chatbots 1 apart with draw SD 0.1 rank in order with P(best) ~ 1; two that
+    overlap fully share a rank interval; fewer than 3 chatbots give None."""
+    from delusion_bayes.models.behaviour_posterior import bayes_rankings
+
+    rng = np.random.default_rng(0)
+    centre = np.array([[0.0, 1.0], [2.0, 1.0], [1.0, 5.0]])  # (model, item)
+    noise = rng.normal(0, 0.1, (1, 2000, 3, 2))
+    da = xr.DataArray(centre[None, None] + noise, dims=("chain", "draw", "model", "item"),
+                      coords={"model": ["a", "b", "c"], "item": ["x", "y"]})  # fmt: skip
+    tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"item_mean": da})})
+    ranks = bayes_rankings(tree, 0.95).set_index(["quantity", "model"])
+    assert ranks.loc[("x", "b"), "rank_median"] == 1 and ranks.loc[("x", "a"), "rank_median"] == 3
+    assert ranks.loc[("x", "b"), "p_best"] > 0.999
+    assert ranks.loc[("y", "c"), "rank_median"] == 1
+    assert (ranks.loc[("y", "a"), "rank_lower"], ranks.loc[("y", "a"), "rank_upper"]) == (2, 3)
+    two = xr.DataTree.from_dict({"posterior": xr.Dataset({"item_mean": da.isel(model=[0, 1])})})
+    assert bayes_rankings(two) is None
