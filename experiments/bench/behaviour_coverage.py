@@ -6,10 +6,17 @@ of every chatbot x item expected value per judged turn of a NEW conversation
 (``bayes_item_means``) scored against the simulator's ``true_item_mean``; the conversation
 bootstrap's intervals (``item_means``) on the same studies beside them.
 
+Chatbot contrasts (item 4) go to ``<out stem>_contrasts.csv``: per pair x item the posterior
+difference for a new conversation (``bayes_contrasts``) scored against the true difference, and
+the stage's permutation test on conversation means (``chatbot_contrasts``). With ``--null`` the
+chatbots share one population (``sd_t50 = sd_log_k = sd_L_logit = 0``): every true difference is
+0 and the rejection rate is the type-I error.
+
 Coverage SEs are cluster-robust (the cells of one study share its fit: the SE is that of the
 per-study coverage shares over the S studies), not binomial over cells.
 
     .venv/bin/python experiments/bench/behaviour_coverage.py --studies 20 --out cov.csv
+    .venv/bin/python experiments/bench/behaviour_coverage.py --studies 20 --null --out null.csv
     .venv/bin/python experiments/bench/behaviour_coverage.py --summary cov.csv
 
 One row per study x method x chatbot x item (appended as it goes; a rerun skips done studies).
@@ -25,15 +32,90 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+#: the overrides of ``--null``: every chatbot drawn from one trajectory (no between-chatbot
+#: spread), so every chatbot's expected value per turn is the same
+NULL = {"sd_t50": 0.0, "sd_log_k": 0.0, "sd_L_logit": 0.0}
 
-def study(preset: str, seed: int):
+
+def study(preset: str, seed: int, null: bool = False):
     from delusion_bayes.data.replicated_simulate import simulate_replicated
 
-    return simulate_replicated(preset, seed=seed)
+    return simulate_replicated(preset, seed=seed, **(NULL if null else {}))
 
 
-def analyse(preset: str, seed: int, sampler: dict, refits: bool = True) -> list[dict]:
-    """Both methods' scored rows of one study."""
+def contrast_rows(ds, tree, base: dict, null: bool) -> list[dict]:
+    """Per chatbot pair x item: the behaviour model's difference (95/90% intervals) and the
+    permutation test's p on the same study, each with the true difference (0 under ``null``)."""
+    from delusion_bayes.baselines.replicated_compare import chatbot_contrasts
+    from delusion_bayes.models.behaviour_posterior import bayes_contrasts
+
+    truth = ds["true_item_mean"]
+
+    def true_diff(r) -> float:
+        return (
+            0.0
+            if null
+            else float(truth.sel(model=r.a, item=r.item) - truth.sel(model=r.b, item=r.item))
+        )
+
+    post = {lv: bayes_contrasts(tree, lv).set_index(["item", "a", "b"]) for lv in (0.95, 0.9)}
+    perm = chatbot_contrasts(ds, n_mc=20_000, seed=base["seed"]).set_index(["item", "a", "b"])
+    rows = []
+    for r in post[0.95].reset_index().itertuples():
+        key, t = (r.item, r.a, r.b), true_diff(r)
+        row = {**base, "item": r.item, "a": r.a, "b": r.b, "truth": t}
+        rows.append(
+            {
+                **row,
+                "method": "behaviour",
+                "estimate": r.diff,
+                "lo95": r.ci_low,
+                "hi95": r.ci_high,
+                "lo90": post[0.9].loc[key, "ci_low"],
+                "hi90": post[0.9].loc[key, "ci_high"],
+                "p": np.nan,
+            }
+        )
+        rows.append(
+            {
+                **row,
+                "method": "permutation",
+                "estimate": perm.loc[key, "diff"],
+                "lo95": np.nan,
+                "hi95": np.nan,
+                "lo90": np.nan,
+                "hi90": np.nan,
+                "p": perm.loc[key, "pvalue"],
+            }
+        )
+    return rows  # fmt: skip
+
+
+def summarise_contrasts(df: pd.DataFrame) -> pd.DataFrame:
+    """Per preset x method: S, pairs, the rejection rate (interval excludes 0, or p < 0.05)
+    with its cluster-robust SE, and the 90/95% coverage of the true difference."""
+    iv = df["method"] == "behaviour"
+    df = df.assign(
+        reject=np.where(iv, (df["lo95"] > 0) | (df["hi95"] < 0), df["p"] < 0.05),
+        cover95=np.where(iv, (df["lo95"] <= df["truth"]) & (df["truth"] <= df["hi95"]), np.nan),
+        cover90=np.where(iv, (df["lo90"] <= df["truth"]) & (df["truth"] <= df["hi90"]), np.nan),
+    )
+    out = []
+    for (preset, method), g in df.groupby(["preset", "method"], sort=False):
+        per = g.groupby("seed")[["reject", "cover95", "cover90"]].mean()
+        s = len(per)
+        row = {"preset": preset, "method": method, "S": s, "pairs": len(g)}
+        for col in ("reject", "cover95", "cover90"):
+            row[col] = per[col].mean()
+            row[f"{col}_se"] = per[col].std(ddof=1) / np.sqrt(s)
+        out.append(row)
+    return pd.DataFrame(out).round(3)
+
+
+def analyse(
+    preset: str, seed: int, sampler: dict, refits: bool = True, null: bool = False
+) -> tuple[list[dict], list[dict]]:
+    """Both methods' scored rows of one study: the chatbot means, and the contrasts."""
     from omegaconf import OmegaConf
 
     from delusion_bayes.baselines.replicated import item_means
@@ -42,7 +124,8 @@ def analyse(preset: str, seed: int, sampler: dict, refits: bool = True) -> list[
     from delusion_bayes.models.behaviour_posterior import bayes_item_means, reported_vars
     from delusion_bayes.stages.replicated import fit_bayes
 
-    ds = study(preset, seed)
+    ds = study(preset, seed, null)
+    label = f"{preset}-null" if null else preset
     truth = ds["true_item_mean"].to_series()
     c = ReplicatedConfig(n_boot=1000)
     boot = {lv: item_means(ds, c.rule, c.n_boot, seed, lv) for lv in (0.9, 0.95)}
@@ -66,7 +149,7 @@ def analyse(preset: str, seed: int, sampler: dict, refits: bool = True) -> list[
         for key, r in t95.iterrows():
             rows.append(
                 {
-                    "preset": preset,
+                    "preset": label,
                     "seed": seed,
                     "method": method,
                     "model": key[0],
@@ -81,7 +164,8 @@ def analyse(preset: str, seed: int, sampler: dict, refits: bool = True) -> list[
                     "seconds": secs if method == "behaviour" else np.nan,
                 }
             )
-    return rows
+    base = {"preset": label, "seed": seed, "passed": bool(verdict["passed"])}
+    return rows, contrast_rows(ds, tree, base, null)
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
@@ -123,11 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tune", type=int, default=500)
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--no-refits", action="store_true", help="one attempt per fit (smoke runs)")
+    ap.add_argument("--null", action="store_true", help="chatbots from one population (type-I)")
     ap.add_argument("--out", default="behaviour_coverage.csv")
     ap.add_argument("--summary", help="print the table of this CSV and stop")
     a = ap.parse_args(argv)
     if a.summary:
-        print(summarise(pd.read_csv(a.summary)).to_string())
+        _print(Path(a.summary))
         return 0
     sampler = {
         "name": "nutpie",
@@ -143,11 +228,29 @@ def main(argv: list[str] | None = None) -> int:
     for s in range(a.first, a.first + a.studies):
         if s in done:
             continue
-        rows = analyse(a.preset, s, sampler, refits=not a.no_refits)
+        rows, contrasts = analyse(a.preset, s, sampler, not a.no_refits, a.null)
+        if contrasts:  # before the means: a study counts as done once its means are written
+            pd.DataFrame(contrasts).to_csv(
+                _contrasts_path(out),
+                mode="a",
+                header=not _contrasts_path(out).exists(),
+                index=False,
+            )
         pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
         print(f"study {s}: fit {rows[-1]['seconds']:.0f} s", flush=True)
-    print(summarise(pd.read_csv(out)).to_string())
+    _print(out)
     return 0
+
+
+def _contrasts_path(out: Path) -> Path:
+    return out.with_name(f"{out.stem}_contrasts.csv")
+
+
+def _print(out: Path) -> None:
+    print(summarise(pd.read_csv(out)).to_string())
+    if _contrasts_path(out).exists():
+        print("\nchatbot contrasts (reject: 95% interval excludes 0, or permutation p < 0.05)")
+        print(summarise_contrasts(pd.read_csv(_contrasts_path(out))).to_string())
 
 
 if __name__ == "__main__":
