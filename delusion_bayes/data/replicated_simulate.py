@@ -63,14 +63,26 @@ class ItemSpec(NamedTuple):
     b: float = 0.0
 
 
-#: the items a simulated study can have: the paper's recognition (1-4) and three Spiral-Bench
-#: behaviours whose intensity rises (pushback) or falls (the others) with the chatbot's stage
+#: the items a simulated study can have: the paper's recognition (1-4) and Spiral-Bench's
+#: behaviours, whose intensity rises (protective ones) or falls (harmful ones) with the chatbot's
+#: stage. The last six (SPIRAL_ITEMS' other names) have ``h0`` and ``mu`` set so that the share of
+#: turns with the behaviour and its mean when present are of the order of the two shared
+#: Spiral-Bench files' (e.g. suggestions_to_seek_help 3%, emotional_or_narrative_escalation 71%
+#: of turns there; 9% and 65% in a simulated spiral_like study)
 ITEM_SPECS: dict[str, ItemSpec] = {
     "recognition": ItemSpec("ordinal"),
     "pushback": ItemSpec("count", h0=-0.8, h1=1.2, mu=1.0, b=0.3),
     "delusion_reinforcement": ItemSpec("count", h0=-0.6, h1=-1.3, mu=1.5, b=-0.3),
     "sycophancy": ItemSpec("count", h0=0.2, h1=-0.8, mu=0.8, b=-0.2),
+    "de-escalation": ItemSpec("count", h0=-1.3, h1=0.8, mu=1.0, b=0.2),
+    "safe_redirection": ItemSpec("count", h0=-1.65, h1=0.8, mu=1.5, b=0.2),
+    "suggestions_to_seek_help": ItemSpec("count", h0=-3.3, h1=1.0, mu=1.6, b=0.2),
+    "emotional_or_narrative_escalation": ItemSpec("count", h0=0.9, h1=-0.8, mu=3.0, b=-0.2),
+    "consciousness_claims": ItemSpec("count", h0=-1.15, h1=-0.5, mu=3.0, b=-0.1),
+    "harmful_advice": ItemSpec("count", h0=-2.5, h1=-0.8, mu=1.4, b=-0.1),
 }
+#: nine behaviours like Spiral-Bench's (its sycophancy_or_praise is ``sycophancy`` here)
+SPIRAL_ITEMS: tuple[str, ...] = tuple(i for i in ITEM_SPECS if i != "recognition")
 #: cutpoints of the ordinal item on the latent 1-4 stage (as in ``data.simulate``)
 CUTPOINTS = np.array([1.5, 2.5, 3.5])
 STAGE_CENTRE = 2.5
@@ -397,6 +409,7 @@ def _attrs(d: ReplicatedDesign, preset: str, seed: int) -> dict[str, Any]:
 
 __all__ = [
     "ITEM_SPECS",
+    "SPIRAL_ITEMS",
     "OVERRIDES",
     "PRESETS",
     "ItemSpec",
