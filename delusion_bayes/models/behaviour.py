@@ -11,9 +11,7 @@ For the rating ``y`` of rater ``r`` on turn ``t`` of conversation ``c`` of chatb
     logit)} \\
     \alpha_{i\cdot} &\sim \mathrm{ZeroSumNormal}(2) \text{ over chatbots}, \quad
     \beta_{im} \sim N(0, 2.5), \quad z \sim N(0, 1), \quad \sigma^{conv}_i \sim HN(1) \\
-    s_{i\cdot} &= \sigma^{rater}_i \tilde s_{i\cdot}, \quad
-    \tilde s_{i\cdot} \sim \mathrm{ZeroSumNormal}(1) \text{ over raters (two or more)},
-    \quad \sigma^{rater}_i \sim HN(0.5) \\
+    s_{i\cdot} &\sim \mathrm{ZeroSumNormal}(0.5) \text{ over raters (two or more)} \\
     \kappa_{i\cdot} &\sim N(0, 3) \text{ ordered}
 
 with ``x_t = (t - t_mid) / (t_max - t_min)`` in [-1/2, 1/2] (the turn trend: escalation within
@@ -63,7 +61,9 @@ BEHAVIOUR_PRIORS: dict[str, dict[str, Any]] = {
     # the simulated recognition item's trends (posterior means 5.5-8.5 under 2.5) by ~20%
     "beta": {"dist": "Normal", "mu": 0.0, "sigma": 2.5},
     "sigma_conversation": {"dist": "HalfNormal", "sigma": 1.0},
-    "sigma_rater": {"dist": "HalfNormal", "sigma": 0.5},
+    # fixed scale, as the trajectory models' (RATER_PRIORS): a spread estimated from two to four
+    # raters is barely identified (its HalfNormal scale had the lowest ESS of the fit)
+    "severity": {"dist": "ZeroSumNormal", "sigma": 0.5},
     "cutpoints": {"dist": "Normal", "mu": 0.0, "sigma": 3.0},
 }
 LIKELIHOODS: tuple[str, ...] = ("ordinal", "hurdle")
@@ -216,9 +216,7 @@ def _linear_predictor(spec: BehaviourSpec, suffix: str = ""):
     ii, mm = idx["item"], idx["model"]
     eta = alpha[ii, mm] + beta[ii, mm] * spec.x + u[idx["unit"], ii]
     if spec.n_raters > 1:
-        sigma_r = pm.HalfNormal(f"sigma_rater{suffix}", p["sigma_rater"]["sigma"], dims=ITEM)
-        s_raw = pm.ZeroSumNormal(f"severity_raw{suffix}", 1.0, dims=(ITEM, RATER))
-        sev = pm.Deterministic(f"severity{suffix}", sigma_r[:, None] * s_raw, dims=(ITEM, RATER))
+        sev = pm.ZeroSumNormal(f"severity{suffix}", p["severity"]["sigma"], dims=(ITEM, RATER))
         eta = eta + sev[ii, idx["rater"]]
     return eta, sigma_c * zbar
 
