@@ -26,12 +26,11 @@ class ReplicatedConfig:
     figure_formats: list[str] = field(default_factory=lambda: ["png", "pdf"])
     #: fit the behaviour model (:mod:`delusion_bayes.models.behaviour`) with the ``sampler``
     #: group and gate it with ``inference``: each chatbot's posterior for a new conversation
-    #: beside the bootstrap. The stage refits it by the gate's remedies: on Spiral-Bench's two
-    #: files the first attempt (4 x 1000 draws) missed the gate on one sigma_conversation
-    #: (R-hat 1.011), the refit with twice the draws passed (R-hat 1.004, ESS 1,933; 565 s for
-    #: the run on 2 shared cores). Off by default until its intervals are calibrated by
-    #: simulation (coverage of a new conversation's mean; issue 54)
-    bayes: bool = False
+    #: beside the bootstrap, chatbot contrasts and rankings. Refitted by the gate's remedies when
+    #: a fit misses it. On Spiral-Bench's two files the first attempt passes (R-hat 1.005, ESS
+    #: 783; 212 s for the stage on 2 shared cores); coverage and type-I on simulated studies in
+    #: docs/dev/models.md ("Judged behaviours"). ``false``: the bootstrap tables only
+    bayes: bool = True
     #: its likelihood: ``ordinal`` (cumulative logit on the capped levels) or ``hurdle``
     bayes_likelihood: str = "ordinal"
 

@@ -106,7 +106,7 @@ def test_reliability_interval_covers_the_population_alpha():
 
 def test_one_rater_items_and_no_recognition_are_skipped_with_reasons(tmp_path):
     ds = simulate_replicated("spiral_like", seed=0, n_conversations=6, n_truth=50)
-    stage.run(ds, {"replicated": {"n_boot": 100, "n_mc": 500}}, tmp_path)
+    stage.run(ds, {"replicated": {"n_boot": 100, "n_mc": 500, "bayes": False}}, tmp_path)
     out = tmp_path / "replicated"
     assert not (out / "reliability.csv").exists() and not (out / "milestones.csv").exists()
     skipped = {s["analysis"]: s for s in json.loads((out / "index.json").read_text())["skipped"]}
@@ -120,7 +120,7 @@ def test_one_rater_items_and_no_recognition_are_skipped_with_reasons(tmp_path):
 
 def test_stage_writes_reliability_and_milestones(tmp_path):
     ds = simulate_replicated(seed=0, n_models=2, n_conversations=8, n_truth=50)
-    head = stage.run(ds, {"replicated": {"n_boot": 200}}, tmp_path)
+    head = stage.run(ds, {"replicated": {"n_boot": 200, "bayes": False}}, tmp_path)
     out = tmp_path / "replicated"
     rel = pd.read_csv(out / "reliability.csv")
     assert list(rel.columns[:7]) == [
