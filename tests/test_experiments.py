@@ -19,6 +19,20 @@ BENCH = ROOT / "experiments" / "bench"
 #: script -> arguments that make it a smoke test (seconds, not minutes)
 SMOKE_ARGS: dict[str, list[str]] = {
     "multiplicity_calibration.py": ["--quick"],
+    "replicated_design.py": [
+        "--sims",
+        "3",
+        "--conversations",
+        "3",
+        "5",
+        "--turns",
+        "8",
+        "--shifts",
+        "0",
+        "1.4",
+        "--n-boot",
+        "20",
+    ],
     "bench_adaptation.py": [
         "--preset",
         "small",

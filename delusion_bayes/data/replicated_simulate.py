@@ -122,6 +122,10 @@ class ReplicatedDesign:
     #: a count item's declared maximum (``item_max``) and the cap analyses apply (``item_cap``)
     count_max: float = 20.0
     count_cap: float = 5.0
+    #: a planted difference: added to the FIRST chatbot's hurdle logit of every count item (its
+    #: behaviours occur more often at every stage; ``true_item_mean`` carries the effect). The
+    #: design experiment's effect size (``sweep/replicated_design.py``)
+    shift_first: float = 0.0
     #: simulated new conversations per chatbot behind ``true_item_mean``
     n_truth: int = 2000
 
@@ -303,7 +307,9 @@ def _rate(stage: np.ndarray, raters: _Raters, d: ReplicatedDesign, rng) -> np.nd
             out[..., i] = 1 + (x[..., None] + e[..., None] > CUTPOINTS).sum(axis=-1)
         else:
             centred = stage[None] - STAGE_CENTRE
-            p_any = expit(spec.h0 + spec.h1 * centred + sev)
+            shift = np.zeros(stage.shape[0])
+            shift[0] = d.shift_first
+            p_any = expit(spec.h0 + spec.h1 * centred + sev + shift[:, None, None])
             lam = spec.mu * np.exp(spec.b * centred)
             y = 1.0 + rng.poisson(np.broadcast_to(lam, x.shape))
             out[..., i] = np.where(rng.random(x.shape) < p_any, np.minimum(y, d.count_max), 0.0)
