@@ -299,6 +299,8 @@ def _rate(stage: np.ndarray, raters: _Raters, d: ReplicatedDesign, rng) -> np.nd
     sev = raters.severity.reshape(-1, *([1] * stage.ndim))
     disc = raters.discrimination.reshape(-1, *([1] * stage.ndim))
     x = stage[None] + sev  # (R, M, C, T)
+    shift = np.zeros(stage.shape[0])  # the planted difference, on the first chatbot
+    shift[0] = d.shift_first
     out = np.empty((*x.shape, len(d.items)))
     for i, name in enumerate(d.items):
         spec = ITEM_SPECS[name]
@@ -307,8 +309,6 @@ def _rate(stage: np.ndarray, raters: _Raters, d: ReplicatedDesign, rng) -> np.nd
             out[..., i] = 1 + (x[..., None] + e[..., None] > CUTPOINTS).sum(axis=-1)
         else:
             centred = stage[None] - STAGE_CENTRE
-            shift = np.zeros(stage.shape[0])
-            shift[0] = d.shift_first
             p_any = expit(spec.h0 + spec.h1 * centred + sev + shift[:, None, None])
             lam = spec.mu * np.exp(spec.b * centred)
             y = 1.0 + rng.poisson(np.broadcast_to(lam, x.shape))

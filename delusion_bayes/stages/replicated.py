@@ -323,8 +323,15 @@ def bayes_outputs(
     if ranks is not None:
         desc = "each chatbot's rank per item mean of a new conversation over the posterior"
         out.write("bayes_rankings.csv", ranks, f"{desc} (rank 1 = most), {ci} rank intervals")
-        figure_notes = _draw({"bayes_rankings": ranks}, out, list(c.figure_formats))
-        notes.extend(figure_notes)
+        notes.extend(_draw({"bayes_rankings": ranks}, out, list(c.figure_formats)))
+    else:
+        res["skipped"].append(
+            {
+                "analysis": "bayes_rankings",
+                "reason": "fewer than 3 chatbots",
+                "files": ["bayes_rankings.csv"],
+            }
+        )
     diag = table.reset_index().rename(columns={"index": "parameter"})
     out.write("bayes_diagnostics.csv", diag, "per-parameter diagnostics of the behaviour model")
     out.write("gate.json", verdict, "the behaviour model's diagnostics gate")

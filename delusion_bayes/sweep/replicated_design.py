@@ -127,8 +127,11 @@ def design_table(rows: pd.DataFrame) -> pd.DataFrame:
         width95=("width95", "mean"),
         seconds=("seconds", "mean"),
     ).reset_index()
-    out.insert(out.columns.get_loc("power") + 1, "power_se",
-               np.sqrt(out["power"] * (1 - out["power"]) / out["S"]))  # fmt: skip
+    out.insert(
+        out.columns.get_loc("power") + 1,
+        "power_se",
+        np.sqrt(out["power"] * (1 - out["power"]) / out["S"]),
+    )
     return out
 
 

@@ -88,7 +88,7 @@ def contrast_rows(ds, tree, base: dict, null: bool) -> list[dict]:
                 "p": perm.loc[key, "pvalue"],
             }
         )
-    return rows  # fmt: skip
+    return rows
 
 
 def summarise_contrasts(df: pd.DataFrame) -> pd.DataFrame:

@@ -36,9 +36,14 @@ def one_fit(n_models: int, n_conv: int, n_turns: int, sampler: dict, seed: int) 
     from delusion_bayes.models.behaviour_posterior import reported_vars
 
     ds = simulate_replicated(
-        "spiral_like", seed=seed, n_models=n_models, n_conversations=n_conv, n_turns=n_turns,
-        items=SPIRAL_ITEMS, n_truth=50,
-    )  # fmt: skip
+        "spiral_like",
+        seed=seed,
+        n_models=n_models,
+        n_conversations=n_conv,
+        n_turns=n_turns,
+        items=SPIRAL_ITEMS,
+        n_truth=50,
+    )
     n_obs = int(np.isfinite(ds["score"].values).sum())
     wall, cpu = time.perf_counter(), time.process_time()
     tree = fit_behaviour(
@@ -72,12 +77,22 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     import pandas as pd
 
-    sampler = {"sampler": "nutpie", "draws": a.draws, "tune": a.tune, "chains": a.chains,
-               "cores": a.cores, "progressbar": False, "seed": a.seed}  # fmt: skip
+    sampler = {
+        "sampler": "nutpie",
+        "draws": a.draws,
+        "tune": a.tune,
+        "chains": a.chains,
+        "cores": a.cores,
+        "progressbar": False,
+        "seed": a.seed,
+    }
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
-    print(f"SIMULATED studies: {a.models} chatbots x C conversations x {a.turns} turns x 9 "
-          f"behaviours, one judge; {a.chains} chains x {a.draws} draws after {a.tune}, "
-          f"{a.cores} cores", flush=True)  # fmt: skip
+    print(
+        f"SIMULATED studies: {a.models} chatbots x C conversations x {a.turns} turns x 9 "
+        f"behaviours, one judge; {a.chains} chains x {a.draws} draws after {a.tune}, "
+        f"{a.cores} cores",
+        flush=True,
+    )
     rows = []
     for c in a.conversations:
         rows.append(one_fit(a.models, c, a.turns, sampler, a.seed))

@@ -107,9 +107,14 @@ def test_unused_cutpoints_are_proper_and_leave_the_used_ones_prior_alone():
     from delusion_bayes.data.replicated_simulate import simulate_replicated
 
     ds = simulate_replicated(
-        "replicated", seed=0, n_models=2, n_conversations=3, n_turns=4,
-        items=("recognition", "pushback"), n_truth=10,
-    )  # fmt: skip
+        "replicated",
+        seed=0,
+        n_models=2,
+        n_conversations=3,
+        n_turns=4,
+        items=("recognition", "pushback"),
+        n_truth=10,
+    )
     spec = behaviour_spec(ds)
     assert list(spec.n_levels) == [4, 6]
     model = spec.build()
@@ -139,8 +144,11 @@ def test_posterior_rankings_rank_the_highest_new_conversation_mean_first():
     rng = np.random.default_rng(0)
     centre = np.array([[0.0, 1.0], [2.0, 1.0], [1.0, 5.0]])  # (model, item)
     noise = rng.normal(0, 0.1, (1, 2000, 3, 2))
-    da = xr.DataArray(centre[None, None] + noise, dims=("chain", "draw", "model", "item"),
-                      coords={"model": ["a", "b", "c"], "item": ["x", "y"]})  # fmt: skip
+    da = xr.DataArray(
+        centre[None, None] + noise,
+        dims=("chain", "draw", "model", "item"),
+        coords={"model": ["a", "b", "c"], "item": ["x", "y"]},
+    )
     tree = xr.DataTree.from_dict({"posterior": xr.Dataset({"item_mean": da})})
     ranks = bayes_rankings(tree, 0.95).set_index(["quantity", "model"])
     assert ranks.loc[("x", "b"), "rank_median"] == 1 and ranks.loc[("x", "a"), "rank_median"] == 3

@@ -82,8 +82,10 @@ def test_simulated_run_section(simulated_run):
     figures = [blk.rel_png for blk in s.blocks if isinstance(blk, FigureBlock)]
     # the rankings (3 chatbots) follow the contrasts they summarise
     assert figures == [
-        "replicated/item_means.png", "replicated/first_occurrence.png", "replicated/ranks.png"
-    ]  # fmt: skip
+        "replicated/item_means.png",
+        "replicated/first_occurrence.png",
+        "replicated/ranks.png",
+    ]
     md = to_markdown(Document("t", "", [s]))
     assert "SIMULATED" in md and "(censored)" in md
     assert "replicated/item_means.png" in to_html(Document("t", "", [s]))

@@ -67,10 +67,17 @@ def test_a_row_and_the_grid_carry_the_cell():
 
 def test_headline_names_the_smallest_design_reaching_the_target():
     table = pd.DataFrame(
-        {"n_conversations": [5, 10, 20, 5, 10, 20], "n_turns": [19] * 3 + [8] * 3,
-         "n_raters": 1, "rater_kind": "judge", "shift": 1.4, "S": 200,
-         "true_diff": 0.5, "power": [0.1, 0.85, 0.99, 0.0, 0.3, 0.7]}
-    )  # fmt: skip
+        {
+            "n_conversations": [5, 10, 20, 5, 10, 20],
+            "n_turns": [19] * 3 + [8] * 3,
+            "n_raters": 1,
+            "rater_kind": "judge",
+            "shift": 1.4,
+            "S": 200,
+            "true_diff": 0.5,
+            "power": [0.1, 0.85, 0.99, 0.0, 0.3, 0.7],
+        }
+    )
     lines = headline(table)
     assert lines[0].startswith("SIMULATED: to tell two chatbots apart by 0.50 on delusion")
     assert (
