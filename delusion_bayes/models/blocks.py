@@ -38,7 +38,8 @@ ONSET_PRIORS: dict[str, dict] = {
 }
 #: priors a population-contrast fit adds (``spec.population``): the plateau gets a population,
 #: ``log(L_m - 1) ~ N(mu_log_L1[g], sigma_log_L1)``, so a new chatbot's milestone is defined; its
-#: mean keeps the per-model prior's centre and spread (``log_L1``)
+#: mean keeps the per-model prior's centre and spread (``log_L1``); ``sigma_log_L1`` is not
+#: sampled but fixed at this prior's root mean square (:func:`_log_L1`)
 POPULATION_PRIORS: dict[str, dict] = {
     "mu_log_L1": {"dist": "Normal", "mu": 1.1, "sigma": 0.2},
     "sigma_log_L1": {"dist": "HalfNormal", "sigma": 0.2},
@@ -48,7 +49,10 @@ POPULATION_PRIORS: dict[str, dict] = {
 #: log sigma_eps_m = mu_log_eps + sigma_log_eps * z_m
 DAY_NOISE_PRIORS: dict[str, dict] = {
     "mu_log_eps": {"dist": "Normal", "mu": -1.6, "sigma": 0.75},
-    "sigma_log_eps": {"dist": "HalfNormal", "sigma": 0.75},
+    # zero-avoiding, as sigma_log_k (Chung et al. 2013): where every chatbot's day noise is
+    # alike the centred log sigma_eps sat in the funnel's neck (HalfNormal(0.75): 384
+    # divergences at 0.9, 33 at 0.99 on a null study); mean 0.75, 95% in [0.15, 1.8]
+    "sigma_log_eps": {"dist": "Gamma", "alpha": 3.0, "beta": 4.0},
 }
 #: default priors of :func:`rater_effects`
 RATER_PRIORS: dict[str, dict] = {
@@ -58,6 +62,9 @@ RATER_PRIORS: dict[str, dict] = {
     "log_disc": {"dist": "Normal", "mu": 1.2, "sigma": 0.5},
 }
 
+#: ``spec.population`` of a fit with a conversation level (:mod:`delusion_bayes.models.
+#: conversations`): hyper-means of t50 and log k per chatbot, the rest shared
+CONVERSATION_LEVEL = "conversation"
 #: prefix of the ``pm.Data`` name of a spec field (``y`` is also the onset model's observed name)
 DATA_PREFIX = "d_"
 
@@ -198,6 +205,8 @@ def _hyper(spec: ModelSpec, name: str):
     scales with ``population="group"``), returned per model (indexed by its group)."""
     prior = spec.priors[name]
     per_group = spec.population == "group" or (spec.population and name.startswith("mu_"))
+    if spec.population == CONVERSATION_LEVEL and name == "mu_log_L1":
+        per_group = False  # models/conversations.py: one plateau population for all chatbots
     if not per_group:
         return make_rv(name, prior)
     return make_rv(name, prior, dims=POP_GROUP)[spec_data(spec, "pop_group")]
@@ -205,14 +214,20 @@ def _hyper(spec: ModelSpec, name: str):
 
 def _log_L1(spec: ModelSpec):
     """``log(L_m - 1)``: a fixed prior per model (no population; docs/dev/design-notes.md
-    #modelsblockspy), or in a population-contrast fit a population per group, non-centred
-    (``z_log_L1``; every L is weakly pinned by its ratings)."""
+    #modelsblockspy), or in a population-contrast fit ``N(mu_log_L1[g], sigma_log_L1)``, a
+    population per group with a fixed spread, centred."""
     import pymc as pm
+    import pytensor.tensor as pt
 
     if not spec.population:
         return make_rv("log_L1", spec.priors["log_L1"], dims=MODEL)
-    z = pm.Normal("z_log_L1", 0.0, 1.0, dims=MODEL)
-    return _hyper(spec, "mu_log_L1") + _hyper(spec, "sigma_log_L1") * z
+    # the plateau's spread is fixed at its prior's root mean square: ratings stop at stage 4,
+    # so a plateau at the ceiling is bounded from below only and the spread of such plateaus is
+    # not identified; sampled, it was a funnel (docs/dev/models.md, "Population contrasts").
+    # With a fixed scale there is no funnel, and the plateaus are centred
+    rms = prior_rms(spec.priors["sigma_log_L1"])
+    sigma = pm.Deterministic("sigma_log_L1", pt.as_tensor_variable(rms))
+    return pm.Normal("log_L1", _hyper(spec, "mu_log_L1"), sigma, dims=MODEL)
 
 
 def onset_trajectory(spec: ModelSpec):

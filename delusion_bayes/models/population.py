@@ -15,13 +15,16 @@ study's model (``joint`` or ``onset``) whose hyper-means are per group ``g`` of
 
     t_{50,m} \\sim N(T \\mu_{t50}[g_m], T \\sigma_{t50}[g_m]), \\quad
     \\log k_m \\sim N(\\mu_{\\log k}[g_m], \\sigma_{\\log k}[g_m]), \\quad
-    \\log(L_m - 1) \\sim N(\\mu_{\\log L1}[g_m], \\sigma_{\\log L1}[g_m])
+    \\log(L_m - 1) \\sim N(\\mu_{\\log L1}[g_m], \\sigma_{\\log L1})
 
 (``log k`` on the soft-bounded scale of the joint model), each ``mu[g]`` with the prior of the
 shared ``mu`` (independent per group) and, with ``scale="group"`` (default), each ``sigma[g]``
 with the shared ``sigma``'s prior; ``scale="shared"``: one ``sigma`` for all groups. ``L``
 gets a population (:data:`~delusion_bayes.models.blocks.POPULATION_PRIORS`) so that a new
-chatbot's milestone is defined. These priors are in the fit, so in its ``log_prior``.
+chatbot's milestone is defined; its spread ``sigma_log_L1`` is fixed at its prior's root mean
+square (0.2), as it is not identified when plateaus sit at the ceiling of the ratings (sampled,
+it was a funnel: docs/dev/models.md). The other priors are in the fit, so in its
+``log_prior``.
 
 **The contrast: the difference of population means**, per posterior draw
 ``Delta_q = E[q_new | A, theta] - E[q_new | B, theta]``, ``q_new`` the quantity of a NEW chatbot
@@ -88,23 +91,66 @@ def population_spec(
     (``priors``, ``trajectory``, ``cutpoints``, ``consensus``). The group index is data, so
     every contrast of one study shares one compiled graph (its structure key)."""
     from ..baselines.permutation import contrast_groups
-    from .blocks import POPULATION_PRIORS
-    from .spec import build_spec
 
     if scale not in SCALES:
         raise ValueError(f"population scale={scale!r}; expected one of {list(SCALES)}")
-    priors = dict(variant.pop("priors", None) or {})
+    mask_a, mask_b = contrast_groups(ds, contrast)
+    group = np.where(mask_a, 0, np.where(mask_b, 1, 2))
+    priors = variant.pop("priors", None)
+    spec = grouped_spec(ds, model, group, POPULATION_GROUPS, scale, priors, **variant)
+    if scale == "group":
+        spec.data["log_k_centred"] = group_log_k_centring(spec)
+    return spec
+
+
+def grouped_spec(
+    ds: xr.Dataset,
+    model: str,
+    group: Any,
+    names: Iterable[str],
+    population: str,
+    priors: Mapping[str, Any] | None = None,
+    **variant: Any,
+):
+    """``model``'s spec of ``ds`` (``variant``: :func:`delusion_bayes.models.build_spec`'s
+    keywords) with its hyper-means grouped: ``group`` (per model, an index into ``names``) as
+    ``pop_group``, the plateau's population priors added
+    (:data:`~delusion_bayes.models.blocks.POPULATION_PRIORS`, overridable in ``priors``) and
+    ``spec.population`` set (which hyper-parameters split: :func:`delusion_bayes.models.blocks.
+    _hyper`). Shared by the population contrasts and the conversation level
+    (:mod:`delusion_bayes.models.conversations`)."""
+    from .blocks import POPULATION_PRIORS
+    from .spec import build_spec
+
+    priors = dict(priors or {})
     base = {k: v for k, v in priors.items() if k not in POPULATION_PRIORS}
     spec = build_spec(ds, model, base, **variant)
     if not spec.definition.population:
-        raise ValueError(f"model {model!r} has no population-contrast fit (joint, onset)")
+        raise ValueError(f"model {model!r} has no grouped fit (joint, onset)")
     for k, v in POPULATION_PRIORS.items():
         spec.priors.setdefault(k, dict(priors.get(k, v)))
-    mask_a, mask_b = contrast_groups(ds, contrast)
-    spec.data["pop_group"] = np.where(mask_a, 0, np.where(mask_b, 1, 2)).astype(np.int64)
-    spec.coords[POP_GROUP] = list(POPULATION_GROUPS)
-    spec.population = scale
+    spec.data["pop_group"] = np.asarray(group, np.int64)
+    spec.coords[POP_GROUP] = list(names)
+    spec.population = population
     return spec
+
+
+def group_log_k_centring(spec) -> np.ndarray:
+    """The log-k centring rule (:func:`delusion_bayes.models.geometry.log_k_centring`) per group
+    of a fit whose groups each have their own ``sigma_log_k``: a group's scale is learnt from
+    its own turners, so with fewer than ``MIN_CENTRED_TURNERS`` of them its turners are
+    non-centred. Measured: paper_like's cohort contrast (6 and 5 turners per group), centred as
+    the study as a whole is: 1 divergence at 0.99 and at 0.995, at ``sigma_log_k`` 0.02 of
+    the earlier cohort (the funnel's neck) (docs/dev/models.md)."""
+    from .geometry import log_k_centring
+
+    turned = np.asarray(spec.data.t50_centred, bool) & ~np.asarray(spec.data.t50_early, bool)
+    group = np.asarray(spec.data.pop_group)
+    out = np.zeros_like(turned)
+    for g in np.unique(group):
+        here = group == g
+        out[here] = log_k_centring(turned & here)[here]
+    return out
 
 
 def fit_population(
@@ -180,8 +226,10 @@ def population_means(
     seed: int = 0,
 ) -> xr.Dataset:
     """Per posterior draw, the population mean of each of ``quantities`` per group of a
-    population-contrast fit (module docstring): ``(sample, population_group)``. A quantity the
-    model cannot form (a Level-B milestone) is left out."""
+    population-contrast fit (module docstring): ``(sample, population_group)``; besides the
+    model's quantities and milestones, ``p_never`` (the share of new chatbots whose first
+    clinical framing is censored at the window). A quantity the model cannot form (a Level-B
+    milestone) is left out."""
     from ..baselines import milestones
 
     post = dt["posterior"].to_dataset()
@@ -212,6 +260,9 @@ def population_means(
                 da = xr.DataArray(rating, dims=("sample", MODEL, DAY), coords={DAY: days})
                 ms = milestones(da, stable_run=stable_run, censor_day=censor_day)
                 vals = {"k": new["k"], **{m: ms[m].values for m in ms.data_vars}}
+                # P(never): a new chatbot's first clinical framing censored at the window
+                cens = ms.attrs.get("censor_day", censor_day or int(days.max()) + 1)
+                vals["p_never"] = (ms["first_clinical"].values >= cens).astype(float)
                 for q in (q for q in mc if q in vals):
                     acc.setdefault(q, np.full((S, G), np.nan))[lo : lo + n_s, g] = vals[q].mean(1)
         out.update(acc)

@@ -39,7 +39,7 @@ REFERENCE_PRIORS: dict[str, tuple[str, tuple[float, ...]]] = {
     "mu_t50": ("Normal", (0.6, 0.4)),
     "sigma_t50": ("HalfNormal", (0.5,)),
     "mu_log_eps": ("Normal", (-1.6, 0.75)),
-    "sigma_log_eps": ("HalfNormal", (0.75,)),
+    "sigma_log_eps": ("Gamma", (3.0, 4.0)),
     "severity": ("ZeroSumNormal", (0.5,)),
     "log_disc": ("Normal", (1.2, 0.5)),
 }

@@ -195,7 +195,10 @@ def test_population_fit_has_group_hyperparameters_in_one_graph_and_log_prior():
     dt = fit_population(ds, "onset", c, posterior_predictive=False, **kw)
     post = dt["posterior"]
     assert post["mu_t50"].sizes["population_group"] == 3
-    assert {"mu_t50", "sigma_t50", "mu_log_L1", "sigma_log_L1"} <= set(dt["log_prior"].data_vars)
+    assert {"mu_t50", "sigma_t50", "mu_log_L1"} <= set(dt["log_prior"].data_vars)
+    # the plateau's spread is fixed at its prior's root mean square (not identified at stage 4)
+    assert "sigma_log_L1" not in dt["log_prior"].data_vars
+    np.testing.assert_allclose(post["sigma_log_L1"].values, 0.2, rtol=0.01)
     # the contrasts' power-scaling rows come from this fit, with its own prior (issue 53.4)
     from delusion_bayes.stages.fit_outputs import population_sensitivity
 
@@ -249,3 +252,40 @@ def test_population_contrasts_get_the_familys_pooled_sign_error():
     assert np.isnan(out["p_sign_error"].iloc[3])
     assert out["p_sign_error"].iloc[0] < 0.025 < out["p_sign_error"].iloc[1]
     assert pooled_signs(pop.iloc[[0, 3]])["p_sign_error"].isna().all()  # one formed: no family
+
+
+def test_population_means_p_never_is_the_censored_share_of_new_chatbots():
+    """P(never) of a new chatbot: with L = 4 and no day noise its rating reaches 3 on the first
+    day after t50 (stage 1 + 3 sigmoid(k (t - t50)) > 2.5 iff t > t50), so P(never) = P(t50 >
+    30) = Phi((T mu - 30) / (T sigma)): group A (mu 1.5, sigma 0.2) 1 - Phi(-2.5) = 0.9938,
+    group B (mu 0.3) Phi(-3.5) = 0.0002; Monte Carlo over 100 new chatbots x 400 draws."""
+    from scipy.stats import norm
+
+    from delusion_bayes.models.population import population_means
+
+    means = population_means(_group_fit(1.5, 0.3), ["p_never"], seed=2)
+    p = means["p_never"].mean("sample")
+    assert p.sel(population_group="A") == pytest.approx(norm.cdf(2.5), abs=0.01)
+    assert p.sel(population_group="B") == pytest.approx(norm.cdf(-3.5), abs=0.002)
+
+
+def test_log_k_centring_is_decided_per_group_when_each_group_has_its_own_scale():
+    """paper_like: 11 turners in all (centred in the study's own fit, the rule of
+    ``geometry.log_k_centring``: >= 8), but 6 and 5 per cohort: with one ``sigma_log_k`` per
+    cohort each is learnt from < 8 turners, so no turner is centred (on this study, centred:
+    1 divergence at 0.99 and again at 0.995 at ``sigma_log_k`` 0.02); with one shared scale the
+    study's rule stands."""
+    from delusion_bayes.models.population import population_spec
+    from delusion_bayes.models.spec import build_spec
+
+    ds = simulate_study("paper_like", seed=0)
+    c = {"name": "cohort", "by": "cohort", "a": ["late-2025"], "b": ["earlier"]}
+    plain = np.asarray(build_spec(ds, "joint").data.log_k_centred, bool)
+    turned = np.asarray(build_spec(ds, "joint").data.t50_centred, bool)
+    assert plain.sum() == 11 and (plain <= turned).all()
+    grouped = population_spec(ds, "joint", c, scale="group")
+    group = np.asarray(grouped.data.pop_group)
+    assert [int((plain & (group == g)).sum()) for g in (0, 1)] == [6, 5]
+    assert not np.asarray(grouped.data.log_k_centred, bool).any()
+    shared = population_spec(ds, "joint", c, scale="shared")
+    np.testing.assert_array_equal(np.asarray(shared.data.log_k_centred, bool), plain)
