@@ -129,6 +129,15 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "--n-boot",
         "50",
     ],
+    "conversation_coverage.py": [
+        "--studies",
+        "1",
+        "--out",
+        "conv.csv",
+        "sampler.draws=50",
+        "sampler.tune=50",
+        "sampler.chains=1",
+    ],
     "coverage_replay_support.py": ["--reps", "2", "--n-boot", "50", "--truth-participants", "100"],
     "gate_grid.py": [
         "--designs",

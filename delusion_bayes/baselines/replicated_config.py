@@ -33,6 +33,11 @@ class ReplicatedConfig:
     bayes: bool = True
     #: its likelihood: ``ordinal`` (cumulative logit on the capped levels) or ``hurdle``
     bayes_likelihood: str = "ordinal"
+    #: with ``bayes`` and the recognition item on 1-4: the trajectory model (``joint`` or
+    #: ``onset``) fitted with a conversation level (:mod:`delusion_bayes.models.conversations`),
+    #: each chatbot's t50, milestones and P(never) for a new conversation
+    #: (``bayes_trajectories.csv``); ``null``: not fitted
+    trajectory_model: str | None = "joint"
 
 
 __all__ = ["ReplicatedConfig"]

@@ -81,6 +81,14 @@ DECLARATIONS: tuple[tuple[str, ...], ...] = (
     (STAGE, "gate.json", "the behaviour model's diagnostics gate (R-hat, ESS, divergences)"),
     (STAGE, "bayes_diagnostics.csv", "per-parameter diagnostics of the behaviour model",
      "parameter:str r_hat:float ess_bulk:float ess_tail:float"),
+    (STAGE, "bayes_trajectories.csv", "per chatbot x quantity: the trajectory model with a "
+     "conversation level, for a new conversation: expected t50, censored milestones, "
+     "P(never), between-conversation SD of t50 (recognition item on 1-4 only)",
+     f"model:str quantity:str median:float mean:float {_CI} prob:float trajectory_model:str "
+     "conversation_level:bool scale:str"),
+    (STAGE, "trajectory_gate.json", "the conversation-level trajectory fit's diagnostics gate"),
+    (STAGE, "trajectory_diagnostics.csv", "per-parameter diagnostics of that fit",
+     "parameter:str r_hat:float ess_bulk:float ess_tail:float"),
     (STAGE, "index.json", "what the stage wrote: {files, headline, notes, settings, skipped}"),
 )  # fmt: skip
 #: required then optional columns of each CSV, with their dtypes

@@ -68,6 +68,13 @@ Q_BAYES_CONTRASTS = (
     "that A is worse?"
 )
 
+Q_TRAJECTORIES = (
+    f"{questions.PREFIX} about these chatbots, over conversations they might have: when does a "
+    "new conversation's recognition turn (t50, first clinical framing), how likely is it never "
+    "to reach clinical framing within the window, and how much do conversations differ "
+    "(trajectory model with a conversation level, posterior)?"
+)
+
 
 def _src(name: str) -> str:
     return f"{STAGE}/{name}"
@@ -352,6 +359,45 @@ def milestones_table(b: Builder, df: pd.DataFrame) -> ReportTable:
     )
 
 
+def trajectories_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    """Per chatbot: a new conversation's t50, first clinical framing, P(never) and the
+    between-conversation SD of t50 (``bayes_trajectories.csv``)."""
+    cols = {
+        "t50": "t50, turn [95% CrI]",
+        "first_clinical": "First clinical framing, turn [95% CrI]",
+        "p_never": "P(never clinical) [95% CrI]",
+        "sd_conv_t50": "Between-conversation SD of t50",
+    }
+    disp = pd.DataFrame({"Chatbot": list(dict.fromkeys(df["model"]))})
+    for q, label in cols.items():
+        rows = {r.model: r for r in df[df["quantity"] == q].itertuples()}
+        cells = [
+            _ci(rows[m], "median", "ci_low", "ci_high", 2) if m in rows else "–"
+            for m in disp["Chatbot"]
+        ]
+        disp[label] = cells
+    first = df.iloc[0]
+    level = (
+        "each conversation's trajectory drawn around its chatbot's"
+        if bool(first["conversation_level"])
+        else "one conversation per chatbot: no conversation level to learn"
+    )
+    title = "Each chatbot's recognition trajectory for a new conversation"
+    note = (
+        f"`{first['trajectory_model']}` model, {level} (models/conversations.py); milestones "
+        "censored at the last turn + 1 as the data are; P(never): the share of new "
+        "conversations without clinical framing (stage ≥ 3) within the window."
+    )
+    return ReportTable(
+        "replicated_trajectories",
+        title,
+        df,
+        disp,
+        [_src("bayes_trajectories.csv")],
+        [Q_TRAJECTORIES, note],
+    )
+
+
 def _figure(b: Builder, stem: str, title: str, caption: str) -> FigureBlock | None:
     """A figure the stage drew (PNG embedded, PDF linked), None when it is absent."""
     folder = b.run.path / STAGE
@@ -387,6 +433,7 @@ TABLES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
     ("bayes_contrasts.csv", "the behaviour model's contrasts", bayes_contrasts_table),
     ("reliability.csv", "reliability", reliability_table),
     ("milestones.csv", "the paper's milestones", milestones_table),
+    ("bayes_trajectories.csv", "the trajectory model's chatbots", trajectories_table),
 )
 FIGURES = {
     "item_means.csv": (
@@ -439,22 +486,23 @@ def section_replicated(b: Builder) -> Section:
     s.add(opening(b, index))
     for name, what, make in TABLES:
         s.add(*b.attempt(what, lambda n=name, w=what, m=make: _blocks(b, index, n, w, m)))
-    gate = read_table(b.run.path, "gate.json")
-    if isinstance(gate, dict):
-        s.add(Paragraph(_gate_line(gate)))
+    for name, what in (("gate.json", "Behaviour"), ("trajectory_gate.json", "Trajectory")):
+        gate = read_table(b.run.path, name)
+        if isinstance(gate, dict):
+            s.add(Paragraph(_gate_line(gate, what, name)))
     notes = [str(n) for n in index.get("notes") or []]
     if notes:
         s.add(Paragraph("Notes of the replicated stage: " + " ".join(notes)))
     return s
 
 
-def _gate_line(g: dict[str, Any]) -> str:
+def _gate_line(g: dict[str, Any], what: str = "Behaviour", name: str = "gate.json") -> str:
     verdict = "passed" if g.get("passed") else "FAILED (" + "; ".join(g.get("reasons", [])) + ")"
     return (
-        f"Behaviour model gate {verdict}: max R-hat {float(g.get('max_rhat', float('nan'))):.3f}, "
+        f"{what} model gate {verdict}: max R-hat {float(g.get('max_rhat', float('nan'))):.3f}, "
         f"min ESS {float(g.get('min_ess', float('nan'))):.0f}, {g.get('divergences', '?')} "
         f"divergences, fit {float(g.get('fit_time', float('nan'))):.0f} s "
-        f"(`{_src('gate.json')}`)."
+        f"(`{_src(name)}`)."
     )
 
 

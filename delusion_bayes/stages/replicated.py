@@ -7,10 +7,11 @@ made it, per file), ``conversation_means.csv``, ``first_occurrence.csv`` and its
 summary, ``contrasts.csv`` (chatbot pairs, paired by prompt where possible), ``judge_failed.csv``
 (turns without a rating per chatbot), ``reliability.csv`` (Krippendorff's alpha per item with
 two or more raters), ``milestones_conversations.csv`` and ``milestones.csv`` (the paper's
-milestones where the study has its recognition item on 1-4), the figures and ``index.json``; an
-analysis the study cannot have is listed under ``skipped`` with its reason. The files are
-declared in :mod:`delusion_bayes.baselines.replicated_files`. Every resampling is seeded from
-``replicated.seed``: the same seed gives identical tables.
+milestones where the study has its recognition item on 1-4; with ``bayes`` also the trajectory
+model with a conversation level, :mod:`delusion_bayes.stages.replicated_trajectory`), the
+figures and ``index.json``; an analysis the study cannot have is listed under ``skipped`` with
+its reason. The files are declared in :mod:`delusion_bayes.baselines.replicated_files`. Every
+resampling is seeded from ``replicated.seed``: the same seed gives identical tables.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from ..baselines.replicated_files import DECLARATIONS, check_columns
 from ..config import group_config
 from ..data.replicated import CONVERSATION, MODEL, TURN, validate_replicated
 from . import Outputs
+from .replicated_trajectory import FILES as TRAJECTORY_FILES
+from .replicated_trajectory import trajectory_outputs
 
 #: the behaviour model samples with the shared ``sampler`` group and is gated by ``inference``
 NEEDS = ("replicated", "sampler", "inference", "cache_dir")
@@ -231,9 +234,11 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     headline = _headline(res)
     if c.bayes:
         headline.update(bayes_outputs(ds, cfg, c, res, out, notes))
+        headline.update(trajectory_outputs(ds, cfg, c, res, out, notes))
     else:
+        files = [*BAYES_FILES, *TRAJECTORY_FILES]
         res["skipped"].append(
-            {"analysis": "bayes", "reason": "replicated.bayes = false", "files": list(BAYES_FILES)}
+            {"analysis": "bayes", "reason": "replicated.bayes = false", "files": files}
         )
     return out.index(headline, res["skipped"], notes=notes, settings=settings)
 

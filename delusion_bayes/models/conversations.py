@@ -1,0 +1,209 @@
+"""A conversation level in the trajectory models (issue 54, item 1): the chatbot, not the
+conversation, as the unit of inference.
+
+A replicated study (:mod:`delusion_bayes.data.replicated`) rated on the recognition item
+(stage 1-4 per turn) becomes a trajectory study whose units are its conversations
+(:func:`conversation_units`: ``model`` = one ``chatbot/conversation`` unit, ``day`` = turn).
+``joint`` or ``onset`` is then fitted with the chatbot as the grouping of its hyper-means (the
+machinery of the population contrasts, :mod:`delusion_bayes.models.population`)::
+
+    t50_mc ~ N(T mu_t50[m], T sigma_t50),  log k_mc ~ N(mu_log_k[m], sigma_log_k),
+    log(L_mc - 1) ~ N(mu_log_L1, sigma_log_L1),  (joint) log sigma_eps_mc ~ N(mu, sigma)
+
+for conversation ``c`` of chatbot ``m``: each conversation has its own trajectory around its
+chatbot's, the ``sigma`` are the between-conversation spreads, shared by the chatbots
+(``scale="shared"``, the default: ``spec.population = "conversation"``), and each chatbot's
+``mu_t50``, ``mu_log_k`` has the shared hyper-mean's prior (no pooling across chatbots: a
+replicated study has enough conversations per chatbot to learn each). The plateau's population
+is one for all chatbots, its spread fixed (:func:`delusion_bayes.models.blocks._log_L1`): a
+chatbot whose conversations turn late never shows its plateau, and a plateau mean of its own
+then traded off against its t50 (on the replicated preset at 4 x 500 draws the worst R-hat
+was 1.046, on that mean; shared, 1.013).
+``scale="group"``: means and spreads per chatbot, the plateau's mean too (the
+population-contrast fits' model). Log k is sampled non-centred (the conversations of a chatbot
+are alike in steepness, so their spread is tighter than one conversation's data pin log k).
+
+The chatbot-level quantities are posterior quantities (:func:`chatbot_trajectories`): a new
+conversation's expected t50 and milestones (censored at the window like the data, by the
+baselines' rules), ``P(never)`` (a new conversation never reaches clinical framing within the
+window) and the between-conversation spread of t50. With one conversation per chatbot there is
+no conversation level to learn: :func:`conversation_spec` returns today's model unchanged (the
+same graph: the same structure key), and the chatbot-level rows are then the trajectory
+paper's per-model quantities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..data.replicated import CONVERSATION, ITEM, MODEL, RATER, TURN
+from ..data.schema import DAY
+from ..errors import UserError
+from .modelspec import POP_GROUP
+
+#: the item a trajectory model reads: the trajectory paper's recognition stage (1-4)
+ITEM_NAME = "recognition"
+#: the unit coordinate's separator: ``chatbot/conversation``
+SEP = "/"
+#: quantities :func:`chatbot_trajectories` reports per chatbot
+QUANTITIES = ("t50", "first_clinical", "first_stable", "p_never")
+
+
+def conversation_units(rep: xr.Dataset, item: str = ITEM_NAME) -> xr.Dataset:
+    """The trajectory study of ``rep``'s ``item`` with one unit per conversation: ``recognition
+    (rater, model, day)``, ``model`` = ``"<chatbot>/<conversation>"`` over the conversations the
+    chatbot ran (``has_conversation``), ``day`` = the turn numbers; ``attrs["chatbot"]``, one
+    per unit. Raises when the item is absent or is not on the 1-4 stage scale."""
+    if item not in rep[ITEM].values:
+        raise UserError(
+            f"replicated study: no item {item!r} among {rep[ITEM].values.tolist()}; the trajectory "
+            "models read the recognition stage (1-4) per turn"
+        )
+    lo, hi = (float(rep[c].sel({ITEM: item})) for c in ("item_min", "item_max"))
+    if (lo, hi) != (1.0, 4.0):
+        raise UserError(
+            f"replicated study: item {item!r} has levels {lo:g}-{hi:g}; the trajectory models "
+            "expect the recognition stage, levels 1-4"
+        )
+    score = rep["score"].sel({ITEM: item}).transpose(RATER, MODEL, CONVERSATION, TURN)
+    has = np.asarray(rep["has_conversation"].transpose(MODEL, CONVERSATION).values, bool)
+    mi, ci = np.nonzero(has)
+    chatbots = [str(v) for v in rep[MODEL].values]
+    convs = [str(v) for v in rep[CONVERSATION].values]
+    vals = np.asarray(score.values, float)[:, mi, ci, :]
+    units = [f"{chatbots[m]}{SEP}{convs[c]}" for m, c in zip(mi, ci, strict=True)]
+    da = xr.DataArray(
+        vals,
+        dims=(RATER, MODEL, DAY),
+        coords={
+            RATER: [str(r) for r in rep[RATER].values],
+            MODEL: units,
+            DAY: np.asarray(rep[TURN].values),
+        },
+    )
+    ds = xr.Dataset({"recognition": da})
+    ds.attrs.update(chatbot=[chatbots[m] for m in mi], source=str(rep.attrs.get("source", "")))
+    return ds
+
+
+def conversation_spec(
+    rep: xr.Dataset,
+    model: str = "joint",
+    *,
+    scale: str = "shared",
+    item: str = ITEM_NAME,
+    priors: Mapping[str, Any] | None = None,
+    **variant: Any,
+):
+    """``(units, spec)``: the unit study (:func:`conversation_units`) and ``model``'s spec with
+    the chatbot as the grouping of its hyper-means (module docstring); with one conversation
+    per chatbot, today's spec of the chatbots' study (no conversation level)."""
+    from .blocks import CONVERSATION_LEVEL
+    from .population import SCALES, grouped_spec
+    from .spec import build_spec
+
+    if scale not in SCALES:
+        raise ValueError(f"conversation scale={scale!r}; expected one of {list(SCALES)}")
+    units = conversation_units(rep, item)
+    chatbot = np.asarray(units.attrs["chatbot"])
+    names = list(dict.fromkeys(chatbot.tolist()))
+    if len(names) == len(chatbot):  # one conversation each: the chatbots' own study
+        units = units.assign_coords({MODEL: chatbot})
+        return units, build_spec(units, model, dict(priors or {}), **variant)
+    group = [names.index(c) for c in chatbot]
+    population = CONVERSATION_LEVEL if scale == "shared" else scale
+    spec = grouped_spec(units, model, group, names, population, priors, **variant)
+    # log k non-centred: a chatbot's conversations have alike steepness, so the population
+    # (between-conversation) scale is tighter than one conversation's data pin log k, the
+    # case for non-centring (geometry.log_k_centring); centred, the replicated preset mixed
+    # slowly (docs/dev/models.md, "Conversation level")
+    spec.data["log_k_centred"] = np.zeros_like(np.asarray(spec.data.log_k_centred, bool))
+    return units, spec
+
+
+def fit_conversations(
+    rep: xr.Dataset,
+    model: str = "joint",
+    *,
+    scale: str = "shared",
+    item: str = ITEM_NAME,
+    variant: Mapping[str, Any] | None = None,
+    **fit_kwargs: Any,
+) -> xr.DataTree:
+    """Fit ``model`` with a conversation level (:func:`conversation_spec`) by
+    :func:`delusion_bayes.models.fit`; ``attrs["conversation_level"]`` says whether there was
+    one (False: one conversation per chatbot), ``attrs["chatbot"]`` each unit's chatbot."""
+    from .fit import fit
+
+    units, spec = conversation_spec(rep, model, scale=scale, item=item, **dict(variant or {}))
+    dt = fit(units, model, spec=spec, **fit_kwargs)
+    dt.attrs.update(
+        conversation_level=bool(spec.population),
+        chatbot=list(units.attrs["chatbot"]),
+        population=str(spec.population or ""),
+    )
+    return dt
+
+
+def chatbot_draws(
+    dt: xr.DataTree, *, stable_run: int = 3, n_new: int | None = None, seed: int = 0
+) -> xr.Dataset:
+    """Per posterior draw and chatbot, each of :data:`QUANTITIES` for a NEW conversation
+    (``(sample, chatbot)``): its expected t50 and censored milestones and ``P(never)``, plus
+    ``sd_conv_t50``, the between-conversation SD of t50 (days). Without a conversation level
+    (one conversation per chatbot) the chatbot's own fitted t50 and milestones."""
+    from .population import N_NEW, population_means
+
+    if not dt.attrs.get("conversation_level"):
+        return _single_conversation_draws(dt, stable_run)
+    means = population_means(dt, QUANTITIES, stable_run=stable_run, n_new=n_new or N_NEW, seed=seed)
+    post = dt["posterior"].to_dataset()
+    sd = post["sigma_t50"] * post.sizes[DAY]
+    sd = sd.stack(sample=[d for d in ("chain", "draw") if d in sd.dims])
+    if POP_GROUP in sd.dims:
+        sd = sd.transpose("sample", POP_GROUP).values
+    else:
+        sd = np.broadcast_to(sd.values[:, None], means["t50"].shape)
+    out = means.assign(sd_conv_t50=(("sample", POP_GROUP), np.asarray(sd)))
+    return out.rename({POP_GROUP: "chatbot"})
+
+
+def _single_conversation_draws(dt: xr.DataTree, stable_run: int) -> xr.Dataset:
+    """The fitted per-model t50 and milestones of a fit without a conversation level."""
+    from .derived import posterior_milestones
+
+    post = dt["posterior"].to_dataset()
+    ms = posterior_milestones(dt, stable_run=stable_run)
+    cens = int(ms.attrs["censor_day"])
+    data = {"t50": post["t50"], **{m: ms[m] for m in ("first_clinical", "first_stable")}}
+    data["p_never"] = (ms["first_clinical"] >= cens).astype(float)
+    out = xr.Dataset(data).stack(sample=("chain", "draw")).transpose("sample", MODEL)
+    return out.drop_vars(["chain", "draw", "sample"]).rename({MODEL: "chatbot"})
+
+
+def chatbot_trajectories(draws: xr.Dataset, prob: float = 0.95) -> pd.DataFrame:
+    """One row per chatbot x quantity of :func:`chatbot_draws`: posterior median, mean and
+    equal-tailed ``prob`` interval."""
+    lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
+    rows = []
+    for q in draws.data_vars:
+        x = draws[q].transpose("sample", "chatbot").values
+        for j, name in enumerate(draws["chatbot"].values):
+            v = x[:, j][np.isfinite(x[:, j])]
+            rows.append(
+                {
+                    "chatbot": str(name),
+                    "quantity": str(q),
+                    "median": np.median(v),
+                    "mean": v.mean(),
+                    "ci_low": np.quantile(v, lo),
+                    "ci_high": np.quantile(v, hi),
+                    "prob": prob,
+                }
+            )
+    return pd.DataFrame(rows)

@@ -1,0 +1,124 @@
+"""The trajectory model with a conversation level in the ``replicated`` stage (issue 54.1).
+
+When a replicated study has the trajectory paper's recognition item (stage 1-4 per turn), the
+stage fits ``replicated.trajectory_model`` (``joint`` by default) with each conversation's
+trajectory drawn around its chatbot's (:mod:`delusion_bayes.models.conversations`) and writes
+``bayes_trajectories.csv``: per chatbot, a NEW conversation's expected t50, its censored
+milestones and P(never) and the between-conversation SD of t50, beside ``milestones.csv``'s
+bootstrap over the observed conversations; with its gate (``trajectory_gate.json``) and
+per-parameter diagnostics. The fit is refitted by the gate's remedies like every other fit;
+a study without the item lists the files under ``skipped`` with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..baselines.replicated_agreement import milestone_item
+from ..baselines.replicated_config import ReplicatedConfig
+from ..config import group_config
+
+#: the files this part of the stage writes
+FILES = ("bayes_trajectories.csv", "trajectory_gate.json", "trajectory_diagnostics.csv")
+#: the gated parameters: the chatbot-level and between-conversation ones and every unit's
+#: trajectory (the latent stage is summarised by these)
+GATED = ("mu_t50", "sigma_t50", "mu_log_k", "sigma_log_k", "mu_log_L1", "t50", "k", "L")
+
+
+def _cfg(cfg: Any, key: str) -> Any:
+    return cfg.get(key) if hasattr(cfg, "get") else getattr(cfg, key, None)
+
+
+def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree:
+    """``c.trajectory_model`` with a conversation level on ``ds``, with the run's ``sampler``
+    group (started at ``inference.refit_target_accept`` unless it sets a target), refitted by
+    the gate's remedies (a higher target after divergences, then twice the draws;
+    ``gate_attempts``)."""
+    from ..inference.config import InferenceConfig, SamplerConfig
+    from ..inference.refits import fit_with_refits
+    from ..models.conversations import fit_conversations
+    from .fit_plan import gated
+
+    sampler = group_config(SamplerConfig, _cfg(cfg, "sampler"))
+    inf = group_config(InferenceConfig, _cfg(cfg, "inference"))
+    # started at the refit target, as the population-contrast fits (stages/fit_plan.py): the
+    # replicated preset had 3 divergences at 0.9, none at 0.99 (docs/dev/models.md)
+    sampler = sampler.updated(target_accept=sampler.target_accept or inf.refit_target_accept)
+
+    def make(**more):
+        return fit_conversations(
+            ds,
+            c.trajectory_model,
+            sampler=sampler.updated(**more) if more else sampler,
+            log_prior=False,
+            log_likelihood=False,
+            posterior_predictive=False,
+            cache_dir=_cfg(cfg, "cache_dir"),
+        )
+
+    return gated(fit_with_refits(make, inf), inf)
+
+
+def trajectory_table(tree: xr.DataTree, c: ReplicatedConfig, stable_run: int = 3) -> pd.DataFrame:
+    """``bayes_trajectories.csv``: :func:`~delusion_bayes.models.conversations.
+    chatbot_trajectories` with the model, the scale and whether a conversation level was fitted."""
+    from ..models.conversations import chatbot_draws, chatbot_trajectories
+
+    draws = chatbot_draws(tree, stable_run=stable_run, seed=c.seed)
+    tab = chatbot_trajectories(draws, c.ci_prob).rename(columns={"chatbot": "model"})
+    return tab.assign(
+        trajectory_model=c.trajectory_model,
+        conversation_level=bool(tree.attrs.get("conversation_level")),
+        scale=str(tree.attrs.get("population", "")),
+    )
+
+
+def trajectory_outputs(
+    ds: xr.Dataset, cfg: Any, c: ReplicatedConfig, res: dict, out: Any, notes: list
+) -> dict[str, Any]:
+    """Fit and write (module docstring); the headline entries, or ``{}`` with a ``skipped``
+    entry when the study has no recognition item or the model is off."""
+    from ..inference.diagnostics import diagnose, gate
+
+    _, why = milestone_item(ds)
+    if not c.trajectory_model or why:
+        reason = why or "replicated.trajectory_model is null"
+        res["skipped"].append(
+            {"analysis": "bayes_trajectories", "reason": reason, "files": list(FILES)}
+        )
+        return {}
+    tree = fit_trajectory(ds, cfg, c)
+    inf = _cfg(cfg, "inference")
+    names = [v for v in GATED if v in tree["posterior"]]
+    table = diagnose(tree, inf, var_names=names)
+    verdict = gate(tree, table, inf)
+    verdict.update(
+        fit_time=float(tree.attrs.get("fit_time", np.nan)),
+        attempts=json.loads(tree.attrs.get("gate_attempts", "[]") or "[]"),
+        model=c.trajectory_model,
+        conversation_level=bool(tree.attrs.get("conversation_level")),
+    )
+    ci = f"{round(100 * c.ci_prob)}%"
+    out.write(
+        "bayes_trajectories.csv",
+        trajectory_table(tree, c),
+        f"{c.trajectory_model} with a conversation level: per chatbot, a new conversation's "
+        f"t50, milestones, P(never) and the between-conversation SD of t50, {ci} intervals",
+    )
+    diag = table.reset_index().rename(columns={"index": "parameter"})
+    out.write("trajectory_diagnostics.csv", diag, "per-parameter diagnostics of that fit")
+    out.write("trajectory_gate.json", verdict, "that fit's diagnostics gate")
+    if not verdict["passed"]:
+        notes.append(
+            f"trajectory model ({c.trajectory_model}, conversation level): gate failed "
+            f"({'; '.join(verdict['reasons'])}); bayes_trajectories.csv is provisional"
+        )
+    return {"trajectory_passed": bool(verdict["passed"])}
+
+
+__all__ = ["FILES", "fit_trajectory", "trajectory_outputs", "trajectory_table"]

@@ -1,0 +1,105 @@
+"""The conversation level of the trajectory models (``models/conversations.py``, issue 54.1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from delusion_bayes.data.replicated_simulate import simulate_replicated
+from delusion_bayes.errors import UserError
+from delusion_bayes.models.conversations import (
+    chatbot_draws,
+    chatbot_trajectories,
+    conversation_spec,
+    conversation_units,
+    fit_conversations,
+)
+
+
+@pytest.fixture(scope="module")
+def rep():
+    """3 chatbots x 6 conversations x 12 turns x 2 human raters (simulated, known truth)."""
+    return simulate_replicated("replicated", seed=1, n_models=3, n_conversations=6)
+
+
+def test_units_are_the_conversations_each_chatbot_ran(rep):
+    ran = rep["has_conversation"].copy()
+    ran[0, -2:] = False  # chatbot-1 ran 4 of the 6 prompts
+    units = conversation_units(rep.assign(has_conversation=ran))
+    assert units.sizes == {"rater": 2, "model": 16, "day": 12}
+    assert units.attrs["chatbot"] == ["chatbot-1"] * 4 + ["chatbot-2"] * 6 + ["chatbot-3"] * 6
+    name = f"chatbot-2/{rep['conversation'].values[3]}"
+    hand = rep["score"].sel(item="recognition").isel(model=1, conversation=3)
+    np.testing.assert_array_equal(units["recognition"].sel(model=name).values, hand.values)
+    np.testing.assert_array_equal(units["day"].values, rep["turn"].values)
+
+
+def test_units_name_the_item_and_its_levels(rep):
+    with pytest.raises(UserError, match=r"no item 'stage' among \['recognition'"):
+        conversation_units(rep, "stage")
+    with pytest.raises(UserError, match="pushback' has levels 0-20; .* levels 1-4"):
+        conversation_units(rep, "pushback")
+
+
+def test_one_conversation_per_chatbot_is_todays_model(rep):
+    """No conversation level to learn: the spec is today's spec of the chatbots' own study (the
+    same compiled graph: structure key and data), built here by hand from the scores."""
+    from delusion_bayes.models.spec import build_spec
+
+    one = rep.isel(conversation=[0])
+    units, spec = conversation_spec(one, "joint")
+    rec = one["score"].sel(item="recognition").isel(conversation=0, drop=True)
+    hand = xr.Dataset({"recognition": rec.rename(turn="day").transpose("rater", "model", "day")})
+    hand = hand.drop_vars([c for c in hand.coords if c not in ("rater", "model", "day")])
+    today = build_spec(hand, "joint")
+    assert not spec.population and spec.data.pop_group is None
+    assert spec.structure_key() == today.structure_key() and spec.hash() == today.hash()
+    assert units["model"].values.tolist() == ["chatbot-1", "chatbot-2", "chatbot-3"]
+
+
+def test_many_conversations_group_the_hyper_means_by_chatbot(rep):
+    _, spec = conversation_spec(rep, "onset", scale="group")
+    assert spec.population == "group"
+    assert spec.coords["population_group"] == ["chatbot-1", "chatbot-2", "chatbot-3"]
+    np.testing.assert_array_equal(spec.data.pop_group, np.repeat([0, 1, 2], 6))
+    with pytest.raises(ValueError, match="scale='x'"):
+        conversation_spec(rep, "joint", scale="x")
+
+
+@pytest.mark.slow
+def test_chatbot_level_recovers_the_simulated_chatbots(rep):
+    """A new conversation's expected t50 per chatbot (truth: the chatbot's centre, prompts'
+    effects average out; simulator ``replicated_simulate``, not the fitted graph) lies in its
+    95% interval and within 2 turns of the median; the between-conversation SD of t50 covers the
+    simulator's, sqrt(1.5^2 + 0.7^2) = 1.66 (conversation and prompt effects); P(never) is a
+    share; the chatbots' order by t50 is the truth's. 2 x 300 draws (seeded)."""
+    kw = dict(sampler="nutpie", draws=300, tune=300, chains=2, cores=1, seed=3)
+    dt = fit_conversations(
+        rep,
+        "joint",
+        progressbar=False,
+        posterior_predictive=False,
+        log_likelihood=False,
+        log_prior=False,
+        target_accept=0.95,
+        **kw,
+    )
+    assert dt.attrs["conversation_level"] and dt.attrs["population"] == "conversation"
+    tab = chatbot_trajectories(chatbot_draws(dt)).set_index(["quantity", "chatbot"])
+    truth = rep["true_t50"].values
+    t50 = tab.loc["t50"]
+    assert ((t50["ci_low"] < truth) & (truth < t50["ci_high"])).all(), (t50, truth)
+    assert np.all(np.abs(t50["median"].values - truth) < 2.0)
+    assert np.argsort(t50["median"].values).tolist() == np.argsort(truth).tolist()
+    sd = tab.loc["sd_conv_t50"].iloc[0]
+    assert sd["ci_low"] < np.hypot(1.5, 0.7) < sd["ci_high"]
+    p = tab.loc["p_never"]
+    assert ((p["ci_low"] >= 0) & (p["ci_high"] <= 1)).all()
+    assert set(tab.index.get_level_values(0)) == {
+        "t50",
+        "first_clinical",
+        "first_stable",
+        "p_never",
+        "sd_conv_t50",
+    }

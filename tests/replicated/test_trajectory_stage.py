@@ -1,0 +1,92 @@
+"""The replicated stage's trajectory model with a conversation level
+(``stages/replicated_trajectory.py``, issue 54.1): written, gated, summarised in the supplement,
+and skipped with its reason where the study has no recognition item."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from delusion_bayes.baselines.replicated_files import read_table
+from delusion_bayes.data import simulate_replicated
+from delusion_bayes.stages import replicated as stage
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """2 chatbots x 5 conversations x 10 turns x 2 human raters, recognition only (SIMULATED),
+    through the stage with both models at the default draws (4 x 1,000: the trajectory fit
+    ~30 s on one core; at 2 x 300 its 2-chain R-hat missed the gate)."""
+    ds = simulate_replicated(
+        "replicated",
+        seed=2,
+        n_models=2,
+        n_conversations=5,
+        n_turns=10,
+        items=("recognition",),
+        n_truth=100,
+    )
+    out = tmp_path_factory.mktemp("traj")
+    cfg = {
+        "replicated": {"n_boot": 200, "n_mc": 2000, "bayes": True},
+        "sampler": {"seed": 1, "progressbar": False},
+    }
+    head = stage.run(ds, cfg, out)
+    return ds, out, head
+
+
+@pytest.mark.slow
+def test_stage_writes_the_chatbots_for_a_new_conversation(run_dir):
+    """Every chatbot x quantity row, from a gate-clean fit with a conversation level; each
+    chatbot's t50 interval covers the simulator's centre (``true_t50``; the simulator is not the
+    fitted graph) and its first clinical framing sits within 3 turns of the bootstrap median
+    over the observed conversations (``milestones.csv``: a different question, the same data)."""
+    ds, out, head = run_dir
+    tab = read_table(out, "bayes_trajectories.csv")
+    gate = json.loads((out / "replicated" / "trajectory_gate.json").read_text())
+    assert head["trajectory_passed"] and gate["passed"] and gate["conversation_level"]
+    assert len(tab) == 2 * 5 and tab["conversation_level"].all()
+    t50 = tab[tab["quantity"] == "t50"].set_index("model")
+    truth = ds["true_t50"].to_series()
+    assert ((t50["ci_low"] < truth) & (truth < t50["ci_high"])).all(), (t50, truth)
+    boot = read_table(out, "milestones.csv")
+    boot = boot[boot["milestone"] == "first_clinical"].set_index("model")["median_first_turn"]
+    first = tab[tab["quantity"] == "first_clinical"].set_index("model")["median"]
+    assert (first - boot).abs().max() < 3.0, (first, boot)
+    diag = read_table(out, "trajectory_diagnostics.csv")
+    assert {"mu_t50", "sigma_t50"} <= {p.split("[")[0] for p in diag["parameter"]}
+
+
+@pytest.mark.slow
+def test_supplement_shows_one_row_per_chatbot(run_dir):
+    from delusion_bayes.report.replicated import trajectories_table
+
+    _, out, _ = run_dir
+    df = read_table(out, "bayes_trajectories.csv")
+    table = trajectories_table(None, df)
+    assert table.display["Chatbot"].tolist() == ["chatbot-1", "chatbot-2"]
+    row = df[(df["model"] == "chatbot-1") & (df["quantity"] == "t50")].iloc[0]
+    assert table.display.iloc[0, 1].startswith(f"{row['median']:.2f}")
+    assert "drawn around its chatbot's" in table.notes[1]
+
+
+def test_a_study_without_recognition_skips_it_with_the_reason(tmp_path):
+    ds = simulate_replicated(
+        "spiral_like", seed=0, n_models=2, n_conversations=3, n_turns=4, n_truth=10
+    )
+    from delusion_bayes.baselines.replicated_config import ReplicatedConfig
+    from delusion_bayes.stages.replicated_trajectory import FILES, trajectory_outputs
+
+    res: dict = {"skipped": []}
+    assert trajectory_outputs(ds, {}, ReplicatedConfig(), res, None, []) == {}
+    (entry,) = res["skipped"]
+    assert entry["analysis"] == "bayes_trajectories" and entry["files"] == list(FILES)
+    assert "recognition" in entry["reason"]
+    off = ReplicatedConfig(trajectory_model=None)
+    res = {"skipped": []}
+    rec = simulate_replicated(
+        "replicated", seed=0, n_models=2, n_conversations=2, n_turns=4, n_truth=10
+    )
+    assert trajectory_outputs(rec, {}, off, res, None, []) == {}
+    assert res["skipped"][0]["reason"] == "replicated.trajectory_model is null"
