@@ -13,7 +13,8 @@ rate per model and per design axis (docs/dev/models.md, "Gate at realistic sizes
 The grid (``DESIGNS``): 4-15 chatbots, 8-30 days, 2-4 raters, 0-15% missing ratings, one rater
 who rated only half the days, all chatbots turning, none turning, the ``init-study`` template
 and the minimal recognition-only study (3 raters named Alice, Bob and Chen, 5 chatbots, 12
-days, ~7% missing, no models.csv, no adjudication).
+days, ~7% missing, no models.csv, no adjudication), and five sparse recognition-only studies
+(8-20 chatbots x 8-12 days x 2-3 raters, 20-40% missing; ``--designs sparse``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+#: the sparse designs: (chatbots, days, raters, share of ratings missing)
+SPARSE = ((20, 8, 2, 0.3), (15, 12, 3, 0.3), (8, 10, 2, 0.2), (12, 8, 3, 0.4), (10, 12, 2, 0.25))
 #: name -> (preset, simulate_study overrides, post-processing); axes: what the design varies
 DESIGNS: dict[str, dict[str, Any]] = {
     "template": {"axis": "template"},
@@ -56,6 +59,16 @@ DESIGNS: dict[str, dict[str, Any]] = {
     },
     "all_turning": {"axis": "all turning", "over": {}, "shape": "all_turning"},
     "none_turning": {"axis": "none turning", "over": {"n_days": 12}, "shape": "none_turning"},
+    # sparse recognition-only studies as a user tried them (issue 54, item 5): 8-20 chatbots x
+    # 8-12 days x 2-3 raters with 20-40% of ratings missing
+    **{
+        f"sparse_m{m}_d{d}_r{r}_miss{int(100 * p)}": {
+            "axis": "sparse",
+            "over": {"n_models": m, "n_days": d, "n_raters": r, "missing_rate": p},
+            "shape": "recognition_only",
+        }
+        for m, d, r, p in SPARSE
+    },
 }
 
 
@@ -195,6 +208,8 @@ def main() -> None:
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. sampler.draws=200")
     args = ap.parse_args()
     names = list(DESIGNS) if args.designs == "all" else args.designs.split(",")
+    if names == ["sparse"]:
+        names = [n for n, d in DESIGNS.items() if d["axis"] == "sparse"]
     cfg = compose(list(args.overrides))
     out = Path(args.out)
     done: list[dict] = []
