@@ -19,10 +19,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..baselines._validate import check_option
 from ..baselines.replicated_agreement import milestone_item
 from ..baselines.replicated_config import ReplicatedConfig
 from ..config import group_config
 
+#: the models with a conversation level (:mod:`delusion_bayes.models.conversations`)
+MODELS = ("joint", "onset")
 #: the files this part of the stage writes
 FILES = ("bayes_trajectories.csv", "trajectory_gate.json", "trajectory_diagnostics.csv")
 #: the gated parameters: the chatbot-level and between-conversation ones and every unit's
@@ -92,6 +95,7 @@ def trajectory_outputs(
             {"analysis": "bayes_trajectories", "reason": reason, "files": list(FILES)}
         )
         return {}
+    check_option("replicated.trajectory_model", c.trajectory_model, MODELS)
     tree = fit_trajectory(ds, cfg, c)
     inf = _cfg(cfg, "inference")
     names = [v for v in GATED if v in tree["posterior"]]

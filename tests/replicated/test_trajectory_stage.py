@@ -90,3 +90,14 @@ def test_a_study_without_recognition_skips_it_with_the_reason(tmp_path):
     )
     assert trajectory_outputs(rec, {}, off, res, None, []) == {}
     assert res["skipped"][0]["reason"] == "replicated.trajectory_model is null"
+
+
+def test_a_model_without_a_conversation_level_is_named_before_any_fit():
+    from delusion_bayes.baselines.replicated_config import ReplicatedConfig
+    from delusion_bayes.stages.replicated_trajectory import trajectory_outputs
+
+    rec = simulate_replicated(
+        "replicated", seed=0, n_models=2, n_conversations=2, n_turns=4, n_truth=10
+    )
+    with pytest.raises(ValueError, match=r"replicated.trajectory_model.*'rater'.*joint"):
+        trajectory_outputs(rec, {}, ReplicatedConfig(trajectory_model="rater"), {}, None, [])
