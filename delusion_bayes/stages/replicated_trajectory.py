@@ -33,7 +33,7 @@ FILES = ("bayes_trajectories.csv", "trajectory_gate.json", "trajectory_diagnosti
 GATED = ("mu_t50", "sigma_t50", "mu_log_k", "sigma_log_k", "mu_log_L1", "t50", "k", "L")
 
 
-def _cfg(cfg: Any, key: str) -> Any:
+def _node(cfg: Any, key: str) -> Any:
     return cfg.get(key) if hasattr(cfg, "get") else getattr(cfg, key, None)
 
 
@@ -47,8 +47,8 @@ def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree
     from ..models.conversations import fit_conversations
     from .fit_plan import gated
 
-    sampler = group_config(SamplerConfig, _cfg(cfg, "sampler"))
-    inf = group_config(InferenceConfig, _cfg(cfg, "inference"))
+    sampler = group_config(SamplerConfig, _node(cfg, "sampler"))
+    inf = group_config(InferenceConfig, _node(cfg, "inference"))
     # started at the refit target, as the population-contrast fits (stages/fit_plan.py): the
     # replicated preset had 3 divergences at 0.9, none at 0.99 (docs/dev/models.md)
     sampler = sampler.updated(target_accept=sampler.target_accept or inf.refit_target_accept)
@@ -61,7 +61,7 @@ def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree
             log_prior=False,
             log_likelihood=False,
             posterior_predictive=False,
-            cache_dir=_cfg(cfg, "cache_dir"),
+            cache_dir=_node(cfg, "cache_dir"),
         )
 
     return gated(fit_with_refits(make, inf), inf)
@@ -97,7 +97,7 @@ def trajectory_outputs(
         return {}
     check_option("replicated.trajectory_model", c.trajectory_model, MODELS)
     tree = fit_trajectory(ds, cfg, c)
-    inf = _cfg(cfg, "inference")
+    inf = _node(cfg, "inference")
     names = [v for v in GATED if v in tree["posterior"]]
     table = diagnose(tree, inf, var_names=names)
     verdict = gate(tree, table, inf)
