@@ -4,6 +4,7 @@ stage's graphs."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import xarray as xr
@@ -206,5 +207,9 @@ def gated(dt: Any, inf: InferenceConfig) -> Any:
     from ..inference.diagnostics import gate
 
     g = gate(dt, cfg=inf)
-    dt.attrs.update(gate_passed=bool(g["passed"]), gate_reasons="; ".join(g["reasons"]))
+    dt.attrs.update(
+        gate_passed=bool(g["passed"]),
+        gate_reasons="; ".join(g["reasons"]),
+        gate_verdict=json.dumps(g, default=lambda v: v.item() if hasattr(v, "item") else str(v)),
+    )
     return dt

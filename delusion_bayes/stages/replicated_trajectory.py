@@ -28,9 +28,6 @@ from ..config import group_config
 MODELS = ("joint", "onset")
 #: the files this part of the stage writes
 FILES = ("bayes_trajectories.csv", "trajectory_gate.json", "trajectory_diagnostics.csv")
-#: the gated parameters: the chatbot-level and between-conversation ones and every unit's
-#: trajectory (the latent stage is summarised by these)
-GATED = ("mu_t50", "sigma_t50", "mu_log_k", "sigma_log_k", "mu_log_L1", "t50", "k", "L")
 
 
 def _node(cfg: Any, key: str) -> Any:
@@ -86,7 +83,7 @@ def trajectory_outputs(
 ) -> dict[str, Any]:
     """Fit and write (module docstring); the headline entries, or ``{}`` with a ``skipped``
     entry when the study has no recognition item or the model is off."""
-    from ..inference.diagnostics import diagnose, gate
+    from ..inference.diagnostics import diagnose
 
     _, why = milestone_item(ds)
     if not c.trajectory_model or why:
@@ -97,10 +94,10 @@ def trajectory_outputs(
         return {}
     check_option("replicated.trajectory_model", c.trajectory_model, MODELS)
     tree = fit_trajectory(ds, cfg, c)
-    inf = _node(cfg, "inference")
-    names = [v for v in GATED if v in tree["posterior"]]
-    table = diagnose(tree, inf, var_names=names)
-    verdict = gate(tree, table, inf)
+    # the verdict fit_trajectory recorded (``gated``: every parameter, as the models stage's
+    # fits), written with its table, so the file and the attrs cannot disagree
+    table = diagnose(tree, _node(cfg, "inference"))
+    verdict = json.loads(tree.attrs["gate_verdict"])
     verdict.update(
         fit_time=float(tree.attrs.get("fit_time", np.nan)),
         attempts=json.loads(tree.attrs.get("gate_attempts", "[]") or "[]"),
