@@ -331,6 +331,13 @@ _FILES = (
        "never-turner classification, seconds per study, with Monte Carlo SEs",
        "data:str n_raters:int n_models:int n_days:int discrimination_mean:float method:str "
        "metric:str item:str value:float se:float n:int n_sims:int", readers=("sweep",)),
+    _f("design", "replicated_rows.csv", "replicated study design, SIMULATED: one row per "
+       "simulated study of the cell (permutation p, bootstrap width, the truth; the behaviour "
+       "model's columns for the first design.n_sims_bayes)",
+       "n_conversations:int n_turns:int n_raters:int rater_kind:str shift:float seed:int "
+       "true_diff:float diff:float pvalue:float width95:float seconds:float",
+       optional="bayes_reject:bool bayes_diff:float bayes_width95:float bayes_cover95:bool "
+       "bayes_gate:bool bayes_seconds:float", readers=("sweep",)),
 )
 
 _FILES += tuple(

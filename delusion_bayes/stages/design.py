@@ -21,7 +21,7 @@ from . import Outputs
 log = logging.getLogger(__name__)
 
 NEEDS = ("design", "data", "baselines", "sampler")
-KIND = ("trajectory",)
+KIND = ("trajectory", "replicated")
 
 
 def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
@@ -35,11 +35,14 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
     from ..sweep.design import cell_metrics, cell_of, run_cell
 
     d, data = cfg.design, cfg.data
-    if data.source != "simulate" or data.kind != "trajectory":
+    if data.source != "simulate":
         raise ValueError(
-            "the design stage simulates trajectory studies; got data.source="
-            f"{data.source!r}, data.kind={data.kind!r} (use data=paper_like, as experiment=design)"
+            f"the design stage simulates its studies; got data.source={data.source!r} (use "
+            "data=paper_like as experiment=design, or data=replicated as "
+            "experiment=design_replicated)"
         )
+    if data.kind == "replicated":
+        return run_replicated(cfg, run_dir)
     design = group_config(DesignConfig, d)
     model, n_bayes = design.model, design.n_sims_bayes
     if n_bayes and model not in DESIGN_MODELS:
@@ -98,3 +101,43 @@ def run(ds: xr.Dataset, cfg: Any, run_dir: Path) -> dict[str, Any]:
         f"{seed + n_sims - 1}); the first {n_bayes} also fitted with {model}"
     )
     return out.index(headline, notes=[note], config=config)
+
+
+def run_replicated(cfg: Any, run_dir: Path) -> dict[str, Any]:
+    """One replicated design cell (:mod:`delusion_bayes.sweep.replicated_design`): its
+    ``design.n_sims`` studies (seeds ``data.seed + i``), the first ``design.n_sims_bayes`` also
+    fitted with the behaviour model; writes ``design/replicated_rows.csv``."""
+    from ..sweep.config import DesignConfig
+    from ..sweep.coverage import replicate_fit_kwargs
+    from ..sweep.replicated_design import ROWS, cell_of, design_table, run_design
+
+    design = group_config(DesignConfig, cfg.design)
+    cell = cell_of(cfg.design)
+    seed, n_bayes = int(cfg.data.seed), int(design.n_sims_bayes)
+    fit_kwargs = replicate_fit_kwargs(cfg, adaptation=False)
+    fit_kwargs["sampler"] = fit_kwargs["sampler"].updated(share_graph=False)  # own graph per study
+    label = ", ".join(f"{k}={v}" for k, v in cell.items())
+    log.info(
+        "replicated design %s: %d studies, %d with the behaviour model",
+        label,
+        design.n_sims,
+        n_bayes,
+    )
+    rows = run_design(
+        [cell], design.n_sims, seed=seed, n_boot=design.n_boot, n_bayes=n_bayes, bayes=fit_kwargs
+    )
+    out = Outputs(run_dir, "design")
+    out.write(ROWS, rows, "replicated study design, SIMULATED: one row per simulated study")
+    table = design_table(rows).iloc[0]
+    headline = {k: round(float(table[k]), 4) for k in ("power", "width95", "true_diff")}
+    if n_bayes:
+        headline.update({k: round(float(table[k]), 4) for k in ("bayes_power", "gate_clean")})
+    note = (
+        f"SIMULATED: {design.n_sims} replicated studies of preset spiral_like (seeds {seed}.."
+        f"{seed + design.n_sims - 1}); the first {n_bayes} also fitted with the behaviour model"
+    )
+    return out.index(
+        headline,
+        notes=[note],
+        config={**cell, "n_sims": design.n_sims, "n_sims_bayes": n_bayes, "seed": seed},
+    )

@@ -24,3 +24,14 @@ class DesignConfig:
     n_sims: int = 100
     n_sims_bayes: int = 10
     model: str = "joint"
+    #: a replicated cell (``data.kind = replicated``, experiment=design_replicated;
+    #: :mod:`delusion_bayes.sweep.replicated_design`): conversations per chatbot, turns per
+    #: conversation, ``n_raters`` of kind ``judge`` or ``human`` (``auto``: one LLM judge, or
+    #: human raters when there are several), the first chatbot's planted
+    #: shift on the hurdle logit (0: a null, its power the test's type-I error) and the
+    #: conversation bootstrap's resamples; its Bayesian model is the behaviour model
+    n_conversations: int = 10
+    n_turns: int = 19
+    rater_kind: str = "auto"
+    shift: float = 0.7
+    n_boot: int = 500

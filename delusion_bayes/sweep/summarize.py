@@ -94,10 +94,14 @@ def summarize(
     jobs_table(jobs).to_csv(out / "jobs.csv", index=False)
     n_bad = sum(not j.ok for j in jobs)
     log.info("%d jobs (%d not ok) -> %s", len(jobs), n_bad, out / "summary.csv")
+    from . import replicated_design
     from .design import has_design, summarize_design
 
     design = has_design(sweep_dir)
-    if plot and any(j.run for j in jobs) and not design:  # coverage: replicates, not run dirs
+    replicated = replicated_design.has_design(sweep_dir)
+    if (
+        plot and any(j.run for j in jobs) and not (design or replicated)
+    ):  # coverage: replicates, not run dirs
         from .plot import plot_multiverse
 
         save_figure(plot_multiverse(summary, sweep_keys(jobs)), out / "multiverse", formats)
@@ -105,6 +109,8 @@ def summarize(
         aggregate_coverage(sweep_dir / REPLICATE_DIR, out, plot=plot, formats=formats)
     if design:
         summarize_design(sweep_dir, out, plot=plot, formats=formats)
+    if replicated:
+        replicated_design.summarize_design(sweep_dir, out, plot=plot, formats=formats)
     return summary
 
 

@@ -86,3 +86,46 @@ def test_headline_names_the_smallest_design_reaching_the_target():
     )
     assert "power 0.85" in lines[0]
     assert "8-turn conversations" in lines[1] and "more than 20 conversations" in lines[1]
+
+
+@pytest.mark.slow
+def test_design_replicated_command_pair(tmp_path):
+    """``delusion-bayes -m experiment=design_replicated`` over two cells (one judge, three human
+    raters; 6 conversations of 8 turns, shift 1.4), 3 studies each, the first also fitted with
+    the behaviour model (2 x 200 draws), then ``delusion-bayes-summarize``: one table row per
+    cell with the permutation test's and the model's columns, the plot and the headline."""
+    import subprocess
+    import sys
+
+    sweep = tmp_path / "dr"
+    args = [
+        "experiment=design_replicated",
+        "hydra/launcher=basic",
+        "design.n_sims=3",
+        "design.n_sims_bayes=1",
+        "design.n_boot=20",
+        "design.n_conversations=6",
+        "design.n_turns=8",
+        "design.n_raters=1,3",
+        "sampler.draws=200",
+        "sampler.tune=200",
+        f"cache_dir={tmp_path / 'cache'}",
+        f"hydra.sweep.dir={sweep}",
+    ]
+    for cmd in (["-m", "delusion_bayes", "-m", *args], ["-m", "delusion_bayes.sweep", str(sweep)]):
+        proc = subprocess.run(
+            [sys.executable, *cmd], cwd=tmp_path, capture_output=True, text=True, timeout=900
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "SIMULATED: to tell two chatbots apart by" in proc.stdout
+    table = pd.read_csv(sweep / "replicated_design_table.csv")
+    assert table[["n_conversations", "n_raters", "rater_kind"]].values.tolist() == [
+        [6, 1, "judge"],
+        [6, 3, "human"],
+    ]
+    assert (table["S"] == 3).all() and (table["S_bayes"] == 1).all()
+    assert table["bayes_width95"].between(0.05, 3.0).all()
+    assert (table["true_diff"] > 0.3).all()  # shift 1.4: ~0.5 per turn (the simulator's truth)
+    for name in ("replicated_design_table.md", "replicated_power.png", "replicated_power.pdf"):
+        assert (sweep / name).is_file(), name
+    assert (sweep / "c6-t8-r3-s1.4" / "design" / "replicated_rows.csv").is_file()
