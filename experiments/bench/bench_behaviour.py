@@ -50,7 +50,9 @@ def one_fit(n_models: int, n_conv: int, n_turns: int, sampler: dict, seed: int) 
         ds, **sampler, log_prior=False, posterior_predictive=False, log_likelihood=False
     )
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    verdict = gate(tree, diagnose(tree, None, var_names=reported_vars(tree)))
+    diag = diagnose(tree, None, var_names=reported_vars(tree))
+    verdict = gate(tree, diag)
+    steps = tree["sample_stats"]["n_steps"]
     return {
         "conversations": n_conv,
         "judgements": n_obs,
@@ -61,6 +63,9 @@ def one_fit(n_models: int, n_conv: int, n_turns: int, sampler: dict, seed: int) 
         "max_rhat": round(float(verdict["max_rhat"]), 4),
         "min_ess": round(float(verdict["min_ess"])),
         "gate": "pass" if verdict["passed"] else "FAIL",
+        # where the time goes: leapfrog steps per draw, and the slowest-mixing parameter
+        "steps_per_draw": round(float(steps.mean()), 1),
+        "min_ess_at": str(diag["ess_bulk"].idxmin()),
     }
 
 
@@ -74,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--adaptation", default="diag", choices=("diag", "low_rank"))
     a = ap.parse_args(argv)
     import pandas as pd
 
@@ -85,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         "cores": a.cores,
         "progressbar": False,
         "seed": a.seed,
+        "adaptation": a.adaptation,
     }
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
     print(
