@@ -178,6 +178,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "rhat_floor.py": ["--reps", "3", "--draws", "50"],
     "sbc.py": ["--sims", "2", "--draws", "50", "--tune", "50"],
     "sbc_reference.py": ["--sims", "2", "--draws", "50", "--tune", "50", "--refits"],
+    "sbc_behaviour.py": ["--sims", "1", "--draws", "50", "--tune", "50", "--conversations", "3"],
 }
 
 
