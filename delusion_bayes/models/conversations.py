@@ -35,6 +35,7 @@ paper's per-model quantities.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -203,6 +204,40 @@ def chatbot_trajectories(draws: xr.Dataset, prob: float = 0.95) -> pd.DataFrame:
                     "mean": v.mean(),
                     "ci_low": np.quantile(v, lo),
                     "ci_high": np.quantile(v, hi),
+                    "prob": prob,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+#: the quantities compared between chatbots (the between-conversation SD is a spread, not a
+#: level: its contrast is not reported)
+CONTRASTED = ("t50", "first_clinical", "first_stable", "p_never")
+
+
+def chatbot_contrasts(draws: xr.Dataset, prob: float = 0.95) -> pd.DataFrame:
+    """Every chatbot pair (A listed before B) per quantity of :data:`CONTRASTED`, each for a new
+    conversation of each: ``diff`` (A - B, posterior median) with its equal-tailed ``prob``
+    interval, ``p_a_lower`` = P(A - B < 0) (for t50 and the milestones: A's recognition comes
+    earlier) and ``p_a_higher`` = P(A - B > 0)."""
+    lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
+    names = [str(c) for c in draws["chatbot"].values]
+    rows = []
+    for q in (q for q in CONTRASTED if q in draws):
+        x = draws[q].transpose("sample", "chatbot").values
+        for a, b in combinations(range(len(names)), 2):
+            d = x[:, a] - x[:, b]
+            d = d[np.isfinite(d)]
+            rows.append(
+                {
+                    "quantity": q,
+                    "a": names[a],
+                    "b": names[b],
+                    "diff": float(np.median(d)),
+                    "ci_low": float(np.quantile(d, lo)),
+                    "ci_high": float(np.quantile(d, hi)),
+                    "p_a_lower": float((d < 0).mean()),
+                    "p_a_higher": float((d > 0).mean()),
                     "prob": prob,
                 }
             )

@@ -398,6 +398,35 @@ def trajectories_table(b: Builder, df: pd.DataFrame) -> ReportTable:
     )
 
 
+def trajectory_contrasts_table(b: Builder, df: pd.DataFrame) -> ReportTable:
+    """Chatbot pairs: a new conversation's t50, first clinical framing and P(never), A - B
+    (``bayes_trajectory_contrasts.csv``)."""
+    labels = {"t50": "t50", "first_clinical": "First clinical framing", "p_never": "P(never)"}
+    df = df[df["quantity"].isin(labels)]
+    disp = pd.DataFrame(
+        {
+            "Quantity": [labels[q] for q in df["quantity"]],
+            "Chatbot A": df["a"],
+            "Chatbot B": df["b"],
+            "A − B [95% CrI]": [_ci(r, "diff", "ci_low", "ci_high", 2) for r in df.itertuples()],
+            "P(A − B < 0)": [fmt_num(v, 3) for v in df["p_a_lower"]],
+        }
+    )
+    title = "Chatbot contrasts of the recognition trajectory for a new conversation"
+    note = (
+        "A − B < 0 for t50 or first clinical framing: A's recognition comes earlier in a new "
+        "conversation; for P(never): A leaves fewer conversations without clinical framing."
+    )
+    return ReportTable(
+        "replicated_trajectory_contrasts",
+        title,
+        df,
+        disp,
+        [_src("bayes_trajectory_contrasts.csv")],
+        [Q_TRAJECTORIES, note],
+    )
+
+
 def _figure(b: Builder, stem: str, title: str, caption: str) -> FigureBlock | None:
     """A figure the stage drew (PNG embedded, PDF linked), None when it is absent."""
     folder = b.run.path / STAGE
@@ -434,6 +463,11 @@ TABLES: tuple[tuple[str, str, Callable[..., Any]], ...] = (
     ("reliability.csv", "reliability", reliability_table),
     ("milestones.csv", "the paper's milestones", milestones_table),
     ("bayes_trajectories.csv", "the trajectory model's chatbots", trajectories_table),
+    (
+        "bayes_trajectory_contrasts.csv",
+        "the trajectory model's chatbot contrasts",
+        trajectory_contrasts_table,
+    ),
 )
 FIGURES = {
     "item_means.csv": (

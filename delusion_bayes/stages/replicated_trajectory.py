@@ -27,7 +27,12 @@ from ..config import group_config
 #: the models with a conversation level (:mod:`delusion_bayes.models.conversations`)
 MODELS = ("joint", "onset")
 #: the files this part of the stage writes
-FILES = ("bayes_trajectories.csv", "trajectory_gate.json", "trajectory_diagnostics.csv")
+FILES = (
+    "bayes_trajectories.csv",
+    "bayes_trajectory_contrasts.csv",
+    "trajectory_gate.json",
+    "trajectory_diagnostics.csv",
+)
 
 
 def _node(cfg: Any, key: str) -> Any:
@@ -64,18 +69,23 @@ def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree
     return gated(fit_with_refits(make, inf), inf)
 
 
-def trajectory_table(tree: xr.DataTree, c: ReplicatedConfig, stable_run: int = 3) -> pd.DataFrame:
-    """``bayes_trajectories.csv``: :func:`~delusion_bayes.models.conversations.
-    chatbot_trajectories` with the model, the scale and whether a conversation level was fitted."""
-    from ..models.conversations import chatbot_draws, chatbot_trajectories
+def trajectory_tables(
+    tree: xr.DataTree, c: ReplicatedConfig, stable_run: int = 3
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``bayes_trajectories.csv`` (:func:`~delusion_bayes.models.conversations.
+    chatbot_trajectories` with the model, the scale and whether a conversation level was
+    fitted) and ``bayes_trajectory_contrasts.csv`` (:func:`~delusion_bayes.models.
+    conversations.chatbot_contrasts`), from one set of draws."""
+    from ..models.conversations import chatbot_contrasts, chatbot_draws, chatbot_trajectories
 
     draws = chatbot_draws(tree, stable_run=stable_run, seed=c.seed)
     tab = chatbot_trajectories(draws, c.ci_prob).rename(columns={"chatbot": "model"})
-    return tab.assign(
-        trajectory_model=c.trajectory_model,
-        conversation_level=bool(tree.attrs.get("conversation_level")),
-        scale=str(tree.attrs.get("population", "")),
-    )
+    about = {
+        "trajectory_model": c.trajectory_model,
+        "conversation_level": bool(tree.attrs.get("conversation_level")),
+    }
+    tab = tab.assign(**about, scale=str(tree.attrs.get("population", "")))
+    return tab, chatbot_contrasts(draws, c.ci_prob).assign(**about)
 
 
 def trajectory_outputs(
@@ -105,11 +115,18 @@ def trajectory_outputs(
         conversation_level=bool(tree.attrs.get("conversation_level")),
     )
     ci = f"{round(100 * c.ci_prob)}%"
+    chatbots, contrasts = trajectory_tables(tree, c)
     out.write(
         "bayes_trajectories.csv",
-        trajectory_table(tree, c),
+        chatbots,
         f"{c.trajectory_model} with a conversation level: per chatbot, a new conversation's "
         f"t50, milestones, P(never) and the between-conversation SD of t50, {ci} intervals",
+    )
+    out.write(
+        "bayes_trajectory_contrasts.csv",
+        contrasts,
+        f"chatbot pairs, a new conversation of each: differences of t50, milestones and "
+        f"P(never), {ci} intervals, P(A lower), P(A higher)",
     )
     diag = table.reset_index().rename(columns={"index": "parameter"})
     out.write("trajectory_diagnostics.csv", diag, "per-parameter diagnostics of that fit")
@@ -122,4 +139,4 @@ def trajectory_outputs(
     return {"trajectory_passed": bool(verdict["passed"])}
 
 
-__all__ = ["FILES", "fit_trajectory", "trajectory_outputs", "trajectory_table"]
+__all__ = ["FILES", "fit_trajectory", "trajectory_outputs", "trajectory_tables"]

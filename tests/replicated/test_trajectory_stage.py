@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from delusion_bayes.baselines.replicated_files import read_table
@@ -69,6 +70,46 @@ def test_supplement_shows_one_row_per_chatbot(run_dir):
     row = df[(df["model"] == "chatbot-1") & (df["quantity"] == "t50")].iloc[0]
     assert table.display.iloc[0, 1].startswith(f"{row['median']:.2f}")
     assert "drawn around its chatbot's" in table.notes[1]
+
+
+@pytest.mark.slow
+def test_chatbot_contrasts_are_the_differences_of_the_chatbots_draws(run_dir):
+    """One pair (chatbot-1 - chatbot-2) per quantity; the t50 difference's median lies between
+    the two chatbots' interval ends' differences, its interval contains the difference of the
+    simulator's centres, P(A lower) + P(A higher) = 1 for a continuous quantity, and the
+    supplement's table shows the pair."""
+    from delusion_bayes.report.replicated import trajectory_contrasts_table
+
+    ds, out, _ = run_dir
+    con = read_table(out, "bayes_trajectory_contrasts.csv").set_index("quantity")
+    assert sorted(con.index) == ["first_clinical", "first_stable", "p_never", "t50"]
+    t50 = con.loc["t50"]
+    assert (t50["a"], t50["b"]) == ("chatbot-1", "chatbot-2")
+    truth = ds["true_t50"].to_series()
+    assert t50["ci_low"] < truth["chatbot-1"] - truth["chatbot-2"] < t50["ci_high"]
+    assert t50["p_a_lower"] + t50["p_a_higher"] == pytest.approx(1.0)
+    tab = read_table(out, "bayes_trajectories.csv")
+    med = tab[tab["quantity"] == "t50"].set_index("model")["median"]
+    assert abs(t50["diff"] - (med["chatbot-1"] - med["chatbot-2"])) < 1.0
+    shown = trajectory_contrasts_table(None, con.reset_index()).display
+    assert shown["Quantity"].tolist() == ["t50", "First clinical framing", "P(never)"]
+
+
+def test_chatbot_contrasts_by_hand():
+    """Three chatbots with known normal draws: the pair rows, medians and probabilities."""
+    import xarray as xr
+
+    from delusion_bayes.models.conversations import chatbot_contrasts
+
+    rng = np.random.default_rng(0)
+    x = rng.normal([10.0, 12.0, 10.0], 1.0, (40_000, 3))
+    draws = xr.Dataset({"t50": (("sample", "chatbot"), x)}, coords={"chatbot": ["a", "b", "c"]})
+    con = chatbot_contrasts(draws, 0.95).set_index(["a", "b"])
+    assert list(con.index) == [("a", "b"), ("a", "c"), ("b", "c")]
+    # a - b ~ N(-2, sqrt 2): P(< 0) = Phi(2 / sqrt 2) = 0.9214, interval -2 -+ 1.96 sqrt 2
+    assert con.loc[("a", "b"), "p_a_lower"] == pytest.approx(0.9214, abs=0.005)
+    assert con.loc[("a", "b"), "ci_low"] == pytest.approx(-2 - 1.96 * np.sqrt(2), abs=0.05)
+    assert con.loc[("a", "c"), "diff"] == pytest.approx(0.0, abs=0.03)
 
 
 def test_a_study_without_recognition_skips_it_with_the_reason(tmp_path):
