@@ -104,13 +104,25 @@ def conversation_spec(
     """``(units, spec)``: the unit study (:func:`conversation_units`) and ``model``'s spec with
     the chatbot as the grouping of its hyper-means (module docstring); with one conversation
     per chatbot, today's spec of the chatbots' study (no conversation level)."""
+    return units_spec(conversation_units(rep, item), model, scale=scale, priors=priors, **variant)
+
+
+def units_spec(
+    units: xr.Dataset,
+    model: str = "joint",
+    *,
+    scale: str = "shared",
+    priors: Mapping[str, Any] | None = None,
+    **variant: Any,
+):
+    """:func:`conversation_spec` of a unit study (``attrs["chatbot"]``: each unit's chatbot),
+    e.g. one whose ratings a simulator replaced (:mod:`.sbc_conversations`)."""
     from .blocks import CONVERSATION_LEVEL
     from .population import SCALES, grouped_spec
     from .spec import build_spec
 
     if scale not in SCALES:
         raise ValueError(f"conversation scale={scale!r}; expected one of {list(SCALES)}")
-    units = conversation_units(rep, item)
     chatbot = np.asarray(units.attrs["chatbot"])
     names = list(dict.fromkeys(chatbot.tolist()))
     if len(names) == len(chatbot):  # one conversation each: the chatbots' own study

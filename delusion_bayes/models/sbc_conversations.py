@@ -1,0 +1,139 @@
+"""SBC of the trajectory model with a conversation level (:mod:`.conversations`) against a
+prior and a simulator that do not share its graph (issue 54, item 4).
+
+The truths are drawn in NumPy from the documented priors (:data:`~.sbc_reference.
+REFERENCE_PRIORS` and :data:`PLATEAU_PRIORS`, frozen copies): per chatbot the hyper-means
+``mu_t50`` and ``mu_log_k``; shared by all conversations ``sigma_t50``, ``sigma_log_k``,
+``mu_log_L1`` (the plateaus' spread fixed at 0.2, as the model fixes it), the day-noise
+population and the raters; per conversation ``t50 ~ N(T mu_t50[m], T sigma_t50)``, ``log k``,
+``log(L - 1)`` and the day noise. The ratings come from the trajectory simulator of
+:func:`~.sbc.simulate_ratings` (stage = trajectory + noise, cumulative-logit ratings at the
+stage cutpoints), on the design of a template replicated study's conversations, and each
+study is fitted as the replicated stage fits it (:func:`~.conversations.units_spec`).
+
+Ranked (randomised normalised ranks; Talts et al. 2020): the chatbot-level ``mu_t50`` and
+``mu_log_k``, the shared scales and ``mu_log_L1``, and per conversation ``t50``, ``k`` and
+``L``. Studies whose fit fixed ``sigma_t50`` (fewer than two conversations turned: a different
+model) carry ``t50_scale_sampled`` False and :func:`~.sbc_reference.rank_checks` leaves them out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit
+
+from ..data.schema import DAY, K_MAX, MODEL, RATER
+
+#: the plateau population's documented priors (``blocks.POPULATION_PRIORS``), frozen here
+PLATEAU_PRIORS: dict[str, tuple[str, tuple[float, ...]]] = {
+    "mu_log_L1": ("Normal", (1.1, 0.2)),
+}
+#: the plateaus' spread the model fixes (the root mean square of its HalfNormal(0.2) prior)
+SIGMA_LOG_L1 = 0.2
+#: what is ranked: chatbot level, shared, conversation level
+PARAMS = ("mu_t50", "mu_log_k", "sigma_t50", "sigma_log_k", "mu_log_L1", "t50", "k", "L")
+
+
+def draw_truth(chatbot: np.ndarray, n_raters: int, n_days: int, rng) -> xr.Dataset:
+    """One draw of every parameter for units with chatbot indices ``chatbot``, as a Dataset with
+    a ``draw`` dim of size 1 (the layout :func:`~.sbc.simulate_ratings` reads)."""
+    from .sbc_reference import REFERENCE_PRIORS as P
+    from .sbc_reference import draw_reference as draw
+
+    n_bots, n_units = int(chatbot.max()) + 1, len(chatbot)
+    bot = {"mu_t50": draw(P["mu_t50"], rng, n_bots), "mu_log_k": draw(P["mu_log_k"], rng, n_bots)}
+    names = ("sigma_t50", "sigma_log_k", "mu_log_eps", "sigma_log_eps")
+    shared = {n: float(draw(P[n], rng)) for n in names}
+    shared["mu_log_L1"] = float(draw(PLATEAU_PRIORS["mu_log_L1"], rng))
+    a = rng.normal(bot["mu_log_k"][chatbot], shared["sigma_log_k"])
+    t50 = rng.normal(n_days * bot["mu_t50"][chatbot], n_days * shared["sigma_t50"])
+    eps = rng.normal(shared["mu_log_eps"], shared["sigma_log_eps"], n_units)
+    units = {
+        "L": 1.0 + np.exp(rng.normal(shared["mu_log_L1"], SIGMA_LOG_L1, n_units)),
+        "k": K_MAX * expit(a - np.log(K_MAX)),
+        "t50": t50,
+        "sigma_eps": np.exp(eps),
+    }
+    raters = {
+        "severity": draw(P["severity"], rng, n_raters),
+        "discrimination": np.exp(draw(P["log_disc"], rng, n_raters)),
+    }
+    data = {n: (("draw",), [v]) for n, v in shared.items()}
+    data |= {n: (("draw", "chatbot"), v[None]) for n, v in bot.items()}
+    data |= {n: (("draw", MODEL), v[None]) for n, v in units.items()}
+    data |= {n: (("draw", RATER), v[None]) for n, v in raters.items()}
+    return xr.Dataset(data)
+
+
+def run_conversation_sbc(
+    units: xr.Dataset,
+    *,
+    model: str = "joint",
+    num_simulations: int = 20,
+    draws: int = 200,
+    tune: int = 300,
+    chains: int = 2,
+    seed: int = 0,
+    cache_dir=None,
+) -> xr.Dataset:
+    """Reference-prior SBC of ``model`` with a conversation level on the design of ``units``
+    (:func:`~.conversations.conversation_units` of a replicated study); a Dataset over ``sim``
+    of each variable's ranks (dim ``<variable>_element``), ``t50_scale_sampled`` and the fits'
+    divergences per study. Fitted at the stage's starting target (0.99)."""
+    from ..inference.config import InferenceConfig
+    from .conversations import units_spec
+    from .fit import fit
+    from .sbc import simulate_ratings
+    from .sbc_reference import _u
+
+    chatbot_names = list(dict.fromkeys(units.attrs["chatbot"]))
+    chatbot = np.array([chatbot_names.index(c) for c in units.attrs["chatbot"]])
+    rng = np.random.default_rng([int(seed), 56])
+    n_raters, n_days = units.sizes[RATER], units.sizes[DAY]
+    rows: dict[str, list[np.ndarray]] = {v: [] for v in PARAMS}
+    sampled, divergences = [], []
+    settings = dict(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=1,
+        progressbar=False,
+        log_prior=False,
+        log_likelihood=False,
+        posterior_predictive=False,
+        share_graph=True,
+        cache_dir=cache_dir,
+        target_accept=InferenceConfig().refit_target_accept,
+    )
+    for i in range(int(num_simulations)):
+        truth = draw_truth(chatbot, n_raters, n_days, rng)
+        sim = simulate_ratings(units, truth, 0, rng)
+        sim.attrs.update(units.attrs)
+        spec = units_spec(sim, model)[1]
+        sampled.append(bool(spec.t50_scale_sampled))
+        dt = fit(sim, model, spec=spec, seed=int(seed) * 1000 + i, **settings)
+        divergences.append(int(dt["sample_stats"]["diverging"].sum()))
+        post = dt["posterior"].to_dataset()
+        for v in PARAMS:
+            t = np.atleast_1d(np.asarray(truth[v].isel(draw=0).values, float))
+            p = np.asarray(post[v].transpose("chain", "draw", ...).values, float)
+            rows[v].append(_u(p.reshape(-1, t.size), t, rng))
+    data = {v: (("sim", f"{v}_element"), np.stack(r)) for v, r in rows.items()}
+    coords = {
+        "t50_scale_sampled": ("sim", np.asarray(sampled, bool)),
+        "divergences": ("sim", np.asarray(divergences)),
+    }
+    out = xr.Dataset(data, coords=coords)
+    out.attrs.update(
+        num_simulations=int(num_simulations),
+        seed=int(seed),
+        draws=draws,
+        chains=chains,
+        model=model,
+        simulated="SIMULATED: reference-prior SBC",
+    )
+    return out
+
+
+__all__ = ["PARAMS", "PLATEAU_PRIORS", "SIGMA_LOG_L1", "draw_truth", "run_conversation_sbc"]
