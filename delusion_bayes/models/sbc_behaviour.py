@@ -111,12 +111,6 @@ def true_item_mean(template: xr.Dataset, truth: dict[str, np.ndarray], rng, n: i
     return expected.mean(axis=(0, 3, 4))
 
 
-def _u(post: np.ndarray, truth: np.ndarray, rng) -> np.ndarray:
-    from .sbc_reference import _u as rank
-
-    return rank(post, truth, rng)
-
-
 def run_behaviour_sbc(
     template: xr.Dataset,
     *,
@@ -133,6 +127,7 @@ def run_behaviour_sbc(
     (flattened per variable, dim ``element``), with ``t50_scale_sampled`` all True so that
     :func:`~.sbc_reference.rank_checks` reads it, and per study the fit's divergences."""
     from .behaviour import fit_behaviour
+    from .sbc_reference import normalised_rank
 
     template = template.assign(
         item_min=(ITEM, np.zeros(template.sizes[ITEM])),
@@ -170,7 +165,7 @@ def run_behaviour_sbc(
             p = np.asarray(post[v].transpose("chain", "draw", ...).values, float)
             if v == "item_mean":  # the posterior's (model, item) vs the truth's (item, model)
                 p = np.swapaxes(p, -1, -2)
-            rows[v].append(_u(p.reshape(-1, t.size), t.ravel(), rng))
+            rows[v].append(normalised_rank(p.reshape(-1, t.size), t.ravel(), rng))
     data = {v: (("sim", f"{v}_element"), np.stack(r)) for v, r in rows.items() if r}
     coords = {
         "t50_scale_sampled": ("sim", np.ones(int(num_simulations), bool)),

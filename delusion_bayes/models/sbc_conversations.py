@@ -85,7 +85,7 @@ def run_conversation_sbc(
     from .conversations import units_spec
     from .fit import fit
     from .sbc import simulate_ratings
-    from .sbc_reference import _u
+    from .sbc_reference import normalised_rank
 
     chatbot_names = list(dict.fromkeys(units.attrs["chatbot"]))
     chatbot = np.array([chatbot_names.index(c) for c in units.attrs["chatbot"]])
@@ -118,7 +118,7 @@ def run_conversation_sbc(
         for v in PARAMS:
             t = np.atleast_1d(np.asarray(truth[v].isel(draw=0).values, float))
             p = np.asarray(post[v].transpose("chain", "draw", ...).values, float)
-            rows[v].append(_u(p.reshape(-1, t.size), t, rng))
+            rows[v].append(normalised_rank(p.reshape(-1, t.size), t, rng))
     data = {v: (("sim", f"{v}_element"), np.stack(r)) for v, r in rows.items()}
     coords = {
         "t50_scale_sampled": ("sim", np.asarray(sampled, bool)),

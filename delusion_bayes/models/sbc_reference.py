@@ -86,7 +86,7 @@ def draw_truth(n_models: int, n_raters: int, n_days: int, rng, priors=None) -> x
     return xr.Dataset(data)
 
 
-def _u(post: np.ndarray, truth: np.ndarray, rng) -> np.ndarray:
+def normalised_rank(post: np.ndarray, truth: np.ndarray, rng) -> np.ndarray:
     """Randomised normalised rank of ``truth`` (elements) among ``post`` (draws, elements)."""
     less = (post < truth).sum(axis=0)
     ties = (post == truth).sum(axis=0)
@@ -156,14 +156,14 @@ def run_reference_sbc(
         for v in PARAMS:
             t = np.atleast_1d(np.asarray(truth[v].isel(draw=0).values, float))
             p = np.asarray(post[v].values, float).reshape(-1, t.size)
-            rows[v].append(_u(p, t, rng))
+            rows[v].append(normalised_rank(p, t, rng))
         true_ms = milestones(stage_category(stage), censor_day=n_days + 1, clinical_at=3,
                              stable_at=4)  # fmt: skip
         post_ms = posterior_milestones(dt)
         for v in MILESTONES:
             t = np.asarray(true_ms[v].transpose(MODEL).values, float)
             p = np.asarray(post_ms[v].transpose("chain", "draw", MODEL).values, float)
-            rows[v].append(_u(p.reshape(-1, t.size), t, rng))
+            rows[v].append(normalised_rank(p.reshape(-1, t.size), t, rng))
     dims = {v: (MODEL if len(rows[v][0]) == n_models else RATER) for v in rows}
     data = {
         v: (("sim", dims[v]), np.stack(rows[v]))
