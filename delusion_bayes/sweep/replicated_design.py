@@ -266,7 +266,8 @@ def summarize_design(
     frames = [df for df in frames if df is not None and not df.empty]
     if not frames:
         raise ValueError(f"{sweep_dir} holds no design/{ROWS} (run experiment=design_replicated)")
-    rows = pd.concat(frames, ignore_index=True)
+    order = ["shift", "n_turns", "n_raters", "rater_kind", "n_conversations", "seed"]
+    rows = pd.concat(frames, ignore_index=True).sort_values(order, ignore_index=True)
     rows.to_csv(out / "replicated_design_rows.csv", index=False)
     table = design_table(rows)
     table.to_csv(out / "replicated_design_table.csv", index=False)
