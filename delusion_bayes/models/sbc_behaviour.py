@@ -20,12 +20,16 @@ Ranked (randomised normalised ranks; Talts et al. 2020, arXiv:1804.06788): the c
 
 from __future__ import annotations
 
+import logging
+import time
+
 import numpy as np
 import xarray as xr
 from scipy.special import expit
 
 from ..data.replicated import CONVERSATION, ITEM, MODEL, RATER, TURN
 
+log = logging.getLogger(__name__)
 #: the behaviour model's documented priors (docs/dev/models.md, "Judged behaviours"), frozen
 #: here so that the truths do not come from the table the fit reads
 BEHAVIOUR_REFERENCE_PRIORS: dict[str, float] = {
@@ -137,6 +141,7 @@ def run_behaviour_sbc(
     rng = np.random.default_rng([int(seed), 54])
     rows: dict[str, list[np.ndarray]] = {v: [] for v in PARAMS}
     divergences = []
+    t0 = time.perf_counter()
     for i in range(int(num_simulations)):
         truth = draw_truth(template, n_levels, rng)
         sim = simulate(template, truth, rng)
@@ -156,6 +161,13 @@ def run_behaviour_sbc(
             cache_dir=cache_dir,
         )
         divergences.append(int(dt["sample_stats"]["diverging"].sum()))
+        log.info(
+            "SBC study %d/%d: %d divergences, %.0f s since the start",
+            i + 1,
+            num_simulations,
+            divergences[-1],
+            time.perf_counter() - t0,
+        )
         post = dt["posterior"].to_dataset()
         truth["z_effect"] = truth["z"].reshape(-1, truth["z"].shape[-1])  # (unit, item)
         for v in PARAMS:

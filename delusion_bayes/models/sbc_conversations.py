@@ -19,12 +19,16 @@ model) carry ``t50_scale_sampled`` False and :func:`~.sbc_reference.rank_checks`
 
 from __future__ import annotations
 
+import logging
+import time
+
 import numpy as np
 import xarray as xr
 from scipy.special import expit
 
 from ..data.schema import DAY, K_MAX, MODEL, RATER
 
+log = logging.getLogger(__name__)
 #: the plateau population's documented priors (``blocks.POPULATION_PRIORS``), frozen here
 PLATEAU_PRIORS: dict[str, tuple[str, tuple[float, ...]]] = {
     "mu_log_L1": ("Normal", (1.1, 0.2)),
@@ -106,6 +110,7 @@ def run_conversation_sbc(
         cache_dir=cache_dir,
         target_accept=InferenceConfig().refit_target_accept,
     )
+    t0 = time.perf_counter()
     for i in range(int(num_simulations)):
         truth = draw_truth(chatbot, n_raters, n_days, rng)
         sim = simulate_ratings(units, truth, 0, rng)
@@ -114,6 +119,13 @@ def run_conversation_sbc(
         sampled.append(bool(spec.t50_scale_sampled))
         dt = fit(sim, model, spec=spec, seed=int(seed) * 1000 + i, **settings)
         divergences.append(int(dt["sample_stats"]["diverging"].sum()))
+        log.info(
+            "SBC study %d/%d: %d divergences, %.0f s since the start",
+            i + 1,
+            num_simulations,
+            divergences[-1],
+            time.perf_counter() - t0,
+        )
         post = dt["posterior"].to_dataset()
         for v in PARAMS:
             t = np.atleast_1d(np.asarray(truth[v].isel(draw=0).values, float))

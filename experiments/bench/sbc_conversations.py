@@ -31,7 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
+    import logging
+
     import pandas as pd
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
 
     from delusion_bayes.data import simulate_replicated
     from delusion_bayes.models.conversations import conversation_units
