@@ -120,9 +120,9 @@ def run_behaviour_sbc(
     *,
     n_levels: int = 4,
     num_simulations: int = 20,
-    draws: int = 200,
-    tune: int = 300,
-    chains: int = 2,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
     seed: int = 0,
     cache_dir=None,
 ) -> xr.Dataset:
@@ -138,6 +138,12 @@ def run_behaviour_sbc(
         item_max=(ITEM, np.full(template.sizes[ITEM], float(n_levels - 1))),
         item_cap=(ITEM, np.full(template.sizes[ITEM], np.nan)),
     )
+    from .sbc import SBC_SAMPLER
+
+    # the SBC sampler's settings unless given (models.sbc.SBC_SAMPLER: one default each)
+    draws = SBC_SAMPLER.draws if draws is None else int(draws)
+    tune = SBC_SAMPLER.tune if tune is None else int(tune)
+    chains = SBC_SAMPLER.chains if chains is None else int(chains)
     rng = np.random.default_rng([int(seed), 54])
     rows: dict[str, list[np.ndarray]] = {v: [] for v in PARAMS}
     divergences = []

@@ -75,9 +75,9 @@ def run_conversation_sbc(
     *,
     model: str = "joint",
     num_simulations: int = 20,
-    draws: int = 200,
-    tune: int = 300,
-    chains: int = 2,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int | None = None,
     seed: int = 0,
     cache_dir=None,
 ) -> xr.Dataset:
@@ -93,6 +93,12 @@ def run_conversation_sbc(
 
     chatbot_names = list(dict.fromkeys(units.attrs["chatbot"]))
     chatbot = np.array([chatbot_names.index(c) for c in units.attrs["chatbot"]])
+    from .sbc import SBC_SAMPLER
+
+    # the SBC sampler's settings unless given (models.sbc.SBC_SAMPLER: one default each)
+    draws = SBC_SAMPLER.draws if draws is None else int(draws)
+    tune = SBC_SAMPLER.tune if tune is None else int(tune)
+    chains = SBC_SAMPLER.chains if chains is None else int(chains)
     rng = np.random.default_rng([int(seed), 56])
     n_raters, n_days = units.sizes[RATER], units.sizes[DAY]
     rows: dict[str, list[np.ndarray]] = {v: [] for v in PARAMS}
