@@ -30,6 +30,14 @@ from .registry import model_def
 #: simulation make ranks 0..100 (every second draw), enough to test uniformity
 SBC_SAMPLER = SamplerConfig(draws=200, tune=200, chains=2)
 
+
+def sbc_draws(draws: int | None, tune: int | None, chains: int | None) -> tuple[int, int, int]:
+    """``(draws, tune, chains)``: each given value, else :data:`SBC_SAMPLER`'s."""
+    pick = (SBC_SAMPLER.draws, SBC_SAMPLER.tune, SBC_SAMPLER.chains)
+    given = (draws, tune, chains)
+    return tuple(int(d if v is None else v) for v, d in zip(given, pick, strict=True))
+
+
 #: what is ranked by default: derived onset parameters, then the hyper-parameters
 DEFAULT_VARS = ("L", "k", "t50", "mu_log_k", "mu_t50", "sigma_t50", "sigma_y")
 #: the same for the models with a latent stage (joint)

@@ -138,12 +138,9 @@ def run_behaviour_sbc(
         item_max=(ITEM, np.full(template.sizes[ITEM], float(n_levels - 1))),
         item_cap=(ITEM, np.full(template.sizes[ITEM], np.nan)),
     )
-    from .sbc import SBC_SAMPLER
+    from .sbc import sbc_draws
 
-    # the SBC sampler's settings unless given (models.sbc.SBC_SAMPLER: one default each)
-    draws = SBC_SAMPLER.draws if draws is None else int(draws)
-    tune = SBC_SAMPLER.tune if tune is None else int(tune)
-    chains = SBC_SAMPLER.chains if chains is None else int(chains)
+    draws, tune, chains = sbc_draws(draws, tune, chains)  # SBC_SAMPLER's unless given
     rng = np.random.default_rng([int(seed), 54])
     rows: dict[str, list[np.ndarray]] = {v: [] for v in PARAMS}
     divergences = []

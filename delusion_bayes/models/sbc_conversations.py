@@ -93,12 +93,9 @@ def run_conversation_sbc(
 
     chatbot_names = list(dict.fromkeys(units.attrs["chatbot"]))
     chatbot = np.array([chatbot_names.index(c) for c in units.attrs["chatbot"]])
-    from .sbc import SBC_SAMPLER
+    from .sbc import sbc_draws
 
-    # the SBC sampler's settings unless given (models.sbc.SBC_SAMPLER: one default each)
-    draws = SBC_SAMPLER.draws if draws is None else int(draws)
-    tune = SBC_SAMPLER.tune if tune is None else int(tune)
-    chains = SBC_SAMPLER.chains if chains is None else int(chains)
+    draws, tune, chains = sbc_draws(draws, tune, chains)  # SBC_SAMPLER's unless given
     rng = np.random.default_rng([int(seed), 56])
     n_raters, n_days = units.sizes[RATER], units.sizes[DAY]
     rows: dict[str, list[np.ndarray]] = {v: [] for v in PARAMS}

@@ -401,7 +401,11 @@ def trajectories_table(b: Builder, df: pd.DataFrame) -> ReportTable:
 def trajectory_contrasts_table(b: Builder, df: pd.DataFrame) -> ReportTable:
     """Chatbot pairs: a new conversation's t50, first clinical framing and P(never), A - B
     (``bayes_trajectory_contrasts.csv``)."""
-    labels = {"t50": "t50", "first_clinical": "First clinical framing", "p_never": "P(never)"}
+    labels = {
+        "t50": "t50",
+        "first_clinical": "First clinical framing",
+        "p_never": "P(never clinical)",
+    }
     df = df[df["quantity"].isin(labels)]
     disp = pd.DataFrame(
         {

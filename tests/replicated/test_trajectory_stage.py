@@ -92,7 +92,7 @@ def test_chatbot_contrasts_are_the_differences_of_the_chatbots_draws(run_dir):
     med = tab[tab["quantity"] == "t50"].set_index("model")["median"]
     assert abs(t50["diff"] - (med["chatbot-1"] - med["chatbot-2"])) < 1.0
     shown = trajectory_contrasts_table(None, con.reset_index()).display
-    assert shown["Quantity"].tolist() == ["t50", "First clinical framing", "P(never)"]
+    assert shown["Quantity"].tolist() == ["t50", "First clinical framing", "P(never clinical)"]
 
 
 def test_chatbot_contrasts_by_hand():
