@@ -131,7 +131,7 @@ def run_behaviour_sbc(
     (flattened per variable, dim ``element``), with ``t50_scale_sampled`` all True so that
     :func:`~.sbc_reference.rank_checks` reads it, and per study the fit's divergences."""
     from .behaviour import fit_behaviour
-    from .sbc_reference import normalised_rank
+    from .sbc_reference import normalised_rank, rank_dataset
 
     template = template.assign(
         item_min=(ITEM, np.zeros(template.sizes[ITEM])),
@@ -181,20 +181,15 @@ def run_behaviour_sbc(
             if v == "item_mean":  # the posterior's (model, item) vs the truth's (item, model)
                 p = np.swapaxes(p, -1, -2)
             rows[v].append(normalised_rank(p.reshape(-1, t.size), t.ravel(), rng))
-    data = {v: (("sim", f"{v}_element"), np.stack(r)) for v, r in rows.items() if r}
-    coords = {
-        "t50_scale_sampled": ("sim", np.ones(int(num_simulations), bool)),
-        "divergences": ("sim", np.asarray(divergences)),
-    }
-    out = xr.Dataset(data, coords=coords)
-    out.attrs.update(
+    return rank_dataset(
+        rows,
+        np.ones(int(num_simulations), bool),
+        divergences,
         num_simulations=int(num_simulations),
         seed=int(seed),
         draws=draws,
         chains=chains,
-        simulated="SIMULATED: reference-prior SBC",
     )
-    return out
 
 
 __all__ = [

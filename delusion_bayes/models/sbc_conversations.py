@@ -89,7 +89,7 @@ def run_conversation_sbc(
     from .conversations import units_spec
     from .fit import fit
     from .sbc import simulate_ratings
-    from .sbc_reference import normalised_rank
+    from .sbc_reference import normalised_rank, rank_dataset
 
     chatbot_names = list(dict.fromkeys(units.attrs["chatbot"]))
     chatbot = np.array([chatbot_names.index(c) for c in units.attrs["chatbot"]])
@@ -134,21 +134,16 @@ def run_conversation_sbc(
             t = np.atleast_1d(np.asarray(truth[v].isel(draw=0).values, float))
             p = np.asarray(post[v].transpose("chain", "draw", ...).values, float)
             rows[v].append(normalised_rank(p.reshape(-1, t.size), t, rng))
-    data = {v: (("sim", f"{v}_element"), np.stack(r)) for v, r in rows.items()}
-    coords = {
-        "t50_scale_sampled": ("sim", np.asarray(sampled, bool)),
-        "divergences": ("sim", np.asarray(divergences)),
-    }
-    out = xr.Dataset(data, coords=coords)
-    out.attrs.update(
+    return rank_dataset(
+        rows,
+        sampled,
+        divergences,
         num_simulations=int(num_simulations),
         seed=int(seed),
         draws=draws,
         chains=chains,
         model=model,
-        simulated="SIMULATED: reference-prior SBC",
     )
-    return out
 
 
 __all__ = ["PARAMS", "PLATEAU_PRIORS", "SIGMA_LOG_L1", "draw_truth", "run_conversation_sbc"]

@@ -177,6 +177,19 @@ def run_reference_sbc(
     return out
 
 
+def rank_dataset(rows: dict, sampled, divergences, **attrs) -> xr.Dataset:
+    """The ranks Dataset of a reference SBC loop: per variable ``(sim, <variable>_element)``,
+    with ``t50_scale_sampled`` and ``divergences`` per study and ``attrs`` (said SIMULATED)."""
+    data = {v: (("sim", f"{v}_element"), np.stack(r)) for v, r in rows.items() if r}
+    coords = {
+        "t50_scale_sampled": ("sim", np.asarray(sampled, bool)),
+        "divergences": ("sim", np.asarray(divergences)),
+    }
+    out = xr.Dataset(data, coords=coords)
+    out.attrs.update(**attrs, simulated="SIMULATED: reference-prior SBC")
+    return out
+
+
 def rank_checks(ranks: xr.Dataset, variables: Sequence[str] | None = None) -> pd.DataFrame:
     """Per variable, over the studies whose fit sampled ``sigma_t50`` (the model drawn): the
     per-study mean of its normalised ranks (one number per study, so the studies are the
