@@ -144,6 +144,25 @@ def test_divergence_refit_then_mixing_refit_keeps_the_raised_target():
     assert len(json.loads(dt.attrs["gate_attempts"])) == 3
 
 
+def test_longer_chains_that_diverge_get_the_divergence_refit_at_their_length():
+    """Sparse 15 x 12 x 3 (30% missing), joint: R-hat 1.0109 at 0.9, then 1 divergence in the
+    twice-as-long chains; the divergence remedy had not been used, so it runs with those draws.
+    Each remedy still runs at most once: a fourth fit is never made."""
+    make = Maker((0, 0.9, True), (1, 0.9), (0, 0.99))
+    dt = fit_with_refits(make, MIX)
+    assert make.calls == [{}, {"draws": 100, "tune": 100},
+                          {"draws": 100, "tune": 100, "target_accept": 0.99}]  # fmt: skip
+    first, second, third = json.loads(dt.attrs["gate_attempts"])
+    assert (second["divergences"], third["divergences"]) == (1, 0)
+    assert third["target_accept"] == 0.99 and third["draws"] == 100
+    make = Maker((0, 0.9, True), (1, 0.9), (2, 0.99))
+    fit_with_refits(make, MIX)
+    assert len(make.calls) == 3
+    make = Maker((3, 0.9), (0, 0.99, True), (1, 0.99))  # remedy 1 used first: no third remedy
+    fit_with_refits(make, MIX)
+    assert len(make.calls) == 3
+
+
 def test_no_mixing_refit_while_divergent_or_when_switched_off():
     make = Maker((4, 0.9), (2, 0.99, True))
     fit_with_refits(make, MIX)
