@@ -71,6 +71,16 @@ def study(scenario: str, seed: int):
     return simulate_study("null", seed, n_raters=3, n_days=30, group_shift=SCENARIOS[scenario])
 
 
+def realised_difference(ds) -> float:
+    """The difference of the simulated t50 means of this study's chatbots, A - B: how far the
+    study's own draws put the cohorts apart (the estimand is the populations' difference).
+    Every scenario draws from the same seeds (common random numbers), so a run of seeds whose
+    draws lean one way moves every scenario's ``error`` alike: ``luck`` shows it."""
+    a = np.isin(np.asarray(ds["cohort"]).astype(str), CONTRAST["a"])
+    t50 = np.asarray(ds["true_t50"])
+    return float(t50[a].mean() - t50[~a].mean())
+
+
 def _gate(dt) -> tuple[int, float]:
     """Divergences and the largest R-hat of the hyper-parameters."""
     import arviz_stats as azs
@@ -179,8 +189,16 @@ def _permutation_rows(ds, truth, base) -> list[dict]:
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """Per scenario x method x quantity: S, rejection rate of 0 at 95% (type-I on a null truth,
-    power on a shift) with its binomial SE, 90/95% coverage of the true difference, gate-clean."""
+    power on a shift) with its binomial SE, 90/95% coverage of the true difference, gate-clean,
+    the mean ``error`` of the median and, for t50, the mean ``luck`` of the studies' own draws
+    (:func:`realised_difference` minus the truth; the part of ``error`` no method can avoid)."""
     df = df.copy()
+    if "realised" not in df or df["realised"].isna().any():  # rows written before the column
+        pairs = df[["scenario", "seed"]].drop_duplicates().itertuples(index=False)
+        real = {(sc, s): realised_difference(study(sc, int(s))) for sc, s in pairs}
+        df["realised"] = [real[sc, s] for sc, s in zip(df["scenario"], df["seed"], strict=True)]
+    df["error"] = df["median"] - df["truth"]
+    df["luck"] = np.where(df["quantity"] == "t50", df["realised"] - df["truth"], np.nan)
     iv = df["method"] != "permutation"
     df["reject"] = np.where(iv, (df["lo95"] > 0) | (df["hi95"] < 0), df["p"] < 0.05)
     df["cover95"] = np.where(iv, (df["lo95"] <= df["truth"]) & (df["truth"] <= df["hi95"]), np.nan)
@@ -198,6 +216,8 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         cover95=("cover95", "mean"),
         width95=("hi95", "mean"),
         gate_clean=("clean", "mean"),
+        error=("error", "mean"),
+        luck=("luck", "mean"),
     )
     out["width95"] = g.apply(lambda x: float((x["hi95"] - x["lo95"]).mean()))
     out.insert(3, "reject_se", np.sqrt(out["reject"] * (1 - out["reject"]) / out["S"]))
