@@ -110,6 +110,10 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "recorded",  # never R in tests, even where it is installed
     ],
     "bench_level_terms.py": ["--preset", "small", "--reps", "3"],
+    "gate_grid_replicated.py": [
+        "default fits gate-clean: ",
+        "| m2_c1_t8_r1_judge | 2 x 1 x 8 x 1 judge |",
+    ],
     "bench_latent_pass.py": ["--draws", "20", "--groups", "30", "--terms", "5", "--reps", "1"],
     "bench_loo.py": ["--obs", "40", "--draws", "100", "--reps", "1"],
     "bench_rating_terms.py": ["--preset", "small", "--model", "rater", "--reps", "3"],
@@ -139,6 +143,15 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "sampler.chains=1",
     ],
     "coverage_replay_support.py": ["--reps", "2", "--n-boot", "50", "--truth-participants", "100"],
+    "gate_grid_replicated.py": [
+        "--designs",
+        "m2_c1_t8_r1_judge",
+        "--out",
+        "grid.csv",
+        "sampler.draws=30",
+        "sampler.tune=30",
+        "sampler.chains=1",
+    ],
     "gate_grid.py": [
         "--designs",
         "minimal",
