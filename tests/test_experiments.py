@@ -110,10 +110,6 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "recorded",  # never R in tests, even where it is installed
     ],
     "bench_level_terms.py": ["--preset", "small", "--reps", "3"],
-    "gate_grid_replicated.py": [
-        "default fits gate-clean: ",
-        "| m2_c1_t8_r1_judge | 2 x 1 x 8 x 1 judge |",
-    ],
     "bench_latent_pass.py": ["--draws", "20", "--groups", "30", "--terms", "5", "--reps", "1"],
     "bench_loo.py": ["--obs", "40", "--draws", "100", "--reps", "1"],
     "bench_rating_terms.py": ["--preset", "small", "--model", "rater", "--reps", "3"],
@@ -234,6 +230,10 @@ RUN_FIRST = {
 
 #: what a script's tiny run must print (beyond exiting 0): the lines its docstring promises
 PRINTS = {
+    "gate_grid_replicated.py": [
+        "default fits gate-clean: ",
+        "| m2_c1_t8_r1_judge | 2 x 1 x 8 x 1 judge |",
+    ],
     "bench_main_job.py": ["after sampling: onset", "gates: onset "],  # 1 chain: R-hat NaN
     "bench_latent_pass.py": ["latent pass (", "rating pass (", "predictive draws that differ 0"],
 }
