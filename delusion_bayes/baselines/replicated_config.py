@@ -36,7 +36,8 @@ class ReplicatedConfig:
     #: with ``bayes`` and the recognition item on 1-4: the trajectory model (``joint`` or
     #: ``onset``) fitted with a conversation level (:mod:`delusion_bayes.models.conversations`),
     #: each chatbot's t50, milestones and P(never) for a new conversation
-    #: (``bayes_trajectories.csv``); ``null``: not fitted
+    #: (``bayes_trajectories.csv``); ``null``: not fitted. ``joint`` on one rating per turn is
+    #: fitted as ``onset`` (``stages/replicated_trajectory.py``, ``trajectory_model_for``)
     trajectory_model: str | None = "joint"
 
 

@@ -39,8 +39,30 @@ def _node(cfg: Any, key: str) -> Any:
     return cfg.get(key) if hasattr(cfg, "get") else getattr(cfg, key, None)
 
 
+def trajectory_model_for(ds: xr.Dataset, requested: str) -> tuple[str, str]:
+    """The model the stage fits for ``replicated.trajectory_model = requested`` and why it is
+    another ('' when it is not). ``joint`` on a study with at most one rating per turn (one
+    judge, or one human rater) is fitted as ``onset``: with one rating of a turn, the turn's
+    noise on the latent stage and the rater's own noise are told apart only by the shape of
+    the logistic link, so the joint model's per-conversation day-noise scales are not
+    identified (2 chatbots x 1 conversation x 8 turns, one judge: 8 divergences at 0.99 and
+    0.995; ``onset``: none, R-hat 1.004; docs/dev/models.md)."""
+    from ..models.conversations import ITEM_NAME
+
+    if requested != "joint":
+        return requested, ""
+    rated = ds["score"].sel({"item": ITEM_NAME}).notnull().sum("rater")
+    if int(rated.max()) > 1:
+        return requested, ""
+    return "onset", (
+        "one rating per turn: the turn's noise and the rater's cannot be told apart, so the "
+        "joint model's day noise is not identified; fitted as onset"
+    )
+
+
 def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree:
-    """``c.trajectory_model`` with a conversation level on ``ds``, with the run's ``sampler``
+    """``c.trajectory_model`` (:func:`trajectory_model_for`; the model fitted and why in
+    ``attrs``) with a conversation level on ``ds``, with the run's ``sampler``
     group (started at ``inference.refit_target_accept`` unless it sets a target), refitted by
     the gate's remedies (a higher target after divergences, then twice the draws;
     ``gate_attempts``)."""
@@ -55,10 +77,12 @@ def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree
     # replicated preset had 3 divergences at 0.9, none at 0.99 (docs/dev/models.md)
     sampler = sampler.updated(target_accept=sampler.target_accept or inf.refit_target_accept)
 
+    model, why = trajectory_model_for(ds, c.trajectory_model)
+
     def make(**more):
         return fit_conversations(
             ds,
-            c.trajectory_model,
+            model,
             sampler=sampler.updated(**more) if more else sampler,
             log_prior=False,
             log_likelihood=False,
@@ -66,7 +90,9 @@ def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree
             cache_dir=_node(cfg, "cache_dir"),
         )
 
-    return gated(fit_with_refits(make, inf), inf)
+    tree = gated(fit_with_refits(make, inf), inf)
+    tree.attrs.update(trajectory_model=model, trajectory_model_why=why)
+    return tree
 
 
 def trajectory_tables(
@@ -81,7 +107,7 @@ def trajectory_tables(
     draws = chatbot_draws(tree, stable_run=stable_run, seed=c.seed)
     tab = chatbot_trajectories(draws, c.ci_prob).rename(columns={"chatbot": "model"})
     about = {
-        "trajectory_model": c.trajectory_model,
+        "trajectory_model": tree.attrs.get("trajectory_model", c.trajectory_model),
         "conversation_level": bool(tree.attrs.get("conversation_level")),
     }
     tab = tab.assign(**about, scale=str(tree.attrs.get("population", "")))
@@ -104,6 +130,7 @@ def trajectory_outputs(
         return {}
     check_option("replicated.trajectory_model", c.trajectory_model, MODELS)
     tree = fit_trajectory(ds, cfg, c)
+    used = tree.attrs["trajectory_model"]
     # the verdict fit_trajectory recorded (``gated``: every parameter, as the models stage's
     # fits), written with its table, so the file and the attrs cannot disagree
     table = diagnose(tree, _node(cfg, "inference"))
@@ -111,15 +138,18 @@ def trajectory_outputs(
     verdict.update(
         fit_time=float(tree.attrs.get("fit_time", np.nan)),
         attempts=json.loads(tree.attrs.get("gate_attempts", "[]") or "[]"),
-        model=c.trajectory_model,
+        model=used,
+        requested_model=c.trajectory_model,
         conversation_level=bool(tree.attrs.get("conversation_level")),
     )
+    if tree.attrs.get("trajectory_model_why"):
+        notes.append(f"trajectory model: {tree.attrs['trajectory_model_why']}")
     ci = f"{round(100 * c.ci_prob)}%"
     chatbots, contrasts = trajectory_tables(tree, c)
     out.write(
         "bayes_trajectories.csv",
         chatbots,
-        f"{c.trajectory_model} with a conversation level: per chatbot, a new conversation's "
+        f"{used} with a conversation level: per chatbot, a new conversation's "
         f"t50, milestones, P(never) and the between-conversation SD of t50, {ci} intervals",
     )
     out.write(
@@ -133,10 +163,16 @@ def trajectory_outputs(
     out.write("trajectory_gate.json", verdict, "that fit's diagnostics gate")
     if not verdict["passed"]:
         notes.append(
-            f"trajectory model ({c.trajectory_model}, conversation level): gate failed "
+            f"trajectory model ({used}, conversation level): gate failed "
             f"({'; '.join(verdict['reasons'])}); bayes_trajectories.csv is provisional"
         )
     return {"trajectory_passed": bool(verdict["passed"])}
 
 
-__all__ = ["FILES", "fit_trajectory", "trajectory_outputs", "trajectory_tables"]
+__all__ = [
+    "FILES",
+    "fit_trajectory",
+    "trajectory_model_for",
+    "trajectory_outputs",
+    "trajectory_tables",
+]

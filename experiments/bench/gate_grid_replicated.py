@@ -98,7 +98,8 @@ def fit_design(name: str, ds, cfg: Any) -> list[dict]:
         tree = fit_trajectory(ds, cfg, c)
         verdict = json.loads(tree.attrs["gate_verdict"])
         attempts = json.loads(tree.attrs.get("gate_attempts", "[]") or "[]")
-        rows.append(_row(name, c.trajectory_model, ds, verdict, attempts, time.perf_counter() - t0))
+        fit = tree.attrs["trajectory_model"]
+        rows.append(_row(name, fit, ds, verdict, attempts, time.perf_counter() - t0))
     return rows
 
 

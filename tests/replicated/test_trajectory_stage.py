@@ -142,3 +142,28 @@ def test_a_model_without_a_conversation_level_is_named_before_any_fit():
     )
     with pytest.raises(ValueError, match=r"replicated.trajectory_model.*'rater'.*joint"):
         trajectory_outputs(rec, {}, ReplicatedConfig(trajectory_model="rater"), {}, None, [])
+
+
+def test_joint_on_one_rating_per_turn_is_fitted_as_onset():
+    """One judge (or one human) rates each turn: the joint model's day noise is not identified
+    apart from the rater's, so the stage fits ``onset`` and says why; two raters keep ``joint``;
+    ``onset`` asked is ``onset`` fitted. No sampling: the rule alone."""
+    from delusion_bayes.stages.replicated_trajectory import trajectory_model_for
+
+    one = simulate_replicated(
+        "replicated", seed=0, n_models=2, n_conversations=2, n_turns=6, n_raters=1,
+        rater_kind="judge", items=("recognition",), n_truth=10,
+    )  # fmt: skip
+    model, why = trajectory_model_for(one, "joint")
+    assert model == "onset" and "one rating per turn" in why
+    assert trajectory_model_for(one, "onset") == ("onset", "")
+    two = simulate_replicated(
+        "replicated", seed=0, n_models=2, n_conversations=2, n_turns=6, n_raters=2,
+        items=("recognition",), n_truth=10,
+    )  # fmt: skip
+    assert trajectory_model_for(two, "joint") == ("joint", "")
+    # two raters who never rate the same turn: still one rating per turn
+    split = two.copy(deep=True)
+    split["score"][{"rater": 0, "turn": slice(0, 3)}] = np.nan
+    split["score"][{"rater": 1, "turn": slice(3, None)}] = np.nan
+    assert trajectory_model_for(split, "joint")[0] == "onset"
