@@ -139,6 +139,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "sampler.chains=1",
     ],
     "coverage_replay_support.py": ["--reps", "2", "--n-boot", "50", "--truth-participants", "100"],
+    "scale_prior_check.py": ["--studies", "20", "--priors", "flat", "ratio:0.5"],
     "gate_grid_replicated.py": [
         "--designs",
         "m2_c1_t8_r1_judge",
@@ -230,6 +231,7 @@ RUN_FIRST = {
 
 #: what a script's tiny run must print (beyond exiting 0): the lines its docstring promises
 PRINTS = {
+    "scale_prior_check.py": ["flat | equal 8 / 8 | ", "ratio:0.5 | 10 / 3 | "],
     "gate_grid_replicated.py": [
         "default fits gate-clean: ",
         "| m2_c1_t8_r1_judge | 2 x 1 x 8 x 1 judge |",
