@@ -4,8 +4,7 @@ The normal two-group model alone, no trajectories: ``x_g ~ N(mu_g, sigma_g)``, f
 the means, and one of these priors on the spreads (the posterior of ``mu_A - mu_B`` is a
 mixture of normals over the spreads, integrated on a grid of log spreads):
 
-- ``flat``: ``p(sigma_g)`` constant (what a HalfNormal wider than the spreads is near them; the
-  grouped fit's ``sigma_t50`` per group, HalfNormal(15 days));
+- ``flat``: ``p(sigma_g)`` constant (a HalfNormal far wider than the spreads);
 - ``reference``: ``p(sigma_g) ~ 1/sigma_g`` independently (the Behrens-Fisher posterior, Box &
   Tiao 1973, 2.5);
 - ``ratio:<tau>``: ``1/sigma`` on a common scale and ``log sigma_A - log sigma_B ~ N(0, tau)``
