@@ -183,6 +183,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "--tune",
         "30",
         "--no-two-stage",
+        "--markdown",
     ],
     "refit_priors.py": ["--run", "run", "--control"],
     "rhat_floor.py": ["--reps", "3", "--draws", "50"],
@@ -232,6 +233,10 @@ RUN_FIRST = {
 #: what a script's tiny run must print (beyond exiting 0): the lines its docstring promises
 PRINTS = {
     "scale_prior_check.py": ["flat | equal 8 / 8 | ", "ratio:0.5 | 10 / 3 | "],
+    "population_calibration.py": [
+        "| exchangeable | t50 | 1 | ",
+        "| exchangeable | first_clinical | 1 |",
+    ],
     "gate_grid_replicated.py": [
         "default fits gate-clean: ",
         "| m2_c1_t8_r1_judge | 2 x 1 x 8 x 1 judge |",

@@ -16,7 +16,7 @@ turned before day 1), ``never`` (mean 24, SD 10 vs 3: the never-turners in the s
 milestone). Truth: :func:`delusion_bayes.sweep.truth.population_mean_truth`.
 
     .venv/bin/python experiments/bench/population_calibration.py --studies 30 --out cal.csv
-    .venv/bin/python experiments/bench/population_calibration.py --summary cal.csv
+    .venv/bin/python experiments/bench/population_calibration.py --summary cal.csv [more.csv ...]
 
 ``--main-job``: the grouped fit as the main job makes it (``stages.fit_plan.population_fits``:
 the sampler's defaults, 4 chains x 1,000 draws on one core here, started at the refit target,
@@ -224,6 +224,40 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     return out.round(3)
 
 
+def _markdown_row(sc: str, q: str, m: pd.DataFrame) -> str:
+    """One scenario x quantity of :func:`markdown` (``m``: its rows by method)."""
+
+    def cell(method, col, fmt="{:.2f}"):
+        return fmt.format(m.loc[method, col]) if method in m.index else "-"
+
+    def rej(method):
+        return f"{cell(method, 'reject')} ({cell(method, 'reject_se')})"
+
+    truth = float(m["truth"].iloc[0])
+    name = q if abs(truth) < 0.05 else f"{q} (true {truth:.1f})"
+    return (
+        f"| {sc} | {name} | {int(m['S'].max())} | {rej('group')} | {rej('two_stage')} | "
+        f"{rej('permutation')} | {cell('group', 'cover90')} / {cell('group', 'cover95')} | "
+        f"{cell('two_stage', 'cover90')} / {cell('two_stage', 'cover95')} | "
+        f"{cell('group', 'width95', '{:.1f}')} / {cell('two_stage', 'width95', '{:.1f}')} | "
+        f"{cell('group', 'gate_clean')} / {cell('two_stage', 'gate_clean')} |"
+    )
+
+
+def markdown(summ: pd.DataFrame) -> str:
+    """:func:`summarise`'s table as docs/validation.md prints it: one row per scenario x
+    quantity, the grouped fit, the two-stage column and the permutation test side by side."""
+    head = (
+        "| scenario | quantity | S | reject 0 at 95%: grouped (SE) | two-stage (SE) | "
+        "permutation p < .05 (SE) | coverage 90 / 95%: grouped | two-stage | "
+        "width 95%: grouped / two-stage | gate-clean: grouped / two-stage |"
+    )
+    lines = [head, "|" + "---|" * 10]
+    for (sc, q), part in summ.groupby(level=["scenario", "quantity"], sort=False):
+        lines.append(_markdown_row(sc, q, part.droplevel(["scenario", "quantity"])))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--studies", type=int, default=100)
@@ -235,10 +269,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-two-stage", action="store_true")
     ap.add_argument("--main-job", action="store_true", help="main job's draws, refits and gate")
     ap.add_argument("--out", default="population_calibration.csv")
-    ap.add_argument("--summary", help="print the table of this CSV and stop")
+    ap.add_argument("--summary", nargs="+", help="print the table of these CSVs and stop")
+    ap.add_argument("--markdown", action="store_true", help="print docs' table")
     a = ap.parse_args(argv)
     if a.summary:
-        print(summarise(pd.read_csv(a.summary)).to_string())
+        # several runs' files (e.g. one per process over disjoint seeds) make one table
+        parts = pd.concat([pd.read_csv(f) for f in a.summary], ignore_index=True)
+        parts = parts.drop_duplicates(["scenario", "seed", "method", "quantity"])
+        summ = summarise(parts)
+        print(markdown(summ) if a.markdown else summ.to_string())
         return 0
     fit_kw = dict(
         sampler="nutpie", draws=a.draws, tune=a.tune, chains=2, cores=1, share_graph=True,
@@ -255,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             rows = analyse(sc, s, fit_kw, not a.no_two_stage, a.scale, a.main_job)
             pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
-    print(summarise(pd.read_csv(out)).to_string())
+    summ = summarise(pd.read_csv(out))
+    print(markdown(summ) if a.markdown else summ.to_string())
     return 0
 
 
