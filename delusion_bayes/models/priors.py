@@ -27,6 +27,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "HalfStudentT": ("nu", "sigma"),
     "ZeroSumNormal": ("sigma",),
     "Gamma": ("alpha", "beta"),
+    "LogNormal": ("mu", "sigma"),
 }
 
 

@@ -170,6 +170,27 @@ def test_degenerate_population_contrast_is_nan_with_a_note():
     assert "degenerate" in row["note"]
 
 
+def test_group_scale_fit_gives_each_group_the_calibrated_t50_spread_prior():
+    """``scale = "group"``: each group's ``sigma_t50`` has ``GROUP_T50_SCALE_PRIOR``
+    (LogNormal, median 8 days of a 30-day window), chosen by the censored two-group check
+    (experiments/bench/scale_prior_check.py) because the model's HalfNormal(0.5) over-covered
+    there; ``scale = "shared"`` keeps the model's prior, and a user's ``sigma_t50`` wins."""
+    from delusion_bayes.models.population import GROUP_T50_SCALE_PRIOR, population_spec
+    from delusion_bayes.models.priors import prior_rms
+
+    ds = simulate_study("null", 0, n_raters=3, n_days=30)
+    c = {"name": "c", "by": "cohort", "a": ["late-2025"], "b": ["earlier"]}
+    group = population_spec(ds, "joint", c)
+    assert group.priors["sigma_t50"] == GROUP_T50_SCALE_PRIOR
+    assert np.exp(GROUP_T50_SCALE_PRIOR["mu"]) * 30 == pytest.approx(8.0)
+    # its root mean square, exp(mu + sigma^2), where a fit fixes the scale: 8 / 30 e^0.5625
+    assert prior_rms(GROUP_T50_SCALE_PRIOR) == pytest.approx(8 / 30 * np.exp(0.5625), rel=0.02)
+    shared = population_spec(ds, "joint", c, scale="shared")
+    assert shared.priors["sigma_t50"] == {"dist": "HalfNormal", "sigma": 0.5}
+    mine = {"sigma_t50": {"dist": "HalfNormal", "sigma": 0.3}}
+    assert population_spec(ds, "joint", c, priors=mine).priors["sigma_t50"] == mine["sigma_t50"]
+
+
 @pytest.mark.slow
 def test_population_fit_has_group_hyperparameters_in_one_graph_and_log_prior():
     """An onset population-contrast fit (small sampler): per-group hyper-means in the posterior
