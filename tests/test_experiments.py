@@ -139,7 +139,9 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "sampler.chains=1",
     ],
     "coverage_replay_support.py": ["--reps", "2", "--n-boot", "50", "--truth-participants", "100"],
-    "scale_prior_check.py": ["--studies", "20", "--priors", "flat", "ratio:0.5"],
+    "scale_prior_check.py": [
+        *("--studies", "20", "--priors", "flat", "ratio:0.5", "lognormal:6:1+package"),
+    ],
     "gate_grid_replicated.py": [
         "--designs",
         "m2_c1_t8_r1_judge",
@@ -232,7 +234,9 @@ RUN_FIRST = {
 
 #: what a script's tiny run must print (beyond exiting 0): the lines its docstring promises
 PRINTS = {
-    "scale_prior_check.py": ["flat | equal 8 / 8 | ", "ratio:0.5 | 10 / 3 | "],
+    "scale_prior_check.py": [
+        *("flat | equal 8 / 8 | ", "ratio:0.5 | 10 / 3 | ", "lognormal:6:1+package | never | "),
+    ],
     "population_calibration.py": [
         "| exchangeable | t50 | 1 | ",
         "| exchangeable | first_clinical | 1 |",
