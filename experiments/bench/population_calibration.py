@@ -189,9 +189,10 @@ def _permutation_rows(ds, truth, base) -> list[dict]:
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """Per scenario x method x quantity: S, rejection rate of 0 at 95% (type-I on a null truth,
-    power on a shift) with its binomial SE, 90/95% coverage of the true difference, gate-clean,
-    the mean ``error`` of the median and, for t50, the mean ``luck`` of the studies' own draws
-    (:func:`realised_difference` minus the truth; the part of ``error`` no method can avoid)."""
+    power on a shift) with its binomial SE, 90/95% coverage of the true difference, gate-clean
+    (the main job's verdict, and a short fit's proxy), the mean ``error`` of the median and,
+    for t50, the mean ``luck`` of the studies' own draws (:func:`realised_difference` minus the
+    truth; the part of ``error`` no method can avoid)."""
     df = df.copy()
     if "realised" not in df or df["realised"].isna().any():  # rows written before the column
         pairs = df[["scenario", "seed"]].drop_duplicates().itertuples(index=False)
@@ -203,10 +204,13 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     df["reject"] = np.where(iv, (df["lo95"] > 0) | (df["hi95"] < 0), df["p"] < 0.05)
     df["cover95"] = np.where(iv, (df["lo95"] <= df["truth"]) & (df["truth"] <= df["hi95"]), np.nan)
     df["cover90"] = np.where(iv, (df["lo90"] <= df["truth"]) & (df["truth"] <= df["hi90"]), np.nan)
-    df["clean"] = np.where(iv, (df["divergences"] == 0) & (df["rhat"] < 1.01), np.nan)
-    if "gate_passed" in df:  # --main-job rows: the package's verdict after the refits
-        main = df["gate_passed"].notna()
-        df.loc[main, "clean"] = df.loc[main, "gate_passed"].astype(float)
+    # two gate columns, never mixed: ``gate_clean`` is the package's verdict after the main
+    # job's refits (--main-job rows only, ``S_gate`` of them); ``clean_short`` is the proxy of
+    # one short fit without refits (0 divergences, R-hat < 1.01 of the hyper-parameters)
+    main = df["gate_passed"].notna() if "gate_passed" in df else pd.Series(False, df.index)
+    short = (df["divergences"] == 0) & (df["rhat"] < 1.01)
+    df["clean_short"] = np.where(iv & ~main, short, np.nan)
+    df["gate"] = np.where(main, df.get("gate_passed", np.nan), np.nan).astype(float)
     g = df.groupby(["scenario", "quantity", "method"], sort=False)
     out = g.agg(
         S=("reject", "size"),
@@ -215,7 +219,9 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
         cover90=("cover90", "mean"),
         cover95=("cover95", "mean"),
         width95=("hi95", "mean"),
-        gate_clean=("clean", "mean"),
+        gate_clean=("gate", "mean"),
+        S_gate=("gate", "count"),
+        clean_short=("clean_short", "mean"),
         error=("error", "mean"),
         luck=("luck", "mean"),
     )
@@ -233,6 +239,8 @@ def _markdown_row(sc: str, q: str, m: pd.DataFrame) -> str:
     def rej(method):
         return f"{cell(method, 'reject')} ({cell(method, 'reject_se')})"
 
+    n_gate = int(m.loc["group", "S_gate"]) if "group" in m.index else 0
+    gate = f"{cell('group', 'gate_clean')} ({n_gate})" if n_gate else "-"
     truth = float(m["truth"].iloc[0])
     name = q if abs(truth) < 0.05 else f"{q} (true {truth:.1f})"
     return (
@@ -240,7 +248,7 @@ def _markdown_row(sc: str, q: str, m: pd.DataFrame) -> str:
         f"{rej('permutation')} | {cell('group', 'cover90')} / {cell('group', 'cover95')} | "
         f"{cell('two_stage', 'cover90')} / {cell('two_stage', 'cover95')} | "
         f"{cell('group', 'width95', '{:.1f}')} / {cell('two_stage', 'width95', '{:.1f}')} | "
-        f"{cell('group', 'gate_clean')} / {cell('two_stage', 'gate_clean')} |"
+        f"{gate} | {cell('group', 'clean_short')} / {cell('two_stage', 'clean_short')} |"
     )
 
 
@@ -250,9 +258,10 @@ def markdown(summ: pd.DataFrame) -> str:
     head = (
         "| scenario | quantity | S | reject 0 at 95%: grouped (SE) | two-stage (SE) | "
         "permutation p < .05 (SE) | coverage 90 / 95%: grouped | two-stage | "
-        "width 95%: grouped / two-stage | gate-clean: grouped / two-stage |"
+        "width 95%: grouped / two-stage | gate-clean, main job: grouped (studies) | "
+        "one short fit clean: grouped / two-stage |"
     )
-    lines = [head, "|" + "---|" * 10]
+    lines = [head, "|" + "---|" * 11]
     for (sc, q), part in summ.groupby(level=["scenario", "quantity"], sort=False):
         lines.append(_markdown_row(sc, q, part.droplevel(["scenario", "quantity"])))
     return "\n".join(lines)
