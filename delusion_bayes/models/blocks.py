@@ -65,6 +65,14 @@ RATER_PRIORS: dict[str, dict] = {
 #: ``spec.population`` of a fit with a conversation level (:mod:`delusion_bayes.models.
 #: conversations`): hyper-means of t50 and log k per chatbot, the rest shared
 CONVERSATION_LEVEL = "conversation"
+#: the between-model scales that ``population="group"`` gives each group (the others: one for
+#: all models). Only t50's, whose unequal spread the population contrasts must survive
+#: (docs/validation.md). With log k's and the day noise's per group too, a group of 5-6
+#: chatbots let one chatbot turned before day 1 (ratings 3-4 from the first day) leave its
+#: group's steepness population: k 0.01 and plateau 6.3, a flat line through its ratings, a
+#: second mode one chain in four kept (unequal seed 360 at the main job's draws, sampler seeds
+#: 0 and 1: R-hat 1.53, gate failed after both refits); shared: no second mode in 5 fits
+GROUP_SCALES: frozenset[str] = frozenset({"sigma_t50"})
 #: prefix of the ``pm.Data`` name of a spec field (``y`` is also the onset model's observed name)
 DATA_PREFIX = "d_"
 
@@ -202,9 +210,12 @@ def _partially_centred(name: str, loc, scale, centred, n: int):
 def _hyper(spec: ModelSpec, name: str):
     """Hyper-parameter ``name`` (its prior: ``spec.priors[name]``): one scalar, or in a
     population-contrast fit (``spec.population``) one per group of ``pop_group`` (means always,
-    scales with ``population="group"``), returned per model (indexed by its group)."""
+    the scales of :data:`GROUP_SCALES` with ``population="group"``), returned per model
+    (indexed by its group)."""
     prior = spec.priors[name]
-    per_group = spec.population == "group" or (spec.population and name.startswith("mu_"))
+    per_group = (spec.population == "group" and name in GROUP_SCALES) or (
+        spec.population and name.startswith("mu_")
+    )
     if spec.population == CONVERSATION_LEVEL and name == "mu_log_L1":
         per_group = False  # models/conversations.py: one plateau population for all chatbots
     if not per_group:

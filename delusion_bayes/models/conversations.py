@@ -19,9 +19,10 @@ is one for all chatbots, its spread fixed (:func:`delusion_bayes.models.blocks._
 chatbot whose conversations turn late never shows its plateau, and a plateau mean of its own
 then traded off against its t50 (on the replicated preset at 4 x 500 draws the worst R-hat
 was 1.046, on that mean; shared, 1.013).
-``scale="group"``: means and spreads per chatbot, the plateau's mean too (the
-population-contrast fits' model). Log k is sampled non-centred (the conversations of a chatbot
-are alike in steepness, so their spread is tighter than one conversation's data pin log k).
+``scale="group"``: means per chatbot, the plateau's mean too, and t50's spread
+(:data:`~delusion_bayes.models.blocks.GROUP_SCALES`; the population-contrast fits' model).
+Log k is sampled non-centred (the conversations of a chatbot are alike in steepness, so their
+spread is tighter than one conversation's data pin log k).
 
 The chatbot-level quantities are posterior quantities (:func:`chatbot_trajectories`): a new
 conversation's expected t50 and milestones (censored at the window like the data, by the
