@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -125,27 +126,63 @@ def _main_job_fit(ds, fit_kw: dict, scale: str):
     return dt, _gate(dt), bool(dt.attrs["gate_passed"]), max(len(attempts), 1)
 
 
+METHODS = ("group", "two_stage", "permutation")
+
+
+def group_scales() -> str:
+    """The grouped model's version as its rows record it: the scales it has per group
+    (:data:`delusion_bayes.models.blocks.GROUP_SCALES`). Rows of another version are of
+    another model; :func:`current` drops them and a run refits only their grouped fit."""
+    from delusion_bayes.models.blocks import GROUP_SCALES
+
+    return ",".join(sorted(GROUP_SCALES))
+
+
+def current(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` without grouped rows of another version of the grouped model (rows written
+    before the ``group_scales`` column had log k's and the day noise's scales per group too)."""
+    rec = df["group_scales"] if "group_scales" in df else pd.Series(np.nan, df.index)
+    stale = (df["method"] == "group") & (rec.astype(object) != group_scales())  # NaN: stale
+    return df[~stale]
+
+
 def analyse(
     scenario: str,
     seed: int,
     fit_kw: dict,
-    two_stage: bool,
+    methods: Iterable[str] = METHODS,
     scale: str = "group",
     main_job: bool = False,
 ):
-    """Every method's rows of one study."""
+    """The rows of ``methods`` (:data:`METHODS`) on one study."""
     from delusion_bayes.models import fit
-    from delusion_bayes.models.population import (
-        fit_population,
-        population_contrasts,
-        two_stage_contrasts,
-    )
+    from delusion_bayes.models.population import two_stage_contrasts
     from delusion_bayes.sweep.truth import population_mean_truth
 
     ds = study(scenario, seed)
     truth = {q: population_mean_truth(ds, CONTRAST, q) for q in QUANTITIES}
     base = {"scenario": scenario, "seed": seed}
     rows: list[dict] = []
+    if "group" in methods:
+        rows += _group_rows(ds, seed, fit_kw, truth, base, scale, main_job)
+    if "two_stage" in methods:
+        from delusion_bayes.models.derived import contrast_quantities, posterior_milestones
+
+        t0 = time.perf_counter()
+        dt0 = fit(ds, "joint", **fit_kw)
+        q = contrast_quantities(dt0, posterior_milestones(dt0, stable_run=3))
+        tabs = {p: two_stage_contrasts(q, [CONTRAST], p, seed=seed) for p in (0.95, 0.9)}
+        b = {**base, "seconds": time.perf_counter() - t0}
+        rows += _rows("two_stage", tabs, truth, b, _gate(dt0))
+    if "permutation" in methods:
+        rows += _permutation_rows(ds, truth, base)
+    return rows
+
+
+def _group_rows(ds, seed, fit_kw, truth, base, scale, main_job) -> list[dict]:
+    """The grouped fit's rows, with the version of the grouped model (:func:`group_scales`)."""
+    from delusion_bayes.models.population import fit_population, population_contrasts
+
     t0 = time.perf_counter()
     # the main job starts its grouped fits at inference.refit_target_accept (stages/fit_plan.py)
     if main_job:
@@ -157,19 +194,9 @@ def analyse(
         )
         gate, more = _gate(dt), {}
     tabs = {p: population_contrasts({"cohort": dt}, [CONTRAST], p, seed=seed) for p in (0.95, 0.9)}
-    secs = time.perf_counter() - t0
-    rows += [{**r, **more} for r in _rows("group", tabs, truth, {**base, "seconds": secs}, gate)]
-    if two_stage:
-        from delusion_bayes.models.derived import contrast_quantities, posterior_milestones
-
-        t0 = time.perf_counter()
-        dt0 = fit(ds, "joint", **fit_kw)
-        q = contrast_quantities(dt0, posterior_milestones(dt0, stable_run=3))
-        tabs = {p: two_stage_contrasts(q, [CONTRAST], p, seed=seed) for p in (0.95, 0.9)}
-        b = {**base, "seconds": time.perf_counter() - t0}
-        rows += _rows("two_stage", tabs, truth, b, _gate(dt0))
-    rows += _permutation_rows(ds, truth, base)
-    return rows
+    b = {**base, "seconds": time.perf_counter() - t0}
+    more["group_scales"] = group_scales()
+    return [{**r, **more} for r in _rows("group", tabs, truth, b, gate)]
 
 
 def _permutation_rows(ds, truth, base) -> list[dict]:
@@ -267,6 +294,14 @@ def markdown(summ: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _append(out: Path, rows: list[dict]) -> None:
+    """Add ``rows`` to the CSV ``out``, rewriting it whole: a later version's rows may carry a
+    column the file's header lacks, which an appended line would misalign."""
+    new = pd.DataFrame(rows)
+    df = pd.concat([pd.read_csv(out), new], ignore_index=True) if out.exists() else new
+    df.to_csv(out, index=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--studies", type=int, default=100)
@@ -284,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.summary:
         # several runs' files (e.g. one per process over disjoint seeds) make one table
         parts = pd.concat([pd.read_csv(f) for f in a.summary], ignore_index=True)
-        parts = parts.drop_duplicates(["scenario", "seed", "method", "quantity"])
+        parts = current(parts).drop_duplicates(["scenario", "seed", "method", "quantity"])
         summ = summarise(parts)
         print(markdown(summ) if a.markdown else summ.to_string())
         return 0
@@ -295,15 +330,16 @@ def main(argv: list[str] | None = None) -> int:
     if a.main_job:  # the sampler group's defaults (4 x 1,000 after 500), one core per worker
         fit_kw.update(draws=None, tune=None, chains=None)
     out = Path(a.out)
-    done = pd.read_csv(out) if out.exists() else pd.DataFrame(columns=["scenario", "seed"])
-    seen = set(zip(done["scenario"], done["seed"], strict=True))
+    want = [m for m in METHODS if not (a.no_two_stage and m == "two_stage")]
     for s in range(a.first, a.first + a.studies):
         for sc in a.scenarios:  # interleaved: a stopped run has every scenario at similar S
-            if (sc, s) in seen:
-                continue
-            rows = analyse(sc, s, fit_kw, not a.no_two_stage, a.scale, a.main_job)
-            pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
-    summ = summarise(pd.read_csv(out))
+            # a study's methods already in the file (grouped rows of this model version) stay
+            done = current(pd.read_csv(out)) if out.exists() else pd.DataFrame(columns=["seed"])
+            here = done[(done["scenario"] == sc) & (done["seed"] == s)] if len(done) else done
+            todo = [m for m in want if m not in set(here.get("method", []))]
+            if todo:
+                _append(out, analyse(sc, s, fit_kw, todo, a.scale, a.main_job))
+    summ = summarise(current(pd.read_csv(out)))
     print(markdown(summ) if a.markdown else summ.to_string())
     return 0
 
