@@ -238,8 +238,8 @@ PRINTS = {
         *("flat | equal 8 / 8 | ", "ratio:0.5 | 10 / 3 | ", "lognormal:6:1+package | never | "),
     ],
     "population_calibration.py": [
-        "| exchangeable | t50 | 1 | ",
-        "| exchangeable | first_clinical | 1 |",
+        "| exchangeable | t50 | 1 / - | ",
+        "| exchangeable | first_clinical | 1 / - |",
     ],
     "gate_grid_replicated.py": [
         "default fits gate-clean: ",

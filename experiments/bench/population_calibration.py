@@ -271,7 +271,8 @@ def _markdown_row(sc: str, q: str, m: pd.DataFrame) -> str:
     truth = float(m["truth"].iloc[0])
     name = q if abs(truth) < 0.05 else f"{q} (true {truth:.1f})"
     return (
-        f"| {sc} | {name} | {int(m['S'].max())} | {rej('group')} | {rej('two_stage')} | "
+        f"| {sc} | {name} | {cell('group', 'S', '{:.0f}')} / {cell('two_stage', 'S', '{:.0f}')} | "
+        f"{rej('group')} | {rej('two_stage')} | "
         f"{rej('permutation')} | {cell('group', 'cover90')} / {cell('group', 'cover95')} | "
         f"{cell('two_stage', 'cover90')} / {cell('two_stage', 'cover95')} | "
         f"{cell('group', 'width95', '{:.1f}')} / {cell('two_stage', 'width95', '{:.1f}')} | "
@@ -283,7 +284,8 @@ def markdown(summ: pd.DataFrame) -> str:
     """:func:`summarise`'s table as docs/validation.md prints it: one row per scenario x
     quantity, the grouped fit, the two-stage column and the permutation test side by side."""
     head = (
-        "| scenario | quantity | S | reject 0 at 95%: grouped (SE) | two-stage (SE) | "
+        "| scenario | quantity | S: grouped / two-stage | reject 0 at 95%: grouped (SE) | "
+        "two-stage (SE) | "
         "permutation p < .05 (SE) | coverage 90 / 95%: grouped | two-stage | "
         "width 95%: grouped / two-stage | gate-clean, main job: grouped (studies) | "
         "one short fit clean: grouped / two-stage |"
