@@ -127,6 +127,7 @@ def _main_job_fit(ds, fit_kw: dict, scale: str):
 
 
 METHODS = ("group", "two_stage", "permutation")
+COLS_DONE = ["scenario", "seed", "method"]
 
 
 def group_scales() -> str:
@@ -333,12 +334,12 @@ def main(argv: list[str] | None = None) -> int:
         fit_kw.update(draws=None, tune=None, chains=None)
     out = Path(a.out)
     want = [m for m in METHODS if not (a.no_two_stage and m == "two_stage")]
+    # a study's methods already in the file (grouped rows of this model version) stay; read once
+    done = current(pd.read_csv(out)) if out.exists() else pd.DataFrame(columns=COLS_DONE)
+    seen = set(zip(done["scenario"], done["seed"], done["method"], strict=True))
     for s in range(a.first, a.first + a.studies):
         for sc in a.scenarios:  # interleaved: a stopped run has every scenario at similar S
-            # a study's methods already in the file (grouped rows of this model version) stay
-            done = current(pd.read_csv(out)) if out.exists() else pd.DataFrame(columns=["seed"])
-            here = done[(done["scenario"] == sc) & (done["seed"] == s)] if len(done) else done
-            todo = [m for m in want if m not in set(here.get("method", []))]
+            todo = [m for m in want if (sc, s, m) not in seen]
             if todo:
                 _append(out, analyse(sc, s, fit_kw, todo, a.scale, a.main_job))
     summ = summarise(current(pd.read_csv(out)))
