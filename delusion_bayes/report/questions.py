@@ -16,7 +16,7 @@ def fixed_scale_note() -> str:
     """The line under every table whose posterior comes from a fit with ``sigma_t50`` fixed."""
     return (
         f"{FIXED_SCALE} fitted with the t50 population scale sigma_t50 FIXED at its prior's root "
-        "mean square (fewer than 2 chatbots turned: the data do not identify it), not "
+        "mean square (too few chatbots turned: the data do not identify it), not "
         "estimated: a different model from the one the other studies get, chosen from these "
         "data. Every t50 interval, and each milestone and contrast that depends on t50, rests "
         "on that value; simulation-based calibration shows this fit miscalibrated in such "

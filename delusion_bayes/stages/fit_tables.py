@@ -19,6 +19,7 @@ from .. import results
 from ..baselines.trajectory import MIN_RANKED, milestone_rankings, save_rank_figure
 from ..inference.config import InferenceConfig
 from ..inference.refits import diagnostics_of, fit_attempts, gate_advice
+from ..models.geometry import MIN_T50_SCALE_TURNERS
 from . import Outputs
 from .fit_plan import plain
 
@@ -56,7 +57,8 @@ def t50_scale_note(dt) -> str | None:
     (``ModelSpec.t50_scale_sampled``); None otherwise."""
     if "sigma_t50" in dt["posterior"] and not int(dt.attrs.get("t50_scale_sampled", 1)):
         return (
-            "fewer than 2 chatbots turned: the t50 population scale sigma_t50 is fixed at its "
+            f"fewer than {MIN_T50_SCALE_TURNERS} units (chatbots, or conversations in a "
+            "replicated study) turned: the t50 population scale sigma_t50 is fixed at its "
             "prior's root mean square, not estimated, and the t50 intervals rest on it "
             "(docs/dev/models.md, SBC of the joint model)"
         )

@@ -37,6 +37,7 @@ def main() -> None:
     ap.add_argument("--per-element", action="store_true")
     args = ap.parse_args()
 
+    from delusion_bayes.models.geometry import MIN_T50_SCALE_TURNERS
     from delusion_bayes.models.sbc import plot_sbc, run_sbc, sbc_uniformity
 
     out = Path(args.out)
@@ -65,7 +66,8 @@ def main() -> None:
     if "t50_scale_sampled" in ranks.coords:
         sampled = np.asarray(ranks["t50_scale_sampled"].values, bool)
         print(
-            f"fits that fixed sigma_t50 (fewer than 2 simulated turners): {int((~sampled).sum())}"
+            f"fits that fixed sigma_t50 (fewer than {MIN_T50_SCALE_TURNERS} simulated turners): "
+            f"{int((~sampled).sum())}"
             f" of {sampled.size}; the {int(sampled.sum())} whose fit is the generative model:"
         )
         table = sbc_uniformity(dt, only="t50_scale_sampled")
