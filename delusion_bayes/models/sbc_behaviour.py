@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 BEHAVIOUR_REFERENCE_PRIORS: dict[str, float] = {
     "alpha": 2.0,  # ZeroSumNormal sigma over chatbots
     "beta": 2.5,  # Normal(0, .)
-    "sigma_conversation": 1.0,  # HalfNormal
+    "sigma_conversation": 2.0,  # Gamma(shape 2, this rate)
     "severity": 0.5,  # ZeroSumNormal sigma over raters
     "cutpoints": 3.0,  # Normal(0, .), ordered
 }
@@ -59,7 +59,7 @@ def draw_truth(template: xr.Dataset, n_levels: int, rng) -> dict[str, np.ndarray
     return {
         "alpha": _zero_sum(rng, p["alpha"], (n_i, n_m)),
         "beta": rng.normal(0.0, p["beta"], (n_i, n_m)),
-        "sigma_conversation": np.abs(rng.normal(0.0, p["sigma_conversation"], n_i)),
+        "sigma_conversation": rng.gamma(2.0, 1.0 / p["sigma_conversation"], n_i),
         "z": rng.normal(0.0, 1.0, (n_m, n_c, n_i)),
         "cutpoints": cuts,
         "severity": _zero_sum(rng, p["severity"], (n_i, n_r)) if n_r > 1 else np.zeros((n_i, 1)),

@@ -13,6 +13,7 @@ both with the default config's sampler and the gate's automatic refits. Every st
 (``simulate_replicated``); the numbers describe the simulator, not real chatbots.
 
     .venv/bin/python experiments/bench/gate_grid_replicated.py [--designs all] [--out F.csv]
+        [--fits behaviour,trajectory]
 
 One row per design and fit goes to ``--out`` as it finishes; the end prints the pass rate per
 fit and the table of docs/dev/models.md ("Gate over replicated designs").
@@ -42,6 +43,8 @@ DESIGNS: dict[str, tuple[str, dict[str, Any]]] = {
                                            "n_raters": 3, "missing_share": 0.2}),
     "spiral_like": ("spiral_like", {}),
 }  # fmt: skip
+#: the stage's two kinds of default fit: the behaviour model, the trajectory model
+FITS = ("behaviour", "trajectory")
 FIELDS = (
     *("design", "fit", "n_models", "n_conversations", "n_turns", "n_raters", "rater_kind"),
     *("status", "attempts", "divergences", "max_rhat", "min_ess", "seconds", "note"),
@@ -74,8 +77,9 @@ def _row(name: str, fit: str, ds, verdict: dict, attempts: list, secs: float) ->
     }  # fmt: skip
 
 
-def fit_design(name: str, ds, cfg: Any) -> list[dict]:
-    """The stage's default fits of one design, gated as the stage gates them."""
+def fit_design(name: str, ds, cfg: Any, fits: tuple[str, ...] = FITS) -> list[dict]:
+    """The stage's default fits of one design (those of ``fits``), gated as the stage gates
+    them."""
     from delusion_bayes.baselines.replicated import rule_of
     from delusion_bayes.baselines.replicated_agreement import milestone_item
     from delusion_bayes.baselines.replicated_config import ReplicatedConfig
@@ -86,14 +90,15 @@ def fit_design(name: str, ds, cfg: Any) -> list[dict]:
 
     c = ReplicatedConfig()
     rows = []
-    t0 = time.perf_counter()
-    tree = fit_bayes(ds, cfg, c, rule_of(ds, c.rule).name)
-    verdict = gate(
-        tree, diagnose(tree, cfg.inference, var_names=reported_vars(tree)), cfg.inference
-    )
-    attempts = json.loads(tree.attrs.get("gate_attempts", "[]") or "[]")
-    rows.append(_row(name, "behaviour", ds, verdict, attempts, time.perf_counter() - t0))
-    if c.trajectory_model and not milestone_item(ds)[1]:
+    if "behaviour" in fits:
+        t0 = time.perf_counter()
+        tree = fit_bayes(ds, cfg, c, rule_of(ds, c.rule).name)
+        verdict = gate(
+            tree, diagnose(tree, cfg.inference, var_names=reported_vars(tree)), cfg.inference
+        )
+        attempts = json.loads(tree.attrs.get("gate_attempts", "[]") or "[]")
+        rows.append(_row(name, "behaviour", ds, verdict, attempts, time.perf_counter() - t0))
+    if "trajectory" in fits and c.trajectory_model and not milestone_item(ds)[1]:
         t0 = time.perf_counter()
         tree = fit_trajectory(ds, cfg, c)
         verdict = json.loads(tree.attrs["gate_verdict"])
@@ -139,19 +144,23 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--designs", default="all", help=f"comma list of {list(DESIGNS)} or all")
     ap.add_argument("--out", default="/tmp/gate_grid_replicated.csv")
+    ap.add_argument("--fits", default=",".join(FITS), help=f"comma list of {list(FITS)}")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. sampler.draws=200")
     a = ap.parse_args(argv)
     names = list(DESIGNS) if a.designs == "all" else a.designs.split(",")
     unknown = sorted(set(names) - set(DESIGNS))
     if unknown:
         raise SystemExit(f"--designs: unknown {unknown}; expected some of {list(DESIGNS)}")
+    fits = tuple(a.fits.split(","))
+    if set(fits) - set(FITS):
+        raise SystemExit(f"--fits: unknown {sorted(set(fits) - set(FITS))}; expected {FITS}")
     cfg = compose(list(a.overrides))
     rows: list[dict] = []
     with open(Path(a.out), "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=FIELDS)
         w.writeheader()
         for i, name in enumerate(names, 1):
-            for row in fit_design(name, build(name), cfg):
+            for row in fit_design(name, build(name), cfg, fits):
                 w.writerow(row)
                 fh.flush()
                 print(f"[{i}/{len(names)}] " + json.dumps(row), flush=True)

@@ -40,13 +40,16 @@ def template():
 
 def test_the_reference_priors_are_the_models_documented_ones():
     """Frozen copies: a change to BEHAVIOUR_PRIORS must be made here too, on purpose."""
-    assert BEHAVIOUR_REFERENCE_PRIORS == {k: v["sigma"] for k, v in BEHAVIOUR_PRIORS.items()}
+    scales = {k: v["sigma"] for k, v in BEHAVIOUR_PRIORS.items() if k != "sigma_conversation"}
+    assert BEHAVIOUR_REFERENCE_PRIORS == {**scales, "sigma_conversation": 2.0}
+    assert BEHAVIOUR_PRIORS["sigma_conversation"] == {"dist": "Gamma", "alpha": 2.0, "beta": 2.0}
     assert BEHAVIOUR_PRIORS["beta"]["mu"] == 0.0 and BEHAVIOUR_PRIORS["cutpoints"]["mu"] == 0.0
 
 
 def test_draws_have_the_priors_laws(template):
     """Over 4,000 draws: alpha sums to zero over chatbots with per-entry SD 2 sqrt(2/3) (the
-    zero-sum normal's marginal), sigma_conversation has the half-normal mean sqrt(2/pi), the
+    zero-sum normal's marginal), sigma_conversation has the Gamma(2, 2) mean 1 and SD
+    1/sqrt(2), the
     cutpoints are ordered with the expected order statistics of N(0, 3) (+-2.54 for the
     outer pair of three: 3 x 0.8463)."""
     rng = np.random.default_rng(1)
@@ -55,7 +58,8 @@ def test_draws_have_the_priors_laws(template):
     np.testing.assert_allclose(alpha.sum(-1), 0.0, atol=1e-12)
     np.testing.assert_allclose(alpha.std(0), 2.0 * np.sqrt(2 / 3), rtol=0.05)
     sig = np.stack([d["sigma_conversation"] for d in draws])
-    np.testing.assert_allclose(sig.mean(0), np.sqrt(2 / np.pi), rtol=0.05)
+    np.testing.assert_allclose(sig.mean(0), 1.0, rtol=0.05)
+    np.testing.assert_allclose(sig.std(0), np.sqrt(0.5), rtol=0.06)
     cuts = np.stack([d["cutpoints"] for d in draws])
     assert np.all(np.diff(cuts, axis=-1) > 0)
     np.testing.assert_allclose(cuts.mean(0)[:, [0, 2]], [[-2.54, 2.54]] * 2, atol=0.12)
