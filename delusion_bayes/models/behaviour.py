@@ -10,7 +10,8 @@ For the rating ``y`` of rater ``r`` on turn ``t`` of conversation ``c`` of chatb
     P(y \le k) &= \mathrm{logit}^{-1}(\kappa_{ik} - \eta) \quad\text{(ordinal, cumulative
     logit)} \\
     \alpha_{i\cdot} &\sim \mathrm{ZeroSumNormal}(2) \text{ over chatbots}, \quad
-    \beta_{im} \sim N(0, 2.5), \quad z \sim N(0, 1), \quad \sigma^{conv}_i \sim \mathrm{Gamma}(2, 2) \\
+    \beta_{im} \sim N(0, 2.5), \quad z \sim N(0, 1), \quad
+    \sigma^{conv}_i \sim \mathrm{Gamma}(2, 2) \\
     s_{i\cdot} &\sim \mathrm{ZeroSumNormal}(0.5) \text{ over raters (two or more)} \\
     \kappa_{i\cdot} &\sim N(0, 3) \text{ ordered}
 
