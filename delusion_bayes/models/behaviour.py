@@ -42,7 +42,7 @@ import xarray as xr
 
 from ..data.replicated import CONVERSATION, ITEM, MODEL, RATER, TURN
 from .definition import ModelDef
-from .priors import make_rv, prior_table
+from .priors import make_rv, prior_table, resolve_prior_table
 
 __all__ = [
     "BEHAVIOUR_PRIORS",
@@ -180,7 +180,8 @@ def behaviour_spec(
     mid, span = (turns.min() + turns.max()) / 2, max(float(turns.max() - turns.min()), 1.0)
     models = [str(m) for m in ds[MODEL].values]
     convs = [str(c) for c in ds[CONVERSATION].values]
-    merged = {k: {**v, **(priors or {}).get(k, {})} for k, v in BEHAVIOUR_PRIORS.items()}
+    # entry-wise, a new distribution replacing its entry whole, unknown names an error
+    merged = resolve_prior_table("behaviour", BEHAVIOUR_PRIORS, priors)
     return BehaviourSpec(
         coords={
             MODEL: models,

@@ -49,9 +49,8 @@ def test_the_reference_priors_are_the_models_documented_ones():
 def test_draws_have_the_priors_laws(template):
     """Over 4,000 draws: alpha sums to zero over chatbots with per-entry SD 2 sqrt(2/3) (the
     zero-sum normal's marginal), sigma_conversation has the Gamma(2, 2) mean 1 and SD
-    1/sqrt(2), the
-    cutpoints are ordered with the expected order statistics of N(0, 3) (+-2.54 for the
-    outer pair of three: 3 x 0.8463)."""
+    1/sqrt(2), the cutpoints are ordered with the expected order statistics of N(0, 3) (+-2.54
+    for the outer pair of three: 3 x 0.8463)."""
     rng = np.random.default_rng(1)
     draws = [draw_truth(template, 4, rng) for _ in range(4000)]
     alpha = np.stack([d["alpha"] for d in draws])
