@@ -334,6 +334,34 @@ def _item_truth(d: ReplicatedDesign, bots: _Chatbots, raters: _Raters, rng) -> d
     }
 
 
+def new_conversation_stages(ds: xr.Dataset, n: int, seed: int = 0) -> xr.DataArray:
+    """Latent stage ``(model, conversation, turn)`` of ``n`` NEW conversations per chatbot of
+    the simulated study ``ds``: new prompt, category and conversation effects around each
+    chatbot's true trajectory (``true_t50``, ``true_k``, ``true_L``), the turn noise, and the
+    study's mean rater severity added (the stage scale the models read: their severities sum
+    to zero). The population a chatbot-level estimand averages over, e.g. a new conversation's
+    milestones (:func:`delusion_bayes.sweep.truth.new_conversation_truth`). SIMULATED."""
+    if "design" not in ds.attrs or "true_t50" not in ds:
+        raise ValueError(
+            "new_conversation_stages needs a study from simulate_replicated (attrs['design'] and "
+            f"true_* variables); got attrs {sorted(ds.attrs)}"
+        )
+    raw = json.loads(ds.attrs["design"])
+    d = ReplicatedDesign(**{**raw, "items": tuple(raw["items"])})
+    L = ds["true_L"].values
+    bots = _Chatbots(
+        t50=ds["true_t50"].values,
+        log_k=np.log(ds["true_k"].values),
+        L_logit=np.log((L - 1.0) / (4.0 - L)),  # logit((L - 1) / 3)
+    )
+    rng = np.random.default_rng([int(seed), 54, int(ds.attrs.get("seed", 0))])
+    conv = _draw_conversations(d, bots, rng, n=int(n))
+    stage = _stage(conv, np.arange(1, d.n_turns + 1, dtype=float), d.turn_noise, rng)
+    stage = stage + float(ds["true_severity"].mean())
+    coords = {MODEL: ds[MODEL].values, TURN: ds[TURN].values}
+    return xr.DataArray(stage, dims=(MODEL, CONVERSATION, TURN), coords=coords, name="stage")
+
+
 def _scales(d: ReplicatedDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``item_min``, ``item_max`` and the cap used (inf: none) of the design's items."""
     ordinal = np.array([ITEM_SPECS[i].scale == "ordinal" for i in d.items])
@@ -421,5 +449,6 @@ __all__ = [
     "ItemSpec",
     "ReplicatedDesign",
     "design_of",
+    "new_conversation_stages",
     "simulate_replicated",
 ]

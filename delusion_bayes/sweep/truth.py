@@ -147,3 +147,32 @@ def population_mean_truth(
             return np.nan
         means[g] = float(ms[quantity].mean())
     return means["A"] - means["B"]
+
+
+def new_conversation_truth(
+    ds: xr.Dataset, *, n: int = 20000, stable_run: int = 3, seed: int = 0
+) -> xr.Dataset:
+    """Per chatbot of a simulated replicated study (``simulate_replicated``), the chatbot-level
+    estimands of the conversation-level trajectory models
+    (:func:`delusion_bayes.models.conversations.chatbot_draws`) for a NEW conversation, by
+    Monte Carlo over ``n`` new conversations (``data.replicated_simulate.
+    new_conversation_stages``: new prompt, category and conversation effects, the turn noise,
+    the study's mean rater): ``first_clinical``, ``first_stable`` (expected milestone, censored
+    at the last turn + 1 like the data; the noise-free rating at the stage cutpoints, the
+    baselines' rules) and ``p_never`` (share whose first clinical framing is censored); each
+    with its Monte Carlo SE as ``<name>_se``."""
+    from ..baselines import milestones
+    from ..data.replicated import CONVERSATION, TURN
+    from ..data.replicated_simulate import new_conversation_stages
+    from ..data.schema import DAY
+
+    stage = new_conversation_stages(ds, n, seed=seed).rename({TURN: DAY})
+    ms = milestones(noise_free_rating(stage, STAGE_CUTPOINTS), stable_run=stable_run)
+    never = (ms["first_clinical"] >= int(ms.attrs["censor_day"])).astype(float)
+    per_conv = {"first_clinical": ms["first_clinical"], "first_stable": ms["first_stable"]}
+    per_conv["p_never"] = never
+    out = {}
+    for name, v in per_conv.items():
+        out[name] = v.mean(CONVERSATION)
+        out[f"{name}_se"] = v.std(CONVERSATION, ddof=1) / np.sqrt(v.sizes[CONVERSATION])
+    return xr.Dataset(out)

@@ -8,7 +8,11 @@ refits and verdict), scored on
 - ``t50``: each chatbot's centre ``true_t50`` (a new conversation's expected t50: the prompt
   and conversation effects have mean 0) in its 90/95% interval;
 - ``sd_conv_t50``: the between-conversation SD of t50, truth ``sqrt(sd_conv_t50^2 +
-  sd_prompt_t50^2)`` (a prompt's effect is, for one chatbot, a conversation effect).
+  sd_prompt_t50^2)`` (a prompt's effect is, for one chatbot, a conversation effect);
+- ``first_clinical``, ``first_stable``, ``p_never``: a new conversation's expected milestones
+  (censored at the last turn + 1) and the chance it never reaches clinical framing, truth by
+  Monte Carlo over 20,000 of the simulator's new conversations per chatbot
+  (``sweep.truth.new_conversation_truth``; its SE in ``truth_se``, < 0.02 turns).
 
     .venv/bin/python experiments/bench/conversation_coverage.py --studies 20 --out conv.csv
     .venv/bin/python experiments/bench/conversation_coverage.py --summary conv.csv
@@ -38,6 +42,7 @@ def analyse(seed: int, overrides: list[str], design: dict) -> list[dict]:
     from delusion_bayes.data import simulate_replicated
     from delusion_bayes.models.conversations import chatbot_draws, chatbot_trajectories
     from delusion_bayes.stages.replicated_trajectory import fit_trajectory
+    from delusion_bayes.sweep.truth import new_conversation_truth
 
     ds = simulate_replicated("replicated", seed=seed, n_truth=10, **design)
     cfg = compose(overrides)
@@ -52,6 +57,12 @@ def analyse(seed: int, overrides: list[str], design: dict) -> list[dict]:
     sd_truth = float(np.hypot(design_used["sd_conv_t50"], design_used["sd_prompt_t50"]))
     truth = {("t50", str(m)): float(t) for m, t in ds["true_t50"].to_series().items()}
     truth |= {("sd_conv_t50", str(m)): sd_truth for m in ds["model"].values}
+    mc = new_conversation_truth(ds, seed=seed)
+    se = {}
+    for q in ("first_clinical", "first_stable", "p_never"):
+        for m in ds["model"].values:
+            truth[(q, str(m))] = float(mc[q].sel(model=m))
+            se[(q, str(m))] = float(mc[f"{q}_se"].sel(model=m))
     rows = []
     for (q, m), t in truth.items():
         a, b = tabs[0.95].loc[(q, m)], tabs[0.9].loc[(q, m)]
@@ -61,6 +72,7 @@ def analyse(seed: int, overrides: list[str], design: dict) -> list[dict]:
                 "chatbot": m,
                 "quantity": q,
                 "truth": t,
+                "truth_se": se.get((q, m), 0.0),
                 "median": a["median"],
                 "lo95": a["ci_low"],
                 "hi95": a["ci_high"],

@@ -111,3 +111,57 @@ def test_the_pipeline_simulates_only_a_replicated_preset(tmp_path):
     silent simulation of another design); ``data=replicated`` is the one to use."""
     with pytest.raises(ConfigError, match="not a replicated preset.*data=replicated"):
         run(compose(["experiment=replicated"]), tmp_path / "run")
+
+
+def _deterministic(**kw):
+    """A study whose new conversations all follow their chatbot's curve (no spreads, no noise,
+    no rater severity) unless ``kw`` sets one."""
+    still = dict.fromkeys(
+        ("sd_conv_t50", "sd_prompt_t50", "sd_category_t50", "sd_conv_log_k", "sd_conv_L_logit"),
+        0.0,
+    )
+    base = {**still, "turn_noise": 0.0, "sd_severity": 0.0, "items": ("recognition",)}
+    return simulate_replicated(seed=3, n_models=4, n_turns=12, n_truth=10, **(base | kw))
+
+
+def test_new_conversation_truth_is_the_chatbots_own_curve_without_spread():
+    """With no spread and no noise every new conversation is the chatbot's curve
+    ``1 + (L - 1) expit(k (t - t50))``: its first clinical turn (rating >= 3, stage > 2.5) is
+    the first integer turn past ``t* = t50 + log(1.5 / (L - 2.5)) / k`` (never if L <= 2.5),
+    computed here by hand from ``true_*``; first stable (three turns at 4, stage > 3.5) alike."""
+    from delusion_bayes.sweep.truth import new_conversation_truth
+
+    ds = _deterministic()
+    tr = new_conversation_truth(ds, n=50)
+    T = ds.sizes["turn"]
+    for m in ds["model"].values:
+        t50, k, L = (float(ds[f"true_{v}"].sel(model=m)) for v in ("t50", "k", "L"))
+        first = {}
+        for name, level in (("first_clinical", 2.5), ("first_stable", 3.5)):
+            star = t50 + np.log((level - 1.0) / (L - level)) / k if L > level else np.inf
+            first[name] = min(int(np.floor(star)) + 1, T + 1) if star >= 0 else 1
+        assert float(tr["first_clinical"].sel(model=m)) == first["first_clinical"]
+        # a run of three stage-4 turns must fit before the end (T - 2 is the last start)
+        stable = first["first_stable"] if first["first_stable"] <= T - 2 else T + 1
+        assert float(tr["first_stable"].sel(model=m)) == stable
+        assert float(tr["p_never"].sel(model=m)) == float(first["first_clinical"] == T + 1)
+
+
+def test_new_conversation_p_never_matches_its_closed_form():
+    """Only the conversations' t50 spread (SD s): a new conversation never reaches clinical
+    framing iff its curve at the last turn T is <= 2.5, i.e. t50_c >= T - log(1.5 / (L - 2.5))
+    / k, so P(never) = 1 - Phi((T - log(1.5 / (L - 2.5)) / k - t50) / s); the Monte Carlo
+    estimate (n = 20,000) within 4 of its SEs."""
+    from scipy.stats import norm
+
+    from delusion_bayes.sweep.truth import new_conversation_truth
+
+    ds = _deterministic(sd_conv_t50=4.0, mu_t50=9.0, sd_t50=2.0, mu_L_logit=3.0)
+    tr = new_conversation_truth(ds, n=20000, seed=1)
+    T = ds.sizes["turn"]
+    for m in ds["model"].values:
+        t50, k, L = (float(ds[f"true_{v}"].sel(model=m)) for v in ("t50", "k", "L"))
+        exact = 1 - norm.cdf((T - np.log(1.5 / (L - 2.5)) / k - t50) / 4.0)
+        got, se = float(tr["p_never"].sel(model=m)), float(tr["p_never_se"].sel(model=m))
+        assert abs(got - exact) <= 4 * max(se, 1e-3), (m, got, exact, se)
+    assert float(tr["p_never"].max()) > 0.05  # the check is not of zeros only
