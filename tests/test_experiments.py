@@ -240,6 +240,7 @@ PRINTS = {
     "population_calibration.py": [
         "| exchangeable | t50 | 1 / - | ",
         "| exchangeable | first_clinical | 1 / - |",
+        "pooled coverage, t50, group, 1 intervals from 1 seeds: 90%: ",
     ],
     "gate_grid_replicated.py": [
         "default fits gate-clean: ",
