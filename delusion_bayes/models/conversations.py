@@ -146,15 +146,19 @@ def fit_conversations(
     *,
     scale: str = "shared",
     item: str = ITEM_NAME,
+    priors: Mapping[str, Any] | None = None,
     variant: Mapping[str, Any] | None = None,
     **fit_kwargs: Any,
 ) -> xr.DataTree:
-    """Fit ``model`` with a conversation level (:func:`conversation_spec`) by
-    :func:`delusion_bayes.models.fit`; ``attrs["conversation_level"]`` says whether there was
-    one (False: one conversation per chatbot), ``attrs["chatbot"]`` each unit's chatbot."""
+    """Fit ``model`` with a conversation level (:func:`conversation_spec`; ``priors`` override
+    its defaults) by :func:`delusion_bayes.models.fit`; ``attrs["conversation_level"]`` says
+    whether there was one (False: one conversation per chatbot), ``attrs["chatbot"]`` each
+    unit's chatbot."""
     from .fit import fit
 
-    units, spec = conversation_spec(rep, model, scale=scale, item=item, **dict(variant or {}))
+    units, spec = conversation_spec(
+        rep, model, scale=scale, item=item, priors=priors, **dict(variant or {})
+    )
     dt = fit(units, model, spec=spec, **fit_kwargs)
     dt.attrs.update(
         conversation_level=bool(spec.population),

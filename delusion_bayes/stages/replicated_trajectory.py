@@ -65,11 +65,13 @@ def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree
     ``attrs``) with a conversation level on ``ds``, with the run's ``sampler``
     group (started at ``inference.refit_target_accept`` unless it sets a target), refitted by
     the gate's remedies (a higher target after divergences, then twice the draws;
-    ``gate_attempts``)."""
+    ``gate_attempts``). The ``model`` group's ``priors`` override the fitted model's (an unknown
+    parameter name is an error, not dropped)."""
     from ..inference.config import InferenceConfig, SamplerConfig
     from ..inference.refits import fit_with_refits
+    from ..models.config import ModelConfig
     from ..models.conversations import fit_conversations
-    from .fit_plan import gated
+    from .fit_plan import gated, plain
 
     sampler = group_config(SamplerConfig, _node(cfg, "sampler"))
     inf = group_config(InferenceConfig, _node(cfg, "inference"))
@@ -78,11 +80,14 @@ def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree
     sampler = sampler.updated(target_accept=sampler.target_accept or inf.refit_target_accept)
 
     model, why = trajectory_model_for(ds, c.trajectory_model)
+    model_node = _node(cfg, "model")
+    priors = plain(group_config(ModelConfig, model_node).priors) if model_node else None
 
     def make(**more):
         return fit_conversations(
             ds,
             model,
+            priors=priors,
             sampler=sampler.updated(**more) if more else sampler,
             log_prior=False,
             log_likelihood=False,

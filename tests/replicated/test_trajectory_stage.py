@@ -167,3 +167,42 @@ def test_joint_on_one_rating_per_turn_is_fitted_as_onset():
     split["score"][{"rater": 0, "turn": slice(0, 3)}] = np.nan
     split["score"][{"rater": 1, "turn": slice(3, None)}] = np.nan
     assert trajectory_model_for(split, "joint")[0] == "onset"
+
+
+def test_model_priors_reach_the_trajectory_fit(monkeypatch):
+    """``model.priors`` (``delusion-bayes model.priors.mu_t50.sigma=0.1``) is applied to the
+    replicated stage's trajectory fit, with or without a conversation level; an unknown name
+    is an error, not dropped (it used to be dropped silently). No sampling: the spec and the
+    stage's call."""
+    from delusion_bayes.baselines.replicated_config import ReplicatedConfig
+    from delusion_bayes.models import conversations
+    from delusion_bayes.models.conversations import conversation_spec
+    from delusion_bayes.stages.replicated_trajectory import fit_trajectory
+
+    override = {"mu_t50": {"sigma": 0.1}}
+    for n_conv in (1, 3):
+        rep = simulate_replicated(
+            "replicated", seed=0, n_models=2, n_conversations=n_conv, n_turns=6,
+            items=("recognition",), n_truth=10,
+        )  # fmt: skip
+        _, spec = conversation_spec(rep, "joint", priors=override)
+        assert spec.priors["mu_t50"]["sigma"] == 0.1
+        _, default = conversation_spec(rep, "joint")
+        assert default.priors["mu_t50"]["sigma"] != 0.1
+    with pytest.raises(ValueError, match="not a parameter of model 'joint'"):
+        conversation_spec(rep, "joint", priors={"no_such": {"sigma": 1.0}})
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake(ds, model, **kw):
+        seen.update(kw, model=model)
+        raise Stop
+
+    monkeypatch.setattr(conversations, "fit_conversations", fake)
+    cfg = {"model": {"priors": override}, "sampler": {"progressbar": False}}
+    with pytest.raises(Stop):
+        fit_trajectory(rep, cfg, ReplicatedConfig())
+    assert seen["model"] == "joint" and seen["priors"] == override
