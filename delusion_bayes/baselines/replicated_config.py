@@ -4,6 +4,7 @@ schema, values in ``conf/replicated/``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -33,6 +34,11 @@ class ReplicatedConfig:
     bayes: bool = True
     #: its likelihood: ``ordinal`` (cumulative logit on the capped levels) or ``hurdle``
     bayes_likelihood: str = "ordinal"
+    #: prior overrides of the behaviour model (``{parameter: {dist: ..., args}}``, as
+    #: ``model.priors`` for the trajectory models), e.g. the conversations' scale
+    #: ``sigma_conversation={dist: Gamma, alpha: 2, beta: 1}`` (the default Gamma(2, 2): the real
+    #: files' scales are prior-sensitive, docs/dev/models.md); an unknown name is an error
+    bayes_priors: dict[str, Any] = field(default_factory=dict)
     #: with ``bayes`` and the recognition item on 1-4: the trajectory model (``joint`` or
     #: ``onset``) fitted with a conversation level (:mod:`delusion_bayes.models.conversations`),
     #: each chatbot's t50, milestones and P(never) for a new conversation

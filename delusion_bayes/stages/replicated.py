@@ -255,14 +255,15 @@ BAYES_FILES = (
 
 def fit_bayes(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig, rule: str) -> xr.DataTree:
     """The behaviour model (:mod:`delusion_bayes.models.behaviour`) of ``ds`` on ``rule`` with
-    the run's ``sampler`` group (its ``target_accept`` null: the model's), refitted by the
-    gate's remedies as the models stage's fits are
+    the run's ``sampler`` group (its ``target_accept`` null: the model's) and the priors of
+    ``replicated.bayes_priors``, refitted by the gate's remedies as the models stage's fits are
     (:func:`delusion_bayes.inference.refits.fit_with_refits`: a higher target after
     divergences, then twice the draws when R-hat or ESS fails; ``gate.json`` lists every
     attempt)."""
     from ..inference.config import SamplerConfig
     from ..inference.refits import fit_with_refits
     from ..models.behaviour import fit_behaviour
+    from .fit_plan import plain
 
     node = cfg.get("sampler") if hasattr(cfg, "get") else None
     cache = cfg.get("cache_dir") if hasattr(cfg, "get") else None
@@ -274,6 +275,7 @@ def fit_bayes(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig, rule: str) -> xr.Da
             ds,
             rule=rule,
             likelihood=c.bayes_likelihood,
+            priors=plain(c.bayes_priors) or None,
             sampler=sampler.updated(**more) if more else sampler,
             log_prior=False,
             posterior_predictive=False,

@@ -57,3 +57,38 @@ def test_stage_on_the_csv_template(tmp_path):
     contrasts = pd.read_csv(out / "contrasts.csv")
     assert len(contrasts) == 3 * 3 and contrasts["paired"].all() and contrasts["exact"].all()
     assert head["judge_failed"] == {"chatbot-a": 0, "chatbot-b": 0, "chatbot-c": 0}
+
+
+def test_bayes_priors_reach_the_behaviour_model(monkeypatch):
+    """``+replicated.bayes_priors.<name>={...}`` is handed to the behaviour model (the real
+    files' scales are prior-sensitive, so a user must be able to refit under another prior),
+    and an unknown parameter name is an error naming the valid ones. No sampling."""
+    import pytest
+
+    from delusion_bayes.baselines.replicated_config import ReplicatedConfig
+    from delusion_bayes.config import compose, group_config
+    from delusion_bayes.data import simulate_replicated
+    from delusion_bayes.models import behaviour
+    from delusion_bayes.models.behaviour import behaviour_spec
+
+    wide = "{dist:Gamma,alpha:2,beta:1}"
+    cfg = compose(["experiment=replicated", f"+replicated.bayes_priors.sigma_conversation={wide}"])
+    c = group_config(ReplicatedConfig, cfg.replicated)
+    seen = {}
+
+    def fake(ds, **kw):
+        seen.update(kw)
+        raise RuntimeError("stop before sampling")
+
+    monkeypatch.setattr(behaviour, "fit_behaviour", fake)
+    ds = simulate_replicated("spiral_like", seed=0, n_models=2, n_conversations=3, n_turns=4,
+                             n_truth=10)  # fmt: skip
+    with pytest.raises(RuntimeError, match="stop before sampling"):
+        stage.fit_bayes(ds, cfg, c, "raw")
+    want = {"sigma_conversation": {"dist": "Gamma", "alpha": 2, "beta": 1}}
+    assert seen["priors"] == want
+    spec = behaviour_spec(ds, rule="raw", priors=want)
+    assert spec.priors["sigma_conversation"] == want["sigma_conversation"]
+    assert behaviour_spec(ds, rule="raw").priors["sigma_conversation"]["beta"] == 2.0
+    with pytest.raises(ValueError, match="not a parameter of model 'behaviour'"):
+        behaviour_spec(ds, rule="raw", priors={"sigma_typo": {"sigma": 1.0}})
