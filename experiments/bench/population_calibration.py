@@ -309,7 +309,9 @@ def pooled(df: pd.DataFrame) -> str:
     S ~ 100 has SE ~ 0.02, too coarse to tell 0.95 from 0.98. Its SE is clustered by seed
     (a ratio estimator over seeds): the scenarios draw from the same seeds (common random
     numbers), so their intervals are not independent and a plain binomial SE would be too
-    small."""
+    small. ``error SD / interval SD``: the SD of ``(truth - median) / s`` with ``s`` the 90%
+    half-width over 1.645 (a normal posterior's SD); 1 when the intervals are as wide as the
+    errors need, below 1 when they are wider (conservative)."""
     df = _scored(df)
     lines = []
     for (q, method), g in df[df["method"] != "permutation"].groupby(["quantity", "method"]):
@@ -322,6 +324,8 @@ def pooled(df: pd.DataFrame) -> str:
             resid = per_seed[f"c{level}"] - p * per_seed["n"]
             se = np.sqrt(k / (k - 1) * (resid**2).sum()) / n if k > 1 else np.nan
             cells.append(f"{level}%: {p:.3f} (SE {se:.3f})")
+        z = (g["truth"] - g["median"]) / ((g["hi90"] - g["lo90"]) / (2 * 1.645))
+        cells.append(f"error SD / interval SD {z.std():.2f}")
         lines.append(
             f"pooled coverage, {q}, {method}, {n} intervals from {k} seeds: " + ", ".join(cells)
         )
