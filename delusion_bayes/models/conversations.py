@@ -21,8 +21,9 @@ then traded off against its t50 (on the replicated preset at 4 x 500 draws the w
 was 1.046, on that mean; shared, 1.013).
 ``scale="group"``: means per chatbot, the plateau's mean too, and t50's spread
 (:data:`~delusion_bayes.models.blocks.GROUP_SCALES`; the population-contrast fits' model).
-Log k is sampled non-centred (the conversations of a chatbot are alike in steepness, so their
-spread is tighter than one conversation's data pin log k).
+Log k and the day noise's scale are sampled non-centred (the conversations of a chatbot are
+alike in steepness and rated alike, so their spreads are tighter than one conversation's data
+pin them).
 
 The chatbot-level quantities are posterior quantities (:func:`chatbot_trajectories`): a new
 conversation's expected t50 and milestones (censored at the window like the data, by the
