@@ -39,17 +39,10 @@ ONSET_PRIORS: dict[str, dict] = {
 #: priors a population-contrast fit adds (``spec.population``): the plateau gets a population,
 #: ``log(L_m - 1) ~ N(mu_log_L1[g], sigma_log_L1)``, so a new chatbot's milestone is defined; its
 #: mean keeps the per-model prior's centre and spread (``log_L1``); ``sigma_log_L1`` is not
-#: sampled but fixed at this prior's root mean square (:func:`_log_L1`), except at the
-#: conversation level, which samples it (:func:`_conversation_log_L1`)
+#: sampled but fixed at this prior's root mean square (:func:`_log_L1`)
 POPULATION_PRIORS: dict[str, dict] = {
     "mu_log_L1": {"dist": "Normal", "mu": 1.1, "sigma": 0.2},
     "sigma_log_L1": {"dist": "HalfNormal", "sigma": 0.2},
-}
-#: the prior a fit with a conversation level adds: the spread of the chatbots' plateau means
-#: around ``mu_log_L1``, fixed at this prior's root mean square, 0.2 on log(L - 1) (plateaus
-#: 3.3 against 4.0 are 0.26 apart; :func:`_conversation_log_L1`)
-CONVERSATION_PRIORS: dict[str, dict] = {
-    "sigma_mu_log_L1": {"dist": "HalfNormal", "sigma": 0.2},
 }
 #: default priors of :func:`day_noise_scale`: the day-to-day deviation of the latent stage from
 #: the trajectory, per model (an oscillating model has a large one):
@@ -223,6 +216,8 @@ def _hyper(spec: ModelSpec, name: str):
     per_group = (spec.population == "group" and name in GROUP_SCALES) or (
         spec.population and name.startswith("mu_")
     )
+    if spec.population == CONVERSATION_LEVEL and name == "mu_log_L1":
+        per_group = False  # models/conversations.py: one plateau population for all chatbots
     if not per_group:
         return make_rv(name, prior)
     return make_rv(name, prior, dims=POP_GROUP)[spec_data(spec, "pop_group")]
@@ -231,15 +226,12 @@ def _hyper(spec: ModelSpec, name: str):
 def _log_L1(spec: ModelSpec):
     """``log(L_m - 1)``: a fixed prior per model (no population; docs/dev/design-notes.md
     #modelsblockspy), or in a population-contrast fit ``N(mu_log_L1[g], sigma_log_L1)``, a
-    population per group with a fixed spread, centred; with a conversation level
-    :func:`_conversation_log_L1`."""
+    population per group with a fixed spread, centred."""
     import pymc as pm
     import pytensor.tensor as pt
 
     if not spec.population:
         return make_rv("log_L1", spec.priors["log_L1"], dims=MODEL)
-    if spec.population == CONVERSATION_LEVEL:
-        return _conversation_log_L1(spec)
     # the plateau's spread is fixed at its prior's root mean square: ratings stop at stage 4,
     # so a plateau at the ceiling is bounded from below only and the spread of such plateaus is
     # not identified; sampled, it was a funnel (docs/dev/models.md, "Population contrasts").
@@ -247,35 +239,6 @@ def _log_L1(spec: ModelSpec):
     rms = prior_rms(spec.priors["sigma_log_L1"])
     sigma = pm.Deterministic("sigma_log_L1", pt.as_tensor_variable(rms))
     return pm.Normal("log_L1", _hyper(spec, "mu_log_L1"), sigma, dims=MODEL)
-
-
-def _conversation_log_L1(spec: ModelSpec):
-    """``log(L_mc - 1)`` of conversation ``c`` of chatbot ``m`` in a fit with a conversation
-    level: ``mu_log_L1_chatbot[m] ~ N(mu_log_L1, sigma_mu_log_L1)`` (each chatbot's plateau
-    mean, partially pooled) and ``log(L_mc - 1) ~ N(mu_log_L1_chatbot[m], sigma_log_L1)``, the
-    between-conversation spread sampled, the chatbots' fixed; both levels non-centred."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    p = spec.priors
-    # a new conversation's first stable turn rests on its chatbot's plateau and on the spread
-    # around it; with one plateau population for all chatbots and its spread fixed at 0.2, 95%
-    # intervals of it covered 0.74 of the truths (docs/dev/models.md, "Conversation level").
-    # Non-centred: a chatbot whose conversations turn late never shows its plateau, so its mean
-    # and its conversations' plateaus follow the population there (centred and unpooled, that
-    # mean traded off against the chatbot's t50: R-hat 1.046)
-    centre = make_rv("mu_log_L1", p["mu_log_L1"])
-    # the chatbots' spread is fixed at its prior's root mean square, as the population fits fix
-    # the plateau's (above): sampled, with 3 chatbots its centre mu_log_L1 mixed slowly (3 x 10
-    # x 30 x 4: R-hat 1.012, ESS 271 after the refit; docs/dev/models.md)
-    spread = pm.Deterministic(
-        "sigma_mu_log_L1", pt.as_tensor_variable(prior_rms(p["sigma_mu_log_L1"]))
-    )
-    z_bot = pm.Normal("z_mu_log_L1", 0.0, 1.0, dims=POP_GROUP)
-    bot = pm.Deterministic("mu_log_L1_chatbot", centre + spread * z_bot, dims=POP_GROUP)
-    sigma = make_rv("sigma_log_L1", p["sigma_log_L1"])
-    z = pm.Normal("z_log_L1", 0.0, 1.0, dims=MODEL)
-    return pm.Deterministic("log_L1", bot[spec_data(spec, "pop_group")] + sigma * z, dims=MODEL)
 
 
 def onset_trajectory(spec: ModelSpec):
@@ -466,7 +429,6 @@ def _level_terms(spec: ModelSpec, s, level):
 __all__ = [
     "DATA_PREFIX",
     "POPULATION_PRIORS",
-    "CONVERSATION_PRIORS",
     "day_noise_scale",
     "marginal_ratings",
     "onset_trajectory",

@@ -8,20 +8,17 @@ A replicated study (:mod:`delusion_bayes.data.replicated`) rated on the recognit
 machinery of the population contrasts, :mod:`delusion_bayes.models.population`)::
 
     t50_mc ~ N(T mu_t50[m], T sigma_t50),  log k_mc ~ N(mu_log_k[m], sigma_log_k),
-    log(L_mc - 1) ~ N(mu_log_L1_chatbot[m], sigma_log_L1),
-    mu_log_L1_chatbot[m] ~ N(mu_log_L1, sigma_mu_log_L1),  (joint) log sigma_eps_mc ~ N(mu, sigma)
+    log(L_mc - 1) ~ N(mu_log_L1, sigma_log_L1),  (joint) log sigma_eps_mc ~ N(mu, sigma)
 
 for conversation ``c`` of chatbot ``m``: each conversation has its own trajectory around its
 chatbot's, the ``sigma`` are the between-conversation spreads, shared by the chatbots
 (``scale="shared"``, the default: ``spec.population = "conversation"``), and each chatbot's
 ``mu_t50``, ``mu_log_k`` has the shared hyper-mean's prior (no pooling across chatbots: a
-replicated study has enough conversations per chatbot to learn each). The plateau means are
-partially pooled (:func:`delusion_bayes.models.blocks._conversation_log_L1`): a chatbot whose
-conversations turn late never shows its plateau, and an unpooled plateau mean of its own traded
-off against its t50 (on the replicated preset at 4 x 500 draws the worst R-hat was 1.046, on
-that mean); one plateau population for all chatbots with a fixed spread mixed but
-under-covered a new conversation's first stable turn (docs/dev/models.md, "Conversation
-level").
+replicated study has enough conversations per chatbot to learn each). The plateau's population
+is one for all chatbots, its spread fixed (:func:`delusion_bayes.models.blocks._log_L1`): a
+chatbot whose conversations turn late never shows its plateau, and a plateau mean of its own
+then traded off against its t50 (on the replicated preset at 4 x 500 draws the worst R-hat
+was 1.046, on that mean; shared, 1.013).
 ``scale="group"``: means per chatbot, the plateau's mean too, and t50's spread
 (:data:`~delusion_bayes.models.blocks.GROUP_SCALES`; the population-contrast fits' model).
 Log k and the day noise's scale are sampled non-centred (the conversations of a chatbot are
@@ -122,9 +119,8 @@ def units_spec(
 ):
     """:func:`conversation_spec` of a unit study (``attrs["chatbot"]``: each unit's chatbot),
     e.g. one whose ratings a simulator replaced (:mod:`.sbc_conversations`)."""
-    from .blocks import CONVERSATION_LEVEL, CONVERSATION_PRIORS
+    from .blocks import CONVERSATION_LEVEL
     from .population import SCALES, grouped_spec
-    from .priors import resolve_prior_table
     from .spec import build_spec
 
     if scale not in SCALES:
@@ -136,12 +132,7 @@ def units_spec(
         return units, build_spec(units, model, dict(priors or {}), **variant)
     group = [names.index(c) for c in chatbot]
     population = CONVERSATION_LEVEL if scale == "shared" else scale
-    priors = dict(priors or {})
-    conv_priors = CONVERSATION_PRIORS if population == CONVERSATION_LEVEL else {}
-    base = {k: v for k, v in priors.items() if k not in conv_priors}
-    spec = grouped_spec(units, model, group, names, population, base, **variant)
-    own = {k: v for k, v in priors.items() if k in conv_priors}
-    spec.priors.update(resolve_prior_table(model, conv_priors, own))
+    spec = grouped_spec(units, model, group, names, population, priors, **variant)
     # log k non-centred: a chatbot's conversations have alike steepness, so the population
     # (between-conversation) scale is tighter than one conversation's data pin log k, the
     # case for non-centring (geometry.log_k_centring); centred, the replicated preset mixed
