@@ -85,12 +85,12 @@ DECLARATIONS: tuple[tuple[str, ...], ...] = (
      "conversation level, for a new conversation: expected t50, censored milestones, "
      "P(never), between-conversation SD of t50 (recognition item on 1-4 only)",
      f"model:str quantity:str median:float mean:float {_CI} prob:float trajectory_model:str "
-     "conversation_level:bool scale:str"),
+     "conversation_level:bool scale:str note:str"),
     (STAGE, "bayes_trajectory_contrasts.csv", "chatbot pairs per quantity, a new conversation "
      "of each (trajectory model with a conversation level): difference A - B of t50, "
      "milestones, P(never) with its interval, P(A lower), P(A higher)",
      f"quantity:str a:str b:str diff:float {_CI} p_a_lower:float p_a_higher:float prob:float "
-     "trajectory_model:str conversation_level:bool"),
+     "trajectory_model:str conversation_level:bool note:str"),
     (STAGE, "trajectory_gate.json", "the conversation-level trajectory fit's diagnostics gate"),
     (STAGE, "trajectory_diagnostics.csv", "per-parameter diagnostics of that fit",
      "parameter:str r_hat:float ess_bulk:float ess_tail:float"),

@@ -55,6 +55,16 @@ ITEM_NAME = "recognition"
 SEP = "/"
 #: quantities :func:`chatbot_trajectories` reports per chatbot
 QUANTITIES = ("t50", "first_clinical", "first_stable", "p_never")
+#: what simulation found of a quantity's intervals with a conversation level, written beside
+#: its rows (docs/dev/models.md, "Conversation level"): the one plateau population stands in
+#: for each chatbot's own plateau, on which a new conversation's first stable turn rests
+CAVEATS: dict[str, str] = {
+    "first_stable": (
+        "under-covered in simulation: 95% intervals held 0.74 of the truths (SE 0.05, 23 "
+        "studies); the model's one plateau population stands in for the chatbot's own plateau; "
+        "read as provisional"
+    ),
+}
 
 
 def conversation_units(rep: xr.Dataset, item: str = ITEM_NAME) -> xr.Dataset:

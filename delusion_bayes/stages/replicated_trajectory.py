@@ -106,8 +106,14 @@ def trajectory_tables(
     """``bayes_trajectories.csv`` (:func:`~delusion_bayes.models.conversations.
     chatbot_trajectories` with the model, the scale and whether a conversation level was
     fitted) and ``bayes_trajectory_contrasts.csv`` (:func:`~delusion_bayes.models.
-    conversations.chatbot_contrasts`), from one set of draws."""
-    from ..models.conversations import chatbot_contrasts, chatbot_draws, chatbot_trajectories
+    conversations.chatbot_contrasts`), from one set of draws; ``note`` carries what simulation
+    found of a quantity's intervals (:data:`~delusion_bayes.models.conversations.CAVEATS`)."""
+    from ..models.conversations import (
+        CAVEATS,
+        chatbot_contrasts,
+        chatbot_draws,
+        chatbot_trajectories,
+    )
 
     draws = chatbot_draws(tree, stable_run=stable_run, seed=c.seed)
     tab = chatbot_trajectories(draws, c.ci_prob).rename(columns={"chatbot": "model"})
@@ -116,7 +122,11 @@ def trajectory_tables(
         "conversation_level": bool(tree.attrs.get("conversation_level")),
     }
     tab = tab.assign(**about, scale=str(tree.attrs.get("population", "")))
-    return tab, chatbot_contrasts(draws, c.ci_prob).assign(**about)
+    caveats = CAVEATS if about["conversation_level"] else {}
+    tab["note"] = tab["quantity"].map(caveats).fillna("")
+    contrasts = chatbot_contrasts(draws, c.ci_prob).assign(**about)
+    contrasts["note"] = contrasts["quantity"].map(caveats).fillna("")
+    return tab, contrasts
 
 
 def trajectory_outputs(
@@ -125,6 +135,7 @@ def trajectory_outputs(
     """Fit and write (module docstring); the headline entries, or ``{}`` with a ``skipped``
     entry when the study has no recognition item or the model is off."""
     from ..inference.diagnostics import diagnose
+    from ..models.conversations import CAVEATS
 
     _, why = milestone_item(ds)
     if not c.trajectory_model or why:
@@ -166,6 +177,8 @@ def trajectory_outputs(
     diag = table.reset_index().rename(columns={"index": "parameter"})
     out.write("trajectory_diagnostics.csv", diag, "per-parameter diagnostics of that fit")
     out.write("trajectory_gate.json", verdict, "that fit's diagnostics gate")
+    if verdict["conversation_level"]:
+        notes.extend(f"bayes_trajectories.csv, {q}: {t}" for q, t in CAVEATS.items())
     if not verdict["passed"]:
         notes.append(
             f"trajectory model ({used}, conversation level): gate failed "

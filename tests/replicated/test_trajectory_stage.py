@@ -60,6 +60,21 @@ def test_stage_writes_the_chatbots_for_a_new_conversation(run_dir):
 
 
 @pytest.mark.slow
+def test_the_under_covered_first_stable_turn_carries_its_caveat(run_dir):
+    """Simulation found a new conversation's first stable turn under-covered (0.74 at 95%;
+    docs/dev/models.md): its rows in both tables say so, the other quantities' rows are bare,
+    and the stage's notes (``index.json``) repeat it."""
+    _, out, _ = run_dir
+    for name in ("bayes_trajectories.csv", "bayes_trajectory_contrasts.csv"):
+        tab = read_table(out, name)
+        stable = tab["quantity"] == "first_stable"
+        assert stable.any() and tab.loc[stable, "note"].str.contains("under-covered").all()
+        assert (tab.loc[~stable, "note"].fillna("") == "").all()
+    notes = json.loads((out / "replicated" / "index.json").read_text())["notes"]
+    assert any(n.startswith("bayes_trajectories.csv, first_stable: under-covered") for n in notes)
+
+
+@pytest.mark.slow
 def test_supplement_shows_one_row_per_chatbot(run_dir):
     from delusion_bayes.report.replicated import trajectories_table
 
