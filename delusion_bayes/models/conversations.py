@@ -53,6 +53,12 @@ from .modelspec import POP_GROUP
 ITEM_NAME = "recognition"
 #: the unit coordinate's separator: ``chatbot/conversation``
 SEP = "/"
+#: the prior of ``sigma_t50`` with a conversation level, where it is the spread of one chatbot's
+#: conversations (1.66 turns of 12, 0.14 T, in the ``replicated`` preset): that sits at the 5%
+#: quantile of the chatbots' zero-avoiding Gamma(3, 6) (``blocks.ONSET_PRIORS``), and a
+#: chatbot's conversations may well be alike, so the level keeps the HalfNormal(0.5) under
+#: which its SBC and coverage were measured (docs/dev/models.md, "Conversation level")
+CONVERSATION_T50_SCALE_PRIOR: dict = {"dist": "HalfNormal", "sigma": 0.5}
 #: quantities :func:`chatbot_trajectories` reports per chatbot
 QUANTITIES = ("t50", "first_clinical", "first_stable", "p_never")
 #: what simulation found of a quantity's intervals with a conversation level, written beside
@@ -142,6 +148,7 @@ def units_spec(
         return units, build_spec(units, model, dict(priors or {}), **variant)
     group = [names.index(c) for c in chatbot]
     population = CONVERSATION_LEVEL if scale == "shared" else scale
+    priors = {"sigma_t50": dict(CONVERSATION_T50_SCALE_PRIOR), **dict(priors or {})}
     spec = grouped_spec(units, model, group, names, population, priors, **variant)
     # log k non-centred: a chatbot's conversations have alike steepness, so the population
     # (between-conversation) scale is tighter than one conversation's data pin log k, the

@@ -7,7 +7,7 @@ are reparameterisations: the same prior, the same model, the same posterior. One
 with fewer than :data:`MIN_T50_SCALE_TURNERS` turning models the t50 population scale
 ``sigma_t50`` is not sampled but FIXED at its prior's root mean square
 (:func:`delusion_bayes.models.blocks.onset_trajectory`). That replaces the prior
-``sigma_t50 ~ HalfNormal(0.5)`` by a point mass, so each t50's prior keeps its variance but
+``sigma_t50 ~ Gamma(3, 6)`` by a point mass, so each t50's prior keeps its variance but
 loses its heavier tails, and the posterior of every t50 (and of the milestones and contrasts
 that depend on it) is that of another model, chosen after seeing the data; SBC shows such fits
 miscalibrated (docs/dev/models.md). The fit records it (``t50_scale_sampled`` in its attrs,

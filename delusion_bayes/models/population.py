@@ -84,9 +84,10 @@ COLUMNS = ("name", "quantity", "median", "ci_low", "ci_high", "p_gt_0", "mean", 
 ESTIMAND = "difference of population means"
 SCALES = ("group", "shared")
 #: each group's t50 spread in a ``scale = "group"`` fit (units of ``n_days``: median 8 days of
-#: 30, 68% within 3.8-17). The model's HalfNormal(0.5) (flat below ~15 days) made the groups'
-#: mean difference over-cover: the normal model with the t50s censored at the window
-#: (experiments/bench/scale_prior_check.py, 6 vs 9 chatbots, 3,000 studies per scenario)
+#: 30, 68% within 3.8-17). A HalfNormal(0.5) (flat below ~15 days; the models' former
+#: default) made the groups' mean difference over-cover: the normal model with the t50s
+#: censored at the window (experiments/bench/scale_prior_check.py, 6 vs 9 chatbots, 3,000
+#: studies per scenario)
 #: covers 0.978 / 0.977 / 0.973 at 95% (exchangeable / unequal / never) under it. Jeffreys'
 #: 1/sigma (the Behrens-Fisher posterior) is calibrated but improper; this prior is 1/sigma
 #: times a bump over the spreads a 30-day study shows: 0.970 / 0.962 / 0.953, and 0.969 with

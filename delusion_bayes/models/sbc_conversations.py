@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 PLATEAU_PRIORS: dict[str, tuple[str, tuple[float, ...]]] = {
     "mu_log_L1": ("Normal", (1.1, 0.2)),
 }
+#: the between-conversation t50 scale's documented prior (``conversations.
+#: CONVERSATION_T50_SCALE_PRIOR``; the chatbots' study has a Gamma(3, 6)), frozen here
+T50_SCALE_PRIOR: tuple[str, tuple[float, ...]] = ("HalfNormal", (0.5,))
 #: the plateaus' spread the model fixes (the root mean square of its HalfNormal(0.2) prior)
 SIGMA_LOG_L1 = 0.2
 #: what is ranked: chatbot level, shared, conversation level
@@ -47,8 +50,8 @@ def draw_truth(chatbot: np.ndarray, n_raters: int, n_days: int, rng) -> xr.Datas
 
     n_bots, n_units = int(chatbot.max()) + 1, len(chatbot)
     bot = {"mu_t50": draw(P["mu_t50"], rng, n_bots), "mu_log_k": draw(P["mu_log_k"], rng, n_bots)}
-    names = ("sigma_t50", "sigma_log_k", "mu_log_eps", "sigma_log_eps")
-    shared = {n: float(draw(P[n], rng)) for n in names}
+    shared = {"sigma_t50": float(draw(T50_SCALE_PRIOR, rng))}  # first: the draws' old order
+    shared |= {n: float(draw(P[n], rng)) for n in ("sigma_log_k", "mu_log_eps", "sigma_log_eps")}
     shared["mu_log_L1"] = float(draw(PLATEAU_PRIORS["mu_log_L1"], rng))
     a = rng.normal(bot["mu_log_k"][chatbot], shared["sigma_log_k"])
     t50 = rng.normal(n_days * bot["mu_t50"][chatbot], n_days * shared["sigma_t50"])

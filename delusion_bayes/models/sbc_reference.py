@@ -37,7 +37,7 @@ REFERENCE_PRIORS: dict[str, tuple[str, tuple[float, ...]]] = {
     "mu_log_k": ("Normal", (-0.5, 1.0)),
     "sigma_log_k": ("Gamma", (3.0, 4.0)),  # alpha, beta (rate)
     "mu_t50": ("Normal", (0.6, 0.4)),
-    "sigma_t50": ("HalfNormal", (0.5,)),
+    "sigma_t50": ("Gamma", (3.0, 6.0)),
     "mu_log_eps": ("Normal", (-1.6, 0.75)),
     "sigma_log_eps": ("Gamma", (3.0, 4.0)),
     "severity": ("ZeroSumNormal", (0.5,)),

@@ -67,6 +67,19 @@ def test_many_conversations_group_the_hyper_means_by_chatbot(rep):
         conversation_spec(rep, "joint", scale="x")
 
 
+def test_the_conversations_t50_spread_keeps_its_own_prior(rep):
+    """With a conversation level ``sigma_t50`` is the spread of one chatbot's conversations
+    (``CONVERSATION_T50_SCALE_PRIOR``, HalfNormal(0.5)); the chatbots' own study (one
+    conversation each) has the chatbots' zero-avoiding Gamma(3, 6); a user's prior wins."""
+    _, many = conversation_spec(rep, "joint")
+    assert many.priors["sigma_t50"] == {"dist": "HalfNormal", "sigma": 0.5}
+    _, one = conversation_spec(rep.isel(conversation=[0]), "joint")
+    assert one.priors["sigma_t50"] == {"dist": "Gamma", "alpha": 3.0, "beta": 6.0}
+    mine = {"dist": "HalfNormal", "sigma": 0.3}
+    _, user = conversation_spec(rep, "onset", priors={"sigma_t50": mine})
+    assert user.priors["sigma_t50"] == mine
+
+
 @pytest.mark.slow
 def test_chatbot_level_recovers_the_simulated_chatbots(rep):
     """A new conversation's expected t50 per chatbot (truth: the chatbot's centre, prompts'

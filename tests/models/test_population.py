@@ -174,7 +174,8 @@ def test_group_scale_fit_gives_each_group_the_calibrated_t50_spread_prior():
     """``scale = "group"``: each group's ``sigma_t50`` has ``GROUP_T50_SCALE_PRIOR``
     (LogNormal, median 8 days of a 30-day window), chosen by the censored two-group check
     (experiments/bench/scale_prior_check.py) because the model's HalfNormal(0.5) over-covered
-    there; ``scale = "shared"`` keeps the model's prior, and a user's ``sigma_t50`` wins."""
+    there; ``scale = "shared"`` keeps the model's prior (Gamma(3, 6)), and a user's
+    ``sigma_t50`` wins."""
     from delusion_bayes.models.population import GROUP_T50_SCALE_PRIOR, population_spec
     from delusion_bayes.models.priors import prior_rms
 
@@ -186,7 +187,7 @@ def test_group_scale_fit_gives_each_group_the_calibrated_t50_spread_prior():
     # its root mean square, exp(mu + sigma^2), where a fit fixes the scale: 8 / 30 e^0.5625
     assert prior_rms(GROUP_T50_SCALE_PRIOR) == pytest.approx(8 / 30 * np.exp(0.5625), rel=0.02)
     shared = population_spec(ds, "joint", c, scale="shared")
-    assert shared.priors["sigma_t50"] == {"dist": "HalfNormal", "sigma": 0.5}
+    assert shared.priors["sigma_t50"] == {"dist": "Gamma", "alpha": 3.0, "beta": 6.0}
     mine = {"sigma_t50": {"dist": "HalfNormal", "sigma": 0.3}}
     assert population_spec(ds, "joint", c, priors=mine).priors["sigma_t50"] == mine["sigma_t50"]
 

@@ -126,7 +126,9 @@ def test_off_scale_rating_is_named(study):
 
 
 def test_prior_overrides_are_validated():
-    p = resolve_priors("joint", {"sigma_t50": {"sigma": 0.25}})
+    p = resolve_priors("joint", {"sigma_t50": {"beta": 12.0}})
+    assert p["sigma_t50"] == {"dist": "Gamma", "alpha": 3.0, "beta": 12.0}
+    p = resolve_priors("joint", {"sigma_t50": {"dist": "HalfNormal", "sigma": 0.25}})
     assert p["sigma_t50"] == {"dist": "HalfNormal", "sigma": 0.25}
     assert p["log_L1"] == default_priors("joint")["log_L1"]
     p = resolve_priors("onset", {"mu_t50": {"dist": "StudentT", "nu": 4, "mu": 0.5, "sigma": 0.3}})
@@ -135,8 +137,10 @@ def test_prior_overrides_are_validated():
         resolve_priors("joint", {"sigma_y": {"sigma": 1.0}})
     with pytest.raises(ValueError, match="expected \\['sigma'\\]"):
         resolve_priors("joint", {"sigma_t50": {"dist": "HalfNormal", "mu": 1.0}})
+    with pytest.raises(ValueError, match="expected \\['alpha', 'beta'\\]"):
+        resolve_priors("joint", {"sigma_t50": {"sigma": 0.25}})  # the Gamma default has none
     with pytest.raises(ValueError, match="must be a number"):
-        resolve_priors("joint", {"sigma_t50": {"sigma": -1.0}})
+        resolve_priors("joint", {"sigma_t50": {"beta": -1.0}})
 
 
 def test_prior_table_lists_every_prior(study):
@@ -374,7 +378,8 @@ def test_onset_geometry_unchanged_on_the_bundled_presets():
 def test_t50_scale_is_fixed_without_two_turners(study):
     """With fewer than 2 models whose ratings pin a t50 (``geometry.MIN_T50_SCALE_TURNERS``) the
     population scale ``sigma_t50`` is not a free variable but its prior's root mean square
-    (HalfNormal(0.5): 0.5, by 100,000 seeded draws to 0.5%): a study where no chatbot turns
+    (Gamma(3, 6): sqrt(alpha (alpha + 1)) / beta = sqrt(12) / 6 = 0.5774, by 100,000 seeded
+    draws to 0.5%): a study where no chatbot turns
     had 66 divergences and R-hat 1.03 on a sampled ``sigma_t50``. With 4 turners (small) it
     is sampled as before."""
     from delusion_bayes.models import build_model
@@ -389,7 +394,7 @@ def test_t50_scale_is_fixed_without_two_turners(study):
         m = build_model(spec)
         assert ("sigma_t50" in {v.name for v in m.free_RVs}) is free
     fixed = m.compile_fn(m["sigma_t50"], inputs=[], on_unused_input="ignore")({})
-    assert float(fixed) == pytest.approx(0.5, rel=5e-3)
+    assert float(fixed) == pytest.approx(np.sqrt(12.0) / 6.0, rel=5e-3)
 
 
 def test_spec_data_is_typed_fields_with_item_access_writing_through():
