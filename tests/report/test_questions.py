@@ -119,7 +119,8 @@ def test_refit_shifts_are_reported_as_numbers_that_moved(smoke_run, tmp_path):
     shift[np.flatnonzero(~flag)[0]] = -0.3
     df["refit_shift_sd"] = shift
     df.to_csv(path, index=False)
-    md = build_supplement(run, FAST).markdown.read_text()
+    # every listed row inline (the default cap, 40 rows, is checked below)
+    md = build_supplement(run, {**FAST, "max_inline_rows": 10_000}).markdown.read_text()
     # issue 55: led by the numbers that moved, no "confirm"
     assert f"2 of {len(df)} reported numbers moved by &gt;= 0.25 posterior SD" in md
     assert "the flag had marked 1 of them (1 moved unflagged, listed too)" in md
@@ -129,6 +130,12 @@ def test_refit_shifts_are_reported_as_numbers_that_moved(smoke_run, tmp_path):
     listed = flag | (df["prior_mean_shift_sd"].abs() >= 0.1).to_numpy()
     listed[np.flatnonzero(~flag)[0]] = True  # moved by a refit
     assert len(table) == int(listed.sum()) and (table["refit_shift_sd"] == -0.3).sum() == 1
+    # at the default cap the inline table keeps the first 40 listed rows and says so
+    capped = build_supplement(run, FAST)
+    table = pd.read_csv(run / "report" / "tables" / "joint_sensitivity_reported.csv")
+    assert len(table) == min(int(listed.sum()), 40)
+    if listed.sum() > 40:
+        assert f"(first 40 of {int(listed.sum())})" in capped.markdown.read_text()
 
 
 def test_fixed_t50_scale_is_marked_under_every_table_that_uses_the_fit(smoke_run, tmp_path):
