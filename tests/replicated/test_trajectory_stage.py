@@ -61,7 +61,7 @@ def test_stage_writes_the_chatbots_for_a_new_conversation(run_dir):
 
 @pytest.mark.slow
 def test_the_under_covered_first_stable_turn_carries_its_caveat(run_dir):
-    """Simulation found a new conversation's first stable turn under-covered (0.74 at 95%;
+    """Simulation found a new conversation's first stable turn under-covered (0.79 at 95%;
     docs/dev/models.md): its rows in both tables say so, the other quantities' rows are bare,
     and the stage's notes (``index.json``) repeat it."""
     _, out, _ = run_dir
