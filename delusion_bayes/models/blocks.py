@@ -43,10 +43,17 @@ ONSET_PRIORS: dict[str, dict] = {
 #: priors a population-contrast fit adds (``spec.population``): the plateau gets a population,
 #: ``log(L_m - 1) ~ N(mu_log_L1[g], sigma_log_L1)``, so a new chatbot's milestone is defined; its
 #: mean keeps the per-model prior's centre and spread (``log_L1``); ``sigma_log_L1`` is not
-#: sampled but fixed at this prior's root mean square (:func:`_log_L1`)
+#: sampled but fixed at this prior's root mean square (:func:`_log_L1`), except at the
+#: conversation level, which samples it (:func:`_conversation_log_L1`)
 POPULATION_PRIORS: dict[str, dict] = {
     "mu_log_L1": {"dist": "Normal", "mu": 1.1, "sigma": 0.2},
     "sigma_log_L1": {"dist": "HalfNormal", "sigma": 0.2},
+}
+#: the prior a fit with a conversation level adds: the spread of the chatbots' plateau means
+#: around ``mu_log_L1``, fixed at this prior's root mean square, 0.2 on log(L - 1) (plateaus
+#: 3.3 against 4.0 are 0.26 apart; :func:`_conversation_log_L1`)
+CONVERSATION_PRIORS: dict[str, dict] = {
+    "sigma_mu_log_L1": {"dist": "HalfNormal", "sigma": 0.2},
 }
 #: default priors of :func:`day_noise_scale`: the day-to-day deviation of the latent stage from
 #: the trajectory, per model (an oscillating model has a large one):
@@ -187,6 +194,8 @@ def sampling_coordinates(spec: ModelSpec) -> dict[str, np.ndarray]:
     if spec.data.eps_centred is not None:
         eps = np.asarray(spec.data.eps_centred, bool)
         out |= {"log_eps_centred": eps, "z_log_eps": ~eps}
+    if spec.data.plateau_own is not None:
+        out["mu_log_L1_chatbot_centred"] = np.asarray(spec.data.plateau_own, bool)
     return {name: np.flatnonzero(mask) for name, mask in out.items()}
 
 
@@ -220,8 +229,6 @@ def _hyper(spec: ModelSpec, name: str):
     per_group = (spec.population == "group" and name in GROUP_SCALES) or (
         spec.population and name.startswith("mu_")
     )
-    if spec.population == CONVERSATION_LEVEL and name == "mu_log_L1":
-        per_group = False  # models/conversations.py: one plateau population for all chatbots
     if not per_group:
         return make_rv(name, prior)
     return make_rv(name, prior, dims=POP_GROUP)[spec_data(spec, "pop_group")]
@@ -230,12 +237,15 @@ def _hyper(spec: ModelSpec, name: str):
 def _log_L1(spec: ModelSpec):
     """``log(L_m - 1)``: a fixed prior per model (no population; docs/dev/design-notes.md
     #modelsblockspy), or in a population-contrast fit ``N(mu_log_L1[g], sigma_log_L1)``, a
-    population per group with a fixed spread, centred."""
+    population per group with a fixed spread, centred; with a conversation level
+    :func:`_conversation_log_L1`."""
     import pymc as pm
     import pytensor.tensor as pt
 
     if not spec.population:
         return make_rv("log_L1", spec.priors["log_L1"], dims=MODEL)
+    if spec.population == CONVERSATION_LEVEL:
+        return _conversation_log_L1(spec)
     # the plateau's spread is fixed at its prior's root mean square: ratings stop at stage 4,
     # so a plateau at the ceiling is bounded from below only and the spread of such plateaus is
     # not identified; sampled, it was a funnel (docs/dev/models.md, "Population contrasts").
@@ -243,6 +253,44 @@ def _log_L1(spec: ModelSpec):
     rms = prior_rms(spec.priors["sigma_log_L1"])
     sigma = pm.Deterministic("sigma_log_L1", pt.as_tensor_variable(rms))
     return pm.Normal("log_L1", _hyper(spec, "mu_log_L1"), sigma, dims=MODEL)
+
+
+def _conversation_log_L1(spec: ModelSpec):
+    """``log(L_mc - 1)`` of conversation ``c`` of chatbot ``m`` in a fit with a conversation
+    level: ``log(L_mc - 1) ~ N(mu_log_L1_chatbot[m], sigma_log_L1)``, the between-conversation
+    spread sampled; ``mu_log_L1_chatbot[m] ~ N(mu_log_L1, sigma_mu_log_L1)`` (the chatbots'
+    spread fixed) where the chatbot's conversations show their plateau (``plateau_own``),
+    ``mu_log_L1`` elsewhere (:func:`delusion_bayes.models.conversations.plateau_shown`); the
+    chatbots' means centred, the conversations' plateaus non-centred."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    p = spec.priors
+    # a new conversation's first stable turn rests on its chatbot's plateau and on the spread
+    # around it; with one plateau population for all chatbots and its spread fixed at 0.2, 95%
+    # intervals of it covered 0.79 of the truths (docs/dev/models.md, "Conversation level").
+    # A chatbot whose conversations turn late never shows its plateau: a mean of its own let it
+    # borrow a low one (a flat line through its late ratings), so it keeps the population's
+    centre = make_rv("mu_log_L1", p["mu_log_L1"])
+    # the chatbots' spread is fixed at its prior's root mean square, as the population fits fix
+    # the plateau's (above): sampled, with 3 chatbots its centre mu_log_L1 mixed slowly (3 x 10
+    # x 30 x 4: R-hat 1.012, ESS 271 after the refit; docs/dev/models.md)
+    spread = pt.as_tensor_variable(prior_rms(p["sigma_mu_log_L1"]))
+    pm.Deterministic("sigma_mu_log_L1", spread)
+    own = spec_data(spec, "plateau_own")
+    # centred: a chatbot that owns its mean shows its plateau in half its conversations or
+    # more, which pin the mean (non-centred, 3 x 10 x 30 x 4 mixed slowly: ESS 311 after the
+    # refit); a chatbot that does not own one follows the centre and its entry is unused
+    n_bots = len(spec.coords[POP_GROUP])
+    bot_c = _masked_normal("mu_log_L1_chatbot_centred", own, centre, spread, n_bots)
+    bot = pm.Deterministic("mu_log_L1_chatbot", pt.switch(own, bot_c, centre), dims=POP_GROUP)
+    # the conversations non-centred: with 12 turns a conversation's plateau is not pinned
+    # tighter than their spread, and centred where its median rating reached the midpoint with
+    # 3 turns after it the 4 x 12 x 12 x 2 design failed its gate (R-hat 1.072, ESS 31)
+    sigma = make_rv("sigma_log_L1", p["sigma_log_L1"])
+    z = pm.Normal("z_log_L1", 0.0, 1.0, dims=MODEL)
+    x = bot[spec_data(spec, "pop_group")] + sigma * z
+    return pm.Deterministic("log_L1", x, dims=MODEL)
 
 
 def onset_trajectory(spec: ModelSpec):
@@ -433,6 +481,7 @@ def _level_terms(spec: ModelSpec, s, level):
 __all__ = [
     "DATA_PREFIX",
     "POPULATION_PRIORS",
+    "CONVERSATION_PRIORS",
     "day_noise_scale",
     "marginal_ratings",
     "onset_trajectory",

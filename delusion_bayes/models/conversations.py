@@ -8,17 +8,22 @@ A replicated study (:mod:`delusion_bayes.data.replicated`) rated on the recognit
 machinery of the population contrasts, :mod:`delusion_bayes.models.population`)::
 
     t50_mc ~ N(T mu_t50[m], T sigma_t50),  log k_mc ~ N(mu_log_k[m], sigma_log_k),
-    log(L_mc - 1) ~ N(mu_log_L1, sigma_log_L1),  (joint) log sigma_eps_mc ~ N(mu, sigma)
+    log(L_mc - 1) ~ N(mu_log_L1_chatbot[m], sigma_log_L1),
+    mu_log_L1_chatbot[m] ~ N(mu_log_L1, sigma_mu_log_L1),  (joint) log sigma_eps_mc ~ N(mu, sigma)
 
 for conversation ``c`` of chatbot ``m``: each conversation has its own trajectory around its
 chatbot's, the ``sigma`` are the between-conversation spreads, shared by the chatbots
 (``scale="shared"``, the default: ``spec.population = "conversation"``), and each chatbot's
 ``mu_t50``, ``mu_log_k`` has the shared hyper-mean's prior (no pooling across chatbots: a
-replicated study has enough conversations per chatbot to learn each). The plateau's population
-is one for all chatbots, its spread fixed (:func:`delusion_bayes.models.blocks._log_L1`): a
-chatbot whose conversations turn late never shows its plateau, and a plateau mean of its own
-then traded off against its t50 (on the replicated preset at 4 x 500 draws the worst R-hat
-was 1.046, on that mean; shared, 1.013).
+replicated study has enough conversations per chatbot to learn each). The plateau means are
+partially pooled (:func:`delusion_bayes.models.blocks._conversation_log_L1`) where a chatbot's
+conversations show their plateau (half of them or more: :func:`plateau_shown`); a chatbot whose
+conversations turn late never shows it, and a plateau mean of its own then borrowed a low one
+(a flat line through its late ratings, traded off against its t50), so it keeps the
+population's mean ``mu_log_L1``. One plateau population for all chatbots mixed but
+under-covered a new conversation's first stable turn (docs/dev/models.md, "Conversation
+level"); this rule is a data-dependent model choice, which the SBC follows
+(:mod:`delusion_bayes.models.sbc_conversations`).
 ``scale="group"``: means per chatbot, the plateau's mean too, and t50's spread
 (:data:`~delusion_bayes.models.blocks.GROUP_SCALES`; the population-contrast fits' model).
 Log k and the day noise's scale are sampled non-centred (the conversations of a chatbot are
@@ -62,15 +67,10 @@ CONVERSATION_T50_SCALE_PRIOR: dict = {"dist": "HalfNormal", "sigma": 0.5}
 #: quantities :func:`chatbot_trajectories` reports per chatbot
 QUANTITIES = ("t50", "first_clinical", "first_stable", "p_never")
 #: what simulation found of a quantity's intervals with a conversation level, written beside
-#: its rows (docs/dev/models.md, "Conversation level"): the one plateau population stands in
-#: for each chatbot's own plateau, on which a new conversation's first stable turn rests
-CAVEATS: dict[str, str] = {
-    "first_stable": (
-        "under-covered in simulation: 95% intervals held 0.79 of the truths (SE 0.04, 49 "
-        "studies); the model's one plateau population stands in for the chatbot's own plateau; "
-        "read as provisional"
-    ),
-}
+#: its rows and in the stage's notes (docs/dev/models.md, "Conversation level"). None now: a new
+#: conversation's first stable turn, under-covered with one plateau population for all
+#: chatbots (95%: 0.79 of 49 studies), is covered under the plateau rule (0.970 of 56 studies)
+CAVEATS: dict[str, str] = {}
 
 
 def conversation_units(rep: xr.Dataset, item: str = ITEM_NAME) -> xr.Dataset:
@@ -135,8 +135,9 @@ def units_spec(
 ):
     """:func:`conversation_spec` of a unit study (``attrs["chatbot"]``: each unit's chatbot),
     e.g. one whose ratings a simulator replaced (:mod:`.sbc_conversations`)."""
-    from .blocks import CONVERSATION_LEVEL
+    from .blocks import CONVERSATION_LEVEL, CONVERSATION_PRIORS
     from .population import SCALES, grouped_spec
+    from .priors import resolve_prior_table
     from .spec import build_spec
 
     if scale not in SCALES:
@@ -149,7 +150,13 @@ def units_spec(
     group = [names.index(c) for c in chatbot]
     population = CONVERSATION_LEVEL if scale == "shared" else scale
     priors = {"sigma_t50": dict(CONVERSATION_T50_SCALE_PRIOR), **dict(priors or {})}
-    spec = grouped_spec(units, model, group, names, population, priors, **variant)
+    conv_priors = CONVERSATION_PRIORS if population == CONVERSATION_LEVEL else {}
+    base = {k: v for k, v in priors.items() if k not in conv_priors}
+    spec = grouped_spec(units, model, group, names, population, base, **variant)
+    own = {k: v for k, v in priors.items() if k in conv_priors}
+    spec.priors.update(resolve_prior_table(model, conv_priors, own))
+    if population == CONVERSATION_LEVEL:
+        spec.data["plateau_own"] = plateau_shown(units, np.asarray(group), len(names))
     # log k non-centred: a chatbot's conversations have alike steepness, so the population
     # (between-conversation) scale is tighter than one conversation's data pin log k, the
     # case for non-centring (geometry.log_k_centring); centred, the replicated preset mixed
@@ -163,6 +170,24 @@ def units_spec(
         # the lowest of 4,000 draws; docs/dev/models.md, "Gate over replicated designs")
         spec.data["eps_centred"] = np.zeros_like(np.asarray(spec.data.eps_centred, bool))
     return units, spec
+
+
+#: turns a conversation's ratings must go on after reaching the stage midpoint for its plateau
+#: to count as shown
+PLATEAU_TURNS = 3
+
+
+def plateau_shown(units: xr.Dataset, group: np.ndarray, n_chatbots: int) -> np.ndarray:
+    """Per chatbot: whether at least half its conversations show their plateau (a
+    conversation's median rating reaches the stage midpoint, by :func:`~.geometry.
+    onset_geometry`'s rule, with :data:`PLATEAU_TURNS` rated turns after it)."""
+    from .geometry import onset_geometry
+
+    rec = units["recognition"].transpose(RATER, MODEL, DAY).values
+    med = np.nanmedian(np.asarray(rec, float), axis=0)
+    turned, _ = onset_geometry(med[:, : max(med.shape[1] - PLATEAU_TURNS, 1)])
+    share = np.bincount(group, turned, n_chatbots) / np.bincount(group, minlength=n_chatbots)
+    return share >= 0.5
 
 
 def fit_conversations(

@@ -105,6 +105,10 @@ class SpecData(MutableMapping):
     #: a population-contrast fit's group of each model (0 = A, 1 = B, 2 = neither;
     #: :data:`POPULATION_GROUPS`, :mod:`delusion_bayes.models.population`)
     pop_group: np.ndarray | None = None
+    #: with a conversation level, per chatbot: whether its conversations show their plateau
+    #: (its plateau mean is its own; else the population's: :mod:`delusion_bayes.models.
+    #: conversations`)
+    plateau_own: np.ndarray | None = None
     group_idx: dict[str, np.ndarray] = field(default_factory=dict)
 
     @staticmethod

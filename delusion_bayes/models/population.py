@@ -241,6 +241,8 @@ def population_means(
     names = ["mu_t50", "sigma_t50", "mu_log_L1", "sigma_log_L1", "mu_log_k", "sigma_log_k"]
     names += ["mu_log_eps", "sigma_log_eps"]
     hyper = {n: _flat(post, n, G) for n in names if n in post}
+    if "mu_log_L1_chatbot" in post:  # a conversation level: each chatbot's plateau mean
+        hyper["mu_log_L1"] = _flat(post, "mu_log_L1_chatbot", G)
     days = np.asarray(post[DAY].values, float)
     info = _fit_info(dt, days)
     S = hyper["mu_t50"].shape[0]

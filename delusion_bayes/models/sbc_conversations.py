@@ -3,18 +3,26 @@ prior and a simulator that do not share its graph (issue 54, item 4).
 
 The truths are drawn in NumPy from the documented priors (:data:`~.sbc_reference.
 REFERENCE_PRIORS` and :data:`PLATEAU_PRIORS`, frozen copies): per chatbot the hyper-means
-``mu_t50`` and ``mu_log_k``; shared by all conversations ``sigma_t50``, ``sigma_log_k``,
-``mu_log_L1`` (the plateaus' spread fixed at 0.2, as the model fixes it), the day-noise
-population and the raters; per conversation ``t50 ~ N(T mu_t50[m], T sigma_t50)``, ``log k``,
-``log(L - 1)`` and the day noise. The ratings come from the trajectory simulator of
-:func:`~.sbc.simulate_ratings` (stage = trajectory + noise, cumulative-logit ratings at the
-stage cutpoints), on the design of a template replicated study's conversations, and each
-study is fitted as the replicated stage fits it (:func:`~.conversations.units_spec`).
+``mu_t50``, ``mu_log_k`` and the plateau mean ``mu_log_L1_chatbot ~ N(mu_log_L1, 0.2)``
+(the chatbots' spread fixed, as the model fixes it); shared by all conversations
+``sigma_t50``, ``sigma_log_k``, the plateaus' centre ``mu_log_L1`` and spread
+``sigma_log_L1``, the day-noise population and the raters; per conversation
+``t50 ~ N(T mu_t50[m], T sigma_t50)``, ``log k``, ``log(L - 1) ~ N(mu_log_L1_chatbot[m],
+sigma_log_L1)`` and the day noise. The ratings come
+from the trajectory simulator of :func:`~.sbc.simulate_ratings` (stage = trajectory + noise,
+cumulative-logit ratings at the stage cutpoints), on the design of a template replicated
+study's conversations, and each study is fitted as the replicated stage fits it
+(:func:`~.conversations.units_spec`).
 
-Ranked (randomised normalised ranks; Talts et al. 2020): the chatbot-level ``mu_t50`` and
-``mu_log_k``, the shared scales and ``mu_log_L1``, and per conversation ``t50``, ``k`` and
-``L``. Studies whose fit fixed ``sigma_t50`` (fewer than two conversations turned: a different
-model) carry ``t50_scale_sampled`` False and :func:`~.sbc_reference.rank_checks` leaves them out.
+Ranked (randomised normalised ranks; Talts et al. 2020): the chatbot-level ``mu_t50``,
+``mu_log_k`` and ``mu_log_L1_chatbot``, the shared scales and ``mu_log_L1``, and per
+conversation ``t50``, ``k`` and ``L``. Studies whose fit fixed ``sigma_t50`` (fewer than two
+conversations turned: a different model) carry ``t50_scale_sampled`` False and
+:func:`~.sbc_reference.rank_checks` leaves them out. The fit's plateau rule is followed the
+same way: a chatbot whose conversations do not show their plateau has no plateau mean in the
+fit (:func:`~.conversations.plateau_shown`), so its ``mu_log_L1_chatbot`` is not ranked and its
+conversations' ``L`` are ranked apart, as ``L_unowned`` (the fit's prior for them is narrower
+than the simulator's by the chatbots' spread; reported, not a test of the model).
 """
 
 from __future__ import annotations
@@ -29,17 +37,30 @@ from scipy.special import expit
 from ..data.schema import DAY, K_MAX, MODEL, RATER
 
 log = logging.getLogger(__name__)
-#: the plateau population's documented priors (``blocks.POPULATION_PRIORS``), frozen here
+#: the plateau hierarchy's documented priors (``blocks.POPULATION_PRIORS`` and
+#: ``blocks.CONVERSATION_PRIORS``), frozen here
 PLATEAU_PRIORS: dict[str, tuple[str, tuple[float, ...]]] = {
     "mu_log_L1": ("Normal", (1.1, 0.2)),
+    "sigma_log_L1": ("HalfNormal", (0.2,)),
 }
 #: the between-conversation t50 scale's documented prior (``conversations.
 #: CONVERSATION_T50_SCALE_PRIOR``; the chatbots' study has a Gamma(3, 6)), frozen here
 T50_SCALE_PRIOR: tuple[str, tuple[float, ...]] = ("HalfNormal", (0.5,))
-#: the plateaus' spread the model fixes (the root mean square of its HalfNormal(0.2) prior)
-SIGMA_LOG_L1 = 0.2
+#: the chatbots' plateau means' spread the model fixes (its HalfNormal(0.2)'s root mean square)
+SIGMA_MU_LOG_L1 = 0.2
 #: what is ranked: chatbot level, shared, conversation level
-PARAMS = ("mu_t50", "mu_log_k", "sigma_t50", "sigma_log_k", "mu_log_L1", "t50", "k", "L")
+PARAMS = (
+    "mu_t50",
+    "mu_log_k",
+    "mu_log_L1_chatbot",
+    "sigma_t50",
+    "sigma_log_k",
+    "mu_log_L1",
+    "sigma_log_L1",
+    "t50",
+    "k",
+    "L",
+)
 
 
 def draw_truth(chatbot: np.ndarray, n_raters: int, n_days: int, rng) -> xr.Dataset:
@@ -52,12 +73,14 @@ def draw_truth(chatbot: np.ndarray, n_raters: int, n_days: int, rng) -> xr.Datas
     bot = {"mu_t50": draw(P["mu_t50"], rng, n_bots), "mu_log_k": draw(P["mu_log_k"], rng, n_bots)}
     shared = {"sigma_t50": float(draw(T50_SCALE_PRIOR, rng))}  # first: the draws' old order
     shared |= {n: float(draw(P[n], rng)) for n in ("sigma_log_k", "mu_log_eps", "sigma_log_eps")}
-    shared["mu_log_L1"] = float(draw(PLATEAU_PRIORS["mu_log_L1"], rng))
+    shared |= {n: float(draw(prior, rng)) for n, prior in PLATEAU_PRIORS.items()}
+    bot["mu_log_L1_chatbot"] = rng.normal(shared["mu_log_L1"], SIGMA_MU_LOG_L1, n_bots)
     a = rng.normal(bot["mu_log_k"][chatbot], shared["sigma_log_k"])
     t50 = rng.normal(n_days * bot["mu_t50"][chatbot], n_days * shared["sigma_t50"])
     eps = rng.normal(shared["mu_log_eps"], shared["sigma_log_eps"], n_units)
     units = {
-        "L": 1.0 + np.exp(rng.normal(shared["mu_log_L1"], SIGMA_LOG_L1, n_units)),
+        "L": 1.0
+        + np.exp(rng.normal(bot["mu_log_L1_chatbot"][chatbot], shared["sigma_log_L1"], n_units)),
         "k": K_MAX * expit(a - np.log(K_MAX)),
         "t50": t50,
         "sigma_eps": np.exp(eps),
@@ -71,6 +94,20 @@ def draw_truth(chatbot: np.ndarray, n_raters: int, n_days: int, rng) -> xr.Datas
     data |= {n: (("draw", MODEL), v[None]) for n, v in units.items()}
     data |= {n: (("draw", RATER), v[None]) for n, v in raters.items()}
     return xr.Dataset(data)
+
+
+def _follow_plateau_rule(rows: dict, own: np.ndarray, chatbot: np.ndarray) -> None:
+    """Apply the model's plateau rule to the last study's ranks (NaN where it does not rank):
+    a chatbot whose conversations do not show their plateau has no plateau mean of its own in
+    the fit (``conversations.plateau_shown``), so its ``mu_log_L1_chatbot`` is not ranked and
+    its conversations' ``L`` go to ``L_unowned``: the fit puts them around the centre, the
+    simulator around the chatbot's own draw, so those ranks may drift; the rest are the
+    model's own."""
+    unowned = ~own[chatbot]
+    rows["mu_log_L1_chatbot"][-1] = np.where(own, rows["mu_log_L1_chatbot"][-1], np.nan)
+    L = rows["L"][-1]
+    rows["L"][-1] = np.where(unowned, np.nan, L)
+    rows["L_unowned"].append(np.where(unowned, L, np.nan))
 
 
 def run_conversation_sbc(
@@ -101,7 +138,7 @@ def run_conversation_sbc(
     draws, tune, chains = sbc_draws(draws, tune, chains)  # SBC_SAMPLER's unless given
     rng = np.random.default_rng([int(seed), 56])
     n_raters, n_days = units.sizes[RATER], units.sizes[DAY]
-    rows: dict[str, list[np.ndarray]] = {v: [] for v in PARAMS}
+    rows: dict[str, list[np.ndarray]] = {v: [] for v in (*PARAMS, "L_unowned")}
     sampled, divergences = [], []
     settings = dict(
         draws=draws,
@@ -137,6 +174,7 @@ def run_conversation_sbc(
             t = np.atleast_1d(np.asarray(truth[v].isel(draw=0).values, float))
             p = np.asarray(post[v].transpose("chain", "draw", ...).values, float)
             rows[v].append(normalised_rank(p.reshape(-1, t.size), t, rng))
+        _follow_plateau_rule(rows, np.asarray(spec.data.plateau_own, bool), chatbot)
     return rank_dataset(
         rows,
         sampled,
@@ -149,4 +187,4 @@ def run_conversation_sbc(
     )
 
 
-__all__ = ["PARAMS", "PLATEAU_PRIORS", "SIGMA_LOG_L1", "draw_truth", "run_conversation_sbc"]
+__all__ = ["PARAMS", "PLATEAU_PRIORS", "SIGMA_MU_LOG_L1", "draw_truth", "run_conversation_sbc"]

@@ -201,7 +201,9 @@ def rank_checks(ranks: xr.Dataset, variables: Sequence[str] | None = None) -> pd
     rows = []
     for v in variables or list(ranks.data_vars):
         u = np.asarray(ranks[v].values, float)[keep].reshape(int(keep.sum()), -1)
-        loc, spread = u.mean(axis=1), np.abs(u - 0.5).mean(axis=1)
+        # NaN: an element a study's fit does not rank (sbc_conversations' plateau rule)
+        u = u[~np.isnan(u).all(axis=1)]
+        loc, spread = np.nanmean(u, axis=1), np.nanmean(np.abs(u - 0.5), axis=1)
         p_loc = float(stats.ttest_1samp(loc, 0.5).pvalue)
         p_spread = float(stats.ttest_1samp(spread, 0.25).pvalue)
         rows.append({"variable": v, "n": loc.size, "mean_u": float(loc.mean()),

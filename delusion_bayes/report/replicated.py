@@ -360,11 +360,12 @@ def milestones_table(b: Builder, df: pd.DataFrame) -> ReportTable:
 
 
 def trajectories_table(b: Builder, df: pd.DataFrame) -> ReportTable:
-    """Per chatbot: a new conversation's t50, first clinical framing, P(never) and the
-    between-conversation SD of t50 (``bayes_trajectories.csv``)."""
+    """Per chatbot: a new conversation's t50, first clinical and first stable framing,
+    P(never) and the between-conversation SD of t50 (``bayes_trajectories.csv``)."""
     cols = {
         "t50": "t50, turn [95% CrI]",
         "first_clinical": "First clinical framing, turn [95% CrI]",
+        "first_stable": "First stable framing, turn [95% CrI]",
         "p_never": "P(never clinical) [95% CrI]",
         "sd_conv_t50": "Between-conversation SD of t50",
     }
@@ -399,11 +400,12 @@ def trajectories_table(b: Builder, df: pd.DataFrame) -> ReportTable:
 
 
 def trajectory_contrasts_table(b: Builder, df: pd.DataFrame) -> ReportTable:
-    """Chatbot pairs: a new conversation's t50, first clinical framing and P(never), A - B
-    (``bayes_trajectory_contrasts.csv``)."""
+    """Chatbot pairs: a new conversation's t50, first clinical and first stable framing and
+    P(never), A - B (``bayes_trajectory_contrasts.csv``)."""
     labels = {
         "t50": "t50",
         "first_clinical": "First clinical framing",
+        "first_stable": "First stable framing",
         "p_never": "P(never clinical)",
     }
     df = df[df["quantity"].isin(labels)]
@@ -418,7 +420,7 @@ def trajectory_contrasts_table(b: Builder, df: pd.DataFrame) -> ReportTable:
     )
     title = "Chatbot contrasts of the recognition trajectory for a new conversation"
     note = (
-        "A − B < 0 for t50 or first clinical framing: A's recognition comes earlier in a new "
+        "A − B < 0 for t50 or a milestone: A's recognition comes earlier in a new "
         "conversation; for P(never): A leaves fewer conversations without clinical framing."
     )
     return ReportTable(

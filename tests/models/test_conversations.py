@@ -80,6 +80,30 @@ def test_the_conversations_t50_spread_keeps_its_own_prior(rep):
     assert user.priors["sigma_t50"] == mine
 
 
+def test_a_chatbot_owns_a_plateau_mean_where_half_its_conversations_show_the_plateau(rep):
+    """``plateau_shown``: a conversation shows its plateau when its median rating reaches the
+    stage midpoint (2.5) on 2 consecutive turns (``geometry.onset_geometry``) with 3 rated turns
+    after them. Chatbot 1 rated 4 from turn 2 in all 6 conversations owns its mean; chatbot 2 at
+    1 throughout does not; chatbot 3 with 3 of 6 conversations at 4 from turn 8 of 12 (turns
+    8-9, then 10-12) owns it (half), and from turn 9 (2 turns after the run) does not."""
+    from delusion_bayes.models.conversations import plateau_shown
+
+    rec = rep["score"].sel(item="recognition").copy()
+    rec[:] = 1.0
+    rec[:, 0, :, 1:] = 4.0
+    rec[:, 2, :3, 7:] = 4.0
+    study = rep.copy(deep=True)
+    study["score"].loc[dict(item="recognition")] = rec
+    units, spec = conversation_spec(study, "joint")
+    group = np.asarray(spec.data.pop_group)
+    np.testing.assert_array_equal(spec.data.plateau_own, [True, False, True])
+    np.testing.assert_array_equal(plateau_shown(units, group, 3), [True, False, True])
+    rec[:, 2, :3, 7] = 1.0
+    study["score"].loc[dict(item="recognition")] = rec
+    np.testing.assert_array_equal(conversation_spec(study, "joint")[1].data.plateau_own,
+                                  [True, False, False])  # fmt: skip
+
+
 @pytest.mark.slow
 def test_chatbot_level_recovers_the_simulated_chatbots(rep):
     """A new conversation's expected t50 per chatbot (truth: the chatbot's centre, prompts'
@@ -121,8 +145,10 @@ def test_chatbot_level_recovers_the_simulated_chatbots(rep):
 def test_the_sbc_prior_draws_have_the_conversation_levels_laws():
     """``models/sbc_conversations.draw_truth`` over 4,000 draws of 3 chatbots x 5 units on 12
     turns: a conversation's t50 scatters around 12 x its chatbot's mu_t50 with mean square
-    12^2 E[sigma_t50^2] = 144 x 0.25 (HalfNormal(0.5)); log(L - 1) around mu_log_L1 with the
-    fixed SD 0.2; mu_log_L1 has mean 1.1; each chatbot has its own hyper-means."""
+    12^2 E[sigma_t50^2] = 144 x 0.25 (HalfNormal(0.5)); log(L - 1) around its chatbot's plateau
+    mean with mean square E[sigma_log_L1^2] = 0.04 (HalfNormal(0.2)) and the chatbots' means
+    around mu_log_L1 with the fixed SD 0.2; mu_log_L1 has mean 1.1; each chatbot has its own
+    hyper-means."""
     from delusion_bayes.models.sbc_conversations import draw_truth
 
     rng = np.random.default_rng(4)
@@ -130,7 +156,46 @@ def test_the_sbc_prior_draws_have_the_conversation_levels_laws():
     draws = [draw_truth(chatbot, 2, 12, rng) for _ in range(4000)]
     dev = np.stack([d["t50"].values[0] - 12 * d["mu_t50"].values[0][chatbot] for d in draws])
     assert np.mean(dev**2) == pytest.approx(144 * 0.25, rel=0.08)
-    log_l1 = np.stack([np.log(d["L"].values[0] - 1) - d["mu_log_L1"].values[0] for d in draws])
-    assert log_l1.std() == pytest.approx(0.2, rel=0.03)
-    assert np.mean([d["mu_log_L1"].values[0] for d in draws]) == pytest.approx(1.1, abs=0.01)
+    bot = np.stack([d["mu_log_L1_chatbot"].values[0] for d in draws])
+    conv = np.stack([np.log(d["L"].values[0] - 1) for d in draws]) - bot[:, chatbot]
+    assert np.mean(conv**2) == pytest.approx(0.04, rel=0.06)
+    centre = np.array([d["mu_log_L1"].values[0] for d in draws])
+    assert (bot - centre[:, None]).std() == pytest.approx(0.2, rel=0.03)
+    assert centre.mean() == pytest.approx(1.1, abs=0.01)
     assert draws[0]["mu_t50"].shape == (1, 3) and draws[0]["k"].shape == (1, 15)
+
+
+def test_rank_checks_skip_what_a_study_does_not_rank():
+    """The SBC follows the plateau rule with NaN ranks (``sbc_conversations``): a study's mean
+    rank is over its ranked elements, and a study with none is not counted. Study means 0.2
+    and (0.6 + 0.8) / 2 = 0.7: mean_u 0.45, mean |u - 1/2| (0.3 + 0.2) / 2 = 0.25, n 2."""
+    from delusion_bayes.models.sbc_reference import rank_checks, rank_dataset
+
+    rows = {"mu_log_L1_chatbot": [np.array([0.2, np.nan]), np.array([0.6, 0.8]),
+                                  np.array([np.nan, np.nan])]}  # fmt: skip
+    ranks = rank_dataset(rows, [True, True, True], [0, 0, 0])
+    row = rank_checks(ranks).iloc[0]
+    assert row["n"] == 2
+    assert row["mean_u"] == pytest.approx(0.45) and row["mean_abs"] == pytest.approx(0.25)
+
+
+def test_a_chatbot_without_its_plateau_follows_the_plateau_population():
+    """The ``replicated`` preset, seed 0: chatbot-4 (t50 9.0 of 12 turns) shows its plateau in
+    fewer than half its conversations, so its plateau mean is ``mu_log_L1`` at any point of the
+    graph; the others' are their own free, centred entries, and every conversation's
+    ``log(L - 1)`` is its chatbot's mean + ``sigma_log_L1 * z``."""
+    from delusion_bayes.models.build import build_model
+
+    _, spec = conversation_spec(simulate_replicated("replicated", seed=0), "joint")
+    np.testing.assert_array_equal(spec.data.plateau_own, [True, True, True, False])
+    model = build_model(spec)
+    point = model.initial_point()
+    point["mu_log_L1"] = np.array(0.7)
+    point["mu_log_L1_chatbot_centred"] = np.array([1.0, 1.2, 1.4, 9.0])
+    point["z_log_L1"] = np.linspace(-1, 1, point["z_log_L1"].size)
+    names = ("mu_log_L1_chatbot", "log_L1", "sigma_log_L1")
+    outs = model.replace_rvs_by_values([model[n] for n in names])
+    out = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point)
+    np.testing.assert_allclose(out[0], [1.0, 1.2, 1.4, 0.7])
+    group = np.asarray(spec.data.pop_group)
+    np.testing.assert_allclose(out[1], out[0][group] + out[2] * point["z_log_L1"], rtol=1e-6)

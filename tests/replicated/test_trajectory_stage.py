@@ -60,18 +60,23 @@ def test_stage_writes_the_chatbots_for_a_new_conversation(run_dir):
 
 
 @pytest.mark.slow
-def test_the_under_covered_first_stable_turn_carries_its_caveat(run_dir):
-    """Simulation found a new conversation's first stable turn under-covered (0.79 at 95%;
-    docs/dev/models.md): its rows in both tables say so, the other quantities' rows are bare,
-    and the stage's notes (``index.json``) repeat it."""
+def test_no_quantity_carries_a_caveat_now(run_dir):
+    """Simulation covers every quantity the stage reports (docs/dev/models.md, "Conversation
+    level": first stable 0.970 at 95% under the plateau rule, 0.79 before it): the ``note``
+    columns are empty and the stage's notes say nothing of coverage; the supplement shows
+    first stable in both tables."""
+    from delusion_bayes.report.replicated import trajectories_table, trajectory_contrasts_table
+
     _, out, _ = run_dir
     for name in ("bayes_trajectories.csv", "bayes_trajectory_contrasts.csv"):
-        tab = read_table(out, name)
-        stable = tab["quantity"] == "first_stable"
-        assert stable.any() and tab.loc[stable, "note"].str.contains("under-covered").all()
-        assert (tab.loc[~stable, "note"].fillna("") == "").all()
+        assert (read_table(out, name)["note"].fillna("") == "").all()
     notes = json.loads((out / "replicated" / "index.json").read_text())["notes"]
-    assert any(n.startswith("bayes_trajectories.csv, first_stable: under-covered") for n in notes)
+    assert not any("under-covered" in n for n in notes)
+    shown = trajectories_table(None, read_table(out, "bayes_trajectories.csv")).display
+    assert "First stable framing, turn [95% CrI]" in shown.columns
+    con = read_table(out, "bayes_trajectory_contrasts.csv")
+    shown = trajectory_contrasts_table(None, con).display
+    assert "First stable framing" in shown["Quantity"].values
 
 
 @pytest.mark.slow
@@ -107,7 +112,12 @@ def test_chatbot_contrasts_are_the_differences_of_the_chatbots_draws(run_dir):
     med = tab[tab["quantity"] == "t50"].set_index("model")["median"]
     assert abs(t50["diff"] - (med["chatbot-1"] - med["chatbot-2"])) < 1.0
     shown = trajectory_contrasts_table(None, con.reset_index()).display
-    assert shown["Quantity"].tolist() == ["t50", "First clinical framing", "P(never clinical)"]
+    assert shown["Quantity"].tolist() == [
+        "t50",
+        "First clinical framing",
+        "First stable framing",
+        "P(never clinical)",
+    ]
 
 
 def test_chatbot_contrasts_by_hand():
