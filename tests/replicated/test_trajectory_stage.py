@@ -62,7 +62,7 @@ def test_stage_writes_the_chatbots_for_a_new_conversation(run_dir):
 @pytest.mark.slow
 def test_no_quantity_carries_a_caveat_now(run_dir):
     """Simulation covers every quantity the stage reports (docs/dev/models.md, "Conversation
-    level": first stable 0.964 at 95% under the plateau rule, 0.79 before it): the ``note``
+    level": first stable 0.960 at 95% under the plateau rule, 0.79 before it): the ``note``
     columns are empty and the stage's notes say nothing of coverage; the supplement shows
     first stable in both tables."""
     from delusion_bayes.report.replicated import trajectories_table, trajectory_contrasts_table
