@@ -123,9 +123,9 @@ def trajectory_tables(
     }
     tab = tab.assign(**about, scale=str(tree.attrs.get("population", "")))
     caveats = CAVEATS if about["conversation_level"] else {}
-    tab["note"] = tab["quantity"].map(caveats).fillna("")
+    tab["note"] = tab["quantity"].map(lambda q: caveats.get(q, ""))
     contrasts = chatbot_contrasts(draws, c.ci_prob).assign(**about)
-    contrasts["note"] = contrasts["quantity"].map(caveats).fillna("")
+    contrasts["note"] = contrasts["quantity"].map(lambda q: caveats.get(q, ""))
     return tab, contrasts
 
 
