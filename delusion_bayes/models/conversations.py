@@ -26,9 +26,10 @@ level"); this rule is a data-dependent model choice, which the SBC follows
 (:mod:`delusion_bayes.models.sbc_conversations`).
 ``scale="group"``: means per chatbot, the plateau's mean too, and t50's spread
 (:data:`~delusion_bayes.models.blocks.GROUP_SCALES`; the population-contrast fits' model).
-Log k and the day noise's scale are sampled non-centred (the conversations of a chatbot are
-alike in steepness and rated alike, so their spreads are tighter than one conversation's data
-pin them).
+T50, log k and the day noise's scale are sampled non-centred for every conversation (the
+conversations of a chatbot are alike in onset and steepness and rated alike, so their spreads
+are tighter than one conversation's data pin them; t50 has no wall coordinate here,
+:func:`delusion_bayes.models.blocks._t50`).
 
 The chatbot-level quantities are posterior quantities (:func:`chatbot_trajectories`): a new
 conversation's expected t50 and milestones (censored at the window like the data, by the

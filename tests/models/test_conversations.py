@@ -199,3 +199,26 @@ def test_a_chatbot_without_its_plateau_follows_the_plateau_population():
     np.testing.assert_allclose(out[0], [1.0, 1.2, 1.4, 0.7])
     group = np.asarray(spec.data.pop_group)
     np.testing.assert_allclose(out[1], out[0][group] + out[2] * point["z_log_L1"], rtol=1e-6)
+
+
+def test_every_conversation_t50_is_non_centred():
+    """With a conversation level no conversation's t50 has a centred or wall coordinate
+    (``blocks._t50``: under them 7 of 100 coverage studies failed the gate, docs/dev/models.md,
+    "Conversation level"): ``t50 = T (mu_t50[chatbot] + sigma_t50 z_t50)`` at any point, for the
+    ``replicated`` preset's turned and never-turned conversations alike."""
+    from delusion_bayes.models.build import build_model
+
+    _, spec = conversation_spec(simulate_replicated("replicated", seed=0), "joint")
+    assert not spec.data.t50_centred.all()  # never-turners exist: the wall's case is covered
+    model = build_model(spec)
+    free = {rv.name for rv in model.free_RVs}
+    assert "z_t50" in free and not {"t50_centred", "w_t50", "w_t50_early"} & free
+    point = model.initial_point()
+    point["mu_t50"] = np.array([0.3, 0.5, 0.6, 0.75])
+    point["sigma_t50_log__"] = np.log(np.array(0.2))
+    point["z_t50"] = np.linspace(-2, 2, point["z_t50"].size)
+    outs = model.replace_rvs_by_values([model["t50"]])
+    t50 = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point)[0]
+    group = np.asarray(spec.data.pop_group)
+    expect = spec.n_days * (point["mu_t50"][group] + 0.2 * point["z_t50"])
+    np.testing.assert_allclose(t50, expect, rtol=1e-6)
