@@ -132,6 +132,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "conversation_coverage.py": [
         "--studies",
         "1",
+        "--null",
         "--out",
         "conv.csv",
         "sampler.draws=50",

@@ -12,12 +12,18 @@ refits and verdict), scored on
 - ``first_clinical``, ``first_stable``, ``p_never``: a new conversation's expected milestones
   (censored at the last turn + 1) and the chance it never reaches clinical framing, truth by
   Monte Carlo over 20,000 of the simulator's new conversations per chatbot
-  (``sweep.truth.new_conversation_truth``; its SE in ``truth_se``, < 0.02 turns).
+  (``sweep.truth.new_conversation_truth``; its SE in ``truth_se``, < 0.02 turns);
+- every chatbot pair's contrast of t50 and the milestones (``conversations.chatbot_contrasts``,
+  the stage's table), truth the difference of the two chatbots' truths: its coverage, and with
+  ``--null`` (every chatbot drawn from one trajectory, so every true contrast is 0) how often
+  the 95% interval excludes 0, the type-I error of the stage's contrasts.
 
     .venv/bin/python experiments/bench/conversation_coverage.py --studies 20 --out conv.csv
+    .venv/bin/python experiments/bench/conversation_coverage.py --null --studies 20 --out null.csv
     .venv/bin/python experiments/bench/conversation_coverage.py --summary conv.csv
 
-One CSV row per study x chatbot x quantity, appended as it goes (a rerun skips done seeds).
+One CSV row per study x chatbot x quantity, appended as it goes (a rerun skips done seeds), and
+one per study x pair x quantity in ``<out>_contrasts.csv``.
 """
 
 from __future__ import annotations
@@ -33,14 +39,25 @@ import pandas as pd
 
 #: the design: 3 chatbots x 8 conversations x 12 turns x 2 human raters, recognition only
 DESIGN = {"n_models": 3, "n_conversations": 8, "n_turns": 12, "items": ("recognition",)}
+#: the overrides of ``--null``: no spread between the chatbots' trajectories (as
+#: ``behaviour_coverage.NULL``), so a new conversation of each has the same expected milestones
+NULL = {"sd_t50": 0.0, "sd_log_k": 0.0, "sd_L_logit": 0.0}
 
 
-def analyse(seed: int, overrides: list[str], design: dict) -> list[dict]:
-    """Rows of one study: per chatbot and quantity, the interval, the truth, the gate."""
+def analyse(
+    seed: int, overrides: list[str], design: dict, null: bool = False
+) -> tuple[list[dict], list[dict]]:
+    """Rows of one study: per chatbot and quantity, the interval, the truth, the gate; and per
+    chatbot pair and contrasted quantity the same (:func:`contrast_rows`; under ``null`` the
+    true contrast is 0, not the difference of two Monte Carlo truths)."""
     from delusion_bayes.baselines.replicated_config import ReplicatedConfig
     from delusion_bayes.config import compose
     from delusion_bayes.data import simulate_replicated
-    from delusion_bayes.models.conversations import chatbot_draws, chatbot_trajectories
+    from delusion_bayes.models.conversations import (
+        chatbot_contrasts,
+        chatbot_draws,
+        chatbot_trajectories,
+    )
     from delusion_bayes.stages.replicated_trajectory import fit_trajectory
     from delusion_bayes.sweep.truth import new_conversation_truth
 
@@ -82,7 +99,66 @@ def analyse(seed: int, overrides: list[str], design: dict) -> list[dict]:
                 "seconds": secs,
             }
         )
+    gate = bool(tree.attrs["gate_passed"])
+    contrasts = {p: chatbot_contrasts(draws, p) for p in (0.95, 0.9)}
+    return rows, contrast_rows(seed, contrasts, truth, gate, null)
+
+
+def contrast_rows(seed: int, contrasts: dict, truth: dict, gate: bool, null: bool) -> list[dict]:
+    """Per chatbot pair (A, B) and quantity: the posterior difference A - B with its 95/90%
+    intervals and the true difference (``truth``: per (quantity, chatbot))."""
+    a95, a90 = (contrasts[p].set_index(["quantity", "a", "b"]) for p in (0.95, 0.9))
+    rows = []
+    for (q, a, b), r in a95.iterrows():
+        rows.append(
+            {
+                "seed": seed,
+                "quantity": q,
+                "a": a,
+                "b": b,
+                "truth": 0.0 if null else truth[(q, a)] - truth[(q, b)],
+                "diff": r["diff"],
+                "lo95": r["ci_low"],
+                "hi95": r["ci_high"],
+                "lo90": a90.loc[(q, a, b), "ci_low"],
+                "hi90": a90.loc[(q, a, b), "ci_high"],
+                "gate_passed": gate,
+            }
+        )
     return rows
+
+
+def summarise_contrasts(df: pd.DataFrame) -> pd.DataFrame:
+    """Per quantity: the contrasts' 95/90% coverage of the true difference and how often the 95%
+    interval excludes 0 (under ``--null`` the type-I error), binomial SEs clustered by study."""
+    df = df.assign(
+        c95=(df["lo95"] <= df["truth"]) & (df["truth"] <= df["hi95"]),
+        c90=(df["lo90"] <= df["truth"]) & (df["truth"] <= df["hi90"]),
+        reject95=(df["lo95"] > 0) | (df["hi95"] < 0),
+    )
+    out = []
+    for q, g in df.groupby("quantity", sort=False):
+        per_study = g.groupby("seed")[["c95", "reject95"]].mean()
+        n = len(per_study)
+        se = per_study.std(ddof=1) / np.sqrt(n)
+        out.append(
+            {
+                "quantity": q,
+                "studies": n,
+                "pairs": len(g),
+                "cover95": g["c95"].mean(),
+                "se95": se["c95"],
+                "cover90": g["c90"].mean(),
+                "reject95": g["reject95"].mean(),
+                "se_reject95": se["reject95"],
+            }
+        )
+    return pd.DataFrame(out).round(3)
+
+
+def contrasts_path(out: Path) -> Path:
+    """Where the contrast rows of ``out`` go: ``<stem>_contrasts.csv`` beside it."""
+    return out.with_name(f"{out.stem}_contrasts.csv")
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
@@ -117,20 +193,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--out", default="conversation_coverage.csv")
     ap.add_argument("--summary", help="print the table of this CSV and stop")
+    ap.add_argument("--null", action="store_true", help="chatbots from one trajectory (type-I)")
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. sampler.draws=300")
     a = ap.parse_args(argv)
     if a.summary:
-        print(summarise(pd.read_csv(a.summary)).to_string(index=False))
+        report(Path(a.summary))
         return 0
     out = Path(a.out)
     done = set(pd.read_csv(out)["seed"]) if out.exists() else set()
+    design = {**DESIGN, **(NULL if a.null else {})}
     for s in range(a.first, a.first + a.studies):
         if s in done:
             continue
-        rows = analyse(s, ["sampler.progressbar=false", *a.overrides], DESIGN)
-        pd.DataFrame(rows).to_csv(out, mode="a", header=not out.exists(), index=False)
-    print(summarise(pd.read_csv(out)).to_string(index=False))
+        rows, pairs = analyse(s, ["sampler.progressbar=false", *a.overrides], design, a.null)
+        for path, part in ((contrasts_path(out), pairs), (out, rows)):
+            pd.DataFrame(part).to_csv(path, mode="a", header=not path.exists(), index=False)
+    report(out)
     return 0
+
+
+def report(out: Path) -> None:
+    """Print the coverage table of ``out`` and, where its contrast rows exist, theirs."""
+    print(summarise(pd.read_csv(out)).to_string(index=False))
+    if contrasts_path(out).exists():
+        print(summarise_contrasts(pd.read_csv(contrasts_path(out))).to_string(index=False))
 
 
 if __name__ == "__main__":
