@@ -200,6 +200,12 @@ def _check(d: ReplicatedDesign) -> None:
         )
 
 
+#: overrides of :func:`simulate_replicated` for a null study: no spread between the chatbots'
+#: trajectories, so every chatbot's expected value per turn (and a new conversation's
+#: milestones) is the same; the coverage benchmarks' ``--null``
+NULL_CHATBOTS: dict[str, float] = {"sd_t50": 0.0, "sd_log_k": 0.0, "sd_L_logit": 0.0}
+
+
 def simulate_replicated(preset: str = "replicated", seed: int = 0, **overrides: Any) -> xr.Dataset:
     """Simulate a replicated study with known truth (module docstring).
 
@@ -442,6 +448,7 @@ def _attrs(d: ReplicatedDesign, preset: str, seed: int) -> dict[str, Any]:
 
 
 __all__ = [
+    "NULL_CHATBOTS",
     "ITEM_SPECS",
     "SPIRAL_ITEMS",
     "OVERRIDES",

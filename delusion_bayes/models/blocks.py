@@ -151,7 +151,6 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     import pytensor.tensor as pt
 
     T = float(spec.n_days)
-    t_first = pt.min(spec_data(spec, "day_values"))
     loc = T * (mu_t50 + _group_shift(spec, "t50")) * pt.ones(n_models)
     scale = T * sigma_t50
     if spec.population == CONVERSATION_LEVEL:
@@ -162,6 +161,7 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
         # small sigma_t50 (the walls' sinh(w) / k tied to k there); non-centred the divergences
         # went (docs/dev/models.md, "Conversation level")
         return loc + scale * pm.Normal("z_t50", 0.0, 1.0, shape=n_models)
+    t_first = pt.min(spec_data(spec, "day_values"))
     masks = _t50_masks(spec)
     t50 = _masked_normal("t50_centred", masks["t50_centred"], loc, scale, n_models)
     # the prior density in w is N(t50; loc, scale) |dt50/dw|

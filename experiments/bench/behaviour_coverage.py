@@ -32,15 +32,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-#: the overrides of ``--null``: every chatbot drawn from one trajectory (no between-chatbot
-#: spread), so every chatbot's expected value per turn is the same
-NULL = {"sd_t50": 0.0, "sd_log_k": 0.0, "sd_L_logit": 0.0}
-
 
 def study(preset: str, seed: int, null: bool = False):
-    from delusion_bayes.data.replicated_simulate import simulate_replicated
+    from delusion_bayes.data.replicated_simulate import NULL_CHATBOTS, simulate_replicated
 
-    return simulate_replicated(preset, seed=seed, **(NULL if null else {}))
+    return simulate_replicated(preset, seed=seed, **(NULL_CHATBOTS if null else {}))
 
 
 def contrast_rows(ds, tree, base: dict, null: bool) -> list[dict]:

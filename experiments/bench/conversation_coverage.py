@@ -39,9 +39,6 @@ import pandas as pd
 
 #: the design: 3 chatbots x 8 conversations x 12 turns x 2 human raters, recognition only
 DESIGN = {"n_models": 3, "n_conversations": 8, "n_turns": 12, "items": ("recognition",)}
-#: the overrides of ``--null``: no spread between the chatbots' trajectories (as
-#: ``behaviour_coverage.NULL``), so a new conversation of each has the same expected milestones
-NULL = {"sd_t50": 0.0, "sd_log_k": 0.0, "sd_L_logit": 0.0}
 
 
 def analyse(
@@ -201,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     out = Path(a.out)
     done = set(pd.read_csv(out)["seed"]) if out.exists() else set()
-    design = {**DESIGN, **(NULL if a.null else {})}
+    from delusion_bayes.data.replicated_simulate import NULL_CHATBOTS
+
+    design = {**DESIGN, **(NULL_CHATBOTS if a.null else {})}
     for s in range(a.first, a.first + a.studies):
         if s in done:
             continue
