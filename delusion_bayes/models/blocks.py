@@ -121,22 +121,52 @@ def _masked_normal(name: str, mask, loc, scale, n: int):
     return pm.Normal(name, loc, scale, shape=n)
 
 
-def _group_shift(spec: ModelSpec, param: str):
+def _group_shift(spec: ModelSpec, param: str, sds: dict | None = None):
     """``sum_g b_{param,g}[group_g(m)]`` over the group terms, non-centred: ``b = sd * z``,
-    ``sd ~ group_sd`` per parameter and term."""
+    ``sd ~ group_sd`` per parameter and term. At the conversation level the terms are the
+    prompts and categories several chatbots ran (``conversations.shared_terms``) and shift t50
+    only: a prompt makes every chatbot's conversation turn sooner or later, as the replicated
+    simulator's prompts do; the steepness and plateau stay the chatbot's and conversation's.
+    ``sds``: a term's scale given (:func:`_t50_variance_shares`) instead of drawn."""
     import pymc as pm
 
     shift = 0.0
+    if spec.population == CONVERSATION_LEVEL and param != "t50":
+        return shift
     for term in spec.group_terms:
         dim = f"group_{term}"
-        sd = make_rv(f"sd_{param}_{term}", spec.priors["group_sd"])
+        sd = (sds or {}).get(term)
+        if sd is None:
+            sd = make_rv(f"sd_{param}_{term}", spec.priors["group_sd"])
         z = pm.Normal(f"z_{param}_{term}", 0.0, 1.0, dims=dim)
         b = pm.Deterministic(f"b_{param}_{term}", sd * z, dims=dim)
         shift = shift + b[spec_data(spec, f"group_{term}_idx")]
     return shift
 
 
-def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
+def _t50_variance_shares(spec: ModelSpec):
+    """``(sigma_t50, {term: sd_t50_<term>})`` at the conversation level with shared groupings:
+    the total between-conversation SD of t50 (``sd_t50_total``, the prior ``sigma_t50`` has
+    without them) split by variance shares, ``sigma_t50 = total sqrt(w_0)``, ``sd_t50_<term> =
+    total sqrt(w_i)``, ``w ~ Dirichlet(1, ..., 1)``. The data pin the total (the spread of a
+    chatbot's conversations) and the shares only weakly (how alike two chatbots' runs of a prompt
+    are); with ``sigma_t50`` and ``sd_t50_prompt`` sampled apart their trade-off was a ridge
+    (docs/dev/models.md, "Conversation level")."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    total = make_rv("sd_t50_total", spec.priors["sigma_t50"])
+    n = len(spec.group_terms) + 1
+    shares = pm.Dirichlet("t50_shares", a=np.ones(n), shape=n)
+    sigma_t50 = pm.Deterministic("sigma_t50", total * pt.sqrt(shares[0]))
+    sds = {
+        term: pm.Deterministic(f"sd_t50_{term}", total * pt.sqrt(shares[i + 1]))
+        for i, term in enumerate(spec.group_terms)
+    }
+    return sigma_t50, sds
+
+
+def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k, shared_sd=None):
     """``t50 ~ N(T (mu_t50 + shift), T sigma_t50)``, the same prior in every coordinate.
 
     Centred (``t50_centred``) for models whose data pin t50 (:func:`_turned`). A never-turner's
@@ -151,7 +181,7 @@ def _t50(spec: ModelSpec, mu_t50, sigma_t50, n_models: int, k):
     import pytensor.tensor as pt
 
     T = float(spec.n_days)
-    loc = T * (mu_t50 + _group_shift(spec, "t50")) * pt.ones(n_models)
+    loc = T * (mu_t50 + _group_shift(spec, "t50", shared_sd)) * pt.ones(n_models)
     scale = T * sigma_t50
     if spec.population == CONVERSATION_LEVEL:
         # non-centred for every conversation: a chatbot's conversations are alike in t50 (the
@@ -328,7 +358,10 @@ def onset_trajectory(spec: ModelSpec):
         span = K_MAX - k_min
         k = pm.Deterministic("k", k_min + span * pm.math.sigmoid(a - np.log(span)), dims=MODEL)
     mu_t50 = _hyper(spec, "mu_t50")
-    if spec.t50_scale_sampled:
+    shared_sd: dict = {}
+    if spec.t50_scale_sampled and spec.population == CONVERSATION_LEVEL and spec.group_terms:
+        sigma_t50, shared_sd = _t50_variance_shares(spec)
+    elif spec.t50_scale_sampled:
         sigma_t50 = _hyper(spec, "sigma_t50")
     else:
         # fewer than 2 models pin a t50: the others bound theirs from one side only, so the
@@ -336,7 +369,7 @@ def onset_trajectory(spec: ModelSpec):
         # chatbot turns: 66 divergences, R-hat 1.03 on sigma_t50). Fixed at its prior's root
         # mean square, which keeps each t50's prior variance (docs/dev/models.md)
         sigma_t50 = pm.Deterministic("sigma_t50", pt.as_tensor_variable(prior_rms(p["sigma_t50"])))
-    t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models, k), dims=MODEL)
+    t50 = pm.Deterministic("t50", _t50(spec, mu_t50, sigma_t50, n_models, k, shared_sd), dims=MODEL)
     t = spec_data(spec, "day_values")[None, :]
     x = k[:, None] * (t - t50[:, None])
     shape = trajectory_shape(x, spec.trajectory, clip=pt.clip, sigmoid=pm.math.sigmoid)

@@ -31,6 +31,13 @@ conversations of a chatbot are alike in onset and steepness and rated alike, so 
 are tighter than one conversation's data pin them; t50 has no wall coordinate here,
 :func:`delusion_bayes.models.blocks._t50`).
 
+Where the chatbots ran the same prompts (:func:`shared_terms`), each prompt (and category)
+shifts t50 for every chatbot, ``t50_mc = T (mu_t50[m] + sd_t50_prompt z_p(c) + sigma_t50
+z_mc)``, with ``sigma_t50`` and ``sd_t50_prompt`` the variance shares of their total
+``sd_t50_total`` (:func:`delusion_bayes.models.blocks._t50_variance_shares`): a chatbot
+contrast then leaves out which prompts were drawn, since both chatbots ran them, and a new
+conversation's t50 spreads by the total, since it runs a new prompt.
+
 The chatbot-level quantities are posterior quantities (:func:`chatbot_trajectories`): a new
 conversation's expected t50 and milestones (censored at the window like the data, by the
 baselines' rules), ``P(never)`` (a new conversation never reaches clinical framing within the
@@ -65,6 +72,14 @@ SEP = "/"
 #: chatbot's conversations may well be alike, so the level keeps the HalfNormal(0.5) under
 #: which its SBC and coverage were measured (docs/dev/models.md, "Conversation level")
 CONVERSATION_T50_SCALE_PRIOR: dict = {"dist": "HalfNormal", "sigma": 0.5}
+#: conversation groupings that several chatbots may share (``data.replicated`` coords), finest
+#: first: where chatbots ran the same prompts, each prompt (and category) shifts every chatbot's
+#: t50 alike (:func:`shared_terms`), so a chatbot contrast is free of which prompts were drawn
+SHARED_TERMS: tuple[str, ...] = ("prompt", "category")
+#: shared levels a grouping needs before its spread is learnt: with fewer, its scale is the
+#: prior's (HalfNormal(0.5) of the window, ``blocks.ONSET_PRIORS["group_sd"]``) and would widen a
+#: new conversation's t50 by that much
+MIN_SHARED_LEVELS = 5
 #: quantities :func:`chatbot_trajectories` reports per chatbot
 QUANTITIES = ("t50", "first_clinical", "first_stable", "p_never")
 #: what simulation found of a quantity's intervals with a conversation level, written beside
@@ -106,9 +121,33 @@ def conversation_units(rep: xr.Dataset, item: str = ITEM_NAME) -> xr.Dataset:
             DAY: np.asarray(rep[TURN].values),
         },
     )
+    for name in SHARED_TERMS:  # the prompt and category each conversation ran, where known
+        if name in rep.coords and set(rep[name].dims) == {MODEL, CONVERSATION}:
+            labels = rep[name].transpose(MODEL, CONVERSATION).values[mi, ci]
+            da = da.assign_coords({name: (MODEL, [str(v) for v in labels])})
     ds = xr.Dataset({"recognition": da})
     ds.attrs.update(chatbot=[chatbots[m] for m in mi], source=str(rep.attrs.get("source", "")))
     return ds
+
+
+def shared_terms(units: xr.Dataset) -> list[str]:
+    """The conversation groupings of ``units`` whose effect on t50 the model learns: of
+    :data:`SHARED_TERMS`, those with at least :data:`MIN_SHARED_LEVELS` levels that two or more
+    chatbots ran (a prompt one chatbot ran is a conversation effect); a category only where it
+    groups several prompts (the same partition as the prompts adds nothing identifiable)."""
+    chatbot = np.asarray(units.attrs["chatbot"])
+    out: list[str] = []
+    n_levels: dict[str, int] = {}
+    for name in SHARED_TERMS:
+        if name not in units.coords:
+            continue
+        labels = np.asarray(units[name].values).astype(str)
+        pairs = pd.DataFrame({"level": labels, "chatbot": chatbot}).drop_duplicates()
+        shared = int((pairs.groupby("level").size() >= 2).sum())
+        n_levels[name] = len(set(labels))
+        if shared >= MIN_SHARED_LEVELS and all(n_levels[name] < n_levels[t] for t in out):
+            out.append(name)
+    return out
 
 
 def conversation_spec(
@@ -150,6 +189,8 @@ def units_spec(
         return units, build_spec(units, model, dict(priors or {}), **variant)
     group = [names.index(c) for c in chatbot]
     population = CONVERSATION_LEVEL if scale == "shared" else scale
+    if population == CONVERSATION_LEVEL and "group_terms" not in variant:
+        variant["group_terms"] = shared_terms(units)
     priors = {"sigma_t50": dict(CONVERSATION_T50_SCALE_PRIOR), **dict(priors or {})}
     conv_priors = CONVERSATION_PRIORS if population == CONVERSATION_LEVEL else {}
     base = {k: v for k, v in priors.items() if k not in conv_priors}
@@ -224,20 +265,16 @@ def chatbot_draws(
 ) -> xr.Dataset:
     """Per posterior draw and chatbot, each of :data:`QUANTITIES` for a NEW conversation
     (``(sample, chatbot)``): its expected t50 and censored milestones and ``P(never)``, plus
-    ``sd_conv_t50``, the between-conversation SD of t50 (days). Without a conversation level
+    ``sd_conv_t50``, the between-conversation SD of t50 (turns; a new conversation runs a new
+    prompt, so a shared prompt's spread is part of it). Without a conversation level
     (one conversation per chatbot) the chatbot's own fitted t50 and milestones."""
-    from .population import N_NEW, population_means
+    from .population import N_NEW, new_conversation_t50_scale, population_means
 
     if not dt.attrs.get("conversation_level"):
         return _single_conversation_draws(dt, stable_run)
     means = population_means(dt, QUANTITIES, stable_run=stable_run, n_new=n_new or N_NEW, seed=seed)
     post = dt["posterior"].to_dataset()
-    sd = post["sigma_t50"] * post.sizes[DAY]
-    sd = sd.stack(sample=[d for d in ("chain", "draw") if d in sd.dims])
-    if POP_GROUP in sd.dims:
-        sd = sd.transpose("sample", POP_GROUP).values
-    else:
-        sd = np.broadcast_to(sd.values[:, None], means["t50"].shape)
+    sd = new_conversation_t50_scale(post, means.sizes[POP_GROUP]) * post.sizes[DAY]
     out = means.assign(sd_conv_t50=(("sample", POP_GROUP), np.asarray(sd)))
     return out.rename({POP_GROUP: "chatbot"})
 

@@ -194,6 +194,20 @@ def _flat(post: xr.Dataset, name: str, n_groups: int) -> np.ndarray:
     return np.broadcast_to(x if x.ndim == 2 else x.reshape(-1, 1), (x.shape[0], n_groups))
 
 
+def new_conversation_t50_scale(post: xr.Dataset, n_groups: int) -> np.ndarray:
+    """``(samples, groups)``: the SD of a new conversation's t50 around its chatbot's mean, in
+    units of the window, at the conversation level: ``sigma_t50`` and, where the chatbots shared
+    prompts or categories, their spreads ``sd_t50_<term>`` added in variance, since a new
+    conversation runs a new prompt (their total ``sd_t50_total`` where the graph samples it,
+    ``blocks._t50_variance_shares``)."""
+    if "sd_t50_total" in post:
+        return _flat(post, "sd_t50_total", n_groups)
+    var = _flat(post, "sigma_t50", n_groups) ** 2
+    for name in (str(n) for n in post.data_vars if str(n).startswith("sd_t50_")):
+        var = var + _flat(post, name, n_groups) ** 2
+    return np.sqrt(var)
+
+
 def _new_chatbots(
     hyper: dict, g: int, z: np.ndarray, noise: np.ndarray, days: np.ndarray, info: dict
 ) -> dict:
@@ -243,6 +257,7 @@ def population_means(
     hyper = {n: _flat(post, n, G) for n in names if n in post}
     if "mu_log_L1_chatbot" in post:  # a conversation level: each chatbot's plateau mean
         hyper["mu_log_L1"] = _flat(post, "mu_log_L1_chatbot", G)
+        hyper["sigma_t50"] = new_conversation_t50_scale(post, G)
     days = np.asarray(post[DAY].values, float)
     info = _fit_info(dt, days)
     S = hyper["mu_t50"].shape[0]

@@ -63,15 +63,30 @@ PARAMS = (
 )
 
 
-def draw_truth(chatbot: np.ndarray, n_raters: int, n_days: int, rng) -> xr.Dataset:
+def draw_truth(
+    chatbot: np.ndarray,
+    n_raters: int,
+    n_days: int,
+    rng,
+    levels: dict[str, np.ndarray] | None = None,
+) -> xr.Dataset:
     """One draw of every parameter for units with chatbot indices ``chatbot``, as a Dataset with
-    a ``draw`` dim of size 1 (the layout :func:`~.sbc.simulate_ratings` reads)."""
+    a ``draw`` dim of size 1 (the layout :func:`~.sbc.simulate_ratings` reads). ``levels``: per
+    grouping the chatbots share (``conversations.shared_terms``), each unit's level index; the
+    scale prior's draw is then the total ``sd_t50_total``, split into ``sigma_t50`` and each
+    grouping's ``sd_t50_<term>`` by Dirichlet(1, ...) variance shares
+    (``blocks._t50_variance_shares``), and each level's shift of t50 is drawn last."""
     from .sbc_reference import REFERENCE_PRIORS as P
     from .sbc_reference import draw_reference as draw
 
     n_bots, n_units = int(chatbot.max()) + 1, len(chatbot)
     bot = {"mu_t50": draw(P["mu_t50"], rng, n_bots), "mu_log_k": draw(P["mu_log_k"], rng, n_bots)}
     shared = {"sigma_t50": float(draw(T50_SCALE_PRIOR, rng))}  # first: the draws' old order
+    if levels:  # the draw is the total, split by Dirichlet(1, ...) variance shares
+        total = shared["sd_t50_total"] = shared["sigma_t50"]
+        w = rng.dirichlet(np.ones(len(levels) + 1))
+        shared["sigma_t50"] = total * float(np.sqrt(w[0]))
+        shared |= {f"sd_t50_{t}": total * float(np.sqrt(w[i + 1])) for i, t in enumerate(levels)}
     shared |= {n: float(draw(P[n], rng)) for n in ("sigma_log_k", "mu_log_eps", "sigma_log_eps")}
     shared |= {n: float(draw(prior, rng)) for n, prior in PLATEAU_PRIORS.items()}
     bot["mu_log_L1_chatbot"] = rng.normal(shared["mu_log_L1"], SIGMA_MU_LOG_L1, n_bots)
@@ -89,6 +104,9 @@ def draw_truth(chatbot: np.ndarray, n_raters: int, n_days: int, rng) -> xr.Datas
         "severity": draw(P["severity"], rng, n_raters),
         "discrimination": np.exp(draw(P["log_disc"], rng, n_raters)),
     }
+    for term, idx in (levels or {}).items():
+        effect = n_days * shared[f"sd_t50_{term}"] * rng.standard_normal(int(idx.max()) + 1)
+        units["t50"] = units["t50"] + effect[idx]
     data = {n: (("draw",), [v]) for n, v in shared.items()}
     data |= {n: (("draw", "chatbot"), v[None]) for n, v in bot.items()}
     data |= {n: (("draw", MODEL), v[None]) for n, v in units.items()}
@@ -126,7 +144,7 @@ def run_conversation_sbc(
     of each variable's ranks (dim ``<variable>_element``), ``t50_scale_sampled`` and the fits'
     divergences per study. Fitted at the stage's starting target (0.99)."""
     from ..inference.config import InferenceConfig
-    from .conversations import units_spec
+    from .conversations import shared_terms, units_spec
     from .fit import fit
     from .sbc import simulate_ratings
     from .sbc_reference import normalised_rank, rank_dataset
@@ -138,7 +156,13 @@ def run_conversation_sbc(
     draws, tune, chains = sbc_draws(draws, tune, chains)  # SBC_SAMPLER's unless given
     rng = np.random.default_rng([int(seed), 56])
     n_raters, n_days = units.sizes[RATER], units.sizes[DAY]
-    rows: dict[str, list[np.ndarray]] = {v: [] for v in (*PARAMS, "L_unowned")}
+    # the prompts (categories) the chatbots share: the fit learns their t50 shifts, so the
+    # reference draws them too, and their spreads are ranked
+    terms = shared_terms(units)
+    levels = {t: np.unique(units[t].values.astype(str), return_inverse=True)[1] for t in terms}
+    extra = ("total", *terms) if terms else ()
+    params = (*PARAMS, *(f"sd_t50_{t}" for t in extra))
+    rows: dict[str, list[np.ndarray]] = {v: [] for v in (*params, "L_unowned")}
     sampled, divergences = [], []
     settings = dict(
         draws=draws,
@@ -155,8 +179,9 @@ def run_conversation_sbc(
     )
     t0 = time.perf_counter()
     for i in range(int(num_simulations)):
-        truth = draw_truth(chatbot, n_raters, n_days, rng)
+        truth = draw_truth(chatbot, n_raters, n_days, rng, levels)
         sim = simulate_ratings(units, truth, 0, rng)
+        sim = sim.assign_coords({t: (MODEL, units[t].values) for t in terms})
         sim.attrs.update(units.attrs)
         spec = units_spec(sim, model)[1]
         sampled.append(bool(spec.t50_scale_sampled))
@@ -170,7 +195,7 @@ def run_conversation_sbc(
             time.perf_counter() - t0,
         )
         post = dt["posterior"].to_dataset()
-        for v in PARAMS:
+        for v in params:
             t = np.atleast_1d(np.asarray(truth[v].isel(draw=0).values, float))
             p = np.asarray(post[v].transpose("chain", "draw", ...).values, float)
             rows[v].append(normalised_rank(p.reshape(-1, t.size), t, rng))
@@ -187,4 +212,10 @@ def run_conversation_sbc(
     )
 
 
-__all__ = ["PARAMS", "PLATEAU_PRIORS", "SIGMA_MU_LOG_L1", "draw_truth", "run_conversation_sbc"]
+__all__ = [
+    "PARAMS",
+    "PLATEAU_PRIORS",
+    "SIGMA_MU_LOG_L1",
+    "draw_truth",
+    "run_conversation_sbc",
+]

@@ -367,7 +367,7 @@ def trajectories_table(b: Builder, df: pd.DataFrame) -> ReportTable:
         "first_clinical": "First clinical framing, turn [95% CrI]",
         "first_stable": "First stable framing, turn [95% CrI]",
         "p_never": "P(never clinical) [95% CrI]",
-        "sd_conv_t50": "Between-conversation SD of t50",
+        "sd_conv_t50": "Between-conversation SD of t50 (a new prompt's included)",
     }
     disp = pd.DataFrame({"Chatbot": list(dict.fromkeys(df["model"]))})
     for q, label in cols.items():
@@ -383,6 +383,13 @@ def trajectories_table(b: Builder, df: pd.DataFrame) -> ReportTable:
         if bool(first["conversation_level"])
         else "one conversation per chatbot: no conversation level to learn"
     )
+    shared = str(first.get("shared_effects", "") or "")
+    if shared and shared != "nan":
+        level += (
+            f", with each shared {' and '.join(shared.split(','))}'s shift of t50 for every "
+            "chatbot (a contrast leaves out which were drawn; a new conversation's spread "
+            "includes a new one's)"
+        )
     title = "Each chatbot's recognition trajectory for a new conversation"
     note = (
         f"`{first['trajectory_model']}` model, {level} (models/conversations.py); milestones "

@@ -120,6 +120,9 @@ def trajectory_tables(
     about = {
         "trajectory_model": tree.attrs.get("trajectory_model", c.trajectory_model),
         "conversation_level": bool(tree.attrs.get("conversation_level")),
+        # the prompts / categories the chatbots shared, whose t50 shifts the model learnt
+        # (models.conversations.shared_terms): a contrast is free of them
+        "shared_effects": str(tree.attrs.get("group_terms", "")),
     }
     tab = tab.assign(**about, scale=str(tree.attrs.get("population", "")))
     caveats = CAVEATS if about["conversation_level"] else {}

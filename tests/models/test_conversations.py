@@ -165,6 +165,25 @@ def test_the_sbc_prior_draws_have_the_conversation_levels_laws():
     assert draws[0]["mu_t50"].shape == (1, 3) and draws[0]["k"].shape == (1, 15)
 
 
+def test_the_sbc_prior_draws_shared_prompts_as_variance_shares():
+    """With 5 prompts every chatbot ran, ``draw_truth`` splits the total scale (HalfNormal(0.5))
+    by Dirichlet(1, 1) shares, as ``blocks._t50_variance_shares``: sigma_t50^2 + sd_t50_prompt^2
+    = sd_t50_total^2 in each draw; a conversation's t50 still scatters with mean square 144 x
+    0.25, and two chatbots' runs of one prompt covary by 144 E[total^2] E[w] = 144 x 0.25 / 2
+    = 18 (4,000 draws)."""
+    from delusion_bayes.models.sbc_conversations import draw_truth
+
+    rng = np.random.default_rng(5)
+    chatbot, prompt = np.repeat(np.arange(3), 5), np.tile(np.arange(5), 3)
+    draws = [draw_truth(chatbot, 2, 12, rng, {"prompt": prompt}) for _ in range(4000)]
+    d = draws[0]
+    total = d["sd_t50_total"].item()
+    assert np.hypot(d["sigma_t50"].item(), d["sd_t50_prompt"].item()) == pytest.approx(total)
+    dev = np.stack([d["t50"].values[0] - 12 * d["mu_t50"].values[0][chatbot] for d in draws])
+    assert np.mean(dev**2) == pytest.approx(36.0, rel=0.08)
+    assert np.mean(dev[:, :5] * dev[:, 5:10]) == pytest.approx(18.0, rel=0.15)
+
+
 def test_rank_checks_skip_what_a_study_does_not_rank():
     """The SBC follows the plateau rule with NaN ranks (``sbc_conversations``): a study's mean
     rank is over its ranked elements, and a study with none is not counted. Study means 0.2
@@ -215,10 +234,64 @@ def test_every_conversation_t50_is_non_centred():
     assert "z_t50" in free and not {"t50_centred", "w_t50", "w_t50_early"} & free
     point = model.initial_point()
     point["mu_t50"] = np.array([0.3, 0.5, 0.6, 0.75])
-    point["sigma_t50_log__"] = np.log(np.array(0.2))
     point["z_t50"] = np.linspace(-2, 2, point["z_t50"].size)
-    outs = model.replace_rvs_by_values([model["t50"]])
-    t50 = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")(point)[0]
+    point["z_t50_prompt"] = np.linspace(1, -1, point["z_t50_prompt"].size)
+    outs = model.replace_rvs_by_values([model["t50"], model["sigma_t50"], model["sd_t50_prompt"]])
+    fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")
+    t50, sigma, sd_prompt = fn(point)
     group = np.asarray(spec.data.pop_group)
-    expect = spec.n_days * (point["mu_t50"][group] + 0.2 * point["z_t50"])
+    prompt = sd_prompt * point["z_t50_prompt"][spec.data.group_idx["prompt"]]
+    expect = spec.n_days * (point["mu_t50"][group] + prompt + sigma * point["z_t50"])
     np.testing.assert_allclose(t50, expect, rtol=1e-6)
+
+
+def test_shared_prompts_shift_t50_only_where_learnable():
+    """``shared_terms``: a prompt every chatbot ran is learnt once it has MIN_SHARED_LEVELS
+    levels; the replicated preset's 3 categories (fewer) are not, Spiral-Bench's 6 grouping 30
+    prompts are; prompts each chatbot ran alone are conversation effects. The graph shifts
+    t50 alone by them (no ``sd_L_prompt``, ``sd_log_k_prompt``)."""
+    from delusion_bayes.models.build import build_model
+    from delusion_bayes.models.conversations import MIN_SHARED_LEVELS, shared_terms
+
+    rep = simulate_replicated("replicated", seed=0, items=("recognition",))
+    assert shared_terms(conversation_units(rep)) == ["prompt"]
+    few = rep.isel(conversation=slice(MIN_SHARED_LEVELS - 1))
+    assert shared_terms(conversation_units(few)) == []
+    own = rep.assign_coords(prompt=rep["prompt"] + "-" + rep["model"])  # a prompt per chatbot
+    assert shared_terms(conversation_units(own)) == []
+    spiral = simulate_replicated(
+        "spiral_like", seed=0, n_categories=6, items=("recognition",), n_truth=5
+    )
+    assert shared_terms(conversation_units(spiral)) == ["prompt", "category"]
+    _, spec = conversation_spec(rep, "joint")
+    assert spec.group_terms == ["prompt"]
+    model = build_model(spec)
+    names = set(model.named_vars)
+    assert {"sd_t50_prompt", "z_t50_prompt", "sd_t50_total", "t50_shares"} <= names
+    assert not {"sd_L_prompt", "sd_log_k_prompt"} & names
+    # the two scales are the total's variance shares: sigma^2 + sd_prompt^2 = total^2
+    point = model.initial_point()
+    point["sd_t50_total_log__"] = np.log(np.array(0.3))
+    point["t50_shares_simplex__"] = np.array([0.7])
+    outs = model.replace_rvs_by_values([model["sigma_t50"], model["sd_t50_prompt"]])
+    fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")
+    np.testing.assert_allclose(np.hypot(*fn(point)), 0.3, rtol=1e-6)
+    _, opt_out = conversation_spec(rep, "joint", group_terms=[])
+    assert opt_out.group_terms == []
+
+
+def test_a_new_conversation_runs_a_new_prompt():
+    """The between-conversation SD a new conversation's t50 has is ``hypot(sigma_t50,
+    sd_t50_prompt)``: its prompt is new too; where the graph samples their total, the total."""
+    from delusion_bayes.models.population import new_conversation_t50_scale
+
+    post = xr.Dataset(
+        {
+            "sigma_t50": (("chain", "draw"), [[0.3, 0.4]]),
+            "sd_t50_prompt": (("chain", "draw"), [[0.4, 0.3]]),
+            "mu_t50": (("chain", "draw", "population_group"), np.zeros((1, 2, 3))),
+        }
+    )
+    np.testing.assert_allclose(new_conversation_t50_scale(post, 3), np.full((2, 3), 0.5))
+    total = post.assign(sd_t50_total=(("chain", "draw"), [[0.6, 0.7]]))
+    np.testing.assert_allclose(new_conversation_t50_scale(total, 3)[:, 0], [0.6, 0.7])
