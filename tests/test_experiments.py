@@ -133,6 +133,7 @@ SMOKE_ARGS: dict[str, list[str]] = {
         "--studies",
         "1",
         "--null",
+        "--shared-prompts",
         "--out",
         "conv.csv",
         "sampler.draws=50",
@@ -193,7 +194,9 @@ SMOKE_ARGS: dict[str, list[str]] = {
     "sbc.py": ["--sims", "2", "--draws", "50", "--tune", "50"],
     "sbc_reference.py": ["--sims", "2", "--draws", "50", "--tune", "50", "--refits"],
     "sbc_behaviour.py": ["--sims", "1", "--draws", "50", "--tune", "50", "--conversations", "3"],
-    "sbc_conversations.py": ["--sims", "1", "--draws", "50", "--tune", "50", "--turns", "8"],
+    "sbc_conversations.py": [
+        *("--sims", "1", "--draws", "50", "--tune", "50", "--turns", "8", "--shared-prompts"),
+    ],
 }
 
 

@@ -31,8 +31,10 @@ conversations of a chatbot are alike in onset and steepness and rated alike, so 
 are tighter than one conversation's data pin them; t50 has no wall coordinate here,
 :func:`delusion_bayes.models.blocks._t50`).
 
-Where the chatbots ran the same prompts (:func:`shared_terms`), each prompt (and category)
-shifts t50 for every chatbot, ``t50_mc = T (mu_t50[m] + sd_t50_prompt z_p(c) + sigma_t50
+With ``shared=True`` (``replicated.trajectory_shared_prompts``; off by default: two grid
+designs miss the gate with it, docs/dev/models.md, "Prompts the chatbots share"), where the
+chatbots ran the same prompts (:func:`shared_terms`), each prompt (and category) shifts t50
+for every chatbot, ``t50_mc = T (mu_t50[m] + sd_t50_prompt z_p(c) + sigma_t50
 z_mc)``, with ``sigma_t50`` and ``sd_t50_prompt`` the variance shares of their total
 ``sd_t50_total`` (:func:`delusion_bayes.models.blocks._t50_variance_shares`): a chatbot
 contrast then leaves out which prompts were drawn, since both chatbots ran them, and a new
@@ -156,13 +158,16 @@ def conversation_spec(
     *,
     scale: str = "shared",
     item: str = ITEM_NAME,
+    shared: bool = False,
     priors: Mapping[str, Any] | None = None,
     **variant: Any,
 ):
     """``(units, spec)``: the unit study (:func:`conversation_units`) and ``model``'s spec with
     the chatbot as the grouping of its hyper-means (module docstring); with one conversation
-    per chatbot, today's spec of the chatbots' study (no conversation level)."""
-    return units_spec(conversation_units(rep, item), model, scale=scale, priors=priors, **variant)
+    per chatbot, today's spec of the chatbots' study (no conversation level). ``shared``: learn
+    the t50 shifts of the prompts the chatbots share (:func:`shared_terms`)."""
+    units = conversation_units(rep, item)
+    return units_spec(units, model, scale=scale, shared=shared, priors=priors, **variant)
 
 
 def units_spec(
@@ -170,6 +175,7 @@ def units_spec(
     model: str = "joint",
     *,
     scale: str = "shared",
+    shared: bool = False,
     priors: Mapping[str, Any] | None = None,
     **variant: Any,
 ):
@@ -189,7 +195,7 @@ def units_spec(
         return units, build_spec(units, model, dict(priors or {}), **variant)
     group = [names.index(c) for c in chatbot]
     population = CONVERSATION_LEVEL if scale == "shared" else scale
-    if population == CONVERSATION_LEVEL and "group_terms" not in variant:
+    if shared and population == CONVERSATION_LEVEL and "group_terms" not in variant:
         variant["group_terms"] = shared_terms(units)
     priors = {"sigma_t50": dict(CONVERSATION_T50_SCALE_PRIOR), **dict(priors or {})}
     conv_priors = CONVERSATION_PRIORS if population == CONVERSATION_LEVEL else {}
@@ -238,6 +244,7 @@ def fit_conversations(
     *,
     scale: str = "shared",
     item: str = ITEM_NAME,
+    shared: bool = False,
     priors: Mapping[str, Any] | None = None,
     variant: Mapping[str, Any] | None = None,
     **fit_kwargs: Any,
@@ -249,7 +256,7 @@ def fit_conversations(
     from .fit import fit
 
     units, spec = conversation_spec(
-        rep, model, scale=scale, item=item, priors=priors, **dict(variant or {})
+        rep, model, scale=scale, item=item, shared=shared, priors=priors, **dict(variant or {})
     )
     dt = fit(units, model, spec=spec, **fit_kwargs)
     dt.attrs.update(

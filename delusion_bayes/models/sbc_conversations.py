@@ -128,6 +128,17 @@ def _follow_plateau_rule(rows: dict, own: np.ndarray, chatbot: np.ndarray) -> No
     rows["L_unowned"].append(np.where(unowned, L, np.nan))
 
 
+def shared_levels(units: xr.Dataset) -> dict[str, np.ndarray]:
+    """Per grouping the chatbots share (``conversations.shared_terms``: the fit learns its t50
+    shifts, so the reference draws them too and ranks their spreads), each unit's level."""
+    from .conversations import shared_terms
+
+    return {
+        t: np.unique(units[t].values.astype(str), return_inverse=True)[1]
+        for t in shared_terms(units)
+    }
+
+
 def run_conversation_sbc(
     units: xr.Dataset,
     *,
@@ -137,14 +148,16 @@ def run_conversation_sbc(
     tune: int | None = None,
     chains: int | None = None,
     seed: int = 0,
+    shared: bool = False,
     cache_dir=None,
 ) -> xr.Dataset:
     """Reference-prior SBC of ``model`` with a conversation level on the design of ``units``
     (:func:`~.conversations.conversation_units` of a replicated study); a Dataset over ``sim``
     of each variable's ranks (dim ``<variable>_element``), ``t50_scale_sampled`` and the fits'
-    divergences per study. Fitted at the stage's starting target (0.99)."""
+    divergences per study. Fitted at the stage's starting target (0.99). ``shared``: with the
+    shared prompts' t50 shifts (``conversations.units_spec``), drawn and ranked too."""
     from ..inference.config import InferenceConfig
-    from .conversations import shared_terms, units_spec
+    from .conversations import units_spec
     from .fit import fit
     from .sbc import simulate_ratings
     from .sbc_reference import normalised_rank, rank_dataset
@@ -156,12 +169,8 @@ def run_conversation_sbc(
     draws, tune, chains = sbc_draws(draws, tune, chains)  # SBC_SAMPLER's unless given
     rng = np.random.default_rng([int(seed), 56])
     n_raters, n_days = units.sizes[RATER], units.sizes[DAY]
-    # the prompts (categories) the chatbots share: the fit learns their t50 shifts, so the
-    # reference draws them too, and their spreads are ranked
-    terms = shared_terms(units)
-    levels = {t: np.unique(units[t].values.astype(str), return_inverse=True)[1] for t in terms}
-    extra = ("total", *terms) if terms else ()
-    params = (*PARAMS, *(f"sd_t50_{t}" for t in extra))
+    levels = shared_levels(units) if shared else {}
+    params = (*PARAMS, *(f"sd_t50_{t}" for t in (("total", *levels) if levels else ())))
     rows: dict[str, list[np.ndarray]] = {v: [] for v in (*params, "L_unowned")}
     sampled, divergences = [], []
     settings = dict(
@@ -181,9 +190,9 @@ def run_conversation_sbc(
     for i in range(int(num_simulations)):
         truth = draw_truth(chatbot, n_raters, n_days, rng, levels)
         sim = simulate_ratings(units, truth, 0, rng)
-        sim = sim.assign_coords({t: (MODEL, units[t].values) for t in terms})
+        sim = sim.assign_coords({t: (MODEL, units[t].values) for t in levels})
         sim.attrs.update(units.attrs)
-        spec = units_spec(sim, model)[1]
+        spec = units_spec(sim, model, shared=shared)[1]
         sampled.append(bool(spec.t50_scale_sampled))
         dt = fit(sim, model, spec=spec, seed=int(seed) * 1000 + i, **settings)
         divergences.append(int(dt["sample_stats"]["diverging"].sum()))
@@ -218,4 +227,5 @@ __all__ = [
     "SIGMA_MU_LOG_L1",
     "draw_truth",
     "run_conversation_sbc",
+    "shared_levels",
 ]

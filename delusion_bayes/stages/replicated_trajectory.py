@@ -87,6 +87,7 @@ def fit_trajectory(ds: xr.Dataset, cfg: Any, c: ReplicatedConfig) -> xr.DataTree
         return fit_conversations(
             ds,
             model,
+            shared=c.trajectory_shared_prompts,
             priors=priors,
             sampler=sampler.updated(**more) if more else sampler,
             log_prior=False,

@@ -42,11 +42,12 @@ DESIGN = {"n_models": 3, "n_conversations": 8, "n_turns": 12, "items": ("recogni
 
 
 def analyse(
-    seed: int, overrides: list[str], design: dict, null: bool = False
+    seed: int, overrides: list[str], design: dict, null: bool = False, shared: bool = False
 ) -> tuple[list[dict], list[dict]]:
     """Rows of one study: per chatbot and quantity, the interval, the truth, the gate; and per
     chatbot pair and contrasted quantity the same (:func:`contrast_rows`; under ``null`` the
-    true contrast is 0, not the difference of two Monte Carlo truths)."""
+    true contrast is 0, not the difference of two Monte Carlo truths). ``shared``: with the
+    shared prompts' t50 shifts (``replicated.trajectory_shared_prompts``)."""
     from delusion_bayes.baselines.replicated_config import ReplicatedConfig
     from delusion_bayes.config import compose
     from delusion_bayes.data import simulate_replicated
@@ -61,7 +62,7 @@ def analyse(
     ds = simulate_replicated("replicated", seed=seed, n_truth=10, **design)
     cfg = compose(overrides)
     t0 = time.perf_counter()
-    tree = fit_trajectory(ds, cfg, ReplicatedConfig())
+    tree = fit_trajectory(ds, cfg, ReplicatedConfig(trajectory_shared_prompts=shared))
     secs = time.perf_counter() - t0
     draws = chatbot_draws(tree, seed=seed)
     tabs = {
@@ -191,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="conversation_coverage.csv")
     ap.add_argument("--summary", help="print the table of this CSV and stop")
     ap.add_argument("--null", action="store_true", help="chatbots from one trajectory (type-I)")
+    ap.add_argument(
+        "--shared-prompts", action="store_true", help="learn the shared prompts' t50 shifts"
+    )
     ap.add_argument("overrides", nargs="*", help="config overrides, e.g. sampler.draws=300")
     a = ap.parse_args(argv)
     if a.summary:
@@ -204,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     for s in range(a.first, a.first + a.studies):
         if s in done:
             continue
-        rows, pairs = analyse(s, ["sampler.progressbar=false", *a.overrides], design, a.null)
+        over = ["sampler.progressbar=false", *a.overrides]
+        rows, pairs = analyse(s, over, design, a.null, a.shared_prompts)
         for path, part in ((contrasts_path(out), pairs), (out, rows)):
             pd.DataFrame(part).to_csv(path, mode="a", header=not path.exists(), index=False)
     report(out)

@@ -5,7 +5,7 @@ SIMULATED.
 
     .venv/bin/python experiments/bench/sbc_conversations.py [--sims 100] [--chatbots 3]
         [--conversations 5] [--turns 12] [--raters 2] [--model joint|onset]
-        [--draws 200] [--tune 300] [--seed 0] [--out FILE.nc]
+        [--draws 200] [--tune 300] [--seed 0] [--out FILE.nc] [--shared-prompts]
 
 Prints the per-variable rank checks (``models.sbc_reference.rank_checks``) over the studies
 whose fit sampled ``sigma_t50``, how many did, and the studies with divergences.
@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tune", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--shared-prompts", action="store_true", help="with the shared prompts' t50 shifts"
+    )
     a = ap.parse_args(argv)
     import logging
 
@@ -60,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         draws=a.draws,
         tune=a.tune,
         seed=a.seed,
+        shared=a.shared_prompts,
     )
     div = ranks["divergences"].values
     print(

@@ -227,7 +227,8 @@ def test_every_conversation_t50_is_non_centred():
     ``replicated`` preset's turned and never-turned conversations alike."""
     from delusion_bayes.models.build import build_model
 
-    _, spec = conversation_spec(simulate_replicated("replicated", seed=0), "joint")
+    rep = simulate_replicated("replicated", seed=0)
+    _, spec = conversation_spec(rep, "joint", shared=True)
     assert not spec.data.t50_centred.all()  # never-turners exist: the wall's case is covered
     model = build_model(spec)
     free = {rv.name for rv in model.free_RVs}
@@ -248,8 +249,8 @@ def test_every_conversation_t50_is_non_centred():
 def test_shared_prompts_shift_t50_only_where_learnable():
     """``shared_terms``: a prompt every chatbot ran is learnt once it has MIN_SHARED_LEVELS
     levels; the replicated preset's 3 categories (fewer) are not, Spiral-Bench's 6 grouping 30
-    prompts are; prompts each chatbot ran alone are conversation effects. The graph shifts
-    t50 alone by them (no ``sd_L_prompt``, ``sd_log_k_prompt``)."""
+    prompts are; prompts each chatbot ran alone are conversation effects. With ``shared`` (off
+    by default) the graph shifts t50 alone by them (no ``sd_L_prompt``, ``sd_log_k_prompt``)."""
     from delusion_bayes.models.build import build_model
     from delusion_bayes.models.conversations import MIN_SHARED_LEVELS, shared_terms
 
@@ -263,7 +264,8 @@ def test_shared_prompts_shift_t50_only_where_learnable():
         "spiral_like", seed=0, n_categories=6, items=("recognition",), n_truth=5
     )
     assert shared_terms(conversation_units(spiral)) == ["prompt", "category"]
-    _, spec = conversation_spec(rep, "joint")
+    assert conversation_spec(rep, "joint")[1].group_terms == []
+    _, spec = conversation_spec(rep, "joint", shared=True)
     assert spec.group_terms == ["prompt"]
     model = build_model(spec)
     names = set(model.named_vars)
@@ -276,7 +278,7 @@ def test_shared_prompts_shift_t50_only_where_learnable():
     outs = model.replace_rvs_by_values([model["sigma_t50"], model["sd_t50_prompt"]])
     fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore")
     np.testing.assert_allclose(np.hypot(*fn(point)), 0.3, rtol=1e-6)
-    _, opt_out = conversation_spec(rep, "joint", group_terms=[])
+    _, opt_out = conversation_spec(rep, "joint", shared=True, group_terms=[])
     assert opt_out.group_terms == []
 
 

@@ -48,8 +48,9 @@ def test_stage_writes_the_chatbots_for_a_new_conversation(run_dir):
     gate = json.loads((out / "replicated" / "trajectory_gate.json").read_text())
     assert head["trajectory_passed"] and gate["passed"] and gate["conversation_level"]
     assert len(tab) == 2 * 5 and tab["conversation_level"].all()
-    # both chatbots ran the same 5 prompts: the fit learns their t50 shifts and says so
-    assert (tab["shared_effects"] == "prompt").all()
+    # both chatbots ran the same 5 prompts, but their t50 shifts are learnt only on request
+    # (replicated.trajectory_shared_prompts), and the column says which were
+    assert tab["shared_effects"].isna().all()
     t50 = tab[tab["quantity"] == "t50"].set_index("model")
     truth = ds["true_t50"].to_series()
     assert ((t50["ci_low"] < truth) & (truth < t50["ci_high"])).all(), (t50, truth)
@@ -92,9 +93,9 @@ def test_supplement_shows_one_row_per_chatbot(run_dir):
     row = df[(df["model"] == "chatbot-1") & (df["quantity"] == "t50")].iloc[0]
     assert table.display.iloc[0, 1].startswith(f"{row['median']:.2f}")
     assert "drawn around its chatbot's" in table.notes[1]
-    assert "each shared prompt's shift of t50 for every chatbot" in table.notes[1]
-    unshared = trajectories_table(None, df.assign(shared_effects=np.nan))
-    assert "shared" not in unshared.notes[1]
+    assert "shared" not in table.notes[1]
+    prompts = trajectories_table(None, df.assign(shared_effects="prompt"))
+    assert "each shared prompt's shift of t50 for every chatbot" in prompts.notes[1]
 
 
 @pytest.mark.slow
