@@ -78,9 +78,9 @@ CONVERSATION_T50_SCALE_PRIOR: dict = {"dist": "HalfNormal", "sigma": 0.5}
 #: first: where chatbots ran the same prompts, each prompt (and category) shifts every chatbot's
 #: t50 alike (:func:`shared_terms`), so a chatbot contrast is free of which prompts were drawn
 SHARED_TERMS: tuple[str, ...] = ("prompt", "category")
-#: shared levels a grouping needs before its spread is learnt: with fewer, its scale is the
-#: prior's (HalfNormal(0.5) of the window, ``blocks.ONSET_PRIORS["group_sd"]``) and would widen a
-#: new conversation's t50 by that much
+#: shared levels a grouping needs before its spread is learnt: with fewer, its variance share of
+#: the total (``blocks._t50_variance_shares``) is the prior's, uniform, and what it takes from
+#: the conversations' spread would rest on the prior alone
 MIN_SHARED_LEVELS = 5
 #: quantities :func:`chatbot_trajectories` reports per chatbot
 QUANTITIES = ("t50", "first_clinical", "first_stable", "p_never")
