@@ -22,7 +22,9 @@ conversations turned: a different model) carry ``t50_scale_sampled`` False and
 same way: a chatbot whose conversations do not show their plateau has no plateau mean in the
 fit (:func:`~.conversations.plateau_shown`), so its ``mu_log_L1_chatbot`` is not ranked and its
 conversations' ``L`` are ranked apart, as ``L_unowned`` (the fit's prior for them is narrower
-than the simulator's by the chatbots' spread; reported, not a test of the model).
+than the simulator's by the chatbots' spread; reported, not a test of the model). With
+``shared=True`` the shared prompts' t50 shifts are drawn (:func:`draw_truth`) and their scales
+ranked, as the opt-in fit has them.
 """
 
 from __future__ import annotations
