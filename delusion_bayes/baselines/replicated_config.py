@@ -48,7 +48,7 @@ class ReplicatedConfig:
     #: where the chatbots ran the same prompts (5 or more), learn each prompt's (and category's)
     #: shift of t50 for every chatbot, so a chatbot contrast leaves out which prompts were drawn
     #: (``models.conversations.shared_terms``). Off by default: under a null its contrasts'
-    #: type-I is nearer 0.05 (t50 0.011, first clinical 0.033 against 0.000 and 0.011 without),
+    #: type-I is nearer 0.05 (t50 0.013, first clinical 0.027 against 0.000 and 0.008 without),
     #: but 2 of the 5 conversation-level grid designs miss the gate with it (docs/dev/models.md,
     #: "Prompts the chatbots share")
     trajectory_shared_prompts: bool = False
