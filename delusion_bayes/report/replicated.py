@@ -383,8 +383,8 @@ def trajectories_table(b: Builder, df: pd.DataFrame) -> ReportTable:
         if bool(first["conversation_level"])
         else "one conversation per chatbot: no conversation level to learn"
     )
-    shared = str(first.get("shared_effects", "") or "")
-    if shared and shared != "nan":
+    shared = first.get("shared_effects")  # NaN where the CSV cell is empty
+    if isinstance(shared, str) and shared:
         level += (
             f", with each shared {' and '.join(shared.split(','))}'s shift of t50 for every "
             "chatbot (a contrast leaves out which were drawn; a new conversation's spread "
